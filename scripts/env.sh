@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The shared test environment: one PostgreSQL cluster and one Kafka broker
+# under .walrelay-env/ at the repository root, described by .walrelay-env/env
+# (a shell file the test harness sources).
+#
+# Usage:
+#   env.sh up       start both (no-op for what already runs), write the env file
+#   env.sh down     stop both; keeps their data
+#   env.sh status   prints the state of both; exit 0 only if both run
+#
+# WALRELAY_OWNER_PID=<pid> makes servers started by `up` stop once that
+# process has exited (scripts/test.sh sets it to itself).
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+ENV_ROOT=$REPO_ROOT/.walrelay-env
+PG_DIR=$ENV_ROOT/pg
+KAFKA_DIR=$ENV_ROOT/kafka
+ENV_FILE=$ENV_ROOT/env
+
+usage() {
+    sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+cmd_down() {
+    local rc=0
+    "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || rc=1
+    "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || rc=1
+    return "$rc"
+}
+
+cmd_up() {
+    mkdir -p "$ENV_ROOT"
+    # The postgres user must reach pg/ when we run as root.
+    chmod 755 "$ENV_ROOT"
+    # A failed or interrupted `up` must not leave half an environment running.
+    trap 'trap - ERR INT TERM; cmd_down || true; exit 1' ERR INT TERM
+    "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+    "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+    trap - ERR INT TERM
+    local tmp
+    tmp=$(mktemp "$ENV_ROOT/env.XXXXXX")
+    {
+        printf '# Written by scripts/env.sh up; source it before cargo test.\n'
+        printf 'export WALRELAY_TEST_PG_PORT=%s\n' "$(cat "$PG_DIR/port")"
+        printf 'export WALRELAY_TEST_PG_DIR=%s\n' "$PG_DIR"
+        printf 'export WALRELAY_TEST_KAFKA=127.0.0.1:%s\n' "$(cat "$KAFKA_DIR/port")"
+        printf 'export WALRELAY_TEST_KAFKA_DIR=%s\n' "$KAFKA_DIR"
+        printf 'export WALRELAY_SCRIPTS=%s\n' "$SCRIPT_DIR"
+    } >"$tmp"
+    chmod 644 "$tmp"
+    mv "$tmp" "$ENV_FILE"
+}
+
+cmd_status() {
+    local rc=0 s
+    s=$("$SCRIPT_DIR/pg.sh" status "$PG_DIR" 2>/dev/null) || rc=1
+    printf 'postgresql: %s (%s)\n' "${s:-stopped}" "$PG_DIR"
+    s=$("$SCRIPT_DIR/kafka.sh" status "$KAFKA_DIR" 2>/dev/null) || rc=1
+    printf 'kafka:      %s (%s)\n' "${s:-stopped}" "$KAFKA_DIR"
+    return "$rc"
+}
+
+case "${1:-}" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    *) usage ;;
+esac

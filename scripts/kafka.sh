@@ -1,0 +1,434 @@
+#!/usr/bin/env bash
+# A single-node Apache Kafka broker (KRaft, broker+controller in one JVM) for
+# tests, demo and benchmarks. The jars come from Maven Central through mvn and
+# are cached under .cache/kafka/<version>/libs at the repository root.
+#
+# Usage:
+#   kafka.sh fetch                resolve the jars once (offline afterwards)
+#   kafka.sh start DIR [PORT]     format DIR once, start the broker, wait until
+#                                 it answers admin requests; writes DIR/port
+#   kafka.sh stop DIR             SIGTERM, up to 30 s, then SIGKILL
+#   kafka.sh kill DIR             SIGKILL (fault tests)
+#   kafka.sh restart DIR          stop, then start on the same ports
+#   kafka.sh rm DIR               stop and delete DIR
+#   kafka.sh status DIR           prints "running PORT" (exit 0) or "stopped" (exit 3)
+#   kafka.sh bootstrap DIR        prints 127.0.0.1:PORT
+#   kafka.sh topics DIR ARGS...   runs kafka-topics (TopicCommand) against DIR's broker
+#
+# DIR layout: server.properties, log4j2.xml, data/ (log.dirs), log (stdout of
+# the JVM), pid, port, controller_port.
+# WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
+# the broker once that process has exited (used by the Rust test helpers).
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+KAFKA_VERSION=4.1.1
+# Kafka 4 logs through slf4j 1.7 to log4j2; the slf4j binding is not a
+# dependency of the kafka artifacts, so it is pinned here (same version as the
+# log4j-core that kafka pulls in).
+LOG4J_VERSION=2.24.3
+DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+CACHE_DIR=$REPO_ROOT/.cache/kafka/$KAFKA_VERSION
+LIBS=$CACHE_DIR/libs
+STAMP=$CACHE_DIR/libs.complete
+START_TIMEOUT=${WALRELAY_KAFKA_START_TIMEOUT:-90}
+BROKER_JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError
+    -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
+# Command-line tools only need to start fast.
+TOOL_JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+    -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
+
+usage() {
+    sed -n '6,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+require_java() {
+    command -v java >/dev/null 2>&1 ||
+        die "java not found: install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless)"
+}
+
+# The stamp records what was resolved, so a version bump here refetches.
+stamp_text() {
+    printf 'kafka_2.13=%s kafka-tools=%s log4j-slf4j-impl=%s\n' \
+        "$KAFKA_VERSION" "$KAFKA_VERSION" "$LOG4J_VERSION"
+}
+
+libs_complete() {
+    [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$(stamp_text)" ]]
+}
+
+write_pom() {
+    local pom=$1
+    cat >"$pom" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>walrelay.test</groupId>
+  <artifactId>kafka-libs</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>$KAFKA_VERSION</version>
+    </dependency>
+    <dependency>
+      <!-- TopicCommand: readiness check and the topics subcommand -->
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-tools</artifactId>
+      <version>$KAFKA_VERSION</version>
+      <exclusions>
+        <!-- only needed by the connect plugin tool; keeps jetty/jersey out -->
+        <exclusion>
+          <groupId>org.apache.kafka</groupId>
+          <artifactId>connect-runtime</artifactId>
+        </exclusion>
+      </exclusions>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+}
+
+cmd_fetch() {
+    require_java
+    libs_complete && return 0
+    mkdir -p "$CACHE_DIR"
+    # Parallel test processes may call fetch at once: one resolves, the others wait.
+    exec 9>"$CACHE_DIR/.lock"
+    flock 9
+    if libs_complete; then
+        exec 9>&-
+        return 0
+    fi
+    command -v mvn >/dev/null 2>&1 ||
+        die "mvn not found: install Maven 3.8+ (Debian: apt-get install maven); it resolves Kafka $KAFKA_VERSION from Maven Central once"
+    local work
+    work=$(mktemp -d "$CACHE_DIR/fetch.XXXXXX")
+    write_pom "$work/pom.xml"
+    note "resolving Apache Kafka $KAFKA_VERSION from Maven Central (first run only)"
+    if ! (cd "$work" && mvn -q -B "$DEPENDENCY_PLUGIN:copy-dependencies" \
+        -DincludeScope=runtime -DoutputDirectory="$work/libs") >"$work/mvn.log" 2>&1; then
+        tail -n 40 "$work/mvn.log" >&2
+        rm -rf "$work"
+        die "mvn could not resolve Kafka $KAFKA_VERSION (log above)"
+    fi
+    [[ -f "$work/libs/kafka_2.13-$KAFKA_VERSION.jar" ]] ||
+        die "mvn finished but kafka_2.13-$KAFKA_VERSION.jar is missing in $work/libs"
+    rm -rf "$LIBS"
+    mv "$work/libs" "$LIBS"
+    rm -rf "$work"
+    stamp_text >"$STAMP"
+    exec 9>&-
+}
+
+kafka_java() {
+    local dir=$1
+    shift
+    java "${TOOL_JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$dir/tools-log4j2.xml" \
+        -cp "$LIBS/*" "$@"
+}
+
+# Prints the pid of DIR's broker if it is alive and really ours.
+running_pid() {
+    local dir=$1 pid
+    [[ -f "$dir/pid" ]] || return 1
+    pid=$(cat "$dir/pid")
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    # A recycled pid must not be mistaken for the broker.
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/server.properties" || return 1
+    printf '%s\n' "$pid"
+}
+
+write_config() {
+    local dir=$1 port=$2 cport=$3
+    cat >"$dir/server.properties" <<EOF
+# Written by scripts/kafka.sh on every start; edits are overwritten.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+# 50 partitions (the default) make the first consumer group slow to appear.
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+# After a SIGKILL the restarted broker cannot register until the controller
+# has expired its previous session (9 s by default).
+broker.session.timeout.ms=3000
+broker.heartbeat.interval.ms=500
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+EOF
+    cat >"$dir/log4j2.xml" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn">
+  <Appenders>
+    <Console name="stdout" target="SYSTEM_OUT">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="warn"/>
+    <Logger name="state.change.logger" level="warn"/>
+    <Root level="info">
+      <AppenderRef ref="stdout"/>
+    </Root>
+  </Loggers>
+</Configuration>
+EOF
+    cat >"$dir/tools-log4j2.xml" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="error">
+  <Appenders>
+    <Console name="stderr" target="SYSTEM_ERR">
+      <PatternLayout pattern="%p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Root level="error">
+      <AppenderRef ref="stderr"/>
+    </Root>
+  </Loggers>
+</Configuration>
+EOF
+}
+
+format_storage() {
+    local dir=$1 id
+    [[ -f "$dir/data/meta.properties" ]] && return 0
+    # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding;
+    # one starting with '-' would be read as an option.
+    id=-
+    while [[ "$id" == -* ]]; do
+        id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    done
+    kafka_java "$dir" kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" \
+        >"$dir/format.log" 2>&1 || {
+        cat "$dir/format.log" >&2
+        die "formatting $dir/data failed"
+    }
+}
+
+launch() {
+    local dir=$1
+    : >>"$dir/log"
+    printf '=== start %s ===\n' "$(date -u +%FT%TZ)" >>"$dir/log"
+    # SIGHUP ignored: the broker outlives the terminal that started it.
+    (
+        trap '' HUP
+        exec java "${BROKER_JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$dir/log4j2.xml" \
+            -cp "$LIBS/*" kafka.Kafka "$dir/server.properties"
+    ) </dev/null >>"$dir/log" 2>&1 &
+    printf '%s\n' "$!" >"$dir/pid"
+}
+
+log_tail() {
+    local dir=$1
+    printf -- '--- last lines of %s/log ---\n' "$dir" >&2
+    tail -n 30 "$dir/log" >&2 || true
+}
+
+# Waits until the broker answers a metadata/admin request. Returns 1 if the
+# process died, 2 on timeout.
+wait_ready() {
+    local dir=$1 port=$2 pid=$3 deadline=$((SECONDS + START_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        kill -0 "$pid" 2>/dev/null || return 1
+        if grep -q 'Kafka Server started' "$dir/log" 2>/dev/null; then
+            break
+        fi
+        sleep 0.2
+    done
+    while ((SECONDS < deadline)); do
+        kill -0 "$pid" 2>/dev/null || return 1
+        if timeout 30 java "${TOOL_JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$dir/tools-log4j2.xml" \
+            -cp "$LIBS/*" org.apache.kafka.tools.TopicCommand \
+            --bootstrap-server "127.0.0.1:$port" --list >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    return 2
+}
+
+wait_exit() {
+    local pid=$1 seconds=$2 deadline
+    deadline=$((SECONDS + seconds))
+    while kill -0 "$pid" 2>/dev/null; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
+cmd_start() {
+    local dir port_arg=${2:-} port cport auto_ports=0 rc pid
+    dir=$(abs_path "$1")
+    mkdir -p "$dir"
+    if running_pid "$dir" >/dev/null; then
+        return 0
+    fi
+    cmd_fetch
+    for _ in 1 2 3; do
+        if [[ -n "$port_arg" ]]; then
+            port=$port_arg
+        elif [[ -f "$dir/port" ]]; then
+            port=$(cat "$dir/port")
+        else
+            port=$(free_port)
+            auto_ports=1
+        fi
+        if [[ -f "$dir/controller_port" ]]; then
+            cport=$(cat "$dir/controller_port")
+        else
+            cport=$(free_port)
+            auto_ports=1
+        fi
+        [[ "$cport" != "$port" ]] || cport=$(free_port)
+        port_in_use "$port" && {
+            ((auto_ports)) || die "port $port (of $dir) is in use by another process"
+            rm -f "$dir/port" "$dir/controller_port"
+            continue
+        }
+        printf '%s\n' "$port" >"$dir/port"
+        printf '%s\n' "$cport" >"$dir/controller_port"
+        write_config "$dir" "$port" "$cport"
+        format_storage "$dir"
+        launch "$dir"
+        pid=$(cat "$dir/pid")
+        # Interrupted while waiting: do not leave a half-started broker behind.
+        trap 'kill -KILL "$pid" 2>/dev/null; rm -f "$dir/pid"; exit 130' INT TERM
+        rc=0
+        wait_ready "$dir" "$port" "$pid" || rc=$?
+        trap - INT TERM
+        if ((rc == 0)); then
+            start_watchdog "kill -0 $pid" "'$SCRIPT_DIR/kafka.sh' stop '$dir'"
+            return 0
+        fi
+        if ((rc == 1)) && ((auto_ports)) && grep -q 'Address already in use' "$dir/log"; then
+            # Another process took a freshly chosen port meanwhile: choose again.
+            rm -f "$dir/port" "$dir/controller_port" "$dir/pid"
+            continue
+        fi
+        if ((rc == 2)); then
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_exit "$pid" 10 || true
+            rm -f "$dir/pid"
+            log_tail "$dir"
+            die "broker in $dir did not accept requests on 127.0.0.1:$port within ${START_TIMEOUT}s"
+        fi
+        rm -f "$dir/pid"
+        log_tail "$dir"
+        die "broker in $dir exited during start"
+    done
+    die "could not find free ports for the broker in $dir"
+}
+
+cmd_stop() {
+    local dir pid
+    dir=$(abs_path "$1")
+    if pid=$(running_pid "$dir"); then
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_exit "$pid" 30; then
+            note "broker $pid did not stop within 30s, sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_exit "$pid" 10 || die "broker $pid survived SIGKILL"
+        fi
+    fi
+    rm -f "$dir/pid"
+}
+
+cmd_kill() {
+    local dir pid
+    dir=$(abs_path "$1")
+    if pid=$(running_pid "$dir"); then
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_exit "$pid" 10 || die "broker $pid survived SIGKILL"
+    fi
+    rm -f "$dir/pid"
+}
+
+cmd_status() {
+    local dir
+    dir=$(abs_path "$1")
+    if running_pid "$dir" >/dev/null; then
+        printf 'running %s\n' "$(cat "$dir/port")"
+    else
+        printf 'stopped\n'
+        return 3
+    fi
+}
+
+cmd_topics() {
+    local dir
+    dir=$(abs_path "$1")
+    shift
+    running_pid "$dir" >/dev/null || die "no broker running in $dir"
+    kafka_java "$dir" org.apache.kafka.tools.TopicCommand \
+        --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@"
+}
+
+main() {
+    local cmd=${1:-}
+    [[ -n "$cmd" ]] || usage
+    shift
+    case "$cmd" in
+        fetch) cmd_fetch ;;
+        start)
+            (($# >= 1 && $# <= 2)) || usage
+            cmd_start "$@"
+            ;;
+        stop | kill | rm | status | restart | bootstrap)
+            (($# == 1)) || usage
+            case "$cmd" in
+                stop) cmd_stop "$1" ;;
+                kill) cmd_kill "$1" ;;
+                rm)
+                    cmd_stop "$1"
+                    rm -rf "$(abs_path "$1")"
+                    ;;
+                status) cmd_status "$1" ;;
+                restart)
+                    cmd_stop "$1"
+                    cmd_start "$1"
+                    ;;
+                bootstrap)
+                    [[ -f "$1/port" ]] || die "no broker configured in $1"
+                    printf '127.0.0.1:%s\n' "$(cat "$1/port")"
+                    ;;
+            esac
+            ;;
+        topics)
+            (($# >= 1)) || usage
+            cmd_topics "$@"
+            ;;
+        -h | --help | help) usage ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"

@@ -1,0 +1,651 @@
+//! Configuration: walrelay's native TOML, validated before anything connects.
+//!
+//! Owns parsing, defaults and validation of every setting, and the [`Secret`]
+//! type that keeps passwords out of `Debug`, logs and errors. It never opens
+//! connections. Debezium's property forms are translated into this same
+//! [`Config`] so the engine has one shape to trust.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::router::RouterConfig;
+
+/// Default PostgreSQL port.
+pub const DEFAULT_PG_PORT: u16 = 5432;
+/// Default slot name (Debezium's is `debezium`; ours differs so both can coexist).
+pub const DEFAULT_SLOT: &str = "walrelay";
+/// Default publication name.
+pub const DEFAULT_PUBLICATION: &str = "walrelay_outbox";
+/// Default outbox table.
+pub const DEFAULT_OUTBOX_TABLE: &str = "public.outbox";
+/// Default interval between standby status updates.
+pub const DEFAULT_STATUS_INTERVAL_MS: u64 = 1_000;
+/// Longest allowed status interval: well inside PostgreSQL's default
+/// `wal_sender_timeout` of 60 s.
+pub const MAX_STATUS_INTERVAL_MS: u64 = 10_000;
+/// Default bound on silence from the server before the connection is
+/// considered dead (the walsender sends keepalives at half its timeout).
+pub const DEFAULT_RECEIVE_TIMEOUT_MS: u64 = 60_000;
+/// Default TCP connect + authentication timeout.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+/// Default bound on waiting for in-flight deliveries at shutdown.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
+/// Default first reconnect delay.
+pub const DEFAULT_RECONNECT_MIN_MS: u64 = 200;
+/// Default longest reconnect delay.
+pub const DEFAULT_RECONNECT_MAX_MS: u64 = 10_000;
+
+/// A secret string: never shown by `Debug` or `Display`.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself; call only where it is handed to a connection.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Connection to the database holding the outbox table.
+    pub postgres: PostgresConfig,
+    /// Slot, publication and stream settings.
+    #[serde(default)]
+    pub replication: ReplicationConfig,
+    /// Which table is the outbox and what to do with non-insert changes.
+    #[serde(default)]
+    pub outbox: OutboxConfig,
+    /// Debezium EventRouter options (names as in Debezium, snake_case).
+    #[serde(default)]
+    pub router: RouterConfig,
+    /// Kafka producer.
+    pub kafka: KafkaConfig,
+    /// Process behaviour.
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+}
+
+/// PostgreSQL connection.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// Host name or address.
+    pub host: String,
+    /// Port.
+    #[serde(default = "default_pg_port")]
+    pub port: u16,
+    /// Role; needs the REPLICATION attribute.
+    pub user: String,
+    /// Password written inline (prefer `password_env` or `password_file`).
+    #[serde(default)]
+    pub password: Option<Secret>,
+    /// Name of an environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// Path of a file holding the password (trailing newline ignored).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// Database.
+    pub dbname: String,
+    /// TCP connect + authentication timeout in milliseconds.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// `application_name` reported to the server.
+    #[serde(default = "default_application_name")]
+    pub application_name: String,
+}
+
+impl fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("password", &self.password)
+            .field("password_env", &self.password_env)
+            .field("password_file", &self.password_file)
+            .field("dbname", &self.dbname)
+            .finish()
+    }
+}
+
+/// Slot, publication and stream settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicationConfig {
+    /// Logical replication slot name.
+    #[serde(default = "default_slot")]
+    pub slot: String,
+    /// Publication name.
+    #[serde(default = "default_publication")]
+    pub publication: String,
+    /// Create the slot when it does not exist. Only at first start: a slot
+    /// that disappears while walrelay runs is a fatal error (recreating it
+    /// would skip events).
+    #[serde(default = "default_true")]
+    pub create_slot: bool,
+    /// Create the publication `FOR TABLE <outbox>` when it does not exist.
+    #[serde(default = "default_true")]
+    pub create_publication: bool,
+    /// Milliseconds between standby status updates.
+    #[serde(default = "default_status_interval_ms")]
+    pub status_interval_ms: u64,
+    /// Milliseconds of silence from the server after which the connection
+    /// is considered dead and re-established.
+    #[serde(default = "default_receive_timeout_ms")]
+    pub receive_timeout_ms: u64,
+    /// First reconnect delay in milliseconds (doubles up to the maximum, with jitter).
+    #[serde(default = "default_reconnect_min_ms")]
+    pub reconnect_min_ms: u64,
+    /// Longest reconnect delay in milliseconds.
+    #[serde(default = "default_reconnect_max_ms")]
+    pub reconnect_max_ms: u64,
+}
+
+impl Default for ReplicationConfig {
+    fn default() -> Self {
+        ReplicationConfig {
+            slot: default_slot(),
+            publication: default_publication(),
+            create_slot: true,
+            create_publication: true,
+            status_interval_ms: DEFAULT_STATUS_INTERVAL_MS,
+            receive_timeout_ms: DEFAULT_RECEIVE_TIMEOUT_MS,
+            reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
+            reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
+        }
+    }
+}
+
+/// What Debezium's `table.op.invalid.behavior` does with UPDATEs of outbox rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OpInvalidBehavior {
+    /// Log a warning and drop the row.
+    #[default]
+    Warn,
+    /// Log an error and drop the row.
+    Error,
+    /// Stop the pipeline without confirming past the row.
+    Fatal,
+}
+
+/// The outbox table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboxConfig {
+    /// `schema.table` (schema defaults to `public`).
+    #[serde(default = "default_outbox_table")]
+    pub table: String,
+    /// Debezium's `table.op.invalid.behavior` for UPDATEs.
+    #[serde(default)]
+    pub op_invalid_behavior: OpInvalidBehavior,
+}
+
+impl Default for OutboxConfig {
+    fn default() -> Self {
+        OutboxConfig {
+            table: default_outbox_table(),
+            op_invalid_behavior: OpInvalidBehavior::Warn,
+        }
+    }
+}
+
+impl OutboxConfig {
+    /// Splits `table` into schema and table name. Quoted identifiers
+    /// (`"My Schema"."Outbox"`) keep their case; unquoted ones fold to lower
+    /// case like PostgreSQL does.
+    pub fn qualified(&self) -> Result<(String, String), ConfigError> {
+        parse_qualified_name(&self.table).ok_or_else(|| ConfigError::Invalid {
+            key: "outbox.table".into(),
+            reason: format!("{:?} is not a table name like schema.table", self.table),
+        })
+    }
+}
+
+/// Kafka producer settings.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// Any librdkafka producer property, passed through as is
+    /// (`linger.ms`, `compression.type`, `security.protocol`, ...).
+    #[serde(default)]
+    pub producer: BTreeMap<String, String>,
+}
+
+/// Property names whose values are secrets.
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.contains("password")
+        || k.contains("secret")
+        || k.contains("sasl.jaas")
+        || k.ends_with(".key.pem")
+}
+
+impl fmt::Debug for KafkaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let producer: BTreeMap<&str, &str> = self
+            .producer
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    if is_secret_key(k) {
+                        "<redacted>"
+                    } else {
+                        v.as_str()
+                    },
+                )
+            })
+            .collect();
+        f.debug_struct("KafkaConfig")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("producer", &producer)
+            .finish()
+    }
+}
+
+/// Process behaviour.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// Milliseconds to wait for in-flight deliveries on SIGTERM.
+    #[serde(default = "default_shutdown_timeout_ms")]
+    pub shutdown_timeout_ms: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
+        }
+    }
+}
+
+/// Configuration errors; each names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}")]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// TOML syntax or an unknown/mistyped key.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The path.
+        path: PathBuf,
+        /// What the parser said, with the key and position.
+        message: String,
+    },
+    /// A value is present but unusable.
+    #[error("invalid value for {key}: {reason}")]
+    Invalid {
+        /// The key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Config {
+    /// Reads, parses and validates a TOML file, resolving secrets from the
+    /// environment or files.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::from_toml(&text, path)
+    }
+
+    /// Parses and validates TOML text; `path` is only used in messages.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        config.resolve_secrets()?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn resolve_secrets(&mut self) -> Result<(), ConfigError> {
+        let pg = &mut self.postgres;
+        let sources = [
+            pg.password.is_some(),
+            pg.password_env.is_some(),
+            pg.password_file.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() > 1 {
+            return Err(ConfigError::Invalid {
+                key: "postgres.password".into(),
+                reason: "set only one of password, password_env and password_file".into(),
+            });
+        }
+        if let Some(var) = &pg.password_env {
+            let value = std::env::var(var).map_err(|_| ConfigError::Invalid {
+                key: "postgres.password_env".into(),
+                reason: format!("environment variable {var} is not set"),
+            })?;
+            pg.password = Some(Secret::new(value));
+        }
+        if let Some(file) = &pg.password_file {
+            let value = std::fs::read_to_string(file).map_err(|e| ConfigError::Invalid {
+                key: "postgres.password_file".into(),
+                reason: format!("cannot read {}: {e}", file.display()),
+            })?;
+            pg.password = Some(Secret::new(value.trim_end_matches(['\r', '\n'])));
+        }
+        Ok(())
+    }
+
+    /// Checks every value; the error names the key and why.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, reason: &str| ConfigError::Invalid {
+            key: key.into(),
+            reason: reason.into(),
+        };
+        if self.postgres.host.is_empty() {
+            return Err(invalid("postgres.host", "must not be empty"));
+        }
+        if self.postgres.user.is_empty() {
+            return Err(invalid("postgres.user", "must not be empty"));
+        }
+        if self.postgres.dbname.is_empty() {
+            return Err(invalid("postgres.dbname", "must not be empty"));
+        }
+        validate_slot_name(&self.replication.slot)?;
+        if self.replication.publication.is_empty() || self.replication.publication.len() > 63 {
+            return Err(invalid("replication.publication", "must be 1 to 63 bytes"));
+        }
+        let interval = self.replication.status_interval_ms;
+        if interval == 0 || interval > MAX_STATUS_INTERVAL_MS {
+            return Err(invalid(
+                "replication.status_interval_ms",
+                &format!("must be between 1 and {MAX_STATUS_INTERVAL_MS}"),
+            ));
+        }
+        if self.replication.receive_timeout_ms < 2 * interval {
+            return Err(invalid(
+                "replication.receive_timeout_ms",
+                "must be at least twice replication.status_interval_ms",
+            ));
+        }
+        if self.replication.reconnect_min_ms == 0
+            || self.replication.reconnect_min_ms > self.replication.reconnect_max_ms
+        {
+            return Err(invalid(
+                "replication.reconnect_min_ms",
+                "must be above 0 and at most replication.reconnect_max_ms",
+            ));
+        }
+        self.outbox.qualified()?;
+        self.router.validate().map_err(|e| ConfigError::Invalid {
+            key: "router".into(),
+            reason: e.to_string(),
+        })?;
+        if self.kafka.bootstrap_servers.trim().is_empty() {
+            return Err(invalid("kafka.bootstrap_servers", "must not be empty"));
+        }
+        for key in ["bootstrap.servers", "enable.idempotence"] {
+            if key == "enable.idempotence" {
+                if let Some(v) = self.kafka.producer.get(key) {
+                    if v != "true" {
+                        return Err(invalid(
+                            "kafka.producer.enable.idempotence",
+                            "walrelay requires the idempotent producer (per-key order across retries)",
+                        ));
+                    }
+                }
+            } else if self.kafka.producer.contains_key(key) {
+                return Err(invalid(
+                    "kafka.producer.bootstrap.servers",
+                    "set kafka.bootstrap_servers instead",
+                ));
+            }
+        }
+        if let Some(acks) = self.kafka.producer.get("acks") {
+            if acks != "all" && acks != "-1" {
+                return Err(invalid(
+                    "kafka.producer.acks",
+                    "must be all: an event is confirmed to PostgreSQL only once every in-sync replica has it",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The standby status update interval.
+    pub fn status_interval(&self) -> Duration {
+        Duration::from_millis(self.replication.status_interval_ms)
+    }
+}
+
+/// Checks a replication slot name the way PostgreSQL does: 1 to 63
+/// characters of `a-z`, `0-9` and `_`.
+pub fn validate_slot_name(name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid {
+            key: "replication.slot".into(),
+            reason: format!(
+                "{name:?} is not a valid slot name (1 to 63 characters of lower-case letters, digits and underscores)"
+            ),
+        })
+    }
+}
+
+/// Parses `schema.table`, `table`, or quoted forms, folding unquoted parts
+/// to lower case.
+pub fn parse_qualified_name(name: &str) -> Option<(String, String)> {
+    let mut parts = Vec::new();
+    let mut chars = name.trim().chars().peekable();
+    loop {
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        part.push('"');
+                    }
+                    '"' => break,
+                    c => part.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == '.' {
+                    break;
+                }
+                part.extend(c.to_lowercase());
+                chars.next();
+            }
+        }
+        if part.is_empty() {
+            return None;
+        }
+        parts.push(part);
+        match chars.next() {
+            None => break,
+            Some('.') => continue,
+            Some(_) => return None,
+        }
+    }
+    match parts.len() {
+        1 => Some(("public".into(), parts.remove(0))),
+        2 => {
+            let table = parts.pop()?;
+            Some((parts.pop()?, table))
+        }
+        _ => None,
+    }
+}
+
+fn default_pg_port() -> u16 {
+    DEFAULT_PG_PORT
+}
+fn default_connect_timeout_ms() -> u64 {
+    DEFAULT_CONNECT_TIMEOUT_MS
+}
+fn default_application_name() -> String {
+    "walrelay".into()
+}
+fn default_slot() -> String {
+    DEFAULT_SLOT.into()
+}
+fn default_publication() -> String {
+    DEFAULT_PUBLICATION.into()
+}
+fn default_true() -> bool {
+    true
+}
+fn default_status_interval_ms() -> u64 {
+    DEFAULT_STATUS_INTERVAL_MS
+}
+fn default_receive_timeout_ms() -> u64 {
+    DEFAULT_RECEIVE_TIMEOUT_MS
+}
+fn default_reconnect_min_ms() -> u64 {
+    DEFAULT_RECONNECT_MIN_MS
+}
+fn default_reconnect_max_ms() -> u64 {
+    DEFAULT_RECONNECT_MAX_MS
+}
+fn default_outbox_table() -> String {
+    DEFAULT_OUTBOX_TABLE.into()
+}
+fn default_shutdown_timeout_ms() -> u64 {
+    DEFAULT_SHUTDOWN_TIMEOUT_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[postgres]
+host = "127.0.0.1"
+user = "app"
+password = "hunter2"
+dbname = "app"
+
+[kafka]
+bootstrap_servers = "127.0.0.1:9092"
+"#;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml(text, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn minimal_config_gets_defaults() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.replication.slot, DEFAULT_SLOT);
+        assert_eq!(
+            c.outbox.qualified().unwrap(),
+            ("public".into(), "outbox".into())
+        );
+        assert_eq!(c.router.route_by_field, "aggregatetype");
+        assert_eq!(c.postgres.port, 5432);
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let c = parse(&format!(
+            "{}\n[kafka.producer]\n\"sasl.password\" = \"s3cr3t\"\n",
+            MINIMAL
+        ))
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = parse(&format!("{MINIMAL}\n[replication]\nslott = \"x\"\n")).unwrap_err();
+        assert!(err.to_string().contains("slott"), "{err}");
+    }
+
+    #[test]
+    fn bad_slot_name_is_named() {
+        let err = parse(&format!("{MINIMAL}\n[replication]\nslot = \"Bad-Name\"\n")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("replication.slot"), "{text}");
+    }
+
+    #[test]
+    fn acks_must_be_all() {
+        let err = parse(&format!("{MINIMAL}\n[kafka.producer]\nacks = \"1\"\n")).unwrap_err();
+        assert!(err.to_string().contains("kafka.producer.acks"), "{err}");
+    }
+
+    #[test]
+    fn qualified_names() {
+        assert_eq!(
+            parse_qualified_name("Outbox"),
+            Some(("public".into(), "outbox".into()))
+        );
+        assert_eq!(
+            parse_qualified_name("app.outbox"),
+            Some(("app".into(), "outbox".into()))
+        );
+        assert_eq!(
+            parse_qualified_name("\"My\"\"S\".\"T.x\""),
+            Some(("My\"S".into(), "T.x".into()))
+        );
+        assert_eq!(parse_qualified_name("a.b.c"), None);
+        assert_eq!(parse_qualified_name(""), None);
+    }
+
+    #[test]
+    fn password_from_env() {
+        std::env::set_var("WALRELAY_TEST_CONFIG_PW", "fromenv");
+        let text = MINIMAL.replace(
+            "password = \"hunter2\"",
+            "password_env = \"WALRELAY_TEST_CONFIG_PW\"",
+        );
+        let c = parse(&text).unwrap();
+        assert_eq!(c.postgres.password.unwrap().expose(), "fromenv");
+        let text = MINIMAL.replace(
+            "password = \"hunter2\"",
+            "password_env = \"WALRELAY_TEST_CONFIG_UNSET\"",
+        );
+        let err = parse(&text).unwrap_err();
+        assert!(err.to_string().contains("postgres.password_env"), "{err}");
+    }
+}

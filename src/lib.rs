@@ -1,0 +1,17 @@
+//! walrelay: a Debezium-compatible transactional outbox relay.
+//!
+//! PostgreSQL logical replication (`pgoutput`) in, Kafka records out, routed
+//! exactly as Debezium's outbox EventRouter routes them, with the slot's LSN
+//! confirmed only after Kafka acknowledged every event up to it. See
+//! `DESIGN.md` in the steering repository for the data flow; each module's
+//! own documentation says what it owns.
+
+pub use walrelay_proto as proto;
+
+pub mod checkpoint;
+pub mod config;
+pub mod relay;
+pub mod router;
+pub mod sink;
+pub mod source;
+pub mod txn;

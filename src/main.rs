@@ -1,0 +1,130 @@
+//! The `walrelay` command line: parses arguments, loads configuration,
+//! installs logging and signal handling, and runs the relay. No logic of its
+//! own lives here.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use tokio::sync::watch;
+use tracing::{error, info};
+use walrelay::config::Config;
+use walrelay::relay::{self, DisplayChain};
+
+#[derive(Parser)]
+#[command(
+    name = "walrelay",
+    version,
+    about = "Debezium-compatible transactional outbox relay: PostgreSQL logical replication to Kafka"
+)]
+struct Cli {
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the relay.
+    Run {
+        /// Configuration file (walrelay TOML).
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Validate a configuration file and exit.
+    Validate {
+        /// Configuration file.
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WALRELAY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    match cli.command {
+        Command::Validate { config } => match Config::load(&config) {
+            Ok(_) => {
+                println!("{}: ok", config.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {}", DisplayChain(&e));
+                ExitCode::from(2)
+            }
+        },
+        Command::Run { config } => {
+            let config = match Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => {
+                    error!(error = %DisplayChain(&e), "invalid configuration");
+                    return ExitCode::from(2);
+                }
+            };
+            match run(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    error!(error = format!("{e:#}"), "walrelay stopped");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn run(config: Config) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("walrelay")
+        .build()
+        .context("cannot start the tokio runtime")?;
+    runtime.block_on(async move {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            info!("shutdown requested");
+            let _ = stop_tx.send(true);
+            // A second signal while draining: leave at once.
+            wait_for_signal().await;
+            std::process::exit(130);
+        });
+        relay::run(Arc::new(config), stop_rx)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", DisplayChain(&e)))
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())
+        .expect("installing a SIGTERM handler cannot fail at start-up");
+    let mut int = signal(SignalKind::interrupt())
+        .expect("installing a SIGINT handler cannot fail at start-up");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

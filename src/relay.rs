@@ -1,0 +1,315 @@
+//! The relay: replication sessions from start to end, reconnects with
+//! backoff, graceful shutdown.
+//!
+//! Owns the order of things in a session (publication, slot, replication
+//! connection, tracker, sink task, stream) and the decision between
+//! reconnecting (transient errors) and stopping (fatal ones). It never
+//! confirms an LSN other than the tracker's, and never recreates a slot it
+//! has been reading.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, warn, Instrument};
+use walrelay_proto::Lsn;
+
+use crate::checkpoint::SharedTracker;
+use crate::config::Config;
+use crate::router::Router;
+use crate::sink::{KafkaSink, SinkError};
+use crate::source::catalog::{self, CatalogError};
+use crate::source::replication::{ConnectParams, ReplicationConnection};
+use crate::source::{self, status_update, SourceError, StreamEnd, StreamSettings};
+use crate::txn::Assembler;
+
+/// pgoutput protocol version requested (1: whole transactions after commit).
+pub const PROTO_VERSION: u32 = 1;
+/// Batches in flight between the source and the sink.
+pub const CHANNEL_BATCHES: usize = 8;
+
+/// Errors that end the relay.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The source failed fatally.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The sink failed fatally.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    /// Configuration could not be turned into a running relay.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// Reconnect delays: exponential with full jitter, reset after a session
+/// that streamed for a while.
+#[derive(Debug)]
+pub struct Backoff {
+    min: Duration,
+    max: Duration,
+    current: Duration,
+}
+
+impl Backoff {
+    /// A backoff between `min` and `max`.
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Backoff {
+            min,
+            max,
+            current: min,
+        }
+    }
+
+    /// The next delay: uniformly random in [current/2, current], then doubles.
+    pub fn next_delay(&mut self) -> Duration {
+        let cur = self.current;
+        self.current = (self.current * 2).min(self.max);
+        let half = cur / 2;
+        half + rand::thread_rng().gen_range(Duration::ZERO..=half)
+    }
+
+    /// Back to the minimum.
+    pub fn reset(&mut self) {
+        self.current = self.min;
+    }
+}
+
+/// Connection parameters from the config.
+pub fn connect_params(config: &Config) -> ConnectParams {
+    let pg = &config.postgres;
+    ConnectParams {
+        host: pg.host.clone(),
+        port: pg.port,
+        user: pg.user.clone(),
+        password: pg.password.clone(),
+        dbname: pg.dbname.clone(),
+        application_name: pg.application_name.clone(),
+        connect_timeout: Duration::from_millis(pg.connect_timeout_ms),
+    }
+}
+
+/// Runs until shutdown (Ok) or a fatal error.
+pub async fn run(
+    config: Arc<Config>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), RelayError> {
+    let sink = Arc::new(KafkaSink::new(&config.kafka)?);
+    // Fail on a bad regex before connecting anywhere.
+    Router::new(config.router.clone()).map_err(|e| RelayError::Config(e.to_string()))?;
+    let mut backoff = Backoff::new(
+        Duration::from_millis(config.replication.reconnect_min_ms),
+        Duration::from_millis(config.replication.reconnect_max_ms),
+    );
+    let mut slot_seen = false;
+    loop {
+        let started = tokio::time::Instant::now();
+        let result = session(&config, &sink, &mut shutdown, &mut slot_seen).await;
+        match result {
+            Ok(()) => return Ok(()),
+            Err(SessionError::Sink(e)) => return Err(e.into()),
+            Err(SessionError::Source(e)) if e.is_transient() => {
+                if started.elapsed() > Duration::from_secs(30) {
+                    backoff.reset();
+                }
+                let delay = backoff.next_delay();
+                warn!(error = %DisplayChain(&e), retry_in = ?delay, "replication session ended; reconnecting");
+                tokio::select! {
+                    _ = shutdown.changed() => return Ok(()),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+            Err(SessionError::Source(e)) => return Err(e.into()),
+        }
+    }
+}
+
+enum SessionError {
+    Source(SourceError),
+    Sink(SinkError),
+}
+
+impl From<SourceError> for SessionError {
+    fn from(e: SourceError) -> Self {
+        SessionError::Source(e)
+    }
+}
+impl From<CatalogError> for SessionError {
+    fn from(e: CatalogError) -> Self {
+        SessionError::Source(e.into())
+    }
+}
+impl From<crate::source::replication::ReplicationError> for SessionError {
+    fn from(e: crate::source::replication::ReplicationError) -> Self {
+        SessionError::Source(e.into())
+    }
+}
+
+async fn session(
+    config: &Arc<Config>,
+    sink: &Arc<KafkaSink>,
+    shutdown: &mut watch::Receiver<bool>,
+    slot_seen: &mut bool,
+) -> Result<(), SessionError> {
+    let params = connect_params(config);
+    let (schema, table) = config
+        .outbox
+        .qualified()
+        .expect("outbox.table was validated at load time");
+    let slot = &config.replication.slot;
+    let publication = &config.replication.publication;
+
+    let client = catalog::connect(&params).await?;
+    catalog::ensure_publication(
+        &client,
+        publication,
+        &schema,
+        &table,
+        &params.dbname,
+        config.replication.create_publication,
+    )
+    .await?;
+
+    let mut repl = ReplicationConnection::connect(&params).await?;
+    let identity = repl.identify_system().await?;
+    match catalog::slot_state(&client, slot).await? {
+        Some(state) => {
+            catalog::check_slot(slot, &state, &params.dbname)?;
+            *slot_seen = true;
+        }
+        None if *slot_seen => return Err(SourceError::SlotGone(slot.clone()).into()),
+        None if config.replication.create_slot => {
+            let at = repl.create_logical_slot(slot).await?;
+            info!(slot, consistent_point = %at, "created replication slot");
+            *slot_seen = true;
+        }
+        None => {
+            return Err(SourceError::Catalog(CatalogError::SlotMismatch {
+                slot: slot.clone(),
+                reason: "it does not exist and replication.create_slot is false".into(),
+            })
+            .into())
+        }
+    }
+    let options = [
+        ("proto_version", PROTO_VERSION.to_string()),
+        ("publication_names", publication.clone()),
+        ("messages", "true".to_string()),
+    ];
+    let stream = repl.start_replication(slot, Lsn::ZERO, &options).await?;
+    // The server starts at the slot's confirmed_flush_lsn; read it back now
+    // that we hold the slot, so the tracker starts exactly there.
+    let state = catalog::slot_state(&client, slot)
+        .await?
+        .ok_or_else(|| SourceError::SlotGone(slot.clone()))?;
+    let start = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
+    info!(slot, publication, start = %start, timeline = identity.timeline, "streaming");
+
+    let tracker = SharedTracker::new(start);
+    sink.begin_session(tracker.clone());
+    let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
+    let sink_task = {
+        let sink = Arc::clone(sink);
+        let router_cfg = config.router.clone();
+        tokio::spawn(
+            async move {
+                let mut router =
+                    Router::new(router_cfg).expect("router config was validated at start");
+                sink.run(&mut router, rx).await
+            }
+            .instrument(tracing::info_span!("sink")),
+        )
+    };
+    let router = Router::new(config.router.clone()).expect("router config was validated at start");
+    let mut assembler = Assembler::new(schema, table, router, config.outbox.op_invalid_behavior);
+    let settings = StreamSettings {
+        proto_version: PROTO_VERSION,
+        status_interval: config.status_interval(),
+        receive_timeout: Duration::from_millis(config.replication.receive_timeout_ms),
+    };
+    let streamed =
+        source::stream_wal(stream, &mut assembler, &tracker, tx, shutdown, settings).await;
+    // The sender is gone now: the sink finishes what is queued, then ends.
+    let shutdown_timeout = Duration::from_millis(config.runtime.shutdown_timeout_ms);
+    match streamed {
+        Ok(StreamEnd::Shutdown(mut writer)) => {
+            info!("shutting down: waiting for in-flight deliveries");
+            let sink_result = match tokio::time::timeout(shutdown_timeout, sink_task).await {
+                Ok(joined) => joined.unwrap_or(Ok(())),
+                Err(_) => {
+                    warn!(
+                        ?shutdown_timeout,
+                        "in-flight deliveries did not finish in time"
+                    );
+                    Ok(())
+                }
+            };
+            // Let librdkafka report what it still holds, within the bound.
+            let s = Arc::clone(sink);
+            let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(2))).await;
+            let confirmed = tracker.confirmed();
+            writer
+                .send_status(&status_update(confirmed, confirmed, false))
+                .await?;
+            let _ = writer.close().await;
+            info!(%confirmed, in_flight = tracker.in_flight_events(), "final status sent");
+            sink_result.map_err(SessionError::Sink)
+        }
+        Err(SourceError::SinkStopped) => {
+            let err = match sink_task.await {
+                Ok(Err(e)) => e,
+                _ => return Err(SourceError::SinkStopped.into()),
+            };
+            error!(error = %DisplayChain(&err), "sink failed; nothing after the failed event is confirmed");
+            Err(SessionError::Sink(err))
+        }
+        Err(e) => {
+            sink_task.abort();
+            // Deliveries of this session may still complete; give them a
+            // moment so the next session starts from a fresher slot position.
+            let s = Arc::clone(sink);
+            let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(5))).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Formats an error with its whole `source()` chain: `a: b: c`.
+pub struct DisplayChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for DisplayChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cur = self.0.source();
+        while let Some(e) = cur {
+            write!(f, ": {e}")?;
+            cur = e.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(800));
+        let mut last_cap = Duration::ZERO;
+        for i in 0..10 {
+            let d = b.next_delay();
+            let cap = Duration::from_millis((100u64 << i.min(3)).min(800));
+            assert!(
+                d <= cap && d >= cap / 2,
+                "delay {d:?} outside [{:?}, {cap:?}]",
+                cap / 2
+            );
+            assert!(cap >= last_cap);
+            last_cap = cap;
+        }
+        b.reset();
+        assert!(b.next_delay() <= Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,270 @@
+//! The Kafka sink: routed records into an idempotent librdkafka producer,
+//! delivery reports into the checkpoint tracker.
+//!
+//! Owns the producer, its configuration (`enable.idempotence=true`,
+//! `acks=all`, `partitioner=murmur2_random` so a key lands on the partition
+//! the Java client would pick) and backpressure: a full local queue makes
+//! the sink wait, never fail and never buffer more. It never confirms an LSN
+//! itself: it only reports deliveries to the tracker, tagged with the
+//! session generation so reports from an earlier session are ignored.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::{ClientContext, Message};
+use tokio::sync::{mpsc, Notify};
+use tracing::{debug, error};
+
+use crate::checkpoint::SharedTracker;
+use crate::config::{is_secret_key, KafkaConfig};
+use crate::router::{RouteError, Router};
+use crate::txn::OutboxEvent;
+
+/// Producer settings walrelay insists on or defaults.
+const FORCED: &[(&str, &str)] = &[("enable.idempotence", "true"), ("acks", "all")];
+/// Defaults the user may override.
+const DEFAULTS: &[(&str, &str)] = &[
+    ("partitioner", "murmur2_random"),
+    ("linger.ms", "5"),
+    // Infinite local timeout: a broker outage is backpressure, not data loss.
+    ("message.timeout.ms", "0"),
+    // Bound librdkafka's own buffer: 64 MiB or 100k messages.
+    ("queue.buffering.max.kbytes", "65536"),
+    ("queue.buffering.max.messages", "100000"),
+];
+/// Bits of the delivery opaque that carry the transaction sequence; the
+/// bits above carry the session generation.
+const SEQ_BITS: u32 = 48;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// Errors of the sink.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// The producer could not be created (bad librdkafka property).
+    #[error("cannot create the kafka producer")]
+    Create(#[source] KafkaError),
+    /// Routing an event failed.
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    /// librdkafka refused a record outright.
+    #[error("cannot produce event at lsn {lsn} to topic {topic}")]
+    Produce {
+        /// Source position.
+        lsn: walrelay_proto::Lsn,
+        /// Intended topic.
+        topic: String,
+        /// librdkafka's error.
+        #[source]
+        source: KafkaError,
+    },
+    /// Kafka reported a permanent delivery failure.
+    #[error("kafka could not deliver a record to {topic}: {error}; nothing after it is confirmed")]
+    Delivery {
+        /// Topic.
+        topic: String,
+        /// librdkafka's error text.
+        error: String,
+    },
+}
+
+/// What the delivery callback shares with the sink.
+pub struct DeliveryContext {
+    tracker: Mutex<Option<(u64, SharedTracker)>>,
+    failure: Mutex<Option<SinkError>>,
+    wake: Notify,
+    delivered: AtomicU64,
+}
+
+impl ClientContext for DeliveryContext {}
+
+impl ProducerContext for DeliveryContext {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, opaque: usize) {
+        let opaque = opaque as u64;
+        let generation = opaque >> SEQ_BITS;
+        let seq = opaque & SEQ_MASK;
+        let tracker = {
+            let guard = self.tracker.lock().expect("tracker slot lock poisoned");
+            match guard.as_ref() {
+                Some((g, t)) if *g == generation => Some(t.clone()),
+                _ => None,
+            }
+        };
+        match result {
+            Ok(_) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+                if let Some(t) = tracker {
+                    t.ack(seq, 1);
+                }
+            }
+            Err((err, msg)) => {
+                if let Some(t) = tracker {
+                    t.fail(seq);
+                }
+                let topic = msg.topic().to_owned();
+                error!(topic, error = %err, "kafka delivery failed permanently");
+                let mut failure = self.failure.lock().expect("failure slot lock poisoned");
+                if failure.is_none() {
+                    *failure = Some(SinkError::Delivery {
+                        topic,
+                        error: err.to_string(),
+                    });
+                }
+            }
+        }
+        self.wake.notify_waiters();
+    }
+}
+
+/// The producer, shared by every replication session of the process.
+pub struct KafkaSink {
+    producer: ThreadedProducer<DeliveryContext>,
+    generation: AtomicU64,
+}
+
+impl KafkaSink {
+    /// Creates the producer. librdkafka connects lazily, so an unreachable
+    /// broker is not an error here.
+    pub fn new(config: &KafkaConfig) -> Result<Self, SinkError> {
+        let mut props: BTreeMap<&str, &str> = DEFAULTS.iter().copied().collect();
+        for (k, v) in &config.producer {
+            props.insert(k, v);
+        }
+        props.extend(FORCED.iter().copied());
+        props.insert("bootstrap.servers", &config.bootstrap_servers);
+        let mut cc = ClientConfig::new();
+        for (k, v) in &props {
+            cc.set(*k, *v);
+        }
+        let shown: Vec<String> = props
+            .iter()
+            .map(|(k, v)| format!("{k}={}", if is_secret_key(k) { "<redacted>" } else { v }))
+            .collect();
+        debug!(config = ?shown, "kafka producer");
+        let context = DeliveryContext {
+            tracker: Mutex::new(None),
+            failure: Mutex::new(None),
+            wake: Notify::new(),
+            delivered: AtomicU64::new(0),
+        };
+        let producer = cc.create_with_context(context).map_err(SinkError::Create)?;
+        Ok(KafkaSink {
+            producer,
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// Starts a new replication session: later delivery reports go to
+    /// `tracker`; reports for earlier sessions are ignored.
+    pub fn begin_session(&self, tracker: SharedTracker) -> u64 {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *self
+            .producer
+            .context()
+            .tracker
+            .lock()
+            .expect("tracker slot lock poisoned") = Some((generation, tracker));
+        generation
+    }
+
+    /// Takes a recorded permanent delivery failure.
+    pub fn take_failure(&self) -> Option<SinkError> {
+        self.producer
+            .context()
+            .failure
+            .lock()
+            .expect("failure slot lock poisoned")
+            .take()
+    }
+
+    /// Records handed to librdkafka and not yet reported.
+    pub fn in_flight(&self) -> i32 {
+        self.producer.in_flight_count()
+    }
+
+    /// Successful deliveries since start.
+    pub fn delivered(&self) -> u64 {
+        self.producer.context().delivered.load(Ordering::Relaxed)
+    }
+
+    /// Waits up to `timeout` for every record to be reported.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.producer.flush(timeout).is_ok()
+    }
+
+    /// Routes and produces batches until the channel closes, a route error
+    /// or a permanent delivery failure. Waits (backpressure) while
+    /// librdkafka's queue is full.
+    pub async fn run(
+        &self,
+        router: &mut Router,
+        mut rx: mpsc::Receiver<Vec<OutboxEvent>>,
+    ) -> Result<(), SinkError> {
+        let generation = self.generation.load(Ordering::Relaxed) << SEQ_BITS;
+        let ctx = self.producer.context();
+        while let Some(batch) = rx.recv().await {
+            if let Some(err) = self.take_failure() {
+                return Err(err);
+            }
+            for event in &batch {
+                let record = router.route(&event.bound, &event.row, &event.meta)?;
+                let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+                for h in &record.headers {
+                    headers = headers.insert(Header {
+                        key: &h.name,
+                        value: h.value.as_deref(),
+                    });
+                }
+                let opaque = (generation | (event.seq & SEQ_MASK)) as usize;
+                let mut base = BaseRecord::with_opaque_to(&record.topic, opaque).headers(headers);
+                if let Some(key) = record.key.as_deref() {
+                    base = base.key(key);
+                }
+                if let Some(value) = record.value.as_deref() {
+                    base = base.payload(value);
+                }
+                if let Some(p) = record.partition {
+                    base = base.partition(p);
+                }
+                if let Some(ts) = record.timestamp_ms {
+                    base = base.timestamp(ts);
+                }
+                loop {
+                    match self.producer.send(base) {
+                        Ok(()) => break,
+                        Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                            base = back;
+                            // Backpressure: wait for deliveries to make room.
+                            let _ = tokio::time::timeout(
+                                Duration::from_millis(10),
+                                ctx.wake.notified(),
+                            )
+                            .await;
+                            if let Some(err) = self.take_failure() {
+                                return Err(err);
+                            }
+                        }
+                        Err((source, _)) => {
+                            return Err(SinkError::Produce {
+                                lsn: event.meta.lsn,
+                                topic: record.topic.to_string(),
+                                source,
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        match self.take_failure() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Catalog work on an ordinary SQL connection: the publication, the slot's
+//! state, the outbox table's existence.
+//!
+//! Owns every SQL statement walrelay runs against the source database. Names
+//! from configuration only ever reach SQL as bind parameters or through
+//! [`quote_ident`]; nothing here touches the replication stream.
+
+use tokio_postgres::{Client, NoTls};
+use tracing::{info, warn};
+use walrelay_proto::Lsn;
+
+use super::replication::{quote_ident, ConnectParams};
+
+/// Errors of catalog work.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The SQL connection failed or a statement failed.
+    #[error("{context}")]
+    Sql {
+        /// What was being done.
+        context: String,
+        /// The driver's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The outbox table is missing.
+    #[error("outbox table {schema}.{table} does not exist in database {dbname}")]
+    NoOutboxTable {
+        /// Schema.
+        schema: String,
+        /// Table.
+        table: String,
+        /// Database.
+        dbname: String,
+    },
+    /// The publication is missing and creating it is disabled.
+    #[error("publication {0} does not exist and replication.create_publication is false; create it with CREATE PUBLICATION {0} FOR TABLE <outbox>")]
+    NoPublication(String),
+    /// The publication exists but does not carry the outbox's inserts.
+    #[error("publication {publication} does not publish inserts of {schema}.{table}: {reason}; fix it with ALTER PUBLICATION or point walrelay at another publication")]
+    PublicationMismatch {
+        /// Publication.
+        publication: String,
+        /// Schema.
+        schema: String,
+        /// Table.
+        table: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The slot exists but is not a pgoutput slot of this database.
+    #[error("replication slot {slot} is not usable: {reason}")]
+    SlotMismatch {
+        /// Slot.
+        slot: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl CatalogError {
+    /// Whether a retry can help (connection problems, server restarts).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            CatalogError::Sql { source, .. } => match source.code() {
+                Some(code) => super::replication::is_transient_sqlstate(code.code()),
+                // No SQLSTATE: the connection itself failed.
+                None => true,
+            },
+            _ => false,
+        }
+    }
+}
+
+fn sql(context: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> CatalogError {
+    let context = context.into();
+    move |source| CatalogError::Sql { context, source }
+}
+
+/// Opens an ordinary SQL connection; the connection task is spawned and
+/// ends when the client is dropped.
+pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(&params.host)
+        .port(params.port)
+        .user(&params.user)
+        .dbname(&params.dbname)
+        .application_name(format!("{}-catalog", params.application_name))
+        .connect_timeout(params.connect_timeout);
+    if let Some(pw) = &params.password {
+        config.password(pw.expose());
+    }
+    let (client, connection) = config.connect(NoTls).await.map_err(sql(format!(
+        "cannot open a sql connection to {}:{} database {}",
+        params.host, params.port, params.dbname
+    )))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "catalog connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// A replication slot as `pg_replication_slots` shows it.
+#[derive(Debug, Clone)]
+pub struct SlotState {
+    /// Output plugin.
+    pub plugin: Option<String>,
+    /// `logical` or `physical`.
+    pub slot_type: String,
+    /// Database of a logical slot.
+    pub database: Option<String>,
+    /// Whether a walsender holds it.
+    pub active: bool,
+    /// PID of that walsender.
+    pub active_pid: Option<i32>,
+    /// Position confirmed by the consumer.
+    pub confirmed_flush_lsn: Option<Lsn>,
+    /// Oldest WAL the slot retains.
+    pub restart_lsn: Option<Lsn>,
+    /// `reserved`, `extended`, `unreserved` or `lost`.
+    pub wal_status: Option<String>,
+}
+
+/// Reads a slot's state; `None` when it does not exist.
+pub async fn slot_state(client: &Client, slot: &str) -> Result<Option<SlotState>, CatalogError> {
+    let row = client
+        .query_opt(
+            "SELECT plugin::text, slot_type::text, database::text, active, active_pid, \
+                    confirmed_flush_lsn::text, restart_lsn::text, wal_status::text \
+             FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .map_err(sql(format!(
+            "cannot read the state of replication slot {slot}"
+        )))?;
+    Ok(row.map(|r| {
+        let lsn = |i: usize| r.get::<_, Option<String>>(i).and_then(|s| s.parse().ok());
+        SlotState {
+            plugin: r.get(0),
+            slot_type: r.get(1),
+            database: r.get(2),
+            active: r.get(3),
+            active_pid: r.get(4),
+            confirmed_flush_lsn: lsn(5),
+            restart_lsn: lsn(6),
+            wal_status: r.get(7),
+        }
+    }))
+}
+
+/// Checks that an existing slot is a logical pgoutput slot of `dbname` that
+/// has not been invalidated.
+pub fn check_slot(slot: &str, state: &SlotState, dbname: &str) -> Result<(), CatalogError> {
+    let mismatch = |reason: String| CatalogError::SlotMismatch {
+        slot: slot.to_owned(),
+        reason,
+    };
+    if state.slot_type != "logical" {
+        return Err(mismatch(format!(
+            "it is a {} slot, not a logical one",
+            state.slot_type
+        )));
+    }
+    if state.plugin.as_deref() != Some("pgoutput") {
+        return Err(mismatch(format!(
+            "it uses output plugin {}, walrelay needs pgoutput",
+            state.plugin.as_deref().unwrap_or("<none>")
+        )));
+    }
+    if state.database.as_deref() != Some(dbname) {
+        return Err(mismatch(format!(
+            "it belongs to database {}, not {dbname}",
+            state.database.as_deref().unwrap_or("<none>")
+        )));
+    }
+    if state.wal_status.as_deref() == Some("lost") {
+        return Err(mismatch(
+            "it has been invalidated (wal_status = lost): the WAL it needed was removed, so events were lost; \
+             drop it, recreate it and re-publish what the outbox wrote since the last delivered event"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Makes sure the outbox table exists and the publication publishes its
+/// inserts, creating the publication when allowed.
+pub async fn ensure_publication(
+    client: &Client,
+    publication: &str,
+    schema: &str,
+    table: &str,
+    dbname: &str,
+    create: bool,
+) -> Result<(), CatalogError> {
+    let exists = client
+        .query_opt(
+            "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+            &[&schema, &table],
+        )
+        .await
+        .map_err(sql("cannot look up the outbox table"))?;
+    if exists.is_none() {
+        return Err(CatalogError::NoOutboxTable {
+            schema: schema.to_owned(),
+            table: table.to_owned(),
+            dbname: dbname.to_owned(),
+        });
+    }
+    let row = client
+        .query_opt(
+            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[&publication],
+        )
+        .await
+        .map_err(sql(format!("cannot look up publication {publication}")))?;
+    let Some(row) = row else {
+        if !create {
+            return Err(CatalogError::NoPublication(publication.to_owned()));
+        }
+        let stmt = format!(
+            "CREATE PUBLICATION {} FOR TABLE {}.{} WITH (publish = 'insert, update, delete')",
+            quote_ident(publication),
+            quote_ident(schema),
+            quote_ident(table)
+        );
+        client
+            .batch_execute(&stmt)
+            .await
+            .map_err(sql(format!("cannot create publication {publication}")))?;
+        info!(publication, schema, table, "created publication");
+        return Ok(());
+    };
+    let mismatch = |reason: &str| CatalogError::PublicationMismatch {
+        publication: publication.to_owned(),
+        schema: schema.to_owned(),
+        table: table.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let pubinsert: bool = row.get(0);
+    let puballtables: bool = row.get(1);
+    if !pubinsert {
+        return Err(mismatch("it does not publish inserts"));
+    }
+    if !puballtables {
+        let listed = client
+            .query_opt(
+                "SELECT 1 FROM pg_catalog.pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
+                &[&publication, &schema, &table],
+            )
+            .await
+            .map_err(sql(format!("cannot list the tables of publication {publication}")))?;
+        if listed.is_none() {
+            return Err(mismatch("the table is not in it"));
+        }
+    } else {
+        warn!(
+            publication,
+            "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
+             a publication FOR TABLE <outbox> is cheaper"
+        );
+    }
+    Ok(())
+}

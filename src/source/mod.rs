@@ -1,0 +1,290 @@
+//! The source: one replication session's WAL stream, from socket to
+//! assembled outbox events, and the feedback that confirms LSNs.
+//!
+//! ```text
+//!  walsender ──CopyData('w' XLogData / 'k' keepalive)──▶ StreamReader
+//!      ▲                                                   │ walrelay_proto decode
+//!      │ 'r' standby status update                         ▼
+//!      │  write = received, flush = apply = confirmed     Assembler (txn) ──▶ bounded channel ──▶ sink
+//!      └──────────── StreamWriter ◀── tracker.confirmed() ◀── delivery reports ◀──────────────────┘
+//! ```
+//!
+//! Progress rules: the LSN reported as flushed is only ever the checkpoint
+//! tracker's confirmed LSN (the commit end of the longest fully delivered
+//! prefix of transactions, or the keepalive's `wal_end` when nothing is in
+//! flight); the merely received position is only reported as `write`.
+//! Status updates go out every `status_interval` and at once when the server
+//! asks, also while the sink applies backpressure, so the walsender never
+//! times us out. This module never routes or produces, and never confirms a
+//! position the tracker has not confirmed.
+
+pub mod catalog;
+pub mod replication;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, MissedTickBehavior};
+use tracing::debug;
+use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
+use walrelay_proto::pgoutput::{self, DecoderState};
+use walrelay_proto::{DecodeError, Lsn, PG_EPOCH_OFFSET_MICROS};
+
+use crate::checkpoint::SharedTracker;
+use crate::txn::{Assembler, OutboxEvent, TxnError};
+use catalog::CatalogError;
+use replication::{ReplicationError, ReplicationStream, StreamWriter};
+
+/// Events per batch handed to the sink; bounds one channel slot's memory.
+pub const BATCH_EVENTS: usize = 1024;
+
+/// Errors of a replication session.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The replication connection failed.
+    #[error(transparent)]
+    Replication(#[from] ReplicationError),
+    /// Catalog work failed.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// A frame or pgoutput message could not be decoded.
+    #[error("cannot decode the replication message at lsn {lsn}")]
+    Decode {
+        /// XLogData start of the message.
+        lsn: Lsn,
+        /// What was wrong.
+        #[source]
+        source: DecodeError,
+    },
+    /// Transaction assembly refused a message.
+    #[error(transparent)]
+    Txn(#[from] TxnError),
+    /// The server was silent for longer than the receive timeout.
+    #[error("no message from the server for {0:?}; the connection is considered dead")]
+    ReceiveTimeout(Duration),
+    /// The slot that existed when walrelay started is gone.
+    #[error("replication slot {0} no longer exists; walrelay never recreates a slot it was reading (that would skip events); recreate it deliberately and restart")]
+    SlotGone(String),
+    /// The sink stopped (its own error is reported separately).
+    #[error("the kafka sink stopped")]
+    SinkStopped,
+}
+
+impl SourceError {
+    /// Whether reconnecting can help.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SourceError::Replication(e) => e.is_transient(),
+            SourceError::Catalog(e) => e.is_transient(),
+            SourceError::ReceiveTimeout(_) => true,
+            SourceError::Decode { .. }
+            | SourceError::Txn(_)
+            | SourceError::SlotGone(_)
+            | SourceError::SinkStopped => false,
+        }
+    }
+}
+
+/// Stream settings.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamSettings {
+    /// pgoutput protocol version requested.
+    pub proto_version: u32,
+    /// Interval between standby status updates.
+    pub status_interval: Duration,
+    /// Silence after which the connection is considered dead.
+    pub receive_timeout: Duration,
+}
+
+/// How a stream ended without error.
+pub enum StreamEnd {
+    /// Shutdown was requested; the writer is handed back for the final
+    /// status update.
+    Shutdown(StreamWriter),
+}
+
+/// Positions seen on the stream.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Progress {
+    /// Highest WAL end the server has sent.
+    pub received: Lsn,
+}
+
+/// Now as PostgreSQL microseconds since 2000-01-01.
+pub fn pg_now_micros() -> i64 {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or_default();
+    unix - PG_EPOCH_OFFSET_MICROS
+}
+
+/// Builds the status update for the current positions.
+pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> StandbyStatusUpdate {
+    StandbyStatusUpdate {
+        write: received.max(confirmed),
+        flush: confirmed,
+        apply: confirmed,
+        client_time: pg_now_micros(),
+        reply_requested,
+    }
+}
+
+/// Reads the stream until shutdown or an error, handing events to `tx`.
+pub async fn stream_wal(
+    stream: ReplicationStream,
+    assembler: &mut Assembler,
+    tracker: &SharedTracker,
+    tx: mpsc::Sender<Vec<OutboxEvent>>,
+    shutdown: &mut watch::Receiver<bool>,
+    settings: StreamSettings,
+) -> Result<StreamEnd, SourceError> {
+    let ReplicationStream {
+        mut reader,
+        mut writer,
+    } = stream;
+    let mut decoder = DecoderState::new(settings.proto_version);
+    let mut received = Lsn::ZERO;
+    let mut batch: Vec<OutboxEvent> = Vec::with_capacity(BATCH_EVENTS);
+    let mut ticker = tokio::time::interval(settings.status_interval);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut last_receive = Instant::now();
+    let mut last_reported = Lsn::ZERO;
+
+    loop {
+        // Drain every complete frame already buffered.
+        let mut reply_now = false;
+        while let Some(frame) = reader.try_next()? {
+            match decode_replication_message(frame).map_err(|source| SourceError::Decode {
+                lsn: received,
+                source,
+            })? {
+                ReplicationMessage::XLogData(x) => {
+                    received = received.max(x.wal_end);
+                    let msg = pgoutput::decode(&mut decoder, x.data).map_err(|source| {
+                        SourceError::Decode {
+                            lsn: x.wal_start,
+                            source,
+                        }
+                    })?;
+                    assembler.handle(msg, x.wal_start, tracker, &mut batch)?;
+                    if batch.len() >= BATCH_EVENTS {
+                        assembler.register_pending(tracker);
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_EVENTS));
+                        if let Some(end) = send_batch(
+                            full,
+                            &tx,
+                            &mut writer,
+                            tracker,
+                            received,
+                            shutdown,
+                            &mut ticker,
+                        )
+                        .await?
+                        {
+                            return Ok(end_with(end, writer));
+                        }
+                    }
+                }
+                ReplicationMessage::PrimaryKeepalive(k) => {
+                    received = received.max(k.wal_end);
+                    // Everything before this keepalive has been handed to
+                    // the assembler, so if the tracker holds nothing, all of
+                    // it is delivered (or carried no event).
+                    if !assembler.in_transaction() {
+                        tracker.keepalive(k.wal_end);
+                    }
+                    reply_now |= k.reply_requested;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            assembler.register_pending(tracker);
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_EVENTS));
+            if let Some(end) = send_batch(
+                full,
+                &tx,
+                &mut writer,
+                tracker,
+                received,
+                shutdown,
+                &mut ticker,
+            )
+            .await?
+            {
+                return Ok(end_with(end, writer));
+            }
+        }
+        if reply_now {
+            let confirmed = tracker.confirmed();
+            writer
+                .send_status(&status_update(received, confirmed, false))
+                .await?;
+            last_reported = confirmed;
+        }
+
+        tokio::select! {
+            biased;
+            // 1. shutdown
+            _ = shutdown.changed() => {
+                return Ok(StreamEnd::Shutdown(writer));
+            }
+            // 2. the sink went away
+            _ = tx.closed() => return Err(SourceError::SinkStopped),
+            // 3. feedback
+            _ = ticker.tick() => {
+                let confirmed = tracker.confirmed();
+                writer.send_status(&status_update(received, confirmed, false)).await?;
+                if confirmed != last_reported {
+                    debug!(%confirmed, %received, "confirmed");
+                    last_reported = confirmed;
+                }
+            }
+            // 4. new WAL
+            r = reader.read_more() => {
+                r?;
+                last_receive = Instant::now();
+            }
+            _ = tokio::time::sleep_until(last_receive + settings.receive_timeout) => {
+                return Err(SourceError::ReceiveTimeout(settings.receive_timeout));
+            }
+        }
+    }
+}
+
+enum BatchEnd {
+    Shutdown,
+}
+
+fn end_with(end: BatchEnd, writer: StreamWriter) -> StreamEnd {
+    match end {
+        BatchEnd::Shutdown => StreamEnd::Shutdown(writer),
+    }
+}
+
+/// Hands a batch to the sink, waiting for room while still sending status
+/// updates so the walsender does not time us out during backpressure.
+async fn send_batch(
+    batch: Vec<OutboxEvent>,
+    tx: &mpsc::Sender<Vec<OutboxEvent>>,
+    writer: &mut StreamWriter,
+    tracker: &SharedTracker,
+    received: Lsn,
+    shutdown: &mut watch::Receiver<bool>,
+    ticker: &mut tokio::time::Interval,
+) -> Result<Option<BatchEnd>, SourceError> {
+    loop {
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => return Ok(Some(BatchEnd::Shutdown)),
+            permit = tx.reserve() => {
+                let permit = permit.map_err(|_| SourceError::SinkStopped)?;
+                permit.send(batch);
+                return Ok(None);
+            }
+            _ = ticker.tick() => {
+                writer.send_status(&status_update(received, tracker.confirmed(), false)).await?;
+            }
+        }
+    }
+}

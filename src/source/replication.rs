@@ -1,0 +1,650 @@
+//! The replication connection: PostgreSQL's frontend/backend protocol spoken
+//! with `replication=database`, from the startup packet to the CopyBoth
+//! stream.
+//!
+//! Owns the socket, authentication (trust, cleartext, md5, SCRAM-SHA-256),
+//! replication commands (`IDENTIFY_SYSTEM`, `CREATE_REPLICATION_SLOT`,
+//! `START_REPLICATION`) and the framing of CopyData. It never interprets WAL
+//! content (that is `walrelay_proto`'s job) and never decides what LSN to
+//! confirm (that is the checkpoint's): it only carries the bytes.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::authentication::{md5_hash, sasl};
+use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::frontend;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::net::TcpStream;
+use walrelay_proto::Lsn;
+
+use crate::config::Secret;
+
+/// Read buffer growth step; large enough that one read usually holds many
+/// XLogData frames.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Anything we can speak the protocol over (plain TCP today, TLS later).
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Transport for T {}
+
+type BoxedTransport = Box<dyn Transport>;
+
+/// Where and as whom to connect.
+#[derive(Clone)]
+pub struct ConnectParams {
+    /// Host name or address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Role name.
+    pub user: String,
+    /// Password, if the server asks for one.
+    pub password: Option<Secret>,
+    /// Database holding the slot and the outbox table.
+    pub dbname: String,
+    /// `application_name` shown in `pg_stat_replication`.
+    pub application_name: String,
+    /// Bound on TCP connect plus authentication.
+    pub connect_timeout: Duration,
+}
+
+impl fmt::Debug for ConnectParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectParams")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("dbname", &self.dbname)
+            .field("application_name", &self.application_name)
+            .finish()
+    }
+}
+
+/// Errors of the replication connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicationError {
+    /// TCP connect failed.
+    #[error("cannot connect to postgresql at {addr}")]
+    Connect {
+        /// `host:port`.
+        addr: String,
+        /// The socket error.
+        #[source]
+        source: io::Error,
+    },
+    /// Connect plus authentication took too long.
+    #[error("connecting to postgresql at {addr} timed out after {timeout:?}")]
+    ConnectTimeout {
+        /// `host:port`.
+        addr: String,
+        /// The configured bound.
+        timeout: Duration,
+    },
+    /// Reading or writing the socket failed.
+    #[error("i/o error on the replication connection")]
+    Io(#[from] io::Error),
+    /// The server closed the connection.
+    #[error("the server closed the replication connection")]
+    Closed,
+    /// The server reported an error.
+    #[error("postgresql error {code}: {message}{}", detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Server {
+        /// SQLSTATE.
+        code: String,
+        /// Primary message.
+        message: String,
+        /// DETAIL, if any.
+        detail: Option<String>,
+    },
+    /// The server asked for an authentication method we do not speak.
+    #[error("the server asked for {0} authentication, which walrelay does not support")]
+    UnsupportedAuth(&'static str),
+    /// The server asked for a password and none is configured.
+    #[error("the server asked for a password for role {user} but none is configured")]
+    PasswordRequired {
+        /// The role.
+        user: String,
+    },
+    /// The server sent something the protocol does not allow here.
+    #[error("protocol violation on the replication connection: {0}")]
+    Protocol(String),
+}
+
+impl ReplicationError {
+    /// SQLSTATE of a server error.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            ReplicationError::Server { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Whether waiting and reconnecting can help: lost connections, server
+    /// shutdown and restarts, a slot held by another walrelay (hot standby).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ReplicationError::Connect { .. }
+            | ReplicationError::ConnectTimeout { .. }
+            | ReplicationError::Io(_)
+            | ReplicationError::Closed => true,
+            ReplicationError::Server { code, .. } => is_transient_sqlstate(code),
+            ReplicationError::UnsupportedAuth(_)
+            | ReplicationError::PasswordRequired { .. }
+            | ReplicationError::Protocol(_) => false,
+        }
+    }
+}
+
+/// SQLSTATEs after which a reconnect is worth trying.
+pub fn is_transient_sqlstate(code: &str) -> bool {
+    matches!(
+        code,
+        // admin_shutdown, crash_shutdown, cannot_connect_now
+        "57P01" | "57P02" | "57P03"
+        // object_in_use: the slot is active for another process
+        | "55006"
+        // too_many_connections, configuration_limit_exceeded (max_wal_senders)
+        | "53300" | "53400"
+        // idle_session_timeout, query_canceled (walsender timeout)
+        | "57P05" | "57014"
+    ) || code.starts_with("08")
+}
+
+/// What `IDENTIFY_SYSTEM` returns.
+#[derive(Debug, Clone)]
+pub struct SystemIdentity {
+    /// `systemid`.
+    pub system_id: String,
+    /// Current timeline.
+    pub timeline: u32,
+    /// Current WAL flush location.
+    pub xlogpos: Lsn,
+    /// Connected database.
+    pub dbname: Option<String>,
+}
+
+/// A replication connection before `START_REPLICATION`.
+pub struct ReplicationConnection {
+    io: BoxedTransport,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+}
+
+impl ReplicationConnection {
+    /// Connects and authenticates.
+    pub async fn connect(params: &ConnectParams) -> Result<Self, ReplicationError> {
+        let addr = format!("{}:{}", params.host, params.port);
+        match tokio::time::timeout(params.connect_timeout, Self::connect_inner(params, &addr)).await
+        {
+            Ok(result) => result,
+            Err(_) => Err(ReplicationError::ConnectTimeout {
+                addr,
+                timeout: params.connect_timeout,
+            }),
+        }
+    }
+
+    async fn connect_inner(params: &ConnectParams, addr: &str) -> Result<Self, ReplicationError> {
+        let tcp = TcpStream::connect((params.host.as_str(), params.port))
+            .await
+            .map_err(|source| ReplicationError::Connect {
+                addr: addr.to_owned(),
+                source,
+            })?;
+        tcp.set_nodelay(true)?;
+        let mut conn = ReplicationConnection {
+            io: Box::new(tcp),
+            read_buf: BytesMut::with_capacity(READ_CHUNK),
+            write_buf: BytesMut::with_capacity(1024),
+        };
+        conn.startup(params).await?;
+        Ok(conn)
+    }
+
+    async fn startup(&mut self, params: &ConnectParams) -> Result<(), ReplicationError> {
+        let startup = [
+            ("user", params.user.as_str()),
+            ("database", params.dbname.as_str()),
+            ("replication", "database"),
+            ("application_name", params.application_name.as_str()),
+            ("client_encoding", "UTF8"),
+        ];
+        frontend::startup_message(startup.iter().copied(), &mut self.write_buf)?;
+        self.flush().await?;
+
+        let password = |user: &str| {
+            params
+                .password
+                .as_ref()
+                .map(|p| p.expose().as_bytes().to_vec())
+                .ok_or_else(|| ReplicationError::PasswordRequired {
+                    user: user.to_owned(),
+                })
+        };
+        let mut scram: Option<sasl::ScramSha256> = None;
+        loop {
+            match self.read_message().await? {
+                Message::AuthenticationOk => {}
+                Message::AuthenticationCleartextPassword => {
+                    let pw = password(&params.user)?;
+                    frontend::password_message(&pw, &mut self.write_buf)?;
+                    self.flush().await?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    let pw = password(&params.user)?;
+                    let hash = md5_hash(params.user.as_bytes(), &pw, body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
+                    self.flush().await?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    let mut has_scram = false;
+                    let mut mechanisms = body.mechanisms();
+                    while let Some(m) = mechanisms.next()? {
+                        has_scram |= m == sasl::SCRAM_SHA_256;
+                    }
+                    if !has_scram {
+                        return Err(ReplicationError::UnsupportedAuth(
+                            "SASL without SCRAM-SHA-256",
+                        ));
+                    }
+                    let pw = password(&params.user)?;
+                    // No TLS yet, so channel binding cannot be offered.
+                    let s = sasl::ScramSha256::new(&pw, sasl::ChannelBinding::unsupported());
+                    frontend::sasl_initial_response(
+                        sasl::SCRAM_SHA_256,
+                        s.message(),
+                        &mut self.write_buf,
+                    )?;
+                    self.flush().await?;
+                    scram = Some(s);
+                }
+                Message::AuthenticationSaslContinue(body) => {
+                    let s = scram.as_mut().ok_or_else(|| {
+                        ReplicationError::Protocol("SASL continue without SASL start".into())
+                    })?;
+                    s.update(body.data())?;
+                    frontend::sasl_response(s.message(), &mut self.write_buf)?;
+                    self.flush().await?;
+                }
+                Message::AuthenticationSaslFinal(body) => {
+                    let s = scram.as_mut().ok_or_else(|| {
+                        ReplicationError::Protocol("SASL final without SASL start".into())
+                    })?;
+                    s.finish(body.data())?;
+                }
+                Message::AuthenticationKerberosV5 => {
+                    return Err(ReplicationError::UnsupportedAuth("Kerberos V5"))
+                }
+                Message::AuthenticationScmCredential => {
+                    return Err(ReplicationError::UnsupportedAuth("SCM credential"))
+                }
+                Message::AuthenticationGss | Message::AuthenticationGssContinue(_) => {
+                    return Err(ReplicationError::UnsupportedAuth("GSSAPI"))
+                }
+                Message::AuthenticationSspi => {
+                    return Err(ReplicationError::UnsupportedAuth("SSPI"))
+                }
+                Message::ParameterStatus(_)
+                | Message::BackendKeyData(_)
+                | Message::NoticeResponse(_) => {}
+                Message::ReadyForQuery(_) => return Ok(()),
+                Message::ErrorResponse(body) => return Err(server_error(&body)),
+                _ => {
+                    return Err(ReplicationError::Protocol(
+                        "unexpected message during startup".into(),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Runs a replication command or SQL query with the simple query
+    /// protocol and returns the rows as text.
+    pub async fn simple_query(
+        &mut self,
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<String>>>, ReplicationError> {
+        frontend::query(sql, &mut self.write_buf)?;
+        self.flush().await?;
+        let mut rows = Vec::new();
+        let mut error = None;
+        loop {
+            match self.read_message().await? {
+                Message::DataRow(row) => {
+                    let buf = row.buffer();
+                    let mut values = Vec::new();
+                    let mut ranges = row.ranges();
+                    while let Some(range) = ranges.next()? {
+                        values.push(range.map(|r| String::from_utf8_lossy(&buf[r]).into_owned()));
+                    }
+                    rows.push(values);
+                }
+                Message::ErrorResponse(body) => error = Some(server_error(&body)),
+                Message::ReadyForQuery(_) => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        }
+    }
+
+    /// `IDENTIFY_SYSTEM`.
+    pub async fn identify_system(&mut self) -> Result<SystemIdentity, ReplicationError> {
+        let rows = self.simple_query("IDENTIFY_SYSTEM").await?;
+        let row = rows
+            .first()
+            .filter(|r| r.len() >= 4)
+            .ok_or_else(|| ReplicationError::Protocol("IDENTIFY_SYSTEM returned no row".into()))?;
+        let text = |i: usize| row[i].clone().unwrap_or_default();
+        Ok(SystemIdentity {
+            system_id: text(0),
+            timeline: text(1).parse().map_err(|_| {
+                ReplicationError::Protocol("bad timeline in IDENTIFY_SYSTEM".into())
+            })?,
+            xlogpos: text(2)
+                .parse()
+                .map_err(|_| ReplicationError::Protocol("bad xlogpos in IDENTIFY_SYSTEM".into()))?,
+            dbname: row[3].clone(),
+        })
+    }
+
+    /// `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput NOEXPORT_SNAPSHOT`;
+    /// returns the slot's consistent point.
+    pub async fn create_logical_slot(&mut self, slot: &str) -> Result<Lsn, ReplicationError> {
+        let sql = format!(
+            "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput NOEXPORT_SNAPSHOT",
+            quote_ident(slot)
+        );
+        let rows = self.simple_query(&sql).await?;
+        rows.first()
+            .and_then(|r| r.get(1).cloned().flatten())
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| {
+                ReplicationError::Protocol(
+                    "CREATE_REPLICATION_SLOT returned no consistent point".into(),
+                )
+            })
+    }
+
+    /// `START_REPLICATION SLOT <slot> LOGICAL <lsn> (options)`; on success the
+    /// connection is in CopyBoth mode and becomes a [`ReplicationStream`].
+    pub async fn start_replication(
+        mut self,
+        slot: &str,
+        start: Lsn,
+        options: &[(&str, String)],
+    ) -> Result<ReplicationStream, ReplicationError> {
+        let opts = options
+            .iter()
+            .map(|(k, v)| format!("{} {}", quote_ident(k), quote_literal(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "START_REPLICATION SLOT {} LOGICAL {} ({})",
+            quote_ident(slot),
+            start,
+            opts
+        );
+        frontend::query(&sql, &mut self.write_buf)?;
+        self.flush().await?;
+        loop {
+            self.fill_header().await?;
+            match self.read_buf[0] {
+                // CopyBothResponse, which postgres-protocol does not parse.
+                b'W' => {
+                    let len = frame_len(&self.read_buf)?;
+                    self.fill(len).await?;
+                    self.read_buf.advance(len);
+                    break;
+                }
+                _ => match self.read_message().await? {
+                    Message::ErrorResponse(body) => {
+                        let err = server_error(&body);
+                        // Drain to ReadyForQuery is pointless: the caller drops the connection.
+                        return Err(err);
+                    }
+                    Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
+                    _ => {
+                        return Err(ReplicationError::Protocol(
+                            "unexpected message in reply to START_REPLICATION".into(),
+                        ))
+                    }
+                },
+            }
+        }
+        let (reader, writer) = tokio::io::split(self.io);
+        Ok(ReplicationStream {
+            reader: StreamReader {
+                io: reader,
+                buf: self.read_buf,
+            },
+            writer: StreamWriter {
+                io: writer,
+                buf: self.write_buf,
+            },
+        })
+    }
+
+    async fn flush(&mut self) -> Result<(), ReplicationError> {
+        self.io.write_all(&self.write_buf).await?;
+        self.io.flush().await?;
+        self.write_buf.clear();
+        Ok(())
+    }
+
+    async fn fill_header(&mut self) -> Result<(), ReplicationError> {
+        self.fill(5).await
+    }
+
+    async fn fill(&mut self, n: usize) -> Result<(), ReplicationError> {
+        while self.read_buf.len() < n {
+            self.read_buf
+                .reserve(n.max(READ_CHUNK) - self.read_buf.len().min(n.max(READ_CHUNK)));
+            if self.io.read_buf(&mut self.read_buf).await? == 0 {
+                return Err(ReplicationError::Closed);
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_message(&mut self) -> Result<Message, ReplicationError> {
+        loop {
+            if let Some(msg) = Message::parse(&mut self.read_buf)? {
+                return Ok(msg);
+            }
+            self.read_buf.reserve(READ_CHUNK);
+            if self.io.read_buf(&mut self.read_buf).await? == 0 {
+                return Err(ReplicationError::Closed);
+            }
+        }
+    }
+}
+
+/// Total length (tag included) of the message at the start of `buf`, which
+/// holds at least 5 bytes.
+fn frame_len(buf: &[u8]) -> Result<usize, ReplicationError> {
+    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+    if len < 4 {
+        return Err(ReplicationError::Protocol(format!(
+            "message length {len} below 4"
+        )));
+    }
+    Ok(len + 1)
+}
+
+fn server_error(body: &postgres_protocol::message::backend::ErrorResponseBody) -> ReplicationError {
+    let mut code = String::new();
+    let mut message = String::new();
+    let mut detail = None;
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = fields.next() {
+        let value = String::from_utf8_lossy(f.value_bytes()).into_owned();
+        match f.type_() {
+            b'C' => code = value,
+            b'M' => message = value,
+            b'D' => detail = Some(value),
+            _ => {}
+        }
+    }
+    ReplicationError::Server {
+        code,
+        message,
+        detail,
+    }
+}
+
+/// A connection in CopyBoth mode, split so that one task can read while
+/// status updates are written.
+pub struct ReplicationStream {
+    /// The WAL side.
+    pub reader: StreamReader,
+    /// The feedback side.
+    pub writer: StreamWriter,
+}
+
+/// Reads CopyData payloads from the server.
+pub struct StreamReader {
+    io: ReadHalf<BoxedTransport>,
+    buf: BytesMut,
+}
+
+impl StreamReader {
+    /// Returns the next complete CopyData payload already buffered, without
+    /// reading the socket. `Ok(None)` means the buffer holds no complete
+    /// frame.
+    pub fn try_next(&mut self) -> Result<Option<Bytes>, ReplicationError> {
+        loop {
+            if self.buf.len() < 5 {
+                return Ok(None);
+            }
+            let total = frame_len(&self.buf)?;
+            if self.buf.len() < total {
+                return Ok(None);
+            }
+            match self.buf[0] {
+                b'd' => {
+                    let mut frame = self.buf.split_to(total);
+                    frame.advance(5);
+                    return Ok(Some(frame.freeze()));
+                }
+                // CopyDone: the server ends the stream (e.g. at shutdown).
+                b'c' => return Err(ReplicationError::Closed),
+                b'E' => {
+                    return match Message::parse(&mut self.buf)? {
+                        Some(Message::ErrorResponse(body)) => Err(server_error(&body)),
+                        _ => Err(ReplicationError::Protocol(
+                            "malformed error response".into(),
+                        )),
+                    }
+                }
+                // NoticeResponse, ParameterStatus: skip.
+                b'N' | b'S' => self.buf.advance(total),
+                tag => {
+                    return Err(ReplicationError::Protocol(format!(
+                        "unexpected message tag {:?} in CopyBoth mode",
+                        tag as char
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Waits until the socket delivers more bytes. Cancel-safe.
+    pub async fn read_more(&mut self) -> Result<(), ReplicationError> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        if self.io.read_buf(&mut self.buf).await? == 0 {
+            return Err(ReplicationError::Closed);
+        }
+        Ok(())
+    }
+}
+
+/// Writes standby status updates.
+pub struct StreamWriter {
+    io: WriteHalf<BoxedTransport>,
+    buf: BytesMut,
+}
+
+impl StreamWriter {
+    /// Sends one standby status update.
+    pub async fn send_status(
+        &mut self,
+        update: &walrelay_proto::frame::StandbyStatusUpdate,
+    ) -> Result<(), ReplicationError> {
+        let mut payload = BytesMut::with_capacity(34);
+        update.encode(&mut payload);
+        self.buf.clear();
+        frontend::CopyData::new(payload.freeze())?.write(&mut self.buf);
+        self.io.write_all(&self.buf).await?;
+        self.io.flush().await?;
+        Ok(())
+    }
+
+    /// Ends the stream politely (CopyDone then Terminate).
+    pub async fn close(mut self) -> Result<(), ReplicationError> {
+        self.buf.clear();
+        frontend::copy_done(&mut self.buf);
+        frontend::terminate(&mut self.buf);
+        self.io.write_all(&self.buf).await?;
+        self.io.flush().await?;
+        self.io.shutdown().await?;
+        Ok(())
+    }
+}
+
+/// Quotes an identifier for PostgreSQL (`"` doubled).
+pub fn quote_ident(ident: &str) -> String {
+    let mut out = String::with_capacity(ident.len() + 2);
+    out.push('"');
+    for c in ident.chars() {
+        if c == '"' {
+            out.push('"');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// Quotes a string literal for PostgreSQL (`'` doubled; standard strings).
+pub fn quote_literal(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('\'');
+    for c in value.chars() {
+        if c == '\'' {
+            out.push('\'');
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_doubles_delimiters() {
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(quote_literal("it's"), "'it''s'");
+    }
+
+    #[test]
+    fn transient_classification() {
+        assert!(is_transient_sqlstate("57P01"));
+        assert!(is_transient_sqlstate("55006"));
+        assert!(is_transient_sqlstate("08006"));
+        assert!(!is_transient_sqlstate("28P01"));
+        assert!(!is_transient_sqlstate("42704"));
+    }
+}
