@@ -296,6 +296,18 @@ psql_run() {
     "$SCRIPT_DIR/pg.sh" psql "$PG_DIR" "$@"
 }
 
+# Decoding only reads flushed WAL, and WAL written without a commit record (a
+# non-transactional message) is flushed by the WAL writer some time later.
+wait_wal_flushed() {
+    local target i
+    target=$(psql_run -At -c "SELECT pg_current_wal_insert_lsn()")
+    for ((i = 0; i < 100; i++)); do
+        [[ $(psql_run -At -c "SELECT pg_current_wal_flush_lsn() >= '$target'") == t ]] && return 0
+        sleep 0.1
+    done
+    die "WAL up to $target was not flushed within 10 s"
+}
+
 # record NAME PROTO_VERSION STREAMING(on|off) BINARY(on|off) TWO_PHASE(on|off)
 record() {
     local name=$1 proto=$2 streaming=$3 binary=$4 two_phase=$5
@@ -308,6 +320,7 @@ record() {
     [[ -z "$SETUP_SQL" ]] || psql_run -f - <<<"$SETUP_SQL" >/dev/null
     psql_run -At -c "SELECT pg_create_logical_replication_slot('$slot', 'pgoutput', false, $([[ "$two_phase" == on ]] && echo true || echo false))" >/dev/null
     psql_run -f - <<<"$CHANGES_SQL" >/dev/null
+    wait_wal_flushed
 
     out="$OUT_DIR/$name.txt"
     tmp="$out.tmp"
@@ -345,12 +358,15 @@ record_live() {
 
     [[ -z "$SETUP_SQL" ]] || psql_run -f - <<<"$SETUP_SQL" >/dev/null
     psql_run -At -c "SELECT pg_create_logical_replication_slot('$slot', 'pgoutput')" >/dev/null
+    # The trap stops both helpers if anything below fails.
     python3 "$SCRIPT_DIR/pgoutput-stream.py" --port "$(cat "$PG_DIR/port")" --slot "$slot" \
         --options "$opts" --stop-tags "$stop_tags" --timeout 60 >"$body" &
     rec_pid=$!
+    BG_PIDS+=("$rec_pid")
     mkfifo "$fifo"
     psql_run -f - <"$fifo" >/dev/null &
     sess_pid=$!
+    BG_PIDS+=("$sess_pid")
     exec 7>"$fifo"
     printf '%s\n' "$OPEN_SQL" >&7
     # Wait until something was streamed and the stream has been quiet for 1 s.
@@ -413,6 +429,16 @@ check_recording() {
     fi
 }
 
+cleanup() {
+    local pid
+    for pid in "${BG_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    "$SCRIPT_DIR/pg.sh" rm "$PG_DIR" || true
+    rm -rf "$WORK"
+    rm -f "$OUT_DIR"/*.txt.tmp
+}
+
 main() {
     local scenarios=("$@") s
     ((${#scenarios[@]})) || scenarios=("${ALL_SCENARIOS[@]}")
@@ -424,10 +450,14 @@ main() {
     # mktemp makes 0700; the postgres user must reach the cluster inside.
     chmod 755 "$WORK"
     PG_DIR=$WORK/pg
-    trap '"$SCRIPT_DIR/pg.sh" rm "$PG_DIR" || true; rm -rf "$WORK"' EXIT
+    BG_PIDS=()
+    trap 'cleanup' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+    # The minimum, so the 2000-row transactions stream; cluster-wide because
+    # the live recordings decode in a walsender, not in our session.
+    "$SCRIPT_DIR/pg.sh" conf "$PG_DIR" logical_decoding_work_mem=64kB
     psql_run -c "CREATE PUBLICATION pub FOR ALL TABLES"
     for s in "${scenarios[@]}"; do
         "scenario_$s"

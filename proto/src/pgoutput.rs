@@ -18,7 +18,7 @@ use crate::{DecodeError, Lsn};
 /// Decoder state that must be carried across messages: the negotiated protocol
 /// version and whether we are inside a Stream Start .. Stream Stop block
 /// (inside one, Relation/Type/Insert/Update/Delete/Truncate/Message carry a leading xid).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecoderState {
     /// The `proto_version` given to `START_REPLICATION` (1 to 4).
     pub proto_version: u32,

@@ -330,7 +330,8 @@ fn check_invariants(s: &Scenario, msgs: &[Decoded]) {
             }
             LogicalMessage::StreamAbort(a) => {
                 assert!(stream_xid.is_none(), "{}", at(d));
-                assert_eq!(a.xid, d.xid, "{}", at(d));
+                // Written under the aborted (sub)transaction's own xid.
+                assert_eq!(a.subxid, d.xid, "{}", at(d));
                 // PostgreSQL 15 never writes the version 4 abort fields.
                 assert_eq!((a.abort_lsn, a.abort_time), (None, None), "{}", at(d));
             }
@@ -465,14 +466,15 @@ fn assert_lines(name: &str, got: &[&str], want: &[&str]) {
     );
 }
 
-/// Checks a streamed transaction: blocks of `STREAM START` .. `STREAM STOP`
-/// (only the first one marked first) whose contents, concatenated, are
+/// Checks a streamed transaction: at least `min_blocks` blocks of
+/// `STREAM START` .. `STREAM STOP` (only the first one marked first) whose contents, concatenated, are
 /// `changes`, possibly interleaved with the messages in `between` (which come
 /// outside blocks, in that order), then `ending` after the last block.
 /// Returns the in-block messages in order, for further checks.
 fn check_streamed<'a>(
     name: &str,
     msgs: &'a [Decoded],
+    min_blocks: usize,
     between: &[&str],
     ending: &[&str],
 ) -> Vec<&'a Decoded> {
@@ -502,8 +504,8 @@ fn check_streamed<'a>(
         }
     }
     assert!(
-        blocks >= 2,
-        "{name}: {blocks} stream blocks, expected the transaction to spill into several"
+        blocks >= min_blocks,
+        "{name}: {blocks} stream blocks, expected at least {min_blocks}"
     );
     let mut want_outside: Vec<&str> = between.to_vec();
     want_outside.extend_from_slice(ending);
@@ -705,7 +707,7 @@ fn check_expected(s: &Scenario, msgs: &[Decoded]) -> bool {
                     "COMMIT PREPARED gid='gid_stream'",
                 ]
             };
-            let inside = check_streamed(name, msgs, &[], ending);
+            let inside = check_streamed(name, msgs, 2, &[], ending);
             let got: Vec<&str> = inside.iter().map(|d| d.text.as_str()).collect();
             let rows: Vec<String> = (1..=2000).map(stream_row).collect();
             let mut want = vec![STREAM_ROWS_RELATION];
@@ -717,7 +719,7 @@ fn check_expected(s: &Scenario, msgs: &[Decoded]) -> bool {
         }
         "stream_abort" => {
             header(2, false, true);
-            let inside = check_streamed(name, msgs, &[], &["STREAM ABORT"]);
+            let inside = check_streamed(name, msgs, 1, &[], &["STREAM ABORT"]);
             // The server may stop a block early once it sees the transaction
             // has aborted: whatever was streamed is a prefix of the rows.
             let got: Vec<&str> = inside.iter().map(|d| d.text.as_str()).collect();
@@ -735,21 +737,26 @@ fn check_expected(s: &Scenario, msgs: &[Decoded]) -> bool {
             let inside = check_streamed(
                 name,
                 msgs,
+                2,
                 &["STREAM ABORT subtransaction"],
                 &["STREAM COMMIT flags=0"],
             );
-            // Rows 1..1000 (top-level xid), then a prefix of 2001..3000 (the
-            // savepoint's xid) streamed before the rollback, then 5000.
+            // Rows 1..1000 under the top-level xid, then the prefix of
+            // 2001..3000 streamed before ROLLBACK TO SAVEPOINT under the
+            // savepoint's xid. pgoutput forgets which schemas it sent for the
+            // transaction on a stream abort, so the Relation comes again,
+            // then row 5000 under the new savepoint's xid.
             let top = msgs.first().map(|d| d.xid);
             let got: Vec<&str> = inside.iter().map(|d| d.text.as_str()).collect();
-            let sub_rows = got.len().saturating_sub(1 + 1000 + 1) as u32;
+            let sub_rows = got.len().saturating_sub(1 + 1000 + 2);
             let rows: Vec<String> = (1..=1000)
-                .chain(2001..2001 + sub_rows)
+                .chain(2001..2001 + sub_rows as u32)
                 .map(stream_row)
-                .chain(["INSERT public.stream_rows ('5000', 'after-rollback')".to_owned()])
                 .collect();
             let mut want = vec![STREAM_ROWS_RELATION];
             want.extend(rows.iter().map(String::as_str));
+            want.push(STREAM_ROWS_RELATION);
+            want.push("INSERT public.stream_rows ('5000', 'after-rollback')");
             assert_lines(name, &got, &want);
             let abort = msgs
                 .iter()
@@ -761,15 +768,23 @@ fn check_expected(s: &Scenario, msgs: &[Decoded]) -> bool {
             assert_eq!(
                 Some(abort.xid),
                 top,
-                "{name}: abort of the top-level transaction's child"
+                "{name}: abort names the top-level xid"
+            );
+            assert_ne!(abort.subxid, abort.xid, "{name}");
+            let last_xid = inside.last().and_then(|d| change_xid(d));
+            assert!(
+                last_xid.is_some_and(|x| x != abort.xid && x != abort.subxid),
+                "{name}: row 5000 belongs to the savepoint re-established after the rollback"
             );
             for (i, d) in inside.iter().enumerate() {
-                let want_xid = if (1001..1001 + sub_rows as usize).contains(&i) {
-                    abort.subxid
+                let want_xid = if i <= 1000 {
+                    Some(abort.xid)
+                } else if i <= 1000 + sub_rows {
+                    Some(abort.subxid)
                 } else {
-                    abort.xid
+                    last_xid
                 };
-                assert_eq!(change_xid(d), Some(want_xid), "{name} line {}", d.line);
+                assert_eq!(change_xid(d), want_xid, "{name} line {}", d.line);
             }
         }
         "two_phase" => {
@@ -879,4 +894,31 @@ fn recorded_fixtures_decode_exactly() {
         unchecked.is_empty(),
         "no expectations written for scenarios {unchecked:?}"
     );
+}
+
+/// The scenario checks can fail: a one-byte change in a recorded column
+/// value must be caught.
+#[test]
+fn a_changed_value_fails_its_scenario() {
+    let path = fixture_file::fixtures_dir().join("insert.txt");
+    if !path.exists() {
+        eprintln!("note: no insert.txt recording yet");
+        return;
+    }
+    let mut s = fixture_file::load(&path);
+    let m = s
+        .messages
+        .iter_mut()
+        .find(|m| m.data.windows(12).any(|w| w == b"OrderCreated"))
+        .expect("insert.txt has the OrderCreated row");
+    let mut data = m.data.to_vec();
+    let at = data
+        .windows(12)
+        .position(|w| w == b"OrderCreated")
+        .expect("found above");
+    data[at] = b'o';
+    m.data = Bytes::from(data);
+    let msgs = decode_scenario(&s);
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_expected(&s, &msgs)));
+    assert!(res.is_err(), "a changed value went unnoticed");
 }

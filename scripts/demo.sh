@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The walrelay demo: starts a local PostgreSQL and Kafka, creates an example
+# `orders` service schema with an outbox table, runs walrelay, writes orders
+# the way a service would (business row + outbox insert + outbox delete in one
+# transaction), shows the events as a Kafka consumer sees them, and stops
+# everything.
+#
+# Usage: scripts/demo.sh [N_ORDERS]     (default 5)
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+N_ORDERS=${1:-5}
+DEMO_DIR=$REPO_ROOT/.walrelay-env/demo
+PG_DIR=$DEMO_DIR/pg
+KAFKA_DIR=$DEMO_DIR/kafka
+WALRELAY_PID=
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    step "stopping everything"
+    if [[ -n "$WALRELAY_PID" ]] && kill -0 "$WALRELAY_PID" 2>/dev/null; then
+        kill -TERM "$WALRELAY_PID" 2>/dev/null || true
+        wait "$WALRELAY_PID" 2>/dev/null || true
+    fi
+    "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || true
+    "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || true
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cd "$REPO_ROOT"
+mkdir -p "$DEMO_DIR"
+chmod 755 "$REPO_ROOT/.walrelay-env" "$DEMO_DIR"
+
+step "building walrelay"
+cargo build --release --bin walrelay
+WALRELAY=$REPO_ROOT/target/release/walrelay
+
+step "starting PostgreSQL 15 (wal_level=logical) and Apache Kafka (KRaft)"
+"$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+"$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+PG_PORT=$(cat "$PG_DIR/port")
+BOOTSTRAP=$("$SCRIPT_DIR/kafka.sh" bootstrap "$KAFKA_DIR")
+psql_demo() { "$SCRIPT_DIR/pg.sh" psql "$PG_DIR" -X -q -v ON_ERROR_STOP=1 "$@"; }
+echo "postgres on 127.0.0.1:$PG_PORT, kafka on $BOOTSTRAP"
+
+step "creating database shop: orders table and outbox table"
+psql_demo -d postgres -c "DROP DATABASE IF EXISTS shop WITH (FORCE)"
+psql_demo -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'walrelay_demo'" >/dev/null
+psql_demo -d postgres -c "CREATE DATABASE shop"
+psql_demo -d shop <<'SQL'
+CREATE TABLE orders (
+    id          bigserial PRIMARY KEY,
+    customer    text NOT NULL,
+    total_cents bigint NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+-- The outbox table in Debezium's shape.
+CREATE TABLE outbox (
+    id            uuid PRIMARY KEY,
+    aggregatetype varchar(255) NOT NULL,
+    aggregateid   varchar(255) NOT NULL,
+    type          varchar(255) NOT NULL,
+    payload       jsonb
+);
+SQL
+"$SCRIPT_DIR/kafka.sh" topics "$KAFKA_DIR" --create --if-not-exists --topic outbox.event.Order --partitions 3 --replication-factor 1 >/dev/null
+
+step "starting walrelay"
+CONFIG=$DEMO_DIR/walrelay.toml
+cat >"$CONFIG" <<TOML
+[postgres]
+host = "127.0.0.1"
+port = $PG_PORT
+user = "postgres"
+dbname = "shop"
+
+[replication]
+slot = "walrelay_demo"
+publication = "walrelay_demo"
+
+[outbox]
+table = "public.outbox"
+
+[kafka]
+bootstrap_servers = "$BOOTSTRAP"
+TOML
+cat "$CONFIG"
+"$WALRELAY" run --config "$CONFIG" &
+WALRELAY_PID=$!
+for _ in $(seq 1 50); do
+    active=$(psql_demo -d shop -Atc "SELECT active FROM pg_replication_slots WHERE slot_name = 'walrelay_demo'")
+    [[ "$active" == t ]] && break
+    sleep 0.2
+done
+[[ "$active" == t ]] || die "walrelay did not start streaming"
+
+step "writing $N_ORDERS orders the way a service does: order row + outbox insert + outbox delete, one transaction each"
+for i in $(seq 1 "$N_ORDERS"); do
+    psql_demo -d shop <<SQL
+BEGIN;
+WITH o AS (
+    INSERT INTO orders (customer, total_cents) VALUES ('customer-$i', $((i * 1250))) RETURNING id, customer, total_cents
+)
+INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload)
+SELECT gen_random_uuid(), 'Order', o.id::text, 'OrderCreated',
+       jsonb_build_object('orderId', o.id, 'customer', o.customer, 'totalCents', o.total_cents)
+FROM o;
+DELETE FROM outbox;
+COMMIT;
+SQL
+done
+psql_demo -d shop -c "SELECT count(*) AS orders FROM orders" -c "SELECT count(*) AS rows_left_in_outbox FROM outbox"
+
+step "reading topic outbox.event.Order as a consumer sees it (partition, id header, key, value)"
+cat >"$DEMO_DIR/consumer-log4j2.xml" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders><Console name="err" target="SYSTEM_ERR"><PatternLayout pattern="%d %p %m%n"/></Console></Appenders>
+  <Loggers><Root level="warn"><AppenderRef ref="err"/></Root></Loggers>
+</Configuration>
+XML
+KAFKA_VERSION=$(sed -n 's/^KAFKA_VERSION=//p' "$SCRIPT_DIR/kafka.sh")
+java -cp "$REPO_ROOT/.cache/kafka/$KAFKA_VERSION/libs/*" \
+    -Dlog4j2.configurationFile="$DEMO_DIR/consumer-log4j2.xml" \
+    org.apache.kafka.tools.consumer.ConsoleConsumer \
+    --bootstrap-server "$BOOTSTRAP" --topic outbox.event.Order --from-beginning \
+    --max-messages "$N_ORDERS" --timeout-ms 30000 \
+    --property print.partition=true --property print.headers=true --property print.key=true \
+    2> >(grep -v -E 'SLF4J|log4j' >&2)
+
+step "the slot: confirmed position follows the server once Kafka acknowledged everything"
+sleep 2
+psql_demo -d shop -c "SELECT slot_name, active, confirmed_flush_lsn, pg_current_wal_lsn(),
+    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) AS lag_bytes FROM pg_replication_slots"
