@@ -36,7 +36,7 @@ CACHE_DIR=$REPO_ROOT/.cache/kafka/$KAFKA_VERSION
 LIBS=$CACHE_DIR/libs
 STAMP=$CACHE_DIR/libs.complete
 START_TIMEOUT=${WALRELAY_KAFKA_START_TIMEOUT:-90}
-BROKER_JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError
+BROKER_JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
 # Command-line tools only need to start fast.
 TOOL_JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
@@ -337,7 +337,7 @@ wait_exit() {
 }
 
 cmd_start() {
-    local dir port_arg=${2:-} port cport auto_ports=0 rc pid
+    local dir port_arg=${2:-} port cport auto_port auto_cport rc pid
     dir=$(abs_path "$1")
     mkdir -p "$dir"
     if running_pid "$dir" >/dev/null; then
@@ -345,26 +345,36 @@ cmd_start() {
     fi
     cmd_fetch
     for _ in 1 2 3; do
+        # A port we chose may be chosen again on a clash; a given or stored
+        # one is the caller's promise, so a clash is an error.
+        auto_port=0
+        auto_cport=0
         if [[ -n "$port_arg" ]]; then
             port=$port_arg
         elif [[ -f "$dir/port" ]]; then
             port=$(cat "$dir/port")
         else
             port=$(free_port)
-            auto_ports=1
+            auto_port=1
         fi
         if [[ -f "$dir/controller_port" ]]; then
             cport=$(cat "$dir/controller_port")
         else
             cport=$(free_port)
-            auto_ports=1
+            auto_cport=1
         fi
-        [[ "$cport" != "$port" ]] || cport=$(free_port)
-        port_in_use "$port" && {
-            ((auto_ports)) || die "port $port (of $dir) is in use by another process"
-            rm -f "$dir/port" "$dir/controller_port"
+        if [[ "$cport" == "$port" ]]; then
+            ((auto_cport)) || die "broker and controller port of $dir are both $port"
             continue
-        }
+        fi
+        if port_in_use "$port"; then
+            ((auto_port)) || die "port $port (of $dir) is in use by another process"
+            continue
+        fi
+        if port_in_use "$cport"; then
+            ((auto_cport)) || die "controller port $cport (of $dir) is in use by another process"
+            continue
+        fi
         printf '%s\n' "$port" >"$dir/port"
         printf '%s\n' "$cport" >"$dir/controller_port"
         write_config "$dir" "$port" "$cport"
@@ -380,9 +390,12 @@ cmd_start() {
             start_watchdog "kill -0 $pid" "'$SCRIPT_DIR/kafka.sh' stop '$dir'"
             return 0
         fi
-        if ((rc == 1)) && ((auto_ports)) && grep -q 'Address already in use' "$dir/log"; then
+        if ((rc == 1 && (auto_port || auto_cport))) &&
+            tail -n 100 "$dir/log" | grep -q 'Address already in use'; then
             # Another process took a freshly chosen port meanwhile: choose again.
-            rm -f "$dir/port" "$dir/controller_port" "$dir/pid"
+            ((auto_port)) && rm -f "$dir/port"
+            ((auto_cport)) && rm -f "$dir/controller_port"
+            rm -f "$dir/pid"
             continue
         fi
         if ((rc == 2)); then

@@ -74,9 +74,10 @@ port_of() {
 }
 
 psql_in() {
-    local dir=$1
+    local dir=$1 port
     shift
-    "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(port_of "$dir")" \
+    port=$(port_of "$dir")
+    "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" \
         -U postgres -d postgres "$@"
 }
 
@@ -212,7 +213,7 @@ cmd_status() {
     local dir
     dir=$(abs_path "$1")
     if is_running "$dir"; then
-        printf 'running %s\n' "$(port_of "$dir")"
+        printf 'running %s\n' "$(cat "$dir/port")"
     else
         printf 'stopped\n'
         return 3
@@ -220,7 +221,7 @@ cmd_status() {
 }
 
 cmd_conf() {
-    local dir kv key value pending
+    local dir kv key value keys=() lines=() restart
     dir=$(abs_path "$1")
     shift
     [[ -f "$dir/data/PG_VERSION" ]] || die "no cluster in $dir (run: pg.sh start $dir)"
@@ -232,16 +233,27 @@ cmd_conf() {
         if [[ "$value" != \'*\' ]]; then
             value="'${value//\'/\'\'}'"
         fi
-        printf '%s = %s\n' "$key" "$value"
-    done | as_pg_append "$dir/data/walrelay-extra.conf"
+        keys+=("'$key'")
+        lines+=("$key = $value")
+    done
+    printf '%s\n' "${lines[@]}" | as_pg_append "$dir/data/walrelay-extra.conf"
     is_running "$dir" || return 0
-    psql_in "$dir" -Atc 'select pg_reload_conf()' >/dev/null
-    # The reload is asynchronous; pending_restart shows once it is processed.
-    sleep 0.5
-    pending=$(psql_in "$dir" -Atc 'select count(*) from pg_settings where pending_restart')
-    if [[ "$pending" != 0 ]]; then
+    # Settings of context 'postmaster' only take effect after a restart.
+    restart=$(IFS=,; psql_in "$dir" -Atc \
+        "select count(*) from pg_settings where context = 'postmaster' and name in (${keys[*]})")
+    if [[ "$restart" != 0 ]]; then
         cmd_stop "$dir"
         cmd_start "$dir"
+    else
+        # The reload is asynchronous: return once new sessions see it.
+        local before i
+        before=$(psql_in "$dir" -Atc 'select pg_conf_load_time()')
+        psql_in "$dir" -Atc 'select pg_reload_conf()' >/dev/null
+        for ((i = 0; i < 50; i++)); do
+            [[ $(psql_in "$dir" -Atc "select pg_conf_load_time() > '$before'") == t ]] && return 0
+            sleep 0.1
+        done
+        die "PostgreSQL in $dir did not reload its configuration within 5 s"
     fi
 }
 
@@ -274,7 +286,11 @@ main() {
                     cmd_stop "$1"
                     rm -rf "$(abs_path "$1")"
                     ;;
-                url) printf 'host=127.0.0.1 port=%s user=postgres dbname=postgres\n' "$(port_of "$1")" ;;
+                url)
+                    local port
+                    port=$(port_of "$1")
+                    printf 'host=127.0.0.1 port=%s user=postgres dbname=postgres\n' "$port"
+                    ;;
                 status) cmd_status "$1" ;;
             esac
             ;;

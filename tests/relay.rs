@@ -1,0 +1,842 @@
+//! End-to-end tests of the relay against the real PostgreSQL and Kafka of
+//! `scripts/test.sh`: the walrelay binary runs as a child process, a Kafka
+//! consumer reads what it produced, and `pg_replication_slots` shows what it
+//! confirmed. Each test owns its outbox table, publication, slot and topics.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{
+    connect, consume, consume_on, create_topic, create_topic_on, env, kafka_bootstrap, read_to_end,
+    unique_name, PrivateKafka, Record,
+};
+use walrelay::proto::pgoutput::{decode_message, LogicalMessage};
+use walrelay::proto::Lsn;
+
+/// Generous bound for anything that should happen in well under a second.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// One test's outbox: table, publication, slot and the aggregate type that
+/// routes to its own topic.
+struct Outbox {
+    client: tokio_postgres::Client,
+    name: String,
+}
+
+impl Outbox {
+    async fn new(test: &str) -> Outbox {
+        let client = connect().await;
+        let name = unique_name(test);
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {name} (
+                    id uuid PRIMARY KEY,
+                    aggregatetype varchar(255) NOT NULL,
+                    aggregateid varchar(255),
+                    type varchar(255) NOT NULL,
+                    payload jsonb
+                )"
+            ))
+            .await
+            .expect("create outbox table");
+        Outbox { client, name }
+    }
+
+    /// The aggregate type whose topic is `outbox.event.<agg>`; unique per test.
+    fn agg(&self, suffix: &str) -> String {
+        format!("{}{suffix}", self.name)
+    }
+
+    fn topic(&self, suffix: &str) -> String {
+        format!("outbox.event.{}", self.agg(suffix))
+    }
+
+    fn config(&self, bootstrap: &str) -> String {
+        format!(
+            r#"
+[postgres]
+host = "127.0.0.1"
+port = {port}
+user = "postgres"
+dbname = "postgres"
+
+[replication]
+slot = "{name}"
+publication = "{name}"
+status_interval_ms = 200
+reconnect_min_ms = 100
+reconnect_max_ms = 1000
+
+[outbox]
+table = "public.{name}"
+
+[kafka]
+bootstrap_servers = "{bootstrap}"
+
+[kafka.producer]
+"linger.ms" = "2"
+"#,
+            port = env().pg_port,
+            name = self.name
+        )
+    }
+
+    /// Inserts one event in its own transaction.
+    async fn insert(&self, id: u64, agg_suffix: &str, key: &str, payload: &str) {
+        self.client
+            .execute(
+                &format!(
+                    "INSERT INTO {} VALUES ($1::text::uuid, $2, $3, 'E', $4::text::jsonb)",
+                    self.name
+                ),
+                &[&event_id(id), &self.agg(agg_suffix), &key, &payload],
+            )
+            .await
+            .expect("insert outbox row");
+    }
+
+    async fn slot_confirmed(&self) -> Option<Lsn> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.name],
+            )
+            .await
+            .expect("read slot");
+        row.and_then(|r| r.get::<_, Option<String>>(0))
+            .map(|s| s.parse().expect("lsn"))
+    }
+
+    async fn slot_active(&self) -> bool {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.name],
+            )
+            .await
+            .expect("read slot");
+        row.map(|r| r.get::<_, bool>(0)).unwrap_or(false)
+    }
+
+    async fn current_lsn(&self) -> Lsn {
+        let row = self
+            .client
+            .query_one("SELECT pg_current_wal_lsn()::text", &[])
+            .await
+            .expect("current lsn");
+        row.get::<_, String>(0).parse().expect("lsn")
+    }
+
+    async fn wait_active(&self, relay: &mut Relay) {
+        let deadline = Instant::now() + WAIT;
+        while !self.slot_active().await {
+            relay.assert_running();
+            assert!(
+                Instant::now() < deadline,
+                "walrelay did not start streaming:\n{}",
+                relay.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn wait_inactive(&self) {
+        let deadline = Instant::now() + WAIT;
+        while self.slot_active().await {
+            assert!(Instant::now() < deadline, "slot {} still active", self.name);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the slot's confirmed position reaches `lsn`.
+    async fn wait_confirmed(&self, lsn: Lsn, relay: &Relay) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let confirmed = self.slot_confirmed().await.expect("slot exists");
+            if confirmed >= lsn {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "confirmed_flush_lsn {confirmed} did not reach {lsn}:\n{}",
+                relay.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Stops the relay and removes the slot (an inactive slot would pin WAL
+    /// in the shared cluster), the publication and the table.
+    async fn finish(self, relay: Relay) {
+        drop(relay);
+        self.wait_inactive().await;
+        let name = &self.name;
+        self.client
+            .execute("SELECT pg_drop_replication_slot($1)", &[name])
+            .await
+            .expect("drop slot");
+        self.client
+            .batch_execute(&format!(
+                "DROP PUBLICATION IF EXISTS {name}; DROP TABLE {name}"
+            ))
+            .await
+            .expect("drop publication and table");
+    }
+}
+
+/// The event id of test event `n`, a uuid.
+fn event_id(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+/// The walrelay binary as a child process, logging to a file.
+struct Relay {
+    child: Child,
+    log: PathBuf,
+    config: Option<tempfile::NamedTempFile>,
+}
+
+impl Relay {
+    fn start(config: &str) -> Relay {
+        let mut file = tempfile::NamedTempFile::new().expect("config file");
+        file.write_all(config.as_bytes()).expect("write config");
+        Relay::start_with(file)
+    }
+
+    fn start_with(config: tempfile::NamedTempFile) -> Relay {
+        let log = config.path().with_extension("log");
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_walrelay"))
+            .args(["run", "--config"])
+            .arg(config.path())
+            .env("WALRELAY_LOG", "info,walrelay=debug")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("log fd"))
+            .stderr(out)
+            .spawn()
+            .expect("spawn walrelay");
+        Relay {
+            child,
+            log,
+            config: Some(config),
+        }
+    }
+
+    /// Kills with SIGKILL and starts the same configuration again.
+    fn kill_and_restart(self) -> Relay {
+        let mut this = self;
+        this.kill();
+        let config = this.config.take().expect("a running relay has its config");
+        Relay::start_with(config)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{sig} failed");
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait walrelay") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait walrelay") {
+            panic!("walrelay exited with {status}:\n{}", self.log());
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Distinct event ids (the `id` header) in `records`.
+fn ids(records: &[Record]) -> HashSet<String> {
+    records
+        .iter()
+        .map(|r| String::from_utf8(r.header("id").expect("id header").to_vec()).expect("utf-8 id"))
+        .collect()
+}
+
+/// Reads `topic` until it holds every id in `want` (duplicates allowed).
+async fn read_until_ids(topic: &str, want: &HashSet<String>, relay: &mut Relay) -> Vec<Record> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let records = read_to_end(topic, WAIT).await;
+        let got = ids(&records);
+        if want.is_subset(&got) {
+            return records;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "topic {topic}: {} of {} ids after 180 s:\n{}",
+            want.intersection(&got).count(),
+            want.len(),
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Java's `Utils.murmur2`, as Kafka's default partitioner uses it.
+fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    let mut h = SEED ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> 24;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() >= 3 {
+        h ^= u32::from(rest[2]) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= u32::from(rest[1]) << 8;
+    }
+    if !rest.is_empty() {
+        h ^= u32::from(rest[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+fn java_partition(key: &[u8], partitions: i32) -> i32 {
+    (murmur2(key) & 0x7fff_ffff) % partitions
+}
+
+#[test]
+fn murmur2_matches_java() {
+    // Values printed by Kafka 4.1.1's org.apache.kafka.common.utils.Utils.murmur2.
+    assert_eq!(murmur2(b"21"), -973932308);
+    assert_eq!(murmur2(b"foobar"), -790332482);
+    assert_eq!(murmur2(b"a-little-bit-long-string"), -985981536);
+    assert_eq!(murmur2(b"a-little-bit-longer-string"), -1486304829);
+    assert_eq!(
+        murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+        -58897971
+    );
+    assert_eq!(murmur2(b"abc"), 479470107);
+}
+
+/// (a) One insert gives exactly one record with Debezium's default routing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_insert_gives_one_record() {
+    let ob = Outbox::new("one_insert").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    // Key order and spacing as written; PostgreSQL's jsonb_out normalises them.
+    ob.insert(
+        1,
+        "",
+        "10711fa5",
+        r#"{"email":"gh@mefi.in","a":[1, 2],"name" : "x"}"#,
+    )
+    .await;
+    // A second, later event in its own transaction proves nothing else came before it.
+    ob.insert(2, "", "10711fa5", "{}").await;
+    let records = consume(&ob.topic(""), 3, Duration::from_secs(20)).await;
+    assert_eq!(records.len(), 2, "{}", common::describe(&records));
+    let r = &records[0];
+    assert_eq!(r.key.as_deref(), Some(&b"10711fa5"[..]));
+    assert_eq!(
+        r.value.as_deref(),
+        Some(&br#"{"a": [1, 2], "name": "x", "email": "gh@mefi.in"}"#[..]),
+        "value must be PostgreSQL's jsonb text"
+    );
+    assert_eq!(
+        r.headers,
+        vec![("id".to_string(), Some(event_id(1).into_bytes()))]
+    );
+    assert_eq!(records[1].value.as_deref(), Some(&b"{}"[..]));
+    ob.finish(relay).await;
+}
+
+/// (b) Insert and delete in one transaction give exactly one record; a
+/// rolled-back transaction gives none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_delete_and_rollback() {
+    let ob = Outbox::new("insert_delete").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    let t = &ob.name;
+    let agg = ob.agg("");
+    ob.client
+        .batch_execute(&format!(
+            "BEGIN;
+             INSERT INTO {t} VALUES ('{}', '{agg}', 'k1', 'E', '{{\"n\": 1}}');
+             DELETE FROM {t} WHERE id = '{}';
+             COMMIT;
+             BEGIN;
+             INSERT INTO {t} VALUES ('{}', '{agg}', 'k1', 'E', '{{\"n\": 2}}');
+             ROLLBACK;
+             BEGIN;
+             INSERT INTO {t} VALUES ('{}', '{agg}', 'k1', 'E', '{{\"n\": 3}}');
+             DELETE FROM {t};
+             COMMIT;",
+            event_id(1),
+            event_id(1),
+            event_id(2),
+            event_id(3)
+        ))
+        .await
+        .expect("transactions");
+    let records = consume(&ob.topic(""), 3, Duration::from_secs(20)).await;
+    let got: Vec<_> = records
+        .iter()
+        .map(|r| r.header("id").map(<[u8]>::to_vec))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            Some(event_id(1).into_bytes()),
+            Some(event_id(3).into_bytes())
+        ],
+        "{}",
+        common::describe(&records)
+    );
+    let left: i64 = ob
+        .client
+        .query_one(&format!("SELECT count(*) FROM {t}"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the outbox table stays empty");
+    ob.finish(relay).await;
+}
+
+/// (c) An UPDATE of an outbox row gives no record (default policy: warn and drop).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_gives_no_record() {
+    let ob = Outbox::new("update").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", r#"{"v": 1}"#).await;
+    ob.client
+        .execute(
+            &format!("UPDATE {} SET payload = '{{\"v\": 2}}'", ob.name),
+            &[],
+        )
+        .await
+        .unwrap();
+    ob.insert(2, "", "k", r#"{"v": 3}"#).await;
+    let records = consume(&ob.topic(""), 3, Duration::from_secs(20)).await;
+    let values: Vec<_> = records
+        .iter()
+        .map(|r| r.value.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        values,
+        vec![br#"{"v": 1}"#.to_vec(), br#"{"v": 3}"#.to_vec()],
+        "{}",
+        common::describe(&records)
+    );
+    relay.assert_running();
+    ob.finish(relay).await;
+}
+
+/// (d) Three aggregate types go to three topics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_aggregate_types_three_topics() {
+    let ob = Outbox::new("three_topics").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    let mut n = 0;
+    for round in 0..3 {
+        for suffix in ["_order", "_user", "_invoice"] {
+            n += 1;
+            ob.insert(
+                n,
+                suffix,
+                &format!("{suffix}-{round}"),
+                &format!("{{\"n\": {n}}}"),
+            )
+            .await;
+        }
+    }
+    for (i, suffix) in ["_order", "_user", "_invoice"].iter().enumerate() {
+        let records = consume(&ob.topic(suffix), 4, Duration::from_secs(15)).await;
+        let want: Vec<Vec<u8>> = (0..3)
+            .map(|round| format!("{{\"n\": {}}}", round * 3 + i + 1).into_bytes())
+            .collect();
+        let got: Vec<Vec<u8>> = records.iter().map(|r| r.value.clone().unwrap()).collect();
+        assert_eq!(
+            got,
+            want,
+            "topic {}: {}",
+            ob.topic(suffix),
+            common::describe(&records)
+        );
+    }
+    ob.finish(relay).await;
+}
+
+/// (e) 10 aggregates x 100 events over many transactions into 6 partitions:
+/// every key's records in commit order on Java's murmur2 partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_key_order_on_java_partition() {
+    let ob = Outbox::new("partitions").await;
+    create_topic(&ob.topic(""), 6).await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    // 1000 events, interleaved across keys, 1 to 7 events per transaction.
+    let mut statements = String::new();
+    let mut n = 0u64;
+    let mut txn_size = 0;
+    statements.push_str("BEGIN;");
+    for seq in 0..100 {
+        for agg in 0..10 {
+            n += 1;
+            statements.push_str(&format!(
+                "INSERT INTO {} VALUES ('{}', '{}', 'aggregate-{agg}', 'E', '{{\"seq\": {seq}}}');",
+                ob.name,
+                event_id(n),
+                ob.agg("")
+            ));
+            txn_size += 1;
+            if txn_size == (n % 7 + 1) {
+                statements.push_str("COMMIT; BEGIN;");
+                txn_size = 0;
+            }
+        }
+    }
+    statements.push_str("COMMIT;");
+    ob.client.batch_execute(&statements).await.expect("load");
+    let records = consume(&ob.topic(""), 1000, Duration::from_secs(60)).await;
+    assert_eq!(records.len(), 1000, "got {} records", records.len());
+    let mut per_key: HashMap<Vec<u8>, Vec<(i32, i64, u64)>> = HashMap::new();
+    for r in &records {
+        let key = r.key.clone().expect("key");
+        let v: serde_json::Value = serde_json::from_slice(r.value.as_deref().unwrap()).unwrap();
+        per_key
+            .entry(key)
+            .or_default()
+            .push((r.partition, r.offset, v["seq"].as_u64().unwrap()));
+    }
+    assert_eq!(per_key.len(), 10);
+    for (key, mut recs) in per_key {
+        let want_partition = java_partition(&key, 6);
+        assert!(
+            recs.iter().all(|(p, _, _)| *p == want_partition),
+            "key {:?} not all on partition {want_partition}",
+            String::from_utf8_lossy(&key)
+        );
+        recs.sort_by_key(|(_, offset, _)| *offset);
+        let seqs: Vec<u64> = recs.iter().map(|(_, _, s)| *s).collect();
+        assert_eq!(
+            seqs,
+            (0..100).collect::<Vec<_>>(),
+            "key {:?} out of commit order",
+            String::from_utf8_lossy(&key)
+        );
+    }
+    ob.finish(relay).await;
+}
+
+/// (f) SIGKILL in the middle of 10,000 events, then restart: every event id
+/// arrives at least once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_stream_loses_nothing() {
+    let ob = Outbox::new("sigkill").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    let table = ob.name.clone();
+    let agg = ob.agg("");
+    let writer = tokio::spawn(async move {
+        let client = connect().await;
+        // 1000 transactions of 10 events.
+        for txn in 0..1000u64 {
+            let first = txn * 10 + 1;
+            client
+                .execute(
+                    &format!(
+                        "INSERT INTO {table} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
+                         $1, 'k' || (g % 50), 'E', jsonb_build_object('n', g) FROM generate_series($2::int8, $3::int8) g"
+                    ),
+                    &[&agg, &(first as i64), &(first as i64 + 9)],
+                )
+                .await
+                .expect("insert batch");
+        }
+    });
+    // Kill once some but not all events made it.
+    let topic = ob.topic("");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let seen = read_to_end(&topic, WAIT).await.len();
+        if seen >= 500 {
+            break;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "no progress before the kill:\n{}",
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let relay_log_before = relay.log();
+    let mut relay = relay.kill_and_restart();
+    writer.await.expect("writer");
+    let want: HashSet<String> = (1..=10_000).map(event_id).collect();
+    let records = read_until_ids(&topic, &want, &mut relay).await;
+    assert!(records.len() >= 10_000);
+    // The restarted relay resumed from the slot: it did not start over.
+    assert!(
+        records.len() < 20_000,
+        "{} records: the restart replayed far more than the unconfirmed window\n{relay_log_before}",
+        records.len()
+    );
+    ob.finish(relay).await;
+}
+
+/// Commit end LSNs of the transactions a probe slot decodes, in order.
+async fn commit_ends(client: &tokio_postgres::Client, probe: &str, publication: &str) -> Vec<Lsn> {
+    let rows = client
+        .query(
+            "SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)",
+            &[&probe, &publication],
+        )
+        .await
+        .expect("peek probe slot");
+    rows.iter()
+        .filter_map(
+            |r| match decode_message(Bytes::from(r.get::<_, Vec<u8>>(0)), 1, false) {
+                Ok(LogicalMessage::Commit(c)) => Some(c.end_lsn),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// (g) Kafka stopped, 100 events committed: the slot is not confirmed past
+/// them while the broker is down; once it is back, all arrive and the LSN
+/// advances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_down_freezes_the_slot() {
+    let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
+        .await
+        .unwrap();
+    let ob = Outbox::new("kafka_down").await;
+    let topic = ob.topic("");
+    create_topic_on(&kafka.bootstrap(), &topic, 1).await;
+    let mut relay = Relay::start(&ob.config(&kafka.bootstrap()));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    assert_eq!(
+        consume_on(&kafka.bootstrap(), &topic, 1, WAIT).await.len(),
+        1
+    );
+
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.stop();
+        kafka
+    })
+    .await
+    .unwrap();
+    // A probe slot decodes the same publication, so the test knows the exact
+    // commit end LSNs of the 100 events' transactions.
+    let probe = format!("{}_probe", ob.name);
+    ob.client
+        .execute(
+            "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
+            &[&probe],
+        )
+        .await
+        .expect("probe slot");
+    for n in 2..=101 {
+        ob.insert(n, "", &format!("k{}", n % 7), &format!("{{\"n\": {n}}}"))
+            .await;
+    }
+    let ends = commit_ends(&ob.client, &probe, &ob.name).await;
+    assert_eq!(ends.len(), 100, "probe saw {} commits", ends.len());
+    let first_end = ends[0];
+    let last_end = *ends.last().unwrap();
+    // Well past several status intervals: the relay has received the events
+    // and reported, and must not have confirmed the first of them.
+    for _ in 0..15 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let confirmed = ob.slot_confirmed().await.unwrap();
+        assert!(
+            confirmed < first_end,
+            "confirmed {confirmed} passed undelivered commit {first_end} while kafka was down"
+        );
+        relay.assert_running();
+    }
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.start_again();
+        kafka
+    })
+    .await
+    .unwrap();
+    let records = consume_on(&kafka.bootstrap(), &topic, 101, Duration::from_secs(120)).await;
+    let want: HashSet<String> = (1..=101).map(event_id).collect();
+    assert_eq!(ids(&records), want, "{}", relay.log());
+    ob.wait_confirmed(last_end, &relay).await;
+    ob.client
+        .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
+        .await
+        .unwrap();
+    ob.finish(relay).await;
+    drop(kafka);
+}
+
+/// (h) An idle outbox while other tables take writes: the slot keeps up with
+/// the server's WAL position.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_outbox_does_not_pin_wal() {
+    let ob = Outbox::new("idle").await;
+    let other = format!("{}_other", ob.name);
+    ob.client
+        .batch_execute(&format!(
+            "CREATE TABLE {other} (id serial PRIMARY KEY, v text)"
+        ))
+        .await
+        .unwrap();
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    for i in 0..50 {
+        ob.client
+            .execute(
+                &format!(
+                    "INSERT INTO {other} (v) SELECT repeat('x', 1000) FROM generate_series(1, 20)"
+                ),
+                &[],
+            )
+            .await
+            .unwrap();
+        if i % 10 == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let target = ob.current_lsn().await;
+    ob.wait_confirmed(target, &relay).await;
+    relay.assert_running();
+    ob.finish(relay).await;
+}
+
+/// (i) One transaction with 100,000 outbox rows is delivered completely.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_transaction_of_100k_rows() {
+    let ob = Outbox::new("big_txn").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    ob.client
+        .execute(
+            &format!(
+                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, 'k' || (g % 100), 'E', \
+                 jsonb_build_object('n', g, 'pad', repeat('p', 200)) FROM generate_series(1, 100000) g",
+                ob.name
+            ),
+            &[&ob.agg("")],
+        )
+        .await
+        .expect("big insert");
+    let after = ob.current_lsn().await;
+    let records = consume(&ob.topic(""), 100_000, Duration::from_secs(240)).await;
+    let want: HashSet<String> = (1..=100_000).map(event_id).collect();
+    assert_eq!(records.len(), 100_000, "{}", relay.log());
+    assert_eq!(ids(&records), want);
+    ob.wait_confirmed(after, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// (j) SIGTERM under load exits 0 within 10 s; the restart resumes without loss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_is_clean() {
+    let ob = Outbox::new("sigterm").await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    let table = ob.name.clone();
+    let agg = ob.agg("");
+    let writer = tokio::spawn(async move {
+        let client = connect().await;
+        for txn in 0..500u64 {
+            let first = txn * 10 + 1;
+            client
+                .execute(
+                    &format!(
+                        "INSERT INTO {table} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
+                         $1, 'k' || (g % 20), 'E', jsonb_build_object('n', g) FROM generate_series($2::int8, $3::int8) g"
+                    ),
+                    &[&agg, &(first as i64), &(first as i64 + 9)],
+                )
+                .await
+                .expect("insert batch");
+            if txn % 50 == 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    let topic = ob.topic("");
+    let deadline = Instant::now() + WAIT;
+    while read_to_end(&topic, WAIT).await.len() < 300 {
+        relay.assert_running();
+        assert!(Instant::now() < deadline, "no progress:\n{}", relay.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    relay.signal("TERM");
+    let status = tokio::task::block_in_place(|| relay.wait_exit(Duration::from_secs(10)));
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "walrelay did not exit within 10 s of SIGTERM:\n{}",
+            relay.log()
+        )
+    });
+    assert!(
+        status.success(),
+        "walrelay exited with {status}:\n{}",
+        relay.log()
+    );
+    ob.wait_inactive().await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    writer.await.expect("writer");
+    let want: HashSet<String> = (1..=5_000).map(event_id).collect();
+    read_until_ids(&topic, &want, &mut relay).await;
+    ob.finish(relay).await;
+}
