@@ -1,0 +1,344 @@
+//! The walrelay binary under test: a child process with its own config
+//! file and log, and one test's outbox (table, publication, slot, topics)
+//! with the queries tests assert on.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use walrelay::proto::Lsn;
+
+use super::{connect, env, read_to_end, unique_name, Record};
+
+/// Generous bound for anything that should happen in well under a second.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// One test's outbox: table, publication, slot and the aggregate type that
+/// routes to its own topic.
+pub struct Outbox {
+    pub client: tokio_postgres::Client,
+    pub name: String,
+}
+
+impl Outbox {
+    pub async fn new(test: &str) -> Outbox {
+        let client = connect().await;
+        let name = unique_name(test);
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {name} (
+                    id uuid PRIMARY KEY,
+                    aggregatetype varchar(255) NOT NULL,
+                    aggregateid varchar(255),
+                    type varchar(255) NOT NULL,
+                    payload jsonb
+                )"
+            ))
+            .await
+            .expect("create outbox table");
+        Outbox { client, name }
+    }
+
+    /// The aggregate type whose topic is `outbox.event.<agg>`; unique per test.
+    pub fn agg(&self, suffix: &str) -> String {
+        format!("{}{suffix}", self.name)
+    }
+
+    pub fn topic(&self, suffix: &str) -> String {
+        format!("outbox.event.{}", self.agg(suffix))
+    }
+
+    pub fn config(&self, bootstrap: &str) -> String {
+        format!(
+            r#"
+[postgres]
+host = "127.0.0.1"
+port = {port}
+user = "postgres"
+dbname = "postgres"
+
+[replication]
+slot = "{name}"
+publication = "{name}"
+status_interval_ms = 200
+reconnect_min_ms = 100
+reconnect_max_ms = 1000
+
+[outbox]
+table = "public.{name}"
+
+[kafka]
+bootstrap_servers = "{bootstrap}"
+
+[kafka.producer]
+"linger.ms" = "2"
+"#,
+            port = env().pg_port,
+            name = self.name
+        )
+    }
+
+    /// Inserts one event in its own transaction.
+    pub async fn insert(&self, id: u64, agg_suffix: &str, key: &str, payload: &str) {
+        self.client
+            .execute(
+                &format!(
+                    "INSERT INTO {} VALUES ($1::text::uuid, $2, $3, 'E', $4::text::jsonb)",
+                    self.name
+                ),
+                &[&event_id(id), &self.agg(agg_suffix), &key, &payload],
+            )
+            .await
+            .expect("insert outbox row");
+    }
+
+    pub async fn slot_confirmed(&self) -> Option<Lsn> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.name],
+            )
+            .await
+            .expect("read slot");
+        row.and_then(|r| r.get::<_, Option<String>>(0))
+            .map(|s| s.parse().expect("lsn"))
+    }
+
+    pub async fn slot_active(&self) -> bool {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.name],
+            )
+            .await
+            .expect("read slot");
+        row.map(|r| r.get::<_, bool>(0)).unwrap_or(false)
+    }
+
+    pub async fn current_lsn(&self) -> Lsn {
+        let row = self
+            .client
+            .query_one("SELECT pg_current_wal_lsn()::text", &[])
+            .await
+            .expect("current lsn");
+        row.get::<_, String>(0).parse().expect("lsn")
+    }
+
+    pub async fn wait_active(&self, relay: &mut Relay) {
+        let deadline = Instant::now() + WAIT;
+        while !self.slot_active().await {
+            relay.assert_running();
+            assert!(
+                Instant::now() < deadline,
+                "walrelay did not start streaming:\n{}",
+                relay.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn wait_inactive(&self) {
+        let deadline = Instant::now() + WAIT;
+        while self.slot_active().await {
+            assert!(Instant::now() < deadline, "slot {} still active", self.name);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the slot's confirmed position reaches `lsn`.
+    pub async fn wait_confirmed(&self, lsn: Lsn, relay: &Relay) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let confirmed = self.slot_confirmed().await.expect("slot exists");
+            if confirmed >= lsn {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "confirmed_flush_lsn {confirmed} did not reach {lsn}:\n{}",
+                relay.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Stops the relay and removes the slot (an inactive slot would pin WAL
+    /// in the shared cluster), the publication and the table.
+    pub async fn finish(self, relay: Relay) {
+        drop(relay);
+        self.wait_inactive().await;
+        let name = &self.name;
+        self.client
+            .execute("SELECT pg_drop_replication_slot($1)", &[name])
+            .await
+            .expect("drop slot");
+        self.client
+            .batch_execute(&format!(
+                "DROP PUBLICATION IF EXISTS {name}; DROP TABLE {name}"
+            ))
+            .await
+            .expect("drop publication and table");
+    }
+}
+
+/// The event id of test event `n`, a uuid.
+pub fn event_id(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+/// The walrelay binary as a child process, logging to a file.
+pub struct Relay {
+    child: Child,
+    log: PathBuf,
+    config: Option<tempfile::NamedTempFile>,
+}
+
+impl Relay {
+    pub fn start(config: &str) -> Relay {
+        let mut file = tempfile::NamedTempFile::new().expect("config file");
+        file.write_all(config.as_bytes()).expect("write config");
+        Relay::start_with(file)
+    }
+
+    pub fn start_with(config: tempfile::NamedTempFile) -> Relay {
+        let log = config.path().with_extension("log");
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_walrelay"))
+            .args(["run", "--config"])
+            .arg(config.path())
+            .env("WALRELAY_LOG", "info,walrelay=debug")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("log fd"))
+            .stderr(out)
+            .spawn()
+            .expect("spawn walrelay");
+        Relay {
+            child,
+            log,
+            config: Some(config),
+        }
+    }
+
+    /// Kills with SIGKILL and starts the same configuration again.
+    pub fn kill_and_restart(self) -> Relay {
+        let mut this = self;
+        this.kill();
+        let config = this.config.take().expect("a running relay has its config");
+        Relay::start_with(config)
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{sig} failed");
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait walrelay") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait walrelay") {
+            panic!("walrelay exited with {status}:\n{}", self.log());
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Distinct event ids (the `id` header) in `records`.
+pub fn ids(records: &[Record]) -> HashSet<String> {
+    records
+        .iter()
+        .map(|r| String::from_utf8(r.header("id").expect("id header").to_vec()).expect("utf-8 id"))
+        .collect()
+}
+
+/// Reads `topic` until it holds every id in `want` (duplicates allowed).
+pub async fn read_until_ids(topic: &str, want: &HashSet<String>, relay: &mut Relay) -> Vec<Record> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let records = read_to_end(topic, WAIT).await;
+        let got = ids(&records);
+        if want.is_subset(&got) {
+            return records;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "topic {topic}: {} of {} ids after 180 s:\n{}",
+            want.intersection(&got).count(),
+            want.len(),
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Java's `Utils.murmur2`, as Kafka's default partitioner uses it.
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    let mut h = SEED ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> 24;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() >= 3 {
+        h ^= u32::from(rest[2]) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= u32::from(rest[1]) << 8;
+    }
+    if !rest.is_empty() {
+        h ^= u32::from(rest[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+pub fn java_partition(key: &[u8], partitions: i32) -> i32 {
+    (murmur2(key) & 0x7fff_ffff) % partitions
+}
