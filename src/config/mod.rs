@@ -77,6 +77,12 @@ pub struct Config {
     /// Debezium EventRouter options (names as in Debezium, snake_case).
     #[serde(default)]
     pub router: RouterConfig,
+    /// How keys, values and headers are serialised (Kafka Connect converters).
+    #[serde(default)]
+    pub converters: ConvertersConfig,
+    /// What Debezium's connector adds to records beyond the row.
+    #[serde(default)]
+    pub debezium: DebeziumConfig,
     /// Kafka producer.
     pub kafka: KafkaConfig,
     /// Process behaviour.
@@ -220,6 +226,106 @@ impl OutboxConfig {
             reason: format!("{:?} is not a table name like schema.table", self.table),
         })
     }
+}
+
+/// A Kafka Connect converter for record keys or values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConverterKind {
+    /// `org.apache.kafka.connect.storage.StringConverter`.
+    #[default]
+    String,
+    /// `org.apache.kafka.connect.json.JsonConverter` (Debezium Server's
+    /// `json` and `jsonbytearray` formats).
+    Json,
+    /// `org.apache.kafka.connect.converters.ByteArrayConverter`.
+    ByteArray,
+    /// `io.debezium.converters.BinaryDataConverter` (Debezium Server's `binary`).
+    BinaryData,
+}
+
+/// A Kafka Connect header converter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderConverterKind {
+    /// `org.apache.kafka.connect.storage.SimpleHeaderConverter`, Kafka
+    /// Connect's default.
+    #[default]
+    Simple,
+    /// `org.apache.kafka.connect.json.JsonConverter`.
+    Json,
+    /// `org.apache.kafka.connect.storage.StringConverter`.
+    String,
+}
+
+/// Converters for keys, values and headers, as a Kafka Connect worker (or
+/// Debezium Server's `debezium.format.*`) configures them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvertersConfig {
+    /// `key.converter`.
+    #[serde(default)]
+    pub key: ConverterKind,
+    /// `key.converter.schemas.enable` (JsonConverter only; its default is true).
+    #[serde(default = "default_true")]
+    pub key_schemas_enable: bool,
+    /// `value.converter`.
+    #[serde(default)]
+    pub value: ConverterKind,
+    /// `value.converter.schemas.enable`.
+    #[serde(default = "default_true")]
+    pub value_schemas_enable: bool,
+    /// `header.converter`.
+    #[serde(default)]
+    pub header: HeaderConverterKind,
+    /// `header.converter.schemas.enable`.
+    #[serde(default = "default_true")]
+    pub header_schemas_enable: bool,
+}
+
+impl Default for ConvertersConfig {
+    fn default() -> Self {
+        ConvertersConfig {
+            key: ConverterKind::String,
+            key_schemas_enable: true,
+            value: ConverterKind::String,
+            value_schemas_enable: true,
+            header: HeaderConverterKind::Simple,
+            header_schemas_enable: true,
+        }
+    }
+}
+
+/// Default `topic.prefix`.
+pub const DEFAULT_TOPIC_PREFIX: &str = "walrelay";
+
+/// What Debezium's PostgreSQL connector contributes beyond the row itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebeziumConfig {
+    /// `topic.prefix`: the connector's logical name. Names envelope schemas
+    /// (`<prefix>.<schema>.<table>.<route>.Value`), the
+    /// `__debezium.context.connectorLogicalName` header and the heartbeat topic.
+    #[serde(default = "default_topic_prefix")]
+    pub topic_prefix: String,
+    /// `extended.headers.enabled`: add Debezium's `__debezium.context.*`
+    /// headers. Debezium's default is true; walrelay's native default is
+    /// false (only `id` and configured headers).
+    #[serde(default)]
+    pub extended_headers: bool,
+}
+
+impl Default for DebeziumConfig {
+    fn default() -> Self {
+        DebeziumConfig {
+            topic_prefix: default_topic_prefix(),
+            extended_headers: false,
+        }
+    }
+}
+
+fn default_topic_prefix() -> String {
+    DEFAULT_TOPIC_PREFIX.into()
 }
 
 /// Kafka producer settings.
