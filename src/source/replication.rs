@@ -534,8 +534,9 @@ impl StreamReader {
                     frame.advance(5);
                     return Ok(Some(frame.freeze()));
                 }
-                // CopyDone: the server ends the stream (e.g. at shutdown).
-                b'c' => return Err(ReplicationError::Closed),
+                // CopyDone, or CommandComplete/ReadyForQuery after it: the
+                // server ended the stream (e.g. at shutdown).
+                b'c' | b'C' | b'Z' => return Err(ReplicationError::Closed),
                 b'E' => {
                     return match Message::parse(&mut self.buf)? {
                         Some(Message::ErrorResponse(body)) => Err(server_error(&body)),
