@@ -213,12 +213,16 @@ impl Tracker {
     /// `n` successful delivery reports for transaction `seq`. Reports for
     /// unknown or already-settled entries (for example from before a reset)
     /// are ignored, as are reports beyond the number of records added.
-    pub fn ack(&mut self, seq: TxnSeq, n: u32) {
-        let Some(e) = self.entry_mut(seq) else { return };
+    /// Returns the transaction's commit time (µs since the Unix epoch) when
+    /// the report was for a known entry, for latency metrics.
+    pub fn ack(&mut self, seq: TxnSeq, n: u32) -> Option<i64> {
+        let e = self.entry_mut(seq)?;
         let accepted = u64::from(n).min(e.outstanding());
+        let commit_time_us = e.commit_time_us;
         e.settled += accepted;
         self.in_flight = self.in_flight.saturating_sub(accepted);
         self.advance();
+        Some(commit_time_us)
     }
 
     /// One permanent delivery failure for transaction `seq`: the confirmed
@@ -409,7 +413,7 @@ impl SharedTracker {
     }
 
     /// See [`Tracker::ack`].
-    pub fn ack(&self, seq: TxnSeq, n: u32) {
+    pub fn ack(&self, seq: TxnSeq, n: u32) -> Option<i64> {
         self.lock().ack(seq, n)
     }
 

@@ -10,6 +10,9 @@ pub use walrelay_proto as proto;
 
 pub mod checkpoint;
 pub mod config;
+pub mod connect;
+pub mod lag;
+pub mod metrics;
 pub mod relay;
 pub mod router;
 pub mod sink;

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio::sync::watch;
 use tracing::{error, info};
+use walrelay::config::debezium::load_connect;
 use walrelay::config::Config;
 use walrelay::relay::{self, DisplayChain};
 
@@ -37,15 +38,29 @@ enum LogFormat {
 enum Command {
     /// Run the relay.
     Run {
-        /// Configuration file (walrelay TOML).
+        /// Configuration file: walrelay TOML, or Debezium Server's
+        /// `application.properties` (chosen by the `.properties` extension).
         #[arg(long, short)]
         config: PathBuf,
     },
-    /// Validate a configuration file and exit.
+    /// Validate a configuration file (either form) and exit.
     Validate {
         /// Configuration file.
         #[arg(long, short)]
         config: PathBuf,
+    },
+    /// Run from Kafka Connect standalone files, like `connect-standalone.sh`:
+    /// a worker `.properties` file and one Debezium PostgreSQL connector file
+    /// (`.properties` or `.json`).
+    ConnectStandalone {
+        /// Validate the files, print `ok` and exit instead of running.
+        #[arg(long)]
+        validate: bool,
+        /// The worker file (`connect-standalone.properties`).
+        worker: PathBuf,
+        /// The connector file(s); walrelay relays one outbox, so exactly one.
+        #[arg(required = true)]
+        connectors: Vec<PathBuf>,
     },
 }
 
@@ -83,13 +98,46 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match run(config) {
-                Ok(()) => ExitCode::SUCCESS,
+            run_to_exit(config)
+        }
+        Command::ConnectStandalone {
+            validate,
+            worker,
+            connectors,
+        } => {
+            let [connector] = connectors.as_slice() else {
+                eprintln!(
+                    "error: walrelay relays one outbox per process: give exactly one connector file and run one walrelay per connector"
+                );
+                return ExitCode::from(2);
+            };
+            let translation = match load_connect(&worker, connector) {
+                Ok(t) => t,
                 Err(e) => {
-                    error!(error = format!("{e:#}"), "walrelay stopped");
-                    ExitCode::FAILURE
+                    if validate {
+                        eprintln!("error: {}", DisplayChain(&e));
+                    } else {
+                        error!(error = %DisplayChain(&e), "invalid configuration");
+                    }
+                    return ExitCode::from(2);
                 }
+            };
+            translation.warn();
+            if validate {
+                println!("{} + {}: ok", worker.display(), connector.display());
+                return ExitCode::SUCCESS;
             }
+            run_to_exit(translation.config)
+        }
+    }
+}
+
+fn run_to_exit(config: Config) -> ExitCode {
+    match run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = format!("{e:#}"), "walrelay stopped");
+            ExitCode::FAILURE
         }
     }
 }

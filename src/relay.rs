@@ -41,6 +41,18 @@ pub enum RelayError {
     /// Configuration could not be turned into a running relay.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The slot lag monitor stopped walrelay.
+    #[error(transparent)]
+    Lag(#[from] crate::lag::LagError),
+    /// The metrics listener could not be opened.
+    #[error("cannot listen on metrics.listen = {addr}")]
+    MetricsListen {
+        /// The configured address.
+        addr: String,
+        /// The socket error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Reconnect delays: exponential with full jitter, reset after a session
@@ -97,19 +109,67 @@ pub async fn run(
 ) -> Result<(), RelayError> {
     let sink = Arc::new(KafkaSink::new(&config.kafka)?);
     // Fail on a bad regex before connecting anywhere.
-    Router::new(config.router.clone()).map_err(|e| RelayError::Config(e.to_string()))?;
+    Router::new(
+        config.router.clone(),
+        config.converters,
+        config.debezium.clone(),
+    )
+    .map_err(|e| RelayError::Config(e.to_string()))?;
     let mut backoff = Backoff::new(
         Duration::from_millis(config.replication.reconnect_min_ms),
         Duration::from_millis(config.replication.reconnect_max_ms),
     );
+    if !config.metrics.listen.is_empty() {
+        crate::metrics::serve(&config.metrics.listen, shutdown.clone())
+            .await
+            .map_err(|source| RelayError::MetricsListen {
+                addr: config.metrics.listen.clone(),
+                source,
+            })?;
+    }
+    let (tracker_tx, tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
+    let mut monitor = Some(tokio::spawn({
+        let probe_sink = Arc::clone(&sink);
+        crate::lag::monitor(
+            config.lag.clone(),
+            connect_params(&config),
+            config.replication.slot.clone(),
+            tracker_rx,
+            move || probe_sink.probe(Duration::from_secs(2)),
+            shutdown.clone(),
+        )
+        .instrument(tracing::info_span!("lag"))
+    }));
     let mut slot_seen = false;
     loop {
         let started = tokio::time::Instant::now();
-        let result = session(&config, &sink, &mut shutdown, &mut slot_seen).await;
+        let result = {
+            let session = session(&config, &sink, &mut shutdown, &mut slot_seen, &tracker_tx);
+            tokio::pin!(session);
+            loop {
+                match monitor.as_mut() {
+                    Some(m) => tokio::select! {
+                        r = &mut session => break r,
+                        joined = m => {
+                            monitor = None;
+                            if let Ok(Err(e)) = joined {
+                                error!(error = %DisplayChain(&e), "slot lag monitor stopped walrelay");
+                                return Err(e.into());
+                            }
+                        }
+                    },
+                    None => break session.await,
+                }
+            }
+        };
+        crate::metrics::metrics()
+            .streaming
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         match result {
             Ok(()) => return Ok(()),
             Err(SessionError::Sink(e)) => return Err(e.into()),
             Err(SessionError::Source(e)) if e.is_transient() => {
+                crate::metrics::metrics().reconnects.inc();
                 if started.elapsed() > Duration::from_secs(30) {
                     backoff.reset();
                 }
@@ -151,6 +211,7 @@ async fn session(
     sink: &Arc<KafkaSink>,
     shutdown: &mut watch::Receiver<bool>,
     slot_seen: &mut bool,
+    tracker_tx: &watch::Sender<Option<SharedTracker>>,
 ) -> Result<(), SessionError> {
     let params = connect_params(config);
     let (schema, table) = config
@@ -208,20 +269,31 @@ async fn session(
 
     let tracker = SharedTracker::new(start);
     sink.begin_session(tracker.clone());
+    tracker_tx.send_replace(Some(tracker.clone()));
+    crate::metrics::metrics()
+        .streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
     let sink_task = {
         let sink = Arc::clone(sink);
         let router_cfg = config.router.clone();
+        let converters = config.converters;
+        let debezium = config.debezium.clone();
         tokio::spawn(
             async move {
-                let mut router =
-                    Router::new(router_cfg).expect("router config was validated at start");
+                let mut router = Router::new(router_cfg, converters, debezium)
+                    .expect("router config was validated at start");
                 sink.run(&mut router, rx).await
             }
             .instrument(tracing::info_span!("sink")),
         )
     };
-    let router = Router::new(config.router.clone()).expect("router config was validated at start");
+    let router = Router::new(
+        config.router.clone(),
+        config.converters,
+        config.debezium.clone(),
+    )
+    .expect("router config was validated at start");
     let mut assembler = Assembler::new(schema, table, router, config.outbox.op_invalid_behavior);
     let settings = StreamSettings {
         proto_version: PROTO_VERSION,

@@ -18,7 +18,7 @@ use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::config::OpInvalidBehavior;
-use crate::router::{BoundRelation, EventMeta, RouteError, Router};
+use crate::router::{BoundRelation, EventMeta, RouteError, Router, TableMeta};
 
 /// One outbox row on its way to Kafka.
 #[derive(Debug, Clone)]
@@ -90,6 +90,8 @@ struct OpenTxn {
     commit_time_us: i64,
     /// Events handed out but not yet registered with the tracker.
     unregistered: u32,
+    /// Events of this transaction so far.
+    events: u32,
 }
 
 /// Counters the assembler keeps for metrics.
@@ -99,12 +101,16 @@ pub struct AssemblyStats {
     pub events: u64,
     /// Committed transactions.
     pub transactions: u64,
+    /// Committed transactions that carried at least one event.
+    pub relayed_transactions: u64,
     /// Outbox deletes dropped.
     pub deletes_dropped: u64,
     /// Outbox updates dropped (warn/error behaviour).
     pub updates_dropped: u64,
-    /// Changes to other tables and truncates ignored.
+    /// Changes to other tables ignored.
     pub other_ignored: u64,
+    /// TRUNCATEs ignored.
+    pub truncates_ignored: u64,
 }
 
 /// Per-session transaction assembler.
@@ -170,6 +176,7 @@ impl Assembler {
                     final_lsn: b.final_lsn,
                     commit_time_us,
                     unregistered: 0,
+                    events: 0,
                 });
             }
             LogicalMessage::Commit(c) => {
@@ -179,13 +186,17 @@ impl Assembler {
                 })?;
                 tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
                 self.stats.transactions += 1;
+                if txn.events > 0 {
+                    self.stats.relayed_transactions += 1;
+                }
             }
             LogicalMessage::Relation(rel) => {
                 let info = self.relations.apply(&rel);
                 if info.namespace == self.schema && info.name == self.table {
                     let bound = self
                         .router
-                        .bind(&info)
+                        // TODO(lead): catalog facts (NOT NULL, defaults) from the source.
+                        .bind(&info, &TableMeta::unknown())
                         .map_err(|source| TxnError::Layout { lsn, source })?;
                     self.outbox.insert(info.id, Arc::new(bound));
                 } else {
@@ -211,6 +222,7 @@ impl Assembler {
                             row: ins.new,
                         });
                         txn.unregistered += 1;
+                        txn.events += 1;
                         self.stats.events += 1;
                     }
                     None => self.ignore_other(ins.relation_id, lsn)?,
@@ -243,7 +255,7 @@ impl Assembler {
                     self.ignore_other(del.relation_id, lsn)?;
                 }
             }
-            LogicalMessage::Truncate(_) => self.stats.other_ignored += 1,
+            LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
             // Logical decoding messages, origins and types carry no outbox events.
             LogicalMessage::Message(_) | LogicalMessage::Origin(_) | LogicalMessage::Type(_) => {}
             LogicalMessage::StreamStart(_)

@@ -2,8 +2,13 @@
 //!
 //! Owns parsing, defaults and validation of every setting, and the [`Secret`]
 //! type that keeps passwords out of `Debug`, logs and errors. It never opens
-//! connections. Debezium's property forms are translated into this same
-//! [`Config`] so the engine has one shape to trust.
+//! connections. Debezium's property forms (Kafka Connect worker + connector
+//! files, Debezium Server's `application.properties`) are translated into
+//! this same [`Config`] by [`debezium`], so the engine has one shape to trust.
+
+pub mod debezium;
+pub mod properties;
+pub mod server;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -83,11 +88,20 @@ pub struct Config {
     /// What Debezium's connector adds to records beyond the row.
     #[serde(default)]
     pub debezium: DebeziumConfig,
+    /// Debezium heartbeats.
+    #[serde(default)]
+    pub heartbeat: HeartbeatConfig,
     /// Kafka producer.
     pub kafka: KafkaConfig,
     /// Process behaviour.
     #[serde(default)]
     pub runtime: RuntimeConfig,
+    /// The `/metrics`, `/healthz` and `/readyz` listener.
+    #[serde(default)]
+    pub metrics: crate::metrics::MetricsConfig,
+    /// Slot lag monitor thresholds.
+    #[serde(default)]
+    pub lag: crate::lag::LagConfig,
 }
 
 /// PostgreSQL connection.
@@ -149,9 +163,30 @@ pub struct ReplicationConfig {
     /// would skip events).
     #[serde(default = "default_true")]
     pub create_slot: bool,
-    /// Create the publication `FOR TABLE <outbox>` when it does not exist.
+    /// With `publication_mode = "table"`: create the publication
+    /// `FOR TABLE <outbox>` when it does not exist (false: it must exist, as
+    /// with mode `disabled`). Ignored by the other modes.
     #[serde(default = "default_true")]
     pub create_publication: bool,
+    /// How the publication is created or checked (Debezium's
+    /// `publication.autocreate.mode`, plus walrelay's own `table`).
+    #[serde(default)]
+    pub publication_mode: PublicationMode,
+    /// The `publish` option used when walrelay creates the publication, e.g.
+    /// `insert` (Debezium derives it from `skipped.operations`). Unset: mode
+    /// `table` publishes `insert, update, delete`; the other modes use
+    /// PostgreSQL's default. Existing publications are never changed for it.
+    #[serde(default)]
+    pub publish: Option<String>,
+    /// What to do when the slot has no position of its own yet (Debezium's
+    /// `snapshot.mode`).
+    #[serde(default)]
+    pub snapshot_mode: SnapshotMode,
+    /// Drop the slot on an orderly shutdown (Debezium's `slot.drop.on.stop`).
+    /// Everything written while walrelay is stopped is then lost to it; for
+    /// tests and throwaway setups only.
+    #[serde(default)]
+    pub slot_drop_on_stop: bool,
     /// Milliseconds between standby status updates.
     #[serde(default = "default_status_interval_ms")]
     pub status_interval_ms: u64,
@@ -174,12 +209,70 @@ impl Default for ReplicationConfig {
             publication: default_publication(),
             create_slot: true,
             create_publication: true,
+            publication_mode: PublicationMode::Table,
+            publish: None,
+            snapshot_mode: SnapshotMode::NoData,
+            slot_drop_on_stop: false,
             status_interval_ms: DEFAULT_STATUS_INTERVAL_MS,
             receive_timeout_ms: DEFAULT_RECEIVE_TIMEOUT_MS,
             reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
             reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
         }
     }
+}
+
+/// How the publication is created or checked. Every mode then requires the
+/// publication to publish the outbox table's inserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PublicationMode {
+    /// walrelay's own: create `FOR TABLE <outbox>` when missing (if
+    /// `create_publication`); an existing one is used as it is.
+    #[default]
+    Table,
+    /// Debezium's `all_tables`: create `FOR ALL TABLES` when missing; an
+    /// existing one is used as it is.
+    AllTables,
+    /// Debezium's `filtered`: create `FOR TABLE <outbox>` when missing, or
+    /// `ALTER PUBLICATION ... SET TABLE <outbox>` when its table set
+    /// differs; an existing `FOR ALL TABLES` publication is an error.
+    Filtered,
+    /// Debezium's `disabled`: the publication must exist.
+    Disabled,
+    /// Debezium's `no_tables`: create an empty publication when missing
+    /// (walrelay then stops until the outbox is added to it).
+    NoTables,
+}
+
+impl PublicationMode {
+    /// The Debezium spelling (`publication.autocreate.mode`), or `table`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublicationMode::Table => "table",
+            PublicationMode::AllTables => "all_tables",
+            PublicationMode::Filtered => "filtered",
+            PublicationMode::Disabled => "disabled",
+            PublicationMode::NoTables => "no_tables",
+        }
+    }
+}
+
+/// What happens when walrelay starts on a slot with no position of its own
+/// (Debezium's `snapshot.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotMode {
+    /// Stream only: start at the slot's position (Debezium's `no_data`).
+    #[default]
+    NoData,
+    /// Emit the outbox table's existing rows once, when walrelay creates the
+    /// slot, then stream (Debezium's `initial`).
+    Initial,
+    /// Emit the outbox table's existing rows at every start, then stream.
+    Always,
+    /// Like `initial`, and also when the slot's position is no longer
+    /// usable (Debezium's `when_needed`).
+    WhenNeeded,
 }
 
 /// What Debezium's `table.op.invalid.behavior` does with UPDATEs of outbox rows.
@@ -313,6 +406,11 @@ pub struct DebeziumConfig {
     /// false (only `id` and configured headers).
     #[serde(default)]
     pub extended_headers: bool,
+    /// Debezium Server's Kafka sink: the record's partition and timestamp
+    /// from the router are discarded (the producer's partitioner and clock
+    /// decide), as `KafkaChangeConsumer` does.
+    #[serde(default)]
+    pub server_mode: bool,
 }
 
 impl Default for DebeziumConfig {
@@ -320,8 +418,44 @@ impl Default for DebeziumConfig {
         DebeziumConfig {
             topic_prefix: default_topic_prefix(),
             extended_headers: false,
+            server_mode: false,
         }
     }
+}
+
+/// Default heartbeat topic prefix (Debezium's `topic.heartbeat.prefix`).
+pub const DEFAULT_HEARTBEAT_TOPIC_PREFIX: &str = "__debezium-heartbeat";
+
+/// Debezium's heartbeats: records to `<topic_prefix>.<debezium.topic_prefix>`
+/// and an optional SQL statement, so an idle database still lets the slot
+/// advance.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatConfig {
+    /// `heartbeat.interval.ms`; 0 turns heartbeats off.
+    #[serde(default)]
+    pub interval_ms: u64,
+    /// `heartbeat.action.query`: SQL run against the source database on each
+    /// heartbeat.
+    #[serde(default)]
+    pub action_query: Option<String>,
+    /// `topic.heartbeat.prefix`.
+    #[serde(default = "default_heartbeat_topic_prefix")]
+    pub topic_prefix: String,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig {
+            interval_ms: 0,
+            action_query: None,
+            topic_prefix: default_heartbeat_topic_prefix(),
+        }
+    }
+}
+
+fn default_heartbeat_topic_prefix() -> String {
+    DEFAULT_HEARTBEAT_TOPIC_PREFIX.into()
 }
 
 fn default_topic_prefix() -> String {
@@ -338,6 +472,22 @@ pub struct KafkaConfig {
     /// (`linger.ms`, `compression.type`, `security.protocol`, ...).
     #[serde(default)]
     pub producer: BTreeMap<String, String>,
+    /// librdkafka properties whose values are secrets (`sasl.password`,
+    /// `ssl.key.password`, ...): merged into `producer` when the producer is
+    /// built, never shown.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, Secret>,
+}
+
+impl KafkaConfig {
+    /// Every producer property: `producer`, then `secrets`. Only for handing
+    /// to librdkafka.
+    pub fn properties(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.producer
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain(self.secrets.iter().map(|(k, v)| (k.as_str(), v.expose())))
+    }
 }
 
 /// Property names whose values are secrets.
@@ -368,6 +518,7 @@ impl fmt::Debug for KafkaConfig {
         f.debug_struct("KafkaConfig")
             .field("bootstrap_servers", &self.bootstrap_servers)
             .field("producer", &producer)
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -417,12 +568,54 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+    /// A `.properties` or connector JSON file that does not parse.
+    #[error("invalid config file {path}")]
+    Syntax {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        #[source]
+        source: properties::PropertiesError,
+    },
+    /// A required key is absent.
+    #[error("{key} is required: {reason}")]
+    Missing {
+        /// The key, as the file spells it.
+        key: String,
+        /// Why it is needed or what to set.
+        reason: String,
+    },
+    /// A Debezium or Kafka setting walrelay does not implement and that
+    /// would change what reaches Kafka, so walrelay refuses to start.
+    #[error("{key} is not supported: {reason}")]
+    Unsupported {
+        /// The key, as the file spells it.
+        key: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// An error in a specific file of a multi-file configuration.
+    #[error("in {path}")]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Box<ConfigError>,
+    },
 }
 
 impl Config {
-    /// Reads, parses and validates a TOML file, resolving secrets from the
-    /// environment or files.
+    /// Reads, parses and validates a configuration file, resolving secrets
+    /// from the environment or files. The extension chooses the form:
+    /// `.properties` is Debezium Server's `application.properties` (ignored
+    /// keys are warned about here), anything else walrelay's TOML.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        if path.extension().is_some_and(|e| e == "properties") {
+            let translation = debezium::load_server(path)?;
+            translation.warn();
+            return Ok(translation.config);
+        }
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
@@ -512,6 +705,10 @@ impl Config {
             ));
         }
         self.outbox.qualified()?;
+        self.lag.validate().map_err(|reason| ConfigError::Invalid {
+            key: "lag".into(),
+            reason,
+        })?;
         self.router.validate().map_err(|e| ConfigError::Invalid {
             key: "router".into(),
             reason: e.to_string(),
@@ -536,6 +733,23 @@ impl Config {
                 ));
             }
         }
+        for key in self.kafka.secrets.keys() {
+            if self.kafka.producer.contains_key(key) {
+                return Err(invalid(
+                    &format!("kafka.secrets.{key}"),
+                    "is also set in kafka.producer; set it once",
+                ));
+            }
+        }
+        if let Some(publish) = &self.replication.publish {
+            validate_publish(publish)?;
+        }
+        if self.heartbeat.topic_prefix.trim().is_empty() {
+            return Err(invalid("heartbeat.topic_prefix", "must not be empty"));
+        }
+        if self.debezium.topic_prefix.trim().is_empty() {
+            return Err(invalid("debezium.topic_prefix", "must not be empty"));
+        }
         if let Some(acks) = self.kafka.producer.get("acks") {
             if acks != "all" && acks != "-1" {
                 return Err(invalid(
@@ -551,6 +765,29 @@ impl Config {
     pub fn status_interval(&self) -> Duration {
         Duration::from_millis(self.replication.status_interval_ms)
     }
+}
+
+/// Checks a publication `publish` list: comma-separated `insert`, `update`,
+/// `delete`, `truncate`, including `insert` (the outbox is inserts).
+pub fn validate_publish(publish: &str) -> Result<(), ConfigError> {
+    let ops: Vec<&str> = publish.split(',').map(str::trim).collect();
+    let invalid = |reason: String| ConfigError::Invalid {
+        key: "replication.publish".into(),
+        reason,
+    };
+    for op in &ops {
+        if !matches!(*op, "insert" | "update" | "delete" | "truncate") {
+            return Err(invalid(format!(
+                "{op:?} is not one of insert, update, delete, truncate"
+            )));
+        }
+    }
+    if !ops.contains(&"insert") {
+        return Err(invalid(
+            "must include insert: outbox events are inserts".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a replication slot name the way PostgreSQL does: 1 to 63

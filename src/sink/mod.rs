@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
@@ -23,6 +23,7 @@ use tracing::{debug, error};
 
 use crate::checkpoint::SharedTracker;
 use crate::config::{is_secret_key, KafkaConfig};
+use crate::metrics::{metrics, CodeLabel, TopicLabel};
 use crate::router::{RouteError, Router};
 use crate::txn::OutboxEvent;
 
@@ -100,14 +101,28 @@ impl ProducerContext for DeliveryContext {
         match result {
             Ok(_) => {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
-                if let Some(t) = tracker {
-                    t.ack(seq, 1);
+                if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
+                    let now_us = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_micros() as i64)
+                        .unwrap_or(commit_us);
+                    metrics()
+                        .commit_to_ack
+                        .observe((now_us - commit_us).max(0) as f64 / 1e6);
                 }
             }
             Err((err, msg)) => {
                 if let Some(t) = tracker {
                     t.fail(seq);
                 }
+                let code = match err.rdkafka_error_code() {
+                    Some(c) => format!("{c:?}"),
+                    None => "unknown".to_owned(),
+                };
+                metrics()
+                    .delivery_errors
+                    .get_or_create(&CodeLabel { code })
+                    .inc();
                 let topic = msg.topic().to_owned();
                 error!(topic, error = %err, "kafka delivery failed permanently");
                 let mut failure = self.failure.lock().expect("failure slot lock poisoned");
@@ -194,6 +209,12 @@ impl KafkaSink {
         self.producer.context().delivered.load(Ordering::Relaxed)
     }
 
+    /// Whether a broker answers a metadata request within `timeout`
+    /// (blocking; call from a blocking thread).
+    pub fn probe(&self, timeout: Duration) -> bool {
+        self.producer.client().fetch_metadata(None, timeout).is_ok()
+    }
+
     /// Waits up to `timeout` for every record to be reported.
     pub fn flush(&self, timeout: Duration) -> bool {
         self.producer.flush(timeout).is_ok()
@@ -209,12 +230,21 @@ impl KafkaSink {
     ) -> Result<(), SinkError> {
         let generation = self.generation.load(Ordering::Relaxed) << SEQ_BITS;
         let ctx = self.producer.context();
+        // Per-batch topic counts, flushed to the metrics once per batch.
+        let mut per_topic: Vec<(Arc<str>, u64)> = Vec::new();
         while let Some(batch) = rx.recv().await {
             if let Some(err) = self.take_failure() {
                 return Err(err);
             }
             for event in &batch {
                 let record = router.route(&event.bound, &event.row, &event.meta)?;
+                match per_topic
+                    .iter_mut()
+                    .find(|(t, _)| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
+                {
+                    Some((_, n)) => *n += 1,
+                    None => per_topic.push((Arc::clone(&record.topic), 1)),
+                }
                 let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
                 for h in &record.headers {
                     headers = headers.insert(Header {
@@ -260,6 +290,14 @@ impl KafkaSink {
                         }
                     }
                 }
+            }
+            for (topic, n) in per_topic.drain(..) {
+                metrics()
+                    .events
+                    .get_or_create(&TopicLabel {
+                        topic: topic.to_string(),
+                    })
+                    .inc_by(n);
             }
         }
         match self.take_failure() {

@@ -5,11 +5,14 @@
 //! from configuration only ever reach SQL as bind parameters or through
 //! [`quote_ident`]; nothing here touches the replication stream.
 
+use std::collections::BTreeSet;
+
 use tokio_postgres::{Client, NoTls};
 use tracing::{info, warn};
 use walrelay_proto::Lsn;
 
 use super::replication::{quote_ident, ConnectParams};
+use crate::config::{Config, PublicationMode};
 
 /// Errors of catalog work.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +37,13 @@ pub enum CatalogError {
         dbname: String,
     },
     /// The publication is missing and creating it is disabled.
-    #[error("publication {0} does not exist and replication.create_publication is false; create it with CREATE PUBLICATION {0} FOR TABLE <outbox>")]
-    NoPublication(String),
+    #[error("publication {publication} does not exist and {setting}; create it with CREATE PUBLICATION {publication} FOR TABLE <outbox>")]
+    NoPublication {
+        /// Publication.
+        publication: String,
+        /// The setting that forbids creating it.
+        setting: &'static str,
+    },
     /// The publication exists but does not carry the outbox's inserts.
     #[error("publication {publication} does not publish inserts of {schema}.{table}: {reason}; fix it with ALTER PUBLICATION or point walrelay at another publication")]
     PublicationMismatch {
@@ -187,8 +195,171 @@ pub fn check_slot(slot: &str, state: &SlotState, dbname: &str) -> Result<(), Cat
     Ok(())
 }
 
+/// What the publication must look like, from the configuration.
+#[derive(Debug, Clone)]
+pub struct PublicationPlan {
+    /// Publication name.
+    pub publication: String,
+    /// How it is created or checked.
+    pub mode: PublicationMode,
+    /// With mode `table`: whether a missing publication may be created.
+    pub create: bool,
+    /// The `publish` option for a publication walrelay creates.
+    pub publish: Option<String>,
+    /// Outbox schema.
+    pub schema: String,
+    /// Outbox table.
+    pub table: String,
+    /// Database (for messages).
+    pub dbname: String,
+}
+
+impl PublicationPlan {
+    /// The plan a validated configuration asks for.
+    pub fn from_config(config: &Config) -> Self {
+        let (schema, table) = config
+            .outbox
+            .qualified()
+            .expect("outbox.table was validated at load time");
+        PublicationPlan {
+            publication: config.replication.publication.clone(),
+            mode: config.replication.publication_mode,
+            create: config.replication.create_publication,
+            publish: config.replication.publish.clone(),
+            schema,
+            table,
+            dbname: config.postgres.dbname.clone(),
+        }
+    }
+}
+
 /// Makes sure the outbox table exists and the publication publishes its
-/// inserts, creating the publication when allowed.
+/// inserts, creating or altering the publication as the plan's mode allows
+/// (Debezium's `publication.autocreate.mode` semantics, plus `table`).
+pub async fn prepare_publication(
+    client: &Client,
+    plan: &PublicationPlan,
+) -> Result<(), CatalogError> {
+    let (publication, schema, table) = (&plan.publication, &plan.schema, &plan.table);
+    let exists = client
+        .query_opt(
+            "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+            &[schema, table],
+        )
+        .await
+        .map_err(sql("cannot look up the outbox table"))?;
+    if exists.is_none() {
+        return Err(CatalogError::NoOutboxTable {
+            schema: schema.clone(),
+            table: table.clone(),
+            dbname: plan.dbname.clone(),
+        });
+    }
+    let mismatch = |reason: &str| CatalogError::PublicationMismatch {
+        publication: publication.clone(),
+        schema: schema.clone(),
+        table: table.clone(),
+        reason: reason.to_owned(),
+    };
+    let outbox = format!("{}.{}", quote_ident(schema), quote_ident(table));
+    let with = |default: Option<&str>| match plan.publish.as_deref().or(default) {
+        // The list was validated to be operation names only.
+        Some(publish) => format!(" WITH (publish = '{publish}')"),
+        None => String::new(),
+    };
+    let row = client
+        .query_opt(
+            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(sql(format!("cannot look up publication {publication}")))?;
+    let Some(row) = row else {
+        let target = match plan.mode {
+            PublicationMode::Table if plan.create => {
+                format!("FOR TABLE {outbox}{}", with(Some("insert, update, delete")))
+            }
+            PublicationMode::Table => {
+                return Err(CatalogError::NoPublication {
+                    publication: publication.clone(),
+                    setting: "replication.create_publication is false",
+                })
+            }
+            PublicationMode::Disabled => {
+                return Err(CatalogError::NoPublication {
+                    publication: publication.clone(),
+                    setting: "publication.autocreate.mode is disabled",
+                })
+            }
+            PublicationMode::AllTables => format!("FOR ALL TABLES{}", with(None)),
+            PublicationMode::Filtered => format!("FOR TABLE {outbox}{}", with(None)),
+            PublicationMode::NoTables => with(None),
+        };
+        let stmt = format!("CREATE PUBLICATION {} {target}", quote_ident(publication));
+        client
+            .batch_execute(&stmt)
+            .await
+            .map_err(sql(format!("cannot create publication {publication}")))?;
+        info!(publication = %publication, mode = plan.mode.as_str(), "created publication");
+        if plan.mode != PublicationMode::NoTables {
+            return Ok(());
+        }
+        return Err(mismatch(
+            "it was just created without tables (publication.autocreate.mode=no_tables); \
+             add the outbox with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
+        ));
+    };
+    let pubinsert: bool = row.get(0);
+    let puballtables: bool = row.get(1);
+    if !pubinsert {
+        return Err(mismatch("it does not publish inserts"));
+    }
+    if puballtables {
+        if plan.mode == PublicationMode::Filtered {
+            return Err(mismatch(
+                "it is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication; \
+                 drop it or use all_tables",
+            ));
+        }
+        warn!(
+            publication = %publication,
+            "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
+             a publication FOR TABLE <outbox> is cheaper"
+        );
+        return Ok(());
+    }
+    let rows = client
+        .query(
+            "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(sql(format!("cannot list the tables of publication {publication}")))?;
+    let listed: BTreeSet<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let wanted = (schema.clone(), table.clone());
+    if plan.mode == PublicationMode::Filtered && (listed.len() != 1 || !listed.contains(&wanted)) {
+        let stmt = format!(
+            "ALTER PUBLICATION {} SET TABLE {outbox}",
+            quote_ident(publication)
+        );
+        client
+            .batch_execute(&stmt)
+            .await
+            .map_err(sql(format!("cannot alter publication {publication}")))?;
+        info!(publication = %publication, "set the publication's tables to the outbox table");
+        return Ok(());
+    }
+    if !listed.contains(&wanted) {
+        return Err(mismatch("the table is not in it"));
+    }
+    Ok(())
+}
+
+/// Makes sure the outbox table exists and the publication publishes its
+/// Makes sure the outbox table exists and the publication publishes its
+/// inserts, creating it `FOR TABLE <outbox>` when allowed (mode `table`).
+/// Prefer [`prepare_publication`], which honours every mode.
 pub async fn ensure_publication(
     client: &Client,
     publication: &str,
@@ -197,73 +368,14 @@ pub async fn ensure_publication(
     dbname: &str,
     create: bool,
 ) -> Result<(), CatalogError> {
-    let exists = client
-        .query_opt(
-            "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
-            &[&schema, &table],
-        )
-        .await
-        .map_err(sql("cannot look up the outbox table"))?;
-    if exists.is_none() {
-        return Err(CatalogError::NoOutboxTable {
-            schema: schema.to_owned(),
-            table: table.to_owned(),
-            dbname: dbname.to_owned(),
-        });
-    }
-    let row = client
-        .query_opt(
-            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
-            &[&publication],
-        )
-        .await
-        .map_err(sql(format!("cannot look up publication {publication}")))?;
-    let Some(row) = row else {
-        if !create {
-            return Err(CatalogError::NoPublication(publication.to_owned()));
-        }
-        let stmt = format!(
-            "CREATE PUBLICATION {} FOR TABLE {}.{} WITH (publish = 'insert, update, delete')",
-            quote_ident(publication),
-            quote_ident(schema),
-            quote_ident(table)
-        );
-        client
-            .batch_execute(&stmt)
-            .await
-            .map_err(sql(format!("cannot create publication {publication}")))?;
-        info!(publication, schema, table, "created publication");
-        return Ok(());
-    };
-    let mismatch = |reason: &str| CatalogError::PublicationMismatch {
+    let plan = PublicationPlan {
         publication: publication.to_owned(),
+        mode: PublicationMode::Table,
+        create,
+        publish: None,
         schema: schema.to_owned(),
         table: table.to_owned(),
-        reason: reason.to_owned(),
+        dbname: dbname.to_owned(),
     };
-    let pubinsert: bool = row.get(0);
-    let puballtables: bool = row.get(1);
-    if !pubinsert {
-        return Err(mismatch("it does not publish inserts"));
-    }
-    if !puballtables {
-        let listed = client
-            .query_opt(
-                "SELECT 1 FROM pg_catalog.pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
-                &[&publication, &schema, &table],
-            )
-            .await
-            .map_err(sql(format!("cannot list the tables of publication {publication}")))?;
-        if listed.is_none() {
-            return Err(mismatch("the table is not in it"));
-        }
-    } else {
-        warn!(
-            publication,
-            "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
-             a publication FOR TABLE <outbox> is cheaper"
-        );
-    }
-    Ok(())
+    prepare_publication(client, &plan).await
 }

@@ -31,7 +31,8 @@ use walrelay_proto::pgoutput::{self, DecoderState};
 use walrelay_proto::{DecodeError, Lsn, PG_EPOCH_OFFSET_MICROS};
 
 use crate::checkpoint::SharedTracker;
-use crate::txn::{Assembler, OutboxEvent, TxnError};
+use crate::metrics::{metrics, ReasonLabel};
+use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
 use catalog::CatalogError;
 use replication::{ReplicationError, ReplicationStream, StreamWriter};
 
@@ -130,6 +131,38 @@ pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> St
     }
 }
 
+/// Publishes stream progress to the metrics: positions, in-flight work and
+/// the assembler's counters since the last call.
+fn publish_progress(
+    received: Lsn,
+    tracker: &SharedTracker,
+    stats: AssemblyStats,
+    last: &mut AssemblyStats,
+) {
+    let m = metrics();
+    m.received_lsn.set(received.0 as i64);
+    m.confirmed_lsn.set(tracker.confirmed().0 as i64);
+    m.in_flight.set(tracker.in_flight_events() as i64);
+    let age = crate::lag::replication_lag_seconds(Some(tracker));
+    m.oldest_unacked_age.set(age);
+    m.replication_lag.set(age);
+    m.transactions
+        .inc_by(stats.relayed_transactions - last.relayed_transactions);
+    for (reason, now, before) in [
+        ("delete", stats.deletes_dropped, last.deletes_dropped),
+        ("update", stats.updates_dropped, last.updates_dropped),
+        ("other_table", stats.other_ignored, last.other_ignored),
+        ("truncate", stats.truncates_ignored, last.truncates_ignored),
+    ] {
+        if now > before {
+            m.filtered
+                .get_or_create(&ReasonLabel { reason })
+                .inc_by(now - before);
+        }
+    }
+    *last = stats;
+}
+
 /// Reads the stream until shutdown or an error, handing events to `tx`.
 pub async fn stream_wal(
     stream: ReplicationStream,
@@ -150,6 +183,7 @@ pub async fn stream_wal(
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut last_receive = Instant::now();
     let mut last_reported = Lsn::ZERO;
+    let mut last_stats = assembler.stats();
 
     loop {
         // Drain every complete frame already buffered.
@@ -235,6 +269,7 @@ pub async fn stream_wal(
             _ = ticker.tick() => {
                 let confirmed = tracker.confirmed();
                 writer.send_status(&status_update(received, confirmed, false)).await?;
+                publish_progress(received, tracker, assembler.stats(), &mut last_stats);
                 if confirmed != last_reported {
                     debug!(%confirmed, %received, "confirmed");
                     last_reported = confirmed;

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use walrelay::proto::pgoutput::{decode_message, LogicalMessage};
 use walrelay::proto::Lsn;
 
 use super::{connect, env, read_to_end, unique_name, Record};
@@ -74,6 +76,10 @@ bootstrap_servers = "{bootstrap}"
 
 [kafka.producer]
 "linger.ms" = "2"
+
+# Tests run many relays at once: each gets its own ephemeral port.
+[metrics]
+listen = "127.0.0.1:0"
 "#,
             port = env().pg_port,
             name = self.name
@@ -105,6 +111,18 @@ bootstrap_servers = "{bootstrap}"
             .expect("read slot");
         row.and_then(|r| r.get::<_, Option<String>>(0))
             .map(|s| s.parse().expect("lsn"))
+    }
+
+    /// Whether the test's slot exists at all.
+    pub async fn slot_exists(&self) -> bool {
+        self.client
+            .query_opt(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.name],
+            )
+            .await
+            .expect("read slot")
+            .is_some()
     }
 
     pub async fn slot_active(&self) -> bool {
@@ -183,6 +201,53 @@ bootstrap_servers = "{bootstrap}"
             .await
             .expect("drop publication and table");
     }
+}
+
+impl Outbox {
+    /// Cleanup after walrelay has exited on its own: removes the slot if
+    /// one was created, the publication and the table.
+    pub async fn finish_exited(self, relay: Relay) {
+        drop(relay);
+        self.wait_inactive().await;
+        let name = &self.name;
+        if self.slot_exists().await {
+            self.client
+                .execute("SELECT pg_drop_replication_slot($1)", &[name])
+                .await
+                .expect("drop slot");
+        }
+        self.client
+            .batch_execute(&format!(
+                "DROP PUBLICATION IF EXISTS {name}; DROP TABLE IF EXISTS {name}"
+            ))
+            .await
+            .expect("drop publication and table");
+    }
+}
+
+/// Commit end LSNs of the transactions a probe slot (pgoutput, created by
+/// the test before the writes) decodes for `publication`, in commit order.
+/// Peeks, so the probe slot does not move.
+pub async fn commit_ends(
+    client: &tokio_postgres::Client,
+    probe: &str,
+    publication: &str,
+) -> Vec<Lsn> {
+    let rows = client
+        .query(
+            "SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)",
+            &[&probe, &publication],
+        )
+        .await
+        .expect("peek probe slot");
+    rows.iter()
+        .filter_map(
+            |r| match decode_message(Bytes::from(r.get::<_, Vec<u8>>(0)), 1, false) {
+                Ok(LogicalMessage::Commit(c)) => Some(c.end_lsn),
+                _ => None,
+            },
+        )
+        .collect()
 }
 
 /// The event id of test event `n`, a uuid.

@@ -1,0 +1,396 @@
+#!/usr/bin/env bash
+# The real Debezium PostgreSQL connector with the outbox EventRouter, run on a
+# Kafka Connect standalone worker: the reference walrelay's compatibility
+# tests compare against. Jars come from Maven Central through mvn and are
+# cached under .cache/debezium/<version>/ at the repository root.
+#
+# Usage:
+#   debezium.sh fetch                       resolve the jars once (offline afterwards)
+#   debezium.sh standalone DIR WORKER CONN  start ConnectStandalone in the background;
+#                                           CONN is a .properties or REST-form .json file
+#   debezium.sh stop DIR                    SIGTERM, up to 30 s, then SIGKILL
+#   debezium.sh kill DIR                    SIGKILL (fault tests)
+#   debezium.sh status DIR                  prints "running PID" (exit 0) or "stopped" (exit 3)
+#   debezium.sh wait-streaming DIR SLOT PGURL
+#                                           wait until SLOT is active in pg_replication_slots
+#   debezium.sh classpath                   prints the worker classpath and the plugin.path
+#
+# DIR layout: worker.properties (WORKER plus the overrides below), log4j2.xml,
+# log (stdout of the JVM), pid, rest_port, offsets (offset.storage.file.filename).
+# The overrides: offset.storage.file.filename=DIR/offsets and a loopback REST
+# listener on a free port, always; unless WORKER sets them, plugin.path=
+# <cache>/plugin, plugin.discovery=service_load (skips a reflection scan of
+# about 10 s; every Debezium jar has ServiceLoader manifests) and
+# offset.flush.interval.ms=$WALRELAY_DBZ_OFFSET_FLUSH_MS (default 1000).
+# None of them changes a produced record.
+# WALRELAY_OWNER_PID=<pid> in the environment of `standalone` makes a watchdog
+# stop the worker once that process has exited (used by the Rust test helpers).
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+DEBEZIUM_VERSION=3.6.1.Final
+# The Connect runtime is the broker's Kafka version (kafka.sh), so one set of
+# client jars serves both. Debezium 3.6.1 is built against Kafka 4.3.0
+# (version.kafka in debezium-build-parent) but runs on 4.1.1: the plugin only
+# uses connect-api/kafka-clients API that 4.1 already has.
+CONNECT_VERSION=${WALRELAY_CONNECT_VERSION:-$(sed -n 's/^KAFKA_VERSION=//p' "$SCRIPT_DIR/kafka.sh")}
+[[ "$CONNECT_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+    die "could not read KAFKA_VERSION from $SCRIPT_DIR/kafka.sh (got '$CONNECT_VERSION')"
+# Connect 4 logs through slf4j 1.7; the log4j2 binding is not one of its
+# dependencies (same pin as kafka.sh).
+LOG4J_VERSION=2.24.3
+DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+CACHE_DIR=$REPO_ROOT/.cache/debezium/$DEBEZIUM_VERSION
+CONNECT_LIBS=$CACHE_DIR/connect
+PLUGIN_PATH=$CACHE_DIR/plugin
+PLUGIN_LIBS=$PLUGIN_PATH/debezium-connector-postgres
+STAMP=$CACHE_DIR/complete
+START_TIMEOUT=${WALRELAY_DBZ_START_TIMEOUT:-120}
+STOP_TIMEOUT=${WALRELAY_DBZ_STOP_TIMEOUT:-30}
+OFFSET_FLUSH_MS=${WALRELAY_DBZ_OFFSET_FLUSH_MS:-1000}
+WORKER_JAVA_OPTS=(-Xms64m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
+    -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
+
+usage() {
+    sed -n '7,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+require_java() {
+    command -v java >/dev/null 2>&1 ||
+        die "java not found: install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless)"
+}
+
+# The stamp records what was resolved, so a version bump here refetches.
+stamp_text() {
+    printf 'debezium-connector-postgres=%s connect-runtime=%s log4j-slf4j-impl=%s\n' \
+        "$DEBEZIUM_VERSION" "$CONNECT_VERSION" "$LOG4J_VERSION"
+}
+
+libs_complete() {
+    [[ -f "$STAMP" ]] && [[ "$(cat "$STAMP")" == "$(stamp_text)" ]]
+}
+
+# The worker's own classpath: the Connect runtime, JsonConverter and a log4j2
+# binding. Nothing of Debezium's, which lives in its plugin directory.
+write_connect_pom() {
+    cat >"$1" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>walrelay.test</groupId>
+  <artifactId>connect-runtime-libs</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>connect-runtime</artifactId>
+      <version>$CONNECT_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>connect-json</artifactId>
+      <version>$CONNECT_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+}
+
+# The plugin directory, laid out like Debezium's own plugin archive: the
+# connector, debezium-connect-plugins (EventRouter, BinaryDataConverter) and
+# their libraries. Kafka's jars and slf4j are excluded: Connect loads
+# org.apache.kafka.* and org.slf4j.* from the worker's classpath regardless,
+# and duplicates in a plugin directory only invite version confusion.
+write_plugin_pom() {
+    cat >"$1" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>walrelay.test</groupId>
+  <artifactId>debezium-plugin-libs</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>io.debezium</groupId>
+      <artifactId>debezium-connector-postgres</artifactId>
+      <version>$DEBEZIUM_VERSION</version>
+      <exclusions>
+        <exclusion><groupId>org.apache.kafka</groupId><artifactId>*</artifactId></exclusion>
+        <exclusion><groupId>org.slf4j</groupId><artifactId>*</artifactId></exclusion>
+      </exclusions>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+}
+
+# Resolves POM's runtime dependencies into OUT; logs to LOG.
+mvn_copy() {
+    local pom_dir=$1 out=$2 log=$3
+    (cd "$pom_dir" && mvn -q -B "$DEPENDENCY_PLUGIN:copy-dependencies" \
+        -DincludeScope=runtime -DoutputDirectory="$out") >"$log" 2>&1
+}
+
+cmd_fetch() {
+    require_java
+    libs_complete && return 0
+    mkdir -p "$CACHE_DIR"
+    # Parallel test processes may call fetch at once: one resolves, the others wait.
+    exec 9>"$CACHE_DIR/.lock"
+    flock 9
+    if libs_complete; then
+        exec 9>&-
+        return 0
+    fi
+    command -v mvn >/dev/null 2>&1 ||
+        die "mvn not found: install Maven 3.8+ (Debian: apt-get install maven); it resolves Debezium $DEBEZIUM_VERSION from Maven Central once"
+    local work
+    work=$(mktemp -d "$CACHE_DIR/fetch.XXXXXX")
+    mkdir -p "$work/connect-pom" "$work/plugin-pom"
+    write_connect_pom "$work/connect-pom/pom.xml"
+    write_plugin_pom "$work/plugin-pom/pom.xml"
+    note "resolving Kafka Connect $CONNECT_VERSION and Debezium $DEBEZIUM_VERSION from Maven Central (first run only)"
+    if ! mvn_copy "$work/connect-pom" "$work/connect" "$work/connect-mvn.log"; then
+        tail -n 40 "$work/connect-mvn.log" >&2
+        rm -rf "$work"
+        die "mvn could not resolve Kafka Connect $CONNECT_VERSION (log above)"
+    fi
+    if ! mvn_copy "$work/plugin-pom" "$work/plugin" "$work/plugin-mvn.log"; then
+        tail -n 40 "$work/plugin-mvn.log" >&2
+        rm -rf "$work"
+        die "mvn could not resolve Debezium $DEBEZIUM_VERSION (log above)"
+    fi
+    local jar
+    for jar in connect/connect-runtime-"$CONNECT_VERSION".jar connect/connect-json-"$CONNECT_VERSION".jar \
+        plugin/debezium-connector-postgres-"$DEBEZIUM_VERSION".jar \
+        plugin/debezium-connect-plugins-"$DEBEZIUM_VERSION".jar; do
+        [[ -f "$work/$jar" ]] || die "mvn finished but $jar is missing in $work"
+    done
+    rm -rf "$CONNECT_LIBS" "$PLUGIN_PATH"
+    mv "$work/connect" "$CONNECT_LIBS"
+    mkdir -p "$PLUGIN_PATH"
+    mv "$work/plugin" "$PLUGIN_LIBS"
+    rm -rf "$work"
+    stamp_text >"$STAMP"
+    exec 9>&-
+}
+
+# Prints the pid of DIR's worker if it is alive and really ours.
+running_pid() {
+    local dir=$1 pid
+    [[ -f "$dir/pid" ]] || return 1
+    pid=$(cat "$dir/pid")
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    # A recycled pid must not be mistaken for the worker.
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/worker.properties" || return 1
+    printf '%s\n' "$pid"
+}
+
+# True if the properties FILE sets KEY (a Java properties file: '=' or ':').
+sets_key() {
+    local file=$1 key=$2
+    grep -qE "^[[:space:]]*${key//./\\.}[[:space:]]*[=:]" "$file"
+}
+
+write_worker_config() {
+    local dir=$1 worker=$2 rest_port=$3
+    {
+        cat "$worker"
+        printf '\n# --- added by scripts/debezium.sh (the last value of a key wins) ---\n'
+        printf 'offset.storage.file.filename=%s/offsets\n' "$dir"
+        # Standalone workers always serve REST; 8083 would clash between runs.
+        printf 'listeners=http://127.0.0.1:%s\n' "$rest_port"
+        sets_key "$worker" plugin.path || printf 'plugin.path=%s\n' "$PLUGIN_PATH"
+        sets_key "$worker" plugin.discovery || printf 'plugin.discovery=service_load\n'
+        sets_key "$worker" offset.flush.interval.ms ||
+            printf 'offset.flush.interval.ms=%s\n' "$OFFSET_FLUSH_MS"
+    } >"$dir/worker.properties"
+    cat >"$dir/log4j2.xml" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn">
+  <Appenders>
+    <Console name="stdout" target="SYSTEM_OUT">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Logger name="org.reflections" level="error"/>
+    <Logger name="org.apache.kafka.clients.consumer.ConsumerConfig" level="warn"/>
+    <Logger name="org.apache.kafka.clients.admin.AdminClientConfig" level="warn"/>
+    <Root level="info">
+      <AppenderRef ref="stdout"/>
+    </Root>
+  </Loggers>
+</Configuration>
+EOF
+}
+
+log_tail() {
+    local dir=$1
+    printf -- '--- last lines of %s/log ---\n' "$dir" >&2
+    tail -n 40 "$dir/log" >&2 || true
+}
+
+wait_exit() {
+    local pid=$1 seconds=$2 deadline
+    deadline=$((SECONDS + seconds))
+    while kill -0 "$pid" 2>/dev/null; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
+cmd_standalone() {
+    local dir worker connector rest_port pid
+    dir=$(abs_path "$1")
+    worker=$(abs_path "$2")
+    connector=$(abs_path "$3")
+    [[ -f "$worker" ]] || die "worker file $worker does not exist"
+    [[ -f "$connector" ]] || die "connector file $connector does not exist"
+    case "$connector" in
+        *.properties | *.json) ;;
+        *) die "connector file $connector must end in .properties or .json" ;;
+    esac
+    mkdir -p "$dir"
+    if pid=$(running_pid "$dir"); then
+        die "a worker already runs in $dir (pid $pid): stop it first"
+    fi
+    cmd_fetch
+    rest_port=$(free_port)
+    write_worker_config "$dir" "$worker" "$rest_port"
+    printf '%s\n' "$rest_port" >"$dir/rest_port"
+    : >>"$dir/log"
+    # wait-streaming only looks at what this start logged.
+    stat -c %s "$dir/log" >"$dir/log_offset"
+    printf '=== start %s ===\n' "$(date -u +%FT%TZ)" >>"$dir/log"
+    # SIGHUP ignored: the worker outlives the terminal that started it.
+    (
+        trap '' HUP
+        exec java "${WORKER_JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$dir/log4j2.xml" \
+            -cp "$CONNECT_LIBS/*" org.apache.kafka.connect.cli.ConnectStandalone \
+            "$dir/worker.properties" "$connector"
+    ) </dev/null >>"$dir/log" 2>&1 &
+    pid=$!
+    printf '%s\n' "$pid" >"$dir/pid"
+    start_watchdog "kill -0 $pid" "'$SCRIPT_DIR/debezium.sh' stop '$dir'"
+}
+
+cmd_stop() {
+    local dir pid
+    dir=$(abs_path "$1")
+    if pid=$(running_pid "$dir"); then
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_exit "$pid" "$STOP_TIMEOUT"; then
+            # Seen once in a few stops: Jetty's shutdown hook and Connect's
+            # race and the JVM hangs after "Kafka Connect stopped" or before.
+            # A thread dump in DIR/log (SIGQUIT) tells which.
+            note "worker $pid did not stop within ${STOP_TIMEOUT}s, thread dump in $dir/log, sending SIGKILL"
+            kill -QUIT "$pid" 2>/dev/null || true
+            sleep 1
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_exit "$pid" 10 || die "worker $pid survived SIGKILL"
+        fi
+    fi
+    rm -f "$dir/pid"
+}
+
+cmd_kill() {
+    local dir pid
+    dir=$(abs_path "$1")
+    if pid=$(running_pid "$dir"); then
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_exit "$pid" 10 || die "worker $pid survived SIGKILL"
+    fi
+    rm -f "$dir/pid"
+}
+
+cmd_status() {
+    local dir pid
+    dir=$(abs_path "$1")
+    if pid=$(running_pid "$dir"); then
+        printf 'running %s\n' "$pid"
+    else
+        printf 'stopped\n'
+        return 3
+    fi
+}
+
+# Lines a failed connector or task leaves in the log. Connect keeps the JVM up
+# when they fail, so waiting for the slot alone would only time out.
+FAILURE_PATTERN='will not recover until manually restarted|Failed to start connector|Failed to create connector|Stopping after connector error|ERROR Stopping due to error'
+
+cmd_wait_streaming() {
+    local dir=$1 slot=$2 pgurl=$3 pid offset active deadline psql_bin
+    dir=$(abs_path "$dir")
+    [[ "$slot" =~ ^[a-z0-9_]+$ ]] || die "slot name '$slot' is not a PostgreSQL slot name"
+    psql_bin=$(command -v psql) || die "psql not found: install postgresql-client"
+    offset=$(cat "$dir/log_offset" 2>/dev/null || echo 0)
+    deadline=$((SECONDS + START_TIMEOUT))
+    while :; do
+        if ! pid=$(running_pid "$dir"); then
+            log_tail "$dir"
+            die "the worker in $dir is not running"
+        fi
+        if tail -c +"$((offset + 1))" "$dir/log" | grep -qE "$FAILURE_PATTERN"; then
+            log_tail "$dir"
+            die "the connector in $dir failed before slot $slot became active (worker $pid still runs)"
+        fi
+        active=$("$psql_bin" -X -q -At -d "$pgurl" \
+            -c "select active from pg_replication_slots where slot_name = '$slot'" 2>/dev/null || true)
+        [[ "$active" == t ]] && return 0
+        if ((SECONDS >= deadline)); then
+            log_tail "$dir"
+            die "slot $slot was not active within ${START_TIMEOUT}s (state: '${active:-absent}')"
+        fi
+        sleep 0.2
+    done
+}
+
+main() {
+    local cmd=${1:-}
+    [[ -n "$cmd" ]] || usage
+    shift
+    case "$cmd" in
+        fetch)
+            (($# == 0)) || usage
+            cmd_fetch
+            ;;
+        classpath)
+            (($# == 0)) || usage
+            cmd_fetch
+            printf 'classpath=%s/*\nplugin.path=%s\n' "$CONNECT_LIBS" "$PLUGIN_PATH"
+            ;;
+        standalone)
+            (($# == 3)) || usage
+            cmd_standalone "$@"
+            ;;
+        stop | kill | status)
+            (($# == 1)) || usage
+            "cmd_$cmd" "$1"
+            ;;
+        wait-streaming)
+            (($# == 3)) || usage
+            cmd_wait_streaming "$@"
+            ;;
+        -h | --help | help) usage ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"

@@ -1,0 +1,533 @@
+//! Debezium Server's `application.properties`, translated into walrelay's
+//! [`Config`](super::Config).
+//!
+//! Owns what Quarkus and MicroProfile Config do to the file before Debezium
+//! Server sees it: `%profile.` keys, environment overrides
+//! (`DEBEZIUM_SOURCE_DATABASE_PASSWORD` for `debezium.source.database.password`)
+//! and `${...}` expansion with `$${...}` as the escape for a literal `${...}`;
+//! then the `debezium.source.*`, `debezium.sink.*`, `debezium.format.*` and
+//! `debezium.transforms.*` sections. Connector and producer keys go through
+//! [`super::debezium`]. It never logs a value.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::debezium::{
+    classify_rest, translate_connector, translate_producer, translate_transforms, Draft, Keys,
+    Notes, Translation,
+};
+use super::properties::{decode_text, parse_properties};
+use super::{ConfigError, ConverterKind, ConvertersConfig, HeaderConverterKind};
+
+/// Looks up an environment variable (injectable for tests).
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Deepest `${...}` nesting followed before giving up (a cycle).
+const MAX_EXPANSION_DEPTH: usize = 32;
+
+/// Connector keys that an environment variable may set even when the file
+/// does not mention them (MicroProfile cannot tell `_` from `.` in a name
+/// it has not seen, so only known names can be recovered).
+const ENV_SOURCE_KEYS: &[&str] = &[
+    "connector.class",
+    "name",
+    "tasks.max",
+    "database.hostname",
+    "database.port",
+    "database.user",
+    "database.password",
+    "database.dbname",
+    "database.sslmode",
+    "plugin.name",
+    "slot.name",
+    "publication.name",
+    "publication.autocreate.mode",
+    "slot.drop.on.stop",
+    "snapshot.mode",
+    "table.include.list",
+    "schema.include.list",
+    "skipped.operations",
+    "topic.prefix",
+    "extended.headers.enabled",
+    "heartbeat.interval.ms",
+    "heartbeat.action.query",
+    "topic.heartbeat.prefix",
+];
+
+/// Producer keys an environment variable may set without the file.
+const ENV_PRODUCER_KEYS: &[&str] = &[
+    "bootstrap.servers",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "ssl.truststore.location",
+    "ssl.truststore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.type",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "acks",
+    "compression.type",
+    "linger.ms",
+    "batch.size",
+    "client.id",
+];
+
+/// Other keys an environment variable may set without the file.
+const ENV_OTHER_KEYS: &[&str] = &[
+    "debezium.sink.type",
+    "debezium.format.key",
+    "debezium.format.value",
+    "debezium.format.header",
+    "debezium.format.schemas.enable",
+    "debezium.format.key.schemas.enable",
+    "debezium.format.value.schemas.enable",
+    "debezium.format.header.schemas.enable",
+    "debezium.transforms",
+];
+
+/// EventRouter option names an environment variable may set without the
+/// file, once `debezium.transforms` names the transform.
+const ENV_ROUTER_KEYS: &[&str] = &[
+    "type",
+    "table.field.event.id",
+    "table.field.event.key",
+    "table.field.event.type",
+    "table.field.event.payload",
+    "table.field.event.timestamp",
+    "table.fields.additional.placement",
+    "table.field.additional.missing",
+    "table.field.event.schema.version",
+    "route.by.field",
+    "route.topic.regex",
+    "route.topic.replacement",
+    "route.tombstone.on.empty.payload",
+    "table.op.invalid.behavior",
+    "table.expand.json.payload",
+    "table.json.payload.null.behavior",
+    "table.json.payload.empty.array.behavior",
+];
+
+/// Reads Debezium Server's `application.properties` with the process
+/// environment and translates it.
+pub fn load_server(path: &Path) -> Result<Translation, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let env = |name: &str| std::env::var(name).ok();
+    from_server_text(&decode_text(&bytes), path, &env)
+}
+
+/// Translates `application.properties` text; `env` stands for the process
+/// environment and `path` is only used in messages.
+pub fn from_server_text(
+    text: &str,
+    path: &Path,
+    env: EnvLookup<'_>,
+) -> Result<Translation, ConfigError> {
+    let in_file = |e: ConfigError| ConfigError::InFile {
+        path: path.to_owned(),
+        source: Box::new(e),
+    };
+    let raw = parse_properties(text).map_err(|source| ConfigError::Syntax {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut notes = Notes::default();
+    let props = resolve(raw, env, &mut notes).map_err(in_file)?;
+    translate(props, &mut notes)
+        .map(|config| Translation {
+            config,
+            ignored: notes.into_vec(),
+        })
+        .map_err(in_file)
+}
+
+/// The MicroProfile environment lookup for a property name: the name
+/// itself, then with every non-alphanumeric character as `_`, then that
+/// upper-cased.
+pub fn env_for_property(env: EnvLookup<'_>, name: &str) -> Option<String> {
+    if let Some(v) = env(name) {
+        return Some(v);
+    }
+    let mapped: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    env(&mapped).or_else(|| env(&mapped.to_ascii_uppercase()))
+}
+
+/// Applies profiles, environment overrides and `${...}` expansion.
+fn resolve(
+    raw: BTreeMap<String, String>,
+    env: EnvLookup<'_>,
+    notes: &mut Notes,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    // Profiles: `%prod.key` wins over `key` when the profile is prod
+    // (Quarkus's default for a packaged application).
+    let profile = env("QUARKUS_PROFILE")
+        .or_else(|| raw.get("quarkus.profile").cloned())
+        .unwrap_or_else(|| "prod".into());
+    let mut props = BTreeMap::new();
+    let mut profiled = BTreeMap::new();
+    for (key, value) in raw {
+        match key.strip_prefix('%').and_then(|k| k.split_once('.')) {
+            Some((p, rest)) if p == profile => {
+                profiled.insert(rest.to_owned(), value);
+            }
+            Some(_) => notes.ignore(key, "ignored: belongs to another Quarkus profile"),
+            None => {
+                props.insert(key, value);
+            }
+        }
+    }
+    props.extend(profiled);
+
+    // Environment overrides, for the file's keys and for known keys.
+    let mut known: Vec<String> = ENV_OTHER_KEYS.iter().map(|k| (*k).to_owned()).collect();
+    known.extend(
+        ENV_SOURCE_KEYS
+            .iter()
+            .map(|k| format!("debezium.source.{k}")),
+    );
+    known.extend(
+        ENV_PRODUCER_KEYS
+            .iter()
+            .map(|k| format!("debezium.sink.kafka.producer.{k}")),
+    );
+    let transforms = env_for_property(env, "debezium.transforms")
+        .or_else(|| props.get("debezium.transforms").cloned())
+        .unwrap_or_default();
+    for name in transforms
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        known.extend(
+            ENV_ROUTER_KEYS
+                .iter()
+                .map(|k| format!("debezium.transforms.{name}.{k}")),
+        );
+    }
+    known.extend(props.keys().cloned());
+    for key in known {
+        if let Some(value) = env_for_property(env, &key) {
+            props.insert(key, value);
+        }
+    }
+
+    // Expansion.
+    let mut out = BTreeMap::new();
+    for (key, value) in &props {
+        let expanded = expand(value, key, &props, env, 0)?;
+        out.insert(key.clone(), expanded);
+    }
+    Ok(out)
+}
+
+/// Expands `${name}` and `${name:default}` in `value` (the value of `key`);
+/// `$${...}` stands for a literal `${...}`.
+pub fn expand(
+    value: &str,
+    key: &str,
+    props: &BTreeMap<String, String>,
+    env: EnvLookup<'_>,
+    depth: usize,
+) -> Result<String, ConfigError> {
+    if depth > MAX_EXPANSION_DEPTH {
+        return Err(ConfigError::Invalid {
+            key: key.to_owned(),
+            reason: "${...} expansion nests too deep (a reference cycle?)".into(),
+        });
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        if let Some(after) = rest.strip_prefix("$${") {
+            // Escaped: copy `${...}` literally.
+            let end = matching_brace(after).ok_or_else(|| unterminated(key))?;
+            out.push_str("${");
+            out.push_str(&after[..=end]);
+            rest = &after[end + 1..];
+        } else if let Some(after) = rest.strip_prefix("${") {
+            let end = matching_brace(after).ok_or_else(|| unterminated(key))?;
+            let inner = &after[..end];
+            let (name, default) = match split_default(inner) {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            let name = expand(name, key, props, env, depth + 1)?;
+            let found = env_for_property(env, &name).or_else(|| props.get(&name).cloned());
+            let resolved = match (found, default) {
+                (Some(v), _) => expand(&v, key, props, env, depth + 1)?,
+                (None, Some(d)) => expand(d, key, props, env, depth + 1)?,
+                (None, None) => {
+                    return Err(ConfigError::Missing {
+                        key: name,
+                        reason: format!(
+                            "{key} refers to it with ${{...}}, but it is neither a property nor an environment variable \
+                             (write $${{...}} for a literal ${{...}})"
+                        ),
+                    })
+                }
+            };
+            out.push_str(&resolved);
+            rest = &after[end + 1..];
+        } else {
+            out.push('$');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn unterminated(key: &str) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        reason: "a ${ has no matching }".into(),
+    }
+}
+
+/// Index of the `}` closing an expression whose `${` was just consumed.
+fn matching_brace(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(i),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits `name:default` at the first `:` outside nested `${...}`.
+fn split_default(inner: &str) -> Option<(&str, &str)> {
+    let mut depth = 0usize;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ':' if depth == 0 => return Some((&inner[..i], &inner[i + 1..])),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The sections of a resolved file, translated.
+fn translate(
+    mut props: BTreeMap<String, String>,
+    notes: &mut Notes,
+) -> Result<super::Config, ConfigError> {
+    let mut all = Keys::new(std::mem::take(&mut props), "");
+    let mut source = Keys::new(all.take_prefixed("debezium.source."), "debezium.source.");
+    let format = all.take_prefixed("debezium.format.");
+    let converters = translate_format(format, notes)?;
+    let mut draft = Draft::new(converters);
+    draft.debezium.server_mode = true;
+
+    // Sink.
+    match all.take("debezium.sink.type").as_deref() {
+        Some("kafka") => {}
+        None | Some("") => {
+            return Err(ConfigError::Missing {
+                key: "debezium.sink.type".into(),
+                reason: "walrelay implements the kafka sink".into(),
+            })
+        }
+        Some(other) => {
+            return Err(ConfigError::Unsupported {
+                key: "debezium.sink.type".into(),
+                reason: format!("walrelay implements the kafka sink, not {other}"),
+            })
+        }
+    }
+    let producer = all.take_prefixed("debezium.sink.kafka.producer.");
+    translate_producer(
+        producer,
+        "debezium.sink.kafka.producer.",
+        &mut draft.kafka,
+        notes,
+    )?;
+    for key in all.take_prefixed("debezium.sink.").into_keys() {
+        notes.ignore(
+            format!("debezium.sink.{key}"),
+            "ignored: walrelay waits for every delivery itself",
+        );
+    }
+
+    // Connector, transform.
+    translate_connector(&mut source, &mut draft, notes)?;
+    let mut transforms = BTreeMap::new();
+    for (key, value) in all.take_prefixed("debezium.") {
+        if key == "transforms"
+            || key.starts_with("transforms.")
+            || key == "predicates"
+            || key.starts_with("predicates.")
+        {
+            transforms.insert(key, value);
+        } else {
+            all_other(notes, &format!("debezium.{key}"));
+        }
+    }
+    let mut transforms = Keys::new(transforms, "debezium.");
+    translate_transforms(&mut transforms, &mut draft, notes)?;
+    classify_rest(&mut source, notes)?;
+    for key in all.drain().into_keys() {
+        all_other(notes, &key);
+    }
+    draft.finish("debezium.sink.kafka.producer.bootstrap.servers")
+}
+
+fn all_other(notes: &mut Notes, key: &str) {
+    let why = if key.starts_with("quarkus.") {
+        "ignored: a Quarkus setting (log with WALRELAY_LOG)"
+    } else {
+        "ignored: not a Debezium Server setting walrelay uses"
+    };
+    notes.ignore(key, why);
+}
+
+/// `debezium.format.{key,value,header}` and `[.role].schemas.enable`
+/// (keys given without the `debezium.format.` prefix).
+fn translate_format(
+    format: BTreeMap<String, String>,
+    notes: &mut Notes,
+) -> Result<ConvertersConfig, ConfigError> {
+    let mut f = Keys::new(format, "debezium.format.");
+    // Every role defaults to json: JsonConverter with schemas.enable=true,
+    // headers included.
+    let mut c = ConvertersConfig {
+        key: ConverterKind::Json,
+        key_schemas_enable: true,
+        value: ConverterKind::Json,
+        value_schemas_enable: true,
+        header: HeaderConverterKind::Json,
+        header_schemas_enable: true,
+    };
+    for role in ["key", "value"] {
+        let kind = match f.take(role).as_deref() {
+            None | Some("json") | Some("jsonbytearray") => ConverterKind::Json,
+            Some("simplestring") => ConverterKind::String,
+            Some("binary") => ConverterKind::BinaryData,
+            Some(other) => {
+                return Err(ConfigError::Unsupported {
+                    key: f.name(role),
+                    reason: format!(
+                    "walrelay implements json, jsonbytearray, simplestring and binary, not {other}"
+                ),
+                })
+            }
+        };
+        if role == "key" {
+            c.key = kind;
+        } else {
+            c.value = kind;
+        }
+    }
+    match f.take("header").as_deref() {
+        None | Some("json") | Some("jsonbytearray") => {}
+        Some(other) => {
+            return Err(ConfigError::Unsupported {
+                key: f.name("header"),
+                reason: format!("walrelay implements json and jsonbytearray headers, not {other}"),
+            })
+        }
+    }
+    let bool_of = |f: &mut Keys, key: &str| -> Result<Option<bool>, ConfigError> {
+        match f.take(key) {
+            None => Ok(None),
+            Some(v) => {
+                super::debezium::parse_bool(&v)
+                    .map(Some)
+                    .ok_or_else(|| ConfigError::Invalid {
+                        key: f.name(key),
+                        reason: format!("{v:?} is not true or false"),
+                    })
+            }
+        }
+    };
+    if let Some(all) = bool_of(&mut f, "schemas.enable")? {
+        c.key_schemas_enable = all;
+        c.value_schemas_enable = all;
+        c.header_schemas_enable = all;
+    }
+    if let Some(v) = bool_of(&mut f, "key.schemas.enable")? {
+        c.key_schemas_enable = v;
+    }
+    if let Some(v) = bool_of(&mut f, "value.schemas.enable")? {
+        c.value_schemas_enable = v;
+    }
+    if let Some(v) = bool_of(&mut f, "header.schemas.enable")? {
+        c.header_schemas_enable = v;
+    }
+    for key in f.drain().into_keys() {
+        notes.ignore(
+            format!("debezium.format.{key}"),
+            "ignored: not a converter setting walrelay implements",
+        );
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    fn exp(value: &str, props: &[(&str, &str)], env: EnvLookup<'_>) -> Result<String, ConfigError> {
+        let props = props
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        expand(value, "k", &props, env, 0)
+    }
+
+    #[test]
+    fn expansion() {
+        let env = env_of(&[("HOST", "db"), ("A_B", "from-env")]);
+        assert_eq!(exp("${HOST}:5432", &[], &env).unwrap(), "db:5432");
+        assert_eq!(exp("x${p}y", &[("p", "P${HOST}")], &env).unwrap(), "xPdby");
+        assert_eq!(exp("${missing:dflt}", &[], &env).unwrap(), "dflt");
+        assert_eq!(exp("${missing:${HOST}}", &[], &env).unwrap(), "db");
+        // Environment beats the file, through the MicroProfile name mapping.
+        assert_eq!(exp("${a.b}", &[("a.b", "file")], &env).unwrap(), "from-env");
+        assert_eq!(
+            exp("outbox.event.$${routedByValue}", &[], &env).unwrap(),
+            "outbox.event.${routedByValue}"
+        );
+        assert_eq!(exp("cost $5 $", &[], &env).unwrap(), "cost $5 $");
+        let err = exp("${nope}", &[], &env).unwrap_err();
+        assert!(err.to_string().contains("nope"), "{err}");
+        let err = exp("${a}", &[("a", "${b}"), ("b", "${a}")], &env).unwrap_err();
+        assert!(err.to_string().contains("too deep"), "{err}");
+        assert!(exp("${open", &[], &env).is_err());
+    }
+
+    #[test]
+    fn env_name_mapping() {
+        let env = env_of(&[("DEBEZIUM_SOURCE_DATABASE_PASSWORD", "pw")]);
+        assert_eq!(
+            env_for_property(&env, "debezium.source.database.password").as_deref(),
+            Some("pw")
+        );
+        assert_eq!(
+            env_for_property(&env, "debezium.source.database.user"),
+            None
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! Java's text renderings that Kafka Connect output depends on.
+//!
+//! Owns `Double.toString`/`Float.toString` (JDK 19+ shortest-digit
+//! algorithm, which Jackson's `NumberOutput` and `StringBuilder.append`
+//! share), `BigDecimal.toString`, `BigInteger.toByteArray` for decimal
+//! digits, `java.util.Base64` and `UUID.randomUUID().toString()`. Nothing
+//! here allocates more than its output or can panic on input.
+
+use super::Decimal;
+
+/// `Double.toString(v)`.
+pub fn double_to_string(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".to_owned();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
+    }
+    render_shortest(&format!("{v:e}"), v.abs() >= 1e-3 && v.abs() < 1e7)
+}
+
+/// `Float.toString(v)`.
+pub fn float_to_string(v: f32) -> String {
+    if v.is_nan() {
+        return "NaN".to_owned();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
+    }
+    render_shortest(&format!("{v:e}"), v.abs() >= 1e-3 && v.abs() < 1e7)
+}
+
+/// Re-renders Rust's shortest `{:e}` form (`-1.2345e6`) the way Java does:
+/// plain with at least one fraction digit inside [1e-3, 1e7), otherwise
+/// `d.dddE[-]n` with at least one fraction digit.
+fn render_shortest(sci: &str, plain: bool) -> String {
+    let (negative, rest) = match sci.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, sci),
+    };
+    let (mantissa, exp) = rest.split_once('e').unwrap_or((rest, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut out = String::with_capacity(digits.len() + 8);
+    if negative {
+        out.push('-');
+    }
+    if plain {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.extend(std::iter::repeat('0').take(int_len - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        out.push('.');
+        if digits.len() > 1 {
+            out.push_str(&digits[1..]);
+        } else {
+            out.push('0');
+        }
+        out.push('E');
+        out.push_str(&exp.to_string());
+    }
+    out
+}
+
+/// `BigDecimal.toString()`: plain unless the scale is negative or the
+/// adjusted exponent is below -6.
+pub fn big_decimal_to_string(d: &Decimal) -> String {
+    let coeff = &*d.digits;
+    let mut out = String::with_capacity(coeff.len() + 8);
+    if d.negative {
+        out.push('-');
+    }
+    let scale = i64::from(d.scale);
+    let adjusted = -scale + (coeff.len() as i64 - 1);
+    if scale == 0 {
+        out.push_str(coeff);
+    } else if scale > 0 && adjusted >= -6 {
+        let scale = scale as usize;
+        if coeff.len() > scale {
+            out.push_str(&coeff[..coeff.len() - scale]);
+            out.push('.');
+            out.push_str(&coeff[coeff.len() - scale..]);
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat('0').take(scale - coeff.len()));
+            out.push_str(coeff);
+        }
+    } else {
+        out.push_str(&coeff[..1]);
+        if coeff.len() > 1 {
+            out.push('.');
+            out.push_str(&coeff[1..]);
+        }
+        out.push('E');
+        if adjusted >= 0 {
+            out.push('+');
+        }
+        out.push_str(&adjusted.to_string());
+    }
+    out
+}
+
+/// `BigInteger.toByteArray()` of the unscaled value: minimal big-endian
+/// two's complement.
+pub fn unscaled_bytes(d: &Decimal) -> Vec<u8> {
+    // Magnitude in base 256 by repeated division of the decimal digits.
+    let mut digits: Vec<u8> = d.digits.bytes().map(|b| b.wrapping_sub(b'0')).collect();
+    let mut mag = Vec::new();
+    while digits.iter().any(|&x| x != 0) {
+        let mut rem: u32 = 0;
+        let mut next = Vec::with_capacity(digits.len());
+        for &x in &digits {
+            let cur = rem * 10 + u32::from(x);
+            let q = cur / 256;
+            rem = cur % 256;
+            if !next.is_empty() || q != 0 {
+                next.push(q as u8);
+            }
+        }
+        mag.push(rem as u8);
+        digits = next;
+    }
+    mag.reverse();
+    if mag.is_empty() {
+        return vec![0];
+    }
+    if !d.negative {
+        if mag[0] & 0x80 != 0 {
+            mag.insert(0, 0);
+        }
+        return mag;
+    }
+    // Two's complement of the magnitude.
+    let mut carry = true;
+    for b in mag.iter_mut().rev() {
+        *b = !*b;
+        if carry {
+            let (v, overflow) = b.overflowing_add(1);
+            *b = v;
+            carry = overflow;
+        }
+    }
+    if mag[0] & 0x80 == 0 {
+        mag.insert(0, 0xFF);
+    }
+    mag
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `Base64.getEncoder().encodeToString(bytes)` (standard alphabet, padded),
+/// which is also what Jackson writes for binary nodes.
+pub fn base64(bytes: &[u8], out: &mut String) {
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(BASE64[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8], out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+}
+
+/// `UUID.randomUUID().toString()`: a version 4 UUID in lower-case hex.
+pub fn random_uuid() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    uuid_text(&b)
+}
+
+/// A time-ordered version 7 UUID (RFC 9562) for `unix_ms`, as Debezium
+/// draws `__debezium.context.runId` (observed: `01a22b5c-b89a-7857-...`).
+pub fn uuid_v7(unix_ms: u64) -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[..6].copy_from_slice(&unix_ms.to_be_bytes()[2..]);
+    b[6] = (b[6] & 0x0f) | 0x70;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    uuid_text(&b)
+}
+
+fn uuid_text(b: &[u8; 16]) -> String {
+    let mut out = String::with_capacity(36);
+    for (i, range) in [0..4, 4..6, 6..8, 8..10, 10..16].into_iter().enumerate() {
+        if i > 0 {
+            out.push('-');
+        }
+        hex(&b[range], &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(negative: bool, digits: &str, scale: i32) -> Decimal {
+        Decimal {
+            negative,
+            digits: digits.into(),
+            scale,
+        }
+    }
+
+    #[test]
+    fn doubles_render_like_java() {
+        for (v, java) in [
+            (1.0, "1.0"),
+            (1.5, "1.5"),
+            (100.0, "100.0"),
+            (0.001, "0.001"),
+            (0.0001, "1.0E-4"),
+            (1e7, "1.0E7"),
+            (9_999_999.0, "9999999.0"),
+            (1.2345e10, "1.2345E10"),
+            (-2.5e-5, "-2.5E-5"),
+            (0.1, "0.1"),
+            (123.456, "123.456"),
+            (f64::MAX, "1.7976931348623157E308"),
+            (f64::MIN_POSITIVE, "2.2250738585072014E-308"),
+            (-0.0, "-0.0"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(double_to_string(v), java, "{v}");
+        }
+        assert_eq!(float_to_string(1.1f32), "1.1");
+        assert_eq!(float_to_string(3.4028235e38f32), "3.4028235E38");
+    }
+
+    #[test]
+    fn big_decimals_render_like_java() {
+        assert_eq!(big_decimal_to_string(&dec(false, "12345", 2)), "123.45");
+        assert_eq!(big_decimal_to_string(&dec(true, "5", 1)), "-0.5");
+        assert_eq!(big_decimal_to_string(&dec(false, "0", 2)), "0.00");
+        assert_eq!(big_decimal_to_string(&dec(false, "1", 6)), "0.000001");
+        assert_eq!(big_decimal_to_string(&dec(false, "1", 7)), "1E-7");
+        assert_eq!(big_decimal_to_string(&dec(false, "123", 10)), "1.23E-8");
+        assert_eq!(big_decimal_to_string(&dec(false, "1", -3)), "1E+3");
+        assert_eq!(big_decimal_to_string(&dec(false, "42", 0)), "42");
+    }
+
+    #[test]
+    fn unscaled_bytes_match_big_integer() {
+        assert_eq!(unscaled_bytes(&dec(false, "0", 0)), [0]);
+        assert_eq!(unscaled_bytes(&dec(false, "127", 0)), [0x7f]);
+        assert_eq!(unscaled_bytes(&dec(false, "128", 0)), [0x00, 0x80]);
+        assert_eq!(unscaled_bytes(&dec(false, "12345", 2)), [0x30, 0x39]);
+        assert_eq!(unscaled_bytes(&dec(true, "1", 0)), [0xff]);
+        assert_eq!(unscaled_bytes(&dec(true, "128", 0)), [0x80]);
+        assert_eq!(unscaled_bytes(&dec(true, "129", 0)), [0xff, 0x7f]);
+        assert_eq!(unscaled_bytes(&dec(true, "256", 0)), [0xff, 0x00]);
+        assert_eq!(unscaled_bytes(&dec(true, "32768", 0)), [0x80, 0x00]);
+    }
+
+    #[test]
+    fn base64_is_padded_standard() {
+        let enc = |b: &[u8]| {
+            let mut s = String::new();
+            base64(b, &mut s);
+            s
+        };
+        assert_eq!(enc(b""), "");
+        assert_eq!(enc(b"f"), "Zg==");
+        assert_eq!(enc(b"fo"), "Zm8=");
+        assert_eq!(enc(b"foo"), "Zm9v");
+        assert_eq!(enc(&[0xfb, 0xff]), "+/8=");
+    }
+
+    #[test]
+    fn random_uuid_is_version_4() {
+        let u = random_uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"), "{u}");
+        let v7 = uuid_v7(0x01a2_2b5c_b89a);
+        assert!(v7.starts_with("01a22b5c-b89a-7"), "{v7}");
+        assert!(matches!(&v7[19..20], "8" | "9" | "a" | "b"), "{v7}");
+    }
+}

@@ -1,0 +1,946 @@
+//! PostgreSQL columns as Debezium's PostgreSQL connector maps them.
+//!
+//! Owns the per-column facts pgoutput does not send ([`TableMeta`]:
+//! `NOT NULL` and the default expression, read from the catalog by the
+//! caller), the type mapping under Debezium's defaults
+//! (`decimal.handling.mode=precise`, `time.precision.mode=adaptive`,
+//! `binary.handling.mode=bytes`) and the decoding of pgoutput's text values
+//! (`proto_version=1`, text mode, `DateStyle=ISO`, `bytea_output=hex`) into
+//! Connect values. It never talks to the database.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use regex::Regex;
+
+use super::{Decimal, Field, Schema, Text, Type, Value, DECIMAL_NAME};
+
+/// Catalog facts about one column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnMeta {
+    /// Column name (`pg_attribute.attname`).
+    pub name: String,
+    /// `pg_attribute.attnotnull`: the Connect schema is optional iff false.
+    pub not_null: bool,
+    /// `format_type(atttypid, atttypmod)`, for error messages.
+    pub type_name: Option<String>,
+    /// `pg_get_expr(adbin, adrelid)` (JDBC's `COLUMN_DEF`): Debezium turns
+    /// simple literals into the schema's `default`.
+    pub default_expr: Option<String>,
+}
+
+/// Catalog facts about the outbox table's columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableMeta {
+    /// Known columns; a column not listed counts as nullable without default.
+    pub columns: Vec<ColumnMeta>,
+}
+
+impl TableMeta {
+    /// Nothing known: every column nullable, no defaults (tests, or a
+    /// catalog that could not be read).
+    pub fn unknown() -> Self {
+        TableMeta::default()
+    }
+
+    /// Facts about `columns`.
+    pub fn new(columns: Vec<ColumnMeta>) -> Self {
+        TableMeta { columns }
+    }
+
+    /// The facts about the column called `name`.
+    pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+/// Well-known PostgreSQL type OIDs (`pg_type.oid`).
+pub mod oid {
+    /// `bool`.
+    pub const BOOL: u32 = 16;
+    /// `bytea`.
+    pub const BYTEA: u32 = 17;
+    /// `int8`.
+    pub const INT8: u32 = 20;
+    /// `int2`.
+    pub const INT2: u32 = 21;
+    /// `int4`.
+    pub const INT4: u32 = 23;
+    /// `text`.
+    pub const TEXT: u32 = 25;
+    /// `json`.
+    pub const JSON: u32 = 114;
+    /// `float4`.
+    pub const FLOAT4: u32 = 700;
+    /// `float8`.
+    pub const FLOAT8: u32 = 701;
+    /// `bpchar`.
+    pub const BPCHAR: u32 = 1042;
+    /// `varchar`.
+    pub const VARCHAR: u32 = 1043;
+    /// `date`.
+    pub const DATE: u32 = 1082;
+    /// `timestamp`.
+    pub const TIMESTAMP: u32 = 1114;
+    /// `timestamptz`.
+    pub const TIMESTAMPTZ: u32 = 1184;
+    /// `numeric`.
+    pub const NUMERIC: u32 = 1700;
+    /// `uuid`.
+    pub const UUID: u32 = 2950;
+    /// `jsonb`.
+    pub const JSONB: u32 = 3802;
+}
+
+/// Debezium logical names used here.
+pub mod names {
+    /// `uuid` columns.
+    pub const UUID: &str = "io.debezium.data.Uuid";
+    /// `json`/`jsonb` columns.
+    pub const JSON: &str = "io.debezium.data.Json";
+    /// `timestamp(0..3)`: epoch milliseconds.
+    pub const TIMESTAMP: &str = "io.debezium.time.Timestamp";
+    /// `timestamp(4..6)`: epoch microseconds.
+    pub const MICRO_TIMESTAMP: &str = "io.debezium.time.MicroTimestamp";
+    /// Epoch nanoseconds (never produced from PostgreSQL, accepted as a
+    /// timestamp column type).
+    pub const NANO_TIMESTAMP: &str = "io.debezium.time.NanoTimestamp";
+    /// `timestamptz`: ISO-8601 text in UTC.
+    pub const ZONED_TIMESTAMP: &str = "io.debezium.time.ZonedTimestamp";
+    /// `date`: days since the epoch.
+    pub const DATE: &str = "io.debezium.time.Date";
+    /// `numeric` without a type modifier.
+    pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
+}
+
+/// How a column's text value becomes a Connect value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PgType {
+    /// `bool` → BOOLEAN.
+    Bool,
+    /// `int2` → INT16.
+    Int2,
+    /// `int4` → INT32.
+    Int4,
+    /// `int8` → INT64.
+    Int8,
+    /// `float4` → FLOAT32.
+    Float4,
+    /// `float8` → FLOAT64.
+    Float8,
+    /// `text`, `varchar`, `bpchar`, `uuid`, `json`, `jsonb` → STRING, text as is.
+    Text,
+    /// `bytea` (hex text) → BYTES.
+    Bytea,
+    /// `date` → INT32 days.
+    Date,
+    /// `timestamp(p)`: epoch ms when `p <= 3`, µs otherwise.
+    Timestamp {
+        /// Whether the schema is `io.debezium.time.Timestamp` (ms).
+        millis: bool,
+    },
+    /// `timestamptz(p)` → ISO-8601 in UTC with `fraction` digits (`None`:
+    /// as many as needed, Java's `ISO_OFFSET_DATE_TIME`).
+    Timestamptz {
+        /// Exact number of fraction digits.
+        fraction: Option<u8>,
+    },
+    /// `numeric(p, s)` → Decimal BYTES.
+    Numeric {
+        /// The declared scale.
+        scale: i32,
+    },
+    /// `numeric` without modifier → VariableScaleDecimal struct.
+    VariableNumeric,
+}
+
+impl PgType {
+    /// Whether the text value is already the Connect STRING.
+    pub fn is_text(self) -> bool {
+        matches!(self, PgType::Text)
+    }
+}
+
+/// A column's Debezium mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnType {
+    /// How to decode its text.
+    pub pg: PgType,
+    /// Its Connect schema (optional iff nullable, default from the catalog).
+    pub schema: Arc<Schema>,
+}
+
+/// A text value that is not valid for its type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?} is not a valid {type_name} value as debezium maps it: {reason}")]
+pub struct InvalidText {
+    /// The PostgreSQL type.
+    pub type_name: &'static str,
+    /// The text (truncated).
+    pub value: String,
+    /// What is wrong or unsupported.
+    pub reason: &'static str,
+}
+
+/// The name PostgreSQL (and Debezium's `column.typeName()`) gives a
+/// well-known type OID.
+pub fn type_name(type_oid: u32) -> Option<&'static str> {
+    Some(match type_oid {
+        oid::BOOL => "bool",
+        oid::BYTEA => "bytea",
+        oid::INT8 => "int8",
+        oid::INT2 => "int2",
+        oid::INT4 => "int4",
+        oid::TEXT => "text",
+        oid::JSON => "json",
+        oid::FLOAT4 => "float4",
+        oid::FLOAT8 => "float8",
+        oid::BPCHAR => "bpchar",
+        oid::VARCHAR => "varchar",
+        oid::DATE => "date",
+        oid::TIMESTAMP => "timestamp",
+        oid::TIMESTAMPTZ => "timestamptz",
+        oid::NUMERIC => "numeric",
+        oid::UUID => "uuid",
+        oid::JSONB => "jsonb",
+        _ => return None,
+    })
+}
+
+/// Maps a column under Debezium's defaults; `None` for a type walrelay
+/// cannot map.
+pub fn column_type(
+    type_oid: u32,
+    type_modifier: i32,
+    meta: Option<&ColumnMeta>,
+) -> Option<ColumnType> {
+    let (pg, schema) = match type_oid {
+        oid::BOOL => (PgType::Bool, Schema::new(Type::Boolean)),
+        oid::INT2 => (PgType::Int2, Schema::new(Type::Int16)),
+        oid::INT4 => (PgType::Int4, Schema::new(Type::Int32)),
+        oid::INT8 => (PgType::Int8, Schema::new(Type::Int64)),
+        oid::FLOAT4 => (PgType::Float4, Schema::new(Type::Float32)),
+        oid::FLOAT8 => (PgType::Float8, Schema::new(Type::Float64)),
+        oid::TEXT | oid::VARCHAR | oid::BPCHAR => (PgType::Text, Schema::new(Type::String)),
+        oid::UUID => (
+            PgType::Text,
+            Schema::new(Type::String).named(names::UUID, Some(1)),
+        ),
+        oid::JSON | oid::JSONB => (
+            PgType::Text,
+            Schema::new(Type::String).named(names::JSON, Some(1)),
+        ),
+        oid::BYTEA => (PgType::Bytea, Schema::new(Type::Bytes)),
+        oid::DATE => (
+            PgType::Date,
+            Schema::new(Type::Int32).named(names::DATE, Some(1)),
+        ),
+        oid::TIMESTAMP => {
+            // pgjdbc reports scale 6 without a modifier; adaptive mode picks
+            // milliseconds up to precision 3.
+            let precision = if type_modifier < 0 { 6 } else { type_modifier };
+            if precision <= 3 {
+                (
+                    PgType::Timestamp { millis: true },
+                    Schema::new(Type::Int64).named(names::TIMESTAMP, Some(1)),
+                )
+            } else {
+                (
+                    PgType::Timestamp { millis: false },
+                    Schema::new(Type::Int64).named(names::MICRO_TIMESTAMP, Some(1)),
+                )
+            }
+        }
+        oid::TIMESTAMPTZ => {
+            // Debezium formats with `column.scale()` fraction digits (6
+            // without a modifier); 0 means ISO_OFFSET_DATE_TIME's minimal form.
+            let fraction = match type_modifier {
+                m if m < 0 => Some(6),
+                0 => None,
+                m => Some(m.min(9) as u8),
+            };
+            (
+                PgType::Timestamptz { fraction },
+                Schema::new(Type::String).named(names::ZONED_TIMESTAMP, Some(1)),
+            )
+        }
+        oid::NUMERIC => {
+            if type_modifier < 4 {
+                (PgType::VariableNumeric, variable_scale_decimal_schema())
+            } else {
+                let m = type_modifier - 4;
+                let precision = (m >> 16) & 0xffff;
+                // PostgreSQL 15 stores an 11-bit signed scale.
+                let scale = ((m & 0x7ff) ^ 1024) - 1024;
+                (
+                    PgType::Numeric { scale },
+                    Schema::new(Type::Bytes)
+                        .named(DECIMAL_NAME, Some(1))
+                        .with_parameter("scale", &scale.to_string())
+                        .with_parameter("connect.decimal.precision", &precision.to_string()),
+                )
+            }
+        }
+        _ => return None,
+    };
+    let mut schema = schema.with_optional(!meta.is_some_and(|m| m.not_null));
+    if let Some(expr) = meta.and_then(|m| m.default_expr.as_deref()) {
+        schema.default = default_value(type_oid, pg, expr);
+    }
+    Some(ColumnType {
+        pg,
+        schema: Arc::new(schema),
+    })
+}
+
+/// `io.debezium.data.VariableScaleDecimal.schema()`.
+pub fn variable_scale_decimal_schema() -> Schema {
+    let mut s = Schema::structure(
+        Some(names::VARIABLE_SCALE_DECIMAL),
+        vec![
+            Field {
+                name: Arc::from("scale"),
+                schema: Arc::new(Schema::new(Type::Int32)),
+            },
+            Field {
+                name: Arc::from("value"),
+                schema: Arc::new(Schema::new(Type::Bytes)),
+            },
+        ],
+    );
+    s.version = Some(1);
+    s.doc = Some(Arc::from("Variable scaled decimal"));
+    s
+}
+
+fn invalid(type_name: &'static str, text: &[u8], reason: &'static str) -> InvalidText {
+    let shown = String::from_utf8_lossy(&text[..text.len().min(64)]).into_owned();
+    InvalidText {
+        type_name,
+        value: shown,
+        reason,
+    }
+}
+
+/// Decodes one pgoutput text value.
+pub fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
+    let s = std::str::from_utf8(text).map_err(|_| invalid("text", text, "not utf-8"))?;
+    match pg {
+        PgType::Text => Ok(Value::String(
+            Text::new(text.clone()).map_err(|_| invalid("text", text, "not utf-8"))?,
+        )),
+        PgType::Bool => match s {
+            "t" => Ok(Value::Boolean(true)),
+            "f" => Ok(Value::Boolean(false)),
+            _ => Err(invalid("bool", text, "expected t or f")),
+        },
+        PgType::Int2 => s
+            .parse()
+            .map(Value::Int16)
+            .map_err(|_| invalid("int2", text, "not an int2")),
+        PgType::Int4 => s
+            .parse()
+            .map(Value::Int32)
+            .map_err(|_| invalid("int4", text, "not an int4")),
+        PgType::Int8 => s
+            .parse()
+            .map(Value::Int64)
+            .map_err(|_| invalid("int8", text, "not an int8")),
+        PgType::Float4 => parse_float(s)
+            .map(|v| Value::Float32(v as f32))
+            .or_else(|| s.parse::<f32>().ok().map(Value::Float32))
+            .ok_or_else(|| invalid("float4", text, "not a float4")),
+        PgType::Float8 => parse_float(s)
+            .map(Value::Float64)
+            .or_else(|| s.parse::<f64>().ok().map(Value::Float64))
+            .ok_or_else(|| invalid("float8", text, "not a float8")),
+        PgType::Bytea => decode_bytea(s)
+            .map(|b| Value::Bytes(Bytes::from(b)))
+            .ok_or_else(|| invalid("bytea", text, "expected \\x hex format")),
+        PgType::Date => parse_date(s)
+            .map(|(days, rest)| (days, rest.is_empty()))
+            .filter(|(_, done)| *done)
+            .and_then(|(days, _)| i32::try_from(days).ok())
+            .map(Value::Int32)
+            .ok_or_else(|| {
+                invalid(
+                    "date",
+                    text,
+                    "expected YYYY-MM-DD (infinity is not supported)",
+                )
+            }),
+        PgType::Timestamp { millis } => {
+            let micros = parse_timestamp(s)
+                .filter(|(_, offset)| offset.is_none())
+                .map(|(m, _)| m)
+                .ok_or_else(|| {
+                    invalid(
+                        "timestamp",
+                        text,
+                        "expected YYYY-MM-DD HH:MM:SS[.ffffff] (infinity is not supported)",
+                    )
+                })?;
+            Ok(Value::Int64(if millis {
+                micros.div_euclid(1000)
+            } else {
+                micros
+            }))
+        }
+        PgType::Timestamptz { fraction } => {
+            let (micros, offset) = parse_timestamp(s).ok_or_else(|| {
+                invalid(
+                    "timestamptz",
+                    text,
+                    "expected YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM] (infinity is not supported)",
+                )
+            })?;
+            let Some(offset) = offset else {
+                return Err(invalid("timestamptz", text, "missing utc offset"));
+            };
+            Ok(Value::String(Text::from(zoned_timestamp(
+                micros - offset * 1_000_000,
+                fraction,
+            ))))
+        }
+        PgType::Numeric { scale } => {
+            let d = parse_numeric(s).ok_or_else(|| {
+                invalid(
+                    "numeric",
+                    text,
+                    "not a finite number (NaN and infinity cannot be represented)",
+                )
+            })?;
+            Ok(Value::Decimal(rescale(d, scale)))
+        }
+        PgType::VariableNumeric => {
+            let d = parse_numeric(s).ok_or_else(|| {
+                invalid(
+                    "numeric",
+                    text,
+                    "not a finite number (NaN and infinity cannot be represented)",
+                )
+            })?;
+            Ok(Value::Struct(vec![
+                Value::Int32(d.scale),
+                Value::Bytes(Bytes::from(super::java::unscaled_bytes(&d))),
+            ]))
+        }
+    }
+}
+
+fn parse_float(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+fn decode_bytea(s: &str) -> Option<Vec<u8>> {
+    let hex = s.strip_prefix("\\x")?.as_bytes();
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    hex.chunks(2)
+        .map(|p| Some((nibble(p[0])? << 4) | nibble(p[1])?))
+        .collect()
+}
+
+/// `[-]digits[.digits]` → BigDecimal with the text's scale.
+fn parse_numeric(s: &str) -> Option<Decimal> {
+    let (negative, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    if int.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let all: String = format!("{int}{frac}");
+    let trimmed = all.trim_start_matches('0');
+    let digits = if trimmed.is_empty() { "0" } else { trimmed };
+    Some(Decimal {
+        negative: negative && digits != "0",
+        digits: digits.into(),
+        scale: i32::try_from(frac.len()).ok()?,
+    })
+}
+
+/// Raises the scale to the column's (`withScaleAdjustedIfNeeded`).
+fn rescale(mut d: Decimal, scale: i32) -> Decimal {
+    if scale > d.scale {
+        let extra = (scale - d.scale) as usize;
+        if &*d.digits != "0" {
+            let mut digits = d.digits.into_string();
+            digits.extend(std::iter::repeat('0').take(extra));
+            d.digits = digits.into();
+        }
+        d.scale = scale;
+    }
+    d
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (ISO year, 0 = 1 BC).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn num(s: &str, len: usize) -> Option<(u32, &str)> {
+    let part = s.get(..len)?;
+    if !part.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((part.parse().ok()?, &s[len..]))
+}
+
+/// `YYYY-MM-DD[ BC]` → (days since epoch, rest).
+fn parse_date(s: &str) -> Option<(i64, &str)> {
+    let dash = s.find('-')?;
+    let year: i64 = s[..dash].parse().ok().filter(|_| dash >= 4)?;
+    let rest = &s[dash + 1..];
+    let (month, rest) = num(rest, 2)?;
+    let rest = rest.strip_prefix('-')?;
+    let (day, rest) = num(rest, 2)?;
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    // " BC" can only follow the whole value; the caller passes what is left.
+    let (year, rest) = match rest.strip_suffix(" BC") {
+        Some(r) => (1 - year, r),
+        None => (year, rest),
+    };
+    Some((days_from_civil(year, month, day), rest))
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.f{1,6}][+HH[:MM[:SS]]][ BC]` → (local µs since
+/// epoch, offset seconds east of UTC).
+fn parse_timestamp(s: &str) -> Option<(i64, Option<i64>)> {
+    let (days, rest) = parse_date(s)?;
+    let rest = rest.strip_prefix(' ')?;
+    let (h, rest) = num(rest, 2)?;
+    let rest = rest.strip_prefix(':')?;
+    let (mi, rest) = num(rest, 2)?;
+    let rest = rest.strip_prefix(':')?;
+    let (sec, mut rest) = num(rest, 2)?;
+    if h > 24 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut micros: i64 = 0;
+    if let Some(r) = rest.strip_prefix('.') {
+        let n = r.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 || n > 6 {
+            return None;
+        }
+        micros = r[..n].parse::<i64>().ok()? * 10_i64.pow((6 - n) as u32);
+        rest = &r[n..];
+    }
+    let mut offset = None;
+    if let Some(sign) = rest.chars().next().filter(|c| *c == '+' || *c == '-') {
+        let r = &rest[1..];
+        let (oh, mut r) = num(r, 2)?;
+        let mut secs = i64::from(oh) * 3600;
+        if let Some(x) = r.strip_prefix(':') {
+            let (om, x) = num(x, 2)?;
+            secs += i64::from(om) * 60;
+            r = x;
+            if let Some(y) = r.strip_prefix(':') {
+                let (os, y) = num(y, 2)?;
+                secs += i64::from(os);
+                r = y;
+            }
+        }
+        offset = Some(if sign == '-' { -secs } else { secs });
+        rest = r;
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    let local = ((days * 24 + i64::from(h)) * 60 + i64::from(mi)) * 60 + i64::from(sec);
+    Some((local * 1_000_000 + micros, offset))
+}
+
+/// `ZonedTimestamp.toIsoString` of a UTC instant: `ISO_LOCAL_DATE` year
+/// rules, seconds always, `fraction` digits exactly (or as many as needed,
+/// trailing zeros dropped, when `None`), `Z`.
+pub fn zoned_timestamp(utc_micros: i64, fraction: Option<u8>) -> String {
+    let secs = utc_micros.div_euclid(1_000_000);
+    let micros = utc_micros.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let mut out = String::with_capacity(32);
+    if y > 9999 {
+        out.push_str(&format!("+{y}"));
+    } else if y < 0 {
+        out.push_str(&format!("-{:04}", -y));
+    } else {
+        out.push_str(&format!("{y:04}"));
+    }
+    out.push_str(&format!(
+        "-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        tod / 3600,
+        tod / 60 % 60,
+        tod % 60
+    ));
+    let nanos = format!("{:09}", micros * 1000);
+    match fraction {
+        Some(w) if w > 0 => {
+            out.push('.');
+            out.push_str(&nanos[..usize::from(w.min(9))]);
+        }
+        _ => {
+            if micros != 0 {
+                out.push('.');
+                out.push_str(nanos.trim_end_matches('0'));
+            }
+        }
+    }
+    out.push('Z');
+    out
+}
+
+fn function_default() -> &'static Regex {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^\(?[A-Za-z0-9_.]+\((?:.+(?:, ?.+)*)?\)").expect("static regex compiles")
+    })
+}
+
+/// `PostgresDefaultValueConverter.extractDefault`: a function call or
+/// `current_timestamp`-like keyword gives the placeholder; otherwise the
+/// text inside the first pair of quotes, or the raw text; `NULL::` is null.
+fn extract_default<'a>(expr: &'a str, placeholder: &'a str) -> Option<&'a str> {
+    const CURRENT: [&str; 5] = [
+        "current_timestamp",
+        "current_time",
+        "current_date",
+        "localtime",
+        "localtimestamp",
+    ];
+    if function_default().is_match(expr) || CURRENT.contains(&expr.to_lowercase().as_str()) {
+        return Some(placeholder);
+    }
+    if !expr.contains('\'') {
+        return if expr.starts_with("NULL::") {
+            None
+        } else {
+            Some(expr)
+        };
+    }
+    let start = expr.find('\'')? + 1;
+    let end = expr[start..].find('\'')? + start;
+    Some(&expr[start..end])
+}
+
+/// The schema default Debezium derives from a column default expression;
+/// `None` where Debezium would have none (unsupported type, expression it
+/// cannot parse, NULL).
+fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
+    let name = type_name(type_oid)?;
+    let trimmed = matches!(
+        name,
+        "bool"
+            | "numeric"
+            | "float4"
+            | "float8"
+            | "int2"
+            | "int4"
+            | "int8"
+            | "uuid"
+            | "date"
+            | "timestamp"
+            | "timestamptz"
+    );
+    let expr = if trimmed { expr.trim() } else { expr };
+    let null_checked = matches!(
+        name,
+        "bool" | "numeric" | "float4" | "float8" | "int2" | "int4" | "int8"
+    );
+    if null_checked && expr.starts_with("NULL::") {
+        return None;
+    }
+    let text = |placeholder: &'static str| extract_default(expr, placeholder);
+    let v = match name {
+        "bool" => Value::Boolean(text("false")?.eq_ignore_ascii_case("true")),
+        "bpchar" | "varchar" | "text" => Value::String(Text::from(text("")?)),
+        "json" | "jsonb" => Value::String(Text::from(text("{}")?)),
+        "uuid" => {
+            let u = text("00000000-0000-0000-0000-000000000000")?;
+            let ok = u.len() == 36
+                && u.bytes().enumerate().all(|(i, b)| {
+                    if matches!(i, 8 | 13 | 18 | 23) {
+                        b == b'-'
+                    } else {
+                        b.is_ascii_hexdigit()
+                    }
+                });
+            if !ok {
+                return None;
+            }
+            Value::String(Text::from(u.to_ascii_lowercase()))
+        }
+        "int2" => Value::Int16(text("0")?.parse().ok()?),
+        "int4" => Value::Int32(text("0")?.parse().ok()?),
+        "int8" => Value::Int64(text("0")?.parse().ok()?),
+        "float4" => Value::Float32(text("0.0")?.parse().ok()?),
+        "float8" => Value::Float64(text("0.0")?.parse().ok()?),
+        "numeric" => {
+            let d = parse_numeric(text("0.0")?)?;
+            match pg {
+                PgType::Numeric { scale } => Value::Decimal(rescale(d, scale)),
+                // Structs cannot be defaults (KAFKA-12694): Debezium drops it.
+                _ => return None,
+            }
+        }
+        "date" => {
+            let (days, rest) = parse_date(text("1970-01-01")?)?;
+            if !rest.is_empty() {
+                return None;
+            }
+            Value::Int32(i32::try_from(days).ok()?)
+        }
+        "timestamp" => {
+            let t = text("1970-01-01")?;
+            let micros = match parse_timestamp(t) {
+                Some((m, None)) => m,
+                _ => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
+            };
+            match pg {
+                PgType::Timestamp { millis: true } => Value::Int64(micros.div_euclid(1000)),
+                _ => Value::Int64(micros),
+            }
+        }
+        "timestamptz" => {
+            let t = text("1970-01-01")?;
+            let utc = match parse_timestamp(t) {
+                Some((m, off)) => m - off.unwrap_or(0) * 1_000_000,
+                None => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
+            };
+            let fraction = match pg {
+                PgType::Timestamptz { fraction } => fraction,
+                _ => None,
+            };
+            Value::String(Text::from(zoned_timestamp(utc, fraction)))
+        }
+        _ => return None,
+    };
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(s: &str) -> Value {
+        decode(
+            PgType::Numeric { scale: 2 },
+            &Bytes::copy_from_slice(s.as_bytes()),
+        )
+        .unwrap()
+    }
+
+    fn meta(not_null: bool, default: Option<&str>) -> ColumnMeta {
+        ColumnMeta {
+            name: "c".into(),
+            not_null,
+            type_name: None,
+            default_expr: default.map(str::to_owned),
+        }
+    }
+
+    fn t(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn schemas_follow_debezium_defaults() {
+        let c = column_type(oid::UUID, -1, Some(&meta(true, None))).unwrap();
+        assert_eq!(c.schema.name.as_deref(), Some(names::UUID));
+        assert!(!c.schema.optional);
+        let c = column_type(oid::JSONB, -1, None).unwrap();
+        assert!(c.schema.optional);
+        assert_eq!(c.schema.version, Some(1));
+        assert_eq!(
+            column_type(oid::TIMESTAMP, 3, None)
+                .unwrap()
+                .schema
+                .name
+                .as_deref(),
+            Some(names::TIMESTAMP)
+        );
+        assert_eq!(
+            column_type(oid::TIMESTAMP, -1, None)
+                .unwrap()
+                .schema
+                .name
+                .as_deref(),
+            Some(names::MICRO_TIMESTAMP)
+        );
+        // numeric(10,2): typmod = (10 << 16 | 2) + 4
+        let n = column_type(oid::NUMERIC, (10 << 16 | 2) + 4, None).unwrap();
+        assert_eq!(n.pg, PgType::Numeric { scale: 2 });
+        assert_eq!(n.schema.decimal_scale(), Some(2));
+        assert_eq!(n.schema.parameters[1].1.as_ref(), "10");
+        assert_eq!(
+            column_type(oid::NUMERIC, -1, None).unwrap().pg,
+            PgType::VariableNumeric
+        );
+        assert!(column_type(600, -1, None).is_none(), "point is not mapped");
+    }
+
+    #[test]
+    fn text_values_decode() {
+        assert_eq!(decode(PgType::Bool, &t("t")).unwrap(), Value::Boolean(true));
+        assert_eq!(decode(PgType::Int4, &t("-7")).unwrap(), Value::Int32(-7));
+        assert_eq!(
+            decode(PgType::Float8, &t("1e+20")).unwrap(),
+            Value::Float64(1e20)
+        );
+        assert_eq!(
+            decode(PgType::Float4, &t("-Infinity")).unwrap(),
+            Value::Float32(f32::NEG_INFINITY)
+        );
+        assert_eq!(
+            decode(PgType::Bytea, &t("\\x76616c756531")).unwrap(),
+            Value::Bytes(Bytes::from_static(b"value1"))
+        );
+        assert_eq!(
+            decode(PgType::Date, &t("2019-03-24")).unwrap(),
+            Value::Int32(17_979)
+        );
+        assert_eq!(
+            decode(PgType::Date, &t("1969-12-31")).unwrap(),
+            Value::Int32(-1)
+        );
+        // shouldSupportAllFeatures / shouldConvertMicrosecondsTimestampToMilliseconds
+        assert_eq!(
+            decode(
+                PgType::Timestamp { millis: false },
+                &t("2019-03-24 20:52:59")
+            )
+            .unwrap(),
+            Value::Int64(1_553_460_779_000_000)
+        );
+        assert_eq!(
+            decode(
+                PgType::Timestamp { millis: true },
+                &t("2019-03-24 20:52:59.123")
+            )
+            .unwrap(),
+            Value::Int64(1_553_460_779_123)
+        );
+        assert_eq!(
+            decode(
+                PgType::Timestamp { millis: false },
+                &t("1969-12-31 23:59:59.5")
+            )
+            .unwrap(),
+            Value::Int64(-500_000)
+        );
+        assert!(decode(PgType::Timestamp { millis: false }, &t("infinity")).is_err());
+        assert_eq!(
+            dec("123.45"),
+            Value::Decimal(Decimal {
+                negative: false,
+                digits: "12345".into(),
+                scale: 2
+            })
+        );
+        assert_eq!(
+            dec("-0.50"),
+            Value::Decimal(Decimal {
+                negative: true,
+                digits: "50".into(),
+                scale: 2
+            })
+        );
+        assert!(decode(PgType::Numeric { scale: 2 }, &t("NaN")).is_err());
+        assert_eq!(
+            decode(PgType::VariableNumeric, &t("1.50")).unwrap(),
+            Value::Struct(vec![
+                Value::Int32(2),
+                Value::Bytes(Bytes::from_static(&[0x00, 0x96]))
+            ])
+        );
+    }
+
+    #[test]
+    fn zoned_timestamps_are_utc_iso() {
+        let z = |s: &str, f: Option<u8>| match decode(PgType::Timestamptz { fraction: f }, &t(s))
+            .unwrap()
+        {
+            Value::String(t) => t.as_str().to_owned(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            z("2019-03-24 20:52:59+01", Some(6)),
+            "2019-03-24T19:52:59.000000Z"
+        );
+        assert_eq!(
+            z("2019-03-24 20:52:59.5-05:30", Some(6)),
+            "2019-03-25T02:22:59.500000Z"
+        );
+        assert_eq!(
+            z("2019-03-24 20:52:59.5+00", None),
+            "2019-03-24T20:52:59.5Z"
+        );
+        assert_eq!(z("2019-03-24 20:52:59+00", None), "2019-03-24T20:52:59Z");
+        assert_eq!(
+            z("2019-03-24 20:52:59.123456+00", Some(3)),
+            "2019-03-24T20:52:59.123Z"
+        );
+    }
+
+    #[test]
+    fn defaults_follow_debezium_mappers() {
+        let d = |oid: u32, typmod: i32, expr: &str| {
+            column_type(oid, typmod, Some(&meta(false, Some(expr))))
+                .unwrap()
+                .schema
+                .default
+                .clone()
+        };
+        assert_eq!(d(oid::BOOL, -1, "false"), Some(Value::Boolean(false)));
+        assert_eq!(
+            d(oid::VARCHAR, -1, "'abc'::character varying"),
+            Some(Value::string("abc"))
+        );
+        assert_eq!(
+            d(oid::INT4, -1, "nextval('outbox_seq'::regclass)"),
+            Some(Value::Int32(0))
+        );
+        assert_eq!(d(oid::INT4, -1, "'-1'::integer"), Some(Value::Int32(-1)));
+        assert_eq!(
+            d(oid::UUID, -1, "gen_random_uuid()"),
+            Some(Value::string("00000000-0000-0000-0000-000000000000"))
+        );
+        assert_eq!(d(oid::TIMESTAMP, -1, "now()"), Some(Value::Int64(0)));
+        assert_eq!(d(oid::JSONB, -1, "'{}'::jsonb"), Some(Value::string("{}")));
+        assert_eq!(d(oid::INT4, -1, "NULL::integer"), None);
+        assert_eq!(d(oid::BYTEA, -1, "'\\x00'::bytea"), None);
+    }
+}

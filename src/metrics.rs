@@ -1,0 +1,482 @@
+//! Prometheus metrics and the health endpoints.
+//!
+//! Owns the process-wide registry, the metric names (constants below; the
+//! text format adds `_total` to counters) and the small HTTP listener that
+//! serves `/metrics`, `/healthz` and `/readyz`. Pipeline stages update
+//! metrics per batch or per status interval, never per event on the hot
+//! path (the commit-to-ack histogram is the one per-delivery update). Labels
+//! are of low cardinality: topic, reason, error code, slot status; never an
+//! aggregate id, key or payload. Nothing here may block the pipeline.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use serde::Deserialize;
+use std::sync::atomic::AtomicU64;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::{debug, info};
+
+/// Events produced to Kafka, by topic (`walrelay_events_total`).
+pub const EVENTS: &str = "walrelay_events";
+/// Transactions committed that carried at least one message (`walrelay_transactions_total`).
+pub const TRANSACTIONS: &str = "walrelay_transactions";
+/// Outbox changes not relayed, by reason (`walrelay_events_filtered_total`).
+pub const EVENTS_FILTERED: &str = "walrelay_events_filtered";
+/// Permanent Kafka delivery failures, by error code (`walrelay_delivery_errors_total`).
+pub const DELIVERY_ERRORS: &str = "walrelay_delivery_errors";
+/// Replication sessions re-established after a transient failure (`walrelay_reconnects_total`).
+pub const RECONNECTS: &str = "walrelay_reconnects";
+/// Events handed to Kafka and not yet acknowledged.
+pub const EVENTS_IN_FLIGHT: &str = "walrelay_events_in_flight";
+/// Age of the oldest unacknowledged event's commit, seconds.
+pub const OLDEST_UNACKED_AGE: &str = "walrelay_oldest_unacked_event_age_seconds";
+/// Commit to Kafka acknowledgement latency, seconds.
+pub const COMMIT_TO_ACK: &str = "walrelay_commit_to_ack_seconds";
+/// Highest WAL position received from the server, bytes.
+pub const RECEIVED_LSN: &str = "walrelay_received_lsn_bytes";
+/// Position confirmed to the server (the slot's confirmed_flush_lsn), bytes.
+pub const CONFIRMED_LSN: &str = "walrelay_confirmed_lsn_bytes";
+/// `pg_current_wal_lsn() - restart_lsn`: WAL the slot keeps on the primary.
+pub const SLOT_RETAINED_WAL: &str = "walrelay_slot_retained_wal_bytes";
+/// `pg_current_wal_lsn() - confirmed_flush_lsn`.
+pub const SLOT_CONFIRMED_LAG: &str = "walrelay_slot_confirmed_lag_bytes";
+/// `safe_wal_size` of the slot (bytes left before invalidation; absent when unlimited).
+pub const SLOT_SAFE_WAL_SIZE: &str = "walrelay_slot_safe_wal_size_bytes";
+/// `wal_status` of the slot: 1 for the current status label.
+pub const SLOT_WAL_STATUS: &str = "walrelay_slot_wal_status";
+/// Whether a walsender holds the slot.
+pub const SLOT_ACTIVE: &str = "walrelay_slot_active";
+/// Lag alert level by kind (`retained_wal`, `lag_seconds`): 0 ok, 1 warning, 2 critical.
+pub const SLOT_ALERT_LEVEL: &str = "walrelay_slot_alert_level";
+/// Now minus the commit time of the oldest unconfirmed event; 0 when caught up.
+pub const REPLICATION_LAG: &str = "walrelay_replication_lag_seconds";
+/// Build information (`version` label), always 1.
+pub const BUILD_INFO: &str = "walrelay_build_info";
+/// 1 while the process runs.
+pub const UP: &str = "walrelay_up";
+/// 1 while ready (streaming, Kafka reachable, lag below critical).
+pub const READY: &str = "walrelay_ready";
+
+/// Default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
+
+/// Metrics listener settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Address of the `/metrics`, `/healthz` and `/readyz` listener; empty
+    /// disables it. Loopback by default: expose it deliberately.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            listen: default_listen(),
+        }
+    }
+}
+
+fn default_listen() -> String {
+    DEFAULT_LISTEN.into()
+}
+
+/// Label set `{topic}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TopicLabel {
+    /// Kafka topic.
+    pub topic: String,
+}
+
+/// Label set `{reason}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    /// Why the change was not relayed.
+    pub reason: &'static str,
+}
+
+/// Label set `{code}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CodeLabel {
+    /// librdkafka error code name.
+    pub code: String,
+}
+
+/// Label set `{status}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabel {
+    /// `reserved`, `extended`, `unreserved`, `lost`.
+    pub status: String,
+}
+
+/// Label set `{kind}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// `retained_wal` or `lag_seconds`.
+    pub kind: &'static str,
+}
+
+/// Label set `{version}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VersionLabel {
+    /// Crate version.
+    pub version: &'static str,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric of the process.
+pub struct Metrics {
+    registry: Registry,
+    /// See [`EVENTS`].
+    pub events: Family<TopicLabel, Counter>,
+    /// See [`TRANSACTIONS`].
+    pub transactions: Counter,
+    /// See [`EVENTS_FILTERED`].
+    pub filtered: Family<ReasonLabel, Counter>,
+    /// See [`DELIVERY_ERRORS`].
+    pub delivery_errors: Family<CodeLabel, Counter>,
+    /// See [`RECONNECTS`].
+    pub reconnects: Counter,
+    /// See [`EVENTS_IN_FLIGHT`].
+    pub in_flight: Gauge,
+    /// See [`OLDEST_UNACKED_AGE`].
+    pub oldest_unacked_age: FloatGauge,
+    /// See [`COMMIT_TO_ACK`].
+    pub commit_to_ack: Histogram,
+    /// See [`RECEIVED_LSN`].
+    pub received_lsn: Gauge,
+    /// See [`CONFIRMED_LSN`].
+    pub confirmed_lsn: Gauge,
+    /// See [`SLOT_RETAINED_WAL`].
+    pub slot_retained_wal: Gauge,
+    /// See [`SLOT_CONFIRMED_LAG`].
+    pub slot_confirmed_lag: Gauge,
+    /// See [`SLOT_SAFE_WAL_SIZE`].
+    pub slot_safe_wal_size: Gauge,
+    /// See [`SLOT_WAL_STATUS`].
+    pub slot_wal_status: Family<StatusLabel, Gauge>,
+    /// See [`SLOT_ACTIVE`].
+    pub slot_active: Gauge,
+    /// See [`SLOT_ALERT_LEVEL`].
+    pub slot_alert_level: Family<KindLabel, Gauge>,
+    /// See [`REPLICATION_LAG`].
+    pub replication_lag: FloatGauge,
+    /// See [`READY`].
+    pub ready: Gauge,
+    /// Streaming from the slot right now.
+    pub streaming: AtomicBool,
+    /// Kafka answered the last metadata request.
+    pub kafka_reachable: AtomicBool,
+    /// A lag threshold is at critical.
+    pub lag_critical: AtomicBool,
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let m = Metrics {
+            registry: Registry::default(),
+            events: Family::default(),
+            transactions: Counter::default(),
+            filtered: Family::default(),
+            delivery_errors: Family::default(),
+            reconnects: Counter::default(),
+            in_flight: Gauge::default(),
+            oldest_unacked_age: FloatGauge::default(),
+            // 0.5 ms .. ~65 s
+            commit_to_ack: Histogram::new(exponential_buckets(0.0005, 2.0, 18)),
+            received_lsn: Gauge::default(),
+            confirmed_lsn: Gauge::default(),
+            slot_retained_wal: Gauge::default(),
+            slot_confirmed_lag: Gauge::default(),
+            slot_safe_wal_size: Gauge::default(),
+            slot_wal_status: Family::default(),
+            slot_active: Gauge::default(),
+            slot_alert_level: Family::default(),
+            replication_lag: FloatGauge::default(),
+            ready: Gauge::default(),
+            streaming: AtomicBool::new(false),
+            kafka_reachable: AtomicBool::new(false),
+            lag_critical: AtomicBool::new(false),
+        };
+        registry.register(
+            EVENTS,
+            "Events produced to Kafka and acknowledged or in flight, by topic",
+            m.events.clone(),
+        );
+        registry.register(
+            TRANSACTIONS,
+            "Source transactions relayed",
+            m.transactions.clone(),
+        );
+        registry.register(
+            EVENTS_FILTERED,
+            "Outbox changes not relayed, by reason",
+            m.filtered.clone(),
+        );
+        registry.register(
+            DELIVERY_ERRORS,
+            "Permanent Kafka delivery failures, by error code",
+            m.delivery_errors.clone(),
+        );
+        registry.register(
+            RECONNECTS,
+            "Replication sessions re-established after a transient failure",
+            m.reconnects.clone(),
+        );
+        registry.register(
+            EVENTS_IN_FLIGHT,
+            "Events handed to Kafka and not yet acknowledged",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            OLDEST_UNACKED_AGE,
+            "Seconds since the commit of the oldest unacknowledged event",
+            m.oldest_unacked_age.clone(),
+        );
+        registry.register(
+            COMMIT_TO_ACK,
+            "Seconds from source commit to Kafka acknowledgement",
+            m.commit_to_ack.clone(),
+        );
+        registry.register(
+            RECEIVED_LSN,
+            "Highest WAL position received from the server",
+            m.received_lsn.clone(),
+        );
+        registry.register(
+            CONFIRMED_LSN,
+            "WAL position confirmed to the server as flushed",
+            m.confirmed_lsn.clone(),
+        );
+        registry.register(
+            SLOT_RETAINED_WAL,
+            "WAL retained by the slot: pg_current_wal_lsn() - restart_lsn",
+            m.slot_retained_wal.clone(),
+        );
+        registry.register(
+            SLOT_CONFIRMED_LAG,
+            "pg_current_wal_lsn() - confirmed_flush_lsn of the slot",
+            m.slot_confirmed_lag.clone(),
+        );
+        registry.register(
+            SLOT_SAFE_WAL_SIZE,
+            "Bytes of WAL that can still be written before the slot is invalidated",
+            m.slot_safe_wal_size.clone(),
+        );
+        registry.register(
+            SLOT_WAL_STATUS,
+            "wal_status of the slot (1 for the current status)",
+            m.slot_wal_status.clone(),
+        );
+        registry.register(
+            SLOT_ACTIVE,
+            "Whether a walsender holds the slot",
+            m.slot_active.clone(),
+        );
+        registry.register(
+            SLOT_ALERT_LEVEL,
+            "Lag alert level: 0 ok, 1 warning, 2 critical",
+            m.slot_alert_level.clone(),
+        );
+        registry.register(
+            REPLICATION_LAG,
+            "Seconds since the commit of the oldest unconfirmed event, 0 when caught up",
+            m.replication_lag.clone(),
+        );
+        let build: Family<VersionLabel, Gauge> = Family::default();
+        build
+            .get_or_create(&VersionLabel {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(BUILD_INFO, "Build information", build);
+        let up: Gauge = Gauge::default();
+        up.set(1);
+        registry.register(UP, "1 while walrelay runs", up);
+        registry.register(
+            READY,
+            "1 while streaming, Kafka is reachable and lag is below critical",
+            m.ready.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Renders the registry in the OpenMetrics text format.
+    pub fn render(&self) -> String {
+        self.update_ready();
+        let mut out = String::with_capacity(8 * 1024);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    /// Whether walrelay is ready: streaming, Kafka reachable, lag below critical.
+    pub fn is_ready(&self) -> bool {
+        self.streaming.load(Ordering::Relaxed)
+            && self.kafka_reachable.load(Ordering::Relaxed)
+            && !self.lag_critical.load(Ordering::Relaxed)
+    }
+
+    fn update_ready(&self) {
+        self.ready.set(i64::from(self.is_ready()));
+    }
+}
+
+/// The process-wide metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown`
+/// changes. Returns the bound address (useful with port 0).
+pub async fn serve(
+    addr: &str,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    info!(listen = %local, "metrics and health endpoints");
+    let handle = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => break,
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    tokio::spawn(async move {
+                        let conn = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(Duration::from_secs(10))
+                            .serve_connection(TokioIo::new(stream), service_fn(handle));
+                        if let Err(e) = conn.await {
+                            debug!(error = %e, "metrics connection");
+                        }
+                    });
+                }
+            }
+        }
+    });
+    Ok((local, handle))
+}
+
+async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let m = metrics();
+    let (status, content_type, body) = match req.uri().path() {
+        "/metrics" => (
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            m.render(),
+        ),
+        "/healthz" => (
+            StatusCode::OK,
+            "text/plain; charset=utf-8",
+            "ok\n".to_owned(),
+        ),
+        "/readyz" => {
+            if m.is_ready() {
+                (
+                    StatusCode::OK,
+                    "text/plain; charset=utf-8",
+                    "ready\n".to_owned(),
+                )
+            } else {
+                let why = format!(
+                    "not ready: streaming={} kafka_reachable={} lag_critical={}\n",
+                    m.streaming.load(Ordering::Relaxed),
+                    m.kafka_reachable.load(Ordering::Relaxed),
+                    m.lag_critical.load(Ordering::Relaxed)
+                );
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain; charset=utf-8",
+                    why,
+                )
+            }
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "not found\n".to_owned(),
+        ),
+    };
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_names_with_units_and_suffixes() {
+        let m = metrics();
+        m.events
+            .get_or_create(&TopicLabel {
+                topic: "outbox.event.Test".into(),
+            })
+            .inc_by(3);
+        m.commit_to_ack.observe(0.004);
+        let text = m.render();
+        assert!(
+            text.contains("walrelay_events_total{topic=\"outbox.event.Test\"} 3"),
+            "{text}"
+        );
+        assert!(text.contains("walrelay_up 1"), "{text}");
+        assert!(text.contains("walrelay_build_info{version="), "{text}");
+        assert!(
+            text.contains("walrelay_commit_to_ack_seconds_bucket"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[tokio::test]
+    async fn serves_health_and_metrics() {
+        let (tx, rx) = watch::channel(false);
+        let (addr, handle) = serve("127.0.0.1:0", rx).await.unwrap();
+        let get = |path: &'static str| async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        assert!(get("/healthz").await.starts_with("HTTP/1.1 200"));
+        metrics().streaming.store(false, Ordering::Relaxed);
+        assert!(get("/readyz").await.starts_with("HTTP/1.1 503"));
+        assert!(get("/metrics").await.contains("walrelay_up 1"));
+        assert!(get("/nope").await.starts_with("HTTP/1.1 404"));
+        tx.send(true).unwrap();
+        handle.await.unwrap();
+    }
+}

@@ -1,0 +1,623 @@
+//! The EventRouter's options: walrelay's native form ([`RouterConfig`]) and
+//! Debezium's property form ([`RouterConfig::from_debezium_properties`]).
+//!
+//! Owns the option names (Debezium's keys as constants), defaults,
+//! validation as Debezium's `ConfigDef` does it (and the stricter checks
+//! walrelay adds because it fails at startup where Debezium fails per
+//! record), and the parsing of `table.fields.additional.placement`. It
+//! never looks at a table or a row.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::rewrite::TopicRewrite;
+use crate::config::OpInvalidBehavior;
+pub use crate::connect::expand::{EmptyArrayBehavior, FieldNameAdjustment, NullBehavior};
+
+/// Debezium key of [`RouterConfig::id_field`].
+pub const KEY_ID_FIELD: &str = "table.field.event.id";
+/// Debezium key of [`RouterConfig::key_field`].
+pub const KEY_KEY_FIELD: &str = "table.field.event.key";
+/// Debezium key of the event type column; defined and validated by
+/// Debezium but never read by the router.
+pub const KEY_TYPE_FIELD: &str = "table.field.event.type";
+/// Debezium key of [`RouterConfig::payload_field`].
+pub const KEY_PAYLOAD_FIELD: &str = "table.field.event.payload";
+/// Debezium key of [`RouterConfig::timestamp_field`].
+pub const KEY_TIMESTAMP_FIELD: &str = "table.field.event.timestamp";
+/// Debezium key of [`RouterConfig::schema_version_field`].
+pub const KEY_SCHEMA_VERSION_FIELD: &str = "table.field.event.schema.version";
+/// Debezium key of [`RouterConfig::additional_placement`].
+pub const KEY_ADDITIONAL_PLACEMENT: &str = "table.fields.additional.placement";
+/// Debezium key of [`RouterConfig::additional_missing`].
+pub const KEY_ADDITIONAL_MISSING: &str = "table.field.additional.missing";
+/// Debezium key of [`RouterConfig::route_by_field`].
+pub const KEY_ROUTE_BY_FIELD: &str = "route.by.field";
+/// Debezium key of [`RouterConfig::route_topic_regex`].
+pub const KEY_ROUTE_TOPIC_REGEX: &str = "route.topic.regex";
+/// Debezium key of [`RouterConfig::route_topic_replacement`].
+pub const KEY_ROUTE_TOPIC_REPLACEMENT: &str = "route.topic.replacement";
+/// Debezium key of [`RouterConfig::route_tombstone_on_empty_payload`].
+pub const KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD: &str = "route.tombstone.on.empty.payload";
+/// Debezium key of `outbox.op_invalid_behavior` (not a router option).
+pub const KEY_OP_INVALID_BEHAVIOR: &str = "table.op.invalid.behavior";
+/// Debezium key of [`RouterConfig::expand_json_payload`].
+pub const KEY_EXPAND_JSON_PAYLOAD: &str = "table.expand.json.payload";
+/// Debezium key of [`RouterConfig::json_payload_null_behavior`].
+pub const KEY_JSON_PAYLOAD_NULL_BEHAVIOR: &str = "table.json.payload.null.behavior";
+/// Debezium key of [`RouterConfig::json_payload_empty_array_behavior`].
+pub const KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR: &str = "table.json.payload.empty.array.behavior";
+/// Debezium key of [`RouterConfig::tracing_span_context_field`].
+pub const KEY_TRACING_SPAN_CONTEXT_FIELD: &str = "tracing.span.context.field";
+/// Debezium key of [`RouterConfig::tracing_operation_name`].
+pub const KEY_TRACING_OPERATION_NAME: &str = "tracing.operation.name";
+/// Debezium key of [`RouterConfig::tracing_with_context_field_only`].
+pub const KEY_TRACING_WITH_CONTEXT_FIELD_ONLY: &str = "tracing.with.context.field.only";
+/// Debezium key of [`RouterConfig::field_name_adjustment_mode`].
+pub const KEY_FIELD_NAME_ADJUSTMENT_MODE: &str = "field.name.adjustment.mode";
+
+/// Debezium's default for `table.field.event.id`.
+pub const DEFAULT_ID_FIELD: &str = "id";
+/// Debezium's default for `table.field.event.key`.
+pub const DEFAULT_KEY_FIELD: &str = "aggregateid";
+/// Debezium's default for `table.field.event.type`.
+pub const DEFAULT_TYPE_FIELD: &str = "type";
+/// Debezium's default for `table.field.event.payload`.
+pub const DEFAULT_PAYLOAD_FIELD: &str = "payload";
+/// Debezium's default for `route.by.field`.
+pub const DEFAULT_ROUTE_BY_FIELD: &str = "aggregatetype";
+/// Debezium's default for `route.topic.regex`.
+pub const DEFAULT_ROUTE_TOPIC_REGEX: &str = "(?<routedByValue>.*)";
+/// Debezium's default for `route.topic.replacement`.
+pub const DEFAULT_ROUTE_TOPIC_REPLACEMENT: &str = "outbox.event.${routedByValue}";
+/// Debezium's default for `route.tombstone.on.empty.payload`.
+pub const DEFAULT_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD: bool = false;
+/// Debezium's default for `table.expand.json.payload`.
+pub const DEFAULT_EXPAND_JSON_PAYLOAD: bool = false;
+/// Debezium's default for `tracing.span.context.field`.
+pub const DEFAULT_TRACING_SPAN_CONTEXT_FIELD: &str = "tracingspancontext";
+/// Debezium's default for `tracing.operation.name`.
+pub const DEFAULT_TRACING_OPERATION_NAME: &str = "debezium-read";
+
+/// `table.field.additional.missing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AdditionalMissing {
+    /// A placement naming a column the table lacks is an error.
+    #[default]
+    Error,
+    /// Such placements are skipped.
+    Ignore,
+}
+
+/// Where an additional column goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A header named after the alias.
+    Header,
+    /// A field of the value struct named after the alias.
+    Envelope,
+    /// The record's partition (INT32 column; alias ignored).
+    Partition,
+}
+
+/// One parsed `col:placement[:alias]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdditionalField {
+    /// Column name.
+    pub column: String,
+    /// Placement.
+    pub placement: Placement,
+    /// Header or envelope field name (the column name when no alias).
+    pub alias: String,
+}
+
+/// The outbox EventRouter options walrelay implements, with Debezium's defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RouterConfig {
+    /// Column whose value becomes the `id` header (`table.field.event.id`).
+    pub id_field: String,
+    /// Column whose value becomes the record key (`table.field.event.key`).
+    pub key_field: String,
+    /// Column whose value becomes the record value (`table.field.event.payload`).
+    pub payload_field: String,
+    /// INT64 timestamp column (`Timestamp`, `MicroTimestamp` or
+    /// `NanoTimestamp`) giving the record timestamp; unset or NULL uses the
+    /// producer's clock (`table.field.event.timestamp`).
+    pub timestamp_field: Option<String>,
+    /// INT32 column giving the envelope schema's version
+    /// (`table.field.event.schema.version`).
+    pub schema_version_field: Option<String>,
+    /// Additional columns, Debezium's `col:placement[:alias],...` with
+    /// placements `header`, `envelope` and `partition`
+    /// (`table.fields.additional.placement`).
+    pub additional_placement: Option<String>,
+    /// What a placement naming a missing column does: `error` or `ignore`
+    /// (`table.field.additional.missing`).
+    pub additional_missing: AdditionalMissing,
+    /// Column whose value selects the topic (`route.by.field`).
+    pub route_by_field: String,
+    /// Java regular expression the route value must fully match to be
+    /// rewritten (`route.topic.regex`).
+    pub route_topic_regex: String,
+    /// Java `Matcher` replacement giving the topic (`$1`, `${name}`, `\`
+    /// escapes) (`route.topic.replacement`).
+    pub route_topic_replacement: String,
+    /// A NULL or blank payload becomes a tombstone (null value)
+    /// (`route.tombstone.on.empty.payload`).
+    pub route_tombstone_on_empty_payload: bool,
+    /// Parse a JSON text payload into a struct with an inferred schema
+    /// (`table.expand.json.payload`).
+    pub expand_json_payload: bool,
+    /// What JSON nulls become when expanding: `ignore` or `optional_bytes`
+    /// (`table.json.payload.null.behavior`).
+    pub json_payload_null_behavior: NullBehavior,
+    /// What empty JSON arrays become when expanding: `ignore` or
+    /// `optional_string` (`table.json.payload.empty.array.behavior`).
+    pub json_payload_empty_array_behavior: EmptyArrayBehavior,
+    /// Column holding a serialised OpenTelemetry span context
+    /// (`tracing.span.context.field`).
+    pub tracing_span_context_field: String,
+    /// Name of the span Debezium creates (`tracing.operation.name`); kept
+    /// for compatibility, walrelay exports no spans.
+    pub tracing_operation_name: String,
+    /// Trace only rows with a span context; unset means true, as the
+    /// EventRouter forces (`tracing.with.context.field.only`).
+    pub tracing_with_context_field_only: Option<bool>,
+    /// How expanded JSON member names become field names: `none`, `avro`
+    /// or `avro_unicode` (`field.name.adjustment.mode`).
+    pub field_name_adjustment_mode: FieldNameAdjustment,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            id_field: DEFAULT_ID_FIELD.to_owned(),
+            key_field: DEFAULT_KEY_FIELD.to_owned(),
+            payload_field: DEFAULT_PAYLOAD_FIELD.to_owned(),
+            timestamp_field: None,
+            schema_version_field: None,
+            additional_placement: None,
+            additional_missing: AdditionalMissing::Error,
+            route_by_field: DEFAULT_ROUTE_BY_FIELD.to_owned(),
+            route_topic_regex: DEFAULT_ROUTE_TOPIC_REGEX.to_owned(),
+            route_topic_replacement: DEFAULT_ROUTE_TOPIC_REPLACEMENT.to_owned(),
+            route_tombstone_on_empty_payload: DEFAULT_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD,
+            expand_json_payload: DEFAULT_EXPAND_JSON_PAYLOAD,
+            json_payload_null_behavior: NullBehavior::Ignore,
+            json_payload_empty_array_behavior: EmptyArrayBehavior::Ignore,
+            tracing_span_context_field: DEFAULT_TRACING_SPAN_CONTEXT_FIELD.to_owned(),
+            tracing_operation_name: DEFAULT_TRACING_OPERATION_NAME.to_owned(),
+            tracing_with_context_field_only: None,
+            field_name_adjustment_mode: FieldNameAdjustment::None,
+        }
+    }
+}
+
+/// What [`RouterConfig::from_debezium_properties`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DebeziumRouterOptions {
+    /// The router options.
+    pub router: RouterConfig,
+    /// `table.op.invalid.behavior`, if set (it belongs to `outbox`).
+    pub op_invalid_behavior: Option<OpInvalidBehavior>,
+    /// Keys the EventRouter does not define; the caller warns about them.
+    pub unknown: Vec<String>,
+}
+
+/// A configuration the router cannot run with.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RouteConfigError {
+    /// A column-name option is empty.
+    #[error("{key} must name a column, but it is empty")]
+    EmptyField {
+        /// Debezium key of the option.
+        key: &'static str,
+    },
+    /// The topic regex does not compile (or uses Java syntax the `regex`
+    /// crate does not have: look-around, back-references, possessive
+    /// quantifiers, `\Q..\E`).
+    #[error("{key} is not a supported regular expression")]
+    InvalidRegex {
+        /// Debezium key of the option.
+        key: &'static str,
+        /// What the regex compiler objected to.
+        #[source]
+        source: regex::Error,
+    },
+    /// The topic replacement is not valid Java `Matcher` replacement syntax
+    /// for the configured regex.
+    #[error("{key} is invalid at character {position}: {reason}")]
+    InvalidReplacement {
+        /// Debezium key of the option.
+        key: &'static str,
+        /// Zero-based character index of the problem.
+        position: usize,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// A value is not one of the allowed ones.
+    #[error("{key} has invalid value {value:?}; expected {expected}")]
+    InvalidValue {
+        /// Debezium key of the option.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        expected: &'static str,
+    },
+    /// An entry of `table.fields.additional.placement` is malformed.
+    #[error("{key} entry {entry:?} is invalid: {reason}")]
+    InvalidPlacement {
+        /// Debezium key of the option.
+        key: &'static str,
+        /// The entry.
+        entry: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+/// Debezium's `Field.isBoolean` and `Boolean.parseBoolean` after trimming.
+fn parse_bool(key: &'static str, value: &str) -> Result<bool, RouteConfigError> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(RouteConfigError::InvalidValue {
+            key,
+            value: value.to_owned(),
+            expected: "true or false",
+        })
+    }
+}
+
+/// Debezium's `EnumeratedValue.parse`: trimmed, case-insensitive.
+fn parse_enum<T: Copy>(
+    key: &'static str,
+    value: &str,
+    options: &[(&str, T)],
+    expected: &'static str,
+) -> Result<T, RouteConfigError> {
+    let v = value.trim();
+    options
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(v))
+        .map(|(_, t)| *t)
+        .ok_or_else(|| RouteConfigError::InvalidValue {
+            key,
+            value: value.to_owned(),
+            expected,
+        })
+}
+
+/// Parses `table.fields.additional.placement` as Debezium does: split on
+/// `,` then `:`, parts trimmed; 2 or 3 parts; placement case-insensitive.
+/// An empty value is refused (Debezium's validator refuses `""`); an
+/// unknown placement word is refused here, where Debezium fails per record.
+pub fn parse_placements(value: &str) -> Result<Vec<AdditionalField>, RouteConfigError> {
+    let key = KEY_ADDITIONAL_PLACEMENT;
+    if value.is_empty() {
+        return Err(RouteConfigError::InvalidPlacement {
+            key,
+            entry: String::new(),
+            reason: "the value is empty",
+        });
+    }
+    let mut out = Vec::new();
+    for entry in value.split(',') {
+        let parts: Vec<&str> = entry.split(':').map(str::trim).collect();
+        let bad = |reason| RouteConfigError::InvalidPlacement {
+            key,
+            entry: entry.to_owned(),
+            reason,
+        };
+        if parts.len() < 2 || parts.len() > 3 {
+            return Err(bad("expected column:placement or column:placement:alias"));
+        }
+        if parts[0].is_empty() {
+            return Err(bad("the column name is empty"));
+        }
+        let placement = match parts[1].to_ascii_lowercase().as_str() {
+            "header" => Placement::Header,
+            "envelope" => Placement::Envelope,
+            "partition" => Placement::Partition,
+            _ => return Err(bad("placement must be header, envelope or partition")),
+        };
+        let alias = match parts.get(2) {
+            Some(a) if !a.is_empty() => (*a).to_owned(),
+            Some(_) => return Err(bad("the alias is empty")),
+            None => parts[0].to_owned(),
+        };
+        out.push(AdditionalField {
+            column: parts[0].to_owned(),
+            placement,
+            alias,
+        });
+    }
+    Ok(out)
+}
+
+impl RouterConfig {
+    /// Checks every option, naming the Debezium key of the first bad one.
+    pub fn validate(&self) -> Result<(), RouteConfigError> {
+        self.compile().map(drop)
+    }
+
+    /// The parsed `table.fields.additional.placement` (empty when unset).
+    pub fn placements(&self) -> Result<Vec<AdditionalField>, RouteConfigError> {
+        match &self.additional_placement {
+            Some(v) => parse_placements(v),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    pub(crate) fn compile(&self) -> Result<(TopicRewrite, Vec<AdditionalField>), RouteConfigError> {
+        for (key, value) in [
+            (KEY_ID_FIELD, Some(&self.id_field)),
+            (KEY_KEY_FIELD, Some(&self.key_field)),
+            (KEY_PAYLOAD_FIELD, Some(&self.payload_field)),
+            (KEY_ROUTE_BY_FIELD, Some(&self.route_by_field)),
+            (KEY_TIMESTAMP_FIELD, self.timestamp_field.as_ref()),
+            (KEY_SCHEMA_VERSION_FIELD, self.schema_version_field.as_ref()),
+            (
+                KEY_TRACING_SPAN_CONTEXT_FIELD,
+                Some(&self.tracing_span_context_field),
+            ),
+        ] {
+            if value.is_some_and(|v| v.trim().is_empty()) {
+                return Err(RouteConfigError::EmptyField { key });
+            }
+        }
+        let placements = self.placements()?;
+        let rewrite = TopicRewrite::new(&self.route_topic_regex, &self.route_topic_replacement)?;
+        Ok((rewrite, placements))
+    }
+
+    /// Reads the EventRouter's properties (without the
+    /// `transforms.<name>.` prefix and without `type`), validating values
+    /// as Debezium's `ConfigDef` does. Keys the EventRouter does not define
+    /// are returned in `unknown`, sorted.
+    pub fn from_debezium_properties(
+        props: &BTreeMap<String, String>,
+    ) -> Result<DebeziumRouterOptions, RouteConfigError> {
+        let mut router = RouterConfig::default();
+        let mut op_invalid_behavior = None;
+        let mut unknown = Vec::new();
+        for (k, v) in props {
+            let value = v.clone();
+            match k.as_str() {
+                KEY_ID_FIELD => router.id_field = value,
+                KEY_KEY_FIELD => router.key_field = value,
+                KEY_PAYLOAD_FIELD => router.payload_field = value,
+                // Validated as a string by Debezium, then never read.
+                KEY_TYPE_FIELD => {}
+                KEY_TIMESTAMP_FIELD => router.timestamp_field = Some(value),
+                KEY_SCHEMA_VERSION_FIELD => router.schema_version_field = Some(value),
+                KEY_ADDITIONAL_PLACEMENT => router.additional_placement = Some(value),
+                KEY_ADDITIONAL_MISSING => {
+                    router.additional_missing = parse_enum(
+                        KEY_ADDITIONAL_MISSING,
+                        &value,
+                        &[
+                            ("error", AdditionalMissing::Error),
+                            ("ignore", AdditionalMissing::Ignore),
+                        ],
+                        "error or ignore",
+                    )?
+                }
+                KEY_ROUTE_BY_FIELD => router.route_by_field = value,
+                KEY_ROUTE_TOPIC_REGEX => router.route_topic_regex = value,
+                KEY_ROUTE_TOPIC_REPLACEMENT => router.route_topic_replacement = value,
+                KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD => {
+                    router.route_tombstone_on_empty_payload =
+                        parse_bool(KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD, &value)?
+                }
+                KEY_OP_INVALID_BEHAVIOR => {
+                    op_invalid_behavior = Some(parse_enum(
+                        KEY_OP_INVALID_BEHAVIOR,
+                        &value,
+                        &[
+                            ("warn", OpInvalidBehavior::Warn),
+                            ("error", OpInvalidBehavior::Error),
+                            ("fatal", OpInvalidBehavior::Fatal),
+                        ],
+                        "warn, error or fatal",
+                    )?)
+                }
+                KEY_EXPAND_JSON_PAYLOAD => {
+                    router.expand_json_payload = parse_bool(KEY_EXPAND_JSON_PAYLOAD, &value)?
+                }
+                KEY_JSON_PAYLOAD_NULL_BEHAVIOR => {
+                    router.json_payload_null_behavior = parse_enum(
+                        KEY_JSON_PAYLOAD_NULL_BEHAVIOR,
+                        &value,
+                        &[
+                            ("ignore", NullBehavior::Ignore),
+                            ("optional_bytes", NullBehavior::OptionalBytes),
+                        ],
+                        "ignore or optional_bytes",
+                    )?
+                }
+                KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR => {
+                    router.json_payload_empty_array_behavior = parse_enum(
+                        KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR,
+                        &value,
+                        &[
+                            ("ignore", EmptyArrayBehavior::Ignore),
+                            ("optional_string", EmptyArrayBehavior::OptionalString),
+                        ],
+                        "ignore or optional_string",
+                    )?
+                }
+                KEY_TRACING_SPAN_CONTEXT_FIELD => router.tracing_span_context_field = value,
+                KEY_TRACING_OPERATION_NAME => router.tracing_operation_name = value,
+                KEY_TRACING_WITH_CONTEXT_FIELD_ONLY => {
+                    router.tracing_with_context_field_only =
+                        Some(parse_bool(KEY_TRACING_WITH_CONTEXT_FIELD_ONLY, &value)?)
+                }
+                KEY_FIELD_NAME_ADJUSTMENT_MODE => {
+                    router.field_name_adjustment_mode = parse_enum(
+                        KEY_FIELD_NAME_ADJUSTMENT_MODE,
+                        &value,
+                        &[
+                            ("none", FieldNameAdjustment::None),
+                            ("avro", FieldNameAdjustment::Avro),
+                            ("avro_unicode", FieldNameAdjustment::AvroUnicode),
+                        ],
+                        "none, avro or avro_unicode",
+                    )?
+                }
+                _ => unknown.push(k.clone()),
+            }
+        }
+        router.validate()?;
+        Ok(DebeziumRouterOptions {
+            router,
+            op_invalid_behavior,
+            unknown,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn err(pairs: &[(&str, &str)]) -> RouteConfigError {
+        RouterConfig::from_debezium_properties(&props(pairs)).expect_err("invalid")
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let o = RouterConfig::from_debezium_properties(&props(&[
+            ("table.field.event.id", "eid"),
+            ("table.field.event.key", "k"),
+            ("table.field.event.type", "t"),
+            ("table.field.event.payload", "p"),
+            ("table.field.event.timestamp", "ts"),
+            ("table.field.event.schema.version", "v"),
+            (
+                "table.fields.additional.placement",
+                "type:header:eventType, p2:envelope",
+            ),
+            ("table.field.additional.missing", "IGNORE"),
+            ("route.by.field", "r"),
+            ("route.topic.regex", "(.*)"),
+            ("route.topic.replacement", "t.$1"),
+            ("route.tombstone.on.empty.payload", " True "),
+            ("table.op.invalid.behavior", "fatal"),
+            ("table.expand.json.payload", "true"),
+            ("table.json.payload.null.behavior", "optional_bytes"),
+            ("table.json.payload.empty.array.behavior", "optional_string"),
+            ("tracing.span.context.field", "sc"),
+            ("tracing.operation.name", "op"),
+            ("tracing.with.context.field.only", "false"),
+            ("field.name.adjustment.mode", "avro_unicode"),
+            ("predicate", "x"),
+        ]))
+        .expect("valid");
+        let r = &o.router;
+        assert_eq!(
+            (
+                r.id_field.as_str(),
+                r.key_field.as_str(),
+                r.payload_field.as_str()
+            ),
+            ("eid", "k", "p")
+        );
+        assert_eq!(r.timestamp_field.as_deref(), Some("ts"));
+        assert_eq!(r.schema_version_field.as_deref(), Some("v"));
+        assert_eq!(r.additional_missing, AdditionalMissing::Ignore);
+        assert!(r.route_tombstone_on_empty_payload && r.expand_json_payload);
+        assert_eq!(r.json_payload_null_behavior, NullBehavior::OptionalBytes);
+        assert_eq!(
+            r.json_payload_empty_array_behavior,
+            EmptyArrayBehavior::OptionalString
+        );
+        assert_eq!(r.tracing_with_context_field_only, Some(false));
+        assert_eq!(
+            r.field_name_adjustment_mode,
+            FieldNameAdjustment::AvroUnicode
+        );
+        assert_eq!(o.op_invalid_behavior, Some(OpInvalidBehavior::Fatal));
+        assert_eq!(o.unknown, ["predicate"]);
+        let placements = r.placements().unwrap();
+        assert_eq!(
+            placements,
+            [
+                AdditionalField {
+                    column: "type".into(),
+                    placement: Placement::Header,
+                    alias: "eventType".into()
+                },
+                AdditionalField {
+                    column: "p2".into(),
+                    placement: Placement::Envelope,
+                    alias: "p2".into()
+                },
+            ]
+        );
+    }
+
+    // EventRouterTest.shouldFailOnInvalidConfigurationFor{TopicRegex,AdditionalFields,
+    // AdditionalFieldsEmpty,OperationBehavior}
+    #[test]
+    fn invalid_values_name_the_key() {
+        assert!(err(&[("route.topic.regex", " [[a-z]")])
+            .to_string()
+            .starts_with("route.topic.regex"));
+        assert!(err(&[("table.fields.additional.placement", "type")])
+            .to_string()
+            .starts_with("table.fields.additional.placement"));
+        assert!(err(&[("table.fields.additional.placement", "")])
+            .to_string()
+            .starts_with("table.fields.additional.placement"));
+        assert!(
+            err(&[("table.fields.additional.placement", "type:nowhere")])
+                .to_string()
+                .contains("header, envelope or partition")
+        );
+        assert_eq!(
+            err(&[("table.op.invalid.behavior", "invalidOption")]).to_string(),
+            "table.op.invalid.behavior has invalid value \"invalidOption\"; expected warn, error or fatal"
+        );
+        assert!(err(&[("table.expand.json.payload", "yes")])
+            .to_string()
+            .starts_with("table.expand.json.payload"));
+        assert!(err(&[("table.field.additional.missing", "skip")])
+            .to_string()
+            .starts_with("table.field.additional.missing"));
+        assert!(err(&[("field.name.adjustment.mode", "x")])
+            .to_string()
+            .starts_with("field.name.adjustment.mode"));
+    }
+
+    #[test]
+    fn native_config_deserializes() {
+        let cfg: RouterConfig = serde_json::from_str(
+            r#"{"route_by_field": "kind", "additional_placement": "type:envelope:eventType",
+                "json_payload_null_behavior": "optional_bytes", "field_name_adjustment_mode": "avro_unicode",
+                "additional_missing": "ignore"}"#,
+        )
+        .expect("valid json");
+        assert_eq!(cfg.route_by_field, "kind");
+        assert_eq!(cfg.id_field, DEFAULT_ID_FIELD);
+        assert_eq!(
+            cfg.field_name_adjustment_mode,
+            FieldNameAdjustment::AvroUnicode
+        );
+        assert!(serde_json::from_str::<RouterConfig>(r#"{"nope": 1}"#).is_err());
+    }
+}

@@ -1,0 +1,777 @@
+//! Debezium's configuration forms (Kafka Connect worker + connector,
+//! Debezium Server) translated into walrelay's `Config`: field by field,
+//! every refusal naming its key, environment overrides, `$${}` escapes,
+//! secrets kept out of `Debug` and errors, and the CLI's validate paths.
+//!
+//! These tests need no servers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use walrelay::config::debezium::{from_connect, from_server_text, load_connect, Translation};
+use walrelay::config::properties::{parse_connector_json, parse_properties};
+use walrelay::config::{
+    Config, ConfigError, ConverterKind, HeaderConverterKind, OpInvalidBehavior, PublicationMode,
+    SnapshotMode,
+};
+use walrelay::relay::DisplayChain;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/debezium")
+        .join(name)
+}
+
+fn props(name: &str) -> BTreeMap<String, String> {
+    parse_properties(&std::fs::read_to_string(data(name)).unwrap()).unwrap()
+}
+
+fn chain(e: &ConfigError) -> String {
+    DisplayChain(e).to_string()
+}
+
+fn connect(
+    worker: BTreeMap<String, String>,
+    connector: BTreeMap<String, String>,
+) -> Result<Translation, ConfigError> {
+    from_connect(
+        worker,
+        connector,
+        Path::new("worker.properties"),
+        Path::new("connector.properties"),
+    )
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn assert_connect_example(t: &Translation) {
+    let c = &t.config;
+    assert_eq!(c.postgres.host, "db.internal");
+    assert_eq!(c.postgres.port, 6432);
+    assert_eq!(c.postgres.user, "debezium");
+    assert_eq!(c.postgres.dbname, "shop");
+    assert_eq!(
+        c.postgres.password.as_ref().map(|p| p.expose()),
+        Some("pg-s3cret")
+    );
+    assert_eq!(c.replication.slot, "outbox_slot");
+    assert_eq!(c.replication.publication, "outbox_pub");
+    assert_eq!(c.replication.publication_mode, PublicationMode::Filtered);
+    assert_eq!(c.replication.publish.as_deref(), Some("insert"));
+    assert_eq!(c.replication.snapshot_mode, SnapshotMode::NoData);
+    assert!(!c.replication.slot_drop_on_stop);
+    assert_eq!(c.outbox.table, "public.outbox");
+    // Updates are skipped by the publication, so they cannot be fatal.
+    assert_eq!(c.outbox.op_invalid_behavior, OpInvalidBehavior::Warn);
+    assert_eq!(c.router.route_by_field, "aggregatetype");
+    assert_eq!(c.router.key_field, "aggregateid");
+    assert_eq!(c.router.route_topic_replacement, "events.${routedByValue}");
+    assert_eq!(c.converters.key, ConverterKind::String);
+    assert!(c.converters.key_schemas_enable);
+    assert_eq!(c.converters.value, ConverterKind::Json);
+    assert!(!c.converters.value_schemas_enable);
+    assert_eq!(c.converters.header, HeaderConverterKind::Simple);
+    assert_eq!(c.debezium.topic_prefix, "shop");
+    assert!(c.debezium.extended_headers);
+    assert!(!c.debezium.server_mode);
+    assert_eq!(c.heartbeat.interval_ms, 10_000);
+    assert_eq!(
+        c.heartbeat.action_query.as_deref(),
+        Some("INSERT INTO heartbeat (ts) VALUES (now())")
+    );
+    assert_eq!(c.heartbeat.topic_prefix, "__debezium-heartbeat");
+    assert_eq!(c.kafka.bootstrap_servers, "kafka-1:9092,kafka-2:9092");
+    let p = &c.kafka.producer;
+    assert_eq!(p["compression.type"], "lz4");
+    assert_eq!(p["linger.ms"], "20");
+    assert_eq!(p["message.max.bytes"], "2097152");
+    assert_eq!(p["message.timeout.ms"], "300000");
+    assert_eq!(p["security.protocol"], "sasl_plaintext");
+    assert_eq!(p["sasl.mechanism"], "SCRAM-SHA-512");
+    assert_eq!(p["sasl.username"], "relay");
+    assert_eq!(p["queue.buffering.max.kbytes"], "32768");
+    assert!(!p.contains_key("sasl.password"));
+    assert!(!p.contains_key("sasl.jaas.config"));
+    assert_eq!(c.kafka.secrets["sasl.password"].expose(), "kafka-s3cret");
+    for key in [
+        "offset.flush.interval.ms",
+        "offset.storage.file.filename",
+        "plugin.path",
+        "max.batch.size",
+        "tombstones.on.delete",
+    ] {
+        assert!(t.ignored(key), "{key} not warned about: {:?}", t.ignored);
+    }
+}
+
+#[test]
+fn connect_standalone_properties() {
+    let t = load_connect(
+        &data("connect-standalone.properties"),
+        &data("outbox-connector.properties"),
+    )
+    .unwrap();
+    assert_connect_example(&t);
+}
+
+#[test]
+fn connect_standalone_json_matches_properties() {
+    let t = load_connect(
+        &data("connect-standalone.properties"),
+        &data("outbox-connector.json"),
+    )
+    .unwrap();
+    assert_connect_example(&t);
+}
+
+#[test]
+fn connect_defaults_are_debeziums() {
+    let mut connector = props("outbox-connector.properties");
+    for key in [
+        "slot.name",
+        "publication.name",
+        "publication.autocreate.mode",
+        "snapshot.mode",
+        "skipped.operations",
+        "heartbeat.interval.ms",
+        "heartbeat.action.query",
+        "database.port",
+    ] {
+        connector.remove(key);
+    }
+    let mut worker = props("connect-standalone.properties");
+    worker.remove("bootstrap.servers");
+    let c = connect(worker, connector).unwrap().config;
+    assert_eq!(c.replication.slot, "debezium");
+    assert_eq!(c.replication.publication, "dbz_publication");
+    assert_eq!(c.replication.publication_mode, PublicationMode::AllTables);
+    assert_eq!(c.replication.snapshot_mode, SnapshotMode::Initial);
+    assert_eq!(c.replication.publish, None);
+    assert_eq!(c.outbox.op_invalid_behavior, OpInvalidBehavior::Fatal);
+    assert_eq!(c.heartbeat.interval_ms, 0);
+    assert_eq!(c.postgres.port, 5432);
+    assert_eq!(c.kafka.bootstrap_servers, "localhost:9092");
+}
+
+#[test]
+fn connector_level_converter_overrides_worker() {
+    let mut connector = props("outbox-connector.properties");
+    connector.insert(
+        "value.converter".into(),
+        "org.apache.kafka.connect.storage.StringConverter".into(),
+    );
+    connector.insert(
+        "header.converter".into(),
+        "org.apache.kafka.connect.json.JsonConverter".into(),
+    );
+    connector.insert("header.converter.schemas.enable".into(), "false".into());
+    // Without its own class, a connector's schemas.enable is ignored.
+    connector.insert("key.converter.schemas.enable".into(), "false".into());
+    let t = connect(props("connect-standalone.properties"), connector).unwrap();
+    let c = &t.config.converters;
+    assert_eq!(c.value, ConverterKind::String);
+    assert_eq!(c.header, HeaderConverterKind::Json);
+    assert!(!c.header_schemas_enable);
+    assert!(c.key_schemas_enable);
+    assert!(t.ignored("key.converter.schemas.enable"));
+}
+
+/// Applies `edit` to the example connector and expects a refusal naming `key`.
+fn refused_connector(key: &str, edit: impl FnOnce(&mut BTreeMap<String, String>)) {
+    let mut connector = props("outbox-connector.properties");
+    edit(&mut connector);
+    let err = connect(props("connect-standalone.properties"), connector)
+        .err()
+        .unwrap_or_else(|| panic!("expected a refusal naming {key}"));
+    let text = chain(&err);
+    assert!(text.contains(key), "{key} not named in: {text}");
+    assert!(
+        !text.contains("pg-s3cret") && !text.contains("kafka-s3cret"),
+        "{text}"
+    );
+}
+
+fn set(key: &'static str, value: &'static str) -> impl FnOnce(&mut BTreeMap<String, String>) {
+    move |m| {
+        m.insert(key.into(), value.into());
+    }
+}
+
+#[test]
+fn connector_refusals_name_the_key() {
+    refused_connector("plugin.name", |m| {
+        m.remove("plugin.name");
+    });
+    refused_connector("plugin.name", set("plugin.name", "decoderbufs"));
+    refused_connector(
+        "connector.class",
+        set(
+            "connector.class",
+            "io.debezium.connector.mysql.MySqlConnector",
+        ),
+    );
+    refused_connector("tasks.max", set("tasks.max", "2"));
+    refused_connector("database.sslmode", set("database.sslmode", "verify-full"));
+    refused_connector("database.sslmode", set("database.sslmode", "require"));
+    refused_connector(
+        "table.include.list",
+        set("table.include.list", "public.outbox,public.other"),
+    );
+    refused_connector(
+        "table.include.list",
+        set("table.include.list", "public.outbox.*"),
+    );
+    refused_connector("table.include.list", set("table.include.list", "outbox"));
+    refused_connector("table.include.list", |m| {
+        m.remove("table.include.list");
+    });
+    refused_connector("topic.prefix", |m| {
+        m.remove("topic.prefix");
+    });
+    refused_connector("snapshot.mode", set("snapshot.mode", "initial_only"));
+    refused_connector("snapshot.mode", set("snapshot.mode", "never"));
+    refused_connector("skipped.operations", set("skipped.operations", "c,u"));
+    refused_connector(
+        "publication.autocreate.mode",
+        set("publication.autocreate.mode", "sometimes"),
+    );
+    refused_connector("slot.name", set("slot.name", "Bad-Slot"));
+    refused_connector("transforms", set("transforms", "outbox,unwrap"));
+    refused_connector("transforms", |m| {
+        m.remove("transforms");
+    });
+    refused_connector(
+        "transforms.outbox.type",
+        set(
+            "transforms.outbox.type",
+            "io.debezium.transforms.ExtractNewRecordState",
+        ),
+    );
+    refused_connector(
+        "transforms.outbox.predicate",
+        set("transforms.outbox.predicate", "isOutbox"),
+    );
+    refused_connector("predicates", set("predicates", "isOutbox"));
+    refused_connector(
+        "decimal.handling.mode",
+        set("decimal.handling.mode", "double"),
+    );
+    refused_connector("time.precision.mode", set("time.precision.mode", "connect"));
+    refused_connector(
+        "binary.handling.mode",
+        set("binary.handling.mode", "base64"),
+    );
+    refused_connector(
+        "message.key.columns",
+        set("message.key.columns", "public.outbox:id"),
+    );
+    refused_connector(
+        "column.mask.with.10.chars",
+        set("column.mask.with.10.chars", "public.outbox.payload"),
+    );
+    refused_connector(
+        "snapshot.select.statement.overrides",
+        set("snapshot.select.statement.overrides", "public.outbox"),
+    );
+    refused_connector("errors.tolerance", set("errors.tolerance", "all"));
+    refused_connector(
+        "key.converter",
+        set("key.converter", "io.confluent.connect.avro.AvroConverter"),
+    );
+    refused_connector("producer.override.acks", set("producer.override.acks", "1"));
+    // The router's own validation names its option within the transform.
+    refused_connector(
+        "transforms.outbox: route.topic.regex",
+        set("transforms.outbox.route.topic.regex", "[a-z"),
+    );
+    refused_connector(
+        "transforms.outbox: table.op.invalid.behavior",
+        set("transforms.outbox.table.op.invalid.behavior", "explode"),
+    );
+}
+
+#[test]
+fn accepted_defaults_are_warned_not_refused() {
+    let mut connector = props("outbox-connector.properties");
+    connector.insert("decimal.handling.mode".into(), "precise".into());
+    connector.insert("time.precision.mode".into(), "adaptive".into());
+    connector.insert("database.sslmode".into(), "prefer".into());
+    connector.insert("some.future.key".into(), "x".into());
+    let t = connect(props("connect-standalone.properties"), connector).unwrap();
+    for key in [
+        "decimal.handling.mode",
+        "time.precision.mode",
+        "database.sslmode",
+        "some.future.key",
+    ] {
+        assert!(t.ignored(key), "{key}: {:?}", t.ignored);
+    }
+}
+
+fn refused_worker(key: &str, edit: impl FnOnce(&mut BTreeMap<String, String>)) {
+    let mut worker = props("connect-standalone.properties");
+    edit(&mut worker);
+    let err = connect(worker, props("outbox-connector.properties"))
+        .err()
+        .unwrap_or_else(|| panic!("expected a refusal naming {key}"));
+    let text = chain(&err);
+    assert!(text.contains(key), "{key} not named in: {text}");
+    assert!(text.contains("worker.properties"), "{text}");
+    assert!(!text.contains("kafka-s3cret"), "{text}");
+}
+
+#[test]
+fn worker_refusals_name_the_key() {
+    refused_worker("producer.acks", set("producer.acks", "1"));
+    refused_worker(
+        "producer.enable.idempotence",
+        set("producer.enable.idempotence", "false"),
+    );
+    refused_worker(
+        "producer.sasl.mechanism",
+        set("producer.sasl.mechanism", "GSSAPI"),
+    );
+    refused_worker("producer.sasl.mechanism", |m| {
+        m.remove("producer.sasl.mechanism");
+    });
+    refused_worker(
+        "producer.sasl.jaas.config",
+        set(
+            "producer.sasl.jaas.config",
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;",
+        ),
+    );
+    refused_worker(
+        "producer.partitioner.class",
+        set(
+            "producer.partitioner.class",
+            "org.apache.kafka.clients.producer.RoundRobinPartitioner",
+        ),
+    );
+    refused_worker("value.converter", |m| {
+        m.remove("value.converter");
+    });
+    refused_worker(
+        "header.converter",
+        set(
+            "header.converter",
+            "org.apache.kafka.connect.converters.ByteArrayConverter",
+        ),
+    );
+}
+
+#[test]
+fn truststores() {
+    let dir = tempfile::tempdir().unwrap();
+    let pem = dir.path().join("ca.pem");
+    std::fs::write(
+        &pem,
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let jks = dir.path().join("ca.jks");
+    std::fs::write(&jks, [0xFE, 0xED, 0xFE, 0xED, 0, 0, 0, 2]).unwrap();
+
+    let mut worker = props("connect-standalone.properties");
+    worker.insert(
+        "producer.ssl.truststore.location".into(),
+        pem.display().to_string(),
+    );
+    let c = connect(worker, props("outbox-connector.properties"))
+        .unwrap()
+        .config;
+    assert_eq!(
+        c.kafka.producer["ssl.ca.location"],
+        pem.display().to_string()
+    );
+
+    let jks = jks.display().to_string();
+    refused_worker("producer.ssl.truststore.location", move |m| {
+        m.insert("producer.ssl.truststore.location".into(), jks);
+    });
+    refused_worker("producer.ssl.truststore.location", |m| {
+        m.insert(
+            "producer.ssl.truststore.location".into(),
+            "/nonexistent/ca.jks".into(),
+        );
+        m.insert("producer.ssl.truststore.type".into(), "JKS".into());
+    });
+}
+
+#[test]
+fn secrets_stay_out_of_debug_and_errors() {
+    let t = load_connect(
+        &data("connect-standalone.properties"),
+        &data("outbox-connector.properties"),
+    )
+    .unwrap();
+    let shown = format!("{t:?}");
+    assert!(!shown.contains("pg-s3cret"), "{shown}");
+    assert!(!shown.contains("kafka-s3cret"), "{shown}");
+    assert!(shown.contains("sasl.password"), "{shown}");
+
+    // A malformed JAAS line is refused without echoing it.
+    let mut worker = props("connect-standalone.properties");
+    worker.insert(
+        "producer.sasl.jaas.config".into(),
+        "org.apache.kafka.common.security.plain.PlainLoginModule required password=\"kafka-s3cret"
+            .into(),
+    );
+    let err = connect(worker, props("outbox-connector.properties")).unwrap_err();
+    assert!(!chain(&err).contains("kafka-s3cret"), "{}", chain(&err));
+}
+
+fn server(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Translation, ConfigError> {
+    from_server_text(text, Path::new("application.properties"), env)
+}
+
+fn example_server() -> String {
+    std::fs::read_to_string(data("application.properties")).unwrap()
+}
+
+#[test]
+fn debezium_server_example() {
+    let env = |name: &str| match name {
+        "PG_HOST" => Some("pg.internal".to_owned()),
+        "DEBEZIUM_SOURCE_DATABASE_PASSWORD" => Some("env-password".to_owned()),
+        _ => None,
+    };
+    let t = server(&example_server(), &env).unwrap();
+    let c = &t.config;
+    assert_eq!(c.postgres.host, "pg.internal");
+    assert_eq!(c.postgres.user, "debezium");
+    // The environment overrides the file's value.
+    assert_eq!(
+        c.postgres.password.as_ref().map(|p| p.expose()),
+        Some("env-password")
+    );
+    assert_eq!(c.kafka.bootstrap_servers, "localhost:9092");
+    assert_eq!(c.kafka.producer["compression.type"], "zstd");
+    assert!(!c.kafka.producer.contains_key("key.serializer"));
+    assert_eq!(c.replication.slot, "debezium");
+    assert_eq!(c.replication.publication, "dbz_publication");
+    assert_eq!(c.replication.publication_mode, PublicationMode::AllTables);
+    assert_eq!(c.replication.snapshot_mode, SnapshotMode::NoData);
+    assert_eq!(c.debezium.topic_prefix, "shop");
+    assert!(c.debezium.server_mode);
+    assert!(c.debezium.extended_headers);
+    assert_eq!(c.converters.key, ConverterKind::String);
+    assert_eq!(c.converters.value, ConverterKind::String);
+    assert_eq!(c.converters.header, HeaderConverterKind::Json);
+    assert!(!c.converters.header_schemas_enable);
+    // `$${...}` is the escape for a literal `${...}`.
+    assert_eq!(
+        c.router.route_topic_replacement,
+        "outbox.event.${routedByValue}"
+    );
+    assert!(t.ignored("debezium.source.offset.flush.interval.ms"));
+    assert!(t.ignored("quarkus.log.level"));
+    let shown = format!("{t:?}");
+    assert!(!shown.contains("env-password") && !shown.contains("file-password"));
+}
+
+#[test]
+fn debezium_server_defaults_and_env_only_keys() {
+    let env = |name: &str| match name {
+        "PG_HOST" => Some("h".to_owned()),
+        "KAFKA_BOOTSTRAP" => Some("k:9093".to_owned()),
+        // Not in the file at all: known keys are still picked up.
+        "DEBEZIUM_SOURCE_SLOT_NAME" => Some("from_env".to_owned()),
+        _ => None,
+    };
+    let text = example_server()
+        .lines()
+        .filter(|l| !l.starts_with("debezium.format."))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let c = server(&text, &env).unwrap().config;
+    assert_eq!(c.kafka.bootstrap_servers, "k:9093");
+    assert_eq!(c.replication.slot, "from_env");
+    // `json` everywhere, schemas on, headers included.
+    assert_eq!(c.converters.key, ConverterKind::Json);
+    assert_eq!(c.converters.value, ConverterKind::Json);
+    assert_eq!(c.converters.header, HeaderConverterKind::Json);
+    assert!(c.converters.key_schemas_enable && c.converters.value_schemas_enable);
+    assert!(c.converters.header_schemas_enable);
+
+    let all_off = format!("{text}\ndebezium.format.schemas.enable=false\ndebezium.format.value.schemas.enable=true\ndebezium.format.value=jsonbytearray\ndebezium.format.key=binary\n");
+    let c = server(&all_off, &env).unwrap().config;
+    assert!(!c.converters.key_schemas_enable && !c.converters.header_schemas_enable);
+    assert!(c.converters.value_schemas_enable);
+    assert_eq!(c.converters.value, ConverterKind::Json);
+    assert_eq!(c.converters.key, ConverterKind::BinaryData);
+}
+
+#[test]
+fn debezium_server_refusals_name_the_key() {
+    let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
+    let cases = [
+        ("debezium.sink.type=kinesis", "debezium.sink.type"),
+        ("debezium.format.value=avro", "debezium.format.value"),
+        (
+            "debezium.format.header=simplestring",
+            "debezium.format.header",
+        ),
+        (
+            "debezium.source.plugin.name=decoderbufs",
+            "debezium.source.plugin.name",
+        ),
+        (
+            "debezium.source.decimal.handling.mode=double",
+            "debezium.source.decimal.handling.mode",
+        ),
+        ("debezium.predicates=isOutbox", "debezium.predicates"),
+        (
+            "debezium.transforms.outbox.type=x.Y",
+            "debezium.transforms.outbox.type",
+        ),
+        (
+            "debezium.source.database.hostname=${UNSET_VAR}",
+            "UNSET_VAR",
+        ),
+        (
+            "debezium.sink.kafka.producer.acks=0",
+            "debezium.sink.kafka.producer.acks",
+        ),
+    ];
+    for (line, key) in cases {
+        let err = server(&format!("{}\n{line}\n", example_server()), &env)
+            .err()
+            .unwrap_or_else(|| panic!("{line} accepted"));
+        let text = chain(&err);
+        assert!(text.contains(key), "{key} not named in: {text}");
+        assert!(!text.contains("file-password"), "{text}");
+    }
+    let no_sink = example_server().replace("debezium.sink.type=kafka", "");
+    let err = server(&no_sink, &env).unwrap_err();
+    assert!(
+        chain(&err).contains("debezium.sink.type"),
+        "{}",
+        chain(&err)
+    );
+    let no_bootstrap: String = example_server()
+        .lines()
+        .filter(|l| !l.contains("bootstrap.servers"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let err = server(&no_bootstrap, &env).unwrap_err();
+    assert!(chain(&err).contains("debezium.sink.kafka.producer.bootstrap.servers"));
+}
+
+#[test]
+fn quarkus_profiles() {
+    let text = format!(
+        "{}\n%prod.debezium.source.slot.name=prod_slot\n%dev.debezium.source.slot.name=dev_slot\n",
+        example_server()
+    );
+    let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
+    let t = server(&text, &env).unwrap();
+    assert_eq!(t.config.replication.slot, "prod_slot");
+    assert!(t.ignored("%dev.debezium.source.slot.name"));
+}
+
+#[test]
+fn properties_parser_through_the_server_form() {
+    // Continuations, `:` and whitespace separators, escapes, comments.
+    let text = "! comment\n\
+                debezium.sink.type : kafka\n\
+                debezium.sink.kafka.producer.bootstrap.servers   a:1,\\\n    b:2\n\
+                debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
+                debezium.source.database.hostname=h\n\
+                debezium.source.database.user=u\n\
+                debezium.source.database.password=p\\u00e4ss\\\\word\n\
+                debezium.source.database.dbname=d\n\
+                debezium.source.plugin.name=pgoutput\n\
+                debezium.source.topic.prefix=t\n\
+                debezium.source.table.include.list=public.outbox\n\
+                debezium.transforms=outbox\n\
+                debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n";
+    let c = server(text, &no_env).unwrap().config;
+    assert_eq!(c.kafka.bootstrap_servers, "a:1,b:2");
+    assert_eq!(c.postgres.password.as_ref().unwrap().expose(), "päss\\word");
+}
+
+#[test]
+fn connector_json_rejects_nested_values() {
+    assert!(parse_connector_json(r#"{"config":{"transforms":["outbox"]}}"#).is_err());
+}
+
+fn walrelay(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_walrelay"))
+        .args(args)
+        .env("PG_HOST", "h")
+        .env_remove("DEBEZIUM_SOURCE_DATABASE_PASSWORD")
+        .env("WALRELAY_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_validates_both_forms() {
+    let server = data("application.properties");
+    let out = walrelay(&["validate", "--config", server.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("debezium.source.offset.flush.interval.ms"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("file-password"), "{stderr}");
+
+    let worker = data("connect-standalone.properties");
+    for connector in ["outbox-connector.properties", "outbox-connector.json"] {
+        let connector = data(connector);
+        let out = walrelay(&[
+            "connect-standalone",
+            "--validate",
+            worker.to_str().unwrap(),
+            connector.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("ok"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("offset.flush.interval.ms"), "{stderr}");
+        assert!(!stderr.contains("s3cret"), "{stderr}");
+    }
+
+    // A refusal exits 2 and names the key.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("connector.properties");
+    let text = std::fs::read_to_string(data("outbox-connector.properties"))
+        .unwrap()
+        .replace("plugin.name=pgoutput", "plugin.name=decoderbufs");
+    std::fs::write(&bad, text).unwrap();
+    let out = walrelay(&[
+        "connect-standalone",
+        "--validate",
+        worker.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("plugin.name"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
+#[test]
+fn native_toml_still_loads() {
+    let c = Config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walrelay.toml"));
+    // The example reads its password from the environment; either it loads
+    // or it names that key.
+    match c {
+        Ok(c) => assert_eq!(c.replication.publication_mode, PublicationMode::Table),
+        Err(e) => assert!(chain(&e).contains("password_env"), "{}", chain(&e)),
+    }
+}
+
+/// Placeholder environment for the shipped examples: values for plain
+/// upper-case variables they reference, nothing that would override a key.
+fn example_env(name: &str) -> Option<String> {
+    let plain = !name.is_empty()
+        && !name.starts_with("DEBEZIUM_")
+        && !name.starts_with("QUARKUS_")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    plain.then(|| "placeholder".to_owned())
+}
+
+#[test]
+fn shipped_examples_translate() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/debezium");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut workers = Vec::new();
+    let mut connectors = Vec::new();
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext == "properties" && text.contains("debezium.sink.type") {
+            let t = from_server_text(&text, &path, &example_env)
+                .unwrap_or_else(|e| panic!("{}: {}", path.display(), chain(&e)));
+            assert!(t.config.debezium.server_mode);
+        } else if (ext == "properties" || ext == "json") && text.contains("connector.class") {
+            connectors.push(path);
+        } else if ext == "properties" && text.contains("key.converter") {
+            workers.push(path);
+        }
+    }
+    for worker in &workers {
+        for connector in &connectors {
+            let t = load_connect(worker, connector).unwrap_or_else(|e| {
+                panic!(
+                    "{} + {}: {}",
+                    worker.display(),
+                    connector.display(),
+                    chain(&e)
+                )
+            });
+            assert!(!t.config.debezium.server_mode);
+        }
+    }
+}
+
+#[test]
+fn connect_config_providers() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("pg.properties");
+    std::fs::write(&secrets, "password=from-provider\n").unwrap();
+    std::fs::write(dir.path().join("host"), "provided-host").unwrap();
+    let mut worker = props("connect-standalone.properties");
+    worker.insert("config.providers".into(), "file,dir".into());
+    worker.insert(
+        "config.providers.file.class".into(),
+        "org.apache.kafka.common.config.provider.FileConfigProvider".into(),
+    );
+    worker.insert(
+        "config.providers.dir.class".into(),
+        "org.apache.kafka.common.config.provider.DirectoryConfigProvider".into(),
+    );
+    let mut connector = props("outbox-connector.properties");
+    connector.insert(
+        "database.password".into(),
+        format!("${{file:{}:password}}", secrets.display()),
+    );
+    connector.insert(
+        "database.hostname".into(),
+        format!("${{dir:{}:host}}", dir.path().display()),
+    );
+    let c = connect(worker.clone(), connector.clone()).unwrap().config;
+    assert_eq!(c.postgres.password.unwrap().expose(), "from-provider");
+    assert_eq!(c.postgres.host, "provided-host");
+    // The EventRouter's own `${routedByValue}` is no provider reference.
+    assert_eq!(c.router.route_topic_replacement, "events.${routedByValue}");
+
+    connector.insert(
+        "database.password".into(),
+        format!("${{file:{}:nokey}}", secrets.display()),
+    );
+    let err = connect(worker.clone(), connector).unwrap_err();
+    assert!(chain(&err).contains("database.password"), "{}", chain(&err));
+
+    worker.insert(
+        "config.providers.dir.class".into(),
+        "com.example.Vault".into(),
+    );
+    let err = connect(worker, props("outbox-connector.properties")).unwrap_err();
+    assert!(
+        chain(&err).contains("config.providers.dir.class"),
+        "{}",
+        chain(&err)
+    );
+}
