@@ -33,10 +33,11 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 . "$SCRIPT_DIR/lib.sh"
 
 DEBEZIUM_VERSION=3.6.1.Final
-# The Connect runtime is the broker's Kafka version (kafka.sh), so one set of
-# client jars serves both. Debezium 3.6.1 is built against Kafka 4.3.0
-# (version.kafka in debezium-build-parent) but runs on 4.1.1: the plugin only
-# uses connect-api/kafka-clients API that 4.1 already has.
+# The Connect runtime is the broker's Kafka version (kafka.sh). Debezium 3.6.1
+# is built against Kafka 4.3.0 (version.kafka in debezium-build-parent) and
+# runs unchanged on Connect 4.1.1; on 4.3.0 it produced identical records
+# (tests/compat/observed.md). WALRELAY_CONNECT_VERSION overrides the version,
+# for such cross-checks only: the cache is refetched on every change.
 CONNECT_VERSION=${WALRELAY_CONNECT_VERSION:-$(sed -n 's/^KAFKA_VERSION=//p' "$SCRIPT_DIR/kafka.sh")}
 [[ "$CONNECT_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
     die "could not read KAFKA_VERSION from $SCRIPT_DIR/kafka.sh (got '$CONNECT_VERSION')"
@@ -241,10 +242,21 @@ write_worker_config() {
 EOF
 }
 
+# Every start logs an ERROR about CloudEventsConverter (Debezium looks up a
+# JsonConverter method Kafka no longer has); it is noise unless that converter
+# is configured, so the error summary leaves it out.
+KNOWN_NOISE='CloudEventsConverter|convertToConnect|Failed to discover Converter|ExceptionInInitializerError|ServiceConfigurationError'
+
+# The errors and exceptions this start logged, then the last lines.
 log_tail() {
-    local dir=$1
+    local dir=$1 offset
+    offset=$(cat "$dir/log_offset" 2>/dev/null || echo 0)
+    printf -- '--- errors logged since the start (%s/log) ---\n' "$dir" >&2
+    tail -c +"$((offset + 1))" "$dir/log" 2>/dev/null |
+        grep -E '\] ERROR |^([a-z0-9_$]+\.)+[A-Za-z0-9_$]*(Exception|Error): |^Caused by: ' |
+        grep -vE "$KNOWN_NOISE" | head -n 20 >&2 || true
     printf -- '--- last lines of %s/log ---\n' "$dir" >&2
-    tail -n 40 "$dir/log" >&2 || true
+    tail -n 25 "$dir/log" >&2 || true
 }
 
 wait_exit() {
@@ -268,6 +280,8 @@ cmd_standalone() {
         *) die "connector file $connector must end in .properties or .json" ;;
     esac
     mkdir -p "$dir"
+    [[ "$worker" != "$dir/worker.properties" ]] ||
+        die "$worker is the file this script writes; keep the worker file outside $dir or rename it"
     if pid=$(running_pid "$dir"); then
         die "a worker already runs in $dir (pid $pid): stop it first"
     fi
@@ -288,6 +302,17 @@ cmd_standalone() {
     ) </dev/null >>"$dir/log" 2>&1 &
     pid=$!
     printf '%s\n' "$pid" >"$dir/pid"
+    # Until the subshell has exec'd java, running_pid cannot recognise it.
+    local i
+    for ((i = 0; i < 100; i++)); do
+        running_pid "$dir" >/dev/null && break
+        if ! kill -0 "$pid" 2>/dev/null; then
+            rm -f "$dir/pid"
+            log_tail "$dir"
+            die "the worker in $dir exited at once"
+        fi
+        sleep 0.05
+    done
     start_watchdog "kill -0 $pid" "'$SCRIPT_DIR/debezium.sh' stop '$dir'"
 }
 

@@ -58,6 +58,7 @@ cd "$REPO_ROOT"
 STOP_ENV=0
 phase fmt cargo fmt --all --check
 phase clippy cargo clippy --workspace --all-targets -- -D warnings
+phase deploy "$SCRIPT_DIR/check-deploy.sh"
 
 if ! "$SCRIPT_DIR/env.sh" status >/dev/null 2>&1; then
     STOP_ENV=1

@@ -8,13 +8,16 @@
 
 pub use walrelay_proto as proto;
 
+pub mod check;
 pub mod checkpoint;
 pub mod config;
 pub mod connect;
+pub mod heartbeat;
 pub mod lag;
 pub mod metrics;
 pub mod relay;
 pub mod router;
 pub mod sink;
 pub mod source;
+pub mod status;
 pub mod txn;

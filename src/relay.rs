@@ -16,7 +16,7 @@ use tracing::{error, info, warn, Instrument};
 use walrelay_proto::Lsn;
 
 use crate::checkpoint::SharedTracker;
-use crate::config::Config;
+use crate::config::{Config, SnapshotMode};
 use crate::router::Router;
 use crate::sink::{KafkaSink, SinkError};
 use crate::source::catalog::{self, CatalogError};
@@ -140,6 +140,16 @@ pub async fn run(
         )
         .instrument(tracing::info_span!("lag"))
     }));
+    if config.heartbeat.interval_ms > 0 {
+        tokio::spawn(
+            crate::heartbeat::run(
+                config.heartbeat.clone(),
+                connect_params(&config),
+                shutdown.clone(),
+            )
+            .instrument(tracing::info_span!("heartbeat")),
+        );
+    }
     let mut slot_seen = false;
     loop {
         let started = tokio::time::Instant::now();
@@ -222,15 +232,8 @@ async fn session(
     let publication = &config.replication.publication;
 
     let client = catalog::connect(&params).await?;
-    catalog::ensure_publication(
-        &client,
-        publication,
-        &schema,
-        &table,
-        &params.dbname,
-        config.replication.create_publication,
-    )
-    .await?;
+    catalog::prepare_publication(&client, &catalog::PublicationPlan::from_config(config)).await?;
+    let table_meta = catalog::table_meta(&client, &schema, &table).await?;
 
     let mut repl = ReplicationConnection::connect(&params).await?;
     let identity = repl.identify_system().await?;
@@ -241,6 +244,18 @@ async fn session(
         }
         None if *slot_seen => return Err(SourceError::SlotGone(slot.clone()).into()),
         None if config.replication.create_slot => {
+            if config.replication.snapshot_mode != SnapshotMode::NoData {
+                return Err(SourceError::Catalog(CatalogError::SlotMismatch {
+                    slot: slot.clone(),
+                    reason: format!(
+                        "it does not exist, and creating it with replication.snapshot_mode = {:?} (Debezium's snapshot.mode) \
+                         would publish the rows already in the outbox table, which walrelay does not implement yet; \
+                         set snapshot.mode=no_data (snapshot_mode = \"no_data\") to start streaming from now",
+                        config.replication.snapshot_mode
+                    ),
+                })
+                .into());
+            }
             let at = repl.create_logical_slot(slot).await?;
             info!(slot, consistent_point = %at, "created replication slot");
             *slot_seen = true;
@@ -294,7 +309,13 @@ async fn session(
         config.debezium.clone(),
     )
     .expect("router config was validated at start");
-    let mut assembler = Assembler::new(schema, table, router, config.outbox.op_invalid_behavior);
+    let mut assembler = Assembler::new(
+        schema,
+        table,
+        router,
+        table_meta,
+        config.outbox.op_invalid_behavior,
+    );
     let settings = StreamSettings {
         proto_version: PROTO_VERSION,
         status_interval: config.status_interval(),
@@ -326,6 +347,9 @@ async fn session(
                 .await?;
             let _ = writer.close().await;
             info!(%confirmed, in_flight = tracker.in_flight_events(), "final status sent");
+            if config.replication.slot_drop_on_stop {
+                drop_slot_when_released(&client, slot).await;
+            }
             sink_result.map_err(SessionError::Sink)
         }
         Err(SourceError::SinkStopped) => {
@@ -345,6 +369,31 @@ async fn session(
             Err(e.into())
         }
     }
+}
+
+/// `slot.drop.on.stop`: waits (bounded) until the walsender released the
+/// slot, then drops it. Failures are logged: the stop itself succeeded.
+async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str) {
+    for _ in 0..50 {
+        match catalog::slot_state(client, slot).await {
+            Ok(Some(state)) if state.active => tokio::time::sleep(Duration::from_millis(100)).await,
+            Ok(Some(_)) => {
+                match catalog::drop_slot(client, slot).await {
+                    Ok(()) => info!(slot, "dropped replication slot (slot_drop_on_stop)"),
+                    Err(e) => {
+                        warn!(slot, error = %DisplayChain(&e), "cannot drop the replication slot")
+                    }
+                }
+                return;
+            }
+            Ok(None) => return,
+            Err(e) => {
+                warn!(slot, error = %DisplayChain(&e), "cannot drop the replication slot");
+                return;
+            }
+        }
+    }
+    warn!(slot, "replication slot still active after 5 s; not dropped");
 }
 
 /// Formats an error with its whole `source()` chain: `a: b: c`.

@@ -18,7 +18,8 @@ use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::config::OpInvalidBehavior;
-use crate::router::{BoundRelation, EventMeta, RouteError, Router, TableMeta};
+use crate::connect::pg::TableMeta;
+use crate::router::{BoundRelation, EventMeta, RouteError, Router};
 
 /// One outbox row on its way to Kafka.
 #[derive(Debug, Clone)]
@@ -118,6 +119,8 @@ pub struct Assembler {
     schema: String,
     table: String,
     router: Router,
+    /// Catalog facts about the outbox columns, read at session start.
+    table_meta: TableMeta,
     op_invalid: OpInvalidBehavior,
     relations: RelationCache,
     /// Outbox relations (by relation id) with the router's columns bound.
@@ -133,12 +136,14 @@ impl Assembler {
         schema: String,
         table: String,
         router: Router,
+        table_meta: TableMeta,
         op_invalid: OpInvalidBehavior,
     ) -> Self {
         Assembler {
             schema,
             table,
             router,
+            table_meta,
             op_invalid,
             relations: RelationCache::new(),
             outbox: HashMap::new(),
@@ -195,8 +200,7 @@ impl Assembler {
                 if info.namespace == self.schema && info.name == self.table {
                     let bound = self
                         .router
-                        // TODO(lead): catalog facts (NOT NULL, defaults) from the source.
-                        .bind(&info, &TableMeta::unknown())
+                        .bind(&info, &self.table_meta)
                         .map_err(|source| TxnError::Layout { lsn, source })?;
                     self.outbox.insert(info.id, Arc::new(bound));
                 } else {

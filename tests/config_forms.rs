@@ -775,3 +775,56 @@ fn connect_config_providers() {
         chain(&err)
     );
 }
+
+#[test]
+fn shipped_connect_example_field_by_field() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/debezium");
+    let worker = dir.join("connect-standalone.properties");
+    for connector in ["outbox-connector.properties", "outbox-connector.json"] {
+        let t = load_connect(&worker, &dir.join(connector)).unwrap();
+        let c = &t.config;
+        assert_eq!(c.postgres.host, "localhost");
+        assert_eq!(c.postgres.port, 5432);
+        assert_eq!(c.postgres.user, "debezium");
+        assert_eq!(c.postgres.dbname, "app");
+        assert_eq!(
+            c.postgres.password.as_ref().map(|p| p.expose()),
+            Some("change-me")
+        );
+        assert_eq!(c.replication.slot, "debezium_outbox");
+        assert_eq!(c.replication.publication, "debezium_outbox");
+        assert_eq!(c.replication.publication_mode, PublicationMode::Filtered);
+        assert_eq!(c.replication.publish, None);
+        assert_eq!(c.replication.snapshot_mode, SnapshotMode::NoData);
+        assert_eq!(c.outbox.table, "public.outbox");
+        assert_eq!(c.outbox.op_invalid_behavior, OpInvalidBehavior::Warn);
+        assert_eq!(c.router.id_field, "id");
+        assert_eq!(c.router.key_field, "aggregateid");
+        assert_eq!(c.router.payload_field, "payload");
+        assert_eq!(c.router.route_by_field, "aggregatetype");
+        assert_eq!(
+            c.router.route_topic_replacement,
+            "outbox.event.${routedByValue}"
+        );
+        assert_eq!(c.converters.key, ConverterKind::String);
+        assert_eq!(c.converters.value, ConverterKind::String);
+        assert_eq!(c.converters.header, HeaderConverterKind::Simple);
+        assert_eq!(c.debezium.topic_prefix, "app");
+        assert!(c.debezium.extended_headers);
+        assert!(!c.debezium.server_mode);
+        assert_eq!(c.heartbeat.interval_ms, 0);
+        assert_eq!(c.kafka.bootstrap_servers, "localhost:9092");
+        assert!(c.kafka.producer.is_empty(), "{:?}", c.kafka.producer);
+        assert!(c.kafka.secrets.is_empty());
+        for key in [
+            "offset.storage.file.filename",
+            "offset.flush.interval.ms",
+            "plugin.path",
+            "plugin.discovery",
+            "listeners",
+        ] {
+            assert!(t.ignored(key), "{key}: {:?}", t.ignored);
+        }
+        assert!(!format!("{t:?}").contains("change-me"));
+    }
+}

@@ -230,7 +230,6 @@ async fn publication_mismatch_on_restart_keeps_the_slot() {
 /// max.message.bytes) stops walrelay with code 1 without confirming it;
 /// once the topic is fixed, a restart delivers it and everything after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: KafkaSink::run (src/sink/mod.rs) looks for a recorded delivery failure only when the next batch arrives, so walrelay keeps running after the last records failed"]
 async fn permanent_delivery_failure_stops_without_confirming() {
     let ob = Outbox::new("too_large").await;
     let topic = ob.topic("");

@@ -206,66 +206,31 @@ pub(super) fn parse_bool(v: &str) -> Option<bool> {
 
 /// Connector keys that do not change what reaches Kafka for an outbox:
 /// warned about once, by name, and ignored.
+#[rustfmt::skip]
 const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     // Queueing between Debezium's reader and Connect's poll loop; walrelay's
     // bounded channels do this job.
     ("max.batch.size", "ignored: walrelay sizes its own batches"),
     ("max.queue.size", "ignored: walrelay sizes its own queues"),
-    (
-        "max.queue.size.in.bytes",
-        "ignored: walrelay sizes its own queues",
-    ),
+    ("max.queue.size.in.bytes", "ignored: walrelay sizes its own queues"),
     ("poll.interval.ms", "ignored: walrelay does not poll"),
     // Debezium's status interval (default 10 s); walrelay sends standby
     // status every replication.status_interval_ms (1 s).
-    (
-        "status.update.interval.ms",
-        "ignored: walrelay uses replication.status_interval_ms (default 1000)",
-    ),
+    ("status.update.interval.ms", "ignored: walrelay uses replication.status_interval_ms (default 1000)"),
     // Retry knobs: walrelay retries with its own exponential backoff.
-    (
-        "retriable.restart.connector.wait.ms",
-        "ignored: walrelay reconnects with its own backoff",
-    ),
-    (
-        "slot.max.retries",
-        "ignored: walrelay reconnects with its own backoff (a busy slot is retried forever)",
-    ),
-    (
-        "slot.retry.delay.ms",
-        "ignored: walrelay reconnects with its own backoff",
-    ),
-    (
-        "connection.validation.timeout.ms",
-        "ignored: walrelay uses its own connect timeout",
-    ),
-    (
-        "database.tcpKeepAlive",
-        "ignored: walrelay detects dead connections with replication.receive_timeout_ms",
-    ),
-    (
-        "database.initial.statements",
-        "ignored: walrelay runs no statements on connect",
-    ),
+    ("retriable.restart.connector.wait.ms", "ignored: walrelay reconnects with its own backoff"),
+    ("slot.max.retries", "ignored: walrelay reconnects with its own backoff (a busy slot is retried forever)"),
+    ("slot.retry.delay.ms", "ignored: walrelay reconnects with its own backoff"),
+    ("connection.validation.timeout.ms", "ignored: walrelay uses its own connect timeout"),
+    ("database.tcpKeepAlive", "ignored: walrelay detects dead connections with replication.receive_timeout_ms"),
+    ("database.initial.statements", "ignored: walrelay runs no statements on connect"),
     ("database.query.timeout.ms", "ignored"),
     ("query.fetch.size", "ignored"),
     // LSN flushing: walrelay confirms exactly what Kafka acknowledged.
-    (
-        "lsn.flush.timeout.ms",
-        "ignored: walrelay confirms the slot position with standby status updates",
-    ),
-    (
-        "lsn.flush.timeout.action",
-        "ignored: walrelay confirms the slot position with standby status updates",
-    ),
-    (
-        "offset.mismatch.strategy",
-        "ignored: walrelay keeps its position in the replication slot (trust_slot)",
-    ),
-    (
-        "xmin.fetch.interval.ms",
-        "ignored: walrelay does not track xmin",
-    ),
+    ("lsn.flush.timeout.ms", "ignored: walrelay confirms the slot position with standby status updates"),
+    ("lsn.flush.timeout.action", "ignored: walrelay confirms the slot position with standby status updates"),
+    ("offset.mismatch.strategy", "ignored: walrelay keeps its position in the replication slot (trust_slot)"),
+    ("xmin.fetch.interval.ms", "ignored: walrelay does not track xmin"),
     // Offsets: Debezium Server puts the offset store under debezium.source.
     ("offset.storage", OFFSETS_IN_SLOT),
     ("offset.storage.file.filename", OFFSETS_IN_SLOT),
@@ -277,16 +242,10 @@ const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("offsets.storage.topic", OFFSETS_IN_SLOT),
     // The delete tombstones Debezium emits after a DELETE are dropped by
     // EventRouter either way.
-    (
-        "tombstones.on.delete",
-        "ignored: EventRouter drops delete tombstones either way",
-    ),
+    ("tombstones.on.delete", "ignored: EventRouter drops delete tombstones either way"),
     // Affects only UPDATE events, which EventRouter drops or fails on per
     // table.op.invalid.behavior.
-    (
-        "skip.messages.without.change",
-        "ignored: updates are handled by table.op.invalid.behavior",
-    ),
+    ("skip.messages.without.change", "ignored: updates are handled by table.op.invalid.behavior"),
     // Snapshot tuning: the snapshot itself is snapshot.mode.
     ("snapshot.fetch.size", "ignored"),
     ("snapshot.lock.timeout.ms", "ignored"),
@@ -297,311 +256,111 @@ const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("streaming.delay.ms", "ignored"),
     // Only the names of topics walrelay never writes (data-change topics
     // before EventRouter) or metrics.
-    (
-        "topic.naming.strategy",
-        "ignored: walrelay writes no data-change topics",
-    ),
+    ("topic.naming.strategy", "ignored: walrelay writes no data-change topics"),
     ("topic.cache.size", "ignored"),
-    (
-        "topic.transaction",
-        "ignored: walrelay writes no transaction topic",
-    ),
-    (
-        "custom.metric.tags",
-        "ignored: walrelay exposes its own metrics",
-    ),
-    (
-        "sourceinfo.struct.maker",
-        "ignored: the source block never reaches the outbox record",
-    ),
+    ("topic.transaction", "ignored: walrelay writes no transaction topic"),
+    ("custom.metric.tags", "ignored: walrelay exposes its own metrics"),
+    ("sourceinfo.struct.maker", "ignored: the source block never reaches the outbox record"),
     ("schema.refresh.mode", "ignored"),
-    (
-        "include.unknown.datatypes",
-        "ignored: outbox columns have known types",
-    ),
-    (
-        "unavailable.value.placeholder",
-        "ignored: only affects TOASTed values in updates",
-    ),
-    (
-        "money.fraction.digits",
-        "ignored: only affects money columns",
-    ),
+    ("include.unknown.datatypes", "ignored: outbox columns have known types"),
+    ("unavailable.value.placeholder", "ignored: only affects TOASTed values in updates"),
+    ("money.fraction.digits", "ignored: only affects money columns"),
     ("table.ignore.builtin", "ignored"),
-    (
-        "read.only",
-        "ignored: walrelay writes nothing to the source database",
-    ),
-    (
-        "replica.identity.autoset.values",
-        "ignored: walrelay never alters replica identity",
-    ),
+    ("read.only", "ignored: walrelay writes nothing to the source database"),
+    ("replica.identity.autoset.values", "ignored: walrelay never alters replica identity"),
     // Signals, notifications, incremental snapshots: operational features
     // walrelay does not have.
-    (
-        "signal.data.collection",
-        "ignored: walrelay has no signal channel",
-    ),
-    (
-        "signal.enabled.channels",
-        "ignored: walrelay has no signal channel",
-    ),
-    (
-        "signal.poll.interval.ms",
-        "ignored: walrelay has no signal channel",
-    ),
-    (
-        "notification.enabled.channels",
-        "ignored: walrelay has no notifications",
-    ),
-    (
-        "notification.sink.topic.name",
-        "ignored: walrelay has no notifications",
-    ),
-    (
-        "incremental.snapshot.chunk.size",
-        "ignored: walrelay has no incremental snapshots",
-    ),
-    (
-        "incremental.snapshot.watermarking.strategy",
-        "ignored: walrelay has no incremental snapshots",
-    ),
+    ("signal.data.collection", "ignored: walrelay has no signal channel"),
+    ("signal.enabled.channels", "ignored: walrelay has no signal channel"),
+    ("signal.poll.interval.ms", "ignored: walrelay has no signal channel"),
+    ("notification.enabled.channels", "ignored: walrelay has no notifications"),
+    ("notification.sink.topic.name", "ignored: walrelay has no notifications"),
+    ("incremental.snapshot.chunk.size", "ignored: walrelay has no incremental snapshots"),
+    ("incremental.snapshot.watermarking.strategy", "ignored: walrelay has no incremental snapshots"),
     // Logical decoding messages: Debezium forwards them to <prefix>.message,
     // walrelay never forwards them.
-    (
-        "message.prefix.include.list",
-        "ignored: walrelay does not forward logical decoding messages",
-    ),
-    (
-        "message.prefix.exclude.list",
-        "ignored: walrelay does not forward logical decoding messages",
-    ),
+    ("message.prefix.include.list", "ignored: walrelay does not forward logical decoding messages"),
+    ("message.prefix.exclude.list", "ignored: walrelay does not forward logical decoding messages"),
     // PG 17 failover slots: walrelay creates plain slots.
-    (
-        "slot.failover",
-        "ignored: walrelay creates the slot without FAILOVER; create it yourself to have one",
-    ),
+    ("slot.failover", "ignored: walrelay creates the slot without FAILOVER; create it yourself to have one"),
     // Kafka Connect: walrelay does not create topics (broker auto-creation
     // or your own tooling does).
-    (
-        "topic.creation.enable",
-        "ignored: walrelay does not create topics",
-    ),
-    (
-        "exactly.once.support",
-        "ignored: walrelay is at-least-once with an idempotent producer",
-    ),
-    (
-        "transaction.boundary",
-        "ignored: walrelay does not use Kafka transactions",
-    ),
+    ("topic.creation.enable", "ignored: walrelay does not create topics"),
+    ("exactly.once.support", "ignored: walrelay is at-least-once with an idempotent producer"),
+    ("transaction.boundary", "ignored: walrelay does not use Kafka transactions"),
     ("config.action.reload", "ignored"),
     ("errors.log.enable", "ignored: walrelay logs errors itself"),
-    (
-        "errors.log.include.messages",
-        "ignored: walrelay never logs record contents",
-    ),
-    (
-        "errors.retry.timeout",
-        "ignored: walrelay retries transient failures forever",
-    ),
-    (
-        "errors.retry.delay.max.ms",
-        "ignored: walrelay retries with its own backoff",
-    ),
+    ("errors.log.include.messages", "ignored: walrelay never logs record contents"),
+    ("errors.retry.timeout", "ignored: walrelay retries transient failures forever"),
+    ("errors.retry.delay.max.ms", "ignored: walrelay retries with its own backoff"),
     // The schema-history store of other connectors; PostgreSQL has none.
-    (
-        "schema.history.internal",
-        "ignored: the PostgreSQL connector has no schema history",
-    ),
-    (
-        "database.server.name",
-        "ignored: replaced by topic.prefix in Debezium 2.0",
-    ),
+    ("schema.history.internal", "ignored: the PostgreSQL connector has no schema history"),
+    ("database.server.name", "ignored: replaced by topic.prefix in Debezium 2.0"),
 ];
 
 /// Connector key prefixes ignored with a warning.
+#[rustfmt::skip]
 const IGNORED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
-    (
-        "topic.creation.",
-        "ignored: walrelay does not create topics",
-    ),
+    ("topic.creation.", "ignored: walrelay does not create topics"),
     ("offset.storage.", OFFSETS_IN_SLOT),
-    (
-        "schema.history.internal.",
-        "ignored: the PostgreSQL connector has no schema history",
-    ),
+    ("schema.history.internal.", "ignored: the PostgreSQL connector has no schema history"),
     ("snapshot.include.collection.list", "ignored"),
-    (
-        "incremental.snapshot.",
-        "ignored: walrelay has no incremental snapshots",
-    ),
-    (
-        "database.ssl",
-        "ignored: walrelay connects without TLS (database.sslmode)",
-    ),
+    ("incremental.snapshot.", "ignored: walrelay has no incremental snapshots"),
+    ("database.ssl", "ignored: walrelay connects without TLS (database.sslmode)"),
     ("driver.", "ignored: walrelay does not use JDBC"),
-    (
-        "errors.deadletterqueue.",
-        "ignored: source connectors have no dead letter queue",
-    ),
+    ("errors.deadletterqueue.", "ignored: source connectors have no dead letter queue"),
     ("internal.", "ignored"),
 ];
 
 /// Connector keys accepted only at the listed values (Debezium's default,
 /// or values equivalent for an outbox); any other value is refused.
+#[rustfmt::skip]
 const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
     // Decimal, time, binary, hstore and interval handling change how column
     // values are represented; a bytea payload or a timestamp column would
     // come out differently.
-    (
-        "decimal.handling.mode",
-        &["precise"],
-        "walrelay renders columns as Debezium's defaults do",
-    ),
-    (
-        "time.precision.mode",
-        &["adaptive"],
-        "walrelay converts timestamps as Debezium's adaptive mode does",
-    ),
-    (
-        "binary.handling.mode",
-        &["bytes"],
-        "walrelay passes bytea columns as bytes",
-    ),
-    (
-        "hstore.handling.mode",
-        &["json"],
-        "walrelay renders hstore as Debezium's default (json) does",
-    ),
-    (
-        "interval.handling.mode",
-        &["numeric"],
-        "walrelay renders intervals as Debezium's default does",
-    ),
-    (
-        "schema.name.adjustment.mode",
-        &["none"],
-        "schema names would change",
-    ),
-    (
-        "field.name.adjustment.mode",
-        &["none"],
-        "expanded JSON field names would change",
-    ),
+    ("decimal.handling.mode", &["precise"], "walrelay renders columns as Debezium's defaults do"),
+    ("time.precision.mode", &["adaptive"], "walrelay converts timestamps as Debezium's adaptive mode does"),
+    ("binary.handling.mode", &["bytes"], "walrelay passes bytea columns as bytes"),
+    ("hstore.handling.mode", &["json"], "walrelay renders hstore as Debezium's default (json) does"),
+    ("interval.handling.mode", &["numeric"], "walrelay renders intervals as Debezium's default does"),
+    ("schema.name.adjustment.mode", &["none"], "schema names would change"),
+    ("field.name.adjustment.mode", &["none"], "expanded JSON field names would change"),
     // Debezium's failure handling: `warn`/`skip` would drop events walrelay
     // stops on.
-    (
-        "event.processing.failure.handling.mode",
-        &["fail"],
-        "walrelay stops on an event it cannot process",
-    ),
+    ("event.processing.failure.handling.mode", &["fail"], "walrelay stops on an event it cannot process"),
     // A Connect error tolerance of `all` skips failed records.
-    (
-        "errors.tolerance",
-        &["none"],
-        "walrelay stops on an event it cannot deliver; it never skips one",
-    ),
+    ("errors.tolerance", &["none"], "walrelay stops on an event it cannot deliver; it never skips one"),
     // LSN flushing must stay on: `manual` never confirms.
-    (
-        "lsn.flush.mode",
-        &["connector", "connector_and_driver"],
-        "walrelay always confirms the slot position itself",
-    ),
-    (
-        "flush.lsn.source",
-        &["true"],
-        "walrelay always confirms the slot position itself",
-    ),
+    ("lsn.flush.mode", &["connector", "connector_and_driver"], "walrelay always confirms the slot position itself"),
+    ("flush.lsn.source", &["true"], "walrelay always confirms the slot position itself"),
     // Transaction metadata records would be extra records in Kafka.
-    (
-        "provide.transaction.metadata",
-        &["false"],
-        "walrelay emits no transaction metadata records",
-    ),
-    (
-        "include.schema.comments",
-        &["false"],
-        "schemas would carry comments",
-    ),
-    (
-        "datatype.propagate.source.type",
-        &[""],
-        "schemas would carry source type parameters",
-    ),
-    (
-        "publish.via.partition.root",
-        &["false"],
-        "walrelay does not create partition-root publications",
-    ),
-    (
-        "snapshot.select.statement.overrides",
-        &[""],
-        "walrelay snapshots the whole outbox table",
-    ),
-    (
-        "converters",
-        &[""],
-        "custom converters change column values",
-    ),
+    ("provide.transaction.metadata", &["false"], "walrelay emits no transaction metadata records"),
+    ("include.schema.comments", &["false"], "schemas would carry comments"),
+    ("datatype.propagate.source.type", &[""], "schemas would carry source type parameters"),
+    ("publish.via.partition.root", &["false"], "walrelay does not create partition-root publications"),
+    ("snapshot.select.statement.overrides", &[""], "walrelay snapshots the whole outbox table"),
+    ("converters", &[""], "custom converters change column values"),
     ("post.processors", &[""], "post processors change events"),
-    (
-        "message.key.columns",
-        &[""],
-        "it changes the keys of data-change events walrelay never emits; remove it",
-    ),
-    (
-        "predicates",
-        &[""],
-        "walrelay applies EventRouter to the outbox table unconditionally",
-    ),
-    (
-        "slot.stream.params",
-        &[""],
-        "walrelay sets the pgoutput options itself",
-    ),
-    (
-        "table.exclude.list",
-        &[""],
-        "walrelay relays exactly table.include.list",
-    ),
-    (
-        "column.include.list",
-        &[""],
-        "columns would be missing from the outbox row",
-    ),
-    (
-        "column.exclude.list",
-        &[""],
-        "columns would be missing from the outbox row",
-    ),
+    ("message.key.columns", &[""], "it changes the keys of data-change events walrelay never emits; remove it"),
+    ("predicates", &[""], "walrelay applies EventRouter to the outbox table unconditionally"),
+    ("slot.stream.params", &[""], "walrelay sets the pgoutput options itself"),
+    ("table.exclude.list", &[""], "walrelay relays exactly table.include.list"),
+    ("column.include.list", &[""], "columns would be missing from the outbox row"),
+    ("column.exclude.list", &[""], "columns would be missing from the outbox row"),
 ];
 
 /// Connector key prefixes refused at any value.
+#[rustfmt::skip]
 const REFUSED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
     // Column transformations change values in the outbox row.
-    (
-        "column.",
-        "column transformations change the outbox row; walrelay relays columns as they are",
-    ),
-    (
-        "predicates.",
-        "walrelay applies EventRouter to the outbox table unconditionally",
-    ),
-    (
-        "snapshot.select.statement.overrides.",
-        "walrelay snapshots the whole outbox table",
-    ),
-    (
-        "snapshot.mode.",
-        "walrelay implements snapshot.mode no_data, initial, always and when_needed only",
-    ),
+    ("column.", "column transformations change the outbox row; walrelay relays columns as they are"),
+    ("predicates.", "walrelay applies EventRouter to the outbox table unconditionally"),
+    ("snapshot.select.statement.overrides.", "walrelay snapshots the whole outbox table"),
+    ("snapshot.mode.", "walrelay implements snapshot.mode no_data, initial, always and when_needed only"),
     ("converters.", "custom converters change column values"),
     ("post.processors.", "post processors change events"),
-    (
-        "slot.stream.params.",
-        "walrelay sets the pgoutput options itself",
-    ),
+    ("slot.stream.params.", "walrelay sets the pgoutput options itself"),
 ];
 
 /// Java producer properties with the same name and meaning in librdkafka.
@@ -632,70 +391,32 @@ const PRODUCER_RENAMED: &[(&str, &str)] = &[
 ];
 
 /// Java producer properties ignored with a warning.
+#[rustfmt::skip]
 const PRODUCER_IGNORED: &[(&str, &str)] = &[
     // Serializers: walrelay writes the converter's bytes.
     ("key.serializer", ""),
     ("value.serializer", ""),
-    (
-        "max.block.ms",
-        "ignored: walrelay applies backpressure instead of blocking",
-    ),
-    (
-        "metric.reporters",
-        "ignored: walrelay exposes its own metrics",
-    ),
+    ("max.block.ms", "ignored: walrelay applies backpressure instead of blocking"),
+    ("metric.reporters", "ignored: walrelay exposes its own metrics"),
     ("metrics.num.samples", "ignored"),
     ("metrics.sample.window.ms", "ignored"),
     ("metrics.recording.level", "ignored"),
     ("auto.include.jmx.reporter", "ignored"),
     ("enable.metrics.push", "ignored"),
     ("socket.connection.setup.timeout.max.ms", "ignored"),
-    (
-        "transactional.id",
-        "ignored: walrelay does not use Kafka transactions",
-    ),
-    (
-        "transaction.timeout.ms",
-        "ignored: walrelay does not use Kafka transactions",
-    ),
+    ("transactional.id", "ignored: walrelay does not use Kafka transactions"),
+    ("transaction.timeout.ms", "ignored: walrelay does not use Kafka transactions"),
     // Keyless records only; an outbox record has a key unless the key
     // column is NULL.
-    (
-        "partitioner.adaptive.partitioning.enable",
-        "ignored: affects only records without a key",
-    ),
-    (
-        "partitioner.availability.timeout.ms",
-        "ignored: affects only records without a key",
-    ),
-    (
-        "compression.gzip.level",
-        "ignored: set librdkafka's compression.level in walrelay's own config if needed",
-    ),
-    (
-        "compression.lz4.level",
-        "ignored: set librdkafka's compression.level in walrelay's own config if needed",
-    ),
-    (
-        "compression.zstd.level",
-        "ignored: set librdkafka's compression.level in walrelay's own config if needed",
-    ),
-    (
-        "ssl.protocol",
-        "ignored: librdkafka negotiates the TLS version",
-    ),
-    (
-        "ssl.enabled.protocols",
-        "ignored: librdkafka negotiates the TLS version",
-    ),
-    (
-        "ssl.cipher.suites",
-        "ignored: Java cipher suite names do not apply to OpenSSL",
-    ),
-    (
-        "ssl.truststore.password",
-        "ignored: PEM truststores have no password",
-    ),
+    ("partitioner.adaptive.partitioning.enable", "ignored: affects only records without a key"),
+    ("partitioner.availability.timeout.ms", "ignored: affects only records without a key"),
+    ("compression.gzip.level", "ignored: set librdkafka's compression.level in walrelay's own config if needed"),
+    ("compression.lz4.level", "ignored: set librdkafka's compression.level in walrelay's own config if needed"),
+    ("compression.zstd.level", "ignored: set librdkafka's compression.level in walrelay's own config if needed"),
+    ("ssl.protocol", "ignored: librdkafka negotiates the TLS version"),
+    ("ssl.enabled.protocols", "ignored: librdkafka negotiates the TLS version"),
+    ("ssl.cipher.suites", "ignored: Java cipher suite names do not apply to OpenSSL"),
+    ("ssl.truststore.password", "ignored: PEM truststores have no password"),
     ("ssl.keymanager.algorithm", "ignored"),
     ("ssl.trustmanager.algorithm", "ignored"),
     ("ssl.secure.random.implementation", "ignored"),
@@ -710,43 +431,17 @@ const PRODUCER_IGNORED: &[(&str, &str)] = &[
 ];
 
 /// Java producer properties refused at any value but the listed ones.
+#[rustfmt::skip]
 const PRODUCER_DEFAULT_ONLY: &[(&str, &[&str], &str)] = &[
     // Other partitioners put a key's records on other partitions than the
     // Java default (murmur2 of the key bytes), which walrelay reproduces.
-    (
-        "partitioner.class",
-        &[
-            "",
-            "org.apache.kafka.clients.producer.internals.DefaultPartitioner",
-        ],
-        "walrelay partitions like the Java default partitioner (murmur2 of the key bytes)",
-    ),
-    (
-        "partitioner.ignore.keys",
-        &["false"],
-        "walrelay partitions by key",
-    ),
-    (
-        "interceptor.classes",
-        &[""],
-        "producer interceptors are Java code",
-    ),
-    (
-        "sasl.client.callback.handler.class",
-        &[""],
-        "callback handlers are Java code",
-    ),
-    (
-        "sasl.login.callback.handler.class",
-        &[""],
-        "callback handlers are Java code",
-    ),
+    ("partitioner.class", &["", "org.apache.kafka.clients.producer.internals.DefaultPartitioner"], "walrelay partitions like the Java default partitioner (murmur2 of the key bytes)"),
+    ("partitioner.ignore.keys", &["false"], "walrelay partitions by key"),
+    ("interceptor.classes", &[""], "producer interceptors are Java code"),
+    ("sasl.client.callback.handler.class", &[""], "callback handlers are Java code"),
+    ("sasl.login.callback.handler.class", &[""], "callback handlers are Java code"),
     ("sasl.login.class", &[""], "login classes are Java code"),
-    (
-        "ssl.engine.factory.class",
-        &[""],
-        "ssl engine factories are Java code",
-    ),
+    ("ssl.engine.factory.class", &[""], "ssl engine factories are Java code"),
 ];
 
 // ---------------------------------------------------------------------------
@@ -1693,6 +1388,7 @@ fn translate_keystore(p: &mut Keys, kafka: &mut KafkaDraft) -> Result<(), Config
 // ---------------------------------------------------------------------------
 
 /// Worker keys with a specific reason to be ignored.
+#[rustfmt::skip]
 const IGNORED_WORKER_PREFIXES: &[(&str, &str)] = &[
     ("offset.", OFFSETS_IN_SLOT),
     ("plugin.", "ignored: walrelay has no plugins"),
@@ -1704,23 +1400,137 @@ const IGNORED_WORKER_PREFIXES: &[(&str, &str)] = &[
     ("consumer.", "ignored: walrelay uses no consumer"),
     ("internal.", "ignored"),
     ("metric", "ignored: walrelay exposes its own metrics"),
-    (
-        "security.protocol",
-        "ignored: the worker's own clients; walrelay reads producer.*",
-    ),
-    (
-        "sasl.",
-        "ignored: the worker's own clients; walrelay reads producer.*",
-    ),
-    (
-        "ssl.",
-        "ignored: the worker's own clients; walrelay reads producer.*",
-    ),
-    (
-        "config.providers",
-        "ignored: walrelay does not resolve config providers",
-    ),
+    ("security.protocol", "ignored: the worker's own clients; walrelay reads producer.*"),
+    ("sasl.", "ignored: the worker's own clients; walrelay reads producer.*"),
+    ("ssl.", "ignored: the worker's own clients; walrelay reads producer.*"),
+    ("config.providers", "ignored: not a config provider setting walrelay uses"),
 ];
+
+const FILE_PROVIDER: &str = "org.apache.kafka.common.config.provider.FileConfigProvider";
+const DIRECTORY_PROVIDER: &str = "org.apache.kafka.common.config.provider.DirectoryConfigProvider";
+const ENV_PROVIDER: &str = "org.apache.kafka.common.config.provider.EnvVarConfigProvider";
+
+/// A Kafka `ConfigProvider` walrelay resolves.
+#[derive(Debug, Clone, Copy)]
+enum Provider {
+    /// `${name:/path/file.properties:key}`.
+    File,
+    /// `${name:/dir:file}`: the file's content.
+    Directory,
+    /// `${name:VAR}`.
+    Env,
+}
+
+/// Resolves Kafka Connect config-provider references
+/// (`config.providers=file` + `config.providers.file.class=...FileConfigProvider`,
+/// then `${file:/secrets/pg.properties:password}`) in every worker and
+/// connector value, as the worker does before a connector sees them.
+fn resolve_providers(
+    worker: &mut BTreeMap<String, String>,
+    connector: &mut BTreeMap<String, String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), ConfigError> {
+    let Some(list) = worker.remove("config.providers") else {
+        return Ok(());
+    };
+    let mut providers = BTreeMap::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let class_key = format!("config.providers.{name}.class");
+        let provider = match worker.remove(&class_key).as_deref().map(str::trim) {
+            Some(FILE_PROVIDER) => Provider::File,
+            Some(DIRECTORY_PROVIDER) => Provider::Directory,
+            Some(ENV_PROVIDER) => Provider::Env,
+            Some(other) => {
+                return Err(ConfigError::Unsupported {
+                    key: class_key,
+                    reason: format!(
+                        "walrelay resolves FileConfigProvider, DirectoryConfigProvider and EnvVarConfigProvider, not {other}"
+                    ),
+                })
+            }
+            None => {
+                return Err(ConfigError::Missing {
+                    key: class_key,
+                    reason: "config.providers names it".into(),
+                })
+            }
+        };
+        providers.insert(name.to_owned(), provider);
+    }
+    for map in [worker, connector] {
+        for (key, value) in map.iter_mut() {
+            if value.contains("${") {
+                *value = substitute_providers(key, value, &providers, env)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn substitute_providers(
+    key: &str,
+    value: &str,
+    providers: &BTreeMap<String, Provider>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ConfigError> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let reference = &rest[start..start + 2 + end + 1];
+        rest = &after[end + 1..];
+        // Kafka's pattern: provider ':' [path ':'] key.
+        let Some((name, tail)) = inner.split_once(':') else {
+            out.push_str(reference);
+            continue;
+        };
+        let Some(provider) = providers.get(name) else {
+            // Unknown provider: Kafka leaves the reference as it is.
+            out.push_str(reference);
+            continue;
+        };
+        let (path, item) = match tail.split_once(':') {
+            Some((p, k)) => (Some(p), k),
+            None => (None, tail),
+        };
+        let missing = |what: String| ConfigError::Invalid {
+            key: key.to_owned(),
+            reason: what,
+        };
+        let resolved = match (provider, path) {
+            (Provider::Env, None) => env(item)
+                .ok_or_else(|| missing(format!("environment variable {item} is not set")))?,
+            (Provider::File, Some(path)) => {
+                let props = read_properties(Path::new(path))?;
+                props
+                    .get(item)
+                    .cloned()
+                    .ok_or_else(|| missing(format!("{path} has no key {item}")))?
+            }
+            (Provider::Directory, Some(dir)) => {
+                let file = Path::new(dir).join(item);
+                std::fs::read_to_string(&file).map_err(|source| ConfigError::Read {
+                    path: file.clone(),
+                    source,
+                })?
+            }
+            _ => {
+                return Err(missing(format!(
+                    "cannot resolve ${{{name}:...}}: wrong number of parts"
+                )))
+            }
+        };
+        out.push_str(&resolved);
+    }
+    out.push_str(rest);
+    Ok(out)
+}
 
 /// Reads a Kafka Connect standalone worker file and one connector file
 /// (`.json`, else `.properties`) and translates them.
@@ -1846,4 +1656,64 @@ pub fn from_connect(
         config,
         ignored: notes.into_vec(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jaas_lines() {
+        let plain = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p\"w";"#;
+        assert_eq!(parse_jaas(plain), Ok(("u".into(), "p\"w".into())));
+        let scram = "org.apache.kafka.common.security.scram.ScramLoginModule required\n  username=u\n  password=pw ;";
+        assert_eq!(parse_jaas(scram), Ok(("u".into(), "pw".into())));
+        for bad in [
+            "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"secret\"",
+            "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"secret;",
+            "org.apache.kafka.common.security.plain.PlainLoginModule maybe username=u password=secret;",
+            "org.apache.kafka.common.security.plain.PlainLoginModule required username=u;",
+            "a.B required x=1; c.D required y=2;",
+        ] {
+            let err = parse_jaas(bad).unwrap_err();
+            assert!(!err.contains("secret"), "{err}");
+        }
+        let err = parse_jaas("com.sun.security.auth.module.Krb5LoginModule required;").unwrap_err();
+        assert!(err.contains("Krb5LoginModule"), "{err}");
+    }
+
+    #[test]
+    fn provider_references() {
+        let providers: BTreeMap<String, Provider> = [("env".to_owned(), Provider::Env)].into();
+        let env = |name: &str| (name == "PW").then(|| "secret".to_owned());
+        let sub = |v: &str| substitute_providers("k", v, &providers, &env);
+        assert_eq!(sub("${env:PW}").unwrap(), "secret");
+        assert_eq!(sub("a${env:PW}b${env:PW}").unwrap(), "asecretbsecret");
+        // Other references stay as they are.
+        assert_eq!(sub("${routedByValue}").unwrap(), "${routedByValue}");
+        assert_eq!(sub("${vault:x:y}").unwrap(), "${vault:x:y}");
+        assert_eq!(sub("${env:PW").unwrap(), "${env:PW");
+        assert!(sub("${env:UNSET}").is_err());
+    }
+
+    #[test]
+    fn key_lists_do_not_overlap() {
+        let mut seen = std::collections::BTreeSet::new();
+        for key in IGNORED_CONNECTOR_KEYS
+            .iter()
+            .map(|(k, _)| *k)
+            .chain(DEFAULT_ONLY_CONNECTOR_KEYS.iter().map(|(k, _, _)| *k))
+        {
+            assert!(seen.insert(key), "{key} is listed twice");
+        }
+        for key in PRODUCER_SAME
+            .iter()
+            .copied()
+            .chain(PRODUCER_RENAMED.iter().map(|(k, _)| *k))
+            .chain(PRODUCER_IGNORED.iter().map(|(k, _)| *k))
+            .chain(PRODUCER_DEFAULT_ONLY.iter().map(|(k, _, _)| *k))
+        {
+            assert!(seen.insert(key), "{key} is listed twice");
+        }
+    }
 }

@@ -322,10 +322,10 @@ fn split_default(inner: &str) -> Option<(&str, &str)> {
 
 /// The sections of a resolved file, translated.
 fn translate(
-    mut props: BTreeMap<String, String>,
+    props: BTreeMap<String, String>,
     notes: &mut Notes,
 ) -> Result<super::Config, ConfigError> {
-    let mut all = Keys::new(std::mem::take(&mut props), "");
+    let mut all = Keys::new(props, "");
     let mut source = Keys::new(all.take_prefixed("debezium.source."), "debezium.source.");
     let format = all.take_prefixed("debezium.format.");
     let converters = translate_format(format, notes)?;

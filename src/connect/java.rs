@@ -56,7 +56,7 @@ fn render_shortest(sci: &str, plain: bool) -> String {
             let int_len = exp as usize + 1;
             if digits.len() <= int_len {
                 out.push_str(&digits);
-                out.extend(std::iter::repeat('0').take(int_len - digits.len()));
+                out.push_str(&"0".repeat(int_len - digits.len()));
                 out.push_str(".0");
             } else {
                 out.push_str(&digits[..int_len]);
@@ -65,7 +65,7 @@ fn render_shortest(sci: &str, plain: bool) -> String {
             }
         } else {
             out.push_str("0.");
-            out.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+            out.push_str(&"0".repeat((-exp - 1) as usize));
             out.push_str(&digits);
         }
     } else {
@@ -102,7 +102,7 @@ pub fn big_decimal_to_string(d: &Decimal) -> String {
             out.push_str(&coeff[coeff.len() - scale..]);
         } else {
             out.push_str("0.");
-            out.extend(std::iter::repeat('0').take(scale - coeff.len()));
+            out.push_str(&"0".repeat(scale - coeff.len()));
             out.push_str(coeff);
         }
     } else {

@@ -477,7 +477,7 @@ fn rescale(mut d: Decimal, scale: i32) -> Decimal {
         let extra = (scale - d.scale) as usize;
         if &*d.digits != "0" {
             let mut digits = d.digits.into_string();
-            digits.extend(std::iter::repeat('0').take(extra));
+            digits.push_str(&"0".repeat(extra));
             d.digits = digits.into();
         }
         d.scale = scale;

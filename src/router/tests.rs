@@ -1204,7 +1204,7 @@ fn observed_rows(aggtype: &str) -> Vec<TupleData> {
                 t("k2"),
                 t("UserUpdated"),
                 t(
-                    r#"{"a": "dup", "name": "Zo\u{eb} \"q\" \\ tab\t", "zeta": 1, "nested": {"b": {}, "aa": []}}"#,
+                    r#"{"a": "dup", "name": "Zoë \"q\" \\ tab\t", "zeta": 1, "nested": {"b": {}, "aa": []}}"#,
                 ),
             ],
         },
@@ -1257,38 +1257,23 @@ fn check_observed(
         assert_eq!(&*rec.topic, *topic);
         assert_eq!(text(&rec.key).as_deref(), *key);
         assert_eq!(text(&rec.value).as_deref(), *value);
-        let names: Vec<&str> = rec.headers.iter().map(|h| &*h.name).collect();
-        assert_eq!(
-            names[..4],
-            [
-                HEADER_CONNECTOR_LOGICAL_NAME,
-                HEADER_TASK_ID,
-                HEADER_CONNECTOR_NAME,
-                HEADER_RUN_ID
-            ]
-        );
-        assert_eq!(
-            rec.headers[..3]
-                .iter()
-                .map(|h| text(&h.value))
-                .collect::<Vec<_>>(),
-            [
-                Some("test".to_owned()),
-                Some("0".to_owned()),
-                Some("postgresql".to_owned())
-            ]
-        );
+        assert_eq!(rec.headers[3].name.as_ref(), HEADER_RUN_ID);
         let run_id = text(&rec.headers[3].value).expect("run id");
-        assert_eq!((run_id.len(), &run_id[14..15]), (36, "7"), "{run_id}");
-        let rest: Vec<(&str, Option<String>)> = rec.headers[4..]
+        let uuid =
+            run_id.trim_start_matches(|c: char| !c.is_ascii_hexdigit() || c.is_ascii_uppercase());
+        let uuid = &uuid[uuid.find('-').map_or(0, |d| d.saturating_sub(8))..];
+        assert_eq!(&uuid[14..15], "7", "runId is a version 7 uuid: {run_id}");
+        let got: Vec<(&str, Option<String>)> = rec
+            .headers
             .iter()
+            .filter(|h| &*h.name != HEADER_RUN_ID)
             .map(|h| (&*h.name, text(&h.value)))
             .collect();
         let want: Vec<(&str, Option<String>)> = headers
             .iter()
             .map(|(n, v)| (*n, Some((*v).to_owned())))
             .collect();
-        assert_eq!(rest, want);
+        assert_eq!(got, want);
         assert_eq!(rec.partition, None);
     }
 }
@@ -1314,7 +1299,12 @@ fn observed_envelope_noschemas() {
                 "outbox.event.User_1796023720_envelope_noschemas",
                 Some(r#""10711fa5""#),
                 Some(r#"{"payload":"{\"email\": \"gh@mefi.in\"}","eventType":"UserCreated"}"#),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_envelope_noschemas",
@@ -1322,13 +1312,23 @@ fn observed_envelope_noschemas() {
                 Some(
                     r#"{"payload":"{\"a\": \"dup\", \"name\": \"Zoë \\\"q\\\" \\\\ tab\\t\", \"zeta\": 1, \"nested\": {\"b\": {}, \"aa\": []}}","eventType":"UserUpdated"}"#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_envelope_noschemas",
                 Some(r#""10711fa5""#),
                 Some(r#"{"payload":null,"eventType":"UserDeleted"}"#),
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1357,7 +1357,12 @@ fn observed_envelope_schemas() {
                 Some(
                     r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1,"field":"payload"},{"type":"string","optional":false,"field":"eventType"}],"optional":false,"name":"test.public.outbox.User_1796023720_envelope_schemas.Value"},"payload":{"payload":"{\"email\": \"gh@mefi.in\"}","eventType":"UserCreated"}}"#,
                 ),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_envelope_schemas",
@@ -1365,7 +1370,12 @@ fn observed_envelope_schemas() {
                 Some(
                     r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1,"field":"payload"},{"type":"string","optional":false,"field":"eventType"}],"optional":false,"name":"test.public.outbox.User_1796023720_envelope_schemas.Value"},"payload":{"payload":"{\"a\": \"dup\", \"name\": \"Zoë \\\"q\\\" \\\\ tab\\t\", \"zeta\": 1, \"nested\": {\"b\": {}, \"aa\": []}}","eventType":"UserUpdated"}}"#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_envelope_schemas",
@@ -1373,7 +1383,12 @@ fn observed_envelope_schemas() {
                 Some(
                     r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1,"field":"payload"},{"type":"string","optional":false,"field":"eventType"}],"optional":false,"name":"test.public.outbox.User_1796023720_envelope_schemas.Value"},"payload":{"payload":null,"eventType":"UserDeleted"}}"#,
                 ),
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1403,7 +1418,12 @@ fn observed_envelope_tombstone() {
                 "outbox.event.User_1796023720_envelope_tombstone",
                 Some(r#""10711fa5""#),
                 Some(r#"{"payload":"{\"email\": \"gh@mefi.in\"}","eventType":"UserCreated"}"#),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_envelope_tombstone",
@@ -1411,13 +1431,23 @@ fn observed_envelope_tombstone() {
                 Some(
                     r#"{"payload":"{\"a\": \"dup\", \"name\": \"Zoë \\\"q\\\" \\\\ tab\\t\", \"zeta\": 1, \"nested\": {\"b\": {}, \"aa\": []}}","eventType":"UserUpdated"}"#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_envelope_tombstone",
                 Some(r#""10711fa5""#),
                 None,
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1441,19 +1471,34 @@ fn observed_expand_noschemas() {
                 "outbox.event.User_1796023720_expand_noschemas",
                 Some(r#""10711fa5""#),
                 Some(r#"{"email":"gh@mefi.in"}"#),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_expand_noschemas",
                 Some(r#""k2""#),
                 Some(r#"{"a":"dup","name":"Zoë \"q\" \\ tab\t","zeta":1,"nested":{"b":{}}}"#),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_expand_noschemas",
                 Some(r#""10711fa5""#),
                 Some(r#"null"#),
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1479,7 +1524,12 @@ fn observed_expand_schemas() {
                 Some(
                     r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"field":"email"}],"optional":true,"name":"payload"},"payload":{"email":"gh@mefi.in"}}"#,
                 ),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_expand_schemas",
@@ -1487,7 +1537,12 @@ fn observed_expand_schemas() {
                 Some(
                     r#"{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"field":"a"},{"type":"string","optional":true,"field":"name"},{"type":"int32","optional":true,"field":"zeta"},{"type":"struct","fields":[{"type":"struct","fields":[],"optional":true,"name":"payload.nested.b","field":"b"}],"optional":true,"name":"payload.nested","field":"nested"}],"optional":true,"name":"payload"},"payload":{"a":"dup","name":"Zoë \"q\" \\ tab\t","zeta":1,"nested":{"b":{}}}}"#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_expand_schemas",
@@ -1495,7 +1550,12 @@ fn observed_expand_schemas() {
                 Some(
                     r#"{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":null}"#,
                 ),
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1519,7 +1579,12 @@ fn observed_header_json_noschemas() {
                 "outbox.event.User_1796023720_header_json_noschemas",
                 Some(r#"10711fa5"#),
                 Some(r#"{"email": "gh@mefi.in"}"#),
-                &[("id", r#""59a42efd-b015-44a9-9dde-cb36d9002425""#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#""test""#),
+                    ("__debezium.context.taskId", r#""0""#),
+                    ("__debezium.context.connectorName", r#""postgresql""#),
+                    ("id", r#""59a42efd-b015-44a9-9dde-cb36d9002425""#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_header_json_noschemas",
@@ -1527,13 +1592,23 @@ fn observed_header_json_noschemas() {
                 Some(
                     r#"{"a": "dup", "name": "Zoë \"q\" \\ tab\t", "zeta": 1, "nested": {"b": {}, "aa": []}}"#,
                 ),
-                &[("id", r#""0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01""#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#""test""#),
+                    ("__debezium.context.taskId", r#""0""#),
+                    ("__debezium.context.connectorName", r#""postgresql""#),
+                    ("id", r#""0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01""#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_header_json_noschemas",
                 Some(r#"10711fa5"#),
                 None,
-                &[("id", r#""7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10""#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#""test""#),
+                    ("__debezium.context.taskId", r#""0""#),
+                    ("__debezium.context.connectorName", r#""postgresql""#),
+                    ("id", r#""7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10""#),
+                ],
             ),
         ],
     );
@@ -1557,10 +1632,24 @@ fn observed_header_json() {
                 "outbox.event.User_1796023720_header_json",
                 Some(r#"10711fa5"#),
                 Some(r#"{"email": "gh@mefi.in"}"#),
-                &[(
-                    "id",
-                    r#"{"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"59a42efd-b015-44a9-9dde-cb36d9002425"}"#,
-                )],
+                &[
+                    (
+                        "__debezium.context.connectorLogicalName",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"test"}"#,
+                    ),
+                    (
+                        "__debezium.context.taskId",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"0"}"#,
+                    ),
+                    (
+                        "__debezium.context.connectorName",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"postgresql"}"#,
+                    ),
+                    (
+                        "id",
+                        r#"{"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"59a42efd-b015-44a9-9dde-cb36d9002425"}"#,
+                    ),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_header_json",
@@ -1568,19 +1657,47 @@ fn observed_header_json() {
                 Some(
                     r#"{"a": "dup", "name": "Zoë \"q\" \\ tab\t", "zeta": 1, "nested": {"b": {}, "aa": []}}"#,
                 ),
-                &[(
-                    "id",
-                    r#"{"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"}"#,
-                )],
+                &[
+                    (
+                        "__debezium.context.connectorLogicalName",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"test"}"#,
+                    ),
+                    (
+                        "__debezium.context.taskId",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"0"}"#,
+                    ),
+                    (
+                        "__debezium.context.connectorName",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"postgresql"}"#,
+                    ),
+                    (
+                        "id",
+                        r#"{"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"}"#,
+                    ),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_header_json",
                 Some(r#"10711fa5"#),
                 None,
-                &[(
-                    "id",
-                    r#"{"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"}"#,
-                )],
+                &[
+                    (
+                        "__debezium.context.connectorLogicalName",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"test"}"#,
+                    ),
+                    (
+                        "__debezium.context.taskId",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"0"}"#,
+                    ),
+                    (
+                        "__debezium.context.connectorName",
+                        r#"{"schema":{"type":"string","optional":false},"payload":"postgresql"}"#,
+                    ),
+                    (
+                        "id",
+                        r#"{"schema":{"type":"string","optional":false,"name":"io.debezium.data.Uuid","version":1},"payload":"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"}"#,
+                    ),
+                ],
             ),
         ],
     );
@@ -1605,6 +1722,9 @@ fn observed_header_placement() {
                 Some(r#"10711fa5"#),
                 Some(r#"{"email": "gh@mefi.in"}"#),
                 &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
                     ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
                     ("eventType", r#"UserCreated"#),
                 ],
@@ -1616,6 +1736,9 @@ fn observed_header_placement() {
                     r#"{"a": "dup", "name": "Zoë \"q\" \\ tab\t", "zeta": 1, "nested": {"b": {}, "aa": []}}"#,
                 ),
                 &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
                     ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
                     ("eventType", r#"UserUpdated"#),
                 ],
@@ -1625,6 +1748,9 @@ fn observed_header_placement() {
                 Some(r#"10711fa5"#),
                 None,
                 &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
                     ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
                     ("eventType", r#"UserDeleted"#),
                 ],
@@ -1651,7 +1777,12 @@ fn observed_json_noschemas() {
                 "outbox.event.User_1796023720_json_noschemas",
                 Some(r#""10711fa5""#),
                 Some(r#""{\"email\": \"gh@mefi.in\"}""#),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_json_noschemas",
@@ -1659,13 +1790,23 @@ fn observed_json_noschemas() {
                 Some(
                     r#""{\"a\": \"dup\", \"name\": \"Zoë \\\"q\\\" \\\\ tab\\t\", \"zeta\": 1, \"nested\": {\"b\": {}, \"aa\": []}}""#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_json_noschemas",
                 Some(r#""10711fa5""#),
                 Some(r#"null"#),
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1691,7 +1832,12 @@ fn observed_json_schemas() {
                 Some(
                     r#"{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":"{\"email\": \"gh@mefi.in\"}"}"#,
                 ),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_json_schemas",
@@ -1699,7 +1845,12 @@ fn observed_json_schemas() {
                 Some(
                     r#"{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":"{\"a\": \"dup\", \"name\": \"Zoë \\\"q\\\" \\\\ tab\\t\", \"zeta\": 1, \"nested\": {\"b\": {}, \"aa\": []}}"}"#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_json_schemas",
@@ -1707,7 +1858,12 @@ fn observed_json_schemas() {
                 Some(
                     r#"{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":null}"#,
                 ),
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );
@@ -1731,7 +1887,12 @@ fn observed_string() {
                 "outbox.event.User_1796023720_string",
                 Some(r#"10711fa5"#),
                 Some(r#"{"email": "gh@mefi.in"}"#),
-                &[("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"59a42efd-b015-44a9-9dde-cb36d9002425"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_string",
@@ -1739,13 +1900,23 @@ fn observed_string() {
                 Some(
                     r#"{"a": "dup", "name": "Zoë \"q\" \\ tab\t", "zeta": 1, "nested": {"b": {}, "aa": []}}"#,
                 ),
-                &[("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"0b2e1c8a-6f4d-4c55-9d1e-2a7c3f1e9b01"#),
+                ],
             ),
             (
                 "outbox.event.User_1796023720_string",
                 Some(r#"10711fa5"#),
                 None,
-                &[("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#)],
+                &[
+                    ("__debezium.context.connectorLogicalName", r#"test"#),
+                    ("__debezium.context.taskId", r#"0"#),
+                    ("__debezium.context.connectorName", r#"postgresql"#),
+                    ("id", r#"7d9f6a55-3c2b-4e1a-8f00-5b6c7d8e9f10"#),
+                ],
             ),
         ],
     );

@@ -39,6 +39,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("queue.buffering.max.kbytes", "65536"),
     ("queue.buffering.max.messages", "100000"),
 ];
+/// How often an idle sink looks for a permanent delivery failure.
+const FAILURE_CHECK: Duration = Duration::from_millis(100);
 /// Bits of the delivery opaque that carry the transaction sequence; the
 /// bits above carry the session generation.
 const SEQ_BITS: u32 = 48;
@@ -149,7 +151,7 @@ impl KafkaSink {
     /// broker is not an error here.
     pub fn new(config: &KafkaConfig) -> Result<Self, SinkError> {
         let mut props: BTreeMap<&str, &str> = DEFAULTS.iter().copied().collect();
-        for (k, v) in &config.producer {
+        for (k, v) in config.properties() {
             props.insert(k, v);
         }
         props.extend(FORCED.iter().copied());
@@ -232,7 +234,22 @@ impl KafkaSink {
         let ctx = self.producer.context();
         // Per-batch topic counts, flushed to the metrics once per batch.
         let mut per_topic: Vec<(Arc<str>, u64)> = Vec::new();
-        while let Some(batch) = rx.recv().await {
+        loop {
+            let batch = tokio::select! {
+                biased;
+                batch = rx.recv() => match batch {
+                    Some(batch) => batch,
+                    None => break,
+                },
+                // A failure of the last records sent must stop the pipeline
+                // even when no further batch arrives.
+                _ = tokio::time::sleep(FAILURE_CHECK) => {
+                    match self.take_failure() {
+                        Some(err) => return Err(err),
+                        None => continue,
+                    }
+                }
+            };
             if let Some(err) = self.take_failure() {
                 return Err(err);
             }

@@ -379,3 +379,46 @@ pub async fn ensure_publication(
     };
     prepare_publication(client, &plan).await
 }
+
+/// Reads what pgoutput does not send about the outbox table's columns:
+/// NOT NULL, the declared type and defaults (they shape Debezium's schemas).
+pub async fn table_meta(
+    client: &Client,
+    schema: &str,
+    table: &str,
+) -> Result<crate::connect::pg::TableMeta, CatalogError> {
+    let rows = client
+        .query(
+            "SELECT a.attname::text, a.attnotnull, format_type(a.atttypid, a.atttypmod), \
+                    pg_get_expr(d.adbin, d.adrelid) \
+             FROM pg_catalog.pg_attribute a \
+             JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+             WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped \
+             ORDER BY a.attnum",
+            &[&schema, &table],
+        )
+        .await
+        .map_err(sql(format!("cannot read the columns of {schema}.{table}")))?;
+    Ok(crate::connect::pg::TableMeta::new(
+        rows.iter()
+            .map(|r| crate::connect::pg::ColumnMeta {
+                name: r.get(0),
+                not_null: r.get(1),
+                type_name: r.get(2),
+                default_expr: r.get(3),
+            })
+            .collect(),
+    ))
+}
+
+/// Drops a slot (`slot.drop.on.stop`); only called on an orderly stop, after
+/// the replication connection released it.
+pub async fn drop_slot(client: &Client, slot: &str) -> Result<(), CatalogError> {
+    client
+        .execute("SELECT pg_drop_replication_slot($1)", &[&slot])
+        .await
+        .map_err(sql(format!("cannot drop replication slot {slot}")))?;
+    Ok(())
+}

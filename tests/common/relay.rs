@@ -26,7 +26,11 @@ pub struct Outbox {
 
 impl Outbox {
     pub async fn new(test: &str) -> Outbox {
-        let client = connect().await;
+        Outbox::new_with(test, connect().await).await
+    }
+
+    /// An outbox in the database `client` is connected to.
+    pub async fn new_with(test: &str, client: tokio_postgres::Client) -> Outbox {
         let name = unique_name(test);
         client
             .batch_execute(&format!(
@@ -53,13 +57,27 @@ impl Outbox {
     }
 
     pub fn config(&self, bootstrap: &str) -> String {
+        self.config_with(
+            bootstrap,
+            "# Tests run many relays at once: each gets its own ephemeral port.\n[metrics]\nlisten = \"127.0.0.1:0\"\n",
+        )
+    }
+
+    /// The test configuration plus `extra` TOML (which must bring its own
+    /// `[metrics]` table).
+    pub fn config_with(&self, bootstrap: &str, extra: &str) -> String {
+        self.config_for(bootstrap, env().pg_port, "postgres", extra)
+    }
+
+    /// The test configuration against any cluster and database.
+    pub fn config_for(&self, bootstrap: &str, pg_port: u16, dbname: &str, extra: &str) -> String {
         format!(
             r#"
 [postgres]
 host = "127.0.0.1"
-port = {port}
+port = {pg_port}
 user = "postgres"
-dbname = "postgres"
+dbname = "{dbname}"
 
 [replication]
 slot = "{name}"
@@ -77,11 +95,8 @@ bootstrap_servers = "{bootstrap}"
 [kafka.producer]
 "linger.ms" = "2"
 
-# Tests run many relays at once: each gets its own ephemeral port.
-[metrics]
-listen = "127.0.0.1:0"
+{extra}
 "#,
-            port = env().pg_port,
             name = self.name
         )
     }

@@ -1,0 +1,430 @@
+#!/usr/bin/env bash
+# Static checks of deploy/: the Prometheus rules and their unit tests, the
+# metric names they and the dashboard use, the Grafana dashboard, the systemd
+# unit, the Kubernetes manifests, the PostgreSQL settings and the
+# Dockerfile's inputs. Prints one line per check and exits 1 if any failed.
+#
+# Usage: scripts/check-deploy.sh
+#
+# Tools come from Debian when missing: promtool is extracted from the
+# `prometheus` package into .cache/deploy-tools/ (installing the package would
+# also start a Prometheus server); systemd-analyze (`systemd`) and PyYAML
+# (`python3-yaml`) are installed with apt-get, which needs root. Later runs
+# find them and take a few seconds. Owns nothing outside deploy/ and
+# .cache/deploy-tools/; never starts a service.
+# shellcheck disable=SC2317 # the check functions run through check()
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+DEPLOY=$REPO_ROOT/deploy
+TOOLS=$REPO_ROOT/.cache/deploy-tools
+FAILED=0
+APT_UPDATED=0
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# --- tools -------------------------------------------------------------------
+
+is_root() { [[ $(id -u) -eq 0 ]]; }
+
+# Refreshes the apt lists once per run (when they are empty, or a package has
+# no candidate).
+apt_update_once() {
+    ((APT_UPDATED)) && return 0
+    is_root || die "apt lists are empty or stale: run as root, or apt-get update"
+    note "apt-get update"
+    apt-get update -qq >/dev/null
+    APT_UPDATED=1
+}
+
+has_candidate() {
+    local policy
+    policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
+    [[ $policy == *"Candidate: "[!\(]* ]]
+}
+
+# Makes sure apt knows PKG, updating the lists once if needed.
+apt_ready() {
+    local pkg=$1
+    has_candidate "$pkg" && return 0
+    apt_update_once
+    has_candidate "$pkg" || die "Debian package $pkg is not available from the configured apt sources"
+}
+
+apt_install() {
+    local pkg=$1
+    is_root || die "$pkg is needed: run as root, or apt-get install $pkg"
+    apt_ready "$pkg"
+    note "apt-get install $pkg"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
+}
+
+ensure_promtool() {
+    if command -v promtool >/dev/null 2>&1; then
+        PROMTOOL=$(command -v promtool)
+        return 0
+    fi
+    PROMTOOL=$TOOLS/usr/bin/promtool
+    [[ -x $PROMTOOL ]] && return 0
+    command -v apt-get >/dev/null 2>&1 || die "promtool not found and no apt-get to fetch it"
+    apt_ready prometheus
+    note "fetching promtool from the Debian prometheus package"
+    local dl=$WORK/deb
+    mkdir -p "$dl"
+    # apt's download sandbox user must be able to write here.
+    chmod 755 "$WORK" "$dl"
+    (cd "$dl" && apt-get download -qq prometheus >/dev/null 2>&1) ||
+        die "apt-get download prometheus failed"
+    dpkg-deb -x "$dl"/prometheus_*.deb "$dl/x"
+    install -D -m 0755 "$dl/x/usr/bin/promtool" "$PROMTOOL"
+}
+
+ensure_systemd_analyze() {
+    command -v systemd-analyze >/dev/null 2>&1 || apt_install systemd
+    command -v systemd-analyze >/dev/null 2>&1 || die "systemd-analyze still missing after installing systemd"
+}
+
+# Picks a python3 with PyYAML and tomllib (3.11+).
+ensure_python() {
+    local cand
+    for cand in python3 /usr/bin/python3; do
+        if command -v "$cand" >/dev/null 2>&1 &&
+            "$cand" -c 'import yaml, tomllib' >/dev/null 2>&1; then
+            PY=$(command -v "$cand")
+            return 0
+        fi
+    done
+    apt_install python3-yaml
+    PY=/usr/bin/python3
+    "$PY" -c 'import yaml, tomllib' >/dev/null 2>&1 || die "$PY cannot import yaml and tomllib"
+}
+
+# --- reporting ---------------------------------------------------------------
+
+# check NAME CMD...: runs CMD, prints "ok NAME" or "FAIL NAME" and CMD's
+# output indented.
+check() {
+    local name=$1 out rc=0
+    shift
+    out=$("$@" 2>&1) || rc=$?
+    if ((rc == 0)); then
+        printf 'ok    %s\n' "$name"
+    else
+        printf 'FAIL  %s\n' "$name"
+        printf '%s\n' "$out" | sed 's/^/        /'
+        FAILED=1
+    fi
+}
+
+skip() {
+    printf 'skip  %s (%s)\n' "$1" "$2"
+}
+
+# --- checks ------------------------------------------------------------------
+
+RULES=$DEPLOY/prometheus/walrelay-alerts.yml
+RULE_TESTS=$DEPLOY/prometheus/walrelay-alerts.test.yml
+DASHBOARD=$DEPLOY/grafana/walrelay-dashboard.json
+UNIT=$DEPLOY/systemd/walrelay.service
+K8S=$DEPLOY/kubernetes
+
+# Every alert carries a severity, a summary and a description, and the tests
+# cover each one both firing and not firing.
+alerts_complete() {
+    "$PY" - "$RULES" "$RULE_TESTS" <<'PY'
+import sys, yaml
+rules, tests = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
+alerts = [r for g in rules["groups"] for r in g["rules"] if "alert" in r]
+fired, quiet = set(), set()
+for t in tests["tests"]:
+    for c in t.get("alert_rule_test", []):
+        (fired if c.get("exp_alerts") else quiet).add(c["alertname"])
+bad = []
+for a in alerts:
+    n = a["alert"]
+    if a.get("labels", {}).get("severity") not in ("warning", "critical"):
+        bad.append(f"{n}: severity label must be warning or critical")
+    for k in ("summary", "description"):
+        if not a.get("annotations", {}).get(k, "").strip():
+            bad.append(f"{n}: {k} annotation missing")
+    if n not in fired:
+        bad.append(f"{n}: no test where it fires")
+    if n not in quiet:
+        bad.append(f"{n}: no test where it stays quiet")
+known = {a["alert"] for a in alerts}
+bad += [f"test names unknown alert {n}" for n in sorted((fired | quiet) - known)]
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
+# Every walrelay_* series the rules, tests and dashboard use is one
+# src/metrics.rs exports, with the suffix its type gets (_total for
+# counters; _bucket, _sum, _count for histograms, whose family name prose
+# may also use).
+metric_names_known() {
+    "$PY" - "$REPO_ROOT/src/metrics.rs" "$RULES" "$RULE_TESTS" "$DASHBOARD" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+consts = dict(re.findall(r'pub const ([A-Z_]+): &str = "(walrelay_\w+)";', src))
+fields = dict(re.findall(r'pub (\w+): ([^\n]+),\n', src))
+kinds = {}
+for const, field in re.findall(r'register\(\s*([A-Z_]+)\s*,\s*"[^"]*"\s*,\s*m\.(\w+)\.clone\(\)', src, re.S):
+    t = fields.get(field, "")
+    kinds[const] = "counter" if "Counter" in t else "histogram" if "Histogram" in t else "gauge"
+allowed = set()
+for const, name in consts.items():
+    kind = kinds.get(const, "gauge")
+    allowed |= {"counter": {name + "_total"},
+                "histogram": {name + s for s in ("", "_bucket", "_sum", "_count")},
+                "gauge": {name}}[kind]
+if len(allowed) < 15:
+    sys.exit(f"found only {len(allowed)} metric names in {sys.argv[1]}: has its layout changed?")
+bad = []
+for path in sys.argv[2:]:
+    for name in sorted(set(re.findall(r"\bwalrelay_[a-z0-9_]+", open(path).read()))):
+        if name not in allowed:
+            bad.append(f"{path}: {name} is not a metric walrelay exports")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
+# Panels use the datasource variable and their PromQL parses: the queries,
+# with Grafana's variables substituted, become recording rules for
+# `promtool check rules`.
+dashboard_queries() {
+    "$PY" - "$DASHBOARD" "$WORK/dashboard-rules.yml" <<'PY' || return 1
+import json, sys, yaml
+d = json.load(open(sys.argv[1]))
+bad = []
+if not 36 <= d.get("schemaVersion", 0) <= 41:
+    bad.append(f"schemaVersion {d.get('schemaVersion')} is not around 39")
+names = [v["name"] for v in d["templating"]["list"]]
+if not any(v["type"] == "datasource" and v["query"] == "prometheus" for v in d["templating"]["list"]):
+    bad.append("no prometheus datasource variable")
+ids, rules = set(), []
+def walk(panels):
+    for p in panels:
+        yield p
+        yield from walk(p.get("panels", []))
+for p in walk(d["panels"]):
+    if p["id"] in ids:
+        bad.append(f"duplicate panel id {p['id']}")
+    ids.add(p["id"])
+    if p["type"] == "row":
+        continue
+    if p.get("datasource", {}).get("uid") != "${datasource}":
+        bad.append(f"panel {p['title']!r} does not use ${{datasource}}")
+    for t in p.get("targets", []):
+        expr = t["expr"]
+        for var, val in (("$__rate_interval", "5m"), ("$__interval", "1m"), ("$job", ".*"), ("$instance", ".*")):
+            expr = expr.replace(var, val)
+        if "$" in expr:
+            bad.append(f"panel {p['title']!r}: unknown variable in {t['expr']}")
+        rules.append({"record": f"dashboard:panel{p['id']}:{t['refId']}", "expr": expr})
+yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}, open(sys.argv[2], "w"))
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+    "$PROMTOOL" check rules "$WORK/dashboard-rules.yml"
+}
+
+# systemd-analyze verify needs ExecStart's binary to exist: verify a copy of
+# the unit whose ExecStart points at a stub, changing nothing else. verify
+# exits 0 on some bad values (it logs and ignores them), so any output fails.
+unit_verify() {
+    local dir=$WORK/systemd out
+    mkdir -p "$dir"
+    printf '#!/bin/sh\nexit 0\n' >"$dir/walrelay"
+    chmod 0755 "$dir/walrelay"
+    grep -q '^ExecStart=/usr/local/bin/walrelay run --config /etc/walrelay/walrelay.toml$' "$UNIT" || {
+        echo "ExecStart is not /usr/local/bin/walrelay run --config /etc/walrelay/walrelay.toml"
+        return 1
+    }
+    sed "s|^ExecStart=/usr/local/bin/walrelay |ExecStart=$dir/walrelay |" "$UNIT" >"$dir/walrelay.service"
+    out=$(systemd-analyze verify "$dir/walrelay.service" 2>&1) || {
+        printf '%s\n' "$out"
+        return 1
+    }
+    [[ -z $out ]] || {
+        printf '%s\n' "$out"
+        return 1
+    }
+}
+
+# TimeoutStopSec must leave room for walrelay's graceful shutdown.
+unit_timeouts() {
+    local stop
+    stop=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s\{0,1\}$/\1/p' "$UNIT")
+    [[ -n $stop ]] || {
+        echo "TimeoutStopSec= missing or not in seconds"
+        return 1
+    }
+    ((stop * 1000 > 10000)) || {
+        echo "TimeoutStopSec=${stop}s is not above the default runtime.shutdown_timeout_ms (10000)"
+        return 1
+    }
+}
+
+k8s_manifests() {
+    "$PY" - "$K8S" <<'PY'
+import glob, os, sys, tomllib, yaml
+bad = []
+docs = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.yaml"))):
+    for doc in yaml.safe_load_all(open(path)):
+        if doc is None:
+            continue
+        for key in ("apiVersion", "kind"):
+            if key not in doc:
+                bad.append(f"{path}: {key} missing")
+        if doc.get("kind") != "Kustomization" and not doc.get("metadata", {}).get("name"):
+            bad.append(f"{path}: metadata.name missing")
+        docs.setdefault(doc.get("kind"), []).append((path, doc))
+def one(kind):
+    found = docs.get(kind, [])
+    if len(found) != 1:
+        bad.append(f"expected one {kind}, found {len(found)}")
+        return {}
+    return found[0][1]
+dep, cm, pdb, svc, sec, kus = (one(k) for k in ("Deployment", "ConfigMap", "PodDisruptionBudget", "Service", "Secret", "Kustomization"))
+if not bad:
+    spec = dep["spec"]
+    pod = spec["template"]["spec"]
+    tlabels = spec["template"]["metadata"]["labels"]
+    def selects(sel, what):
+        if not sel or any(tlabels.get(k) != v for k, v in sel.items()):
+            bad.append(f"{what} selector {sel} does not match the pod labels {tlabels}")
+    selects(spec["selector"]["matchLabels"], "Deployment")
+    selects(pdb["spec"]["selector"]["matchLabels"], "PodDisruptionBudget")
+    selects(svc["spec"]["selector"], "Service")
+    if spec.get("replicas") != 2:
+        bad.append("Deployment must run 2 replicas (active + hot standby)")
+    [c] = pod["containers"]
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    if ports.get("metrics") != 9187:
+        bad.append("container port metrics must be 9187")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/healthz")):
+        get = c.get(probe, {}).get("httpGet", {})
+        if get.get("path") != path or get.get("port") not in ("metrics", 9187):
+            bad.append(f"{probe} must GET {path} on the metrics port")
+    if not c.get("resources", {}).get("limits", {}).get("memory") or not c["resources"].get("requests"):
+        bad.append("container needs resource requests and a memory limit")
+    if svc["spec"]["ports"][0].get("targetPort") not in ("metrics", 9187):
+        bad.append("Service must target the metrics port")
+    ann = svc["metadata"].get("annotations", {})
+    if ann.get("prometheus.io/scrape") != "true" or ann.get("prometheus.io/port") != "9187":
+        bad.append("Service needs prometheus.io/scrape and prometheus.io/port annotations")
+    cfg = tomllib.loads(cm["data"]["walrelay.toml"])
+    if cfg.get("metrics", {}).get("listen") != "0.0.0.0:9187":
+        bad.append('ConfigMap walrelay.toml must set [metrics] listen = "0.0.0.0:9187"')
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in pod["volumes"]}
+    secret_vol = next((n for n, v in vols.items() if v.get("secret", {}).get("secretName") == sec["metadata"]["name"]), None)
+    pw = cfg.get("postgres", {}).get("password_file", "")
+    if not secret_vol or not pw.startswith(mounts.get(secret_vol, "?") + "/"):
+        bad.append(f"postgres.password_file {pw!r} is not in the mounted Secret {sec['metadata']['name']}")
+    args = c.get("args", [])
+    conf = args[args.index("--config") + 1] if "--config" in args else ""
+    if conf not in mounts.values():
+        bad.append(f"--config {conf!r} is not a mounted path")
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    shutdown = cfg.get("runtime", {}).get("shutdown_timeout_ms", 10000)
+    if grace * 1000 <= shutdown:
+        bad.append(f"terminationGracePeriodSeconds {grace} must exceed runtime.shutdown_timeout_ms {shutdown}")
+    for r in kus.get("resources", []):
+        if not os.path.exists(os.path.join(sys.argv[1], r)):
+            bad.append(f"kustomization lists missing {r}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
+# The ConfigMap's walrelay.toml passes `walrelay validate`, with the
+# password_file pointed at a temporary file.
+k8s_config_validates() {
+    "$PY" - "$K8S/configmap.yaml" "$WORK/password" >"$WORK/walrelay.toml" <<'PY'
+import sys, yaml
+toml = yaml.safe_load(open(sys.argv[1]))["data"]["walrelay.toml"]
+print(toml.replace("/etc/walrelay/secret/password", sys.argv[2]))
+PY
+    echo secret >"$WORK/password"
+    "$WALRELAY_BIN" validate --config "$WORK/walrelay.toml"
+}
+
+# Every setting in walrelay.conf is a parameter this PostgreSQL knows.
+pg_settings_known() {
+    local names unknown
+    names=$("$PG_POSTGRES" --describe-config | cut -f1)
+    unknown=$(sed -n 's/^\([a-z_]*\) *=.*/\1/p' "$DEPLOY/postgresql/walrelay.conf" | grep -vxF "$names" || true)
+    [[ -z $unknown ]] || {
+        echo "unknown settings: $unknown"
+        return 1
+    }
+}
+
+# What the Dockerfile copies exists, and it copies every workspace member.
+dockerfile_inputs() {
+    local src bad=0
+    while read -r src; do
+        [[ -e $REPO_ROOT/$src ]] || {
+            echo "COPY source $src does not exist"
+            bad=1
+        }
+    done < <(sed -n 's/^COPY \([^-][^ ]*\) .*/\1/p' "$DEPLOY/Dockerfile")
+    grep -q '^COPY proto/src ' "$DEPLOY/Dockerfile" || {
+        echo "the proto workspace member is not copied"
+        bad=1
+    }
+    return "$bad"
+}
+
+cd "$REPO_ROOT"
+ensure_promtool
+ensure_systemd_analyze
+ensure_python
+
+check "promtool check rules" "$PROMTOOL" check rules "$RULES"
+check "promtool test rules" "$PROMTOOL" test rules "$RULE_TESTS"
+check "alerts: severity, summary, description, tested firing and quiet" alerts_complete
+check "metric names exist in src/metrics.rs" metric_names_known
+check "dashboard is valid JSON" "$PY" -m json.tool "$DASHBOARD"
+check "dashboard: datasource variable, panel ids, PromQL parses" dashboard_queries
+check "systemd-analyze verify walrelay.service" unit_verify
+check "systemd unit: TimeoutStopSec above shutdown_timeout" unit_timeouts
+check "systemd unit: exposure level at most 2.0" systemd-analyze security --offline=yes --threshold=20 "$UNIT"
+check "kubernetes manifests parse as YAML" "$PY" -c '
+import sys, yaml
+for p in sys.argv[1:]:
+    list(yaml.safe_load_all(open(p)))' "$K8S"/*.yaml
+check "kubernetes manifests: structure and cross-references" k8s_manifests
+
+WALRELAY_BIN=${WALRELAY_BIN:-}
+if [[ -z $WALRELAY_BIN ]]; then
+    for cand in target/debug/walrelay target/release/walrelay; do
+        if [[ -x $cand ]]; then
+            WALRELAY_BIN=$REPO_ROOT/$cand
+            break
+        fi
+    done
+fi
+if [[ -n $WALRELAY_BIN ]]; then
+    check "kubernetes ConfigMap passes walrelay validate" k8s_config_validates
+else
+    skip "kubernetes ConfigMap passes walrelay validate" "no walrelay binary built; set WALRELAY_BIN"
+fi
+
+PG_POSTGRES=$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1 || true)
+if [[ -n $PG_POSTGRES ]]; then
+    check "postgresql/walrelay.conf settings exist" pg_settings_known
+else
+    skip "postgresql/walrelay.conf settings exist" "no PostgreSQL server installed"
+fi
+check "Dockerfile COPY sources exist" dockerfile_inputs
+
+exit "$FAILED"

@@ -1,0 +1,1525 @@
+//! `walrelay check`: a read-only preflight of everything walrelay needs from
+//! PostgreSQL and Kafka, as a pass/warn/fail table with a fix for each failure.
+//!
+//! Owns the checks and their wording: connections and authentication (SQL and
+//! replication), `wal_level`, slot and WAL sender capacity, the role's
+//! attributes and privileges, the outbox table's columns against the routing
+//! configuration (through [`Router::bind`], so it judges the layout exactly as
+//! the stream will), the publication and the slot as walrelay would find
+//! them, `max_slot_wal_keep_size`, Kafka reachability and the topics the
+//! router would produce to. It must never change anything: no slot, no
+//! publication, no topic is created or altered, and every statement it runs
+//! is a catalog read or a bounded `SELECT`. Every network step is bounded by
+//! a timeout, so an unreachable server costs one row, not a hang.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
+use tokio_postgres::Client;
+use walrelay_proto::{RelationColumnInfo, RelationInfo};
+
+use crate::config::{Config, PublicationMode};
+use crate::lag;
+use crate::relay::{connect_params, DisplayChain};
+use crate::router::{
+    ColumnMeta, RouteError, Router, TableMeta, KEY_ADDITIONAL_PLACEMENT, KEY_ID_FIELD,
+    KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
+    KEY_TIMESTAMP_FIELD, KEY_TRACING_SPAN_CONTEXT_FIELD,
+};
+use crate::source::catalog::{self, SlotState};
+use crate::source::replication::{
+    quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
+};
+use crate::status::human_bytes;
+
+/// Row: an ordinary SQL connection with the configured credentials.
+pub const POSTGRES_CONNECTION: &str = "postgres connection";
+/// Row: a replication connection and `IDENTIFY_SYSTEM`.
+pub const REPLICATION_CONNECTION: &str = "replication connection";
+/// Row: `wal_level = logical`.
+pub const WAL_LEVEL: &str = "wal_level";
+/// Row: the role's REPLICATION attribute.
+pub const ROLE: &str = "role attributes";
+/// Row: a free replication slot (or ours already exists).
+pub const SLOT_CAPACITY: &str = "replication slots";
+/// Row: a free WAL sender.
+pub const WAL_SENDERS: &str = "wal senders";
+/// Row: `max_slot_wal_keep_size`.
+pub const MAX_SLOT_WAL_KEEP_SIZE: &str = "max_slot_wal_keep_size";
+/// Row: the outbox table and the columns the router reads.
+pub const OUTBOX_TABLE: &str = "outbox table";
+/// Row: SELECT on the outbox, and ownership when walrelay creates the publication.
+pub const OUTBOX_PRIVILEGES: &str = "outbox privileges";
+/// Row: the publication.
+pub const PUBLICATION: &str = "publication";
+/// Row: the replication slot.
+pub const SLOT: &str = "replication slot";
+/// Row: a Kafka metadata request.
+pub const KAFKA_CONNECTION: &str = "kafka connection";
+/// Row: the topics the router would produce to.
+pub const KAFKA_TOPICS: &str = "kafka topics";
+
+/// Most distinct route values read from the outbox to name topics.
+pub const ROUTE_VALUE_LIMIT: i64 = 100;
+/// Bound on each Kafka request (metadata, broker configuration).
+pub const KAFKA_TIMEOUT: Duration = Duration::from_secs(10);
+/// The broker setting that lets a producer create topics by writing to them.
+pub const AUTO_CREATE_TOPICS: &str = "auto.create.topics.enable";
+
+/// Outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CheckStatus {
+    /// Fine.
+    Pass,
+    /// Works, but deserves attention.
+    Warn,
+    /// walrelay would not start or would stop.
+    Fail,
+    /// Not run because an earlier check failed.
+    Skip,
+}
+
+impl CheckStatus {
+    fn label(self) -> &'static str {
+        match self {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Warn => "WARN",
+            CheckStatus::Fail => "FAIL",
+            CheckStatus::Skip => "skip",
+        }
+    }
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRow {
+    /// What was checked (one of the row constants of this module).
+    pub name: &'static str,
+    /// The outcome.
+    pub status: CheckStatus,
+    /// What was found.
+    pub detail: String,
+    /// How to fix it; set for every failure and for most warnings.
+    pub fix: Option<String>,
+}
+
+/// Every row of one `walrelay check` run, in the order they are shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// The rows.
+    pub rows: Vec<CheckRow>,
+}
+
+impl CheckReport {
+    /// Whether no check failed (warnings and skips after no failure pass).
+    pub fn passed(&self) -> bool {
+        self.rows.iter().all(|r| r.status != CheckStatus::Fail)
+    }
+
+    /// The row called `name`, if it was produced.
+    pub fn row(&self, name: &str) -> Option<&CheckRow> {
+        self.rows.iter().find(|r| r.name == name)
+    }
+
+    /// The failed rows.
+    pub fn failures(&self) -> impl Iterator<Item = &CheckRow> {
+        self.rows.iter().filter(|r| r.status == CheckStatus::Fail)
+    }
+
+    fn push(&mut self, name: &'static str, status: CheckStatus, detail: impl Into<String>) {
+        self.rows.push(CheckRow {
+            name,
+            status,
+            detail: detail.into(),
+            fix: None,
+        });
+    }
+
+    fn pass(&mut self, name: &'static str, detail: impl Into<String>) {
+        self.push(name, CheckStatus::Pass, detail);
+    }
+
+    fn warn(&mut self, name: &'static str, detail: impl Into<String>, fix: impl Into<String>) {
+        self.push(name, CheckStatus::Warn, detail);
+        self.set_fix(fix);
+    }
+
+    fn fail(&mut self, name: &'static str, detail: impl Into<String>, fix: impl Into<String>) {
+        self.push(name, CheckStatus::Fail, detail);
+        self.set_fix(fix);
+    }
+
+    fn skip(&mut self, name: &'static str, why: &str) {
+        self.push(name, CheckStatus::Skip, format!("not checked: {why}"));
+    }
+
+    fn set_fix(&mut self, fix: impl Into<String>) {
+        if let Some(last) = self.rows.last_mut() {
+            last.fix = Some(fix.into());
+        }
+    }
+}
+
+impl fmt::Display for CheckReport {
+    /// The table: status, check, detail, and an indented `fix:` line under
+    /// each row that has one; then a one-line summary.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(0)
+            .max("CHECK".len());
+        writeln!(f, "{:<6}  {:<width$}  DETAIL", "STATUS", "CHECK")?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:<6}  {:<width$}  {}",
+                r.status.label(),
+                r.name,
+                r.detail
+            )?;
+            if let Some(fix) = &r.fix {
+                writeln!(f, "{:<6}  {:<width$}  fix: {fix}", "", "")?;
+            }
+        }
+        let count = |s: CheckStatus| self.rows.iter().filter(|r| r.status == s).count();
+        write!(
+            f,
+            "{} passed, {} warnings, {} failed, {} skipped",
+            count(CheckStatus::Pass),
+            count(CheckStatus::Warn),
+            count(CheckStatus::Fail),
+            count(CheckStatus::Skip)
+        )?;
+        if self.passed() {
+            writeln!(f, ": walrelay can start")
+        } else {
+            writeln!(f, ": fix the failures above before starting walrelay")
+        }
+    }
+}
+
+/// Why a step of a check could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// A step did not finish within its bound.
+    #[error("{what} did not answer within {timeout:?}")]
+    Timeout {
+        /// The step.
+        what: String,
+        /// The bound.
+        timeout: Duration,
+    },
+    /// A catalog query failed.
+    #[error("{context}")]
+    Sql {
+        /// What was being read.
+        context: String,
+        /// The driver's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// Catalog work shared with the relay failed.
+    #[error(transparent)]
+    Catalog(#[from] catalog::CatalogError),
+    /// A Kafka request failed.
+    #[error("{context}")]
+    Kafka {
+        /// What was being asked.
+        context: String,
+        /// librdkafka's error.
+        #[source]
+        source: KafkaError,
+    },
+}
+
+/// Runs `fut`, failing with [`CheckError::Timeout`] after `timeout`.
+async fn bounded<T, E>(
+    what: &str,
+    timeout: Duration,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, CheckError>
+where
+    E: Into<CheckError>,
+{
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(result) => result.map_err(Into::into),
+        Err(_) => Err(CheckError::Timeout {
+            what: what.to_owned(),
+            timeout,
+        }),
+    }
+}
+
+/// A catalog query with its context.
+async fn query<T>(
+    what: &str,
+    timeout: Duration,
+    fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, CheckError> {
+    let fut = async {
+        fut.await.map_err(|source| CheckError::Sql {
+            context: format!("cannot read {what}"),
+            source,
+        })
+    };
+    bounded(what, timeout, fut).await
+}
+
+/// The SQLSTATE behind a [`CheckError`], if the server sent one.
+fn sqlstate(e: &CheckError) -> Option<&str> {
+    match e {
+        CheckError::Sql { source, .. }
+        | CheckError::Catalog(catalog::CatalogError::Sql { source, .. }) => {
+            source.code().map(|c| c.code())
+        }
+        _ => None,
+    }
+}
+
+/// Runs every check against the servers `config` names and returns the
+/// report. Read-only; each step is bounded (PostgreSQL by
+/// `postgres.connect_timeout_ms`, Kafka by [`KAFKA_TIMEOUT`]), and PostgreSQL
+/// and Kafka are checked concurrently.
+pub async fn run_check(config: &Config) -> CheckReport {
+    let (mut pg, kafka) = tokio::join!(check_postgres(config), check_kafka(config));
+    let route_values = pg.route_values.take();
+    let mut report = pg.report;
+    kafka.report_connection(&mut report);
+    check_topics(config, route_values, &kafka, &mut report);
+    report
+}
+
+/// What the PostgreSQL checks found that the Kafka checks need.
+struct PgOutcome {
+    report: CheckReport,
+    /// Distinct route values in the outbox (`None`: could not be read).
+    route_values: Option<Result<Vec<String>, String>>,
+}
+
+/// The outbox table as the catalog describes it.
+struct OutboxFacts {
+    oid: u32,
+    can_select: bool,
+    owns: bool,
+    can_create_in_db: bool,
+}
+
+/// What walrelay would do about the publication at start.
+enum PublicationAction {
+    /// Nothing: it exists and fits.
+    None,
+    /// `CREATE PUBLICATION ...` (the statement, for messages).
+    Create { statement: String, all_tables: bool },
+    /// `ALTER PUBLICATION ... SET TABLE` (mode `filtered`).
+    Alter { owner_ok: bool },
+}
+
+async fn check_postgres(config: &Config) -> PgOutcome {
+    let mut report = CheckReport::default();
+    let params = connect_params(config);
+    let timeout = params.connect_timeout;
+    let pg = &config.postgres;
+    let addr = format!("{}:{}", pg.host, pg.port);
+    let (schema, table) = match config.outbox.qualified() {
+        Ok(names) => names,
+        Err(e) => {
+            report.fail(
+                OUTBOX_TABLE,
+                DisplayChain(&e).to_string(),
+                "set outbox.table to schema.table",
+            );
+            return PgOutcome {
+                report,
+                route_values: None,
+            };
+        }
+    };
+    let qualified = format!("{schema}.{table}");
+
+    // Under its own application_name, so the WAL sender count below can
+    // leave it out if its walsender has not exited yet.
+    let check_app = format!("{}-check", params.application_name);
+    let mut repl_params = params.clone();
+    repl_params.application_name = check_app.clone();
+    // Both connections at once: an unreachable server costs one timeout.
+    let (client, replication) = tokio::join!(
+        bounded("the sql connection", timeout, catalog::connect(&params)),
+        check_replication_connection(&repl_params, &addr)
+    );
+    let client =
+        match client {
+            Ok(c) => {
+                let version =
+                    match tokio::time::timeout(timeout, c.query_one("SHOW server_version", &[]))
+                        .await
+                    {
+                        Ok(Ok(row)) => format!(", PostgreSQL {}", row.get::<_, String>(0)),
+                        _ => String::new(),
+                    };
+                report.pass(
+                    POSTGRES_CONNECTION,
+                    format!("{addr} database {} as {}{version}", pg.dbname, pg.user),
+                );
+                // Bounds every later statement on the server side as well.
+                let ms = timeout.as_millis().max(1);
+                let _ = tokio::time::timeout(
+                    timeout,
+                    c.batch_execute(&format!("SET statement_timeout = {ms}")),
+                )
+                .await;
+                Some(c)
+            }
+            Err(e) => {
+                let fix = connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname);
+                report.fail(POSTGRES_CONNECTION, DisplayChain(&e).to_string(), fix);
+                None
+            }
+        };
+    report.rows.push(replication);
+
+    let Some(client) = client else {
+        for name in [
+            WAL_LEVEL,
+            ROLE,
+            SLOT_CAPACITY,
+            WAL_SENDERS,
+            MAX_SLOT_WAL_KEEP_SIZE,
+            OUTBOX_TABLE,
+            OUTBOX_PRIVILEGES,
+            PUBLICATION,
+            SLOT,
+        ] {
+            report.skip(name, "no sql connection");
+        }
+        return PgOutcome {
+            report,
+            route_values: None,
+        };
+    };
+
+    check_wal_level(&mut report, &client, timeout).await;
+    let superuser = check_role(&mut report, &client, timeout, &pg.user).await;
+    check_capacity(&mut report, config, &client, timeout, &check_app).await;
+    check_keep_size(&mut report, &client, timeout).await;
+
+    let facts = match outbox_facts(&client, timeout, &schema, &table).await {
+        Ok(f) => f,
+        Err(e) => {
+            report.fail(
+                OUTBOX_TABLE,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read the catalog (pg_class, pg_attribute)",
+            );
+            None
+        }
+    };
+    let route_known = match &facts {
+        None => {
+            if report.row(OUTBOX_TABLE).is_none() {
+                report.fail(
+                    OUTBOX_TABLE,
+                    format!(
+                        "{qualified} does not exist in database {} (or is not a table)",
+                        pg.dbname
+                    ),
+                    "create the outbox table, or set outbox.table to the table your services write to (schema.table)",
+                );
+            }
+            false
+        }
+        Some(f) => check_columns(&mut report, config, &client, timeout, f, &schema, &table).await,
+    };
+    let route_values = if route_known {
+        Some(
+            read_route_values(&client, timeout, config, &schema, &table)
+                .await
+                .map_err(|e| DisplayChain(&e).to_string()),
+        )
+    } else {
+        None
+    };
+
+    let action = check_publication(&mut report, config, &client, timeout, &schema, &table).await;
+    check_privileges(
+        &mut report,
+        facts.as_ref(),
+        action.as_ref(),
+        superuser,
+        &pg.user,
+        &qualified,
+    );
+    // Keep the table order stable: privileges right after the table.
+    if let (Some(p), Some(t)) = (
+        report.rows.iter().position(|r| r.name == OUTBOX_PRIVILEGES),
+        report.rows.iter().position(|r| r.name == PUBLICATION),
+    ) {
+        if p > t {
+            let row = report.rows.remove(p);
+            report.rows.insert(t, row);
+        }
+    }
+    check_slot(&mut report, config, &client, timeout).await;
+    PgOutcome {
+        report,
+        route_values,
+    }
+}
+
+/// How to fix a failed connection, by SQLSTATE.
+fn connection_fix(code: Option<&str>, user: &str, addr: &str, dbname: &str) -> String {
+    match code {
+        Some("28P01") => format!(
+            "the password of role {user} was rejected: check postgres.password / password_env / password_file"
+        ),
+        Some("28000") => format!(
+            "pg_hba.conf has no line that lets role {user} connect to database {dbname} from this host, or the role may not log in: add a host line for it (and ALTER ROLE {user} LOGIN), then reload PostgreSQL"
+        ),
+        Some("3D000") => format!("database {dbname} does not exist: check postgres.dbname"),
+        Some("53300") => "the server has no free connection slots: raise max_connections or close idle connections".to_owned(),
+        Some(_) => format!("check postgres.user ({user}), the password and postgres.dbname ({dbname})"),
+        None => format!(
+            "check postgres.host and postgres.port ({addr}), that PostgreSQL listens there (listen_addresses) and that nothing blocks the port; raise postgres.connect_timeout_ms for a slow network"
+        ),
+    }
+}
+
+async fn check_replication_connection(params: &ConnectParams, addr: &str) -> CheckRow {
+    let timeout = params.connect_timeout;
+    let attempt = async {
+        let mut conn = ReplicationConnection::connect(params).await?;
+        conn.identify_system().await
+    };
+    let row = |status, detail: String, fix: Option<String>| CheckRow {
+        name: REPLICATION_CONNECTION,
+        status,
+        detail,
+        fix,
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(id)) => row(
+            CheckStatus::Pass,
+            format!(
+                "IDENTIFY_SYSTEM: system {}, timeline {}, wal at {}",
+                id.system_id, id.timeline, id.xlogpos
+            ),
+            None,
+        ),
+        Ok(Err(e)) => row(
+            CheckStatus::Fail,
+            DisplayChain(&e).to_string(),
+            Some(replication_fix(&e, &params.user, addr, &params.dbname)),
+        ),
+        Err(_) => row(
+            CheckStatus::Fail,
+            format!("no answer from {addr} within {timeout:?}"),
+            Some(connection_fix(None, &params.user, addr, &params.dbname)),
+        ),
+    }
+}
+
+fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -> String {
+    match e {
+        ReplicationError::Server { code, message, .. } => {
+            if code == "42501" {
+                format!(
+                    "role {user} may not start a walsender: ALTER ROLE {user} REPLICATION (or use a role that has it)"
+                )
+            } else if code == "28000" && message.contains("replication") {
+                format!(
+                    "pg_hba.conf has no replication line for role {user}: add `host replication {user} <walrelay's address> <method>` (the database `all` does not cover replication connections), then reload PostgreSQL"
+                )
+            } else if code == "53300" || code == "53400" {
+                "no free WAL sender: raise max_wal_senders (restart needed) or stop an unused replication client".to_owned()
+            } else {
+                connection_fix(Some(code), user, addr, dbname)
+            }
+        }
+        ReplicationError::PasswordRequired { .. } => {
+            "the server asks for a password: set postgres.password_env or postgres.password_file"
+                .to_owned()
+        }
+        ReplicationError::UnsupportedAuth(_) => {
+            "use md5, scram-sha-256, password or trust for this role in pg_hba.conf".to_owned()
+        }
+        _ => connection_fix(None, user, addr, dbname),
+    }
+}
+
+async fn check_wal_level(report: &mut CheckReport, client: &Client, timeout: Duration) {
+    match query(
+        "wal_level",
+        timeout,
+        client.query_one("SHOW wal_level", &[]),
+    )
+    .await
+    {
+        Ok(row) => {
+            let level: String = row.get(0);
+            if level == "logical" {
+                report.pass(WAL_LEVEL, "logical");
+            } else {
+                report.fail(
+                    WAL_LEVEL,
+                    format!("wal_level is {level}; logical decoding needs logical"),
+                    "ALTER SYSTEM SET wal_level = logical; then restart PostgreSQL (a reload is not enough)",
+                );
+            }
+        }
+        Err(e) => report.fail(
+            WAL_LEVEL,
+            DisplayChain(&e).to_string(),
+            "run SHOW wal_level as this role to see why it fails",
+        ),
+    }
+}
+
+/// Returns whether the role is a superuser.
+async fn check_role(
+    report: &mut CheckReport,
+    client: &Client,
+    timeout: Duration,
+    user: &str,
+) -> bool {
+    let row = query(
+        "the role's attributes",
+        timeout,
+        client.query_opt(
+            "SELECT rolreplication, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user",
+            &[],
+        ),
+    )
+    .await;
+    match row {
+        Ok(Some(row)) => {
+            let (replication, superuser): (bool, bool) = (row.get(0), row.get(1));
+            if superuser {
+                report.pass(ROLE, format!("{user} is a superuser"));
+            } else if replication {
+                report.pass(ROLE, format!("{user} has REPLICATION"));
+            } else {
+                report.fail(
+                    ROLE,
+                    format!("{user} has neither REPLICATION nor superuser"),
+                    format!("ALTER ROLE {} REPLICATION", quote_ident(user)),
+                );
+            }
+            superuser
+        }
+        Ok(None) => {
+            report.fail(
+                ROLE,
+                format!("role {user} is not in pg_roles"),
+                "check postgres.user",
+            );
+            false
+        }
+        Err(e) => {
+            report.fail(
+                ROLE,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read pg_roles",
+            );
+            false
+        }
+    }
+}
+
+async fn check_capacity(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+    check_app: &str,
+) {
+    let slot = &config.replication.slot;
+    let row = query(
+        "slot and wal sender capacity",
+        timeout,
+        client.query_one(
+            "SELECT current_setting('max_replication_slots')::int4,
+                    (SELECT count(*) FROM pg_catalog.pg_replication_slots)::int4,
+                    EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1),
+                    current_setting('max_wal_senders')::int4,
+                    (SELECT count(*) FROM pg_catalog.pg_stat_replication
+                      WHERE application_name IS DISTINCT FROM $2)::int4",
+            &[slot, &check_app],
+        ),
+    )
+    .await;
+    let row = match row {
+        Ok(r) => r,
+        Err(e) => {
+            let detail = DisplayChain(&e).to_string();
+            report.fail(
+                SLOT_CAPACITY,
+                detail.clone(),
+                "make sure the role can read pg_replication_slots",
+            );
+            report.fail(
+                WAL_SENDERS,
+                detail,
+                "make sure the role can read pg_stat_replication",
+            );
+            return;
+        }
+    };
+    let (max_slots, used_slots, ours, max_senders, used_senders): (i32, i32, bool, i32, i32) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    let free_slots = max_slots - used_slots;
+    if ours {
+        report.pass(
+            SLOT_CAPACITY,
+            format!("{used_slots} of {max_slots} in use, slot {slot} among them"),
+        );
+    } else if free_slots > 0 {
+        report.pass(
+            SLOT_CAPACITY,
+            format!("{used_slots} of {max_slots} in use, {free_slots} free for slot {slot}"),
+        );
+    } else {
+        report.fail(
+            SLOT_CAPACITY,
+            format!("all {max_slots} replication slots are in use and {slot} is not one of them"),
+            "drop an unused slot (SELECT pg_drop_replication_slot(name) FROM pg_replication_slots WHERE NOT active ...) or raise max_replication_slots (restart needed)",
+        );
+    }
+    let free_senders = max_senders - used_senders;
+    if free_senders > 0 {
+        report.pass(
+            WAL_SENDERS,
+            format!("{used_senders} of {max_senders} in use, {free_senders} free"),
+        );
+    } else {
+        report.fail(
+            WAL_SENDERS,
+            format!("all {max_senders} WAL senders are in use"),
+            "raise max_wal_senders (restart needed) or stop an unused replication client",
+        );
+    }
+}
+
+async fn check_keep_size(report: &mut CheckReport, client: &Client, timeout: Duration) {
+    match query(
+        MAX_SLOT_WAL_KEEP_SIZE,
+        timeout,
+        client.query_one("SHOW max_slot_wal_keep_size", &[]),
+    )
+    .await
+    {
+        Ok(row) => {
+            let value: String = row.get(0);
+            if value == "-1" {
+                report.warn(
+                    MAX_SLOT_WAL_KEEP_SIZE,
+                    "-1 (unlimited): a stuck or abandoned slot can fill the primary's disk",
+                    "bound it, e.g. ALTER SYSTEM SET max_slot_wal_keep_size = '50GB'; SELECT pg_reload_conf(); \
+                     walrelay stops cleanly if its slot is ever invalidated",
+                );
+            } else {
+                report.pass(MAX_SLOT_WAL_KEEP_SIZE, value);
+            }
+        }
+        Err(e) => report.warn(
+            MAX_SLOT_WAL_KEEP_SIZE,
+            DisplayChain(&e).to_string(),
+            "run SHOW max_slot_wal_keep_size as this role to see why it fails",
+        ),
+    }
+}
+
+async fn outbox_facts(
+    client: &Client,
+    timeout: Duration,
+    schema: &str,
+    table: &str,
+) -> Result<Option<OutboxFacts>, CheckError> {
+    let row = query(
+        "the outbox table",
+        timeout,
+        client.query_opt(
+            "SELECT c.oid, has_table_privilege(c.oid, 'SELECT'), pg_has_role(c.relowner, 'USAGE'),
+                    has_database_privilege(current_database(), 'CREATE')
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+            &[&schema, &table],
+        ),
+    )
+    .await?;
+    Ok(row.map(|r| OutboxFacts {
+        oid: r.get(0),
+        can_select: r.get(1),
+        owns: r.get(2),
+        can_create_in_db: r.get(3),
+    }))
+}
+
+/// The config key of a Debezium router key, for messages.
+fn native_key(debezium_key: &str) -> &'static str {
+    match debezium_key {
+        KEY_ID_FIELD => "router.id_field",
+        KEY_KEY_FIELD => "router.key_field",
+        KEY_PAYLOAD_FIELD => "router.payload_field",
+        KEY_ROUTE_BY_FIELD => "router.route_by_field",
+        KEY_TIMESTAMP_FIELD => "router.timestamp_field",
+        KEY_SCHEMA_VERSION_FIELD => "router.schema_version_field",
+        KEY_ADDITIONAL_PLACEMENT => "router.additional_placement",
+        KEY_TRACING_SPAN_CONTEXT_FIELD => "router.tracing_span_context_field",
+        _ => "router",
+    }
+}
+
+/// Binds the router to the table's published columns, as the stream will on
+/// the first Relation message. Returns whether the route column is usable.
+async fn check_columns(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+    facts: &OutboxFacts,
+    schema: &str,
+    table: &str,
+) -> bool {
+    let rows = query(
+        "the outbox table's columns",
+        timeout,
+        client.query(
+            "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull,
+                    format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid)
+             FROM pg_catalog.pg_attribute a
+             LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+             WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+             ORDER BY a.attnum",
+            &[&facts.oid],
+        ),
+    )
+    .await;
+    let rows = match rows {
+        Ok(r) => r,
+        Err(e) => {
+            report.fail(
+                OUTBOX_TABLE,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read pg_attribute",
+            );
+            return false;
+        }
+    };
+    // A publication with a column list sends only those columns.
+    let published: Option<BTreeSet<String>> = client
+        .query_opt(
+            "SELECT attnames::text[] FROM pg_catalog.pg_publication_tables
+             WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
+            &[&config.replication.publication, &schema, &table],
+        )
+        .await
+        .ok()
+        .flatten()
+        .and_then(|r| r.get::<_, Option<Vec<String>>>(0))
+        .map(|names| names.into_iter().collect());
+    let mut columns = Vec::new();
+    let mut metas = Vec::new();
+    let mut types = BTreeMap::new();
+    for r in &rows {
+        let name: String = r.get(0);
+        if published.as_ref().is_some_and(|p| !p.contains(&name)) {
+            continue;
+        }
+        let type_name: String = r.get(4);
+        columns.push(RelationColumnInfo {
+            name: name.clone(),
+            type_oid: r.get(1),
+            type_modifier: r.get(2),
+            is_key: false,
+        });
+        metas.push(ColumnMeta {
+            name: name.clone(),
+            not_null: r.get(3),
+            type_name: Some(type_name.clone()),
+            default_expr: r.get(5),
+        });
+        types.insert(name, type_name);
+    }
+    let relation = Arc::new(RelationInfo {
+        id: facts.oid,
+        namespace: schema.to_owned(),
+        name: table.to_owned(),
+        replica_identity: b'd',
+        columns,
+    });
+    let qualified = relation.qualified_name();
+    let router = match Router::new(
+        config.router.clone(),
+        config.converters,
+        config.debezium.clone(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            report.fail(
+                OUTBOX_TABLE,
+                format!("the routing configuration is invalid: {}", DisplayChain(&e)),
+                "fix the [router] / [converters] settings it names",
+            );
+            return false;
+        }
+    };
+    match router.bind(&relation, &TableMeta::new(metas)) {
+        Ok(_) => {
+            let r = &config.router;
+            let shown = |c: &str| format!("{c} ({})", types.get(c).map_or("?", String::as_str));
+            report.pass(
+                OUTBOX_TABLE,
+                format!(
+                    "{qualified}: id {}, key {}, payload {}, route by {}",
+                    shown(&r.id_field),
+                    shown(&r.key_field),
+                    shown(&r.payload_field),
+                    shown(&r.route_by_field)
+                ),
+            );
+            true
+        }
+        Err(e) => {
+            let fix = match &e {
+                RouteError::MissingColumn { column, key, .. } => {
+                    let filtered = if published.is_some() && types.is_empty() {
+                        String::new()
+                    } else if published.is_some() {
+                        format!(" (publication {} lists only some columns: add it there too)", config.replication.publication)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "add column \"{column}\" to {qualified}, or set {} (Debezium {key}) to the column that holds it{filtered}",
+                        native_key(key)
+                    )
+                }
+                RouteError::WrongColumnType { column, key, expected, .. } => format!(
+                    "make \"{column}\" {expected}, or set {} (Debezium {key}) to a column that is",
+                    native_key(key)
+                ),
+                RouteError::UnmappableType { column, key, .. } => format!(
+                    "change the type of \"{column}\" (text, varchar, uuid, jsonb, integers ... map), or set {} (Debezium {key}) to another column",
+                    native_key(key)
+                ),
+                _ => "fix the outbox table or the [router] settings".to_owned(),
+            };
+            report.fail(OUTBOX_TABLE, DisplayChain(&e).to_string(), fix);
+            // The route column alone may still name topics.
+            types.contains_key(&config.router.route_by_field)
+                && !matches!(&e, RouteError::WrongColumnType { key, .. } if *key == KEY_ROUTE_BY_FIELD)
+        }
+    }
+}
+
+/// Distinct route values currently in the outbox, at most
+/// [`ROUTE_VALUE_LIMIT`].
+async fn read_route_values(
+    client: &Client,
+    timeout: Duration,
+    config: &Config,
+    schema: &str,
+    table: &str,
+) -> Result<Vec<String>, CheckError> {
+    let route = quote_ident(&config.router.route_by_field);
+    let sql = format!(
+        "SELECT DISTINCT {route}::text FROM {}.{} WHERE {route} IS NOT NULL LIMIT {ROUTE_VALUE_LIMIT}",
+        quote_ident(schema),
+        quote_ident(table)
+    );
+    let rows = query(
+        "the outbox's route values",
+        timeout,
+        client.query(&sql, &[]),
+    )
+    .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Checks the publication as `catalog::prepare_publication` would find it,
+/// without creating or altering anything. Returns what walrelay would do.
+async fn check_publication(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+    schema: &str,
+    table: &str,
+) -> Option<PublicationAction> {
+    let plan = &config.replication;
+    let publication = &plan.publication;
+    let outbox = format!("{}.{}", quote_ident(schema), quote_ident(table));
+    let qualified = format!("{schema}.{table}");
+    let row = query(
+        "the publication",
+        timeout,
+        client.query_opt(
+            "SELECT p.pubinsert, p.puballtables, pg_has_role(p.pubowner, 'USAGE'),
+                    EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables t
+                            WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),
+                    (SELECT count(*) FROM pg_catalog.pg_publication_tables t WHERE t.pubname = p.pubname)::int4
+             FROM pg_catalog.pg_publication p WHERE p.pubname = $1",
+            &[publication, &schema, &table],
+        ),
+    )
+    .await;
+    let row = match row {
+        Ok(r) => r,
+        Err(e) => {
+            report.fail(
+                PUBLICATION,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read pg_publication",
+            );
+            return None;
+        }
+    };
+    let with = |default: Option<&str>| match plan.publish.as_deref().or(default) {
+        Some(p) => format!(" WITH (publish = '{p}')"),
+        None => String::new(),
+    };
+    let create_fix = format!(
+        "CREATE PUBLICATION {} FOR TABLE {outbox} WITH (publish = 'insert')",
+        quote_ident(publication)
+    );
+    let Some(row) = row else {
+        let (statement, all_tables) = match plan.publication_mode {
+            PublicationMode::Table if plan.create_publication => (
+                format!("FOR TABLE {outbox}{}", with(Some("insert, update, delete"))),
+                false,
+            ),
+            PublicationMode::Filtered => (format!("FOR TABLE {outbox}{}", with(None)), false),
+            PublicationMode::AllTables => (format!("FOR ALL TABLES{}", with(None)), true),
+            PublicationMode::Table => {
+                report.fail(
+                    PUBLICATION,
+                    format!(
+                        "{publication} does not exist and replication.create_publication is false"
+                    ),
+                    create_fix,
+                );
+                return None;
+            }
+            PublicationMode::Disabled => {
+                report.fail(
+                    PUBLICATION,
+                    format!(
+                        "{publication} does not exist and publication.autocreate.mode is disabled"
+                    ),
+                    create_fix,
+                );
+                return None;
+            }
+            PublicationMode::NoTables => {
+                report.fail(
+                    PUBLICATION,
+                    format!(
+                        "{publication} does not exist; publication.autocreate.mode=no_tables would create it without tables and walrelay would stop"
+                    ),
+                    create_fix,
+                );
+                return None;
+            }
+        };
+        let statement = format!(
+            "CREATE PUBLICATION {} {statement}",
+            quote_ident(publication)
+        );
+        report.pass(
+            PUBLICATION,
+            format!("{publication} does not exist; walrelay will create it at start: {statement}"),
+        );
+        return Some(PublicationAction::Create {
+            statement,
+            all_tables,
+        });
+    };
+    let (pubinsert, all_tables, owner_ok, listed, count): (bool, bool, bool, bool, i32) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    let alter = format!("ALTER PUBLICATION {}", quote_ident(publication));
+    if !pubinsert {
+        report.fail(
+            PUBLICATION,
+            format!("{publication} exists but does not publish inserts"),
+            format!("{alter} SET (publish = 'insert, update, delete')"),
+        );
+        return None;
+    }
+    if all_tables {
+        if plan.publication_mode == PublicationMode::Filtered {
+            report.fail(
+                PUBLICATION,
+                format!("{publication} is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication"),
+                format!("DROP PUBLICATION {} (walrelay recreates it), or use mode all_tables", quote_ident(publication)),
+            );
+            return None;
+        }
+        report.warn(
+            PUBLICATION,
+            format!("{publication} exists and is FOR ALL TABLES: the walsender decodes and sends every table's changes"),
+            format!("a publication FOR TABLE {outbox} is cheaper"),
+        );
+        return Some(PublicationAction::None);
+    }
+    if plan.publication_mode == PublicationMode::Filtered && (count != 1 || !listed) {
+        report.pass(
+            PUBLICATION,
+            format!("{publication} exists; walrelay will set its tables to {qualified} at start (mode filtered)"),
+        );
+        return Some(PublicationAction::Alter { owner_ok });
+    }
+    if !listed {
+        report.fail(
+            PUBLICATION,
+            format!("{publication} exists but does not include {qualified}"),
+            format!("{alter} ADD TABLE {outbox}, or point replication.publication at another publication"),
+        );
+        return None;
+    }
+    report.pass(
+        PUBLICATION,
+        format!("{publication} exists and publishes inserts of {qualified}"),
+    );
+    Some(PublicationAction::None)
+}
+
+fn check_privileges(
+    report: &mut CheckReport,
+    facts: Option<&OutboxFacts>,
+    action: Option<&PublicationAction>,
+    superuser: bool,
+    user: &str,
+    qualified: &str,
+) {
+    let Some(facts) = facts else {
+        report.skip(OUTBOX_PRIVILEGES, "the outbox table was not found");
+        return;
+    };
+    let role = quote_ident(user);
+    if !facts.can_select {
+        report.fail(
+            OUTBOX_PRIVILEGES,
+            format!("{user} has no SELECT on {qualified}"),
+            format!("GRANT SELECT ON {qualified} TO {role}"),
+        );
+        return;
+    }
+    match action {
+        Some(PublicationAction::Create {
+            statement,
+            all_tables: true,
+        }) if !superuser => report.fail(
+            OUTBOX_PRIVILEGES,
+            format!("walrelay would run {statement}, which needs a superuser"),
+            "create the publication as a superuser before starting walrelay",
+        ),
+        Some(PublicationAction::Create {
+            statement,
+            all_tables: false,
+        }) if !(facts.owns && facts.can_create_in_db) => {
+            let missing = match (facts.owns, facts.can_create_in_db) {
+                (false, false) => format!("does not own {qualified} and has no CREATE on the database"),
+                (false, true) => format!("does not own {qualified}"),
+                _ => "has no CREATE on the database".to_owned(),
+            };
+            report.fail(
+                OUTBOX_PRIVILEGES,
+                format!("walrelay would run {statement}, but {user} {missing}"),
+                format!(
+                    "create the publication as the table's owner before starting walrelay, or ALTER TABLE {qualified} OWNER TO {role} and GRANT CREATE ON DATABASE <db> TO {role}"
+                ),
+            );
+        }
+        Some(PublicationAction::Alter { owner_ok: false }) => report.fail(
+            OUTBOX_PRIVILEGES,
+            format!("walrelay would alter the publication's tables, but {user} does not own it"),
+            "set the publication's tables to the outbox as its owner, or ALTER PUBLICATION ... OWNER TO the walrelay role",
+        ),
+        Some(PublicationAction::Create { .. }) | Some(PublicationAction::Alter { .. }) => {
+            report.pass(
+                OUTBOX_PRIVILEGES,
+                format!("SELECT on {qualified}, and enough to set up the publication"),
+            );
+        }
+        _ => report.pass(OUTBOX_PRIVILEGES, format!("SELECT on {qualified}")),
+    }
+}
+
+async fn check_slot(report: &mut CheckReport, config: &Config, client: &Client, timeout: Duration) {
+    let slot = &config.replication.slot;
+    let dbname = &config.postgres.dbname;
+    let state = bounded("the replication slot", timeout, async {
+        catalog::slot_state(client, slot)
+            .await
+            .map_err(CheckError::from)
+    })
+    .await;
+    let state: Option<SlotState> = match state {
+        Ok(s) => s,
+        Err(e) => {
+            report.fail(
+                SLOT,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read pg_replication_slots",
+            );
+            return;
+        }
+    };
+    let Some(state) = state else {
+        if config.replication.create_slot {
+            report.pass(
+                SLOT,
+                format!("{slot} does not exist; walrelay will create it (pgoutput) at first start"),
+            );
+        } else {
+            report.fail(
+                SLOT,
+                format!("{slot} does not exist and replication.create_slot is false"),
+                format!(
+                    "set replication.create_slot = true, or SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')"
+                ),
+            );
+        }
+        return;
+    };
+    if let Err(e) = catalog::check_slot(slot, &state, dbname) {
+        report.fail(
+            SLOT,
+            DisplayChain(&e).to_string(),
+            format!(
+                "use another replication.slot, or drop this one (SELECT pg_drop_replication_slot('{slot}')) if nothing else uses it"
+            ),
+        );
+        return;
+    }
+    let lag = query("the slot's lag", timeout, lag::poll_slot(client, slot)).await;
+    let mut detail = format!(
+        "{slot}: pgoutput on {dbname}, confirmed at {}",
+        state
+            .confirmed_flush_lsn
+            .map_or_else(|| "?".to_owned(), |l| l.to_string())
+    );
+    if let Some(status) = &state.wal_status {
+        detail.push_str(&format!(", wal_status {status}"));
+    }
+    if let Ok(Some(l)) = &lag {
+        if let Some(b) = l.retained_bytes {
+            detail.push_str(&format!(", retains {}", human_bytes(b.max(0) as u64)));
+        }
+        if let Some(b) = l.confirmed_lag_bytes {
+            detail.push_str(&format!(", {} behind", human_bytes(b.max(0) as u64)));
+        }
+    }
+    if state.wal_status.as_deref() == Some("unreserved") {
+        report.fail(
+            SLOT,
+            format!("{detail}: the WAL it needs exceeds max_slot_wal_keep_size and goes at the next checkpoint"),
+            "raise max_slot_wal_keep_size (or free disk) and start walrelay at once",
+        );
+    } else if state.active {
+        let pid = state
+            .active_pid
+            .map_or_else(String::new, |p| format!(" (pid {p})"));
+        report.warn(
+            SLOT,
+            format!("{detail}; held by another walsender{pid}: this walrelay would wait as a hot standby"),
+            "expected when another walrelay runs on this slot; otherwise find the holder in pg_stat_replication",
+        );
+    } else if state.wal_status.as_deref() == Some("extended") {
+        report.warn(
+            SLOT,
+            detail,
+            "the slot retains more than max_wal_size: start walrelay soon so it catches up",
+        );
+    } else {
+        report.pass(SLOT, detail);
+    }
+}
+
+/// What Kafka answered.
+struct KafkaOutcome {
+    /// Brokers and topics, or why not.
+    metadata: Result<KafkaMetadata, (String, String)>,
+    /// `auto.create.topics.enable` of the first broker, or why it is unknown.
+    auto_create: Result<bool, String>,
+}
+
+struct KafkaMetadata {
+    brokers: Vec<String>,
+    topics: BTreeSet<String>,
+}
+
+impl KafkaOutcome {
+    fn report_connection(&self, report: &mut CheckReport) {
+        match &self.metadata {
+            Ok(md) => report.pass(
+                KAFKA_CONNECTION,
+                format!(
+                    "{} broker(s): {}; {} topics visible",
+                    md.brokers.len(),
+                    md.brokers.join(", "),
+                    md.topics.len()
+                ),
+            ),
+            Err((detail, fix)) => report.fail(KAFKA_CONNECTION, detail.clone(), fix.clone()),
+        }
+    }
+}
+
+async fn check_kafka(config: &Config) -> KafkaOutcome {
+    let kafka = &config.kafka;
+    let fix_reach = format!(
+        "check kafka.bootstrap_servers ({}) and the security settings in kafka.producer / kafka.secrets \
+         (security.protocol, sasl.*, ssl.*); the brokers' advertised listeners must be reachable from this host",
+        kafka.bootstrap_servers
+    );
+    let mut cc = ClientConfig::new();
+    for (k, v) in kafka.properties() {
+        cc.set(k, v);
+    }
+    cc.set("bootstrap.servers", &kafka.bootstrap_servers);
+    let admin: AdminClient<DefaultClientContext> = match cc.create() {
+        Ok(a) => a,
+        Err(e) => {
+            return KafkaOutcome {
+                metadata: Err((
+                    format!("cannot create a kafka client: {e}"),
+                    "fix the librdkafka property it names in kafka.producer".to_owned(),
+                )),
+                auto_create: Err("kafka client not created".to_owned()),
+            }
+        }
+    };
+    let admin = Arc::new(admin);
+    let probe = Arc::clone(&admin);
+    // librdkafka's metadata call blocks its thread until the timeout.
+    let md = tokio::task::spawn_blocking(move || {
+        probe.inner().fetch_metadata(None, KAFKA_TIMEOUT).map(|md| {
+            let brokers: Vec<(i32, String)> = md
+                .brokers()
+                .iter()
+                .map(|b| (b.id(), format!("{}:{} (id {})", b.host(), b.port(), b.id())))
+                .collect();
+            let topics = md.topics().iter().map(|t| t.name().to_owned()).collect();
+            (brokers, topics)
+        })
+    })
+    .await;
+    let (brokers, topics): (Vec<(i32, String)>, BTreeSet<String>) = match md {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            release(admin);
+            return KafkaOutcome {
+                metadata: Err((
+                    format!(
+                        "no metadata from {} within {KAFKA_TIMEOUT:?}: {}",
+                        kafka.bootstrap_servers, e
+                    ),
+                    fix_reach,
+                )),
+                auto_create: Err("kafka unreachable".to_owned()),
+            };
+        }
+        Err(e) => {
+            release(admin);
+            return KafkaOutcome {
+                metadata: Err((format!("metadata request failed: {e}"), fix_reach)),
+                auto_create: Err("kafka unreachable".to_owned()),
+            };
+        }
+    };
+    let auto_create = match brokers.first() {
+        None => Err("the cluster listed no broker".to_owned()),
+        Some((id, _)) => {
+            let opts = AdminOptions::new().request_timeout(Some(KAFKA_TIMEOUT));
+            let resource = ResourceSpecifier::Broker(*id);
+            let fut = async {
+                admin
+                    .describe_configs([&resource], &opts)
+                    .await
+                    .map_err(|source| CheckError::Kafka {
+                        context: format!("cannot describe broker {id}"),
+                        source,
+                    })
+            };
+            match bounded(
+                "describe configs",
+                KAFKA_TIMEOUT + Duration::from_secs(1),
+                fut,
+            )
+            .await
+            {
+                Ok(results) => match results.into_iter().next() {
+                    Some(Ok(resource)) => match resource.get(AUTO_CREATE_TOPICS) {
+                        Some(entry) => match entry.value.as_deref() {
+                            Some("true") => Ok(true),
+                            Some("false") => Ok(false),
+                            other => Err(format!("{AUTO_CREATE_TOPICS} = {other:?}")),
+                        },
+                        None => Err(format!("broker {id} did not report {AUTO_CREATE_TOPICS}")),
+                    },
+                    Some(Err(code)) => Err(format!("broker {id}: {code}")),
+                    None => Err(format!("broker {id} returned no configuration")),
+                },
+                // librdkafka's error repeats its code as the source: show it once.
+                Err(CheckError::Kafka { context, source }) => Err(format!("{context}: {source}")),
+                Err(e) => Err(DisplayChain(&e).to_string()),
+            }
+        }
+    };
+    release(admin);
+    KafkaOutcome {
+        metadata: Ok(KafkaMetadata {
+            brokers: brokers.into_iter().map(|(_, s)| s).collect(),
+            topics,
+        }),
+        auto_create,
+    }
+}
+
+/// Drops the client off the runtime: librdkafka's destroy joins its threads.
+fn release(admin: Arc<AdminClient<DefaultClientContext>>) {
+    tokio::task::spawn_blocking(move || drop(admin));
+}
+
+fn check_topics(
+    config: &Config,
+    route_values: Option<Result<Vec<String>, String>>,
+    kafka: &KafkaOutcome,
+    report: &mut CheckReport,
+) {
+    let Ok(md) = &kafka.metadata else {
+        report.skip(KAFKA_TOPICS, "kafka unreachable");
+        return;
+    };
+    let rewrite = match config.router.compile() {
+        Ok((rewrite, _)) => rewrite,
+        Err(e) => {
+            report.fail(
+                KAFKA_TOPICS,
+                format!("the routing configuration is invalid: {}", DisplayChain(&e)),
+                "fix router.route_topic_regex / router.route_topic_replacement",
+            );
+            return;
+        }
+    };
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    let mut source = String::new();
+    match &route_values {
+        Some(Ok(values)) => {
+            wanted.extend(values.iter().map(|v| rewrite.apply(v)));
+            source = format!(
+                "{} distinct {} value(s) in the outbox{}",
+                values.len(),
+                config.router.route_by_field,
+                if values.len() as i64 >= ROUTE_VALUE_LIMIT {
+                    " (first ones only)"
+                } else {
+                    ""
+                }
+            );
+        }
+        Some(Err(e)) => source = format!("route values unreadable ({e})"),
+        None => source.push_str("route values not checked"),
+    }
+    if config.heartbeat.interval_ms > 0 {
+        wanted.insert(format!(
+            "{}.{}",
+            config.heartbeat.topic_prefix, config.debezium.topic_prefix
+        ));
+    }
+    let missing: Vec<&String> = wanted.iter().filter(|t| !md.topics.contains(*t)).collect();
+    let existing = wanted.len() - missing.len();
+    let example = rewrite.apply("<aggregatetype>");
+    let create_fix = |topics: &str| {
+        format!(
+            "create them before events arrive (kafka-topics.sh --create --topic {topics} ...), or set {AUTO_CREATE_TOPICS}=true on the brokers"
+        )
+    };
+    match (&kafka.auto_create, missing.is_empty(), wanted.is_empty()) {
+        (_, true, false) => report.pass(
+            KAFKA_TOPICS,
+            format!("{source}: all {existing} topic(s) exist"),
+        ),
+        (Ok(true), _, true) => report.pass(
+            KAFKA_TOPICS,
+            format!("{source}; topics are named like {example}; the broker auto-creates them ({AUTO_CREATE_TOPICS}=true)"),
+        ),
+        (Ok(true), false, false) => report.pass(
+            KAFKA_TOPICS,
+            format!(
+                "{source}: {existing} topic(s) exist, {} will be auto-created ({AUTO_CREATE_TOPICS}=true): {}",
+                missing.len(),
+                list(&missing)
+            ),
+        ),
+        (Ok(false), _, true) => report.warn(
+            KAFKA_TOPICS,
+            format!("{source}; topics are named like {example} and {AUTO_CREATE_TOPICS}=false"),
+            create_fix(&example),
+        ),
+        (Ok(false), false, false) => report.fail(
+            KAFKA_TOPICS,
+            format!(
+                "{source}: missing topic(s) {} and {AUTO_CREATE_TOPICS}=false, so deliveries to them fail",
+                list(&missing)
+            ),
+            create_fix(&list(&missing)),
+        ),
+        (Err(why), _, true) => report.warn(
+            KAFKA_TOPICS,
+            format!("{source}; topics are named like {example}; cannot tell whether the broker auto-creates them: {why}"),
+            create_fix(&example),
+        ),
+        (Err(why), false, false) => report.warn(
+            KAFKA_TOPICS,
+            format!(
+                "{source}: missing topic(s) {}; cannot tell whether the broker auto-creates them: {why}",
+                list(&missing)
+            ),
+            create_fix(&list(&missing)),
+        ),
+    }
+}
+
+fn list(topics: &[&String]) -> String {
+    const SHOWN: usize = 10;
+    let mut s = topics
+        .iter()
+        .take(SHOWN)
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if topics.len() > SHOWN {
+        s.push_str(&format!(" and {} more", topics.len() - SHOWN));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_fails_only_on_fail_rows() {
+        let mut r = CheckReport::default();
+        r.pass(WAL_LEVEL, "logical");
+        r.warn(MAX_SLOT_WAL_KEEP_SIZE, "-1", "bound it");
+        assert!(r.passed());
+        r.fail(ROLE, "no REPLICATION", "ALTER ROLE x REPLICATION");
+        assert!(!r.passed());
+        let text = r.to_string();
+        assert!(text.contains("FAIL    role attributes"), "{text}");
+        assert!(text.contains("fix: ALTER ROLE x REPLICATION"), "{text}");
+        assert!(text.contains("1 passed, 1 warnings, 1 failed"), "{text}");
+    }
+}

@@ -1,0 +1,887 @@
+//! `walrelay status`: a human-readable view of a running walrelay, read from
+//! its `/metrics` endpoint.
+//!
+//! Owns the plain HTTP/1.1 GET of the metrics page (one request, bounded by
+//! a timeout), the parsing of the Prometheus/OpenMetrics text format into a
+//! [`Snapshot`], rates between two snapshots, and the rendering of the
+//! view, including the catch-up line the source logs while it drains a
+//! backlog. It only reads: it never talks to PostgreSQL or Kafka and never
+//! changes the process it looks at. The metric names are the constants of
+//! [`crate::metrics`].
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use walrelay_proto::Lsn;
+
+use crate::metrics::{
+    BUILD_INFO, COMMIT_TO_ACK, CONFIRMED_LSN, DELIVERY_ERRORS, EVENTS, EVENTS_FILTERED,
+    EVENTS_IN_FLIGHT, OLDEST_UNACKED_AGE, READY, RECEIVED_LSN, RECONNECTS, REPLICATION_LAG,
+    SLOT_ACTIVE, SLOT_ALERT_LEVEL, SLOT_CONFIRMED_LAG, SLOT_RETAINED_WAL, SLOT_SAFE_WAL_SIZE,
+    SLOT_WAL_STATUS, TRANSACTIONS, UP,
+};
+
+/// Default bound on one scrape (connect, request and response).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time between the two scrapes of a one-shot `status`, for the rates.
+pub const RATE_WINDOW: Duration = Duration::from_secs(1);
+/// Largest metrics page accepted.
+const MAX_RESPONSE_BYTES: usize = 16 << 20;
+/// Confirmed lag below which no catch-up line is shown: one WAL segment.
+/// The lag gauge is polled (every `lag.poll_interval_ms`), so smaller values
+/// are mostly its staleness, not a backlog.
+pub const CATCH_UP_THRESHOLD_BYTES: i64 = 16 << 20;
+/// ANSI: clear the screen and move the cursor home.
+const CLEAR_SCREEN: &str = "\x1b[2J\x1b[H";
+
+/// Errors of `walrelay status`.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The URL is not `http://host:port/path`.
+    #[error("invalid metrics url {url}: {reason}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// TCP connect failed.
+    #[error("cannot connect to {addr}; is walrelay running with [metrics] listen = \"{addr}\"?")]
+    Connect {
+        /// `host:port`.
+        addr: String,
+        /// The socket error.
+        #[source]
+        source: io::Error,
+    },
+    /// The scrape took too long.
+    #[error("no answer from {url} within {timeout:?}")]
+    Timeout {
+        /// The URL.
+        url: String,
+        /// The bound.
+        timeout: Duration,
+    },
+    /// Reading or writing the socket failed.
+    #[error("i/o error while reading {url}")]
+    Io {
+        /// The URL.
+        url: String,
+        /// The socket error.
+        #[source]
+        source: io::Error,
+    },
+    /// The server answered with something other than 200.
+    #[error("{url} answered {status}")]
+    HttpStatus {
+        /// The URL.
+        url: String,
+        /// The status line.
+        status: String,
+    },
+    /// The response is not HTTP or too large.
+    #[error("malformed response from {url}: {reason}")]
+    Malformed {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A line of the metrics page does not parse.
+    #[error("metrics line {line} does not parse: {reason}")]
+    Parse {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Writing the view failed (closed stdout).
+    #[error("cannot write the status view")]
+    Output(#[source] io::Error),
+}
+
+/// What `walrelay status` reads and how.
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+    /// The metrics page, e.g. `http://127.0.0.1:9187/metrics`.
+    pub url: String,
+    /// Refresh every this often until Ctrl-C; `None` shows the view once.
+    pub watch: Option<Duration>,
+    /// Bound on each scrape.
+    pub timeout: Duration,
+}
+
+impl StatusOptions {
+    /// One view of `url`, with the default timeout.
+    pub fn new(url: impl Into<String>) -> Self {
+        StatusOptions {
+            url: url.into(),
+            watch: None,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The options for a `[metrics] listen` address such as `127.0.0.1:9187`.
+    pub fn for_addr(addr: &str) -> Self {
+        StatusOptions::new(metrics_url(addr))
+    }
+}
+
+/// The `/metrics` URL of a listen address (`host:port`, or a URL as is).
+pub fn metrics_url(addr: &str) -> String {
+    if addr.starts_with("http://") || addr.starts_with("https://") {
+        addr.to_owned()
+    } else {
+        format!("http://{addr}/metrics")
+    }
+}
+
+/// One sample of the metrics page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name as written (`_total`, `_sum`, `_count`, `_bucket` included).
+    pub name: String,
+    /// Labels in page order.
+    pub labels: Vec<(String, String)>,
+    /// The value.
+    pub value: f64,
+    /// The value when it is written as an integer (exact beyond 2^53,
+    /// which LSNs need).
+    pub integer: Option<i64>,
+}
+
+impl Sample {
+    /// The value of label `name`.
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One scrape of the metrics page.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Where it came from.
+    pub url: String,
+    /// When it was taken (for rates).
+    pub taken: Instant,
+    /// Every sample.
+    pub samples: Vec<Sample>,
+}
+
+impl Snapshot {
+    /// Parses a Prometheus or OpenMetrics text page.
+    pub fn parse(url: &str, text: &str) -> Result<Snapshot, StatusError> {
+        let mut samples = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            samples.push(parse_sample(line).map_err(|reason| StatusError::Parse {
+                line: i + 1,
+                reason,
+            })?);
+        }
+        Ok(Snapshot {
+            url: url.to_owned(),
+            taken: Instant::now(),
+            samples,
+        })
+    }
+
+    fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Sample> + 'a {
+        self.samples.iter().filter(move |s| s.name == name)
+    }
+
+    /// The value of the first sample called `name`.
+    pub fn value(&self, name: &str) -> Option<f64> {
+        self.named(name).next().map(|s| s.value)
+    }
+
+    /// The exact integer value of the first sample called `name`.
+    pub fn integer(&self, name: &str) -> Option<i64> {
+        self.named(name).next().and_then(|s| s.integer)
+    }
+
+    /// The sum over every label set of `name`; `None` when absent.
+    pub fn sum(&self, name: &str) -> Option<f64> {
+        let mut found = false;
+        let total = self
+            .named(name)
+            .inspect(|_| found = true)
+            .map(|s| s.value)
+            .sum();
+        found.then_some(total)
+    }
+
+    /// Events produced (acknowledged or in flight), over every topic.
+    pub fn events(&self) -> Option<f64> {
+        self.sum(&counter(EVENTS))
+    }
+
+    /// Events by topic, largest first.
+    pub fn events_by_topic(&self) -> Vec<(String, f64)> {
+        let name = counter(EVENTS);
+        let mut v: Vec<(String, f64)> = self
+            .named(&name)
+            .map(|s| (s.label("topic").unwrap_or("?").to_owned(), s.value))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// The position confirmed to the server.
+    pub fn confirmed_lsn(&self) -> Option<Lsn> {
+        self.lsn(CONFIRMED_LSN)
+    }
+
+    /// The highest position received from the server.
+    pub fn received_lsn(&self) -> Option<Lsn> {
+        self.lsn(RECEIVED_LSN)
+    }
+
+    fn lsn(&self, name: &str) -> Option<Lsn> {
+        let s = self.named(name).next()?;
+        let v = match s.integer {
+            Some(i) => u64::try_from(i).ok()?,
+            None if s.value >= 0.0 => s.value as u64,
+            None => return None,
+        };
+        Some(Lsn(v))
+    }
+
+    /// The slot's `wal_status` (the label whose gauge is 1).
+    pub fn wal_status(&self) -> Option<String> {
+        self.named(SLOT_WAL_STATUS)
+            .find(|s| s.value == 1.0)
+            .and_then(|s| s.label("status").map(str::to_owned))
+    }
+
+    /// The running version (`walrelay_build_info`).
+    pub fn version(&self) -> Option<String> {
+        self.named(BUILD_INFO)
+            .next()
+            .and_then(|s| s.label("version").map(str::to_owned))
+    }
+
+    fn flag(&self, name: &str) -> Option<bool> {
+        self.value(name).map(|v| v != 0.0)
+    }
+}
+
+/// Rates between two snapshots of the same process.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    /// Events per second.
+    pub events_per_s: Option<f64>,
+    /// Confirmed WAL bytes per second.
+    pub confirmed_bytes_per_s: Option<f64>,
+}
+
+impl Rates {
+    /// Rates from `previous` to `current`; `None` fields when a counter went
+    /// backwards (a restart) or no time passed.
+    pub fn between(previous: &Snapshot, current: &Snapshot) -> Rates {
+        let secs = current
+            .taken
+            .saturating_duration_since(previous.taken)
+            .as_secs_f64();
+        if secs <= 0.0 {
+            return Rates::default();
+        }
+        let rate = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b >= a => Some((b - a) / secs),
+            _ => None,
+        };
+        Rates {
+            events_per_s: rate(previous.events(), current.events()),
+            confirmed_bytes_per_s: rate(
+                previous.confirmed_lsn().map(|l| l.0 as f64),
+                current.confirmed_lsn().map(|l| l.0 as f64),
+            ),
+        }
+    }
+}
+
+fn counter(name: &str) -> String {
+    format!("{name}_total")
+}
+
+/// `name{labels} value [timestamp] [# exemplar]`.
+fn parse_sample(line: &str) -> Result<Sample, &'static str> {
+    let name_end = line
+        .find(|c: char| c == '{' || c.is_ascii_whitespace())
+        .ok_or("no value")?;
+    let name = &line[..name_end];
+    if name.is_empty() {
+        return Err("no metric name");
+    }
+    let mut rest = &line[name_end..];
+    let mut labels = Vec::new();
+    if let Some(after) = rest.strip_prefix('{') {
+        let mut chars = after.char_indices().peekable();
+        let end;
+        loop {
+            while chars.peek().is_some_and(|(_, c)| *c == ',' || *c == ' ') {
+                chars.next();
+            }
+            match chars.peek() {
+                Some((i, '}')) => {
+                    end = *i + 1;
+                    break;
+                }
+                None => return Err("unterminated label set"),
+                _ => {}
+            }
+            let mut key = String::new();
+            loop {
+                match chars.next() {
+                    Some((_, '=')) => break,
+                    Some((_, c)) => key.push(c),
+                    None => return Err("label without value"),
+                }
+            }
+            if chars.next().map(|(_, c)| c) != Some('"') {
+                return Err("label value not quoted");
+            }
+            let mut value = String::new();
+            loop {
+                match chars.next() {
+                    Some((_, '"')) => break,
+                    Some((_, '\\')) => match chars.next() {
+                        Some((_, 'n')) => value.push('\n'),
+                        Some((_, c)) => value.push(c),
+                        None => return Err("unterminated label value"),
+                    },
+                    Some((_, c)) => value.push(c),
+                    None => return Err("unterminated label value"),
+                }
+            }
+            labels.push((key.trim().to_owned(), value));
+        }
+        rest = &after[end..];
+    }
+    let token = rest.split_ascii_whitespace().next().ok_or("no value")?;
+    let integer = token.parse::<i64>().ok();
+    let value = match token {
+        "+Inf" | "Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        t => t.parse::<f64>().map_err(|_| "value is not a number")?,
+    };
+    Ok(Sample {
+        name: name.to_owned(),
+        labels,
+        value,
+        integer,
+    })
+}
+
+/// Fetches and parses `url` (plain HTTP), bounded by [`DEFAULT_TIMEOUT`].
+pub async fn scrape(url: &str) -> Result<Snapshot, StatusError> {
+    scrape_with_timeout(url, DEFAULT_TIMEOUT).await
+}
+
+/// Fetches and parses `url` (plain HTTP), bounded by `timeout`.
+pub async fn scrape_with_timeout(url: &str, timeout: Duration) -> Result<Snapshot, StatusError> {
+    let body = match tokio::time::timeout(timeout, http_get(url)).await {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(StatusError::Timeout {
+                url: url.to_owned(),
+                timeout,
+            })
+        }
+    };
+    Snapshot::parse(url, &body)
+}
+
+/// `(host:port, path)` of an `http://` URL.
+fn split_url(url: &str) -> Result<(String, String), StatusError> {
+    let invalid = |reason| StatusError::InvalidUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        invalid(if url.starts_with("https://") {
+            "https is not supported; the metrics listener speaks plain http"
+        } else {
+            "it must start with http://"
+        })
+    })?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/metrics"),
+    };
+    if authority.is_empty() {
+        return Err(invalid("no host"));
+    }
+    let has_port = match authority.rfind(':') {
+        Some(i) => !authority[i..].contains(']'),
+        None => false,
+    };
+    let addr = if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    Ok((addr, path.to_owned()))
+}
+
+async fn http_get(url: &str) -> Result<String, StatusError> {
+    let (addr, path) = split_url(url)?;
+    let io_err = |source| StatusError::Io {
+        url: url.to_owned(),
+        source,
+    };
+    let malformed = |reason| StatusError::Malformed {
+        url: url.to_owned(),
+        reason,
+    };
+    let mut stream = TcpStream::connect(&addr)
+        .await
+        .map_err(|source| StatusError::Connect {
+            addr: addr.clone(),
+            source,
+        })?;
+    let host = addr.clone();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain\r\nConnection: close\r\nUser-Agent: walrelay-status\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.map_err(io_err)?;
+    let mut raw = Vec::new();
+    let mut limited = (&mut stream).take(MAX_RESPONSE_BYTES as u64 + 1);
+    limited.read_to_end(&mut raw).await.map_err(io_err)?;
+    if raw.len() > MAX_RESPONSE_BYTES {
+        return Err(malformed("larger than 16 MiB"));
+    }
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| malformed("no end of headers"))?;
+    let head =
+        std::str::from_utf8(&raw[..split]).map_err(|_| malformed("headers are not utf-8"))?;
+    let body = &raw[split + 4..];
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap_or_default();
+    let code = status.split_ascii_whitespace().nth(1);
+    if !status.starts_with("HTTP/") || code.is_none() {
+        return Err(malformed("no http status line"));
+    }
+    if code != Some("200") {
+        return Err(StatusError::HttpStatus {
+            url: url.to_owned(),
+            status: status.to_owned(),
+        });
+    }
+    let chunked = lines.any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    let body = if chunked {
+        dechunk(body).ok_or_else(|| malformed("bad chunked encoding"))?
+    } else {
+        body.to_vec()
+    };
+    String::from_utf8(body).map_err(|_| malformed("body is not utf-8"))
+}
+
+/// Decodes a `Transfer-Encoding: chunked` body.
+fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body.len());
+    loop {
+        let eol = body.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&body[..eol]).ok()?;
+        let size_text = size_text.split(';').next()?.trim();
+        let size = usize::from_str_radix(size_text, 16).ok()?;
+        body = body.get(eol + 2..)?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(body.get(..size)?);
+        body = body.get(size + 2..)?;
+    }
+}
+
+/// The human-readable view of `current`, with rates against `previous`
+/// (a scrape of the same process a moment earlier) when given.
+pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
+    let s = current;
+    let rates = previous.map(|p| Rates::between(p, s)).unwrap_or_default();
+    let mut out = String::new();
+    let na = || "n/a".to_owned();
+    let _ = writeln!(
+        out,
+        "walrelay {} at {}",
+        s.version().unwrap_or_else(|| "?".to_owned()),
+        s.url
+    );
+    let state = match (s.flag(UP), s.flag(READY)) {
+        (Some(true), Some(true)) => "up, ready".to_owned(),
+        (Some(true), Some(false)) => "up, NOT READY (see /readyz for why)".to_owned(),
+        (Some(true), None) => "up".to_owned(),
+        _ => "unknown (no walrelay_up sample)".to_owned(),
+    };
+    let _ = writeln!(out, "{:<12} {state}", "state");
+    // The slot name is not a metric label; show what the metrics know.
+    let slot = match (s.flag(SLOT_ACTIVE), s.wal_status()) {
+        (Some(active), status) => format!(
+            "{}, wal_status {}",
+            if active { "active" } else { "inactive" },
+            status.unwrap_or_else(|| "unknown".to_owned())
+        ),
+        (None, _) => "not polled yet".to_owned(),
+    };
+    let _ = writeln!(out, "{:<12} {slot}", "slot");
+    let _ = writeln!(
+        out,
+        "{:<12} {}   received {}",
+        "confirmed",
+        s.confirmed_lsn().map_or_else(na, |l| l.to_string()),
+        s.received_lsn().map_or_else(na, |l| l.to_string())
+    );
+    let bytes = |name: &str| {
+        s.integer(name)
+            .map_or_else(na, |b| human_bytes(b.max(0) as u64))
+    };
+    let lag_s = s
+        .value(REPLICATION_LAG)
+        .map_or_else(na, |v| format!("{v:.1} s"));
+    let _ = writeln!(
+        out,
+        "{:<12} retained {}, confirmed lag {}, replication lag {}",
+        "lag",
+        bytes(SLOT_RETAINED_WAL),
+        bytes(SLOT_CONFIRMED_LAG),
+        lag_s
+    );
+    if let Some(safe) = s.integer(SLOT_SAFE_WAL_SIZE).filter(|v| *v > 0) {
+        let _ = writeln!(
+            out,
+            "{:<12} {} of WAL before the slot is invalidated",
+            "",
+            human_bytes(safe as u64)
+        );
+    }
+    if let (Some(behind), Some(rate)) = (
+        s.integer(SLOT_CONFIRMED_LAG)
+            .filter(|b| *b >= CATCH_UP_THRESHOLD_BYTES),
+        rates.confirmed_bytes_per_s,
+    ) {
+        let _ = writeln!(out, "{:<12} {}", "", catch_up_line(behind as u64, rate));
+    }
+    let events = s.events().map_or_else(na, |v| format!("{v:.0}"));
+    let per_s = rates
+        .events_per_s
+        .map_or_else(|| "rate n/a".to_owned(), |r| format!("{r:.1}/s"));
+    let txns = s
+        .value(&counter(TRANSACTIONS))
+        .map_or_else(na, |v| format!("{v:.0}"));
+    let _ = writeln!(
+        out,
+        "{:<12} {events} total, {per_s}; {txns} transactions",
+        "events"
+    );
+    let in_flight = s
+        .value(EVENTS_IN_FLIGHT)
+        .map_or_else(na, |v| format!("{v:.0}"));
+    let oldest = s
+        .value(OLDEST_UNACKED_AGE)
+        .map_or_else(na, |v| format!("{v:.1} s"));
+    let _ = writeln!(
+        out,
+        "{:<12} {in_flight} events, oldest unacked {oldest}",
+        "in flight"
+    );
+    if let (Some(sum), Some(count)) = (
+        s.value(&format!("{COMMIT_TO_ACK}_sum")),
+        s.value(&format!("{COMMIT_TO_ACK}_count")),
+    ) {
+        if count > 0.0 {
+            let _ = writeln!(
+                out,
+                "{:<12} mean {:.1} ms over {count:.0} deliveries",
+                "commit-ack",
+                sum / count * 1000.0
+            );
+        }
+    }
+    let count = |name: &str| {
+        s.sum(&counter(name))
+            .map_or_else(|| "0".to_owned(), |v| format!("{v:.0}"))
+    };
+    let _ = writeln!(
+        out,
+        "{:<12} {} delivery errors, {} reconnects, {} filtered changes",
+        "errors",
+        count(DELIVERY_ERRORS),
+        count(RECONNECTS),
+        count(EVENTS_FILTERED)
+    );
+    let alerts: Vec<String> = s
+        .named(SLOT_ALERT_LEVEL)
+        .map(|a| {
+            let level = match a.value as i64 {
+                0 => "ok",
+                1 => "WARNING",
+                _ => "CRITICAL",
+            };
+            format!("{} {level}", a.label("kind").unwrap_or("?"))
+        })
+        .collect();
+    if !alerts.is_empty() {
+        let _ = writeln!(out, "{:<12} {}", "alerts", alerts.join(", "));
+    }
+    let topics = s.events_by_topic();
+    if !topics.is_empty() {
+        const SHOWN: usize = 10;
+        let mut shown: Vec<String> = topics
+            .iter()
+            .take(SHOWN)
+            .map(|(t, n)| format!("{t} {n:.0}"))
+            .collect();
+        if topics.len() > SHOWN {
+            shown.push(format!("{} more", topics.len() - SHOWN));
+        }
+        let _ = writeln!(out, "{:<12} {}", "topics", shown.join(", "));
+    }
+    out
+}
+
+/// One progress line for a backlog: bytes behind, the rate, and the time
+/// left at that rate, e.g. `catching up: 1.2 GiB behind at 35.0 MiB/s, about
+/// 35 s left`.
+pub fn catch_up_line(behind_bytes: u64, rate_bytes_per_s: f64) -> String {
+    if behind_bytes == 0 {
+        return "caught up".to_owned();
+    }
+    let behind = human_bytes(behind_bytes);
+    if !(rate_bytes_per_s.is_finite() && rate_bytes_per_s > 0.0) {
+        return format!("catching up: {behind} behind, not advancing");
+    }
+    let rate = human_bytes(rate_bytes_per_s as u64);
+    let left = behind_bytes as f64 / rate_bytes_per_s;
+    format!(
+        "catching up: {behind} behind at {rate}/s, about {} left",
+        human_duration(left)
+    )
+}
+
+/// Seconds as `42 s`, `3 min 5 s` or `2 h 10 min`.
+fn human_duration(secs: f64) -> String {
+    let secs = if secs.is_finite() {
+        secs.max(0.0).round() as u64
+    } else {
+        u64::MAX
+    };
+    if secs < 60 {
+        format!("{secs} s")
+    } else if secs < 3600 {
+        format!("{} min {} s", secs / 60, secs % 60)
+    } else if secs < 100 * 3600 {
+        format!("{} h {} min", secs / 3600, secs % 3600 / 60)
+    } else {
+        format!("{} days", secs / 86_400)
+    }
+}
+
+/// Bytes as a short human-readable size (`1.5 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// `walrelay status`: prints the view to stdout (see [`run_status_to`]).
+pub async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    run_status_to(opts, &mut out).await
+}
+
+/// Writes the view to `out`. Once: two scrapes [`RATE_WINDOW`] apart (for
+/// the rates), then the view; a failed scrape is the error. With
+/// `opts.watch`: the screen is cleared and redrawn every interval until
+/// Ctrl-C, and a failed scrape is shown in place of the view (walrelay may
+/// be restarting) rather than ending the loop.
+pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result<(), StatusError> {
+    let first = scrape_with_timeout(&opts.url, opts.timeout).await?;
+    let Some(every) = opts.watch else {
+        tokio::time::sleep(RATE_WINDOW).await;
+        let second = scrape_with_timeout(&opts.url, opts.timeout).await?;
+        out.write_all(render(&second, Some(&first)).as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(StatusError::Output)?;
+        return Ok(());
+    };
+    let mut previous = first;
+    let mut screen = format!("{CLEAR_SCREEN}{}", render(&previous, None));
+    loop {
+        out.write_all(screen.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(StatusError::Output)?;
+        tokio::select! {
+            biased;
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = tokio::time::sleep(every) => {}
+        }
+        screen = match scrape_with_timeout(&opts.url, opts.timeout).await {
+            Ok(current) => {
+                let view = render(&current, Some(&previous));
+                previous = current;
+                format!("{CLEAR_SCREEN}{view}")
+            }
+            Err(e) => format!(
+                "{CLEAR_SCREEN}{}\nretrying every {every:?}\n",
+                crate::relay::DisplayChain(&e)
+            ),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = r#"# HELP walrelay_events Events produced to Kafka
+# TYPE walrelay_events counter
+walrelay_events_total{topic="outbox.event.order"} 40
+walrelay_events_total{topic="outbox.event.a\"b"} 2
+# TYPE walrelay_transactions counter
+walrelay_transactions_total 21
+walrelay_delivery_errors_total{code="MsgSizeTooLarge"} 1
+walrelay_reconnects_total 3
+walrelay_events_in_flight 5
+walrelay_oldest_unacked_event_age_seconds 0.25
+walrelay_commit_to_ack_seconds_sum 0.5
+walrelay_commit_to_ack_seconds_count 100
+walrelay_commit_to_ack_seconds_bucket{le="+Inf"} 100
+walrelay_received_lsn_bytes 9223372036854775000
+walrelay_confirmed_lsn_bytes 22817176
+walrelay_slot_retained_wal_bytes 1048576
+walrelay_slot_confirmed_lag_bytes 33554432
+walrelay_slot_wal_status{status="reserved"} 1
+walrelay_slot_wal_status{status="lost"} 0
+walrelay_slot_active 1
+walrelay_slot_alert_level{kind="retained_wal"} 0
+walrelay_replication_lag_seconds 0.0
+walrelay_build_info{version="0.1.0"} 1
+walrelay_up 1
+walrelay_ready 1
+# EOF
+"#;
+
+    #[test]
+    fn parses_the_page() {
+        let s = Snapshot::parse("http://x/metrics", PAGE).unwrap();
+        assert_eq!(s.events(), Some(42.0));
+        assert_eq!(s.events_by_topic()[1].0, "outbox.event.a\"b");
+        assert_eq!(s.confirmed_lsn(), Some(Lsn(22817176)));
+        // Exact beyond f64's 53 bits.
+        assert_eq!(s.received_lsn(), Some(Lsn(9223372036854775000)));
+        assert_eq!(s.wal_status().as_deref(), Some("reserved"));
+        assert_eq!(s.version().as_deref(), Some("0.1.0"));
+        let bucket = s
+            .samples
+            .iter()
+            .find(|x| x.name == "walrelay_commit_to_ack_seconds_bucket")
+            .unwrap();
+        assert_eq!(
+            (bucket.label("le"), bucket.integer),
+            (Some("+Inf"), Some(100))
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let err = Snapshot::parse("u", "ok 1\nbroken{a=\"x} 1\n").unwrap_err();
+        assert!(matches!(err, StatusError::Parse { line: 2, .. }), "{err}");
+        assert!(Snapshot::parse("u", "x notanumber").is_err());
+    }
+
+    #[test]
+    fn renders_values_and_rates() {
+        let a = Snapshot::parse("http://x/metrics", PAGE).unwrap();
+        let mut b = Snapshot::parse(
+            "http://x/metrics",
+            &PAGE
+                .replace("order\"} 40", "order\"} 60")
+                .replace("22817176", "22819224"),
+        )
+        .unwrap();
+        b.taken = a.taken + Duration::from_secs(2);
+        let text = render(&b, Some(&a));
+        assert!(text.contains("confirmed    0/15C3198"), "{text}");
+        assert!(text.contains("62 total, 10.0/s; 21 transactions"), "{text}");
+        assert!(text.contains("1 delivery errors, 3 reconnects"), "{text}");
+        assert!(text.contains("up, ready"), "{text}");
+        assert!(text.contains("active, wal_status reserved"), "{text}");
+        assert!(
+            text.contains("catching up: 32.0 MiB behind at 1.0 KiB/s, about 9 h 6 min left"),
+            "{text}"
+        );
+        assert!(text.contains("mean 5.0 ms over 100 deliveries"), "{text}");
+    }
+
+    #[test]
+    fn catch_up() {
+        assert_eq!(catch_up_line(0, 10.0), "caught up");
+        assert_eq!(
+            catch_up_line(3 << 30, 0.0),
+            "catching up: 3.0 GiB behind, not advancing"
+        );
+        assert_eq!(
+            catch_up_line(1 << 30, (1 << 20) as f64),
+            "catching up: 1.0 GiB behind at 1.0 MiB/s, about 17 min 4 s left"
+        );
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            split_url("http://127.0.0.1:9187/metrics").unwrap(),
+            ("127.0.0.1:9187".into(), "/metrics".into())
+        );
+        assert_eq!(
+            split_url("http://localhost").unwrap(),
+            ("localhost:80".into(), "/metrics".into())
+        );
+        assert!(split_url("https://x/metrics").is_err());
+        assert_eq!(
+            metrics_url("127.0.0.1:9187"),
+            "http://127.0.0.1:9187/metrics"
+        );
+        assert_eq!(
+            dechunk(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").as_deref(),
+            Some(&b"abcde"[..])
+        );
+    }
+
+    #[tokio::test]
+    async fn scrapes_the_live_endpoint() {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", rx).await.unwrap();
+        let snap = scrape(&metrics_url(&addr.to_string())).await.unwrap();
+        assert_eq!(snap.value(UP), Some(1.0));
+        let err = scrape(&format!("http://{addr}/nope")).await.unwrap_err();
+        assert!(matches!(err, StatusError::HttpStatus { .. }), "{err}");
+        tx.send(true).unwrap();
+        handle.await.unwrap();
+    }
+}

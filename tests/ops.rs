@@ -1,0 +1,366 @@
+//! Operations against the real servers: metrics that follow reality, the
+//! lag monitor's alerts, an invalidated slot, heartbeats on a quiet
+//! database. Assertions read `/metrics` as Prometheus would, and
+//! `pg_replication_slots`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::relay::{Outbox, Relay, WAIT};
+use common::{
+    connect_url, consume_on, create_topic_on, env, pg_url, unique_name, PrivateKafka, PrivatePg,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Scrapes `/metrics`: `name{labels}` → value.
+async fn scrape(port: u16) -> Option<HashMap<String, f64>> {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).await.ok()?;
+    let body = text.split("\r\n\r\n").nth(1)?;
+    let mut out = HashMap::new();
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        if let Some((name, value)) = line.rsplit_once(' ') {
+            if let Ok(v) = value.parse::<f64>() {
+                out.insert(name.to_string(), v);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Scrapes until `pred` holds, returning that scrape.
+async fn wait_metrics(
+    port: u16,
+    what: &str,
+    relay: &mut Relay,
+    pred: impl Fn(&HashMap<String, f64>) -> bool,
+) -> HashMap<String, f64> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut last = HashMap::new();
+    loop {
+        if let Some(m) = scrape(port).await {
+            if pred(&m) {
+                return m;
+            }
+            last = m;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "metrics never showed {what}; last scrape: {last:?}\n{}",
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
+    m.get(key).copied().unwrap_or(f64::NAN)
+}
+
+/// Kafka stopped under load: in-flight, oldest-unacked age and confirmed lag
+/// rise, and the retained-WAL warning fires; with Kafka back they return to
+/// zero and the warning clears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_alerts_follow_a_kafka_outage() {
+    let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
+        .await
+        .unwrap();
+    let ob = Outbox::new("metrics").await;
+    create_topic_on(&kafka.bootstrap(), &ob.topic(""), 1).await;
+    let port = free_port();
+    let extra = format!(
+        "[metrics]\nlisten = \"127.0.0.1:{port}\"\n\n[lag]\npoll_interval_ms = 300\n\
+         retained_wal_warning_bytes = 1048576\nretained_wal_critical_bytes = 1099511627776\n"
+    );
+    let mut relay = Relay::start(&ob.config_with(&kafka.bootstrap(), &extra));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    assert_eq!(
+        consume_on(&kafka.bootstrap(), &ob.topic(""), 1, WAIT)
+            .await
+            .len(),
+        1
+    );
+    wait_metrics(port, "ready", &mut relay, |m| {
+        get(m, "walrelay_ready") == 1.0
+    })
+    .await;
+
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.stop();
+        kafka
+    })
+    .await
+    .unwrap();
+    // About 2 MB of outbox WAL while the broker is down.
+    ob.client
+        .execute(
+            &format!(
+                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, 'k', 'E', \
+                 jsonb_build_object('n', g, 'pad', repeat('p', 1000)) FROM generate_series(2, 2001) g",
+                ob.name
+            ),
+            &[&ob.agg("")],
+        )
+        .await
+        .unwrap();
+    let down = wait_metrics(
+        port,
+        "in-flight work, age and lag while kafka is down",
+        &mut relay,
+        |m| {
+            get(m, "walrelay_events_in_flight") > 0.0
+                && get(m, "walrelay_oldest_unacked_event_age_seconds") > 0.5
+                && get(m, "walrelay_slot_confirmed_lag_bytes") > 1_000_000.0
+                && get(m, "walrelay_slot_alert_level{kind=\"retained_wal\"}") == 1.0
+        },
+    )
+    .await;
+    assert!(
+        get(&down, "walrelay_replication_lag_seconds") > 0.0,
+        "{down:?}"
+    );
+
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.start_again();
+        kafka
+    })
+    .await
+    .unwrap();
+    let records = consume_on(
+        &kafka.bootstrap(),
+        &ob.topic(""),
+        2001,
+        Duration::from_secs(120),
+    )
+    .await;
+    assert_eq!(records.len(), 2001);
+    // restart_lsn advances at running-xacts records; a checkpoint writes one.
+    let admin = connect_url(&pg_url()).await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        admin.batch_execute("CHECKPOINT").await.unwrap();
+        let m = scrape(port).await.unwrap_or_default();
+        if get(&m, "walrelay_events_in_flight") == 0.0
+            && get(&m, "walrelay_oldest_unacked_event_age_seconds") == 0.0
+            && get(&m, "walrelay_replication_lag_seconds") == 0.0
+            && get(&m, "walrelay_slot_alert_level{kind=\"retained_wal\"}") == 0.0
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "metrics did not return to zero: {m:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    ob.finish(relay).await;
+    drop(kafka);
+}
+
+/// A slot invalidated while walrelay was stopped (tiny
+/// max_slot_wal_keep_size): walrelay exits non-zero and says what happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalidated_slot_stops_walrelay() {
+    let pg = tokio::task::spawn_blocking(|| {
+        let pg = PrivatePg::start();
+        pg.conf(&["max_slot_wal_keep_size=1MB", "wal_keep_size=0"]);
+        pg
+    })
+    .await
+    .unwrap();
+    let client = pg.connect().await;
+    let ob = Outbox::new_with("invalidated", client).await;
+    let config = ob.config_for(
+        &common::kafka_bootstrap(),
+        pg.port(),
+        "postgres",
+        "[metrics]\nlisten = \"127.0.0.1:0\"\n",
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    drop(relay);
+    ob.wait_inactive().await;
+    // Write and recycle far more WAL than the slot may keep.
+    for _ in 0..6 {
+        ob.client
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS filler (v text);
+                 INSERT INTO filler SELECT repeat(md5(g::text), 64) FROM generate_series(1, 20000) g;
+                 SELECT pg_switch_wal(); CHECKPOINT;",
+            )
+            .await
+            .unwrap();
+    }
+    let status: Option<String> = ob
+        .client
+        .query_one(
+            "SELECT wal_status FROM pg_replication_slots WHERE slot_name = $1",
+            &[&ob.name],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        status.as_deref(),
+        Some("lost"),
+        "the test did not manage to invalidate the slot"
+    );
+    let mut relay = Relay::start(&config);
+    let exit = tokio::task::block_in_place(|| relay.wait_exit(Duration::from_secs(60)))
+        .unwrap_or_else(|| {
+            panic!(
+                "walrelay kept running on an invalidated slot:\n{}",
+                relay.log()
+            )
+        });
+    assert_eq!(exit.code(), Some(1), "{}", relay.log());
+    let log = relay.log();
+    assert!(
+        log.contains("invalidated") && log.contains(&ob.name),
+        "the error must say the slot was invalidated:\n{log}"
+    );
+    drop(relay);
+    drop(pg);
+}
+
+/// Quiet outbox databases while another database writes WAL: with the
+/// heartbeat on, the slot stays within a few MB of the server, and the
+/// heartbeat's writes are visible in the quiet database's commit count
+/// (the database without a heartbeat is the control).
+///
+/// walrelay also follows the walsender's keepalives, which keeps a quiet slot
+/// moving whenever the walsender catches up, so the control's slot need not
+/// fall behind here; the heartbeat is what keeps it moving when the
+/// walsender never idles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_keeps_a_quiet_slot_moving() {
+    let admin = connect_url(&pg_url()).await;
+    let mut setups = Vec::new();
+    for heartbeat in [true, false] {
+        let db = unique_name(if heartbeat { "hb_on" } else { "hb_off" });
+        admin
+            .batch_execute(&format!("CREATE DATABASE {db}"))
+            .await
+            .unwrap();
+        let url = format!(
+            "host=127.0.0.1 port={} user=postgres dbname={db}",
+            env().pg_port
+        );
+        let ob = Outbox::new_with("quiet", connect_url(&url).await).await;
+        let extra = if heartbeat {
+            "[metrics]\nlisten = \"127.0.0.1:0\"\n\n[heartbeat]\ninterval_ms = 300\n"
+        } else {
+            "[metrics]\nlisten = \"127.0.0.1:0\"\n"
+        };
+        let mut relay =
+            Relay::start(&ob.config_for(&common::kafka_bootstrap(), env().pg_port, &db, extra));
+        ob.wait_active(&mut relay).await;
+        setups.push((db, ob, relay));
+    }
+    let commits = |db: String| {
+        let admin = &admin;
+        async move {
+            let n: i64 = admin
+                .query_one(
+                    "SELECT xact_commit FROM pg_stat_database WHERE datname = $1",
+                    &[&db],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            n
+        }
+    };
+    let before = (
+        commits(setups[0].0.clone()).await,
+        commits(setups[1].0.clone()).await,
+    );
+    // Another database writes about 40 MB of WAL over ~10 s.
+    let table = unique_name("hb_writer");
+    admin
+        .batch_execute(&format!("CREATE TABLE {table} (v text)"))
+        .await
+        .unwrap();
+    let start_lsn: String = admin
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    for _ in 0..20 {
+        admin
+            .batch_execute(&format!("INSERT INTO {table} SELECT repeat(md5(g::text), 16) FROM generate_series(1, 3000) g"))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let written: i64 = admin
+        .query_one(
+            &format!("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{start_lsn}')::int8"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        written > 10_000_000,
+        "the writer produced only {written} bytes of WAL"
+    );
+    // Give the heartbeat a couple of intervals and a status update.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut lags = Vec::new();
+    for (_, ob, _) in &setups {
+        let lag: i64 = admin
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&ob.name],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        lags.push(lag);
+    }
+    assert!(
+        lags[0] < 8 * 1024 * 1024,
+        "with the heartbeat the slot is {} bytes behind (writer wrote {written})",
+        lags[0]
+    );
+    // Statistics reach pg_stat_database within a second or so.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = (
+        commits(setups[0].0.clone()).await,
+        commits(setups[1].0.clone()).await,
+    );
+    let (with, without) = (after.0 - before.0, after.1 - before.1);
+    // ~12 s at one heartbeat per 300 ms: about 40 transactions.
+    assert!(
+        with - without >= 15,
+        "heartbeat transactions: {with} in the heartbeat database vs {without} in the control"
+    );
+    for (db, ob, relay) in setups {
+        ob.finish(relay).await;
+        admin
+            .batch_execute(&format!("DROP DATABASE {db} WITH (FORCE)"))
+            .await
+            .unwrap();
+    }
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}

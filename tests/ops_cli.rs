@@ -1,0 +1,352 @@
+//! The operator commands against the real servers of `scripts/test.sh`:
+//! `walrelay check` (called as `walrelay::check::run_check`) on a good setup
+//! and on each kind of broken one, where the failing rows must be exactly
+//! the broken thing and name it; and `walrelay status` (through
+//! `walrelay::status`) against a running walrelay's metrics endpoint.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::relay::{Outbox, Relay, WAIT};
+use common::{connect, kafka_bootstrap, unique_name, PrivatePg};
+use walrelay::check::{self, run_check, CheckReport, CheckStatus};
+use walrelay::config::Config;
+use walrelay::status::{self, render, run_status_to, scrape, StatusOptions};
+
+fn parse_config(text: &str) -> Config {
+    Config::from_toml(text, Path::new("ops_cli.toml")).expect("test config is valid")
+}
+
+fn failed(report: &CheckReport) -> Vec<&'static str> {
+    report.failures().map(|r| r.name).collect()
+}
+
+/// The row called `name`; panics with the whole table when absent.
+fn row<'a>(report: &'a CheckReport, name: &str) -> &'a check::CheckRow {
+    report
+        .row(name)
+        .unwrap_or_else(|| panic!("no row {name}:\n{report}"))
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+async fn publication_exists(client: &tokio_postgres::Client, name: &str) -> bool {
+    client
+        .query_opt("SELECT 1 FROM pg_publication WHERE pubname = $1", &[&name])
+        .await
+        .expect("read pg_publication")
+        .is_some()
+}
+
+async fn drop_table(ob: Outbox) {
+    ob.client
+        .batch_execute(&format!(
+            "DROP PUBLICATION IF EXISTS {0}; DROP TABLE IF EXISTS {0}",
+            ob.name
+        ))
+        .await
+        .expect("drop the test's table");
+}
+
+/// A working setup passes, every row is there, and nothing was created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_passes_on_a_good_setup_and_changes_nothing() {
+    let ob = Outbox::new("check_good").await;
+    ob.insert(1, "", "k", r#"{"n": 1}"#).await;
+    let config = parse_config(&ob.config(&kafka_bootstrap()));
+
+    let report = run_check(&config).await;
+
+    assert!(report.passed(), "{report}");
+    for name in [
+        check::POSTGRES_CONNECTION,
+        check::REPLICATION_CONNECTION,
+        check::WAL_LEVEL,
+        check::ROLE,
+        check::SLOT_CAPACITY,
+        check::WAL_SENDERS,
+        check::MAX_SLOT_WAL_KEEP_SIZE,
+        check::OUTBOX_TABLE,
+        check::OUTBOX_PRIVILEGES,
+        check::PUBLICATION,
+        check::SLOT,
+        check::KAFKA_CONNECTION,
+        check::KAFKA_TOPICS,
+    ] {
+        let r = row(&report, name);
+        assert!(
+            matches!(r.status, CheckStatus::Pass | CheckStatus::Warn),
+            "{name} is {:?}:\n{report}",
+            r.status
+        );
+    }
+    // The topic the default route gives for the row just written.
+    let topics = row(&report, check::KAFKA_TOPICS);
+    assert!(topics.detail.contains(&ob.topic("")), "{report}");
+    assert!(
+        row(&report, check::PUBLICATION)
+            .detail
+            .contains("walrelay will create it"),
+        "{report}"
+    );
+    assert!(
+        row(&report, check::SLOT)
+            .detail
+            .contains("walrelay will create it"),
+        "{report}"
+    );
+    // Read-only: neither the slot nor the publication exists afterwards.
+    assert!(!ob.slot_exists().await, "check created the slot");
+    assert!(
+        !publication_exists(&ob.client, &ob.name).await,
+        "check created the publication"
+    );
+    let table = report.to_string();
+    assert!(table.contains("walrelay can start"), "{table}");
+    drop_table(ob).await;
+}
+
+/// `wal_level = replica` fails the wal_level row and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_fails_on_wal_level_replica() {
+    let pg = tokio::task::spawn_blocking(|| {
+        let pg = PrivatePg::start();
+        pg.conf(&["wal_level=replica"]);
+        pg
+    })
+    .await
+    .expect("private cluster");
+    let client = pg.connect().await;
+    let level: String = client
+        .query_one("SHOW wal_level", &[])
+        .await
+        .expect("show wal_level")
+        .get(0);
+    assert_eq!(level, "replica", "pg.sh conf did not apply wal_level");
+    client
+        .batch_execute(
+            "CREATE TABLE outbox (id uuid PRIMARY KEY, aggregatetype varchar(255) NOT NULL,
+             aggregateid varchar(255), type varchar(255) NOT NULL, payload jsonb)",
+        )
+        .await
+        .expect("create outbox");
+    let config = parse_config(&format!(
+        r#"
+[postgres]
+host = "127.0.0.1"
+port = {}
+user = "postgres"
+dbname = "postgres"
+
+[kafka]
+bootstrap_servers = "{}"
+"#,
+        pg.port(),
+        kafka_bootstrap()
+    ));
+
+    let report = run_check(&config).await;
+
+    assert_eq!(failed(&report), [check::WAL_LEVEL], "{report}");
+    let r = row(&report, check::WAL_LEVEL);
+    assert!(r.detail.contains("replica"), "{report}");
+    assert!(
+        r.fix
+            .as_deref()
+            .is_some_and(|f| f.contains("wal_level = logical")),
+        "{report}"
+    );
+    assert!(report.to_string().contains("fix the failures"), "{report}");
+    drop(client);
+    tokio::task::spawn_blocking(move || drop(pg))
+        .await
+        .expect("remove the private cluster");
+}
+
+/// An outbox table without `aggregateid` fails the table row, naming the
+/// column and both the Debezium key and walrelay's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_a_missing_column() {
+    let ob = Outbox::new("check_nocol").await;
+    ob.client
+        .batch_execute(&format!("ALTER TABLE {} DROP COLUMN aggregateid", ob.name))
+        .await
+        .expect("drop column");
+    let config = parse_config(&ob.config(&kafka_bootstrap()));
+
+    let report = run_check(&config).await;
+
+    assert_eq!(failed(&report), [check::OUTBOX_TABLE], "{report}");
+    let r = row(&report, check::OUTBOX_TABLE);
+    assert!(r.detail.contains("\"aggregateid\""), "{report}");
+    assert!(r.detail.contains("table.field.event.key"), "{report}");
+    assert!(
+        r.fix
+            .as_deref()
+            .is_some_and(|f| f.contains("router.key_field")),
+        "{report}"
+    );
+    drop_table(ob).await;
+}
+
+/// A role without REPLICATION fails the replication connection (the
+/// server refuses the walsender) and the role row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_fails_for_a_role_without_replication() {
+    let ob = Outbox::new("check_norepl").await;
+    let role = unique_name("norepl");
+    // The publication exists, so the role needs no ownership to create it.
+    ob.client
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN;
+             GRANT SELECT ON {0} TO {role};
+             CREATE PUBLICATION {0} FOR TABLE {0}",
+            ob.name
+        ))
+        .await
+        .expect("create role and publication");
+    let config = parse_config(
+        &ob.config(&kafka_bootstrap())
+            .replace("user = \"postgres\"", &format!("user = \"{role}\"")),
+    );
+
+    let report = run_check(&config).await;
+
+    let mut failures = failed(&report);
+    failures.sort_unstable();
+    let mut want = [check::REPLICATION_CONNECTION, check::ROLE];
+    want.sort_unstable();
+    assert_eq!(failures, want, "{report}");
+    let r = row(&report, check::ROLE);
+    assert!(r.detail.contains("REPLICATION"), "{report}");
+    assert!(
+        r.fix
+            .as_deref()
+            .is_some_and(|f| f.contains(&format!("ALTER ROLE \"{role}\" REPLICATION"))),
+        "{report}"
+    );
+    let r = row(&report, check::REPLICATION_CONNECTION);
+    assert!(r.detail.contains("42501"), "{report}");
+    assert_eq!(
+        row(&report, check::OUTBOX_PRIVILEGES).status,
+        CheckStatus::Pass,
+        "{report}"
+    );
+
+    let client = connect().await;
+    drop_table(ob).await;
+    client
+        .batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role}"))
+        .await
+        .expect("drop role");
+}
+
+/// A closed Kafka port fails the Kafka row within the bound, and the topic
+/// row is skipped rather than guessed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_fails_fast_when_kafka_is_unreachable() {
+    let ob = Outbox::new("check_nokafka").await;
+    let config = parse_config(&ob.config(&format!("127.0.0.1:{}", closed_port())));
+
+    let started = Instant::now();
+    let report = run_check(&config).await;
+    let took = started.elapsed();
+
+    assert_eq!(failed(&report), [check::KAFKA_CONNECTION], "{report}");
+    assert!(
+        took < check::KAFKA_TIMEOUT + Duration::from_secs(10),
+        "check took {took:?}"
+    );
+    let r = row(&report, check::KAFKA_CONNECTION);
+    assert!(r.detail.contains("127.0.0.1"), "{report}");
+    assert!(
+        r.fix
+            .as_deref()
+            .is_some_and(|f| f.contains("kafka.bootstrap_servers")),
+        "{report}"
+    );
+    assert_eq!(
+        row(&report, check::KAFKA_TOPICS).status,
+        CheckStatus::Skip,
+        "{report}"
+    );
+    drop_table(ob).await;
+}
+
+/// `walrelay status` against a running walrelay: the events it relayed
+/// and the confirmed position, as values and in the rendered view.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_events_and_confirmed_lsn() {
+    let ob = Outbox::new("status_view").await;
+    let port = closed_port();
+    let config = ob.config(&kafka_bootstrap()).replace(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"127.0.0.1:{port}\""),
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    for i in 0..5 {
+        ob.insert(i, "", "k", r#"{"n": 1}"#).await;
+    }
+    let written = ob.current_lsn().await;
+    ob.wait_confirmed(written, &relay).await;
+
+    let url = status::metrics_url(&format!("127.0.0.1:{port}"));
+    // Metrics follow the pipeline by up to a status interval.
+    let deadline = Instant::now() + WAIT;
+    let snapshot = loop {
+        let snap = scrape(&url).await;
+        if let Ok(s) = &snap {
+            if s.events() == Some(5.0) && s.confirmed_lsn().is_some_and(|l| l >= written) {
+                break snap.expect("checked above");
+            }
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "metrics never showed 5 events confirmed to {written}: {snap:?}\n{}",
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        snapshot.events_by_topic(),
+        [(ob.topic(""), 5.0)],
+        "events by topic"
+    );
+    assert_eq!(snapshot.value("walrelay_up"), Some(1.0));
+    let confirmed = snapshot.confirmed_lsn().expect("confirmed lsn");
+    let view = render(&snapshot, None);
+    assert!(view.contains("5 total"), "{view}");
+    assert!(view.contains(&confirmed.to_string()), "{view}");
+
+    // The command itself: two scrapes a second apart, then the view.
+    let mut out = Vec::new();
+    run_status_to(StatusOptions::new(url.clone()), &mut out)
+        .await
+        .expect("walrelay status");
+    let text = String::from_utf8(out).expect("utf-8 view");
+    assert!(text.contains("5 total, 0.0/s"), "{text}");
+    let shown: walrelay::proto::Lsn = text
+        .lines()
+        .find_map(|l| l.strip_prefix("confirmed"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("no confirmed LSN in the view:\n{text}"));
+    assert!(
+        shown >= written,
+        "shown {shown} < written {written}:\n{text}"
+    );
+
+    ob.finish(relay).await;
+    // Once walrelay is gone, status says so instead of hanging.
+    let err = scrape(&url).await.expect_err("nothing listens any more");
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+}
