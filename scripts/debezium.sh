@@ -13,6 +13,7 @@
 #   debezium.sh status DIR                  prints "running PID" (exit 0) or "stopped" (exit 3)
 #   debezium.sh wait-streaming DIR SLOT PGURL
 #                                           wait until SLOT is active in pg_replication_slots
+#                                           and Debezium has started streaming from it
 #   debezium.sh classpath                   prints the worker classpath and the plugin.path
 #
 # DIR layout: worker.properties (WORKER plus the overrides below), log4j2.xml,
@@ -57,7 +58,7 @@ WORKER_JAVA_OPTS=(-Xms64m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError 
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
 
 usage() {
-    sed -n '7,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '7,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -360,6 +361,8 @@ cmd_status() {
 # when they fail, so waiting for the slot alone would only time out.
 FAILURE_PATTERN='will not recover until manually restarted|Failed to start connector|Failed to create connector|Stopping after connector error|ERROR Stopping due to error'
 
+STREAMING_LINE='Processing messages (io.debezium.connector.postgresql.PostgresStreamingChangeEventSource)'
+
 cmd_wait_streaming() {
     local dir=$1 slot=$2 pgurl=$3 pid offset active deadline psql_bin
     dir=$(abs_path "$dir")
@@ -378,10 +381,17 @@ cmd_wait_streaming() {
         fi
         active=$("$psql_bin" -X -q -At -d "$pgurl" \
             -c "select active from pg_replication_slots where slot_name = '$slot'" 2>/dev/null || true)
-        [[ "$active" == t ]] && return 0
+        # A slot is already active while CREATE_REPLICATION_SLOT waits for a
+        # consistent point (for as long as other transactions on the cluster
+        # run), and changes committed before that point are never decoded.
+        # Debezium logs "Processing messages" once START_REPLICATION is out.
+        if [[ "$active" == t ]] &&
+            tail -c +"$((offset + 1))" "$dir/log" | grep -qF "$STREAMING_LINE"; then
+            return 0
+        fi
         if ((SECONDS >= deadline)); then
             log_tail "$dir"
-            die "slot $slot was not active within ${START_TIMEOUT}s (state: '${active:-absent}')"
+            die "slot $slot was not streaming within ${START_TIMEOUT}s (slot active: '${active:-absent}')"
         fi
         sleep 0.2
     done

@@ -20,6 +20,8 @@ use crate::metrics::{metrics, KindLabel, StatusLabel};
 use crate::source::catalog;
 use crate::source::replication::ConnectParams;
 
+/// Confirmed lag above which each poll logs a catch-up progress line.
+pub const CATCH_UP_LOG_BYTES: u64 = 64 << 20;
 /// Default poll interval.
 pub const DEFAULT_POLL_INTERVAL_MS: u64 = 10_000;
 /// Default warning threshold for retained WAL: 1 GiB.
@@ -309,6 +311,8 @@ pub async fn monitor(
     let mut client: Option<tokio_postgres::Client> = None;
     let mut alerts = Alerts::default();
     let mut warned_unlimited = false;
+    // (when, confirmed position) of the previous poll, for the catch-up rate.
+    let mut previous: Option<(std::time::Instant, u64)> = None;
     let mut ticker = tokio::time::interval(Duration::from_millis(cfg.poll_interval_ms));
     loop {
         tokio::select! {
@@ -353,6 +357,28 @@ pub async fn monitor(
                             status: status.into(),
                         })
                         .set(i64::from(current));
+                }
+                let behind = s.confirmed_lag_bytes.unwrap_or(0).max(0) as u64;
+                let confirmed = s
+                    .confirmed
+                    .as_deref()
+                    .and_then(|t| t.parse::<walrelay_proto::Lsn>().ok())
+                    .map(u64::from);
+                if let Some(now_pos) = confirmed {
+                    let now = std::time::Instant::now();
+                    if let Some((then, then_pos)) = previous {
+                        if behind >= CATCH_UP_LOG_BYTES {
+                            let secs = now.duration_since(then).as_secs_f64().max(1e-3);
+                            let rate = now_pos.saturating_sub(then_pos) as f64 / secs;
+                            info!(
+                                slot,
+                                behind_bytes = behind,
+                                "{}",
+                                crate::status::catch_up_line(behind, rate)
+                            );
+                        }
+                    }
+                    previous = Some((now, now_pos));
                 }
                 let critical =
                     alerts.observe(&cfg, &slot, s.retained_bytes.unwrap_or(0), lag_seconds);

@@ -21,9 +21,14 @@ use walrelay::relay::{self, DisplayChain};
     about = "Debezium-compatible transactional outbox relay: PostgreSQL logical replication to Kafka"
 )]
 struct Cli {
-    /// Log format.
+    /// Log format: human-readable text, or one JSON object per line for log
+    /// shippers.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     log_format: LogFormat,
+    /// Address of the /metrics, /healthz and /readyz listener; overrides the
+    /// config's `metrics.listen` (default 127.0.0.1:9187; "" disables it).
+    #[arg(long, global = true)]
+    metrics_addr: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,6 +47,20 @@ enum Command {
         /// `application.properties` (chosen by the `.properties` extension).
         #[arg(long, short)]
         config: PathBuf,
+    },
+    /// Check, without changing anything, that PostgreSQL and Kafka are ready
+    /// for walrelay; prints a pass/fail table, exits 1 on any failure.
+    Check {
+        /// Configuration file (either form).
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Show a running walrelay's state from its metrics endpoint
+    /// (`--metrics-addr`, default 127.0.0.1:9187, or a full http:// URL).
+    Status {
+        /// Refresh every SECS seconds until Ctrl-C.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+        watch: Option<u64>,
     },
     /// Validate a configuration file (either form) and exit.
     Validate {
@@ -79,7 +98,58 @@ fn init_logging(format: LogFormat) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
+    let metrics_addr = cli.metrics_addr.clone();
+    let run_to_exit = move |mut config: Config| {
+        if let Some(addr) = &metrics_addr {
+            config.metrics.listen = addr.clone();
+        }
+        run_to_exit(config)
+    };
     match cli.command {
+        Command::Check { config } => {
+            let config = match Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {}", DisplayChain(&e));
+                    return ExitCode::from(2);
+                }
+            };
+            let report = match runtime() {
+                Ok(rt) => rt.block_on(walrelay::check::run_check(&config)),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            print!("{report}");
+            if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Command::Status { watch } => {
+            let addr = cli
+                .metrics_addr
+                .clone()
+                .unwrap_or_else(|| walrelay::metrics::DEFAULT_LISTEN.to_owned());
+            let mut opts = walrelay::status::StatusOptions::for_addr(&addr);
+            opts.watch = watch.map(std::time::Duration::from_secs);
+            let result = match runtime() {
+                Ok(rt) => rt.block_on(walrelay::status::run_status(opts)),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {}", DisplayChain(&e));
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Validate { config } => match Config::load(&config) {
             Ok(_) => {
                 println!("{}: ok", config.display());
@@ -142,13 +212,17 @@ fn run_to_exit(config: Config) -> ExitCode {
     }
 }
 
-fn run(config: Config) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .thread_name("walrelay")
         .build()
-        .context("cannot start the tokio runtime")?;
+        .context("cannot start the tokio runtime")
+}
+
+fn run(config: Config) -> anyhow::Result<()> {
+    let runtime = runtime()?;
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {

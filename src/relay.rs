@@ -21,7 +21,7 @@ use crate::router::Router;
 use crate::sink::{KafkaSink, SinkError};
 use crate::source::catalog::{self, CatalogError};
 use crate::source::replication::{ConnectParams, ReplicationConnection};
-use crate::source::{self, status_update, SourceError, StreamEnd, StreamSettings};
+use crate::source::{self, snapshot, status_update, SourceError, StreamEnd, StreamSettings};
 use crate::txn::Assembler;
 
 /// pgoutput protocol version requested (1: whole transactions after commit).
@@ -241,21 +241,53 @@ async fn session(
         Some(state) => {
             catalog::check_slot(slot, &state, &params.dbname)?;
             *slot_seen = true;
+            if config.replication.snapshot_mode == SnapshotMode::Always {
+                // Debezium's `always`: the current rows at every start, then
+                // the stream from the slot's position (overlaps repeat).
+                let start = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
+                let published = publish_snapshot(
+                    config,
+                    sink,
+                    &client,
+                    (&schema, &table),
+                    &table_meta,
+                    None,
+                    start,
+                )
+                .await?;
+                info!(
+                    rows = published,
+                    "snapshot delivered (snapshot_mode = always)"
+                );
+            }
         }
         None if *slot_seen => return Err(SourceError::SlotGone(slot.clone()).into()),
+        None if config.replication.create_slot
+            && config.replication.snapshot_mode != SnapshotMode::NoData =>
+        {
+            // Snapshot first, slot second: a crash in between leaves no slot.
+            let exported = snapshot::export(&params, slot).await?;
+            info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
+            let published = publish_snapshot(
+                config,
+                sink,
+                &client,
+                (&schema, &table),
+                &table_meta,
+                Some(&exported.snapshot_name),
+                exported.consistent_point,
+            )
+            .await?;
+            snapshot::persist(&client, &exported, slot).await?;
+            drop(exported);
+            info!(
+                slot,
+                rows = published,
+                "snapshot delivered; created replication slot at its position"
+            );
+            *slot_seen = true;
+        }
         None if config.replication.create_slot => {
-            if config.replication.snapshot_mode != SnapshotMode::NoData {
-                return Err(SourceError::Catalog(CatalogError::SlotMismatch {
-                    slot: slot.clone(),
-                    reason: format!(
-                        "it does not exist, and creating it with replication.snapshot_mode = {:?} (Debezium's snapshot.mode) \
-                         would publish the rows already in the outbox table, which walrelay does not implement yet; \
-                         set snapshot.mode=no_data (snapshot_mode = \"no_data\") to start streaming from now",
-                        config.replication.snapshot_mode
-                    ),
-                })
-                .into());
-            }
             let at = repl.create_logical_slot(slot).await?;
             info!(slot, consistent_point = %at, "created replication slot");
             *slot_seen = true;
@@ -369,6 +401,88 @@ async fn session(
             Err(e.into())
         }
     }
+}
+
+/// Publishes every row of the outbox table, read in `snapshot` (or a fresh
+/// one), and waits until Kafka acknowledged them all. Returns the row count.
+async fn publish_snapshot(
+    config: &Arc<Config>,
+    sink: &Arc<KafkaSink>,
+    client: &tokio_postgres::Client,
+    (schema, table): (&str, &str),
+    table_meta: &crate::connect::pg::TableMeta,
+    snapshot_name: Option<&str>,
+    start: Lsn,
+) -> Result<u64, SessionError> {
+    let relation = Arc::new(snapshot::relation_info(client, schema, table).await?);
+    let new_router = || {
+        Router::new(
+            config.router.clone(),
+            config.converters,
+            config.debezium.clone(),
+        )
+        .expect("router config was validated at start")
+    };
+    let bound =
+        Arc::new(new_router().bind(&relation, table_meta).map_err(|source| {
+            SourceError::Txn(crate::txn::TxnError::Layout { lsn: start, source })
+        })?);
+    let tracker = SharedTracker::new(start);
+    sink.begin_session(tracker.clone());
+    let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
+    let sink_task = {
+        let sink = Arc::clone(sink);
+        let mut router = new_router();
+        tokio::spawn(
+            async move { sink.run(&mut router, rx).await }.instrument(tracing::info_span!("sink")),
+        )
+    };
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or_default();
+    let seq = tracker.begin(now_us);
+    let read = snapshot::read_rows(client, snapshot_name, &relation, |rows| {
+        let events: Vec<crate::txn::OutboxEvent> = rows
+            .into_iter()
+            .map(|row| crate::txn::OutboxEvent {
+                seq,
+                meta: crate::router::EventMeta {
+                    lsn: start,
+                    commit_lsn: start,
+                    xid: 0,
+                    commit_time_us: now_us,
+                },
+                bound: Arc::clone(&bound),
+                row,
+            })
+            .collect();
+        tracker.add_events(seq, events.len() as u32);
+        let tx = tx.clone();
+        async move { tx.send(events).await.map_err(|_| ()) }
+    })
+    .await;
+    tracker.commit(seq, start);
+    drop(tx);
+    let sink_result = sink_task.await.unwrap_or(Ok(()));
+    let rows = match read {
+        Ok(rows) => rows,
+        Err(snapshot::SnapshotError::Catalog(e)) => return Err(e.into()),
+        Err(snapshot::SnapshotError::Sink(())) => 0,
+    };
+    sink_result.map_err(SessionError::Sink)?;
+    // Every row is with librdkafka; wait for its acknowledgements.
+    while tracker.in_flight_events() > 0 {
+        if let Some(e) = sink.take_failure() {
+            return Err(SessionError::Sink(e));
+        }
+        let s = Arc::clone(sink);
+        let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_millis(500))).await;
+    }
+    if let Some(e) = sink.take_failure() {
+        return Err(SessionError::Sink(e));
+    }
+    Ok(rows)
 }
 
 /// `slot.drop.on.stop`: waits (bounded) until the walsender released the

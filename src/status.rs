@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::signal::unix::{signal, SignalKind};
 use walrelay_proto::Lsn;
 
 use crate::metrics::{
@@ -98,6 +99,9 @@ pub enum StatusError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The Ctrl-C handler of `--watch` could not be installed.
+    #[error("cannot install the interrupt handler")]
+    Signal(#[source] io::Error),
     /// Writing the view failed (closed stdout).
     #[error("cannot write the status view")]
     Output(#[source] io::Error),
@@ -716,7 +720,7 @@ pub async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
 /// Writes the view to `out`. Once: two scrapes [`RATE_WINDOW`] apart (for
 /// the rates), then the view; a failed scrape is the error. With
 /// `opts.watch`: the screen is cleared and redrawn every interval until
-/// Ctrl-C, and a failed scrape is shown in place of the view (walrelay may
+/// Ctrl-C or SIGTERM (then `Ok`), and a failed scrape is shown in place of the view (walrelay may
 /// be restarting) rather than ending the loop.
 pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result<(), StatusError> {
     let first = scrape_with_timeout(&opts.url, opts.timeout).await?;
@@ -728,18 +732,27 @@ pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result
             .map_err(StatusError::Output)?;
         return Ok(());
     };
+    // Installed once, before the first wait, so an interrupt that arrives
+    // during a scrape is not lost.
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(StatusError::Signal)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(StatusError::Signal)?;
     let mut previous = first;
     let mut screen = format!("{CLEAR_SCREEN}{}", render(&previous, None));
     loop {
         out.write_all(screen.as_bytes())
             .and_then(|()| out.flush())
             .map_err(StatusError::Output)?;
-        tokio::select! {
+        let next = async {
+            tokio::time::sleep(every).await;
+            scrape_with_timeout(&opts.url, opts.timeout).await
+        };
+        let scraped = tokio::select! {
             biased;
-            _ = tokio::signal::ctrl_c() => return Ok(()),
-            _ = tokio::time::sleep(every) => {}
-        }
-        screen = match scrape_with_timeout(&opts.url, opts.timeout).await {
+            _ = interrupt.recv() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+            scraped = next => scraped,
+        };
+        screen = match scraped {
             Ok(current) => {
                 let view = render(&current, Some(&previous));
                 previous = current;
@@ -881,6 +894,25 @@ walrelay_ready 1
         assert_eq!(snap.value(UP), Some(1.0));
         let err = scrape(&format!("http://{addr}/nope")).await.unwrap_err();
         assert!(matches!(err, StatusError::HttpStatus { .. }), "{err}");
+        tx.send(true).unwrap();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn watch_redraws_until_stopped() {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", rx).await.unwrap();
+        let opts = StatusOptions {
+            watch: Some(Duration::from_millis(50)),
+            ..StatusOptions::for_addr(&addr.to_string())
+        };
+        let mut out = Vec::new();
+        let ended =
+            tokio::time::timeout(Duration::from_millis(600), run_status_to(opts, &mut out)).await;
+        assert!(ended.is_err(), "watch ended by itself: {ended:?}");
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.matches(CLEAR_SCREEN).count() >= 3, "{text}");
+        assert!(text.contains("state        up"), "{text}");
         tx.send(true).unwrap();
         handle.await.unwrap();
     }

@@ -280,6 +280,50 @@ async fn check_fails_fast_when_kafka_is_unreachable() {
     drop_table(ob).await;
 }
 
+/// A closed PostgreSQL port fails both connection rows at once and skips
+/// the checks that need a connection; Kafka is still checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_fails_fast_when_postgres_is_unreachable() {
+    let config = parse_config(&format!(
+        r#"
+[postgres]
+host = "127.0.0.1"
+port = {}
+user = "postgres"
+dbname = "postgres"
+connect_timeout_ms = 3000
+
+[kafka]
+bootstrap_servers = "{}"
+"#,
+        closed_port(),
+        kafka_bootstrap()
+    ));
+
+    let started = Instant::now();
+    let report = run_check(&config).await;
+
+    assert!(started.elapsed() < Duration::from_secs(15), "{report}");
+    let mut failures = failed(&report);
+    failures.sort_unstable();
+    let mut want = [check::POSTGRES_CONNECTION, check::REPLICATION_CONNECTION];
+    want.sort_unstable();
+    assert_eq!(failures, want, "{report}");
+    assert!(
+        row(&report, check::POSTGRES_CONNECTION)
+            .fix
+            .as_deref()
+            .is_some_and(|f| f.contains("postgres.port")),
+        "{report}"
+    );
+    assert_eq!(row(&report, check::WAL_LEVEL).status, CheckStatus::Skip);
+    assert_eq!(
+        row(&report, check::KAFKA_CONNECTION).status,
+        CheckStatus::Pass,
+        "{report}"
+    );
+}
+
 /// `walrelay status` against a running walrelay: the events it relayed
 /// and the confirmed position, as values and in the rendered view.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@
 
 pub mod catalog;
 pub mod replication;
+pub mod snapshot;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

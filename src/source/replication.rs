@@ -373,6 +373,39 @@ impl ReplicationConnection {
             })
     }
 
+    /// `CREATE_REPLICATION_SLOT <slot> TEMPORARY LOGICAL pgoutput
+    /// EXPORT_SNAPSHOT`: a slot that disappears with this connection, and
+    /// the name of a snapshot consistent with its position, usable by other
+    /// sessions while this connection stays open and idle. Returns the
+    /// consistent point and the snapshot name.
+    pub async fn create_temporary_slot_exporting_snapshot(
+        &mut self,
+        slot: &str,
+    ) -> Result<(Lsn, String), ReplicationError> {
+        let sql = format!(
+            "CREATE_REPLICATION_SLOT {} TEMPORARY LOGICAL pgoutput EXPORT_SNAPSHOT",
+            quote_ident(slot)
+        );
+        let rows = self.simple_query(&sql).await?;
+        let row = rows.first().ok_or_else(|| {
+            ReplicationError::Protocol("CREATE_REPLICATION_SLOT returned no row".into())
+        })?;
+        let lsn = row
+            .get(1)
+            .cloned()
+            .flatten()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| {
+                ReplicationError::Protocol(
+                    "CREATE_REPLICATION_SLOT returned no consistent point".into(),
+                )
+            })?;
+        let snapshot = row.get(2).cloned().flatten().ok_or_else(|| {
+            ReplicationError::Protocol("CREATE_REPLICATION_SLOT exported no snapshot".into())
+        })?;
+        Ok((lsn, snapshot))
+    }
+
     /// `START_REPLICATION SLOT <slot> LOGICAL <lsn> (options)`; on success the
     /// connection is in CopyBoth mode and becomes a [`ReplicationStream`].
     pub async fn start_replication(

@@ -195,6 +195,8 @@ run_scenario() {
     TOOL_TIMEOUT=60 "$SCRIPTS/kafka.sh" topics "$WALRELAY_TEST_KAFKA_DIR" --create --if-not-exists \
         --topic "$topic" --partitions "$PARTITIONS" --replication-factor 1 >/dev/null
     note "$scenario: starting (slot $slot, topic $topic)"
+    CURRENT_WORKER=$dir/worker
+    CURRENT_SLOT=$slot
     t0=$(date +%s.%N)
     "$SCRIPTS/debezium.sh" standalone "$dir/worker" "$dir/input-worker.properties" "$connector"
     "$SCRIPTS/debezium.sh" wait-streaming "$dir/worker" "$slot" "$PG_URL"
@@ -221,9 +223,21 @@ EOF
     # here. Partitions are read one after another: order by producer time.
     dump 4 3000 "$topic" 2>/dev/null | sort_records >"$dir/records.jsonl" || true
     "$SCRIPTS/debezium.sh" stop "$dir/worker"
+    CURRENT_WORKER=
     drop_slot_and_publication "$slot"
+    CURRENT_SLOT=
     note "$scenario: $(wc -l <"$dir/records.jsonl") record(s) in $topic"
 }
+
+# A failed scenario must not leave its worker running or its slot behind
+# (a slot nobody reads pins WAL on the shared cluster).
+CURRENT_WORKER=
+CURRENT_SLOT=
+cleanup() {
+    [[ -z "$CURRENT_WORKER" ]] || "$SCRIPTS/debezium.sh" stop "$CURRENT_WORKER" || true
+    [[ -z "$CURRENT_SLOT" ]] || drop_slot_and_publication "$CURRENT_SLOT" || true
+}
+trap cleanup EXIT
 
 setup_db
 for s in "${SCENARIOS[@]}"; do
