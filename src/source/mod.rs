@@ -61,8 +61,9 @@ pub enum SourceError {
     /// Transaction assembly refused a message.
     #[error(transparent)]
     Txn(#[from] TxnError),
-    /// The server was silent for longer than the receive timeout.
-    #[error("no message from the server for {0:?}; the connection is considered dead")]
+    /// The server did not answer a request for a reply within the receive
+    /// timeout.
+    #[error("no message from the server for {0:?}, not even an answer to a request for a reply; the connection is considered dead")]
     ReceiveTimeout(Duration),
     /// The slot that existed when walrelay started is gone.
     #[error("replication slot {0} no longer exists; walrelay never recreates a slot it was reading (that would skip events); recreate it deliberately and restart")]
@@ -183,6 +184,8 @@ pub async fn stream_wal(
     let mut ticker = tokio::time::interval(settings.status_interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut last_receive = Instant::now();
+    // A status update asking for a reply is outstanding.
+    let mut pinged = false;
     let mut last_reported = Lsn::ZERO;
     let mut last_stats = assembler.stats();
 
@@ -280,8 +283,16 @@ pub async fn stream_wal(
             r = reader.read_more() => {
                 r?;
                 last_receive = Instant::now();
+                pinged = false;
             }
-            _ = tokio::time::sleep_until(last_receive + settings.receive_timeout) => {
+            // Silence is normal: a walsender with nothing to send and
+            // regular replies from us sends nothing. Halfway to the timeout
+            // ask for a reply; a live server answers with a keepalive.
+            _ = tokio::time::sleep_until(last_receive + settings.receive_timeout / 2), if !pinged => {
+                writer.send_status(&status_update(received, tracker.confirmed(), true)).await?;
+                pinged = true;
+            }
+            _ = tokio::time::sleep_until(last_receive + settings.receive_timeout), if pinged => {
                 return Err(SourceError::ReceiveTimeout(settings.receive_timeout));
             }
         }

@@ -161,9 +161,28 @@ bootstrap_servers = "{bootstrap}"
         row.get::<_, String>(0).parse().expect("lsn")
     }
 
+    /// Whether the slot is held and past its consistent point. A slot being
+    /// created is already active while it waits for the transactions
+    /// running at that moment to end; rows committed before its consistent
+    /// point are, correctly, never decoded, so tests must not write until
+    /// `confirmed_flush_lsn` exists.
+    pub async fn slot_streaming(&self) -> bool {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT active AND confirmed_flush_lsn IS NOT NULL AND NOT temporary \
+                 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&self.name],
+            )
+            .await
+            .expect("read slot");
+        row.map(|r| r.get::<_, bool>(0)).unwrap_or(false)
+    }
+
+    /// Waits until walrelay holds the slot past its consistent point.
     pub async fn wait_active(&self, relay: &mut Relay) {
         let deadline = Instant::now() + WAIT;
-        while !self.slot_active().await {
+        while !self.slot_streaming().await {
             relay.assert_running();
             assert!(
                 Instant::now() < deadline,

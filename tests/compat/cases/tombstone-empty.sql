@@ -1,0 +1,7 @@
+-- A text payload, so it can be empty or blank.
+create table public.@TABLE@ (
+  id uuid primary key,
+  aggregatetype varchar(255) not null,
+  aggregateid varchar(255) not null,
+  type varchar(255) not null,
+  payload varchar(255));
