@@ -240,8 +240,8 @@ async fn invalidated_slot_stops_walrelay() {
     drop(pg);
 }
 
-/// Quiet outbox databases while another database writes WAL: with the
-/// heartbeat on, the slot stays within a few MB of the server, and the
+/// Quiet outbox databases while another database writes WAL for a minute:
+/// with the heartbeat on, the slot retains only a few MB of WAL, and the
 /// heartbeat's writes are visible in the quiet database's commit count
 /// (the database without a heartbeat is the control).
 ///
@@ -292,7 +292,8 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
         commits(setups[0].0.clone()).await,
         commits(setups[1].0.clone()).await,
     );
-    // Another database writes about 40 MB of WAL over ~10 s.
+    // Another database writes WAL steadily for a minute (about 0.3 MB/s);
+    // meanwhile the heartbeat slot's retained WAL is sampled.
     let table = unique_name("hb_writer");
     admin
         .batch_execute(&format!("CREATE TABLE {table} (v text)"))
@@ -303,12 +304,29 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
         .await
         .unwrap()
         .get(0);
-    for _ in 0..20 {
+    let mut max_retained = 0i64;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
         admin
-            .batch_execute(&format!("INSERT INTO {table} SELECT repeat(md5(g::text), 16) FROM generate_series(1, 3000) g"))
+            .batch_execute(&format!(
+                "INSERT INTO {table} SELECT repeat(md5(g::text), 16) FROM generate_series(1, 250) g"
+            ))
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
+        // After a warm-up long enough for restart_lsn to start following
+        // (it moves at the running-xacts records PostgreSQL logs every 15 s).
+        if started.elapsed() > Duration::from_secs(20) {
+            let retained: i64 = admin
+                .query_one(
+                    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::int8 FROM pg_replication_slots WHERE slot_name = $1",
+                    &[&setups[0].1.name],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            max_retained = max_retained.max(retained);
+        }
     }
     let written: i64 = admin
         .query_one(
@@ -321,6 +339,13 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
     assert!(
         written > 10_000_000,
         "the writer produced only {written} bytes of WAL"
+    );
+    eprintln!(
+        "heartbeat: retained at most {max_retained} bytes while another database wrote {written}"
+    );
+    assert!(
+        max_retained < 12 * 1024 * 1024,
+        "with the heartbeat the slot retained up to {max_retained} bytes of WAL (writer wrote {written})"
     );
     // Give the heartbeat a couple of intervals and a status update.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -348,9 +373,9 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
         commits(setups[1].0.clone()).await,
     );
     let (with, without) = (after.0 - before.0, after.1 - before.1);
-    // ~12 s at one heartbeat per 300 ms: about 40 transactions.
+    // ~60 s at one heartbeat per 300 ms: about 200 transactions.
     assert!(
-        with - without >= 15,
+        with - without >= 60,
         "heartbeat transactions: {with} in the heartbeat database vs {without} in the control"
     );
     for (db, ob, relay) in setups {
