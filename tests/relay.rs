@@ -5,18 +5,15 @@
 
 mod common;
 
-use common::relay::{event_id, ids, java_partition, murmur2, read_until_ids, Outbox, Relay, WAIT};
-
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use common::{
-    connect, consume, consume_on, create_topic, create_topic_on, kafka_bootstrap, read_to_end,
-    PrivateKafka,
+use common::relay::{
+    commit_ends, event_id, ids, java_partition, murmur2, read_until_ids, Outbox, Relay, WAIT,
 };
-use walrelay::proto::pgoutput::{decode_message, LogicalMessage};
-use walrelay::proto::Lsn;
+use common::{
+    consume, consume_on, create_topic, create_topic_on, kafka_bootstrap, read_to_end, PrivateKafka,
+};
 
 #[test]
 fn murmur2_matches_java() {
@@ -253,25 +250,8 @@ async fn sigkill_mid_stream_loses_nothing() {
     let ob = Outbox::new("sigkill").await;
     let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
     ob.wait_active(&mut relay).await;
-    let table = ob.name.clone();
-    let agg = ob.agg("");
-    let writer = tokio::spawn(async move {
-        let client = connect().await;
-        // 1000 transactions of 10 events.
-        for txn in 0..1000u64 {
-            let first = txn * 10 + 1;
-            client
-                .execute(
-                    &format!(
-                        "INSERT INTO {table} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
-                         $1, 'k' || (g % 50), 'E', jsonb_build_object('n', g) FROM generate_series($2::int8, $3::int8) g"
-                    ),
-                    &[&agg, &(first as i64), &(first as i64 + 9)],
-                )
-                .await
-                .expect("insert batch");
-        }
-    });
+    // 1000 transactions of 10 events.
+    let writer = ob.spawn_writer(1000, 10, 50, None);
     // Kill once some but not all events made it.
     let topic = ob.topic("");
     let deadline = Instant::now() + WAIT;
@@ -301,25 +281,6 @@ async fn sigkill_mid_stream_loses_nothing() {
         records.len()
     );
     ob.finish(relay).await;
-}
-
-/// Commit end LSNs of the transactions a probe slot decodes, in order.
-async fn commit_ends(client: &tokio_postgres::Client, probe: &str, publication: &str) -> Vec<Lsn> {
-    let rows = client
-        .query(
-            "SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)",
-            &[&probe, &publication],
-        )
-        .await
-        .expect("peek probe slot");
-    rows.iter()
-        .filter_map(
-            |r| match decode_message(Bytes::from(r.get::<_, Vec<u8>>(0)), 1, false) {
-                Ok(LogicalMessage::Commit(c)) => Some(c.end_lsn),
-                _ => None,
-            },
-        )
-        .collect()
 }
 
 /// (g) Kafka stopped, 100 events committed: the slot is not confirmed past
@@ -460,27 +421,8 @@ async fn sigterm_under_load_is_clean() {
     let ob = Outbox::new("sigterm").await;
     let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
     ob.wait_active(&mut relay).await;
-    let table = ob.name.clone();
-    let agg = ob.agg("");
-    let writer = tokio::spawn(async move {
-        let client = connect().await;
-        for txn in 0..500u64 {
-            let first = txn * 10 + 1;
-            client
-                .execute(
-                    &format!(
-                        "INSERT INTO {table} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
-                         $1, 'k' || (g % 20), 'E', jsonb_build_object('n', g) FROM generate_series($2::int8, $3::int8) g"
-                    ),
-                    &[&agg, &(first as i64), &(first as i64 + 9)],
-                )
-                .await
-                .expect("insert batch");
-            if txn % 50 == 0 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    });
+    // 500 transactions of 10 events, pausing 20 ms every 50.
+    let writer = ob.spawn_writer(500, 10, 20, Some(50));
     let topic = ob.topic("");
     let deadline = Instant::now() + WAIT;
     while read_to_end(&topic, WAIT).await.len() < 300 {

@@ -190,8 +190,9 @@ pub async fn stream_wal(
     let mut last_stats = assembler.stats();
 
     loop {
-        // Drain every complete frame already buffered.
+        // Drain the complete frames already buffered, up to a full batch.
         let mut reply_now = false;
+        let mut full = false;
         while let Some(frame) = reader.try_next()? {
             match decode_replication_message(frame).map_err(|source| SourceError::Decode {
                 lsn: received,
@@ -207,21 +208,9 @@ pub async fn stream_wal(
                     })?;
                     assembler.handle(msg, x.wal_start, tracker, &mut batch)?;
                     if batch.len() >= BATCH_EVENTS {
-                        assembler.register_pending(tracker);
-                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_EVENTS));
-                        if let Some(end) = send_batch(
-                            full,
-                            &tx,
-                            &mut writer,
-                            tracker,
-                            received,
-                            shutdown,
-                            &mut ticker,
-                        )
-                        .await?
-                        {
-                            return Ok(end_with(end, writer));
-                        }
+                        // Hand this batch over before decoding further.
+                        full = true;
+                        break;
                     }
                 }
                 ReplicationMessage::PrimaryKeepalive(k) => {
@@ -238,9 +227,9 @@ pub async fn stream_wal(
         }
         if !batch.is_empty() {
             assembler.register_pending(tracker);
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_EVENTS));
-            if let Some(end) = send_batch(
-                full,
+            let ready = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_EVENTS));
+            if send_batch(
+                ready,
                 &tx,
                 &mut writer,
                 tracker,
@@ -250,7 +239,7 @@ pub async fn stream_wal(
             )
             .await?
             {
-                return Ok(end_with(end, writer));
+                return Ok(StreamEnd::Shutdown(writer));
             }
         }
         if reply_now {
@@ -259,6 +248,10 @@ pub async fn stream_wal(
                 .send_status(&status_update(received, confirmed, false))
                 .await?;
             last_reported = confirmed;
+        }
+        if full {
+            // More frames may be buffered: decode them before waiting.
+            continue;
         }
 
         tokio::select! {
@@ -299,18 +292,9 @@ pub async fn stream_wal(
     }
 }
 
-enum BatchEnd {
-    Shutdown,
-}
-
-fn end_with(end: BatchEnd, writer: StreamWriter) -> StreamEnd {
-    match end {
-        BatchEnd::Shutdown => StreamEnd::Shutdown(writer),
-    }
-}
-
 /// Hands a batch to the sink, waiting for room while still sending status
 /// updates so the walsender does not time us out during backpressure.
+/// Returns true when shutdown was requested instead.
 async fn send_batch(
     batch: Vec<OutboxEvent>,
     tx: &mpsc::Sender<Vec<OutboxEvent>>,
@@ -319,15 +303,15 @@ async fn send_batch(
     received: Lsn,
     shutdown: &mut watch::Receiver<bool>,
     ticker: &mut tokio::time::Interval,
-) -> Result<Option<BatchEnd>, SourceError> {
+) -> Result<bool, SourceError> {
     loop {
         tokio::select! {
             biased;
-            _ = shutdown.changed() => return Ok(Some(BatchEnd::Shutdown)),
+            _ = shutdown.changed() => return Ok(true),
             permit = tx.reserve() => {
                 let permit = permit.map_err(|_| SourceError::SinkStopped)?;
                 permit.send(batch);
-                return Ok(None);
+                return Ok(false);
             }
             _ = ticker.tick() => {
                 writer.send_status(&status_update(received, tracker.confirmed(), false)).await?;

@@ -161,6 +161,39 @@ bootstrap_servers = "{bootstrap}"
         row.get::<_, String>(0).parse().expect("lsn")
     }
 
+    /// Writes `txns` transactions of `per_txn` events (ids 1.., keys over
+    /// `keys` aggregates) from a task of its own, pausing 20 ms every
+    /// `pause_every` transactions when given.
+    pub fn spawn_writer(
+        &self,
+        txns: u64,
+        per_txn: u64,
+        keys: u64,
+        pause_every: Option<u64>,
+    ) -> tokio::task::JoinHandle<()> {
+        let table = self.name.clone();
+        let agg = self.agg("");
+        tokio::spawn(async move {
+            let client = connect().await;
+            for txn in 0..txns {
+                let first = (txn * per_txn + 1) as i64;
+                client
+                    .execute(
+                        &format!(
+                            "INSERT INTO {table} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
+                             $1, 'k' || (g % $4::int8), 'E', jsonb_build_object('n', g) FROM generate_series($2::int8, $3::int8) g"
+                        ),
+                        &[&agg, &first, &(first + per_txn as i64 - 1), &(keys as i64)],
+                    )
+                    .await
+                    .expect("insert batch");
+                if pause_every.is_some_and(|n| txn % n == 0) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        })
+    }
+
     /// Whether the slot is held and past its consistent point. A slot being
     /// created is already active while it waits for the transactions
     /// running at that moment to end; rows committed before its consistent
