@@ -46,6 +46,8 @@ cargo build --release --bin walrelay
 WALRELAY=$REPO_ROOT/target/release/walrelay
 
 step "starting PostgreSQL 15 (wal_level=logical) and Apache Kafka (KRaft)"
+# A fresh broker each time, so the consumer below shows only this run's events.
+"$SCRIPT_DIR/kafka.sh" rm "$KAFKA_DIR"
 "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
 PG_PORT=$(cat "$PG_DIR/port")
