@@ -321,7 +321,7 @@ async fn session(
         .streaming
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
-    let sink_task = {
+    let mut sink_task = {
         let sink = Arc::clone(sink);
         let router_cfg = config.router.clone();
         let converters = config.converters;
@@ -393,9 +393,16 @@ async fn session(
             Err(SessionError::Sink(err))
         }
         Err(e) => {
-            sink_task.abort();
-            // Deliveries of this session may still complete; give them a
-            // moment so the next session starts from a fresher slot position.
+            // The sink still produces what the source handed over before the
+            // error (as Debezium delivers the records before a failing one),
+            // within the shutdown bound; none of it is confirmed unless its
+            // whole transaction was.
+            if tokio::time::timeout(shutdown_timeout, &mut sink_task)
+                .await
+                .is_err()
+            {
+                sink_task.abort();
+            }
             let s = Arc::clone(sink);
             let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(5))).await;
             Err(e.into())

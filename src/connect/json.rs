@@ -11,8 +11,9 @@ pub const MAX_DEPTH: usize = 1000;
 
 /// Appends `s` as a JSON string literal with Jackson's default escaping:
 /// `"` and `\` escaped, control characters as `\b \t \n \f \r` or
-/// `\u00XX` (upper-case hex), everything else (including `/`, DEL and
-/// non-ASCII) as is.
+/// `\u00XX` (upper-case hex), characters outside the BMP as an escaped
+/// surrogate pair (`\uD83D\uDE00`), everything else (including `/`, DEL
+/// and other non-ASCII) as is.
 pub fn write_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
@@ -28,6 +29,9 @@ pub fn write_string(out: &mut String, s: &str) {
             0x0c => Some("\\f"),
             b'\r' => Some("\\r"),
             0..=0x1f => Some(""),
+            // The lead byte of a character outside the BMP: Jackson's
+            // generator writes it as an escaped UTF-16 surrogate pair.
+            0xf0..=0xf4 => Some("surrogates"),
             _ => None,
         };
         if let Some(esc) = escape {
@@ -36,10 +40,23 @@ pub fn write_string(out: &mut String, s: &str) {
                 out.push_str("\\u00");
                 out.push(HEX[usize::from(b >> 4)] as char);
                 out.push(HEX[usize::from(b & 15)] as char);
+                start = i + 1;
+            } else if esc == "surrogates" {
+                let Some(ch) = s[i..].chars().next() else {
+                    continue;
+                };
+                let mut units = [0u16; 2];
+                for unit in ch.encode_utf16(&mut units) {
+                    out.push_str("\\u");
+                    for shift in [12, 8, 4, 0] {
+                        out.push(HEX[usize::from((*unit >> shift) & 15)] as char);
+                    }
+                }
+                start = i + ch.len_utf8();
             } else {
                 out.push_str(esc);
+                start = i + 1;
             }
-            start = i + 1;
         }
     }
     out.push_str(&s[start..]);
@@ -366,7 +383,10 @@ mod tests {
         assert_eq!(esc("a\"b\\c"), r#""a\"b\\c""#);
         assert_eq!(esc("\n\t\r\u{8}\u{c}"), r#""\n\t\r\b\f""#);
         assert_eq!(esc("\u{1}\u{1f}"), r#""\u0001\u001F""#);
-        assert_eq!(esc("/ é \u{7f} 😀"), "\"/ é \u{7f} 😀\"");
+        assert_eq!(esc("/ é \u{7f}"), "\"/ é \u{7f}\"");
+        // Outside the BMP: an escaped surrogate pair, as a real Debezium
+        // 3.6.1 run wrote it (tests/compat).
+        assert_eq!(esc("a😀b"), r#""a\uD83D\uDE00b""#);
         assert_eq!(
             esc("{\"email\": \"gh@mefi.in\"}"),
             r#""{\"email\": \"gh@mefi.in\"}""#

@@ -37,6 +37,8 @@ use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
 use catalog::CatalogError;
 use replication::{ReplicationError, ReplicationStream, StreamWriter};
 
+/// How long a failing stream waits to hand its last events to the sink.
+const HANDOVER_ON_ERROR: Duration = Duration::from_secs(5);
 /// Events per batch handed to the sink; bounds one channel slot's memory.
 pub const BATCH_EVENTS: usize = 1024;
 
@@ -206,7 +208,17 @@ pub async fn stream_wal(
                             source,
                         }
                     })?;
-                    assembler.handle(msg, x.wal_start, tracker, &mut batch)?;
+                    if let Err(e) = assembler.handle(msg, x.wal_start, tracker, &mut batch) {
+                        // Hand over the events before the offending change,
+                        // as Debezium produces the records before a failing
+                        // one; their transaction is never confirmed.
+                        if !batch.is_empty() {
+                            assembler.register_pending(tracker);
+                            let ready = std::mem::take(&mut batch);
+                            let _ = tokio::time::timeout(HANDOVER_ON_ERROR, tx.send(ready)).await;
+                        }
+                        return Err(e.into());
+                    }
                     if batch.len() >= BATCH_EVENTS {
                         // Hand this batch over before decoding further.
                         full = true;
