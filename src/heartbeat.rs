@@ -10,27 +10,151 @@
 //! decoding message (`pg_logical_emit_message`), which needs no table. With
 //! Debezium's `heartbeat.action.query`, that query runs instead.
 //!
-//! This module owns only that periodic write. It never touches the stream
-//! or the checkpoint: the resulting transaction flows through the normal
-//! path and is confirmed like any other.
+//! Each heartbeat also produces Debezium's heartbeat record to
+//! `<heartbeat.topic_prefix>.<topic.prefix>`: key struct
+//! `io.debezium.connector.common.ServerNameKey` {serverName}, value struct
+//! `io.debezium.connector.common.Heartbeat` {ts_ms}, both version 1, through
+//! the configured key and value converters (the EventRouter passes
+//! non-envelope records through), always to partition 0 (`HeartbeatImpl`
+//! sets it, whatever the key hashes to) and without headers, as Debezium
+//! 3.6.1 sends them.
+//!
+//! This module owns only that periodic write and record. It never touches
+//! the stream or the checkpoint: the resulting transaction flows through
+//! the normal path and is confirmed like any other, and the record's
+//! delivery confirms nothing.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use crate::config::HeartbeatConfig;
+use crate::config::{ConvertersConfig, DebeziumConfig, HeartbeatConfig};
+use crate::connect::convert::{ConvertError, Converter};
+use crate::connect::{Field, Schema, Type, Value};
+use crate::sink::KafkaSink;
 use crate::source::catalog;
 use crate::source::replication::ConnectParams;
+
+/// Logical name of the heartbeat key schema.
+pub const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.ServerNameKey";
+/// Logical name of the heartbeat value schema.
+pub const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.common.Heartbeat";
+/// The partition Debezium's `HeartbeatImpl` puts on every heartbeat record.
+pub const PARTITION: i32 = 0;
+
+/// Errors of the heartbeat record.
+#[derive(Debug, thiserror::Error)]
+pub enum HeartbeatError {
+    /// The configured converter cannot write the heartbeat struct (Debezium's
+    /// task would fail on its first heartbeat).
+    #[error("the {which} converter cannot write the heartbeat record")]
+    Convert {
+        /// `key` or `value`.
+        which: &'static str,
+        /// The converter's reason.
+        #[source]
+        source: ConvertError,
+    },
+}
+
+/// Debezium's heartbeat record for one configuration: topic and key bytes
+/// are fixed, the value carries the wall clock.
+#[derive(Debug, Clone)]
+pub struct HeartbeatRecord {
+    topic: String,
+    key: Option<Bytes>,
+    value_schema: Schema,
+    value_converter: Converter,
+}
+
+impl HeartbeatRecord {
+    /// Builds the topic and key, and checks that the value converter can
+    /// write the value.
+    pub fn new(
+        heartbeat: &HeartbeatConfig,
+        debezium: &DebeziumConfig,
+        converters: ConvertersConfig,
+    ) -> Result<Self, HeartbeatError> {
+        let struct_of = |name: &str, field: &str, kind: Type| {
+            Schema::structure(
+                None,
+                vec![Field {
+                    name: Arc::from(field),
+                    schema: Arc::new(Schema::new(kind)),
+                }],
+            )
+            .named(name, Some(1))
+        };
+        let key_schema = struct_of(KEY_SCHEMA_NAME, "serverName", Type::String);
+        let key_converter = Converter {
+            kind: converters.key,
+            schemas_enable: converters.key_schemas_enable,
+        };
+        let key = key_converter
+            .from_connect_data(
+                Some(&key_schema),
+                &Value::Struct(vec![Value::string(debezium.topic_prefix.as_str())]),
+            )
+            .map_err(|source| HeartbeatError::Convert {
+                which: "key",
+                source,
+            })?;
+        let record = HeartbeatRecord {
+            topic: format!("{}.{}", heartbeat.topic_prefix, debezium.topic_prefix),
+            key,
+            value_schema: struct_of(VALUE_SCHEMA_NAME, "ts_ms", Type::Int64),
+            value_converter: Converter {
+                kind: converters.value,
+                schemas_enable: converters.value_schemas_enable,
+            },
+        };
+        record.value(0)?;
+        Ok(record)
+    }
+
+    /// The heartbeat topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The key bytes (`None` only for a converter that writes null).
+    pub fn key(&self) -> Option<&[u8]> {
+        self.key.as_deref()
+    }
+
+    /// The value bytes for `ts_ms`.
+    pub fn value(&self, ts_ms: i64) -> Result<Option<Bytes>, HeartbeatError> {
+        self.value_converter
+            .from_connect_data(
+                Some(&self.value_schema),
+                &Value::Struct(vec![Value::Int64(ts_ms)]),
+            )
+            .map_err(|source| HeartbeatError::Convert {
+                which: "value",
+                source,
+            })
+    }
+}
 
 /// What a heartbeat runs when no `action_query` is configured: a
 /// transactional logical decoding message, prefix `walrelay_heartbeat`.
 pub const DEFAULT_HEARTBEAT_SQL: &str =
     "SELECT pg_logical_emit_message(true, 'walrelay_heartbeat', '')";
 
-/// Runs heartbeats until shutdown. Failures are logged and retried on the
-/// next tick; they never stop walrelay.
-pub async fn run(cfg: HeartbeatConfig, params: ConnectParams, mut shutdown: watch::Receiver<bool>) {
+/// Runs heartbeats until shutdown: on every interval, the heartbeat record
+/// and then the SQL. Failures are logged and retried on the next tick; they
+/// never stop walrelay (a permanent delivery failure of the record stops
+/// the sink, like any other).
+pub async fn run(
+    cfg: HeartbeatConfig,
+    record: HeartbeatRecord,
+    sink: Arc<KafkaSink>,
+    params: ConnectParams,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let sql = cfg
         .action_query
         .clone()
@@ -44,6 +168,7 @@ pub async fn run(cfg: HeartbeatConfig, params: ConnectParams, mut shutdown: watc
             _ = shutdown.changed() => return,
             _ = ticker.tick() => {}
         }
+        produce(&record, &sink);
         if client.as_ref().is_none_or(|c| c.is_closed()) {
             client = match catalog::connect(&params).await {
                 Ok(c) => Some(c),
@@ -62,5 +187,97 @@ pub async fn run(cfg: HeartbeatConfig, params: ConnectParams, mut shutdown: watc
                 client = None;
             }
         }
+    }
+}
+
+/// Sends one heartbeat record stamped with the wall clock. A record that
+/// cannot be sent now is skipped: the next interval sends a fresh one.
+fn produce(record: &HeartbeatRecord, sink: &KafkaSink) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let value = match record.value(now_ms) {
+        Ok(v) => v,
+        Err(e) => {
+            warn!(error = %e, "heartbeat record skipped");
+            return;
+        }
+    };
+    if let Err(e) = sink.produce_untracked(
+        record.topic(),
+        Some(PARTITION),
+        record.key(),
+        value.as_deref(),
+    ) {
+        warn!(topic = record.topic(), error = %e, "heartbeat record not sent; retrying at the next interval");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConverterKind;
+
+    fn record(kind: ConverterKind, schemas: bool) -> HeartbeatRecord {
+        let converters = ConvertersConfig {
+            key: kind,
+            key_schemas_enable: schemas,
+            value: kind,
+            value_schemas_enable: schemas,
+            ..ConvertersConfig::default()
+        };
+        let debezium = DebeziumConfig {
+            topic_prefix: "test".into(),
+            ..DebeziumConfig::default()
+        };
+        HeartbeatRecord::new(&HeartbeatConfig::default(), &debezium, converters)
+            .expect("converter writes structs")
+    }
+
+    // Bytes observed from Debezium 3.6.1 (heartbeat.interval.ms=1000).
+    #[test]
+    fn string_converter_matches_debezium() {
+        let r = record(ConverterKind::String, true);
+        assert_eq!(r.topic(), "__debezium-heartbeat.test");
+        assert_eq!(r.key(), Some(&b"Struct{serverName=test}"[..]));
+        assert_eq!(
+            r.value(1796027498705).unwrap().as_deref(),
+            Some(&b"Struct{ts_ms=1796027498705}"[..])
+        );
+    }
+
+    #[test]
+    fn json_converter_with_schemas_matches_debezium() {
+        let r = record(ConverterKind::Json, true);
+        assert_eq!(
+            r.key(),
+            Some(&br#"{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"serverName"}],"optional":false,"name":"io.debezium.connector.common.ServerNameKey","version":1},"payload":{"serverName":"test"}}"#[..])
+        );
+        assert_eq!(
+            r.value(1796027535534).unwrap().as_deref(),
+            Some(&br#"{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"ts_ms"}],"optional":false,"name":"io.debezium.connector.common.Heartbeat","version":1},"payload":{"ts_ms":1796027535534}}"#[..])
+        );
+    }
+
+    #[test]
+    fn json_converter_without_schemas() {
+        let r = record(ConverterKind::Json, false);
+        assert_eq!(r.key(), Some(&br#"{"serverName":"test"}"#[..]));
+        assert_eq!(r.value(5).unwrap().as_deref(), Some(&br#"{"ts_ms":5}"#[..]));
+    }
+
+    #[test]
+    fn byte_array_converter_is_refused() {
+        let converters = ConvertersConfig {
+            key: ConverterKind::ByteArray,
+            ..ConvertersConfig::default()
+        };
+        let err = HeartbeatRecord::new(
+            &HeartbeatConfig::default(),
+            &DebeziumConfig::default(),
+            converters,
+        )
+        .unwrap_err();
+        assert!(matches!(err, HeartbeatError::Convert { which: "key", .. }));
     }
 }

@@ -141,9 +141,17 @@ pub async fn run(
         .instrument(tracing::info_span!("lag"))
     }));
     if config.heartbeat.interval_ms > 0 {
+        let record = crate::heartbeat::HeartbeatRecord::new(
+            &config.heartbeat,
+            &config.debezium,
+            config.converters,
+        )
+        .map_err(|e| RelayError::Config(DisplayChain(&e).to_string()))?;
         tokio::spawn(
             crate::heartbeat::run(
                 config.heartbeat.clone(),
+                record,
+                Arc::clone(&sink),
                 connect_params(&config),
                 shutdown.clone(),
             )

@@ -44,6 +44,12 @@
 //! Kafka sink also drops the router's partition and timestamp, so that case
 //! uses neither a partition placement nor a timestamp column.
 //!
+//! Heartbeat topics (`__debezium-heartbeat.*`) get records on a clock, so
+//! only their first [`HEARTBEATS_COMPARED`] records per partition are read
+//! and compared, with the `ts_ms` value masked (the wall clock of each
+//! relay); topic, partition, key bytes, the rest of the value bytes and the
+//! headers must be equal.
+//!
 //! Fatal cases (`End::Fatal`) wait until Debezium's task has failed and
 //! walrelay has exited, then compare what each delivered before.
 //!
@@ -83,6 +89,11 @@ use rdkafka::{Offset, TopicPartitionList};
 
 /// Partitions of every topic a case declares (on both brokers).
 const PARTITIONS: i32 = 6;
+
+/// Debezium's default heartbeat topic prefix (`topic.heartbeat.prefix`).
+const HEARTBEAT_TOPIC_PREFIX: &str = "__debezium-heartbeat.";
+/// Records of a heartbeat topic partition that are compared.
+const HEARTBEATS_COMPARED: usize = 3;
 
 /// How a case ends.
 #[derive(Clone, Copy, Debug)]
@@ -157,6 +168,15 @@ const TOMBSTONE_TOPICS: &[(&str, i32)] = &[("outbox.event.T_@AGG@", PARTITIONS)]
 const INT_TOPICS: &[(&str, i32)] = &[("outbox.event.I_@AGG@", PARTITIONS)];
 const BYTEA_TOPICS: &[(&str, i32)] = &[("outbox.event.B_@AGG@", PARTITIONS)];
 const TIMESTAMP_TOPICS: &[(&str, i32)] = &[("outbox.event.S_@AGG@", PARTITIONS)];
+/// The default topics plus the heartbeat topic: `topic.prefix=test`,
+/// `topic.heartbeat.prefix=__debezium-heartbeat.@AGG@`. Not `topic.prefix=@AGG@`:
+/// Debezium decodes walrelay's heartbeat messages (`pg_logical_emit_message`)
+/// into `<topic.prefix>.message`, which would then be read too.
+const HEARTBEAT_TOPICS: &[(&str, i32)] = &[
+    ("outbox.event.U_@AGG@", PARTITIONS),
+    ("outbox.event.V_@AGG@", PARTITIONS),
+    ("__debezium-heartbeat.@AGG@.test", PARTITIONS),
+];
 
 /// The matrix. Record counts are what Debezium 3.6.1 delivered.
 const CASES: &[Case] = &[
@@ -347,6 +367,17 @@ const CASES: &[Case] = &[
         mode: Mode::Server,
         ..case("server-json", End::Records(6))
     },
+    // heartbeat.interval.ms=1000: the six events plus the first
+    // HEARTBEATS_COMPARED heartbeat records (JsonConverter with schemas,
+    // then StringConverter).
+    with_topics(
+        case("heartbeat", End::Records(6 + HEARTBEATS_COMPARED)),
+        HEARTBEAT_TOPICS,
+    ),
+    with_topics(
+        case("heartbeat-string", End::Records(6 + HEARTBEATS_COMPARED)),
+        HEARTBEAT_TOPICS,
+    ),
     // The documented example files (config/debezium), only hosts, ports,
     // user, database, slot, table and plugin.path replaced.
     Case {
@@ -607,9 +638,33 @@ fn read_all(bootstrap: &str, token: &str) -> Topics {
 
 async fn read_all_async(bootstrap: &str, token: &str) -> Topics {
     let (b, t) = (bootstrap.to_string(), token.to_string());
-    tokio::task::spawn_blocking(move || read_all(&b, &t))
+    let topics = tokio::task::spawn_blocking(move || read_all(&b, &t))
         .await
-        .expect("reader thread panicked")
+        .expect("reader thread panicked");
+    heartbeats_only_first(topics)
+}
+
+/// Heartbeat partitions cut to their first [`HEARTBEATS_COMPARED`]
+/// records, each value's `ts_ms` masked (the clock of each relay; the
+/// converter framing around it must still be equal).
+fn heartbeats_only_first(mut topics: Topics) -> Topics {
+    let ts = regex::Regex::new(r#"(ts_ms=|"ts_ms":)-?[0-9]+"#).expect("valid regex");
+    for ((topic, _), recs) in topics.iter_mut() {
+        if !topic.starts_with(HEARTBEAT_TOPIC_PREFIX) {
+            continue;
+        }
+        recs.truncate(HEARTBEATS_COMPARED);
+        for r in recs.iter_mut() {
+            if let Some(v) = r.value.as_mut() {
+                let text = String::from_utf8_lossy(v).into_owned();
+                *v = ts
+                    .replace_all(&text, "${1}<ts_ms>")
+                    .into_owned()
+                    .into_bytes();
+            }
+        }
+    }
+    topics
 }
 
 /// Shows bytes: the text when it is UTF-8, hex otherwise.

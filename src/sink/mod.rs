@@ -45,6 +45,10 @@ const FAILURE_CHECK: Duration = Duration::from_millis(100);
 /// bits above carry the session generation.
 const SEQ_BITS: u32 = 48;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// Delivery opaque of records outside any transaction (heartbeats):
+/// generation 0, which no session has ([`KafkaSink::begin_session`] numbers
+/// them from 1), so the tracker never sees their reports.
+const UNTRACKED: usize = 0;
 
 /// Errors of the sink.
 #[derive(Debug, thiserror::Error)]
@@ -220,6 +224,32 @@ impl KafkaSink {
     /// Waits up to `timeout` for every record to be reported.
     pub fn flush(&self, timeout: Duration) -> bool {
         self.producer.flush(timeout).is_ok()
+    }
+
+    /// Produces one record that belongs to no transaction (a heartbeat): its
+    /// delivery confirms nothing. `partition` `None` lets the partitioner
+    /// hash the key. A permanent delivery failure still stops
+    /// the sink, as it stops Debezium's task. Never waits: a full local
+    /// queue is an error the caller may skip.
+    pub fn produce_untracked(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<(), KafkaError> {
+        let mut base: BaseRecord<'_, [u8], [u8], usize> =
+            BaseRecord::with_opaque_to(topic, UNTRACKED);
+        if let Some(key) = key {
+            base = base.key(key);
+        }
+        if let Some(value) = value {
+            base = base.payload(value);
+        }
+        if let Some(p) = partition {
+            base = base.partition(p);
+        }
+        self.producer.send(base).map_err(|(e, _)| e)
     }
 
     /// Routes and produces batches until the channel closes, a route error
