@@ -168,6 +168,7 @@ const TOMBSTONE_TOPICS: &[(&str, i32)] = &[("outbox.event.T_@AGG@", PARTITIONS)]
 const INT_TOPICS: &[(&str, i32)] = &[("outbox.event.I_@AGG@", PARTITIONS)];
 const BYTEA_TOPICS: &[(&str, i32)] = &[("outbox.event.B_@AGG@", PARTITIONS)];
 const TIMESTAMP_TOPICS: &[(&str, i32)] = &[("outbox.event.S_@AGG@", PARTITIONS)];
+const TYPES_TOPICS: &[(&str, i32)] = &[("outbox.event.Y_@AGG@", PARTITIONS)];
 /// The default topics plus the heartbeat topic: `topic.prefix=test`,
 /// `topic.heartbeat.prefix=__debezium-heartbeat.@AGG@`. Not `topic.prefix=@AGG@`:
 /// Debezium decodes walrelay's heartbeat messages (`pg_logical_emit_message`)
@@ -318,6 +319,16 @@ const CASES: &[Case] = &[
             TIMESTAMP_TOPICS,
         )
     },
+    // Debezium's default PostgreSQL type mapping as envelope fields and
+    // headers, JsonConverter with schemas for key, value and header.
+    with_topics(
+        with_sql(
+            case("types", End::Records(5)),
+            "types.sql",
+            "types-feed.sql",
+        ),
+        TYPES_TOPICS,
+    ),
     // route.tombstone.on.empty.payload off: empty and blank strings are values.
     with_topics(
         with_sql(
