@@ -281,10 +281,13 @@ async fn permanent_delivery_failure_stops_without_confirming() {
         "the delivered first event stays confirmed"
     );
     let records = read_to_end(&topic, WAIT).await;
-    assert_eq!(
-        ids(&records),
-        HashSet::from([event_id(1)]),
-        "only the first event may be in Kafka:\n{}",
+    let got = ids(&records);
+    // The failed event is not in Kafka. The event after it may be: it was
+    // already in flight in a later producer batch when the failure was
+    // reported. It is not confirmed either, so it is replayed below.
+    assert!(
+        got.contains(&event_id(1)) && !got.contains(&event_id(2)),
+        "the first event must be in Kafka and the rejected one not:\n{}",
         common::describe(&records)
     );
     ob.wait_inactive().await;
