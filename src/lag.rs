@@ -9,7 +9,7 @@
 //! touches the replication stream or the checkpoint.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::sync::watch;
@@ -289,11 +289,7 @@ pub fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
     let Some(oldest) = tracker.and_then(|t| t.oldest_pending_commit_time_us()) else {
         return 0.0;
     };
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(oldest);
-    ((now - oldest).max(0)) as f64 / 1e6
+    ((crate::source::unix_now_micros() - oldest).max(0)) as f64 / 1e6
 }
 
 /// Polls until shutdown; returns an error when the slot is invalidated.

@@ -452,10 +452,7 @@ async fn publish_snapshot(
             async move { sink.run(&mut router, rx).await }.instrument(tracing::info_span!("sink")),
         )
     };
-    let now_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or_default();
+    let now_us = source::unix_now_micros();
     let seq = tracker.begin(now_us);
     let read = snapshot::read_rows(client, snapshot_name, &relation, |rows| {
         let events: Vec<crate::txn::OutboxEvent> = rows

@@ -108,10 +108,7 @@ impl ProducerContext for DeliveryContext {
             Ok(_) => {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
                 if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
-                    let now_us = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_micros() as i64)
-                        .unwrap_or(commit_us);
+                    let now_us = crate::source::unix_now_micros();
                     metrics()
                         .commit_to_ack
                         .observe((now_us - commit_us).max(0) as f64 / 1e6);

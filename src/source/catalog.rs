@@ -80,7 +80,9 @@ impl CatalogError {
     }
 }
 
-fn sql(context: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> CatalogError {
+pub(super) fn sql(
+    context: impl Into<String>,
+) -> impl FnOnce(tokio_postgres::Error) -> CatalogError {
     let context = context.into();
     move |source| CatalogError::Sql { context, source }
 }

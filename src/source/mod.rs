@@ -115,13 +115,18 @@ pub struct Progress {
     pub received: Lsn,
 }
 
-/// Now as PostgreSQL microseconds since 2000-01-01.
-pub fn pg_now_micros() -> i64 {
-    let unix = SystemTime::now()
+/// Now as microseconds since the Unix epoch (the unit of commit times in
+/// the tracker and the metrics).
+pub fn unix_now_micros() -> i64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
-        .unwrap_or_default();
-    unix - PG_EPOCH_OFFSET_MICROS
+        .unwrap_or_default()
+}
+
+/// Now as PostgreSQL microseconds since 2000-01-01.
+pub fn pg_now_micros() -> i64 {
+    unix_now_micros() - PG_EPOCH_OFFSET_MICROS
 }
 
 /// Builds the status update for the current positions.

@@ -25,7 +25,7 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 use walrelay_proto::pgoutput::{ColumnValue, TupleData};
 use walrelay_proto::{Lsn, RelationColumnInfo, RelationInfo};
 
-use super::catalog::CatalogError;
+use super::catalog::{sql, CatalogError};
 use super::replication::{
     quote_ident, quote_literal, ConnectParams, ReplicationConnection, ReplicationError,
 };
@@ -63,10 +63,6 @@ pub async fn export(
         consistent_point,
         snapshot_name,
     })
-}
-
-fn sql(context: String) -> impl FnOnce(tokio_postgres::Error) -> CatalogError {
-    move |source| CatalogError::Sql { context, source }
 }
 
 /// The outbox relation as the catalog describes it (pgoutput's Relation
