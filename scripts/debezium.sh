@@ -24,6 +24,8 @@
 # about 10 s; every Debezium jar has ServiceLoader manifests) and
 # offset.flush.interval.ms=$WALRELAY_DBZ_OFFSET_FLUSH_MS (default 1000).
 # None of them changes a produced record.
+# WALRELAY_DBZ_HEAP_OPTS="-Xms1g -Xmx1g ..." replaces the worker's heap and GC
+# options (default -Xms64m -Xmx512m -XX:+UseSerialGC).
 # WALRELAY_OWNER_PID=<pid> in the environment of `standalone` makes a watchdog
 # stop the worker once that process has exited (used by the Rust test helpers).
 set -euo pipefail
@@ -54,7 +56,10 @@ STAMP=$CACHE_DIR/complete
 START_TIMEOUT=${WALRELAY_DBZ_START_TIMEOUT:-120}
 STOP_TIMEOUT=${WALRELAY_DBZ_STOP_TIMEOUT:-30}
 OFFSET_FLUSH_MS=${WALRELAY_DBZ_OFFSET_FLUSH_MS:-1000}
-WORKER_JAVA_OPTS=(-Xms64m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
+# WALRELAY_DBZ_HEAP_OPTS replaces the heap and collector options (benches/
+# size Debezium's JVM for the machine); tests keep the small defaults.
+read -ra HEAP_OPTS <<<"${WALRELAY_DBZ_HEAP_OPTS:--Xms64m -Xmx512m -XX:+UseSerialGC}"
+WORKER_JAVA_OPTS=("${HEAP_OPTS[@]}" -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
 
 usage() {

@@ -17,6 +17,13 @@
 #
 # DIR layout: server.properties, log4j2.xml, data/ (log.dirs), log (stdout of
 # the JVM), pid, port, controller_port.
+# WALRELAY_KAFKA_SCRAM=<user>:<password> in the environment of the first
+# `start` of DIR adds a SASL_PLAINTEXT listener (SCRAM-SHA-256, SCRAM-SHA-512
+# and PLAIN) for that user; its port is in DIR/sasl_port, the credentials are
+# kept in DIR/scram. The PLAINTEXT listener stays (tools and test consumers).
+# WALRELAY_KAFKA_TLS=<certdir> (with WALRELAY_KAFKA_SCRAM, first start) adds a
+# SASL_SSL listener advertised as localhost:DIR/ssl_port, serving
+# certdir/server.crt + server.key (scripts/certs.sh makes them).
 # WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
 # the broker once that process has exited (used by the Rust test helpers).
 set -euo pipefail
@@ -196,16 +203,44 @@ running_pid() {
 
 write_config() {
     local dir=$1 port=$2 cport=$3
-    cat >"$dir/server.properties" <<EOF
+    local listeners="PLAINTEXT://127.0.0.1:$port" map="PLAINTEXT:PLAINTEXT" sasl_lines="" user pass sport
+    local advertised
+    if [[ -f "$dir/scram" ]]; then
+        IFS=: read -r user pass <"$dir/scram"
+        sport=$(cat "$dir/sasl_port")
+        listeners="$listeners,SASL_PLAINTEXT://127.0.0.1:$sport"
+        advertised=$listeners
+        map="$map,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        local l
+        sasl_lines="sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
+        for l in sasl_plaintext sasl_ssl; do
+            sasl_lines="$sasl_lines
+listener.name.$l.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.$l.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$user=\"$pass\";"
+        done
+        if [[ -f "$dir/tls/server.pem" ]]; then
+            local tport
+            tport=$(cat "$dir/ssl_port")
+            listeners="$listeners,SASL_SSL://127.0.0.1:$tport"
+            advertised="$advertised,SASL_SSL://localhost:$tport"
+            map="$map,SASL_SSL:SASL_SSL"
+            sasl_lines="$sasl_lines
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=$dir/tls/server.pem"
+        fi
+    fi
+    (umask 077 && cat >"$dir/server.properties") <<EOF
 # Written by scripts/kafka.sh on every start; edits are overwritten.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=${advertised:-$listeners}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$map,CONTROLLER:PLAINTEXT
+$sasl_lines
 log.dirs=$dir/data
 num.partitions=1
 default.replication.factor=1
@@ -270,8 +305,14 @@ format_storage() {
     while [[ "$id" == -* ]]; do
         id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
     done
+    local scram=() user pass
+    if [[ -f "$dir/scram" ]]; then
+        IFS=: read -r user pass <"$dir/scram"
+        scram=(--add-scram "SCRAM-SHA-256=[name=$user,password=$pass]"
+            --add-scram "SCRAM-SHA-512=[name=$user,password=$pass]")
+    fi
     kafka_java "$dir" kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" \
-        >"$dir/format.log" 2>&1 || {
+        "${scram[@]}" >"$dir/format.log" 2>&1 || {
         cat "$dir/format.log" >&2
         die "formatting $dir/data failed"
     }
@@ -344,7 +385,23 @@ cmd_start() {
         return 0
     fi
     cmd_fetch
+    if [[ -n "${WALRELAY_KAFKA_SCRAM:-}" && ! -f "$dir/scram" ]]; then
+        [[ "$WALRELAY_KAFKA_SCRAM" =~ ^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$ ]] ||
+            die "WALRELAY_KAFKA_SCRAM must be user:password (letters, digits, _ . -)"
+        (umask 077 && printf '%s\n' "$WALRELAY_KAFKA_SCRAM" >"$dir/scram")
+        if [[ -n "${WALRELAY_KAFKA_TLS:-}" ]]; then
+            mkdir -p "$dir/tls"
+            (umask 077 && cat "$WALRELAY_KAFKA_TLS/server.key" "$WALRELAY_KAFKA_TLS/server.crt" >"$dir/tls/server.pem") ||
+                die "cannot read server.key and server.crt in $WALRELAY_KAFKA_TLS"
+        fi
+    fi
     for _ in 1 2 3; do
+        if [[ -f "$dir/scram" && ! -f "$dir/sasl_port" ]]; then
+            free_port >"$dir/sasl_port"
+        fi
+        if [[ -f "$dir/tls/server.pem" && ! -f "$dir/ssl_port" ]]; then
+            free_port >"$dir/ssl_port"
+        fi
         # A port we chose may be chosen again on a clash; a given or stored
         # one is the caller's promise, so a clash is an error.
         auto_port=0
@@ -395,7 +452,7 @@ cmd_start() {
             # Another process took a freshly chosen port meanwhile: choose again.
             ((auto_port)) && rm -f "$dir/port"
             ((auto_cport)) && rm -f "$dir/controller_port"
-            rm -f "$dir/pid"
+            rm -f "$dir/pid" "$dir/sasl_port" "$dir/ssl_port"
             continue
         fi
         if ((rc == 2)); then

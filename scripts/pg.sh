@@ -13,8 +13,12 @@
 #   pg.sh status DIR              prints "running PORT" (exit 0) or "stopped" (exit 3)
 #   pg.sh conf DIR KEY=VALUE...   appends settings, reloads or restarts if needed
 #   pg.sh psql DIR ARGS...        psql as postgres on DIR's cluster
+#   pg.sh ssl DIR CERTDIR HBA     TLS on with CERTDIR's server.crt/server.key
+#                                 (client certificates checked against its
+#                                 ca.crt); the file HBA replaces pg_hba.conf
 #
-# DIR layout: data/ (PGDATA), log (server log), port, the unix socket.
+# DIR layout: data/ (PGDATA), log (server log), port, the unix socket;
+# hba.conf, when present (pg.sh ssl), is used instead of the generated pg_hba.conf.
 # WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
 # the cluster once that process has exited (used by the Rust test helpers).
 set -euo pipefail
@@ -24,7 +28,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$SCRIPT_DIR/lib.sh"
 
 usage() {
-    sed -n '7,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '7,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -130,6 +134,10 @@ password_encryption = 'scram-sha-256'
 fsync = off
 full_page_writes = off
 EOF
+    if [[ -f "$dir/hba.conf" ]]; then
+        as_pg_write "$dir/data/pg_hba.conf" <"$dir/hba.conf"
+        return 0
+    fi
     # Order matters: the first matching line wins, so the password users come
     # before the catch-all trust lines.
     as_pg_write "$dir/data/pg_hba.conf" <<'EOF'
@@ -257,6 +265,27 @@ cmd_conf() {
     fi
 }
 
+cmd_ssl() {
+    local dir certs=$2 hba=$3 f
+    dir=$(abs_path "$1")
+    [[ -f "$dir/data/PG_VERSION" ]] || die "no cluster in $dir (run: pg.sh start $dir)"
+    for f in server.crt server.key ca.crt; do
+        [[ -f "$certs/$f" ]] || die "$certs/$f not found (scripts/certs.sh makes it)"
+    done
+    [[ -f "$hba" ]] || die "pg_hba file $hba not found"
+    # The server refuses a key that others can read, and must own it.
+    for f in server.crt server.key ca.crt; do
+        as_pg_write "$dir/data/walrelay-$f" <"$certs/$f"
+        chmod 0600 "$dir/data/walrelay-$f"
+    done
+    cp "$hba" "$dir/hba.conf"
+    if is_running "$dir"; then
+        write_config "$dir" "$(port_of "$dir")"
+    fi
+    cmd_conf "$dir" ssl=on ssl_cert_file=walrelay-server.crt ssl_key_file=walrelay-server.key \
+        ssl_ca_file=walrelay-ca.crt
+}
+
 as_pg_append() {
     local file=$1
     cat >>"$file"
@@ -297,6 +326,10 @@ main() {
         conf)
             (($# >= 2)) || usage
             cmd_conf "$@"
+            ;;
+        ssl)
+            (($# == 3)) || usage
+            cmd_ssl "$@"
             ;;
         psql)
             (($# >= 1)) || usage

@@ -872,7 +872,7 @@ async fn check_columns(
             return false;
         }
     };
-    match router.bind(&relation, &TableMeta::new(metas)) {
+    match router.check_layout(&relation, &TableMeta::new(metas)) {
         Ok(_) => {
             let r = &config.router;
             let shown = |c: &str| format!("{c} ({})", types.get(c).map_or("?", String::as_str));

@@ -19,5 +19,6 @@ pub mod relay;
 pub mod router;
 pub mod sink;
 pub mod source;
+pub mod spill;
 pub mod status;
 pub mod txn;

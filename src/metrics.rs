@@ -73,6 +73,20 @@ pub const UP: &str = "walrelay_up";
 /// 1 while ready (streaming, Kafka reachable, lag below critical).
 pub const READY: &str = "walrelay_ready";
 
+/// Events sent to the dead-letter topic, by kind of problem
+/// (`walrelay_dead_lettered_total`).
+pub const DEAD_LETTERED: &str = "walrelay_dead_lettered";
+
+/// Streamed (protocol version 2) transactions committed and read back
+/// (`walrelay_streamed_transactions_total`).
+pub const STREAMED_TRANSACTIONS: &str = "walrelay_streamed_transactions";
+/// Streamed transactions aborted as a whole (`walrelay_stream_aborts_total`).
+pub const STREAM_ABORTS: &str = "walrelay_stream_aborts";
+/// Bytes written to spill files of streamed transactions (`walrelay_spilled_bytes_total`).
+pub const SPILLED_BYTES: &str = "walrelay_spilled_bytes";
+/// Bytes in spill files right now.
+pub const SPILL_BYTES: &str = "walrelay_spill_bytes";
+
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
 
@@ -185,8 +199,18 @@ pub struct Metrics {
     pub streaming: AtomicBool,
     /// Kafka answered the last metadata request.
     pub kafka_reachable: AtomicBool,
+    /// See [`DEAD_LETTERED`].
+    pub dead_lettered: Family<ReasonLabel, Counter>,
     /// A lag threshold is at critical.
     pub lag_critical: AtomicBool,
+    /// See [`STREAMED_TRANSACTIONS`].
+    pub streamed_transactions: Counter,
+    /// See [`STREAM_ABORTS`].
+    pub stream_aborts: Counter,
+    /// See [`SPILLED_BYTES`].
+    pub spilled_bytes: Counter,
+    /// See [`SPILL_BYTES`].
+    pub spill_bytes: Gauge,
 }
 
 impl Metrics {
@@ -213,9 +237,14 @@ impl Metrics {
             slot_alert_level: Family::default(),
             replication_lag: FloatGauge::default(),
             ready: Gauge::default(),
+            dead_lettered: Family::default(),
             streaming: AtomicBool::new(false),
             kafka_reachable: AtomicBool::new(false),
             lag_critical: AtomicBool::new(false),
+            streamed_transactions: Counter::default(),
+            stream_aborts: Counter::default(),
+            spilled_bytes: Counter::default(),
+            spill_bytes: Gauge::default(),
         };
         registry.register(
             EVENTS,
@@ -316,6 +345,31 @@ impl Metrics {
             READY,
             "1 while streaming, Kafka is reachable and lag is below critical",
             m.ready.clone(),
+        );
+        registry.register(
+            DEAD_LETTERED,
+            "Events sent to the dead-letter topic, by kind of problem",
+            m.dead_lettered.clone(),
+        );
+        registry.register(
+            STREAMED_TRANSACTIONS,
+            "Streamed (in-progress) transactions committed and relayed from their spill files",
+            m.streamed_transactions.clone(),
+        );
+        registry.register(
+            STREAM_ABORTS,
+            "Streamed transactions aborted as a whole; their spill files were dropped",
+            m.stream_aborts.clone(),
+        );
+        registry.register(
+            SPILLED_BYTES,
+            "Bytes written to spill files of streamed transactions",
+            m.spilled_bytes.clone(),
+        );
+        registry.register(
+            SPILL_BYTES,
+            "Bytes in spill files of streamed transactions right now",
+            m.spill_bytes.clone(),
         );
         Metrics { registry, ..m }
     }

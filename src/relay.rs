@@ -16,7 +16,7 @@ use tracing::{error, info, warn, Instrument};
 use walrelay_proto::Lsn;
 
 use crate::checkpoint::SharedTracker;
-use crate::config::{Config, SnapshotMode};
+use crate::config::{Config, SlotMissing, SnapshotMode};
 use crate::router::Router;
 use crate::sink::{KafkaSink, SinkError};
 use crate::source::catalog::{self, CatalogError};
@@ -24,7 +24,9 @@ use crate::source::replication::{ConnectParams, ReplicationConnection};
 use crate::source::{self, snapshot, status_update, SourceError, StreamEnd, StreamSettings};
 use crate::txn::Assembler;
 
-/// pgoutput protocol version requested (1: whole transactions after commit).
+/// pgoutput protocol version requested when not streaming (1: whole
+/// transactions after commit); with `replication.streaming` on a PostgreSQL
+/// 14+ server, [`source::STREAMING_PROTO_VERSION`] is requested instead.
 pub const PROTO_VERSION: u32 = 1;
 /// Batches in flight between the source and the sink.
 pub const CHANNEL_BATCHES: usize = 8;
@@ -99,6 +101,7 @@ pub fn connect_params(config: &Config) -> ConnectParams {
         dbname: pg.dbname.clone(),
         application_name: pg.application_name.clone(),
         connect_timeout: Duration::from_millis(pg.connect_timeout_ms),
+        tls: crate::source::tls::TlsParams::from_config(pg),
     }
 }
 
@@ -107,7 +110,11 @@ pub async fn run(
     config: Arc<Config>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), RelayError> {
-    let sink = Arc::new(KafkaSink::new(&config.kafka)?);
+    let sink = Arc::new(KafkaSink::with_errors(
+        &config.kafka,
+        &config.errors,
+        config.status_interval(),
+    )?);
     // Fail on a bad regex before connecting anywhere.
     Router::new(
         config.router.clone(),
@@ -273,6 +280,7 @@ async fn session(
         None if config.replication.create_slot
             && config.replication.snapshot_mode != SnapshotMode::NoData =>
         {
+            may_create_slot(config, &client).await?;
             // Snapshot first, slot second: a crash in between leaves no slot.
             let exported = snapshot::export(&params, slot).await?;
             info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
@@ -296,6 +304,7 @@ async fn session(
             *slot_seen = true;
         }
         None if config.replication.create_slot => {
+            may_create_slot(config, &client).await?;
             let at = repl.create_logical_slot(slot).await?;
             info!(slot, consistent_point = %at, "created replication slot");
             *slot_seen = true;
@@ -308,11 +317,17 @@ async fn session(
             .into())
         }
     }
-    let options = [
-        ("proto_version", PROTO_VERSION.to_string()),
+    record_slot(&client, publication, slot).await;
+    let proto_version =
+        source::choose_proto_version(&client, config.replication.streaming, PROTO_VERSION).await;
+    let mut options = vec![
+        ("proto_version", proto_version.to_string()),
         ("publication_names", publication.clone()),
         ("messages", "true".to_string()),
     ];
+    if proto_version >= source::STREAMING_PROTO_VERSION {
+        options.push(("streaming", "on".to_string()));
+    }
     let stream = repl.start_replication(slot, Lsn::ZERO, &options).await?;
     // The server starts at the slot's confirmed_flush_lsn; read it back now
     // that we hold the slot, so the tracker starts exactly there.
@@ -357,7 +372,7 @@ async fn session(
         config.outbox.op_invalid_behavior,
     );
     let settings = StreamSettings {
-        proto_version: PROTO_VERSION,
+        proto_version,
         status_interval: config.status_interval(),
         receive_timeout: Duration::from_millis(config.replication.receive_timeout_ms),
     };
@@ -414,6 +429,138 @@ async fn session(
             let s = Arc::clone(sink);
             let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(5))).await;
             Err(e.into())
+        }
+    }
+}
+
+/// The line walrelay adds to its publication's comment once `slot` exists:
+/// PostgreSQL keeps no trace of a dropped slot, this does.
+fn slot_marker(slot: &str) -> String {
+    format!("walrelay: replication slot {slot} was created for this publication")
+}
+
+/// Whether the publication's comment says `slot` existed. A failed lookup
+/// counts as no (and is an error only where it decides).
+async fn slot_recorded(
+    client: &tokio_postgres::Client,
+    publication: &str,
+    slot: &str,
+) -> Result<bool, CatalogError> {
+    let comment = publication_comment(client, publication).await?;
+    let marker = slot_marker(slot);
+    Ok(comment.is_some_and(|c| c.lines().any(|l| l.trim() == marker)))
+}
+
+async fn publication_comment(
+    client: &tokio_postgres::Client,
+    publication: &str,
+) -> Result<Option<String>, CatalogError> {
+    let row = client
+        .query_opt(
+            "SELECT obj_description(oid, 'pg_publication') FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[&publication],
+        )
+        .await
+        .map_err(|source| CatalogError::Sql {
+            context: format!("cannot read the comment of publication {publication}"),
+            source,
+        })?;
+    Ok(row.and_then(|r| r.get(0)))
+}
+
+/// Records in the publication's comment that `slot` exists, once, so that
+/// a later start can tell a dropped slot from a first start. Best effort:
+/// COMMENT needs ownership of the publication; without it walrelay warns
+/// that it cannot guard against recreating a dropped slot.
+async fn record_slot(client: &tokio_postgres::Client, publication: &str, slot: &str) {
+    use crate::source::replication::{quote_ident, quote_literal};
+    let marker = slot_marker(slot);
+    let result = async {
+        let comment = publication_comment(client, publication).await?;
+        if comment
+            .as_deref()
+            .is_some_and(|c| c.lines().any(|l| l.trim() == marker))
+        {
+            return Ok(());
+        }
+        let text = match comment {
+            Some(c) if !c.is_empty() => format!("{c}\n{marker}"),
+            _ => marker.clone(),
+        };
+        client
+            .batch_execute(&format!(
+                "COMMENT ON PUBLICATION {} IS {}",
+                quote_ident(publication),
+                quote_literal(&text)
+            ))
+            .await
+            .map_err(|source| CatalogError::Sql {
+                context: format!("cannot comment on publication {publication}"),
+                source,
+            })
+    }
+    .await;
+    if let Err(e) = result {
+        warn!(
+            slot,
+            publication,
+            error = %DisplayChain(&e),
+            "cannot record the slot in the publication's comment: if the slot is ever dropped, \
+             the next start cannot tell and creates a new one (skipping events); \
+             set replication.slot_missing = \"fail\" once the slot exists"
+        );
+    }
+}
+
+/// Decides whether a slot missing at start may be created
+/// (`replication.slot_missing`). A new slot starts at the current WAL
+/// position and skips everything written since a dropped one's position,
+/// so by default it is created only when the publication's comment does
+/// not record that this slot existed.
+async fn may_create_slot(
+    config: &Config,
+    client: &tokio_postgres::Client,
+) -> Result<(), SourceError> {
+    let slot = &config.replication.slot;
+    let publication = &config.replication.publication;
+    let refuse = |reason: String| {
+        Err(SourceError::Catalog(CatalogError::SlotMismatch {
+            slot: slot.clone(),
+            reason,
+        }))
+    };
+    match config.replication.slot_missing {
+        SlotMissing::Fail => refuse(
+            "it does not exist and replication.slot_missing = \"fail\"; create it with \
+             SELECT pg_create_logical_replication_slot('<slot>', 'pgoutput')"
+                .replace("<slot>", slot),
+        ),
+        SlotMissing::IfNew => {
+            if slot_recorded(client, publication, slot).await? {
+                return refuse(format!(
+                    "it does not exist, but the comment of publication {publication} records that it did: \
+                     it was dropped, and a new slot would silently skip every event written since its \
+                     last confirmed position. Re-publish those events, then create the slot deliberately \
+                     (SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')) or start once with \
+                     replication.slot_missing = \"create\""
+                ));
+            }
+            Ok(())
+        }
+        SlotMissing::Create => {
+            if slot_recorded(client, publication, slot)
+                .await
+                .unwrap_or(false)
+            {
+                warn!(
+                    slot,
+                    publication,
+                    "CREATING A NEW REPLICATION SLOT in place of a dropped one \
+                     (replication.slot_missing = \"create\"): every event written since the old \
+                     slot's last confirmed position is skipped and must be re-published"
+                );
+            }
+            Ok(())
         }
     }
 }

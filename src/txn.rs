@@ -8,11 +8,21 @@
 //! the checkpoint tracker *before* its events leave this stage, so the
 //! tracker always knows at least as much as the sink. It never routes,
 //! produces or confirms anything.
+//!
+//! Streamed transactions (pgoutput protocol version 2): the changes of each
+//! in-progress transaction go to its own spill file ([`crate::spill`]) as
+//! they arrive, several may be open and interleaved; a Stream Abort drops
+//! the file (or cuts an aborted subtransaction off it); a Stream Commit
+//! registers the transaction with the tracker (commit order is the order of
+//! Commit and Stream Commit messages) and the caller then reads it back in
+//! batches with [`Assembler::replay`]. A streamed transaction is never held
+//! in memory as a whole, and while one is open [`Assembler::in_transaction`]
+//! says so, so that keepalives do not confirm past it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tracing::{error, warn};
+use tracing::{debug, error, warn};
 use walrelay_proto::pgoutput::{LogicalMessage, TupleData};
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
@@ -20,6 +30,7 @@ use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::config::OpInvalidBehavior;
 use crate::connect::pg::TableMeta;
 use crate::router::{BoundRelation, EventMeta, RouteError, Router};
+use crate::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
 
 /// One outbox row on its way to Kafka.
 #[derive(Debug, Clone)]
@@ -73,13 +84,44 @@ pub enum TxnError {
         /// Transaction.
         xid: u32,
     },
-    /// A message this pipeline never asks for (streaming, two-phase).
+    /// A message this pipeline never asks for (two-phase).
     #[error("unexpected {what} message at lsn {lsn}: walrelay did not request it")]
     Unexpected {
         /// Message kind.
         what: &'static str,
         /// Position.
         lsn: Lsn,
+    },
+    /// A message out of the protocol's order (e.g. BEGIN inside a stream block).
+    #[error("protocol violation at lsn {lsn}: {what}")]
+    Protocol {
+        /// What was out of order.
+        what: &'static str,
+        /// Position.
+        lsn: Lsn,
+    },
+    /// A stream message for a streamed transaction this session never saw start.
+    #[error(
+        "{what} at lsn {lsn} for streamed transaction {xid}, which this session never saw start"
+    )]
+    UnknownStream {
+        /// Message kind.
+        what: &'static str,
+        /// Top-level transaction id.
+        xid: u32,
+        /// Position.
+        lsn: Lsn,
+    },
+    /// The spill file of a streamed transaction failed (disk full, I/O).
+    #[error("spill file of streamed transaction {xid} failed at lsn {lsn}")]
+    Spill {
+        /// Top-level transaction id.
+        xid: u32,
+        /// Position of the change (or of the commit while reading back).
+        lsn: Lsn,
+        /// What failed.
+        #[source]
+        source: SpillError,
     },
 }
 
@@ -93,6 +135,31 @@ struct OpenTxn {
     unregistered: u32,
     /// Events of this transaction so far.
     events: u32,
+}
+
+/// A streamed transaction between its first Stream Start and its Stream
+/// Commit or Stream Abort.
+#[derive(Debug)]
+struct StreamedTxn {
+    spill: SpillFile,
+    /// Outbox bindings the spilled records refer to by index: a row is
+    /// routed with the binding current when it was received.
+    bindings: Vec<Arc<BoundRelation>>,
+}
+
+/// A committed streamed transaction being read back from its spill file.
+#[derive(Debug)]
+struct Replay {
+    seq: TxnSeq,
+    xid: u32,
+    commit_lsn: Lsn,
+    end_lsn: Lsn,
+    commit_time_us: i64,
+    reader: SpillReader,
+    bindings: Vec<Arc<BoundRelation>>,
+    /// Events handed out but not yet registered with the tracker.
+    unregistered: u32,
+    events: u64,
 }
 
 /// Counters the assembler keeps for metrics.
@@ -112,6 +179,16 @@ pub struct AssemblyStats {
     pub other_ignored: u64,
     /// TRUNCATEs ignored.
     pub truncates_ignored: u64,
+    /// Streamed transactions committed (counted in `transactions` too).
+    pub streamed_transactions: u64,
+    /// Streamed transactions aborted as a whole.
+    pub stream_aborts: u64,
+    /// Subtransaction aborts that cut changes off a spill file.
+    pub subxact_aborts: u64,
+    /// Bytes written to spill files, ever.
+    pub spilled_bytes: u64,
+    /// Bytes in spill files right now (open streams and the one being read back).
+    pub spill_bytes: u64,
 }
 
 /// Per-session transaction assembler.
@@ -126,6 +203,12 @@ pub struct Assembler {
     /// Outbox relations (by relation id) with the router's columns bound.
     outbox: HashMap<u32, Arc<BoundRelation>>,
     current: Option<OpenTxn>,
+    /// Open streamed transactions by top-level xid.
+    streams: HashMap<u32, StreamedTxn>,
+    /// The top-level xid of the Stream Start .. Stream Stop block we are in.
+    stream_xid: Option<u32>,
+    /// A committed streamed transaction not yet read back completely.
+    replay: Option<Replay>,
     stats: AssemblyStats,
 }
 
@@ -148,18 +231,42 @@ impl Assembler {
             relations: RelationCache::new(),
             outbox: HashMap::new(),
             current: None,
+            streams: HashMap::new(),
+            stream_xid: None,
+            replay: None,
             stats: AssemblyStats::default(),
         }
     }
 
     /// Counters so far.
     pub fn stats(&self) -> AssemblyStats {
-        self.stats
+        let mut stats = self.stats;
+        stats.spill_bytes = self.streams.values().map(|s| s.spill.len()).sum::<u64>()
+            + self.replay.as_ref().map_or(0, |r| r.reader.remaining());
+        stats
     }
 
-    /// Whether a transaction is open (BEGIN seen, COMMIT not yet).
+    /// Whether a transaction is open: BEGIN seen and COMMIT not yet, or a
+    /// streamed transaction started and neither committed (and read back)
+    /// nor aborted. While this holds, nothing past the transactions already
+    /// registered may be confirmed.
     pub fn in_transaction(&self) -> bool {
         self.current.is_some()
+            || self.stream_xid.is_some()
+            || !self.streams.is_empty()
+            || self.replay.is_some()
+    }
+
+    /// Streamed transactions started and not yet committed or aborted.
+    pub fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether a committed streamed transaction is being read back: call
+    /// [`Assembler::replay`] until this is false before handing in more
+    /// messages.
+    pub fn replaying(&self) -> bool {
+        self.replay.is_some()
     }
 
     /// Handles one decoded message found at `lsn` (the XLogData start),
@@ -171,6 +278,15 @@ impl Assembler {
         tracker: &SharedTracker,
         out: &mut Vec<OutboxEvent>,
     ) -> Result<(), TxnError> {
+        if self.replay.is_some() {
+            return Err(TxnError::Protocol {
+                what: "message handed in while a streamed transaction is read back",
+                lsn,
+            });
+        }
+        if let Some(top) = self.stream_xid {
+            return self.handle_streamed(top, msg, lsn);
+        }
         match msg {
             LogicalMessage::Begin(b) => {
                 let commit_time_us = pg_micros_to_unix_micros(b.commit_time);
@@ -195,18 +311,7 @@ impl Assembler {
                     self.stats.relayed_transactions += 1;
                 }
             }
-            LogicalMessage::Relation(rel) => {
-                let info = self.relations.apply(&rel);
-                if info.namespace == self.schema && info.name == self.table {
-                    let bound = self
-                        .router
-                        .bind(&info, &self.table_meta)
-                        .map_err(|source| TxnError::Layout { lsn, source })?;
-                    self.outbox.insert(info.id, Arc::new(bound));
-                } else {
-                    self.outbox.remove(&info.id);
-                }
-            }
+            LogicalMessage::Relation(rel) => self.apply_relation(&rel, lsn)?,
             LogicalMessage::Insert(ins) => {
                 let txn = self.current.as_mut().ok_or(TxnError::OutsideTransaction {
                     what: "INSERT",
@@ -235,19 +340,7 @@ impl Assembler {
             LogicalMessage::Update(upd) => {
                 if self.outbox.contains_key(&upd.relation_id) {
                     let xid = self.current.as_ref().map(|t| t.xid).unwrap_or_default();
-                    let table = format!("{}.{}", self.schema, self.table);
-                    match self.op_invalid {
-                        OpInvalidBehavior::Warn => {
-                            warn!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = warn)")
-                        }
-                        OpInvalidBehavior::Error => {
-                            error!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = error)")
-                        }
-                        OpInvalidBehavior::Fatal => {
-                            return Err(TxnError::UnexpectedUpdate { table, lsn, xid })
-                        }
-                    }
-                    self.stats.updates_dropped += 1;
+                    self.outbox_update(lsn, xid)?;
                 } else {
                     self.ignore_other(upd.relation_id, lsn)?;
                 }
@@ -262,14 +355,89 @@ impl Assembler {
             LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
             // Logical decoding messages, origins and types carry no outbox events.
             LogicalMessage::Message(_) | LogicalMessage::Origin(_) | LogicalMessage::Type(_) => {}
-            LogicalMessage::StreamStart(_)
-            | LogicalMessage::StreamStop
-            | LogicalMessage::StreamCommit(_)
-            | LogicalMessage::StreamAbort(_) => {
-                return Err(TxnError::Unexpected {
-                    what: "streaming",
+            LogicalMessage::StreamStart(s) => {
+                if self.current.is_some() {
+                    return Err(TxnError::Protocol {
+                        what: "STREAM START inside BEGIN .. COMMIT",
+                        lsn,
+                    });
+                }
+                if s.first_segment {
+                    let spill = SpillFile::new(s.xid).map_err(|source| TxnError::Spill {
+                        xid: s.xid,
+                        lsn,
+                        source,
+                    })?;
+                    let fresh = StreamedTxn {
+                        spill,
+                        bindings: Vec::new(),
+                    };
+                    if self.streams.insert(s.xid, fresh).is_some() {
+                        warn!(xid = s.xid, %lsn, "streamed transaction started again; its earlier changes are dropped");
+                    }
+                    debug!(xid = s.xid, %lsn, open = self.streams.len(), "streamed transaction started");
+                } else if !self.streams.contains_key(&s.xid) {
+                    return Err(TxnError::UnknownStream {
+                        what: "STREAM START",
+                        xid: s.xid,
+                        lsn,
+                    });
+                }
+                self.stream_xid = Some(s.xid);
+            }
+            LogicalMessage::StreamStop => {
+                return Err(TxnError::Protocol {
+                    what: "STREAM STOP outside a stream block",
                     lsn,
                 })
+            }
+            LogicalMessage::StreamCommit(c) => {
+                if self.current.is_some() {
+                    return Err(TxnError::Protocol {
+                        what: "STREAM COMMIT inside BEGIN .. COMMIT",
+                        lsn,
+                    });
+                }
+                let streamed = self.streams.remove(&c.xid).ok_or(TxnError::UnknownStream {
+                    what: "STREAM COMMIT",
+                    xid: c.xid,
+                    lsn,
+                })?;
+                let commit_time_us = pg_micros_to_unix_micros(c.commit_time);
+                let records = streamed.spill.records();
+                let bytes = streamed.spill.len();
+                let reader = streamed
+                    .spill
+                    .into_reader()
+                    .map_err(|source| TxnError::Spill {
+                        xid: c.xid,
+                        lsn,
+                        source,
+                    })?;
+                // Registered now, at its commit, so the tracker sees
+                // transactions in commit order.
+                let seq = tracker.begin(commit_time_us);
+                debug!(xid = c.xid, commit_lsn = %c.commit_lsn, records, bytes, "streamed transaction committed; reading back its spill file");
+                self.replay = Some(Replay {
+                    seq,
+                    xid: c.xid,
+                    commit_lsn: c.commit_lsn,
+                    end_lsn: c.end_lsn,
+                    commit_time_us,
+                    reader,
+                    bindings: streamed.bindings,
+                    unregistered: 0,
+                    events: 0,
+                });
+            }
+            LogicalMessage::StreamAbort(a) => {
+                if self.current.is_some() {
+                    return Err(TxnError::Protocol {
+                        what: "STREAM ABORT inside BEGIN .. COMMIT",
+                        lsn,
+                    });
+                }
+                self.stream_abort(a.xid, a.subxid, lsn)?;
             }
             LogicalMessage::BeginPrepare(_)
             | LogicalMessage::Prepare(_)
@@ -294,6 +462,220 @@ impl Assembler {
                 txn.unregistered = 0;
             }
         }
+        if let Some(r) = self.replay.as_mut() {
+            if r.unregistered > 0 {
+                tracker.add_events(r.seq, r.unregistered);
+                r.unregistered = 0;
+            }
+        }
+    }
+
+    /// Reads the committed streamed transaction back from its spill file,
+    /// appending events to `out` until it holds `max` or the file ends. At
+    /// the end the transaction is committed in the tracker with its commit
+    /// end LSN and [`Assembler::replaying`] turns false. Only one record is
+    /// in memory at a time besides `out`.
+    pub fn replay(
+        &mut self,
+        tracker: &SharedTracker,
+        out: &mut Vec<OutboxEvent>,
+        max: usize,
+    ) -> Result<(), TxnError> {
+        while out.len() < max {
+            let Some(r) = self.replay.as_mut() else {
+                return Ok(());
+            };
+            let (xid, commit_lsn) = (r.xid, r.commit_lsn);
+            let spill_err = |source| TxnError::Spill {
+                xid,
+                lsn: commit_lsn,
+                source,
+            };
+            let Some(change) = r.reader.next_change().map_err(spill_err)? else {
+                let r = self.replay.take().expect("replay is Some: checked above");
+                tracker.add_and_commit(r.seq, r.unregistered, r.end_lsn);
+                self.stats.transactions += 1;
+                self.stats.streamed_transactions += 1;
+                if r.events > 0 {
+                    self.stats.relayed_transactions += 1;
+                }
+                debug!(xid, events = r.events, end_lsn = %r.end_lsn, "streamed transaction read back");
+                return Ok(());
+            };
+            match change.kind {
+                ChangeKind::Insert => {
+                    let bound = r.bindings.get(change.binding as usize).ok_or_else(|| {
+                        spill_err(SpillError::Corrupt {
+                            offset: 0,
+                            reason: "record names a relation binding that was never recorded",
+                        })
+                    })?;
+                    out.push(OutboxEvent {
+                        seq: r.seq,
+                        meta: EventMeta {
+                            lsn: change.lsn,
+                            commit_lsn: r.commit_lsn,
+                            xid,
+                            commit_time_us: r.commit_time_us,
+                        },
+                        bound: Arc::clone(bound),
+                        row: change.row,
+                    });
+                    r.unregistered += 1;
+                    r.events += 1;
+                    self.stats.events += 1;
+                }
+                ChangeKind::Update => self.outbox_update(change.lsn, xid)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A message inside the Stream Start .. Stream Stop block of `top`.
+    fn handle_streamed(&mut self, top: u32, msg: LogicalMessage, lsn: Lsn) -> Result<(), TxnError> {
+        // Changes carry the xid of the (sub)transaction that made them.
+        let subxid = match &msg {
+            LogicalMessage::Relation(m) => m.xid,
+            LogicalMessage::Type(m) => m.xid,
+            LogicalMessage::Insert(m) => m.xid,
+            LogicalMessage::Update(m) => m.xid,
+            LogicalMessage::Delete(m) => m.xid,
+            LogicalMessage::Truncate(m) => m.xid,
+            LogicalMessage::Message(m) => m.xid,
+            _ => None,
+        };
+        let streamed = self.streams.get_mut(&top).ok_or(TxnError::UnknownStream {
+            what: msg.kind(),
+            xid: top,
+            lsn,
+        })?;
+        if let Some(subxid) = subxid {
+            streamed.spill.note_subxact(subxid);
+        }
+        let subxid = subxid.unwrap_or(top);
+        match msg {
+            LogicalMessage::StreamStop => self.stream_xid = None,
+            // Relations apply at once: a later row is routed with the
+            // binding current when it arrived (recorded per record), and
+            // pgoutput announces the relation again before it is used
+            // outside this transaction.
+            LogicalMessage::Relation(rel) => self.apply_relation(&rel, lsn)?,
+            LogicalMessage::Insert(ins) => match self.outbox.get(&ins.relation_id) {
+                Some(bound) => {
+                    let binding = binding_index(&mut streamed.bindings, bound);
+                    let n = streamed
+                        .spill
+                        .append(ChangeKind::Insert, lsn, subxid, binding, &ins.new)
+                        .map_err(|source| TxnError::Spill {
+                            xid: top,
+                            lsn,
+                            source,
+                        })?;
+                    self.stats.spilled_bytes += n;
+                }
+                None => self.ignore_other(ins.relation_id, lsn)?,
+            },
+            LogicalMessage::Update(upd) => match self.outbox.get(&upd.relation_id) {
+                // The policy applies at commit: an update in a transaction
+                // that aborts must not stop anything.
+                Some(bound) => {
+                    let binding = binding_index(&mut streamed.bindings, bound);
+                    let n = streamed
+                        .spill
+                        .append(
+                            ChangeKind::Update,
+                            lsn,
+                            subxid,
+                            binding,
+                            &TupleData::default(),
+                        )
+                        .map_err(|source| TxnError::Spill {
+                            xid: top,
+                            lsn,
+                            source,
+                        })?;
+                    self.stats.spilled_bytes += n;
+                }
+                None => self.ignore_other(upd.relation_id, lsn)?,
+            },
+            LogicalMessage::Delete(del) => {
+                if self.outbox.contains_key(&del.relation_id) {
+                    self.stats.deletes_dropped += 1;
+                } else {
+                    self.ignore_other(del.relation_id, lsn)?;
+                }
+            }
+            LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
+            LogicalMessage::Message(_) | LogicalMessage::Type(_) | LogicalMessage::Origin(_) => {}
+            other => {
+                debug!(xid = top, %lsn, kind = other.kind(), "message not allowed inside a stream block");
+                return Err(TxnError::Protocol {
+                    what: "transaction control message inside a stream block",
+                    lsn,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn stream_abort(&mut self, xid: u32, subxid: u32, lsn: Lsn) -> Result<(), TxnError> {
+        if subxid == xid {
+            match self.streams.remove(&xid) {
+                Some(streamed) => {
+                    self.stats.stream_aborts += 1;
+                    debug!(xid, %lsn, records = streamed.spill.records(), bytes = streamed.spill.len(), "streamed transaction aborted; spill file dropped");
+                }
+                None => debug!(xid, %lsn, "abort of a streamed transaction never started here"),
+            }
+            return Ok(());
+        }
+        let Some(streamed) = self.streams.get_mut(&xid) else {
+            debug!(xid, subxid, %lsn, "subtransaction abort of a streamed transaction never started here");
+            return Ok(());
+        };
+        let cut = streamed
+            .spill
+            .abort_subxact(subxid)
+            .map_err(|source| TxnError::Spill { xid, lsn, source })?;
+        if let Some(bytes) = cut {
+            self.stats.subxact_aborts += 1;
+            debug!(xid, subxid, %lsn, bytes, "subtransaction of a streamed transaction aborted; its changes dropped");
+        }
+        Ok(())
+    }
+
+    fn apply_relation(
+        &mut self,
+        rel: &walrelay_proto::pgoutput::Relation,
+        lsn: Lsn,
+    ) -> Result<(), TxnError> {
+        let info = self.relations.apply(rel);
+        if info.namespace == self.schema && info.name == self.table {
+            let bound = self
+                .router
+                .bind(&info, &self.table_meta)
+                .map_err(|source| TxnError::Layout { lsn, source })?;
+            self.outbox.insert(info.id, Arc::new(bound));
+        } else {
+            self.outbox.remove(&info.id);
+        }
+        Ok(())
+    }
+
+    /// `outbox.op_invalid_behavior` for an UPDATE of an outbox row.
+    fn outbox_update(&mut self, lsn: Lsn, xid: u32) -> Result<(), TxnError> {
+        let table = format!("{}.{}", self.schema, self.table);
+        match self.op_invalid {
+            OpInvalidBehavior::Warn => {
+                warn!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = warn)")
+            }
+            OpInvalidBehavior::Error => {
+                error!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = error)")
+            }
+            OpInvalidBehavior::Fatal => return Err(TxnError::UnexpectedUpdate { table, lsn, xid }),
+        }
+        self.stats.updates_dropped += 1;
+        Ok(())
     }
 
     fn ignore_other(&mut self, relation_id: u32, lsn: Lsn) -> Result<(), TxnError> {
@@ -302,5 +684,417 @@ impl Assembler {
         }
         self.stats.other_ignored += 1;
         Ok(())
+    }
+}
+
+/// The index of `bound` in `bindings`, appending it when new.
+fn binding_index(bindings: &mut Vec<Arc<BoundRelation>>, bound: &Arc<BoundRelation>) -> u32 {
+    if let Some(i) = bindings.iter().rposition(|b| Arc::ptr_eq(b, bound)) {
+        return i as u32;
+    }
+    bindings.push(Arc::clone(bound));
+    (bindings.len() - 1) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use walrelay_proto::pgoutput::{
+        Begin, ColumnValue, Commit, Insert, Relation, RelationColumn, StreamAbort, StreamCommit,
+        StreamStart, Update,
+    };
+
+    use super::*;
+    use crate::config::{ConvertersConfig, DebeziumConfig};
+    use crate::connect::pg::oid;
+    use crate::router::RouterConfig;
+
+    const OUTBOX: u32 = 16384;
+    const OTHER: u32 = 16400;
+
+    fn assembler(op_invalid: OpInvalidBehavior) -> Assembler {
+        let router = Router::new(
+            RouterConfig::default(),
+            ConvertersConfig::default(),
+            DebeziumConfig::default(),
+        )
+        .expect("default router config is valid");
+        Assembler::new(
+            "public".into(),
+            "outbox".into(),
+            router,
+            TableMeta::unknown(),
+            op_invalid,
+        )
+    }
+
+    /// The outbox relation; `swapped` puts aggregateid before aggregatetype.
+    fn relation(xid: Option<u32>, id: u32, name: &str, swapped: bool) -> LogicalMessage {
+        let col = |name: &str, type_oid: u32| RelationColumn {
+            flags: u8::from(name == "id"),
+            name: Bytes::copy_from_slice(name.as_bytes()),
+            type_oid,
+            type_modifier: -1,
+        };
+        let (second, third) = if swapped {
+            ("aggregateid", "aggregatetype")
+        } else {
+            ("aggregatetype", "aggregateid")
+        };
+        LogicalMessage::Relation(Relation {
+            xid,
+            id,
+            namespace: Bytes::from_static(b"public"),
+            name: Bytes::copy_from_slice(name.as_bytes()),
+            replica_identity: b'd',
+            columns: vec![
+                col("id", oid::UUID),
+                col(second, oid::VARCHAR),
+                col(third, oid::VARCHAR),
+                col("type", oid::VARCHAR),
+                col("payload", oid::JSONB),
+            ],
+        })
+    }
+
+    fn text(s: &str) -> ColumnValue {
+        ColumnValue::Text(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    /// An insert whose id column is `id` and whose second column is `second`.
+    fn insert(xid: Option<u32>, relation_id: u32, id: &str, second: &str) -> LogicalMessage {
+        LogicalMessage::Insert(Insert {
+            xid,
+            relation_id,
+            new: TupleData {
+                columns: vec![text(id), text(second), text("k"), text("E"), text("{}")],
+            },
+        })
+    }
+
+    fn start(xid: u32, first_segment: bool) -> LogicalMessage {
+        LogicalMessage::StreamStart(StreamStart { xid, first_segment })
+    }
+
+    fn commit(xid: u32, end: u64) -> LogicalMessage {
+        LogicalMessage::StreamCommit(StreamCommit {
+            xid,
+            flags: 0,
+            commit_lsn: Lsn(end - 8),
+            end_lsn: Lsn(end),
+            commit_time: 0,
+        })
+    }
+
+    fn abort(xid: u32, subxid: u32) -> LogicalMessage {
+        LogicalMessage::StreamAbort(StreamAbort {
+            xid,
+            subxid,
+            abort_lsn: None,
+            abort_time: None,
+        })
+    }
+
+    struct Harness {
+        asm: Assembler,
+        tracker: SharedTracker,
+        lsn: u64,
+        out: Vec<OutboxEvent>,
+    }
+
+    impl Harness {
+        fn new() -> Self {
+            Self::with(OpInvalidBehavior::Warn)
+        }
+
+        fn with(op: OpInvalidBehavior) -> Self {
+            Harness {
+                asm: assembler(op),
+                tracker: SharedTracker::new(Lsn(1)),
+                lsn: 100,
+                out: Vec::new(),
+            }
+        }
+
+        fn feed(&mut self, msgs: impl IntoIterator<Item = LogicalMessage>) {
+            for m in msgs {
+                self.try_feed(m).expect("message accepted");
+            }
+        }
+
+        fn try_feed(&mut self, m: LogicalMessage) -> Result<(), TxnError> {
+            self.lsn += 10;
+            self.asm
+                .handle(m, Lsn(self.lsn), &self.tracker, &mut self.out)?;
+            // Read a committed stream back in small batches, as the source does.
+            while self.asm.replaying() {
+                let before = self.out.len();
+                self.asm.replay(&self.tracker, &mut self.out, before + 2)?;
+                self.asm.register_pending(&self.tracker);
+            }
+            self.asm.register_pending(&self.tracker);
+            Ok(())
+        }
+
+        /// Event ids (first column) handed out so far.
+        fn ids(&self) -> Vec<String> {
+            self.out
+                .iter()
+                .map(|e| match e.row.get(0) {
+                    Some(ColumnValue::Text(b)) => String::from_utf8_lossy(b).into_owned(),
+                    other => panic!("id column {other:?}"),
+                })
+                .collect()
+        }
+
+        /// Acknowledges everything handed out.
+        fn ack_all(&self) {
+            for e in &self.out {
+                self.tracker.ack(e.seq, 1);
+            }
+        }
+    }
+
+    #[test]
+    fn stream_commit_replays_in_order_and_confirms_at_commit() {
+        let mut h = Harness::new();
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "1", "A"),
+            insert(Some(700), OUTBOX, "2", "A"),
+            LogicalMessage::StreamStop,
+        ]);
+        assert!(h.out.is_empty(), "nothing leaves before the commit");
+        assert!(h.asm.in_transaction());
+        // The source passes keepalives to the tracker only outside
+        // transactions, so one while the stream is open confirms nothing.
+        if !h.asm.in_transaction() {
+            h.tracker.keepalive(Lsn(5000));
+        }
+        assert_eq!(h.tracker.confirmed(), Lsn(1));
+        h.feed([
+            start(700, false),
+            insert(Some(700), OUTBOX, "3", "A"),
+            relation(Some(700), OTHER, "other", false),
+            insert(Some(700), OTHER, "x", "x"),
+            LogicalMessage::StreamStop,
+        ]);
+        let stats = h.asm.stats();
+        assert!(stats.spill_bytes > 0);
+        assert_eq!(stats.spilled_bytes, stats.spill_bytes);
+        h.feed([commit(700, 9000)]);
+        assert_eq!(h.ids(), vec!["1", "2", "3"]);
+        assert!(!h.asm.in_transaction());
+        let e = &h.out[2];
+        assert_eq!(e.meta.xid, 700);
+        assert_eq!(e.meta.commit_lsn, Lsn(8992));
+        assert_eq!(h.tracker.confirmed(), Lsn(1), "not before the acks");
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(9000));
+        let stats = h.asm.stats();
+        assert_eq!(stats.streamed_transactions, 1);
+        assert_eq!(stats.relayed_transactions, 1);
+        assert_eq!(stats.events, 3);
+        assert_eq!(stats.spill_bytes, 0);
+    }
+
+    #[test]
+    fn whole_abort_drops_everything() {
+        let mut h = Harness::new();
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "1", "A"),
+            LogicalMessage::StreamStop,
+            abort(700, 700),
+        ]);
+        assert!(h.out.is_empty());
+        assert!(!h.asm.in_transaction());
+        assert_eq!(h.asm.stats().stream_aborts, 1);
+        assert_eq!(h.asm.stats().spill_bytes, 0);
+        assert_eq!(h.tracker.open_transactions(), 0);
+        // A later commit of that xid is a protocol error, not a silent skip.
+        assert!(matches!(
+            h.try_feed(commit(700, 9000)),
+            Err(TxnError::UnknownStream { xid: 700, .. })
+        ));
+    }
+
+    #[test]
+    fn subxact_abort_drops_it_and_later_subxacts() {
+        let mut h = Harness::new();
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "1", "A"),
+            // SAVEPOINT a (701), SAVEPOINT b (702)
+            insert(Some(701), OUTBOX, "2", "A"),
+            insert(Some(702), OUTBOX, "3", "A"),
+            LogicalMessage::StreamStop,
+            // ROLLBACK TO b
+            abort(700, 702),
+            start(700, false),
+            insert(Some(701), OUTBOX, "4", "A"),
+            // RELEASE a; SAVEPOINT c (703)
+            insert(Some(703), OUTBOX, "5", "A"),
+            LogicalMessage::StreamStop,
+            // A subxact with no changes here: nothing happens.
+            abort(700, 799),
+            // ROLLBACK TO c
+            abort(700, 703),
+            start(700, false),
+            insert(Some(700), OUTBOX, "6", "A"),
+            LogicalMessage::StreamStop,
+            commit(700, 9000),
+        ]);
+        assert_eq!(h.ids(), vec!["1", "2", "4", "6"]);
+        assert_eq!(h.asm.stats().subxact_aborts, 2);
+    }
+
+    #[test]
+    fn interleaved_streams_and_plain_transactions_commit_in_order() {
+        let mut h = Harness::new();
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "a1", "A"),
+            LogicalMessage::StreamStop,
+            start(800, true),
+            relation(Some(800), OUTBOX, "outbox", false),
+            insert(Some(800), OUTBOX, "b1", "A"),
+            LogicalMessage::StreamStop,
+            start(700, false),
+            insert(Some(700), OUTBOX, "a2", "A"),
+            LogicalMessage::StreamStop,
+            // A small transaction commits in between, without streaming.
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(3000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            insert(None, OUTBOX, "p1", "A"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(3000),
+                end_lsn: Lsn(3008),
+                commit_time: 0,
+            }),
+        ]);
+        assert_eq!(h.asm.open_streams(), 2);
+        assert!(h.asm.in_transaction(), "streams still open");
+        h.feed([
+            start(800, false),
+            insert(Some(800), OUTBOX, "b2", "A"),
+            LogicalMessage::StreamStop,
+            commit(800, 4000),
+            abort(700, 700),
+        ]);
+        assert_eq!(h.ids(), vec!["p1", "b1", "b2"]);
+        assert!(!h.asm.in_transaction());
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(4000));
+    }
+
+    #[test]
+    fn rows_use_the_relation_binding_current_when_received() {
+        let mut h = Harness::new();
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "1", "Old"),
+            LogicalMessage::StreamStop,
+            start(800, true),
+            // The outbox layout changes (columns swapped) in another stream.
+            relation(Some(800), OUTBOX, "outbox", true),
+            insert(Some(800), OUTBOX, "2", "key2"),
+            LogicalMessage::StreamStop,
+            start(700, false),
+            insert(Some(700), OUTBOX, "3", "key3"),
+            LogicalMessage::StreamStop,
+            commit(700, 5000),
+            commit(800, 6000),
+        ]);
+        assert_eq!(h.ids(), vec!["1", "3", "2"]);
+        let mut router = Router::new(
+            RouterConfig::default(),
+            ConvertersConfig::default(),
+            DebeziumConfig::default(),
+        )
+        .unwrap();
+        let topics: Vec<String> = h
+            .out
+            .iter()
+            .map(|e| {
+                router
+                    .route(&e.bound, &e.row, &e.meta)
+                    .expect("routes")
+                    .topic
+                    .to_string()
+            })
+            .collect();
+        // Row 1 came under the old layout (aggregatetype second); rows 3 and
+        // 2 under the new one (aggregatetype third, "k").
+        assert_eq!(
+            topics,
+            vec!["outbox.event.Old", "outbox.event.k", "outbox.event.k"]
+        );
+    }
+
+    #[test]
+    fn update_policy_applies_only_at_commit() {
+        let mut h = Harness::with(OpInvalidBehavior::Fatal);
+        let update = |xid| {
+            LogicalMessage::Update(Update {
+                xid: Some(xid),
+                relation_id: OUTBOX,
+                old: None,
+                new: TupleData::default(),
+            })
+        };
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            update(700),
+            LogicalMessage::StreamStop,
+            abort(700, 700),
+            start(800, true),
+            insert(Some(800), OUTBOX, "1", "A"),
+            update(800),
+            LogicalMessage::StreamStop,
+        ]);
+        let err = h.try_feed(commit(800, 9000)).unwrap_err();
+        assert!(
+            matches!(err, TxnError::UnexpectedUpdate { xid: 800, .. }),
+            "{err}"
+        );
+        assert_eq!(
+            h.ids(),
+            vec!["1"],
+            "events before the update are handed out"
+        );
+        assert_eq!(h.tracker.confirmed(), Lsn(1));
+    }
+
+    #[test]
+    fn protocol_violations_are_errors() {
+        let mut h = Harness::new();
+        assert!(matches!(
+            h.try_feed(start(700, false)),
+            Err(TxnError::UnknownStream { .. })
+        ));
+        assert!(matches!(
+            h.try_feed(LogicalMessage::StreamStop),
+            Err(TxnError::Protocol { .. })
+        ));
+        h.feed([start(700, true)]);
+        assert!(matches!(
+            h.try_feed(LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(1),
+                commit_time: 0,
+                xid: 1
+            })),
+            Err(TxnError::Protocol { .. })
+        ));
     }
 }

@@ -214,8 +214,17 @@ fn connector_refusals_name_the_key() {
         ),
     );
     refused_connector("tasks.max", set("tasks.max", "2"));
-    refused_connector("database.sslmode", set("database.sslmode", "verify-full"));
-    refused_connector("database.sslmode", set("database.sslmode", "require"));
+    refused_connector(
+        "database.sslmode",
+        set("database.sslmode", "verify-everything"),
+    );
+    refused_connector(
+        "database.sslfactory",
+        set(
+            "database.sslfactory",
+            "org.postgresql.ssl.NonValidatingFactory",
+        ),
+    );
     refused_connector(
         "table.include.list",
         set("table.include.list", "public.outbox,public.other"),
@@ -298,13 +307,11 @@ fn accepted_defaults_are_warned_not_refused() {
     let mut connector = props("outbox-connector.properties");
     connector.insert("decimal.handling.mode".into(), "precise".into());
     connector.insert("time.precision.mode".into(), "adaptive".into());
-    connector.insert("database.sslmode".into(), "prefer".into());
     connector.insert("some.future.key".into(), "x".into());
     let t = connect(props("connect-standalone.properties"), connector).unwrap();
     for key in [
         "decimal.handling.mode",
         "time.precision.mode",
-        "database.sslmode",
         "some.future.key",
     ] {
         assert!(t.ignored(key), "{key}: {:?}", t.ignored);

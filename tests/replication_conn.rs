@@ -85,6 +85,7 @@ fn params(user: &str, password: Option<&str>) -> ConnectParams {
         dbname: "postgres".into(),
         application_name: unique_name("repl_conn_test"),
         connect_timeout: Duration::from_secs(20),
+        tls: Default::default(),
     }
 }
 

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use super::properties::{decode_text, parse_connector_json, parse_properties};
 use super::{
     parse_qualified_name, validate_slot_name, Config, ConfigError, ConverterKind, ConvertersConfig,
-    DebeziumConfig, HeaderConverterKind, HeartbeatConfig, KafkaConfig, OpInvalidBehavior,
-    OutboxConfig, PostgresConfig, PublicationMode, ReplicationConfig, RuntimeConfig, Secret,
-    SnapshotMode, DEFAULT_PG_PORT,
+    DebeziumConfig, ErrorsConfig, HeaderConverterKind, HeartbeatConfig, KafkaConfig,
+    OpInvalidBehavior, OutboxConfig, PostgresConfig, PublicationMode, ReplicationConfig,
+    RuntimeConfig, Secret, SnapshotMode, SslMode, Tolerance, DEFAULT_PG_PORT,
 };
 use crate::router::RouterConfig;
 
@@ -289,7 +289,7 @@ const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("exactly.once.support", "ignored: walrelay is at-least-once with an idempotent producer"),
     ("transaction.boundary", "ignored: walrelay does not use Kafka transactions"),
     ("config.action.reload", "ignored"),
-    ("errors.log.enable", "ignored: walrelay logs errors itself"),
+    ("errors.log.enable", "ignored: walrelay logs every bad event at warn (dead-lettered) or error (stopped)"),
     ("errors.log.include.messages", "ignored: walrelay never logs record contents"),
     ("errors.retry.timeout", "ignored: walrelay retries transient failures forever"),
     ("errors.retry.delay.max.ms", "ignored: walrelay retries with its own backoff"),
@@ -306,9 +306,9 @@ const IGNORED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
     ("schema.history.internal.", "ignored: the PostgreSQL connector has no schema history"),
     ("snapshot.include.collection.list", "ignored"),
     ("incremental.snapshot.", "ignored: walrelay has no incremental snapshots"),
-    ("database.ssl", "ignored: walrelay connects without TLS (database.sslmode)"),
+    ("database.ssl", "ignored: walrelay reads database.sslmode, sslrootcert, sslcert, sslkey and sslpassword only"),
     ("driver.", "ignored: walrelay does not use JDBC"),
-    ("errors.deadletterqueue.", "ignored: source connectors have no dead letter queue"),
+    ("errors.deadletterqueue.", "ignored: walrelay reads only errors.deadletterqueue.topic.name and .context.headers.enable"),
     ("internal.", "ignored"),
 ];
 
@@ -329,8 +329,6 @@ const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
     // Debezium's failure handling: `warn`/`skip` would drop events walrelay
     // stops on.
     ("event.processing.failure.handling.mode", &["fail"], "walrelay stops on an event it cannot process"),
-    // A Connect error tolerance of `all` skips failed records.
-    ("errors.tolerance", &["none"], "walrelay stops on an event it cannot deliver; it never skips one"),
     // LSN flushing must stay on: `manual` never confirms.
     ("lsn.flush.mode", &["connector", "connector_and_driver"], "walrelay always confirms the slot position itself"),
     ("flush.lsn.source", &["true"], "walrelay always confirms the slot position itself"),
@@ -459,6 +457,7 @@ pub(super) struct Draft {
     pub(super) debezium: DebeziumConfig,
     pub(super) heartbeat: HeartbeatConfig,
     pub(super) kafka: KafkaDraft,
+    pub(super) errors: ErrorsConfig,
 }
 
 /// The Kafka part of a [`Draft`].
@@ -490,6 +489,7 @@ impl Draft {
             },
             heartbeat: HeartbeatConfig::default(),
             kafka: KafkaDraft::default(),
+            errors: ErrorsConfig::default(),
         }
     }
 
@@ -515,10 +515,13 @@ impl Draft {
                 bootstrap_servers,
                 producer: self.kafka.producer,
                 secrets: self.kafka.secrets,
+                secrets_env: BTreeMap::new(),
+                secrets_file: BTreeMap::new(),
             },
             runtime: RuntimeConfig::default(),
             metrics: Default::default(),
             lag: Default::default(),
+            errors: self.errors,
         };
         config.validate()?;
         Ok(config)
@@ -564,24 +567,44 @@ pub(super) fn translate_connector(
     let user = c.take_required("database.user", "the role walrelay connects as")?;
     let password = c.take_raw("database.password").map(Secret::new);
     let dbname = c.take_required("database.dbname", "the database holding the outbox table")?;
-    match c.take("database.sslmode").as_deref() {
-        None | Some("disable") => {}
-        // Debezium's default is `prefer`: TLS when the server offers it.
-        Some("allow") | Some("prefer") => notes.ignore(
-            c.name("database.sslmode"),
-            "walrelay connects to PostgreSQL without TLS until TLS support lands",
-        ),
-        Some(mode @ ("require" | "verify-ca" | "verify-full")) => {
+    // TLS: pgjdbc's libpq-style keys (its LibPQFactory), Debezium's
+    // default sslmode being prefer like libpq's.
+    let sslmode = match c.take("database.sslmode") {
+        None => SslMode::default(),
+        Some(mode) => SslMode::parse(&mode.to_ascii_lowercase()).ok_or_else(|| {
+            c.invalid(
+                "database.sslmode",
+                format!("{mode:?} is not one of disable, allow, prefer, require, verify-ca, verify-full"),
+            )
+        })?,
+    };
+    let sslrootcert = c.take("database.sslrootcert").filter(|v| !v.is_empty());
+    let sslcert = c
+        .take("database.sslcert")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let sslkey = c
+        .take("database.sslkey")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let sslpassword = c.take_raw("database.sslpassword").map(Secret::new);
+    if let Some(factory) = c.take("database.sslfactory") {
+        if !matches!(factory.as_str(), "" | "org.postgresql.ssl.LibPQFactory") {
             return Err(c.unsupported(
-                "database.sslmode",
-                format!("{mode} needs TLS to PostgreSQL, which walrelay does not have yet; use disable or prefer"),
-            ))
+                "database.sslfactory",
+                "walrelay implements libpq's (and pgjdbc's LibPQFactory) TLS settings only: use database.sslmode, database.sslrootcert, database.sslcert and database.sslkey",
+            ));
         }
-        Some(other) => {
-            return Err(c.invalid(
-                "database.sslmode",
-                format!("{other:?} is not one of disable, allow, prefer, require, verify-ca, verify-full"),
-            ))
+    }
+    for key in [
+        "database.sslhostnameverifier",
+        "database.sslpasswordcallback",
+    ] {
+        if c.take(key).is_some_and(|v| !v.is_empty()) {
+            return Err(c.unsupported(
+                key,
+                "it names Java code; walrelay verifies host names as libpq does (database.sslmode=verify-full)",
+            ));
         }
     }
     draft.postgres = Some(PostgresConfig {
@@ -594,6 +617,14 @@ pub(super) fn translate_connector(
         dbname,
         connect_timeout_ms: super::DEFAULT_CONNECT_TIMEOUT_MS,
         application_name: "walrelay".into(),
+        sslmode,
+        sslrootcert,
+        sslcert,
+        sslkey,
+        sslpassword,
+        sslpassword_env: None,
+        sslpassword_file: None,
+        channel_binding: Default::default(),
     });
 
     // Decoding, slot, publication.
@@ -773,6 +804,8 @@ pub(super) fn translate_connector(
     )?;
     draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
 
+    translate_errors(c, draft, notes)?;
+
     // Heartbeats.
     if let Some(ms) = c.take_u64("heartbeat.interval.ms")? {
         draft.heartbeat.interval_ms = ms;
@@ -782,6 +815,54 @@ pub(super) fn translate_connector(
         draft.heartbeat.topic_prefix = prefix;
     }
 
+    Ok(())
+}
+
+/// Kafka Connect's error handling: `errors.tolerance=all` with
+/// `errors.deadletterqueue.topic.name` becomes walrelay's dead-letter
+/// policy (Connect has dead-letter queues for sink connectors only; walrelay
+/// gives its source one). `all` without a topic is refused: the events would
+/// be skipped and lost.
+fn translate_errors(c: &mut Keys, draft: &mut Draft, notes: &mut Notes) -> Result<(), ConfigError> {
+    if let Some(t) = c.take("errors.tolerance") {
+        draft.errors.tolerance = match t.trim().to_ascii_lowercase().as_str() {
+            "none" => Tolerance::None,
+            "all" => Tolerance::All,
+            _ => {
+                return Err(c.invalid("errors.tolerance", format!("{t:?} is not one of none, all")))
+            }
+        };
+    }
+    if let Some(topic) = c.take("errors.deadletterqueue.topic.name") {
+        let topic = topic.trim();
+        if !topic.is_empty() {
+            crate::router::check_topic_name(topic).map_err(|reason| {
+                c.invalid(
+                    "errors.deadletterqueue.topic.name",
+                    format!("{topic:?} is not a legal kafka topic name: {reason}"),
+                )
+            })?;
+            draft.errors.dead_letter_topic = Some(topic.to_owned());
+        }
+    }
+    // Connect's default is false; walrelay's is true, because a dead-letter
+    // record without them does not say why or where from.
+    draft.errors.dead_letter_context_headers =
+        c.take_bool("errors.deadletterqueue.context.headers.enable", true)?;
+    if c.take("errors.deadletterqueue.topic.replication.factor")
+        .is_some()
+    {
+        notes.ignore(
+            c.name("errors.deadletterqueue.topic.replication.factor"),
+            "ignored: walrelay does not create topics; create the dead-letter topic yourself",
+        );
+    }
+    if draft.errors.tolerance == Tolerance::All && draft.errors.dead_letter_topic.is_none() {
+        return Err(ConfigError::Missing {
+            key: c.name("errors.deadletterqueue.topic.name"),
+            reason: "errors.tolerance=all sends bad events there; without it walrelay would skip and lose them".into(),
+        });
+    }
     Ok(())
 }
 
@@ -1662,6 +1743,84 @@ pub fn from_connect(
 mod tests {
     use super::*;
 
+    fn data_props(name: &str) -> BTreeMap<String, String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/debezium")
+            .join(name);
+        parse_properties(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn postgres_tls_and_kafka_sasl_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        let mut worker = data_props("connect-standalone.properties");
+        worker.insert("producer.security.protocol".into(), "SASL_SSL".into());
+        worker.insert("producer.sasl.mechanism".into(), "SCRAM-SHA-512".into());
+        worker.insert(
+            "producer.sasl.jaas.config".into(),
+            r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="relay" password="kafka-pw-1";"#.into(),
+        );
+        worker.insert(
+            "producer.ssl.truststore.location".into(),
+            ca.display().to_string(),
+        );
+        worker.insert("producer.ssl.truststore.type".into(), "PEM".into());
+        let mut connector = data_props("outbox-connector.properties");
+        for (k, v) in [
+            ("database.sslmode", "verify-full"),
+            ("database.sslrootcert", ca.to_str().unwrap()),
+            ("database.sslfactory", "org.postgresql.ssl.LibPQFactory"),
+        ] {
+            connector.insert(k.into(), v.into());
+        }
+        let t = from_connect(
+            worker.clone(),
+            connector.clone(),
+            Path::new("w"),
+            Path::new("c"),
+        )
+        .unwrap();
+        let pg = &t.config.postgres;
+        assert_eq!(pg.sslmode, SslMode::VerifyFull);
+        assert_eq!(pg.sslrootcert.as_deref(), ca.to_str());
+        let k = &t.config.kafka;
+        assert_eq!(k.producer["security.protocol"], "sasl_ssl");
+        assert_eq!(k.producer["sasl.mechanism"], "SCRAM-SHA-512");
+        assert_eq!(k.producer["sasl.username"], "relay");
+        assert_eq!(k.producer["ssl.ca.location"], ca.to_str().unwrap());
+        assert_eq!(k.secrets["sasl.password"].expose(), "kafka-pw-1");
+        let shown = format!("{:?}", t.config);
+        assert!(
+            !shown.contains("kafka-pw-1") && !shown.contains("pg-s3cret"),
+            "{shown}"
+        );
+
+        // A JKS truststore: refused, naming the key and the fix.
+        let jks = dir.path().join("trust.jks");
+        std::fs::write(&jks, [0xFE, 0xED, 0xFE, 0xED, 0, 0, 0, 2]).unwrap();
+        let mut w = worker.clone();
+        w.insert(
+            "producer.ssl.truststore.location".into(),
+            jks.display().to_string(),
+        );
+        w.remove("producer.ssl.truststore.type");
+        let err = from_connect(w, connector.clone(), Path::new("w"), Path::new("c")).unwrap_err();
+        let text = crate::relay::DisplayChain(&err).to_string();
+        assert!(
+            text.contains("ssl.truststore.location") && text.contains("PEM"),
+            "{text}"
+        );
+
+        // An unknown sslmode is refused by name.
+        let mut c = connector;
+        c.insert("database.sslmode".into(), "verify-sideways".into());
+        let err = from_connect(worker, c, Path::new("w"), Path::new("c")).unwrap_err();
+        let text = crate::relay::DisplayChain(&err).to_string();
+        assert!(text.contains("database.sslmode"), "{text}");
+    }
+
     #[test]
     fn jaas_lines() {
         let plain = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p\"w";"#;
@@ -1715,5 +1874,95 @@ mod tests {
         {
             assert!(seen.insert(key), "{key} is listed twice");
         }
+    }
+}
+
+#[cfg(test)]
+mod errors_tests {
+    use super::*;
+    use crate::config::Tolerance;
+
+    fn translate(extra: &[(&str, &str)]) -> Result<Translation, ConfigError> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/debezium");
+        let read = |name: &str| {
+            parse_properties(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+        };
+        let mut connector = read("outbox-connector.properties");
+        for (k, v) in extra {
+            connector.insert((*k).into(), (*v).into());
+        }
+        from_connect(
+            read("connect-standalone.properties"),
+            connector,
+            Path::new("w"),
+            Path::new("c"),
+        )
+    }
+
+    fn chain(e: &ConfigError) -> String {
+        crate::relay::DisplayChain(e).to_string()
+    }
+
+    #[test]
+    fn dead_letter_queue_keys() {
+        let t = translate(&[
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "outbox.dlq"),
+            ("errors.deadletterqueue.topic.replication.factor", "3"),
+            ("errors.log.enable", "true"),
+            ("errors.log.include.messages", "true"),
+        ])
+        .unwrap();
+        let e = &t.config.errors;
+        assert_eq!(e.tolerance, Tolerance::All);
+        assert_eq!(e.dead_letter(), Some("outbox.dlq"));
+        // walrelay's default, not Connect's false.
+        assert!(e.dead_letter_context_headers);
+        for key in [
+            "errors.deadletterqueue.topic.replication.factor",
+            "errors.log.enable",
+            "errors.log.include.messages",
+        ] {
+            assert!(t.ignored(key), "{key} should be warned about");
+        }
+        // Debezium's own handling of NULL keys and ids and of text it
+        // cannot expand.
+        assert_eq!(t.config.router.null_key, crate::router::NullPolicy::Allow);
+        assert_eq!(
+            t.config.router.invalid_json_payload,
+            crate::router::InvalidJsonPolicy::Pass
+        );
+
+        let t = translate(&[
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "outbox.dlq"),
+            ("errors.deadletterqueue.context.headers.enable", "false"),
+        ])
+        .unwrap();
+        assert!(!t.config.errors.dead_letter_context_headers);
+
+        let t = translate(&[("errors.tolerance", "none")]).unwrap();
+        assert_eq!(t.config.errors.dead_letter(), None);
+    }
+
+    #[test]
+    fn tolerance_all_without_a_topic_is_refused() {
+        let err = translate(&[("errors.tolerance", "all")]).unwrap_err();
+        let text = chain(&err);
+        assert!(
+            text.contains("errors.deadletterqueue.topic.name") && text.contains("errors.tolerance"),
+            "{text}"
+        );
+        let err = translate(&[
+            ("errors.tolerance", "all"),
+            ("errors.deadletterqueue.topic.name", "no good"),
+        ])
+        .unwrap_err();
+        assert!(
+            chain(&err).contains("errors.deadletterqueue.topic.name"),
+            "{err}"
+        );
+        let err = translate(&[("errors.tolerance", "some")]).unwrap_err();
+        assert!(chain(&err).contains("errors.tolerance"), "{err}");
     }
 }

@@ -102,6 +102,9 @@ pub struct Config {
     /// Slot lag monitor thresholds.
     #[serde(default)]
     pub lag: crate::lag::LagConfig,
+    /// What happens to an event walrelay cannot route or Kafka rejects.
+    #[serde(default)]
+    pub errors: ErrorsConfig,
 }
 
 /// PostgreSQL connection.
@@ -132,6 +135,95 @@ pub struct PostgresConfig {
     /// `application_name` reported to the server.
     #[serde(default = "default_application_name")]
     pub application_name: String,
+    /// TLS use and verification, as libpq's `sslmode`.
+    #[serde(default)]
+    pub sslmode: SslMode,
+    /// CA certificate file (PEM) verifying the server, or `system` for the
+    /// system's trust store (which needs `sslmode = "verify-full"`). Unset:
+    /// `~/.postgresql/root.crt` when it exists, as with libpq.
+    #[serde(default)]
+    pub sslrootcert: Option<String>,
+    /// Client certificate file (PEM, may hold the chain). Unset:
+    /// `~/.postgresql/postgresql.crt` when it exists.
+    #[serde(default)]
+    pub sslcert: Option<PathBuf>,
+    /// Private key of the client certificate (PEM or DER PKCS#8; must not be
+    /// readable by group or others). Unset: `~/.postgresql/postgresql.key`.
+    #[serde(default)]
+    pub sslkey: Option<PathBuf>,
+    /// Passphrase of an encrypted `sslkey`, written inline (prefer
+    /// `sslpassword_env` or `sslpassword_file`).
+    #[serde(default)]
+    pub sslpassword: Option<Secret>,
+    /// Name of an environment variable holding the `sslkey` passphrase.
+    #[serde(default)]
+    pub sslpassword_env: Option<String>,
+    /// Path of a file holding the `sslkey` passphrase.
+    #[serde(default)]
+    pub sslpassword_file: Option<PathBuf>,
+    /// SCRAM channel binding, as libpq's `channel_binding`.
+    #[serde(default)]
+    pub channel_binding: ChannelBindingMode,
+}
+
+/// libpq's `sslmode`: whether TLS is used and what is verified.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SslMode {
+    /// Never TLS.
+    Disable,
+    /// Plain first; TLS only when the server refuses the plain connection.
+    Allow,
+    /// TLS when the server offers it, plain otherwise (libpq's default).
+    #[default]
+    Prefer,
+    /// TLS or nothing; the server certificate is verified only when a root
+    /// certificate is configured (then as `verify-ca`).
+    Require,
+    /// TLS, the server certificate chain verified against the root certificate.
+    VerifyCa,
+    /// As `verify-ca`, and the certificate must name the host.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// Parses libpq's spelling.
+    pub fn parse(value: &str) -> Option<SslMode> {
+        Some(match value {
+            "disable" => SslMode::Disable,
+            "allow" => SslMode::Allow,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// libpq's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Allow => "allow",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// libpq's `channel_binding`: SCRAM-SHA-256-PLUS over TLS.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelBindingMode {
+    /// Never bind.
+    Disable,
+    /// Bind when the connection is TLS and the server offers it.
+    #[default]
+    Prefer,
+    /// Refuse to authenticate without channel binding.
+    Require,
 }
 
 impl fmt::Debug for PostgresConfig {
@@ -144,6 +236,14 @@ impl fmt::Debug for PostgresConfig {
             .field("password_env", &self.password_env)
             .field("password_file", &self.password_file)
             .field("dbname", &self.dbname)
+            .field("sslmode", &self.sslmode)
+            .field("sslrootcert", &self.sslrootcert)
+            .field("sslcert", &self.sslcert)
+            .field("sslkey", &self.sslkey)
+            .field("sslpassword", &self.sslpassword)
+            .field("sslpassword_env", &self.sslpassword_env)
+            .field("sslpassword_file", &self.sslpassword_file)
+            .field("channel_binding", &self.channel_binding)
             .finish()
     }
 }
@@ -163,6 +263,11 @@ pub struct ReplicationConfig {
     /// would skip events).
     #[serde(default = "default_true")]
     pub create_slot: bool,
+    /// With `create_slot`: when walrelay may create a slot that is missing
+    /// at start. PostgreSQL keeps no trace of a dropped slot, so walrelay
+    /// records each slot it uses in its publication's comment.
+    #[serde(default)]
+    pub slot_missing: SlotMissing,
     /// With `publication_mode = "table"`: create the publication
     /// `FOR TABLE <outbox>` when it does not exist (false: it must exist, as
     /// with mode `disabled`). Ignored by the other modes.
@@ -200,6 +305,14 @@ pub struct ReplicationConfig {
     /// Longest reconnect delay in milliseconds.
     #[serde(default = "default_reconnect_max_ms")]
     pub reconnect_max_ms: u64,
+    /// Ask the server (PostgreSQL 14 and later) to stream large
+    /// transactions while they run (pgoutput protocol version 2,
+    /// `streaming 'on'`); walrelay spills them to temporary files until
+    /// their commit, so its memory stays bounded whatever their size. Off,
+    /// or on an older server: protocol version 1, whole transactions after
+    /// their commit.
+    #[serde(default = "default_true")]
+    pub streaming: bool,
 }
 
 impl Default for ReplicationConfig {
@@ -208,6 +321,7 @@ impl Default for ReplicationConfig {
             slot: default_slot(),
             publication: default_publication(),
             create_slot: true,
+            slot_missing: SlotMissing::IfNew,
             create_publication: true,
             publication_mode: PublicationMode::Table,
             publish: None,
@@ -217,6 +331,36 @@ impl Default for ReplicationConfig {
             receive_timeout_ms: DEFAULT_RECEIVE_TIMEOUT_MS,
             reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
             reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
+            streaming: true,
+        }
+    }
+}
+
+/// When a slot missing at start may be created (`replication.slot_missing`).
+/// A slot that disappears while walrelay runs is always fatal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotMissing {
+    /// Create it unless the publication's comment records that this slot
+    /// existed (walrelay adds that line once the slot exists; it needs
+    /// ownership of the publication). A recorded slot that is missing was
+    /// dropped, and a new one would skip what was written since: fatal.
+    #[default]
+    IfNew,
+    /// Create it whenever it is missing, with a loud warning: events written
+    /// since the old slot's position are skipped.
+    Create,
+    /// Never create it: the operator creates the slot.
+    Fail,
+}
+
+impl SlotMissing {
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlotMissing::IfNew => "if_new",
+            SlotMissing::Create => "create",
+            SlotMissing::Fail => "fail",
         }
     }
 }
@@ -477,6 +621,14 @@ pub struct KafkaConfig {
     /// built, never shown.
     #[serde(default)]
     pub secrets: BTreeMap<String, Secret>,
+    /// Secret librdkafka properties read from environment variables:
+    /// property name → variable name (resolved into `secrets` at load).
+    #[serde(default)]
+    pub secrets_env: BTreeMap<String, String>,
+    /// Secret librdkafka properties read from files (trailing newline
+    /// ignored): property name → path (resolved into `secrets` at load).
+    #[serde(default)]
+    pub secrets_file: BTreeMap<String, PathBuf>,
 }
 
 impl KafkaConfig {
@@ -519,6 +671,8 @@ impl fmt::Debug for KafkaConfig {
             .field("bootstrap_servers", &self.bootstrap_servers)
             .field("producer", &producer)
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .field("secrets_env", &self.secrets_env)
+            .field("secrets_file", &self.secrets_file)
             .finish()
     }
 }
@@ -537,6 +691,74 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
         }
+    }
+}
+
+/// Kafka Connect's `errors.tolerance`: what a bad event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Tolerance {
+    /// Stop without confirming past the event (the default).
+    #[default]
+    None,
+    /// Send the event to `errors.dead_letter_topic` and go on.
+    All,
+}
+
+/// The error policy: stop on a bad event, or dead-letter it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorsConfig {
+    /// `none`: a bad event stops walrelay, nothing after it is confirmed.
+    /// `all`: it goes to `dead_letter_topic` and the stream goes on
+    /// (Kafka Connect's `errors.tolerance`).
+    #[serde(default)]
+    pub tolerance: Tolerance,
+    /// Topic receiving bad events with `tolerance = "all"`; required then,
+    /// because skipping an event would lose it
+    /// (`errors.deadletterqueue.topic.name`).
+    #[serde(default)]
+    pub dead_letter_topic: Option<String>,
+    /// Add the context headers (reason, LSNs, event id, intended topic) to
+    /// dead-letter records (`errors.deadletterqueue.context.headers.enable`).
+    #[serde(default = "default_true")]
+    pub dead_letter_context_headers: bool,
+}
+
+impl Default for ErrorsConfig {
+    fn default() -> Self {
+        ErrorsConfig {
+            tolerance: Tolerance::None,
+            dead_letter_topic: None,
+            dead_letter_context_headers: true,
+        }
+    }
+}
+
+impl ErrorsConfig {
+    /// The dead-letter topic when bad events go there.
+    pub fn dead_letter(&self) -> Option<&str> {
+        match self.tolerance {
+            Tolerance::All => self.dead_letter_topic.as_deref(),
+            Tolerance::None => None,
+        }
+    }
+
+    /// Checks the section; the error names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(topic) = &self.dead_letter_topic {
+            crate::router::check_topic_name(topic).map_err(|reason| ConfigError::Invalid {
+                key: "errors.dead_letter_topic".into(),
+                reason: format!("{topic:?} is not a legal kafka topic name: {reason}"),
+            })?;
+        }
+        if self.tolerance == Tolerance::All && self.dead_letter_topic.is_none() {
+            return Err(ConfigError::Missing {
+                key: "errors.dead_letter_topic".into(),
+                reason: "errors.tolerance = \"all\" sends bad events there; without it they would be skipped and lost".into(),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -627,7 +849,7 @@ impl Config {
     pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string(),
+            message: parse_error_message(&e, text),
         })?;
         config.resolve_secrets()?;
         config.validate()?;
@@ -661,6 +883,47 @@ impl Config {
             })?;
             pg.password = Some(Secret::new(value.trim_end_matches(['\r', '\n'])));
         }
+        pg.sslpassword = resolve_secret(
+            "postgres.sslpassword",
+            pg.sslpassword.take(),
+            pg.sslpassword_env.as_deref(),
+            pg.sslpassword_file.as_deref(),
+        )?;
+        let kafka = &mut self.kafka;
+        let from_env = kafka
+            .secrets_env
+            .iter()
+            .map(|(k, v)| (k, "kafka.secrets_env", Some(v.as_str()), None));
+        let from_file = kafka
+            .secrets_file
+            .iter()
+            .map(|(k, p)| (k, "kafka.secrets_file", None, Some(p.as_path())));
+        for (name, table, env, file) in from_env.chain(from_file) {
+            let key = format!("{table}.\"{name}\"");
+            if kafka.secrets.contains_key(name) {
+                return Err(ConfigError::Invalid {
+                    key,
+                    reason: format!(
+                        "{name} is set more than once (kafka.secrets, secrets_env, secrets_file)"
+                    ),
+                });
+            }
+            let value = match (env, file) {
+                (Some(var), _) => std::env::var(var).map_err(|_| ConfigError::Invalid {
+                    key: key.clone(),
+                    reason: format!("environment variable {var} is not set"),
+                })?,
+                (_, Some(path)) => std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError::Invalid {
+                        key: key.clone(),
+                        reason: format!("cannot read {}: {e}", path.display()),
+                    })?
+                    .trim_end_matches(['\r', '\n'])
+                    .to_owned(),
+                (None, None) => continue,
+            };
+            kafka.secrets.insert(name.clone(), Secret::new(value));
+        }
         Ok(())
     }
 
@@ -679,6 +942,7 @@ impl Config {
         if self.postgres.dbname.is_empty() {
             return Err(invalid("postgres.dbname", "must not be empty"));
         }
+        validate_postgres_tls(&self.postgres)?;
         validate_slot_name(&self.replication.slot)?;
         if self.replication.publication.is_empty() || self.replication.publication.len() > 63 {
             return Err(invalid("replication.publication", "must be 1 to 63 bytes"));
@@ -750,6 +1014,7 @@ impl Config {
         if self.debezium.topic_prefix.trim().is_empty() {
             return Err(invalid("debezium.topic_prefix", "must not be empty"));
         }
+        self.errors.validate()?;
         if let Some(acks) = self.kafka.producer.get("acks") {
             if acks != "all" && acks != "-1" {
                 return Err(invalid(
@@ -861,6 +1126,110 @@ pub fn parse_qualified_name(name: &str) -> Option<(String, String)> {
 fn default_pg_port() -> u16 {
     DEFAULT_PG_PORT
 }
+
+/// A TOML error as position and message, without the quoted source line
+/// that `toml` adds: that line may hold a password.
+fn parse_error_message(error: &toml::de::Error, text: &str) -> String {
+    match error.span() {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("{} at line {line}, column {column}", error.message())
+        }
+        None => error.message().to_owned(),
+    }
+}
+
+/// One secret given inline, by environment variable (`<key>_env`) or by
+/// file (`<key>_file`, trailing newline ignored); errors name the key, never
+/// the value.
+fn resolve_secret(
+    key: &str,
+    inline: Option<Secret>,
+    env: Option<&str>,
+    file: Option<&Path>,
+) -> Result<Option<Secret>, ConfigError> {
+    let count = [inline.is_some(), env.is_some(), file.is_some()]
+        .iter()
+        .filter(|s| **s)
+        .count();
+    if count > 1 {
+        return Err(ConfigError::Invalid {
+            key: key.into(),
+            reason: format!("set only one of {key}, {key}_env and {key}_file"),
+        });
+    }
+    if let Some(var) = env {
+        let value = std::env::var(var).map_err(|_| ConfigError::Invalid {
+            key: format!("{key}_env"),
+            reason: format!("environment variable {var} is not set"),
+        })?;
+        return Ok(Some(Secret::new(value)));
+    }
+    if let Some(file) = file {
+        let value = std::fs::read_to_string(file).map_err(|e| ConfigError::Invalid {
+            key: format!("{key}_file"),
+            reason: format!("cannot read {}: {e}", file.display()),
+        })?;
+        return Ok(Some(Secret::new(value.trim_end_matches(['\r', '\n']))));
+    }
+    Ok(inline)
+}
+
+/// The `[postgres]` TLS keys: combinations libpq refuses, and files that
+/// cannot be read (named by key, checked again when connecting).
+fn validate_postgres_tls(pg: &PostgresConfig) -> Result<(), ConfigError> {
+    let invalid = |key: &str, reason: String| ConfigError::Invalid {
+        key: key.into(),
+        reason,
+    };
+    if pg.channel_binding == ChannelBindingMode::Require && pg.sslmode == SslMode::Disable {
+        return Err(invalid(
+            "postgres.channel_binding",
+            "require needs TLS, but postgres.sslmode is disable".into(),
+        ));
+    }
+    match pg.sslrootcert.as_deref() {
+        Some("system") if pg.sslmode != SslMode::VerifyFull => {
+            return Err(invalid(
+                "postgres.sslrootcert",
+                format!(
+                    "system needs postgres.sslmode = \"verify-full\" (it is {:?})",
+                    pg.sslmode.as_str()
+                ),
+            ))
+        }
+        Some("system") => {}
+        Some("") => return Err(invalid("postgres.sslrootcert", "must not be empty".into())),
+        Some(path) => readable("postgres.sslrootcert", Path::new(path))?,
+        None => {}
+    }
+    if let Some(cert) = &pg.sslcert {
+        readable("postgres.sslcert", cert)?;
+    }
+    if let Some(key) = &pg.sslkey {
+        readable("postgres.sslkey", key)?;
+    }
+    if pg.sslcert.is_some() != pg.sslkey.is_some() {
+        let (key, other) = if pg.sslcert.is_some() {
+            ("postgres.sslkey", "postgres.sslcert")
+        } else {
+            ("postgres.sslcert", "postgres.sslkey")
+        };
+        return Err(invalid(key, format!("must be set together with {other}")));
+    }
+    Ok(())
+}
+
+fn readable(key: &str, path: &Path) -> Result<(), ConfigError> {
+    std::fs::File::open(path)
+        .map(drop)
+        .map_err(|e| ConfigError::Invalid {
+            key: key.into(),
+            reason: format!("cannot read {}: {e}", path.display()),
+        })
+}
 fn default_connect_timeout_ms() -> u64 {
     DEFAULT_CONNECT_TIMEOUT_MS
 }
@@ -955,6 +1324,32 @@ bootstrap_servers = "127.0.0.1:9092"
     fn acks_must_be_all() {
         let err = parse(&format!("{MINIMAL}\n[kafka.producer]\nacks = \"1\"\n")).unwrap_err();
         assert!(err.to_string().contains("kafka.producer.acks"), "{err}");
+    }
+
+    #[test]
+    fn errors_section() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.errors.tolerance, Tolerance::None);
+        assert_eq!(c.errors.dead_letter(), None);
+        let err = parse(&format!("{MINIMAL}\n[errors]\ntolerance = \"all\"\n")).unwrap_err();
+        assert!(
+            err.to_string().contains("errors.dead_letter_topic"),
+            "{err}"
+        );
+        let err = parse(&format!(
+            "{MINIMAL}\n[errors]\ntolerance = \"all\"\ndead_letter_topic = \"a b\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("errors.dead_letter_topic"),
+            "{err}"
+        );
+        let c = parse(&format!(
+            "{MINIMAL}\n[errors]\ntolerance = \"all\"\ndead_letter_topic = \"dlq\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.errors.dead_letter(), Some("dlq"));
+        assert!(c.errors.dead_letter_context_headers);
     }
 
     #[test]

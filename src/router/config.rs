@@ -91,6 +91,33 @@ pub enum AdditionalMissing {
     Ignore,
 }
 
+/// What a NULL in a column walrelay needs for ordering or deduplication
+/// (the key, the event id) does. Not a Debezium option: Debezium passes
+/// the NULL on (a null key lands on any partition, a null `id` header
+/// leaves consumers nothing to deduplicate on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NullPolicy {
+    /// The event is a bad input: the error policy (`[errors]`) applies.
+    #[default]
+    Error,
+    /// Pass the NULL on as Debezium does.
+    Allow,
+}
+
+/// What a payload that is not JSON does when `expand_json_payload` is on.
+/// Not a Debezium option: Debezium logs a warning (only for text starting
+/// with `{` or `[`) and sends the text unexpanded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InvalidJsonPolicy {
+    /// The event is a bad input: the error policy (`[errors]`) applies.
+    #[default]
+    Error,
+    /// Send the text unexpanded, as Debezium does.
+    Pass,
+}
+
 /// Where an additional column goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -169,6 +196,18 @@ pub struct RouterConfig {
     /// How expanded JSON member names become field names: `none`, `avro`
     /// or `avro_unicode` (`field.name.adjustment.mode`).
     pub field_name_adjustment_mode: FieldNameAdjustment,
+    /// What a NULL key column does: `error` (default; a null key breaks
+    /// per-aggregate ordering) or `allow` (Debezium's behaviour). The
+    /// Debezium configuration forms default to `allow`.
+    pub null_key: NullPolicy,
+    /// What a NULL event id column does: `error` (default) or `allow`
+    /// (Debezium's: a null `id` header). The Debezium forms default to `allow`.
+    pub null_id: NullPolicy,
+    /// With `expand_json_payload`: what a payload that is not JSON at all
+    /// does: `error` (default) or `pass` (Debezium's: sent unexpanded).
+    /// The Debezium forms default to `pass`. Valid JSON that cannot be
+    /// expanded (a scalar, a mixed array) is always sent unexpanded.
+    pub invalid_json_payload: InvalidJsonPolicy,
 }
 
 impl Default for RouterConfig {
@@ -192,6 +231,9 @@ impl Default for RouterConfig {
             tracing_operation_name: DEFAULT_TRACING_OPERATION_NAME.to_owned(),
             tracing_with_context_field_only: None,
             field_name_adjustment_mode: FieldNameAdjustment::None,
+            null_key: NullPolicy::Error,
+            null_id: NullPolicy::Error,
+            invalid_json_payload: InvalidJsonPolicy::Error,
         }
     }
 }
@@ -385,7 +427,14 @@ impl RouterConfig {
     pub fn from_debezium_properties(
         props: &BTreeMap<String, String>,
     ) -> Result<DebeziumRouterOptions, RouteConfigError> {
-        let mut router = RouterConfig::default();
+        // Debezium's own handling of NULL keys and ids and of payloads that
+        // are not JSON: the Debezium forms promise Debezium's output.
+        let mut router = RouterConfig {
+            null_key: NullPolicy::Allow,
+            null_id: NullPolicy::Allow,
+            invalid_json_payload: InvalidJsonPolicy::Pass,
+            ..RouterConfig::default()
+        };
         let mut op_invalid_behavior = None;
         let mut unknown = Vec::new();
         for (k, v) in props {

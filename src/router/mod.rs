@@ -167,6 +167,70 @@ pub enum RouteError {
         #[source]
         source: InvalidText,
     },
+    /// The key column is NULL: the record would land on any partition,
+    /// out of order with its aggregate (`router.null_key = "error"`).
+    #[error("key column \"{column}\" is null at lsn {lsn} (event id {event_id}); set router.null_key = \"allow\" to send a null key as debezium does")]
+    NullKey {
+        /// The key column.
+        column: String,
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+    },
+    /// The event id column is NULL: consumers would have nothing to
+    /// deduplicate on (`router.null_id = "error"`).
+    #[error("event id column \"{column}\" is null at lsn {lsn} (event id null); set router.null_id = \"allow\" to send a null id header as debezium does")]
+    NullId {
+        /// The id column.
+        column: String,
+        /// LSN of the change.
+        lsn: Lsn,
+    },
+    /// With JSON expansion on, the payload is not JSON at all
+    /// (`router.invalid_json_payload = "error"`).
+    #[error(
+        "payload column \"{column}\" is not json at lsn {lsn} (event id {event_id}): {reason}"
+    )]
+    InvalidJsonPayload {
+        /// The payload column.
+        column: String,
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+        /// The JSON parser's message.
+        reason: String,
+    },
+    /// The topic computed from the route column is not a legal Kafka topic name.
+    #[error("route column \"{column}\" gives topic {topic:?} at lsn {lsn} (event id {event_id}), which is not a legal kafka topic name: {reason}")]
+    InvalidTopic {
+        /// The route-by column.
+        column: String,
+        /// The computed topic.
+        topic: String,
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+        /// What is wrong with the name.
+        reason: &'static str,
+    },
+    /// The outbox table's layout (at the last Relation message before this
+    /// event) does not fit the routing configuration: a needed column was
+    /// dropped, has the wrong type or one walrelay cannot map.
+    #[error("event at lsn {lsn} (event id {event_id}) cannot be routed: column \"{column}\" does not fit the routing configuration")]
+    Layout {
+        /// The column at fault.
+        column: String,
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+        /// The layout problem found when the relation was bound.
+        #[source]
+        source: Box<RouteError>,
+    },
     /// A converter refused the key, value or a header.
     #[error("cannot serialise the {what} of the event at lsn {lsn} (event id {event_id})")]
     Convert {
@@ -180,6 +244,82 @@ pub enum RouteError {
         #[source]
         source: ConvertError,
     },
+}
+
+impl RouteError {
+    /// A short, stable name of the kind of problem (metric label, the
+    /// `walrelay.error.kind` dead-letter header).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RouteError::MissingColumn { .. } => "missing_column",
+            RouteError::UnmappableType { .. } => "unmappable_type",
+            RouteError::WrongColumnType { .. } => "wrong_column_type",
+            RouteError::ShortRow { .. } => "short_row",
+            RouteError::NullRouteValue { .. } => "null_route",
+            RouteError::NonUtf8RouteValue { .. } => "non_utf8_route",
+            RouteError::UnchangedToast { .. } => "unchanged_toast",
+            RouteError::BinaryValue { .. } => "binary_value",
+            RouteError::InvalidValue { .. } => "invalid_value",
+            RouteError::NullKey { .. } => "null_key",
+            RouteError::NullId { .. } => "null_id",
+            RouteError::InvalidJsonPayload { .. } => "invalid_json",
+            RouteError::InvalidTopic { .. } => "invalid_topic",
+            RouteError::Layout { source, .. } => source.kind(),
+            RouteError::Convert { .. } => "convert",
+        }
+    }
+
+    /// The column at fault, where there is one.
+    pub fn column(&self) -> Option<&str> {
+        match self {
+            RouteError::MissingColumn { column, .. }
+            | RouteError::UnmappableType { column, .. }
+            | RouteError::WrongColumnType { column, .. }
+            | RouteError::ShortRow { column, .. }
+            | RouteError::NullRouteValue { column, .. }
+            | RouteError::NonUtf8RouteValue { column, .. }
+            | RouteError::UnchangedToast { column, .. }
+            | RouteError::BinaryValue { column, .. }
+            | RouteError::InvalidValue { column, .. }
+            | RouteError::NullKey { column, .. }
+            | RouteError::NullId { column, .. }
+            | RouteError::InvalidJsonPayload { column, .. }
+            | RouteError::InvalidTopic { column, .. }
+            | RouteError::Layout { column, .. } => Some(column),
+            RouteError::Convert { .. } => None,
+        }
+    }
+
+    /// The intended topic, where the error knows it.
+    pub fn topic(&self) -> Option<&str> {
+        match self {
+            RouteError::InvalidTopic { topic, .. } => Some(topic),
+            _ => None,
+        }
+    }
+}
+
+/// Checks a topic name as the Kafka broker does (`Topic.validate`): 1 to
+/// 249 characters of ASCII letters, digits, `.`, `_` and `-`, and not `.`
+/// or `..`. Checked before producing, so a bad route value is an error
+/// naming its event, not a delivery failure.
+pub fn check_topic_name(topic: &str) -> Result<(), &'static str> {
+    if topic.is_empty() {
+        return Err("it is empty");
+    }
+    if topic == "." || topic == ".." {
+        return Err("\".\" and \"..\" are not allowed");
+    }
+    if topic.len() > 249 {
+        return Err("it is longer than 249 characters");
+    }
+    if !topic
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return Err("only ascii letters, digits, '.', '_' and '-' are allowed");
+    }
+    Ok(())
 }
 
 /// Where an event comes from; used for error context.
@@ -261,12 +401,50 @@ pub struct BoundRelation {
     after_schema_name: String,
     /// Cache key of the payload column's schema.
     payload_schema_key: String,
+    /// Positions of the configured id, key and payload columns, where the
+    /// relation has them (also for a relation with a layout problem).
+    id_index: Option<usize>,
+    key_index: Option<usize>,
+    payload_index: Option<usize>,
+    /// Why the relation's layout does not fit the configuration; every
+    /// event of it is then an error naming the event ([`Router::route`]).
+    problem: Option<RouteError>,
 }
 
 impl BoundRelation {
     /// The relation this binding was made for.
     pub fn relation(&self) -> &Arc<RelationInfo> {
         &self.relation
+    }
+
+    /// Why this relation's layout does not fit the routing configuration,
+    /// if it does not; [`Router::route`] reports it for each event.
+    pub fn problem(&self) -> Option<&RouteError> {
+        self.problem.as_ref()
+    }
+
+    /// `schema.table` of the relation.
+    pub fn table_name(&self) -> String {
+        self.relation.qualified_name()
+    }
+
+    /// The event id column's text, if the row has a non-null one.
+    pub fn event_id(&self, row: &TupleData) -> Option<String> {
+        match self.id_index.and_then(|i| row.get(i)) {
+            Some(ColumnValue::Text(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        }
+    }
+
+    /// The row's original bytes for a dead-letter record: the key column's
+    /// text and the payload column's text (bytea: its text form), `None`
+    /// where the column is NULL, absent or not text.
+    pub fn original(&self, row: &TupleData) -> (Option<Bytes>, Option<Bytes>) {
+        let raw = |i: Option<usize>| match i.and_then(|i| row.get(i)) {
+            Some(ColumnValue::Text(b)) => Some(b.clone()),
+            _ => None,
+        };
+        (raw(self.key_index), raw(self.payload_index))
     }
 
     fn column_name(&self, index: usize) -> String {
@@ -444,7 +622,65 @@ impl Router {
 
     /// Resolves the configured columns against the outbox relation and the
     /// catalog facts about it; call once per Relation message, not per row.
+    ///
+    /// A layout that does not fit the configuration (a needed column
+    /// missing or dropped, a wrong or unmappable type) does not fail here:
+    /// the binding records it ([`BoundRelation::problem`]) and every event
+    /// of the relation becomes a [`RouteError::Layout`] naming the event,
+    /// its LSN and the column, so the error policy applies per event.
     pub fn bind(
+        &self,
+        rel: &Arc<RelationInfo>,
+        table: &TableMeta,
+    ) -> Result<BoundRelation, RouteError> {
+        match self.bind_strict(rel, table) {
+            Ok(bound) => Ok(bound),
+            Err(problem) => Ok(self.broken(rel, problem)),
+        }
+    }
+
+    /// `bind`, failing on a layout problem instead of recording it (for
+    /// `walrelay check`).
+    pub fn check_layout(
+        &self,
+        rel: &Arc<RelationInfo>,
+        table: &TableMeta,
+    ) -> Result<(), RouteError> {
+        self.bind_strict(rel, table).map(drop)
+    }
+
+    /// A binding whose every event fails with `problem`; it keeps the
+    /// positions of the id, key and payload columns that exist, for error
+    /// context and dead-letter records.
+    fn broken(&self, rel: &Arc<RelationInfo>, problem: RouteError) -> BoundRelation {
+        let placeholder = BoundColumn {
+            index: usize::MAX,
+            name: Arc::from(""),
+            ty: ColumnType {
+                pg: PgType::Text,
+                schema: Arc::new(Schema::new(Type::String)),
+            },
+        };
+        BoundRelation {
+            relation: Arc::clone(rel),
+            id: placeholder.clone(),
+            key: placeholder.clone(),
+            payload: placeholder.clone(),
+            route: placeholder,
+            timestamp: None,
+            version: None,
+            placements: Vec::new(),
+            tracing: None,
+            after_schema_name: String::new(),
+            payload_schema_key: String::new(),
+            id_index: rel.column_index(&self.cfg.id_field),
+            key_index: rel.column_index(&self.cfg.key_field),
+            payload_index: rel.column_index(&self.cfg.payload_field),
+            problem: Some(problem),
+        }
+    }
+
+    fn bind_strict(
         &self,
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
@@ -460,9 +696,15 @@ impl Router {
                     table: rel.qualified_name(),
                     column: name.to_owned(),
                     key,
-                    type_name: meta
-                        .and_then(|m| m.type_name.clone())
-                        .unwrap_or_else(|| format!("oid {}", info.type_oid)),
+                    // The catalog facts are read at session start; after an
+                    // ALTER while streaming only the OID is current.
+                    type_name: match meta.and_then(|m| m.type_name.as_deref()) {
+                        Some(name) => format!(
+                            "oid {} (the catalog said {name} at session start)",
+                            info.type_oid
+                        ),
+                        None => format!("oid {}", info.type_oid),
+                    },
                 }
             })?;
             Ok(Some(BoundColumn {
@@ -569,6 +811,10 @@ impl Router {
         let mut payload_schema_key = String::new();
         write_json_schema(&mut payload_schema_key, &payload.ty.schema);
         Ok(BoundRelation {
+            id_index: Some(id.index),
+            key_index: Some(key.index),
+            payload_index: Some(payload.index),
+            problem: None,
             relation: Arc::clone(rel),
             after_schema_name: format!(
                 "{}.{}.{}.Value",
@@ -593,6 +839,14 @@ impl Router {
         row: &TupleData,
         meta: &EventMeta,
     ) -> Result<KafkaRecord, RouteError> {
+        if let Some(problem) = &bound.problem {
+            return Err(RouteError::Layout {
+                column: problem.column().unwrap_or("?").to_owned(),
+                lsn: meta.lsn,
+                event_id: bound.event_id(row).unwrap_or_else(|| "unknown".to_owned()),
+                source: Box::new(problem.clone()),
+            });
+        }
         let r = Row { bound, row, meta };
 
         // Topic: getString(route.by.field), no default, then RegexRouter.
@@ -622,6 +876,12 @@ impl Router {
         headers.extend(self.inherited.iter().cloned());
         self.tracing_headers(&r, &mut headers)?;
         let id = self.header_value(&r, &bound.id, ID_HEADER)?;
+        if id.is_none() && self.cfg.null_id == NullPolicy::Error {
+            return Err(RouteError::NullId {
+                column: bound.id.name.to_string(),
+                lsn: meta.lsn,
+            });
+        }
         headers.push(RecordHeader {
             name: Arc::clone(&self.id_header),
             value: id,
@@ -644,6 +904,14 @@ impl Router {
                     .from_connect_data(Some(&bound.key.ty.schema), &v),
             )?
         };
+
+        if key.is_none() && self.cfg.null_key == NullPolicy::Error {
+            return Err(RouteError::NullKey {
+                column: bound.key.name.to_string(),
+                lsn: meta.lsn,
+                event_id: r.event_id(),
+            });
+        }
 
         let fast_value = self.value_direct
             && (!self.cfg.route_tombstone_on_empty_payload || bound.payload.ty.pg.is_text());
@@ -706,6 +974,21 @@ impl Router {
         })
     }
 
+    /// The topic an event was meant for, where its route column gives a
+    /// legal one; for the context of an event [`Router::route`] refused.
+    pub fn intended_topic(&mut self, bound: &BoundRelation, row: &TupleData) -> Option<Arc<str>> {
+        let index = bound.relation.column_index(&self.cfg.route_by_field)?;
+        let Some(ColumnValue::Text(route)) = row.get(index) else {
+            return None;
+        };
+        if let Some(topic) = self.topics.get(route.as_ref()) {
+            return Some(Arc::clone(topic));
+        }
+        let topic = self.rewrite.apply(std::str::from_utf8(route).ok()?);
+        check_topic_name(&topic).ok()?;
+        Some(Arc::from(topic))
+    }
+
     /// The value through the general path: payload (maybe expanded),
     /// placements, envelope, tombstone, value converter.
     fn general_value(
@@ -725,7 +1008,26 @@ impl Router {
                     payload = value;
                     expanded = true;
                 }
-                Err(_) => self.expansion_failures += 1,
+                Err(_) => {
+                    // Debezium sends what it cannot expand as text; text
+                    // that is not JSON at all is a bad input unless
+                    // `invalid_json_payload = "pass"`. Blank text is left
+                    // to the tombstone rule.
+                    if self.cfg.invalid_json_payload == InvalidJsonPolicy::Error
+                        && !java_blank(text.bytes())
+                    {
+                        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text.as_str())
+                        {
+                            return Err(RouteError::InvalidJsonPayload {
+                                column: bound.payload.name.to_string(),
+                                lsn: r.meta.lsn,
+                                event_id: r.event_id(),
+                                reason: e.to_string(),
+                            });
+                        }
+                    }
+                    self.expansion_failures += 1
+                }
             }
         }
 
@@ -872,6 +1174,16 @@ impl Router {
                 source,
             })?;
         let topic: Arc<str> = Arc::from(self.rewrite.apply(route_str));
+        // Only legal names are cached, so a cached topic needs no check.
+        if let Err(reason) = check_topic_name(&topic) {
+            return Err(RouteError::InvalidTopic {
+                column: r.bound.route.name.to_string(),
+                topic: topic.to_string(),
+                lsn: r.meta.lsn,
+                event_id: r.event_id(),
+                reason,
+            });
+        }
         if self.topics.len() >= TOPIC_CACHE_LIMIT {
             self.topics.clear();
         }

@@ -79,17 +79,19 @@ fn router(regex: &str, replacement: &str) -> Router {
     })
 }
 
+/// The topic `RegexRouter` computes for `value`, also when it is not a
+/// legal Kafka topic name (the router then refuses the event, naming it).
 fn topic_for(router: &mut Router, value: &str) -> String {
     let rel = relation(UUID_OID);
     let bound = router
         .bind(&rel, &TableMeta::unknown())
         .expect("outbox columns present");
     let r = row(text("1"), text(value), text("k"), text("{}"));
-    router
-        .route(&bound, &r, &meta())
-        .expect("routes")
-        .topic
-        .to_string()
+    match router.route(&bound, &r, &meta()) {
+        Ok(rec) => rec.topic.to_string(),
+        Err(RouteError::InvalidTopic { topic, .. }) => topic,
+        Err(e) => panic!("routes: {e}"),
+    }
 }
 
 #[test]
@@ -185,7 +187,10 @@ fn value_with_line_terminator_stays_raw_under_default_regex() {
 
 #[test]
 fn null_payload_is_a_tombstone_and_null_key_is_null() {
-    let mut router = new_router(RouterConfig::default());
+    let mut router = new_router(RouterConfig {
+        null_key: NullPolicy::Allow,
+        ..RouterConfig::default()
+    });
     let rel = relation(UUID_OID);
     let bound = router
         .bind(&rel, &TableMeta::unknown())
@@ -229,18 +234,47 @@ fn missing_column_names_column_and_key() {
     let router = new_router(RouterConfig::default());
     let mut rel = (*relation(UUID_OID)).clone();
     rel.columns.retain(|c| c.name != "aggregateid");
+    let rel = Arc::new(rel);
     let err = router
-        .bind(&Arc::new(rel), &TableMeta::unknown())
+        .check_layout(&rel, &TableMeta::unknown())
         .expect_err("column missing");
     assert_eq!(
         err.to_string(),
         "outbox table public.outbox has no column \"aggregateid\" (table.field.event.key)"
     );
+    // Bound anyway: every event of the relation is an error naming the
+    // event, its LSN and the column (a column dropped while streaming).
+    let mut router = router;
+    let bound = router.bind(&rel, &TableMeta::unknown()).expect("binds");
+    assert_eq!(bound.problem(), Some(&err));
+    let r = TupleData {
+        columns: vec![text("e7"), text("User"), text("UserCreated"), text("{}")],
+    };
+    let routed = router.route(&bound, &r, &meta()).expect_err("layout");
+    assert_eq!(routed.kind(), "missing_column");
+    assert_eq!(routed.column(), Some("aggregateid"));
+    let msg = routed.to_string();
+    assert!(
+        msg.contains("e7") && msg.contains("16/B374D848") && msg.contains("aggregateid"),
+        "{msg}"
+    );
+    assert_eq!(
+        bound.original(&r),
+        (None, Some(Bytes::from_static(b"{}"))),
+        "the payload's original bytes are still there for a dead-letter record"
+    );
+    assert_eq!(
+        router.intended_topic(&bound, &r).as_deref(),
+        Some("outbox.event.User")
+    );
 }
 
 #[test]
 fn per_event_errors_carry_context() {
-    let mut router = new_router(RouterConfig::default());
+    let mut router = new_router(RouterConfig {
+        null_id: NullPolicy::Allow,
+        ..RouterConfig::default()
+    });
     let rel = relation(UUID_OID);
     let bound = router
         .bind(&rel, &TableMeta::unknown())
@@ -766,7 +800,7 @@ fn partition_placement() {
         ConvertersConfig::default(),
         it_debezium(),
     );
-    let err = router.bind(&it_table(), &it_meta()).unwrap_err();
+    let err = router.check_layout(&it_table(), &it_meta()).unwrap_err();
     assert!(matches!(err, RouteError::WrongColumnType { .. }), "{err}");
 }
 
@@ -827,7 +861,9 @@ fn timestamp_logical_types() {
         timestamp_field: Some("ts".to_owned()),
         ..RouterConfig::default()
     });
-    let err = router.bind(&rel, &TableMeta::unknown()).unwrap_err();
+    let err = router
+        .check_layout(&rel, &TableMeta::unknown())
+        .unwrap_err();
     assert!(
         err.to_string().contains("table.field.event.timestamp"),
         "{err}"
@@ -867,7 +903,7 @@ fn header_placements_in_config_order() {
 fn additional_missing() {
     let mut cfg = placements("nope:envelope:x,type:header:eventType,nope2:header");
     let router = router_with(cfg.clone(), ConvertersConfig::default(), it_debezium());
-    let err = router.bind(&it_table(), &it_meta()).unwrap_err();
+    let err = router.check_layout(&it_table(), &it_meta()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "outbox table outboxsmtit.outbox has no column \"nope\" (table.fields.additional.placement)"
@@ -913,10 +949,30 @@ fn expand_json_payload() {
     let rec = route_it(&mut router, &it_row("User", None)).unwrap();
     assert_eq!(s(&rec.value), "null");
     assert_eq!(router.expansion_failures(), 0);
-    // Not JSON: the string is kept and counted.
+    // Not JSON: an error naming the event by default...
+    let err = route_it(&mut router, &it_row("User", Some("{oops"))).unwrap_err();
+    assert_eq!(err.kind(), "invalid_json");
+    assert_eq!(err.column(), Some("payload"));
+    // ...or, as Debezium does, the string is kept and counted.
+    let mut router = router_with(
+        RouterConfig {
+            invalid_json_payload: InvalidJsonPolicy::Pass,
+            ..expand(None)
+        },
+        converters(ConverterKind::String, ConverterKind::Json, false),
+        it_debezium(),
+    );
     let rec = route_it(&mut router, &it_row("User", Some("{oops"))).unwrap();
     assert_eq!(s(&rec.value), r#""{oops""#);
     assert_eq!(router.expansion_failures(), 1);
+    // Valid JSON that is not expanded (a scalar) is sent as text either way.
+    let mut router = router_with(
+        expand(None),
+        converters(ConverterKind::String, ConverterKind::Json, false),
+        it_debezium(),
+    );
+    let rec = route_it(&mut router, &it_row("User", Some("\"just\""))).unwrap();
+    assert_eq!(s(&rec.value), r#""\"just\"""#);
 
     let mut router = router_with(
         expand(Some("type:envelope:eventType")),
@@ -1014,10 +1070,10 @@ fn unmappable_and_mistyped_columns_are_named() {
         type_name: Some("point".into()),
         default_expr: None,
     }]);
-    let err = router.bind(&rel, &meta).unwrap_err();
+    let err = router.check_layout(&rel, &meta).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "outbox column outboxsmtit.outbox.\"payload\" (table.field.event.payload) has type point, which walrelay cannot map to a kafka connect schema"
+        "outbox column outboxsmtit.outbox.\"payload\" (table.field.event.payload) has type oid 600 (the catalog said point at session start), which walrelay cannot map to a kafka connect schema"
     );
     let rel = table(&[
         ("id", oid::UUID, -1),
@@ -1025,7 +1081,9 @@ fn unmappable_and_mistyped_columns_are_named() {
         ("aggregateid", oid::VARCHAR, -1),
         ("payload", oid::JSONB, -1),
     ]);
-    let err = router.bind(&rel, &TableMeta::unknown()).unwrap_err();
+    let err = router
+        .check_layout(&rel, &TableMeta::unknown())
+        .unwrap_err();
     assert!(err.to_string().contains("route.by.field"), "{err}");
 }
 
@@ -1920,4 +1978,49 @@ fn observed_string() {
             ),
         ],
     );
+}
+
+#[test]
+fn strict_null_key_and_id_and_illegal_topics_are_named() {
+    let mut router = new_router(RouterConfig::default());
+    let rel = relation(UUID_OID);
+    let bound = router
+        .bind(&rel, &TableMeta::unknown())
+        .expect("outbox columns present");
+    let r = row(text("e1"), text("User"), ColumnValue::Null, text("{}"));
+    let err = router.route(&bound, &r, &meta()).expect_err("null key");
+    assert_eq!(err.kind(), "null_key");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("\"aggregateid\"") && msg.contains("e1") && msg.contains("16/B374D848"),
+        "{msg}"
+    );
+    let r = row(ColumnValue::Null, text("User"), text("k"), text("{}"));
+    let err = router.route(&bound, &r, &meta()).expect_err("null id");
+    assert_eq!(err.kind(), "null_id");
+    assert!(err.to_string().contains("\"id\""), "{err}");
+    for bad in ["a b", "ü", &"x".repeat(250)] {
+        let r = row(text("e2"), text(bad), text("k"), text("{}"));
+        let err = router
+            .route(&bound, &r, &meta())
+            .expect_err("illegal topic");
+        assert_eq!(err.kind(), "invalid_topic", "{bad}");
+        assert_eq!(err.topic(), Some(format!("outbox.event.{bad}").as_str()));
+        assert!(err.to_string().contains("e2"), "{err}");
+    }
+    // The next good event still routes (an illegal topic is never cached).
+    let r = row(text("e3"), text("User"), text("k"), text("{}"));
+    assert_eq!(
+        &*router.route(&bound, &r, &meta()).expect("routes").topic,
+        "outbox.event.User"
+    );
+}
+
+#[test]
+fn topic_name_rules() {
+    assert!(check_topic_name("outbox.event.User-1_x").is_ok());
+    assert!(check_topic_name(&"a".repeat(249)).is_ok());
+    for bad in ["", ".", "..", "a/b", "a b", "é", &"a".repeat(250)] {
+        assert!(check_topic_name(bad).is_err(), "{bad:?}");
+    }
 }

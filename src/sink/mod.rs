@@ -1,30 +1,45 @@
 //! The Kafka sink: routed records into an idempotent librdkafka producer,
-//! delivery reports into the checkpoint tracker.
+//! delivery reports into the checkpoint tracker, bad events into the error
+//! policy.
 //!
 //! Owns the producer, its configuration (`enable.idempotence=true`,
 //! `acks=all`, `partitioner=murmur2_random` so a key lands on the partition
-//! the Java client would pick) and backpressure: a full local queue makes
-//! the sink wait, never fail and never buffer more. It never confirms an LSN
-//! itself: it only reports deliveries to the tracker, tagged with the
-//! session generation so reports from an earlier session are ignored.
+//! the Java client would pick), backpressure (a full local queue makes the
+//! sink wait, never fail and never buffer more) and the error policy: with
+//! `errors.tolerance = none` a bad event (one the router refuses, or one
+//! Kafka refuses permanently) stops the sink and nothing from its
+//! transaction on is confirmed; with `all` it goes to the dead-letter topic
+//! ([`dlq`]) and counts as delivered once that record is acknowledged.
+//! Failures of the cluster itself (authorisation, fatal idempotence errors)
+//! stop the sink under either policy. It never confirms an LSN itself: it
+//! only reports deliveries to the tracker, tagged with the session
+//! generation so reports from an earlier session are ignored.
+
+pub mod dlq;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{
+    BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer,
+};
 use rdkafka::{ClientContext, Message};
 use tokio::sync::{mpsc, Notify};
 use tracing::{debug, error};
+use walrelay_proto::Lsn;
 
+use self::dlq::{DeadLetter, Letter, Stage};
 use crate::checkpoint::SharedTracker;
-use crate::config::{is_secret_key, KafkaConfig};
+use crate::config::{is_secret_key, ErrorsConfig, KafkaConfig};
 use crate::metrics::{metrics, CodeLabel, TopicLabel};
-use crate::router::{RouteError, Router};
+use crate::relay::DisplayChain;
+use crate::router::{BoundRelation, RouteError, Router};
 use crate::txn::OutboxEvent;
 
 /// Producer settings walrelay insists on or defaults.
@@ -41,14 +56,17 @@ const DEFAULTS: &[(&str, &str)] = &[
 ];
 /// How often an idle sink looks for a permanent delivery failure.
 const FAILURE_CHECK: Duration = Duration::from_millis(100);
-/// Bits of the delivery opaque that carry the transaction sequence; the
+/// How long a stopping sink waits for records already handed to
+/// librdkafka (those before the bad event) to be reported.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bits of the delivery tag that carry the transaction sequence; the
 /// bits above carry the session generation.
 const SEQ_BITS: u32 = 48;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
-/// Delivery opaque of records outside any transaction (heartbeats):
+/// Delivery tag of records outside any transaction (heartbeats):
 /// generation 0, which no session has ([`KafkaSink::begin_session`] numbers
 /// them from 1), so the tracker never sees their reports.
-const UNTRACKED: usize = 0;
+const UNTRACKED: u64 = 0;
 
 /// Errors of the sink.
 #[derive(Debug, thiserror::Error)]
@@ -56,57 +74,155 @@ pub enum SinkError {
     /// The producer could not be created (bad librdkafka property).
     #[error("cannot create the kafka producer")]
     Create(#[source] KafkaError),
-    /// Routing an event failed.
+    /// Routing an event failed (`errors.tolerance = none`).
     #[error(transparent)]
     Route(#[from] RouteError),
     /// librdkafka refused a record outright.
-    #[error("cannot produce event at lsn {lsn} to topic {topic}")]
+    #[error("cannot produce event {event_id} at lsn {lsn} to topic {topic}")]
     Produce {
         /// Source position.
-        lsn: walrelay_proto::Lsn,
+        lsn: Lsn,
+        /// The event id column's text.
+        event_id: String,
         /// Intended topic.
         topic: String,
         /// librdkafka's error.
         #[source]
-        source: KafkaError,
+        source: Box<KafkaError>,
     },
     /// Kafka reported a permanent delivery failure.
-    #[error("kafka could not deliver a record to {topic}: {error}; nothing after it is confirmed")]
+    #[error("kafka could not deliver a record to {topic}: {error} (event {event_id} at lsn {lsn}); nothing after it is confirmed")]
     Delivery {
         /// Topic.
         topic: String,
         /// librdkafka's error text.
         error: String,
+        /// The event id column's text (`heartbeat` for a heartbeat record).
+        event_id: String,
+        /// LSN of the event's INSERT (0/0 for a heartbeat record).
+        lsn: Lsn,
+    },
+    /// The dead-letter record of a bad event could not be produced.
+    #[error("cannot produce the dead-letter record of event {event_id} at lsn {lsn} to {topic}; nothing after it is confirmed")]
+    DeadLetterProduce {
+        /// The event id column's text.
+        event_id: String,
+        /// LSN of the event's INSERT.
+        lsn: Lsn,
+        /// The dead-letter topic.
+        topic: String,
+        /// librdkafka's error.
+        #[source]
+        source: Box<KafkaError>,
+    },
+    /// Kafka refused a dead-letter record.
+    #[error(
+        "kafka could not deliver a dead-letter record: {error}; nothing after it is confirmed"
+    )]
+    DeadLetter {
+        /// librdkafka's error text.
+        error: String,
     },
 }
 
-/// What the delivery callback shares with the sink.
-pub struct DeliveryContext {
+/// Kind names of the delivery failures that are about one record (its
+/// size, its topic, a broker policy) rather than the cluster; under
+/// `errors.tolerance = all` those records are dead-lettered.
+pub fn per_record_failure(code: RDKafkaErrorCode) -> Option<&'static str> {
+    Some(match code {
+        RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidMessageSize => {
+            "message_too_large"
+        }
+        RDKafkaErrorCode::MessageBatchTooLarge => "record_list_too_large",
+        RDKafkaErrorCode::InvalidTopic => "invalid_topic",
+        RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic => {
+            "unknown_topic"
+        }
+        RDKafkaErrorCode::PolicyViolation => "policy_violation",
+        RDKafkaErrorCode::InvalidRecord => "invalid_record",
+        RDKafkaErrorCode::InvalidTimestamp => "invalid_timestamp",
+        RDKafkaErrorCode::InvalidMessage => "corrupt_message",
+        _ => return None,
+    })
+}
+
+fn is_size_failure(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::MessageSizeTooLarge
+            | RDKafkaErrorCode::InvalidMessageSize
+            | RDKafkaErrorCode::MessageBatchTooLarge
+    )
+}
+
+/// State shared by the sink, its delivery callback and the dead-letter
+/// producer's.
+#[derive(Default)]
+pub(crate) struct Shared {
     tracker: Mutex<Option<(u64, SharedTracker)>>,
     failure: Mutex<Option<SinkError>>,
     wake: Notify,
     delivered: AtomicU64,
 }
 
+impl Shared {
+    /// The tracker of the session `tag` belongs to, if it is the current one.
+    fn tracker_for(&self, tag: u64) -> Option<SharedTracker> {
+        let generation = tag >> SEQ_BITS;
+        let guard = self.tracker.lock().expect("tracker slot lock poisoned");
+        match guard.as_ref() {
+            Some((g, t)) if *g == generation => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps the first failure; later ones follow from it.
+    fn record_failure(&self, err: SinkError) {
+        let mut failure = self.failure.lock().expect("failure slot lock poisoned");
+        if failure.is_none() {
+            *failure = Some(err);
+        }
+    }
+}
+
+/// What a delivery report needs to know about its record: which
+/// transaction to settle, and enough of the event to name it in an error
+/// or dead-letter it.
+pub struct RecordContext {
+    tag: u64,
+    lsn: Lsn,
+    commit_lsn: Lsn,
+    xid: u32,
+    event_id: Option<Box<str>>,
+    /// The row's original bytes; kept only when a dead-letter topic is
+    /// configured.
+    original: Option<Original>,
+}
+
+/// An event's original bytes, for its dead-letter record.
+struct Original {
+    bound: Arc<BoundRelation>,
+    key: Option<Bytes>,
+    value: Option<Bytes>,
+}
+
+/// The main producer's context: delivery reports into the tracker.
+pub struct DeliveryContext {
+    shared: Arc<Shared>,
+    dead_letter: Option<Arc<DeadLetter>>,
+}
+
 impl ClientContext for DeliveryContext {}
 
 impl ProducerContext for DeliveryContext {
-    type DeliveryOpaque = usize;
+    type DeliveryOpaque = Box<RecordContext>;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, opaque: usize) {
-        let opaque = opaque as u64;
-        let generation = opaque >> SEQ_BITS;
-        let seq = opaque & SEQ_MASK;
-        let tracker = {
-            let guard = self.tracker.lock().expect("tracker slot lock poisoned");
-            match guard.as_ref() {
-                Some((g, t)) if *g == generation => Some(t.clone()),
-                _ => None,
-            }
-        };
+    fn delivery(&self, result: &DeliveryResult<'_>, ctx: Box<RecordContext>) {
+        let tracker = self.shared.tracker_for(ctx.tag);
+        let seq = ctx.tag & SEQ_MASK;
         match result {
             Ok(_) => {
-                self.delivered.fetch_add(1, Ordering::Relaxed);
+                self.shared.delivered.fetch_add(1, Ordering::Relaxed);
                 if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
                     let now_us = crate::source::unix_now_micros();
                     metrics()
@@ -115,42 +231,116 @@ impl ProducerContext for DeliveryContext {
                 }
             }
             Err((err, msg)) => {
-                if let Some(t) = tracker {
-                    t.fail(seq);
-                }
-                let code = match err.rdkafka_error_code() {
-                    Some(c) => format!("{c:?}"),
-                    None => "unknown".to_owned(),
-                };
+                let code = err.rdkafka_error_code();
                 metrics()
                     .delivery_errors
-                    .get_or_create(&CodeLabel { code })
+                    .get_or_create(&CodeLabel {
+                        code: code.map_or_else(|| "unknown".to_owned(), |c| format!("{c:?}")),
+                    })
                     .inc();
                 let topic = msg.topic().to_owned();
-                error!(topic, error = %err, "kafka delivery failed permanently");
-                let mut failure = self.failure.lock().expect("failure slot lock poisoned");
-                if failure.is_none() {
-                    *failure = Some(SinkError::Delivery {
+                let event_id = ctx.event_id.as_deref().unwrap_or(if ctx.tag == UNTRACKED {
+                    "heartbeat"
+                } else {
+                    "null"
+                });
+                // A per-record failure under `errors.tolerance = all`: the
+                // dead-letter record replaces this one in the transaction's
+                // count, so the tracker hears nothing now.
+                let kind = code.and_then(per_record_failure);
+                if let (Some(dl), Some(original), Some(kind), Some(t)) =
+                    (&self.dead_letter, &ctx.original, kind, &tracker)
+                {
+                    let letter = Letter {
+                        tag: ctx.tag,
+                        lsn: ctx.lsn,
+                        commit_lsn: ctx.commit_lsn,
+                        xid: ctx.xid,
+                        event_id: ctx.event_id.as_deref().map(str::to_owned),
+                        table: original.bound.table_name(),
+                        key: original.key.clone(),
+                        value: original.value.clone(),
+                        topic: Some(topic.clone()),
+                        kind,
+                        class: "rdkafka::error::KafkaError",
+                        message: format!("kafka could not deliver the record to {topic}: {err}"),
+                        stage: Stage::Produce,
+                        // The broker's limit is not the producer's: the
+                        // original bytes go out unless they exceed the
+                        // producer's own `message.max.bytes` (records that
+                        // only shared a rejected batch keep their value).
+                        too_large: false,
+                    };
+                    match dl.send(&letter) {
+                        Ok(()) => {}
+                        Err(source) => {
+                            t.fail(seq);
+                            self.shared.record_failure(SinkError::DeadLetterProduce {
+                                event_id: event_id.to_owned(),
+                                lsn: ctx.lsn,
+                                topic: dl.topic().to_owned(),
+                                source: Box::new(source),
+                            });
+                        }
+                    }
+                } else {
+                    if let Some(t) = tracker {
+                        t.fail(seq);
+                    }
+                    // Records purged after the first failure only echo it.
+                    let purged = matches!(
+                        code,
+                        Some(RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight)
+                    );
+                    if !purged {
+                        error!(topic, event_id, lsn = %ctx.lsn, error = %err, "kafka delivery failed permanently");
+                    }
+                    self.shared.record_failure(SinkError::Delivery {
                         topic,
                         error: err.to_string(),
+                        event_id: event_id.to_owned(),
+                        lsn: ctx.lsn,
                     });
                 }
             }
         }
-        self.wake.notify_waiters();
+        self.shared.wake.notify_waiters();
     }
 }
 
 /// The producer, shared by every replication session of the process.
 pub struct KafkaSink {
     producer: ThreadedProducer<DeliveryContext>,
+    shared: Arc<Shared>,
+    dead_letter: Option<Arc<DeadLetter>>,
     generation: AtomicU64,
+    /// How long a stopping sink stays alive after its last delivery report,
+    /// so the source's next standby status update confirms the events
+    /// delivered before the bad one (one status interval).
+    stop_grace: Duration,
 }
 
 impl KafkaSink {
-    /// Creates the producer. librdkafka connects lazily, so an unreachable
-    /// broker is not an error here.
+    /// Creates the producer with the default error policy (stop on a bad
+    /// event). librdkafka connects lazily, so an unreachable broker is not
+    /// an error here.
     pub fn new(config: &KafkaConfig) -> Result<Self, SinkError> {
+        KafkaSink::with_errors(
+            config,
+            &ErrorsConfig::default(),
+            Duration::from_millis(crate::config::DEFAULT_STATUS_INTERVAL_MS),
+        )
+    }
+
+    /// Creates the producer, and the dead-letter producer when `errors`
+    /// sends bad events to a dead-letter topic. `status_interval` is the
+    /// standby status interval: a sink stopping on a bad event waits that
+    /// long, so what it delivered before is confirmed to PostgreSQL.
+    pub fn with_errors(
+        config: &KafkaConfig,
+        errors: &ErrorsConfig,
+        status_interval: Duration,
+    ) -> Result<Self, SinkError> {
         let mut props: BTreeMap<&str, &str> = DEFAULTS.iter().copied().collect();
         for (k, v) in config.properties() {
             props.insert(k, v);
@@ -166,16 +356,27 @@ impl KafkaSink {
             .map(|(k, v)| format!("{k}={}", if is_secret_key(k) { "<redacted>" } else { v }))
             .collect();
         debug!(config = ?shown, "kafka producer");
+        let shared = Arc::new(Shared::default());
+        let dead_letter = match errors.dead_letter() {
+            Some(topic) => Some(Arc::new(DeadLetter::new(
+                &cc,
+                topic,
+                errors.dead_letter_context_headers,
+                Arc::clone(&shared),
+            )?)),
+            None => None,
+        };
         let context = DeliveryContext {
-            tracker: Mutex::new(None),
-            failure: Mutex::new(None),
-            wake: Notify::new(),
-            delivered: AtomicU64::new(0),
+            shared: Arc::clone(&shared),
+            dead_letter: dead_letter.clone(),
         };
         let producer = cc.create_with_context(context).map_err(SinkError::Create)?;
         Ok(KafkaSink {
             producer,
+            shared,
+            dead_letter,
             generation: AtomicU64::new(0),
+            stop_grace: status_interval + FAILURE_CHECK,
         })
     }
 
@@ -184,8 +385,7 @@ impl KafkaSink {
     pub fn begin_session(&self, tracker: SharedTracker) -> u64 {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         *self
-            .producer
-            .context()
+            .shared
             .tracker
             .lock()
             .expect("tracker slot lock poisoned") = Some((generation, tracker));
@@ -194,22 +394,22 @@ impl KafkaSink {
 
     /// Takes a recorded permanent delivery failure.
     pub fn take_failure(&self) -> Option<SinkError> {
-        self.producer
-            .context()
+        self.shared
             .failure
             .lock()
             .expect("failure slot lock poisoned")
             .take()
     }
 
-    /// Records handed to librdkafka and not yet reported.
+    /// Records handed to librdkafka (dead-letter records included) and not
+    /// yet reported.
     pub fn in_flight(&self) -> i32 {
-        self.producer.in_flight_count()
+        self.producer.in_flight_count() + self.dead_letter.as_ref().map_or(0, |d| d.in_flight())
     }
 
     /// Successful deliveries since start.
     pub fn delivered(&self) -> u64 {
-        self.producer.context().delivered.load(Ordering::Relaxed)
+        self.shared.delivered.load(Ordering::Relaxed)
     }
 
     /// Whether a broker answers a metadata request within `timeout`
@@ -218,9 +418,12 @@ impl KafkaSink {
         self.producer.client().fetch_metadata(None, timeout).is_ok()
     }
 
-    /// Waits up to `timeout` for every record to be reported.
+    /// Waits up to `timeout` for every record to be reported (blocking).
     pub fn flush(&self, timeout: Duration) -> bool {
-        self.producer.flush(timeout).is_ok()
+        let main = self.producer.flush(timeout).is_ok();
+        // A failed delivery may have produced a dead-letter record just now.
+        let dead = self.dead_letter.as_ref().is_none_or(|d| d.flush(timeout));
+        main && dead
     }
 
     /// Produces one record that belongs to no transaction (a heartbeat): its
@@ -235,8 +438,16 @@ impl KafkaSink {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<(), KafkaError> {
-        let mut base: BaseRecord<'_, [u8], [u8], usize> =
-            BaseRecord::with_opaque_to(topic, UNTRACKED);
+        let ctx = Box::new(RecordContext {
+            tag: UNTRACKED,
+            lsn: Lsn::ZERO,
+            commit_lsn: Lsn::ZERO,
+            xid: 0,
+            event_id: None,
+            original: None,
+        });
+        let mut base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
+            BaseRecord::with_opaque_to(topic, ctx);
         if let Some(key) = key {
             base = base.key(key);
         }
@@ -249,16 +460,41 @@ impl KafkaSink {
         self.producer.send(base).map_err(|(e, _)| e)
     }
 
-    /// Routes and produces batches until the channel closes, a route error
-    /// or a permanent delivery failure. Waits (backpressure) while
-    /// librdkafka's queue is full.
+    /// Stops after a failure: drops what librdkafka has not sent yet (so
+    /// records after the failed one mostly never reach Kafka; they are not
+    /// confirmed either way), waits for what is already on the wire, and
+    /// returns the failure.
+    async fn stop(&self, err: SinkError) -> SinkError {
+        self.producer.purge(PurgeConfig::default().queue());
+        self.drain().await;
+        err
+    }
+
+    /// Waits (bounded) until every record handed to librdkafka is reported,
+    /// so the events before a bad one are in Kafka before walrelay exits,
+    /// then one status interval more, so the source (which stops when the
+    /// sink does) confirms them to PostgreSQL; the tracker never confirms
+    /// the failed transaction or anything after it.
+    async fn drain(&self) {
+        let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+        while self.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            let _ =
+                tokio::time::timeout(Duration::from_millis(50), self.shared.wake.notified()).await;
+        }
+        tokio::time::sleep(self.stop_grace).await;
+    }
+
+    /// Routes and produces batches until the channel closes or a failure
+    /// stops the sink: a bad event under `errors.tolerance = none`, a
+    /// permanent delivery failure that is not dead-lettered, or a
+    /// dead-letter record that cannot be delivered. Waits (backpressure)
+    /// while librdkafka's queue is full.
     pub async fn run(
         &self,
         router: &mut Router,
         mut rx: mpsc::Receiver<Vec<OutboxEvent>>,
     ) -> Result<(), SinkError> {
         let generation = self.generation.load(Ordering::Relaxed) << SEQ_BITS;
-        let ctx = self.producer.context();
         // Per-batch topic counts, flushed to the metrics once per batch.
         let mut per_topic: Vec<(Arc<str>, u64)> = Vec::new();
         loop {
@@ -269,19 +505,42 @@ impl KafkaSink {
                     None => break,
                 },
                 // A failure of the last records sent must stop the pipeline
-                // even when no further batch arrives.
+                // even when no further batch arrives; a delivery report
+                // wakes the sink at once, the timer is the fallback.
+                _ = self.shared.wake.notified() => {
+                    match self.take_failure() {
+                        Some(err) => return Err(self.stop(err).await),
+                        None => continue,
+                    }
+                }
                 _ = tokio::time::sleep(FAILURE_CHECK) => {
                     match self.take_failure() {
-                        Some(err) => return Err(err),
+                        Some(err) => return Err(self.stop(err).await),
                         None => continue,
                     }
                 }
             };
             if let Some(err) = self.take_failure() {
-                return Err(err);
+                return Err(self.stop(err).await);
             }
             for event in &batch {
-                let record = router.route(&event.bound, &event.row, &event.meta)?;
+                let tag = generation | (event.seq & SEQ_MASK);
+                let record = match router.route(&event.bound, &event.row, &event.meta) {
+                    Ok(record) => record,
+                    Err(e) => match &self.dead_letter {
+                        Some(dl) => {
+                            let topic = router.intended_topic(&event.bound, &event.row);
+                            self.dead_letter_route(dl, event, tag, &e, topic)?;
+                            continue;
+                        }
+                        None => {
+                            // The events before it are with librdkafka:
+                            // let them land before walrelay stops.
+                            self.drain().await;
+                            return Err(e.into());
+                        }
+                    },
+                };
                 match per_topic
                     .iter_mut()
                     .find(|(t, _)| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
@@ -296,8 +555,23 @@ impl KafkaSink {
                         value: h.value.as_deref(),
                     });
                 }
-                let opaque = (generation | (event.seq & SEQ_MASK)) as usize;
-                let mut base = BaseRecord::with_opaque_to(&record.topic, opaque).headers(headers);
+                let original = self.dead_letter.as_ref().map(|_| {
+                    let (key, value) = event.bound.original(&event.row);
+                    Original {
+                        bound: Arc::clone(&event.bound),
+                        key,
+                        value,
+                    }
+                });
+                let ctx = Box::new(RecordContext {
+                    tag,
+                    lsn: event.meta.lsn,
+                    commit_lsn: event.meta.commit_lsn,
+                    xid: event.meta.xid,
+                    event_id: event.bound.event_id(&event.row).map(String::into_boxed_str),
+                    original,
+                });
+                let mut base = BaseRecord::with_opaque_to(&record.topic, ctx).headers(headers);
                 if let Some(key) = record.key.as_deref() {
                     base = base.key(key);
                 }
@@ -318,19 +592,51 @@ impl KafkaSink {
                             // Backpressure: wait for deliveries to make room.
                             let _ = tokio::time::timeout(
                                 Duration::from_millis(10),
-                                ctx.wake.notified(),
+                                self.shared.wake.notified(),
                             )
                             .await;
                             if let Some(err) = self.take_failure() {
-                                return Err(err);
+                                return Err(self.stop(err).await);
                             }
                         }
                         Err((source, _)) => {
-                            return Err(SinkError::Produce {
-                                lsn: event.meta.lsn,
-                                topic: record.topic.to_string(),
-                                source,
-                            })
+                            let kind = source.rdkafka_error_code().and_then(per_record_failure);
+                            match (&self.dead_letter, kind) {
+                                (Some(dl), Some(kind)) => {
+                                    let letter = Letter {
+                                        // Refused locally for its size: the
+                                        // producer's limit, which the
+                                        // dead-letter record has too.
+                                        too_large: source
+                                            .rdkafka_error_code()
+                                            .is_some_and(is_size_failure),
+                                        kind,
+                                        class: "rdkafka::error::KafkaError",
+                                        message: format!(
+                                            "cannot produce the record to {}: {}",
+                                            record.topic,
+                                            DisplayChain(&source)
+                                        ),
+                                        stage: Stage::Produce,
+                                        topic: Some(record.topic.to_string()),
+                                        ..letter_for(event, tag)
+                                    };
+                                    send_letter(dl, &letter)?;
+                                }
+                                _ => {
+                                    self.drain().await;
+                                    return Err(SinkError::Produce {
+                                        lsn: event.meta.lsn,
+                                        event_id: event
+                                            .bound
+                                            .event_id(&event.row)
+                                            .unwrap_or_else(|| "null".to_owned()),
+                                        topic: record.topic.to_string(),
+                                        source: Box::new(source),
+                                    });
+                                }
+                            }
+                            break;
                         }
                     }
                 }
@@ -345,8 +651,118 @@ impl KafkaSink {
             }
         }
         match self.take_failure() {
-            Some(err) => Err(err),
+            Some(err) => Err(self.stop(err).await),
             None => Ok(()),
         }
+    }
+
+    /// Sends the dead-letter record of an event the router refused.
+    fn dead_letter_route(
+        &self,
+        dl: &DeadLetter,
+        event: &OutboxEvent,
+        tag: u64,
+        err: &RouteError,
+        topic: Option<Arc<str>>,
+    ) -> Result<(), SinkError> {
+        let letter = Letter {
+            kind: err.kind(),
+            class: "walrelay::router::RouteError",
+            message: DisplayChain(err).to_string(),
+            stage: Stage::Transformation,
+            topic: err
+                .topic()
+                .map(str::to_owned)
+                .or_else(|| topic.map(|t| t.to_string())),
+            ..letter_for(event, tag)
+        };
+        send_letter(dl, &letter)
+    }
+}
+
+/// The parts of a dead-letter record that come from the event itself.
+fn letter_for(event: &OutboxEvent, tag: u64) -> Letter {
+    let (key, value) = event.bound.original(&event.row);
+    Letter {
+        tag,
+        lsn: event.meta.lsn,
+        commit_lsn: event.meta.commit_lsn,
+        xid: event.meta.xid,
+        event_id: event.bound.event_id(&event.row),
+        table: event.bound.table_name(),
+        key,
+        value,
+        topic: None,
+        kind: "unknown",
+        class: "",
+        message: String::new(),
+        stage: Stage::Transformation,
+        too_large: false,
+    }
+}
+
+fn send_letter(dl: &DeadLetter, letter: &Letter) -> Result<(), SinkError> {
+    dl.send(letter)
+        .map_err(|source| SinkError::DeadLetterProduce {
+            event_id: letter.event_id.clone().unwrap_or_else(|| "null".to_owned()),
+            lsn: letter.lsn,
+            topic: dl.topic().to_owned(),
+            source: Box::new(source),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_failures_are_told_from_cluster_failures() {
+        for (code, kind) in [
+            (RDKafkaErrorCode::MessageSizeTooLarge, "message_too_large"),
+            (
+                RDKafkaErrorCode::MessageBatchTooLarge,
+                "record_list_too_large",
+            ),
+            (RDKafkaErrorCode::InvalidTopic, "invalid_topic"),
+            (RDKafkaErrorCode::UnknownTopicOrPartition, "unknown_topic"),
+            (RDKafkaErrorCode::PolicyViolation, "policy_violation"),
+            (RDKafkaErrorCode::InvalidRecord, "invalid_record"),
+        ] {
+            assert_eq!(per_record_failure(code), Some(kind), "{code:?}");
+        }
+        // The cluster, not the record: these stop walrelay under any policy.
+        for code in [
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+            RDKafkaErrorCode::ClusterAuthorizationFailed,
+            RDKafkaErrorCode::SaslAuthenticationFailed,
+            RDKafkaErrorCode::OutOfOrderSequenceNumber,
+            RDKafkaErrorCode::InvalidProducerEpoch,
+            RDKafkaErrorCode::Fatal,
+            RDKafkaErrorCode::PurgeQueue,
+            RDKafkaErrorCode::MessageTimedOut,
+        ] {
+            assert_eq!(per_record_failure(code), None, "{code:?}");
+        }
+        assert!(is_size_failure(RDKafkaErrorCode::MessageSizeTooLarge));
+        assert!(!is_size_failure(RDKafkaErrorCode::InvalidTopic));
+    }
+
+    #[test]
+    fn delivery_tags_carry_generation_and_sequence() {
+        let shared = Shared::default();
+        let tracker = SharedTracker::new(Lsn(100));
+        *shared.tracker.lock().unwrap() = Some((3, tracker));
+        let seq = 7u64;
+        assert!(shared.tracker_for((3 << SEQ_BITS) | seq).is_some());
+        assert!(shared.tracker_for((2 << SEQ_BITS) | seq).is_none());
+        assert!(shared.tracker_for(UNTRACKED).is_none());
+        // The first failure is kept; later ones follow from it.
+        shared.record_failure(SinkError::DeadLetter { error: "a".into() });
+        shared.record_failure(SinkError::DeadLetter { error: "b".into() });
+        let kept = shared.failure.lock().unwrap().take().unwrap();
+        assert_eq!(
+            kept.to_string(),
+            "kafka could not deliver a dead-letter record: a; nothing after it is confirmed"
+        );
     }
 }

@@ -7,12 +7,15 @@
 
 use std::collections::BTreeSet;
 
+use futures_util::FutureExt;
+use tokio_postgres::config::{ChannelBinding, SslMode as PgSslMode};
 use tokio_postgres::{Client, NoTls};
 use tracing::{info, warn};
 use walrelay_proto::Lsn;
 
 use super::replication::{quote_ident, ConnectParams};
-use crate::config::{Config, PublicationMode};
+use super::tls::{MakeTls, TlsError};
+use crate::config::{ChannelBindingMode, Config, PublicationMode, SslMode};
 
 /// Errors of catalog work.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +59,9 @@ pub enum CatalogError {
         /// What is wrong.
         reason: String,
     },
+    /// TLS settings or certificate files are unusable.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// The slot exists but is not a pgoutput slot of this database.
     #[error("replication slot {slot} is not usable: {reason}")]
     SlotMismatch {
@@ -72,9 +78,12 @@ impl CatalogError {
         match self {
             CatalogError::Sql { source, .. } => match source.code() {
                 Some(code) => super::replication::is_transient_sqlstate(code.code()),
+                // A refused certificate or handshake does not fix itself.
+                None if is_tls_failure(source) => false,
                 // No SQLSTATE: the connection itself failed.
                 None => true,
             },
+            CatalogError::Tls(e) => e.is_transient(),
             _ => false,
         }
     }
@@ -87,8 +96,22 @@ pub(super) fn sql(
     move |source| CatalogError::Sql { context, source }
 }
 
-/// Opens an ordinary SQL connection; the connection task is spawned and
-/// ends when the client is dropped.
+/// Whether a driver error is a failed TLS handshake (certificate
+/// verification, protocol) rather than a lost connection.
+fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(tls) = e.downcast_ref::<TlsError>() {
+            return !tls.is_transient();
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// Opens an ordinary SQL connection with the same TLS settings as the
+/// replication connection; the connection task is spawned and ends when
+/// the client is dropped.
 pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
     let mut config = tokio_postgres::Config::new();
     config
@@ -101,10 +124,43 @@ pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
     if let Some(pw) = &params.password {
         config.password(pw.expose());
     }
-    let (client, connection) = config.connect(NoTls).await.map_err(sql(format!(
-        "cannot open a sql connection to {}:{} database {}",
-        params.host, params.port, params.dbname
-    )))?;
+    let tls = &params.tls;
+    config.channel_binding(match tls.channel_binding {
+        ChannelBindingMode::Disable => ChannelBinding::Disable,
+        ChannelBindingMode::Prefer => ChannelBinding::Prefer,
+        ChannelBindingMode::Require => ChannelBinding::Require,
+    });
+    let context = || {
+        format!(
+            "cannot open a sql connection to {}:{} database {} (postgres.sslmode = \"{}\")",
+            params.host,
+            params.port,
+            params.dbname,
+            tls.mode.as_str()
+        )
+    };
+    let (client, connection) = match tls.connector()? {
+        None => {
+            config.ssl_mode(PgSslMode::Disable);
+            let (client, connection) = config.connect(NoTls).await.map_err(sql(context()))?;
+            (client, connection.boxed())
+        }
+        Some(connector) => {
+            // tokio-postgres has no `allow`; prefer is the closest (TLS
+            // first, plain when the server has none).
+            config.ssl_mode(match tls.mode {
+                SslMode::Disable | SslMode::Allow | SslMode::Prefer => PgSslMode::Prefer,
+                SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => PgSslMode::Require,
+            });
+            let make = MakeTls::new(
+                tls.clone(),
+                connector,
+                format!("{}:{}", params.host, params.port),
+            );
+            let (client, connection) = config.connect(make).await.map_err(sql(context()))?;
+            (client, connection.boxed())
+        }
+    };
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "catalog connection ended");

@@ -17,16 +17,25 @@
 //! asks, also while the sink applies backpressure, so the walsender never
 //! times us out. This module never routes or produces, and never confirms a
 //! position the tracker has not confirmed.
+//!
+//! With protocol version 2 the server streams large transactions while they
+//! run; the assembler spills them to disk and, at their Stream Commit, this
+//! loop reads them back batch by batch through the same bounded hand-off,
+//! sending status updates as it goes and not reading the socket meanwhile
+//! (the server waits; TCP flow control bounds what it can push at us).
+//! While a streamed transaction is open, keepalives confirm nothing.
 
 pub mod catalog;
 pub mod replication;
 pub mod snapshot;
+pub mod tls;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
-use tracing::debug;
+use tracing::{debug, info, warn};
 use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
 use walrelay_proto::pgoutput::{self, DecoderState};
 use walrelay_proto::{DecodeError, Lsn, PG_EPOCH_OFFSET_MICROS};
@@ -41,6 +50,10 @@ use replication::{ReplicationError, ReplicationStream, StreamWriter};
 const HANDOVER_ON_ERROR: Duration = Duration::from_secs(5);
 /// Events per batch handed to the sink; bounds one channel slot's memory.
 pub const BATCH_EVENTS: usize = 1024;
+/// pgoutput protocol version that streams in-progress transactions.
+pub const STREAMING_PROTO_VERSION: u32 = 2;
+/// First server version (`server_version_num`) with protocol version 2.
+pub const STREAMING_MIN_SERVER_VERSION: u32 = 140_000;
 
 /// Errors of a replication session.
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +153,52 @@ pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> St
     }
 }
 
+/// The pgoutput protocol version to request: 2 (streaming of in-progress
+/// transactions, so memory stays bounded whatever a transaction's size)
+/// when `streaming` is on and the server is PostgreSQL 14 or newer,
+/// otherwise `fallback` (whole transactions after their commit).
+pub async fn choose_proto_version(
+    client: &tokio_postgres::Client,
+    streaming: bool,
+    fallback: u32,
+) -> u32 {
+    if !streaming {
+        info!(
+            proto_version = fallback,
+            "as configured, large transactions arrive only after their commit"
+        );
+        return fallback;
+    }
+    let version = client
+        .query_one("SHOW server_version_num", &[])
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|row| row.try_get::<_, String>(0).map_err(|e| e.to_string()))
+        .and_then(|v| v.trim().parse::<u32>().map_err(|e| e.to_string()));
+    match version {
+        Ok(v) if v >= STREAMING_MIN_SERVER_VERSION => {
+            info!(
+                proto_version = STREAMING_PROTO_VERSION,
+                server_version_num = v,
+                "large transactions arrive while they run"
+            );
+            STREAMING_PROTO_VERSION
+        }
+        Ok(v) => {
+            warn!(proto_version = fallback, server_version_num = v, "server older than PostgreSQL 14: large transactions arrive only after their commit");
+            fallback
+        }
+        Err(error) => {
+            warn!(
+                proto_version = fallback,
+                error,
+                "cannot read server_version_num; large transactions arrive only after their commit"
+            );
+            fallback
+        }
+    }
+}
+
 /// Publishes stream progress to the metrics: positions, in-flight work and
 /// the assembler's counters since the last call.
 fn publish_progress(
@@ -169,6 +228,13 @@ fn publish_progress(
                 .inc_by(now - before);
         }
     }
+    m.streamed_transactions
+        .inc_by(stats.streamed_transactions - last.streamed_transactions);
+    m.stream_aborts
+        .inc_by(stats.stream_aborts - last.stream_aborts);
+    m.spilled_bytes
+        .inc_by(stats.spilled_bytes - last.spilled_bytes);
+    m.spill_bytes.set(stats.spill_bytes as i64);
     *last = stats;
 }
 
@@ -197,10 +263,26 @@ pub async fn stream_wal(
     let mut last_stats = assembler.stats();
 
     loop {
-        // Drain the complete frames already buffered, up to a full batch.
         let mut reply_now = false;
         let mut full = false;
-        while let Some(frame) = reader.try_next()? {
+        if assembler.replaying() {
+            // A committed streamed transaction: one batch from its spill
+            // file per turn, handed over below with backpressure.
+            if let Err(e) = assembler.replay(tracker, &mut batch, BATCH_EVENTS) {
+                if !batch.is_empty() {
+                    assembler.register_pending(tracker);
+                    let ready = std::mem::take(&mut batch);
+                    let _ = tokio::time::timeout(HANDOVER_ON_ERROR, tx.send(ready)).await;
+                }
+                return Err(e.into());
+            }
+            full = true;
+        }
+        // Drain the complete frames already buffered, up to a full batch.
+        while !full {
+            let Some(frame) = reader.try_next()? else {
+                break;
+            };
             match decode_replication_message(frame).map_err(|source| SourceError::Decode {
                 lsn: received,
                 source,
@@ -224,8 +306,9 @@ pub async fn stream_wal(
                         }
                         return Err(e.into());
                     }
-                    if batch.len() >= BATCH_EVENTS {
-                        // Hand this batch over before decoding further.
+                    if batch.len() >= BATCH_EVENTS || assembler.replaying() {
+                        // Hand this batch over (or start reading back a
+                        // streamed transaction) before decoding further.
                         full = true;
                         break;
                     }
@@ -267,7 +350,20 @@ pub async fn stream_wal(
             last_reported = confirmed;
         }
         if full {
-            // More frames may be buffered: decode them before waiting.
+            // More frames may be buffered, or a spill file is being read
+            // back: go on before waiting, but keep the feedback flowing
+            // when the sink keeps up and we never wait below.
+            if ticker.tick().now_or_never().is_some() {
+                let confirmed = tracker.confirmed();
+                writer
+                    .send_status(&status_update(received, confirmed, false))
+                    .await?;
+                publish_progress(received, tracker, assembler.stats(), &mut last_stats);
+                last_reported = confirmed;
+            }
+            // We were busy, not the server silent.
+            last_receive = Instant::now();
+            pinged = false;
             continue;
         }
 
@@ -278,7 +374,14 @@ pub async fn stream_wal(
                 return Ok(StreamEnd::Shutdown(writer));
             }
             // 2. the sink went away
-            _ = tx.closed() => return Err(SourceError::SinkStopped),
+            _ = tx.closed() => {
+                // Confirm what was delivered before the sink stopped, so a
+                // restart does not replay it.
+                let _ = writer
+                    .send_status(&status_update(received, tracker.confirmed(), false))
+                    .await;
+                return Err(SourceError::SinkStopped);
+            }
             // 3. feedback
             _ = ticker.tick() => {
                 let confirmed = tracker.confirmed();

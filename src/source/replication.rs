@@ -2,8 +2,9 @@
 //! with `replication=database`, from the startup packet to the CopyBoth
 //! stream.
 //!
-//! Owns the socket, authentication (trust, cleartext, md5, SCRAM-SHA-256),
-//! replication commands (`IDENTIFY_SYSTEM`, `CREATE_REPLICATION_SLOT`,
+//! Owns the socket, the SSLRequest and TLS upgrade (with libpq's `sslmode`
+//! fallbacks; certificates are [`super::tls`]'s), authentication (trust,
+//! cleartext, md5, SCRAM-SHA-256 and SCRAM-SHA-256-PLUS), replication commands (`IDENTIFY_SYSTEM`, `CREATE_REPLICATION_SLOT`,
 //! `START_REPLICATION`) and the framing of CopyData. It never interprets WAL
 //! content (that is `walrelay_proto`'s job) and never decides what LSN to
 //! confirm (that is the checkpoint's): it only carries the bytes.
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use fallible_iterator::FallibleIterator;
+use openssl::ssl::SslConnector;
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
@@ -21,13 +23,14 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, Wr
 use tokio::net::TcpStream;
 use walrelay_proto::Lsn;
 
-use crate::config::Secret;
+use super::tls::{TlsError, TlsParams};
+use crate::config::{ChannelBindingMode, Secret, SslMode};
 
 /// Read buffer growth step; large enough that one read usually holds many
 /// XLogData frames.
 const READ_CHUNK: usize = 256 * 1024;
 
-/// Anything we can speak the protocol over (plain TCP today, TLS later).
+/// Anything we can speak the protocol over (plain TCP or TLS).
 pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Transport for T {}
 
@@ -50,6 +53,8 @@ pub struct ConnectParams {
     pub application_name: String,
     /// Bound on TCP connect plus authentication.
     pub connect_timeout: Duration,
+    /// TLS mode, certificates and channel binding.
+    pub tls: TlsParams,
 }
 
 impl fmt::Debug for ConnectParams {
@@ -61,6 +66,7 @@ impl fmt::Debug for ConnectParams {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("dbname", &self.dbname)
             .field("application_name", &self.application_name)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -113,6 +119,12 @@ pub enum ReplicationError {
     /// The server sent something the protocol does not allow here.
     #[error("protocol violation on the replication connection: {0}")]
     Protocol(String),
+    /// TLS setup, certificates or the handshake.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// `channel_binding = "require"` and the server did not bind.
+    #[error("postgres.channel_binding = \"require\", but {0}")]
+    ChannelBindingRequired(&'static str),
 }
 
 impl ReplicationError {
@@ -133,9 +145,11 @@ impl ReplicationError {
             | ReplicationError::Io(_)
             | ReplicationError::Closed => true,
             ReplicationError::Server { code, .. } => is_transient_sqlstate(code),
+            ReplicationError::Tls(e) => e.is_transient(),
             ReplicationError::UnsupportedAuth(_)
             | ReplicationError::PasswordRequired { .. }
-            | ReplicationError::Protocol(_) => false,
+            | ReplicationError::Protocol(_)
+            | ReplicationError::ChannelBindingRequired(_) => false,
         }
     }
 }
@@ -190,23 +204,109 @@ impl ReplicationConnection {
     }
 
     async fn connect_inner(params: &ConnectParams, addr: &str) -> Result<Self, ReplicationError> {
-        let tcp = TcpStream::connect((params.host.as_str(), params.port))
+        let connector = params.tls.connector()?;
+        let Some(connector) = connector else {
+            return Self::attempt(params, addr, None).await;
+        };
+        match params.tls.mode {
+            // libpq's allow: plain first, TLS if the server refuses that.
+            SslMode::Allow => match Self::attempt(params, addr, None).await {
+                Err(ReplicationError::Server { .. }) => {
+                    Self::attempt(params, addr, Some((&connector, false))).await
+                }
+                other => other,
+            },
+            // libpq's prefer: TLS when offered; plain again when the TLS
+            // handshake or the session over TLS is refused.
+            SslMode::Prefer => match Self::attempt(params, addr, Some((&connector, true))).await {
+                Err(ReplicationError::Tls(e)) if !e.is_transient() => {
+                    tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
+                    Self::attempt(params, addr, None).await
+                }
+                Err(ReplicationError::Server { .. }) => Self::attempt(params, addr, None).await,
+                other => other,
+            },
+            _ => Self::attempt(params, addr, Some((&connector, false))).await,
+        }
+    }
+
+    /// One connection: TCP, then the SSLRequest when `tls` is given (the
+    /// bool: a refusal means plain, as with sslmode prefer), then startup.
+    async fn attempt(
+        params: &ConnectParams,
+        addr: &str,
+        tls: Option<(&SslConnector, bool)>,
+    ) -> Result<Self, ReplicationError> {
+        let mut tcp = TcpStream::connect((params.host.as_str(), params.port))
             .await
             .map_err(|source| ReplicationError::Connect {
                 addr: addr.to_owned(),
                 source,
             })?;
         tcp.set_nodelay(true)?;
+        let mut binding = None;
+        let mut encrypted = false;
+        let io: BoxedTransport = match tls {
+            None => Box::new(tcp),
+            Some((connector, plain_if_refused)) => {
+                let mut request = BytesMut::with_capacity(8);
+                frontend::ssl_request(&mut request);
+                tcp.write_all(&request).await?;
+                // Exactly one byte: anything the server sent after it would
+                // be unauthenticated plaintext (CVE-2021-23222).
+                let mut answer = [0u8; 1];
+                if tcp.read(&mut answer).await? == 0 {
+                    return Err(ReplicationError::Closed);
+                }
+                match answer[0] {
+                    b'S' => {
+                        let (stream, data) = params
+                            .tls
+                            .handshake(connector, &params.host, addr, tcp)
+                            .await?;
+                        binding = data;
+                        encrypted = true;
+                        Box::new(stream)
+                    }
+                    b'N' if plain_if_refused => Box::new(tcp),
+                    b'N' => {
+                        return Err(TlsError::Refused {
+                            addr: addr.to_owned(),
+                            mode: params.tls.mode.as_str(),
+                        }
+                        .into())
+                    }
+                    other => {
+                        return Err(ReplicationError::Protocol(format!(
+                            "unexpected answer {:?} to the SSLRequest",
+                            other as char
+                        )))
+                    }
+                }
+            }
+        };
         let mut conn = ReplicationConnection {
-            io: Box::new(tcp),
+            io,
             read_buf: BytesMut::with_capacity(READ_CHUNK),
             write_buf: BytesMut::with_capacity(1024),
         };
-        conn.startup(params).await?;
+        conn.startup(params, encrypted, binding).await?;
+        tracing::debug!(addr, tls = encrypted, "replication connection established");
         Ok(conn)
     }
 
-    async fn startup(&mut self, params: &ConnectParams) -> Result<(), ReplicationError> {
+    /// Startup and authentication; `binding` is the `tls-server-end-point`
+    /// data when the connection is TLS.
+    async fn startup(
+        &mut self,
+        params: &ConnectParams,
+        encrypted: bool,
+        binding: Option<Vec<u8>>,
+    ) -> Result<(), ReplicationError> {
+        let binding_mode = params.tls.channel_binding;
+        let require_binding = binding_mode == ChannelBindingMode::Require;
+        let mut bound = false;
+        let mut scram_done = false;
         let startup = [
             ("user", params.user.as_str()),
             ("database", params.dbname.as_str()),
@@ -229,38 +329,81 @@ impl ReplicationConnection {
         let mut scram: Option<sasl::ScramSha256> = None;
         loop {
             match self.read_message().await? {
-                Message::AuthenticationOk => {}
+                Message::AuthenticationOk => {
+                    if scram.is_some() && !scram_done {
+                        return Err(ReplicationError::Protocol(
+                            "the server ended SCRAM without proving it knows the password".into(),
+                        ));
+                    }
+                    if require_binding && !bound {
+                        return Err(ReplicationError::ChannelBindingRequired(
+                            "the server authenticated walrelay without SCRAM channel binding",
+                        ));
+                    }
+                }
                 Message::AuthenticationCleartextPassword => {
+                    if require_binding {
+                        return Err(ReplicationError::ChannelBindingRequired(
+                            "the server asked for a cleartext password",
+                        ));
+                    }
                     let pw = password(&params.user)?;
                     frontend::password_message(&pw, &mut self.write_buf)?;
                     self.flush().await?;
                 }
                 Message::AuthenticationMd5Password(body) => {
+                    if require_binding {
+                        return Err(ReplicationError::ChannelBindingRequired(
+                            "the server asked for an md5 password",
+                        ));
+                    }
                     let pw = password(&params.user)?;
                     let hash = md5_hash(params.user.as_bytes(), &pw, body.salt());
                     frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
                     self.flush().await?;
                 }
                 Message::AuthenticationSasl(body) => {
-                    let mut has_scram = false;
+                    let (mut has_scram, mut has_plus) = (false, false);
                     let mut mechanisms = body.mechanisms();
                     while let Some(m) = mechanisms.next()? {
                         has_scram |= m == sasl::SCRAM_SHA_256;
+                        has_plus |= m == sasl::SCRAM_SHA_256_PLUS;
                     }
-                    if !has_scram {
+                    let usable = binding
+                        .clone()
+                        .filter(|_| has_plus && binding_mode != ChannelBindingMode::Disable);
+                    let (mechanism, channel) = match usable {
+                        Some(data) => (
+                            sasl::SCRAM_SHA_256_PLUS,
+                            sasl::ChannelBinding::tls_server_end_point(data),
+                        ),
+                        None if require_binding => {
+                            return Err(ReplicationError::ChannelBindingRequired(if encrypted {
+                                "the server does not offer SCRAM-SHA-256-PLUS"
+                            } else {
+                                "the server did not accept tls (postgres.sslmode)"
+                            }))
+                        }
+                        // We could bind but the server did not offer it: say
+                        // so ('y'), which lets the server detect a downgrade.
+                        None if encrypted
+                            && binding.is_some()
+                            && binding_mode != ChannelBindingMode::Disable =>
+                        {
+                            (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unrequested())
+                        }
+                        None => (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unsupported()),
+                    };
+                    if mechanism == sasl::SCRAM_SHA_256 && !has_scram {
                         return Err(ReplicationError::UnsupportedAuth(
                             "SASL without SCRAM-SHA-256",
                         ));
                     }
                     let pw = password(&params.user)?;
-                    // No TLS yet, so channel binding cannot be offered.
-                    let s = sasl::ScramSha256::new(&pw, sasl::ChannelBinding::unsupported());
-                    frontend::sasl_initial_response(
-                        sasl::SCRAM_SHA_256,
-                        s.message(),
-                        &mut self.write_buf,
-                    )?;
+                    let s = sasl::ScramSha256::new(&pw, channel);
+                    frontend::sasl_initial_response(mechanism, s.message(), &mut self.write_buf)?;
                     self.flush().await?;
+                    bound = mechanism == sasl::SCRAM_SHA_256_PLUS;
                     scram = Some(s);
                 }
                 Message::AuthenticationSaslContinue(body) => {
@@ -276,6 +419,7 @@ impl ReplicationConnection {
                         ReplicationError::Protocol("SASL final without SASL start".into())
                     })?;
                     s.finish(body.data())?;
+                    scram_done = true;
                 }
                 Message::AuthenticationKerberosV5 => {
                     return Err(ReplicationError::UnsupportedAuth("Kerberos V5"))

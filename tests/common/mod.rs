@@ -11,7 +11,10 @@
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod load;
+pub mod proxy;
 pub mod relay;
+pub mod tls;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;

@@ -1,0 +1,1192 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark driver for walrelay (issue 7); run it through benches/run.sh.
+
+Starts its own PostgreSQL and Kafka under .walrelay-env/bench (scripts/pg.sh,
+scripts/kafka.sh), then for each workload creates one logical slot per system
+at the same position, writes the backlog once and drains it with every system
+in turn:
+
+  ceiling      pg_recvlogical, output discarded, same pgoutput options as walrelay
+  walrelay     target/release/walrelay (acks=all, idempotence, lz4)
+  dbz_tuned    Debezium 3.6.1.Final on Kafka Connect standalone, tuned
+  dbz_default  the same with Debezium's and Kafka Connect's defaults
+
+W1/W2/W4 are backlog drains: the clock starts when the system's slot turns
+active (START_REPLICATION accepted) and stops at the Kafka LogAppendTime of the
+last record (for pg_recvlogical: when it exits at the end LSN). W3 is an
+open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
+record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
+xid is encoded in the event id (one clock: the same machine).
+
+Only the standard library: the PostgreSQL and Kafka requests it needs are
+spoken directly (simple query; ListOffsets v1); reading records back uses
+Kafka's own ConsoleConsumer from the broker's jars.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(REPO, "scripts")
+BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench")
+TICK = os.sysconf("SC_CLK_TCK")
+PARTITIONS = 6
+SYSTEMS = ["ceiling", "walrelay", "dbz_tuned", "dbz_default"]
+LABELS = {
+    "ceiling": "pg_recvlogical (ceiling)",
+    "walrelay": "walrelay",
+    "dbz_tuned": "Debezium 3.6.1 tuned",
+    "dbz_default": "Debezium 3.6.1 default",
+}
+# Tuned Debezium's JVM: a fixed 1 GiB heap and the throughput collector.
+# Default Debezium's JVM: what kafka-run-class.sh gives connect-standalone.sh.
+DBZ_HEAP = {
+    "dbz_tuned": "-Xms1g -Xmx1g -XX:+UseParallelGC",
+    "dbz_default": "-Xms256m -Xmx2g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
+    "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent",
+}
+# Producer settings on tuned Debezium's worker: walrelay's (acks=all,
+# idempotence, lz4, linger.ms=5) and librdkafka's default batch.size.
+DBZ_TUNED_WORKER = {
+    "producer.acks": "all",
+    "producer.enable.idempotence": "true",
+    "producer.max.in.flight.requests.per.connection": "5",
+    "producer.compression.type": "lz4",
+    "producer.linger.ms": "5",
+    "producer.batch.size": "1000000",
+}
+DBZ_TUNED_CONNECTOR = {
+    "max.batch.size": "16384",
+    "max.queue.size": "65536",
+    "poll.interval.ms": "10",
+    # Debezium's own outbox example: a delete needs no tombstone.
+    "tombstones.on.delete": "false",
+}
+WALRELAY_PRODUCER = {"compression.type": "lz4"}
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    """A step of the benchmark failed; the message says which."""
+
+
+# --------------------------------------------------------------------------
+# PostgreSQL: the simple query protocol over TCP, trust authentication.
+
+
+class Pg:
+    """One PostgreSQL session (trust auth) speaking the simple query protocol."""
+
+    def __init__(self, port, dbname, user="postgres"):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=600)
+        self.rf = self.sock.makefile("rb")
+        params = b"user\0" + user.encode() + b"\0database\0" + dbname.encode() + b"\0\0"
+        self.sock.sendall(struct.pack(">ii", 8 + len(params), 196608) + params)
+        while True:
+            kind, body = self._read()
+            if kind == b"R" and struct.unpack(">i", body[:4])[0] != 0:
+                raise BenchError("postgres asks for a password; the bench cluster trusts loopback")
+            if kind == b"E":
+                raise BenchError(f"postgres connect: {self._error(body)}")
+            if kind == b"Z":
+                return
+
+    def _read(self):
+        head = self.rf.read(5)
+        if len(head) < 5:
+            raise BenchError("postgres closed the connection")
+        kind, n = head[:1], struct.unpack(">i", head[1:])[0]
+        return kind, self.rf.read(n - 4)
+
+    @staticmethod
+    def _error(body):
+        fields = {}
+        for part in body.split(b"\0"):
+            if part:
+                fields[part[:1]] = part[1:].decode(errors="replace")
+        return f"{fields.get(b'S', 'ERROR')}: {fields.get(b'M', '?')}"
+
+    def query(self, sql):
+        """Runs SQL; returns the rows of the last result as lists of str/None."""
+        data = sql.encode() + b"\0"
+        self.sock.sendall(b"Q" + struct.pack(">i", 4 + len(data)) + data)
+        rows, error = [], None
+        while True:
+            kind, body = self._read()
+            if kind == b"T":
+                rows = []
+            elif kind == b"D":
+                ncols = struct.unpack(">h", body[:2])[0]
+                pos, row = 2, []
+                for _ in range(ncols):
+                    n = struct.unpack(">i", body[pos : pos + 4])[0]
+                    pos += 4
+                    if n < 0:
+                        row.append(None)
+                    else:
+                        row.append(body[pos : pos + n].decode())
+                        pos += n
+                rows.append(row)
+            elif kind == b"E":
+                error = self._error(body)
+            elif kind == b"Z":
+                if error:
+                    raise BenchError(f"{error} (in: {sql[:200]})")
+                return rows
+
+    def value(self, sql):
+        rows = self.query(sql)
+        return rows[0][0] if rows else None
+
+    def close(self):
+        try:
+            self.sock.sendall(b"X" + struct.pack(">i", 4))
+        except OSError:
+            pass
+        self.sock.close()
+
+
+# --------------------------------------------------------------------------
+# Kafka: ListOffsets v1 (end offsets), enough to count what was appended.
+
+
+class KafkaOffsets:
+    """Asks the single local broker for a topic's end offsets."""
+
+    def __init__(self, bootstrap):
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.rf = self.sock.makefile("rb")
+        self.corr = 0
+
+    def count(self, topic, partitions=PARTITIONS):
+        """Sum of the end offsets of the topic's partitions."""
+        self.corr += 1
+        client, name = b"walrelay-bench", topic.encode()
+        body = struct.pack(">hhih", 2, 1, self.corr, len(client)) + client
+        body += struct.pack(">ii", -1, 1) + struct.pack(">h", len(name)) + name
+        body += struct.pack(">i", partitions)
+        for p in range(partitions):
+            body += struct.pack(">iq", p, -1)
+        self.sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", self.rf.read(4))[0]
+        data = self.rf.read(size)
+        pos = 4  # correlation id
+        (ntopics,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        total = 0
+        for _ in range(ntopics):
+            (nlen,) = struct.unpack_from(">h", data, pos)
+            pos += 2 + nlen
+            (nparts,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            for _ in range(nparts):
+                part, err, _ts, off = struct.unpack_from(">ihqq", data, pos)
+                pos += 22
+                if err:
+                    raise BenchError(f"ListOffsets {topic}[{part}]: kafka error code {err}")
+                total += off
+        return total
+
+    def close(self):
+        self.sock.close()
+
+
+# --------------------------------------------------------------------------
+# Processes: CPU seconds and peak RSS from /proc.
+
+
+def children_of():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def tree(pid):
+    kids, out, todo = children_of(), [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cpu_of(pid):
+    """utime + stime of one process (all threads), seconds; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def tree_cpu(pid):
+    return sum(c for c in (cpu_of(p) for p in tree(pid)) if c is not None)
+
+
+def tree_hwm_kb(pid):
+    """Sum of VmHWM over the process tree, KiB."""
+    total = 0
+    for p in tree(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+# --------------------------------------------------------------------------
+# The environment.
+
+
+def run(cmd, **kw):
+    kw.setdefault("check", True)
+    return subprocess.run(cmd, **kw)
+
+
+class Env:
+    def __init__(self, args, out_dir):
+        self.args = args
+        self.out = out_dir
+        self.pg_dir = os.path.join(BENCH_DIR, "pg")
+        self.kafka_dir = os.path.join(BENCH_DIR, "kafka")
+        self.procs = []  # (kind, handle) to stop on exit
+        self.kafka_libs = None
+        # Topics are named after the run: a kept broker may hold older ones.
+        self.stamp = os.path.basename(out_dir).lower()
+
+    # -- servers
+    def start(self):
+        os.makedirs(BENCH_DIR, exist_ok=True)
+        for d in (os.path.join(REPO, ".walrelay-env"), BENCH_DIR):
+            os.chmod(d, 0o755)
+        log("starting PostgreSQL and Kafka under " + BENCH_DIR)
+        run([f"{SCRIPTS}/pg.sh", "start", self.pg_dir])
+        # A 1M-row transaction and a 1M-transaction backlog: no checkpoint
+        # storm in the middle of a drain, decoding memory at its default.
+        run([f"{SCRIPTS}/pg.sh", "conf", self.pg_dir, "max_wal_size=16GB", "checkpoint_timeout=30min",
+             "shared_buffers=256MB", "wal_sender_timeout=0"], stdout=subprocess.DEVNULL)
+        run([f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir])
+        with open(os.path.join(self.pg_dir, "port")) as f:
+            self.pg_port = int(f.read().strip())
+        self.bootstrap = run([f"{SCRIPTS}/kafka.sh", "bootstrap", self.kafka_dir],
+                             capture_output=True, text=True).stdout.strip()
+        with open(os.path.join(self.kafka_dir, "pid")) as f:
+            self.broker_pid = int(f.read().strip())
+        with open(os.path.join(SCRIPTS, "kafka.sh")) as f:
+            version = re.search(r"^KAFKA_VERSION=(\S+)", f.read(), re.M).group(1)
+        self.kafka_libs = os.path.join(REPO, ".cache", "kafka", version, "libs")
+        admin = Pg(self.pg_port, "postgres")
+        admin.query("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name LIKE 'bench\\_%' AND NOT active")
+        admin.query("DROP DATABASE IF EXISTS bench WITH (FORCE)")
+        admin.query("CREATE DATABASE bench")
+        admin.close()
+        self.db = Pg(self.pg_port, "bench")
+        self.db.query(SCHEMA_SQL.replace("@NOTE@", str(self.args.note_len)))
+        self.offsets = KafkaOffsets(self.bootstrap)
+
+    def stop(self):
+        for kind, h in reversed(self.procs):
+            try:
+                if kind == "popen" and h.poll() is None:
+                    h.kill()
+                    h.wait(10)
+                elif kind == "dbz":
+                    run([f"{SCRIPTS}/debezium.sh", "stop", h], check=False,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+        if self.args.keep_servers:
+            return
+        run([f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir], check=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run([f"{SCRIPTS}/pg.sh", "stop", self.pg_dir], check=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    # -- objects
+    def create_topic(self, topic):
+        run([f"{SCRIPTS}/kafka.sh", "topics", self.kafka_dir, "--create", "--if-not-exists",
+             "--topic", topic, "--partitions", str(PARTITIONS), "--replication-factor", "1",
+             "--config", "message.timestamp.type=LogAppendTime"], stdout=subprocess.DEVNULL)
+
+    def create_slot(self, slot):
+        self.db.query(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+
+    def drop_slots(self, prefix):
+        for _ in range(100):
+            rows = self.db.query(f"SELECT slot_name, active FROM pg_replication_slots "
+                                 f"WHERE slot_name LIKE '{prefix}%'")
+            if not rows:
+                return
+            for name, active in rows:
+                if active == "f":
+                    self.db.query(f"SELECT pg_drop_replication_slot('{name}')")
+            time.sleep(0.1)
+        raise BenchError(f"slots {prefix}* still active after 10 s")
+
+    def slot_state(self, slot):
+        rows = self.db.query(f"SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = '{slot}'")
+        if not rows:
+            raise BenchError(f"slot {slot} is gone")
+        return rows[0][0] == "t", int(rows[0][1]) if rows[0][1] else None
+
+    # -- reading records back
+    def read_topic(self, topic, expect, headers=False):
+        """(LogAppendTime ms, id header or None) of every record of the topic."""
+        cmd = ["java", "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Xlog:disable", "-Xlog:all=error:stderr",
+               f"-Dlog4j2.configurationFile={self.kafka_dir}/tools-log4j2.xml",
+               "-cp", f"{self.kafka_libs}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+               "--bootstrap-server", self.bootstrap, "--topic", topic, "--from-beginning",
+               "--timeout-ms", "15000", "--max-messages", str(expect),
+               "--property", "print.timestamp=true", "--property", "print.value=false",
+               "--property", f"print.headers={'true' if headers else 'false'}"]
+        out = []
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as p:
+            for line in p.stdout:
+                m = re.match(r"(?:LogAppendTime|CreateTime):(\d+)", line)
+                if not m:
+                    continue
+                hid = None
+                if headers:
+                    h = re.search(r"\bid:([0-9a-f-]{36})", line)
+                    hid = h.group(1) if h else None
+                out.append((int(m.group(1)), hid))
+        return out
+
+    def commit_times_us(self, lo, hi):
+        """xid -> commit time (Unix µs) for xids lo..hi (COPY through psql)."""
+        sql = (f"COPY (SELECT x, (extract(epoch FROM pg_xact_commit_timestamp((x % 4294967296)::text::xid))"
+               f" * 1000000)::bigint FROM generate_series({lo}::bigint, {hi}::bigint) x"
+               f" WHERE pg_xact_commit_timestamp((x % 4294967296)::text::xid) IS NOT NULL) TO STDOUT")
+        res = run([f"{SCRIPTS}/pg.sh", "psql", self.pg_dir, "-d", "bench", "-c", sql],
+                  capture_output=True, text=True)
+        times = {}
+        for line in res.stdout.splitlines():
+            x, t = line.split("\t")
+            times[int(x)] = int(t)
+        return times
+
+
+SCHEMA_SQL = r"""
+CREATE TABLE outbox (
+    id uuid PRIMARY KEY,
+    aggregatetype varchar(255) NOT NULL,
+    aggregateid varchar(255) NOT NULL,
+    type varchar(255) NOT NULL,
+    payload jsonb
+);
+CREATE PUBLICATION bench FOR TABLE outbox;
+-- About 300 bytes of JSON text, as jsonb_out writes it.
+CREATE FUNCTION bench_payload(i bigint, x bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object('orderId', i, 'customer', 'customer-' || (i % 1000), 'currency', 'EUR',
+    'total', i % 100000, 'xid', x, 'note', repeat('x', @NOTE@))
+$$;
+-- W1: single-event transactions, each inserting and deleting its outbox row.
+CREATE PROCEDURE load_single(n int) LANGUAGE plpgsql AS $$
+DECLARE i int; u uuid;
+BEGIN
+  FOR i IN 1..n LOOP
+    u := gen_random_uuid();
+    INSERT INTO outbox VALUES (u, 'Order', 'order-' || (i % 1000), 'OrderCreated', bench_payload(i, 0));
+    DELETE FROM outbox WHERE id = u;
+    COMMIT;
+  END LOOP;
+END $$;
+-- W2: insert-only transactions of per_txn rows.
+CREATE PROCEDURE load_batched(n int, per_txn int) LANGUAGE plpgsql AS $$
+DECLARE i int := 0;
+BEGIN
+  WHILE i < n LOOP
+    INSERT INTO outbox SELECT gen_random_uuid(), 'Order', 'order-' || (g % 1000), 'OrderCreated',
+      bench_payload(g, 0) FROM generate_series(i + 1, least(i + per_txn, n)) g;
+    COMMIT;
+    i := i + per_txn;
+  END LOOP;
+END $$;
+-- W3: one event per call; the event id carries the transaction id, so a
+-- consumer can look up the commit timestamp.
+CREATE FUNCTION bench_emit() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE x bigint := txid_current(); u uuid;
+BEGIN
+  u := ('00000000-0000-4000-8000-' || lpad(to_hex(x), 12, '0'))::uuid;
+  INSERT INTO outbox VALUES (u, 'Order', 'order-' || (x % 1000), 'OrderCreated', bench_payload(x, x));
+  DELETE FROM outbox WHERE id = u;
+END $$;
+"""
+
+
+# --------------------------------------------------------------------------
+# The systems under test.
+
+
+def pgoutput_options(streaming):
+    """The START_REPLICATION options walrelay sends (src/relay.rs,
+    src/source/mod.rs), so the ceiling decodes exactly what walrelay asks for."""
+    def read(*path):
+        try:
+            with open(os.path.join(REPO, *path)) as f:
+                return f.read()
+        except OSError:
+            return ""
+    relay, source = read("src", "relay.rs"), read("src", "source", "mod.rs")
+    m = re.search(r"pub const PROTO_VERSION: u32 = (\d+);", relay)
+    opts = {"proto_version": m.group(1) if m else "1", "publication_names": "bench"}
+    if '("messages", "true"' in relay:
+        opts["messages"] = "true"
+    m = re.search(r"pub const STREAMING_PROTO_VERSION: u32 = (\d+);", source)
+    if streaming != "off" and m and '("streaming", "on"' in relay:
+        opts["proto_version"] = m.group(1)
+        opts["streaming"] = "on"
+    return opts
+
+
+class Running:
+    """A started system: its process and how to stop it."""
+
+    def __init__(self, system, pid, stop, alive, logfile, popen=None):
+        self.system, self.pid, self.stop, self.alive, self.log = system, pid, stop, alive, logfile
+        self.popen = popen
+
+
+def start_system(env, system, slot, topic, run_dir, end_lsn=None):
+    os.makedirs(run_dir, exist_ok=True)
+    if system == "ceiling":
+        cmd = ["pg_recvlogical", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
+               "--slot", slot, "--start", "-f", "/dev/null", "-E", end_lsn, "--no-loop"]
+        for k, v in pgoutput_options(env.args.streaming).items():
+            cmd += ["-o", f"{k}={v}"]
+        logf = os.path.join(run_dir, "pg_recvlogical.log")
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
+        env.procs.append(("popen", p))
+        return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
+    if system == "walrelay":
+        cfg = os.path.join(run_dir, "walrelay.toml")
+        producer = "\n".join(f'"{k}" = "{v}"' for k, v in WALRELAY_PRODUCER.items())
+        streaming = "" if env.args.streaming == "auto" else \
+            f"streaming = {'true' if env.args.streaming == 'on' else 'false'}\n"
+        with open(cfg, "w") as f:
+            f.write(f"""[postgres]
+host = "127.0.0.1"
+port = {env.pg_port}
+user = "postgres"
+dbname = "bench"
+[replication]
+slot = "{slot}"
+publication = "bench"
+create_slot = false
+create_publication = false
+{streaming}[router]
+route_topic_replacement = "{topic}"
+[kafka]
+bootstrap_servers = "{env.bootstrap}"
+[kafka.producer]
+{producer}
+[metrics]
+listen = "127.0.0.1:0"
+""")
+        logf = os.path.join(run_dir, "walrelay.log")
+        p = subprocess.Popen([env.args.walrelay, "run", "--config", cfg],
+                             stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
+        env.procs.append(("popen", p))
+
+        def stop():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(10)
+        return Running(system, p.pid, stop, lambda: p.poll() is None, logf, p)
+    # Debezium on Kafka Connect standalone.
+    worker = os.path.join(run_dir, "worker.in.properties")
+    conn = os.path.join(run_dir, "connector.properties")
+    wprops = {
+        "bootstrap.servers": env.bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    }
+    cprops = {
+        "name": "bench",
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1",
+        "database.hostname": "127.0.0.1",
+        "database.port": str(env.pg_port),
+        "database.user": "postgres",
+        "database.password": "unused",
+        "database.dbname": "bench",
+        "plugin.name": "pgoutput",
+        "slot.name": slot,
+        "publication.name": "bench",
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": "public.outbox",
+        "topic.prefix": "bench",
+        "snapshot.mode": "no_data",
+        "transforms": "outbox",
+        "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+        "transforms.outbox.route.topic.replacement": topic,
+    }
+    if system == "dbz_tuned":
+        wprops.update(DBZ_TUNED_WORKER)
+        cprops.update(DBZ_TUNED_CONNECTOR)
+    for path, props in ((worker, wprops), (conn, cprops)):
+        with open(path, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in props.items())
+    dbz_dir = os.path.join(run_dir, "connect")
+    envv = dict(os.environ, WALRELAY_DBZ_HEAP_OPTS=DBZ_HEAP[system], WALRELAY_DBZ_START_TIMEOUT="300")
+    run([f"{SCRIPTS}/debezium.sh", "standalone", dbz_dir, worker, conn], env=envv)
+    env.procs.append(("dbz", dbz_dir))
+    with open(os.path.join(dbz_dir, "pid")) as f:
+        pid = int(f.read().strip())
+
+    def stop():
+        run([f"{SCRIPTS}/debezium.sh", "stop", dbz_dir], check=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return Running(system, pid, stop, lambda: cpu_of(pid) is not None, os.path.join(dbz_dir, "log"))
+
+
+def tail(path, n=15):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def wait_active(env, r, slot, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        active, wpid = env.slot_state(slot)
+        if active:
+            return time.time(), wpid
+        if not r.alive():
+            raise BenchError(f"{r.system} exited before streaming:\n{tail(r.log)}")
+        time.sleep(0.01)
+    raise BenchError(f"{r.system}: slot {slot} not active within {timeout} s:\n{tail(r.log)}")
+
+
+# --------------------------------------------------------------------------
+# Backlog drains: W1, W2, W4.
+
+
+def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
+    t_launch = time.time()
+    r = start_system(env, system, slot, topic, run_dir, end_lsn)
+    t_active, ws_pid = wait_active(env, r, slot, 300)
+    cpu0 = tree_cpu(r.pid)
+    ws0 = cpu_of(ws_pid) if ws_pid else None
+    ws_last = ws0
+    br0 = cpu_of(env.broker_pid)
+    deadline = t_active + timeout
+    res = {"system": system, "events": n, "startup_s": t_active - t_launch}
+    if system == "ceiling":
+        while True:
+            pid, status, ru = os.wait4(r.pid, os.WNOHANG)
+            if pid:
+                t_end = time.time()
+                break
+            c = cpu_of(ws_pid)
+            ws_last = c if c is not None else ws_last
+            if time.time() > deadline:
+                raise BenchError(f"pg_recvlogical did not reach {end_lsn} in {timeout} s")
+            time.sleep(0.01)
+        r.popen.returncode = os.waitstatus_to_exitcode(status)
+        if r.popen.returncode != 0:
+            raise BenchError(f"pg_recvlogical failed:\n{tail(r.log)}")
+        cpu = ru.ru_utime + ru.ru_stime
+        rss_kb = ru.ru_maxrss
+        br1 = cpu_of(env.broker_pid)
+    else:
+        while True:
+            c = cpu_of(ws_pid)
+            ws_last = c if c is not None else ws_last
+            count = env.offsets.count(topic)
+            if count >= n:
+                break
+            if not r.alive():
+                raise BenchError(f"{system} exited with {count}/{n} records in kafka:\n{tail(r.log)}")
+            if time.time() > deadline:
+                r.stop()
+                raise BenchError(f"{system}: only {count}/{n} records in kafka after {timeout} s")
+            time.sleep(0.2)
+        cpu = tree_cpu(r.pid) - cpu0
+        rss_kb = tree_hwm_kb(r.pid)
+        br1 = cpu_of(env.broker_pid)
+        r.stop()
+        recs = env.read_topic(topic, n)
+        if len(recs) != n:
+            raise BenchError(f"{system}: read {len(recs)} records back from {topic}, expected {n}")
+        first = min(t for t, _ in recs) / 1000
+        t_end = max(t for t, _ in recs) / 1000
+        res["first_record_s"] = first - t_launch
+    secs = t_end - t_active
+    res.update({
+        "seconds": secs,
+        "events_per_s": n / secs if secs > 0 else None,
+        "cpu_s": cpu,
+        "cpu_s_per_m": cpu / n * 1e6,
+        "walsender_cpu_s_per_m": (ws_last - ws0) / n * 1e6 if ws0 is not None else None,
+        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if system != "ceiling" else None,
+        "peak_rss_mb": rss_kb / 1024,
+    })
+    return res
+
+
+def workload_drain(env, name, n, load, systems, out):
+    prefix = f"bench_{name.lower()}_"
+    slots = {s: prefix + s for s in systems}
+    topics = {s: f"bench.{env.stamp}.{name.lower()}.{s}" for s in systems if s != "ceiling"}
+    for s in systems:
+        env.create_slot(slots[s])
+    for t in topics.values():
+        env.create_topic(t)
+    log(f"{name}: loading {n:,} events")
+    t0 = time.time()
+    load()
+    end_lsn = env.db.value("SELECT pg_current_wal_lsn()")
+    backlog = env.db.value(f"SELECT pg_wal_lsn_diff('{end_lsn}', confirmed_flush_lsn) FROM pg_replication_slots "
+                           f"WHERE slot_name = '{slots[systems[0]]}'")
+    env.db.query("CHECKPOINT")
+    log(f"{name}: loaded in {time.time() - t0:.1f} s, {int(float(backlog)) / 2**20:.1f} MiB of WAL up to {end_lsn}")
+    results = []
+    timeout = max(120, n / 500)
+    for s in systems:
+        log(f"{name}: draining with {s}")
+        try:
+            res = drain(env, s, slots[s], topics.get(s), n, end_lsn, os.path.join(out, "runs", f"{name}-{s}"), timeout)
+            log(f"{name}: {s}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
+                f"{res['peak_rss_mb']:.0f} MB")
+        except BenchError as e:
+            log(f"{name}: {s} FAILED: {e}")
+            res = {"system": s, "events": n, "error": str(e).splitlines()[0]}
+        res["workload"] = name
+        res["backlog_mib"] = int(float(backlog)) / 2**20
+        results.append(res)
+    env.drop_slots(prefix)
+    env.db.query("TRUNCATE outbox")
+    env.db.query("CHECKPOINT")
+    return results
+
+
+# --------------------------------------------------------------------------
+# W3: open-loop load.
+
+
+class LagSampler(threading.Thread):
+    """Samples the slot's lag (bytes behind the current WAL end) every 0.5 s."""
+
+    def __init__(self, env, slot):
+        super().__init__(daemon=True)
+        self.pg = Pg(env.pg_port, "bench")
+        self.slot = slot
+        self.samples = []
+        self.stopped = threading.Event()
+
+    def run(self):
+        while not self.stopped.is_set():
+            v = self.pg.value(f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) "
+                              f"FROM pg_replication_slots WHERE slot_name = '{self.slot}'")
+            if v is not None:
+                self.samples.append((time.time(), int(float(v))))
+            self.stopped.wait(0.5)
+        self.pg.close()
+
+
+def percentile(sorted_vals, q):
+    if not sorted_vals:
+        return None
+    i = min(len(sorted_vals) - 1, max(0, int(round(q * len(sorted_vals) + 0.5)) - 1))
+    return sorted_vals[i]
+
+
+def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmup):
+    script = os.path.join(out, "w3.sql")
+    with open(script, "w") as f:
+        f.write("SELECT bench_emit();\n")
+    results = []
+    for s in systems:
+        if s == "ceiling":
+            continue
+        slot, topic = f"bench_w3_{s}", f"bench.{env.stamp}.w3.{s}"
+        env.create_slot(slot)
+        env.create_topic(topic)
+        run_dir = os.path.join(out, "runs", f"W3-{s}")
+        log(f"W3: starting {s}")
+        try:
+            t_launch = time.time()
+            r = start_system(env, s, slot, topic, run_dir)
+            t_active, _ = wait_active(env, r, slot, 300)
+        except BenchError as e:
+            log(f"W3: {s} FAILED: {e}")
+            results.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
+            env.drop_slots(slot)
+            continue
+        expected = 0
+        if warmup:
+            # JIT, connections and caches warm up at the lowest level's rate;
+            # these events count for completion but not for latency.
+            rate = max(1, int(ceiling_rate * min(levels) / 100))
+            log(f"W3: warming {s} up: {rate:,} events/s for {warmup} s")
+            pb = run(["pgbench", "-n", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres",
+                      "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-R", str(rate),
+                      "-T", str(warmup), "-f", script, "bench"], capture_output=True, text=True, check=False)
+            m = re.search(r"number of transactions actually processed: (\d+)", pb.stdout)
+            expected += int(m.group(1)) if m else 0
+        time.sleep(2)
+        sampler = LagSampler(env, slot)
+        sampler.start()
+        levels_done = []
+        try:
+            for level in levels:
+                rate = max(1, int(ceiling_rate * level / 100))
+                lo = int(env.db.value("SELECT txid_current()"))
+                cpu0 = tree_cpu(r.pid)
+                t0 = time.time()
+                log(f"W3: {s} at {level} % of the ceiling: {rate:,} events/s for {seconds} s")
+                pb = run(["pgbench", "-n", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres",
+                          "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-R", str(rate),
+                          "-T", str(seconds), "-f", script, "bench"], capture_output=True, text=True)
+                t1 = time.time()
+                m = re.search(r"number of transactions actually processed: (\d+)", pb.stdout)
+                if not m:
+                    raise BenchError(f"pgbench failed: {pb.stdout[-500:]} {pb.stderr[-500:]}")
+                done = int(m.group(1))
+                expected += done
+                hi = int(env.db.value("SELECT txid_current()"))
+                catch = time.time() + 120
+                while env.offsets.count(topic) < expected:
+                    if not r.alive():
+                        raise BenchError(f"{s} exited during W3:\n{tail(r.log)}")
+                    if time.time() > catch:
+                        raise BenchError(f"{s}: W3 records missing 120 s after the load stopped")
+                    time.sleep(0.2)
+                t_caught = time.time()
+                cpu = tree_cpu(r.pid) - cpu0
+                lag = [b for t, b in sampler.samples if t0 <= t <= t1]
+                third = len(lag) // 3
+                first_third, last_third = max(lag[:third] or [0]), max(lag[-third:] or [0]) if third else 0
+                levels_done.append({
+                    "workload": "W3", "system": s, "level_pct": level, "target_rate": rate,
+                    "events": done, "achieved_rate": done / (t1 - t0), "xid_lo": lo, "xid_hi": hi,
+                    "cpu_s_per_m": cpu / done * 1e6 if done else None,
+                    "max_lag_mib": max(lag or [0]) / 2**20,
+                    # Bounded: the lag did not grow from the first third of the
+                    # level to the last, and everything was in Kafka within 2 s
+                    # of the load stopping.
+                    "lag_bounded": last_third <= 1.5 * first_third + 2**20 and t_caught - t1 < 2,
+                    "catch_up_s": t_caught - t1,
+                    "startup_s": t_active - t_launch,
+                })
+                time.sleep(3)
+            rss = tree_hwm_kb(r.pid) / 1024
+        except BenchError as e:
+            log(f"W3: {s} FAILED: {e}")
+            levels_done.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
+            rss = None
+        finally:
+            sampler.stopped.set()
+            sampler.join()
+            r.stop()
+        if expected:
+            log(f"W3: {s}: reading {expected:,} records back")
+            recs = env.read_topic(topic, expected, headers=True)
+            xids = {}
+            for ts, hid in recs:
+                if hid:
+                    xids[int(hid[-12:], 16)] = ts
+            if xids:
+                commits = env.commit_times_us(min(xids), max(xids))
+            for lv in levels_done:
+                if "error" in lv:
+                    continue
+                lat = sorted((ts * 1000 - commits[x]) / 1000 for x, ts in xids.items()
+                             if lv["xid_lo"] <= x <= lv["xid_hi"] and x in commits)
+                lv.update({
+                    "latency_n": len(lat),
+                    "p50_ms": percentile(lat, 0.50), "p99_ms": percentile(lat, 0.99),
+                    "p999_ms": percentile(lat, 0.999), "max_ms": lat[-1] if lat else None,
+                    "peak_rss_mb": rss,
+                })
+                log(f"W3: {s} {lv['level_pct']} %: {lv['achieved_rate']:,.0f}/s p50 {lv['p50_ms']} ms "
+                    f"p99 {lv['p99_ms']} ms p99.9 {lv['p999_ms']} ms, max lag {lv['max_lag_mib']:.1f} MiB")
+        results.extend(levels_done)
+        env.drop_slots(slot)
+    return results
+
+
+# --------------------------------------------------------------------------
+# Report.
+
+
+def fmt(v, spec=",.0f", none="–"):
+    if v is None:
+        return none
+    if isinstance(v, bool):
+        return "yes" if v else "**no**"
+    return format(v, spec)
+
+
+def drain_table(results):
+    lines = ["| workload | system | events | seconds | events/s | vs ceiling | vs Debezium tuned | "
+             "CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
+             "start-up s: streaming / first record |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    by = {}
+    for r in results:
+        by[(r["workload"], r["system"])] = r
+    for r in results:
+        if r["workload"] == "W3":
+            continue
+        if "error" in r:
+            lines.append(f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | failed: {r['error']} |"
+                         " | | | | | | | |")
+            continue
+        ceil = by.get((r["workload"], "ceiling"), {}).get("events_per_s")
+        dbz = by.get((r["workload"], "dbz_tuned"), {}).get("events_per_s")
+        rate = r["events_per_s"]
+        lines.append(
+            f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | {r['seconds']:.2f} | {fmt(rate)} | "
+            f"{fmt(rate / ceil if ceil else None, '.2f')} | {fmt(rate / dbz if dbz else None, '.2f')} | "
+            f"{fmt(r['cpu_s_per_m'], '.1f')} | {fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | "
+            f"{fmt(r.get('broker_cpu_s_per_m'), '.1f')} | {fmt(r['peak_rss_mb'], '.1f')} | "
+            f"{fmt(r.get('startup_s'), '.2f')} / {fmt(r.get('first_record_s'), '.2f')} |")
+    return "\n".join(lines)
+
+
+def w3_table(results):
+    lines = ["| system | load | target events/s | achieved events/s | p50 ms | p99 ms | p99.9 ms | max ms | "
+             "latencies | max slot lag MiB | lag bounded | catch-up s | CPU s / 1M events | peak RSS MB |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in results:
+        if r["workload"] != "W3":
+            continue
+        if "error" in r:
+            lines.append(f"| {LABELS[r['system']]} | failed: {r['error']} | | | | | | | | | | | | |")
+            continue
+        lines.append(
+            f"| {LABELS[r['system']]} | {r['level_pct']} % | {fmt(r['target_rate'])} | {fmt(r['achieved_rate'])} | "
+            f"{fmt(r.get('p50_ms'), '.1f')} | {fmt(r.get('p99_ms'), '.1f')} | {fmt(r.get('p999_ms'), '.1f')} | "
+            f"{fmt(r.get('max_ms'), '.1f')} | {fmt(r.get('latency_n'))} | {fmt(r['max_lag_mib'], '.1f')} | "
+            f"{fmt(r['lag_bounded'])} | {fmt(r['catch_up_s'], '.1f')} | {fmt(r.get('cpu_s_per_m'), '.1f')} | "
+            f"{fmt(r.get('peak_rss_mb'), '.1f')} |")
+    return "\n".join(lines)
+
+
+def targets(results):
+    """Issue 7's targets, each with the measured value."""
+    by = {(r["workload"], r["system"], r.get("level_pct")): r for r in results if "error" not in r}
+    rows = []
+
+    def add(name, ok, detail):
+        rows.append(f"| {name} | {'met' if ok else '**not met**' if ok is not None else 'not measured'} | {detail} |")
+
+    for w in ("W1", "W2"):
+        wr, c, d = by.get((w, "walrelay", None)), by.get((w, "ceiling", None)), by.get((w, "dbz_tuned", None))
+        if wr and c:
+            ratio = wr["events_per_s"] / c["events_per_s"]
+            add(f"{w} >= 85 % of the ceiling", ratio >= 0.85, f"{ratio:.0%}")
+        else:
+            add(f"{w} >= 85 % of the ceiling", None, "")
+        if wr and d:
+            x = wr["events_per_s"] / d["events_per_s"]
+            add(f"{w} >= 3x tuned Debezium events/s", x >= 3, f"{x:.2f}x")
+            y = wr["cpu_s_per_m"] / d["cpu_s_per_m"]
+            add(f"{w} <= 1/5 of tuned Debezium CPU s / 1M", y <= 0.2, f"{y:.2f}")
+        else:
+            add(f"{w} >= 3x tuned Debezium events/s", None, "")
+    w3 = by.get(("W3", "walrelay", 50))
+    add("W3 p99 <= 50 ms at 50 % of the ceiling, lag bounded",
+        (w3["p99_ms"] is not None and w3["p99_ms"] <= 50 and w3["lag_bounded"]) if w3 else None,
+        f"p99 {fmt(w3.get('p99_ms'), '.1f')} ms, bounded {fmt(w3['lag_bounded'])}" if w3 else "")
+    rss = [r.get("peak_rss_mb") for r in results if r["system"] == "walrelay" and r["workload"] in ("W1", "W2", "W3")
+           and r.get("peak_rss_mb") is not None]
+    add("peak RSS <= 64 MB in W1-W3", (max(rss) <= 64) if rss else None, f"{max(rss):.1f} MB" if rss else "")
+    w4 = by.get(("W4", "walrelay", None))
+    add("peak RSS <= 256 MB in W4", (w4["peak_rss_mb"] <= 256) if w4 else None,
+        f"{w4['peak_rss_mb']:.1f} MB" if w4 else "")
+    st = [r["startup_s"] for r in results if r["system"] == "walrelay" and r.get("startup_s") is not None]
+    add("start-up to streaming < 1 s", (max(st) < 1) if st else None, f"max {max(st):.2f} s" if st else "")
+    return "| target | status | measured |\n|---|---|---|\n" + "\n".join(rows)
+
+
+def svg_plot(results):
+    """Two panels, plain SVG: drain events/s per workload, W3 latency percentiles."""
+    colors = {"ceiling": "#888888", "walrelay": "#1f77b4", "dbz_tuned": "#d62728", "dbz_default": "#ff9896"}
+    drains = [r for r in results if r["workload"] != "W3" and "error" not in r]
+    lat = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p99_ms") is not None]
+    W, H, pad = 900, 620, 60
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
+           f'font-size="11">', f'<rect width="{W}" height="{H}" fill="white"/>']
+
+    def panel(y0, h, title, groups, series, unit, value_key):
+        out.append(f'<text x="{pad}" y="{y0 - 10}" font-size="14" font-weight="bold">{title}</text>')
+        vals = [v for g in groups for _, v in g[1]]
+        vmax = max(vals) if vals else 1
+        ax_w = W - 2 * pad
+        out.append(f'<line x1="{pad}" y1="{y0 + h}" x2="{W - pad}" y2="{y0 + h}" stroke="black"/>')
+        out.append(f'<line x1="{pad}" y1="{y0}" x2="{pad}" y2="{y0 + h}" stroke="black"/>')
+        for i in range(5):
+            v = vmax * i / 4
+            y = y0 + h - h * i / 4
+            out.append(f'<text x="{pad - 4}" y="{y + 4}" text-anchor="end">{v:,.0f}</text>')
+            out.append(f'<line x1="{pad}" y1="{y}" x2="{W - pad}" y2="{y}" stroke="#eee"/>')
+        out.append(f'<text x="14" y="{y0 + h / 2}" transform="rotate(-90 14 {y0 + h / 2})" '
+                   f'text-anchor="middle">{unit}</text>')
+        if not groups:
+            return
+        gw = ax_w / len(groups)
+        for gi, (gname, bars) in enumerate(groups):
+            bw = gw * 0.8 / max(1, len(bars))
+            for bi, (sname, v) in enumerate(bars):
+                x = pad + gi * gw + gw * 0.1 + bi * bw
+                bh = h * v / vmax if vmax else 0
+                out.append(f'<rect x="{x:.1f}" y="{y0 + h - bh:.1f}" width="{bw - 2:.1f}" height="{bh:.1f}" '
+                           f'fill="{colors.get(sname.split("|")[0], "#555")}"/>')
+                label = sname.split("|")[1] if "|" in sname else ""
+                out.append(f'<text x="{x + bw / 2:.1f}" y="{y0 + h - bh - 3:.1f}" text-anchor="middle" '
+                           f'font-size="9">{value_key(v)}{label}</text>')
+            out.append(f'<text x="{pad + gi * gw + gw / 2:.1f}" y="{y0 + h + 14}" '
+                       f'text-anchor="middle">{gname}</text>')
+
+    groups = {}
+    for r in drains:
+        groups.setdefault(r["workload"], []).append((r["system"], r["events_per_s"]))
+    panel(40, 200, "Backlog drain throughput (higher is better)", sorted(groups.items()), None, "events/s",
+          lambda v: f"{v:,.0f}")
+    lgroups = {}
+    for r in lat:
+        g = lgroups.setdefault(f"W3 {r['level_pct']} %", [])
+        for q, key in (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms")):
+            g.append((f"{r['system']}|{q}", max(0.0, r[key])))
+    panel(340, 200, "W3 commit-to-Kafka latency, p50 / p99 / p99.9 per system (lower is better)",
+          sorted(lgroups.items()), None, "ms", lambda v: f"{v:.0f} ")
+    x = pad
+    for s in SYSTEMS:
+        out.append(f'<rect x="{x}" y="{H - 22}" width="12" height="12" fill="{colors[s]}"/>')
+        out.append(f'<text x="{x + 16}" y="{H - 12}">{LABELS[s]}</text>')
+        x += 200
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def machine_facts(args, load_at_start):
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.*)", f.read())
+            cpu = m.group(1) if m else ""
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            m = re.search(r"MemTotal:\s*(\d+)", f.read())
+            mem = f"{int(m.group(1)) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+
+    def version(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()[0]
+        except (OSError, IndexError):
+            return "?"
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    return {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory": mem,
+        "kernel": platform.release(),
+        "load_average_at_start": load_at_start,
+        "postgres": version(["pg_config", "--version"]),
+        "java": java[0] if java else "?",
+        "walrelay_commit": version(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]),
+        "worktree_dirty": bool(subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                                              capture_output=True, text=True).stdout.strip()),
+    }
+
+
+def report(args, facts, results, command):
+    smoke = args.quick
+    head = []
+    if smoke:
+        head.append("> **Smoke run (`--quick`, small sizes): it checks that the tooling works; "
+                    "these numbers are not the result.**\n")
+    head.append(f"Command: `{command}`  \n"
+                f"Date: {facts['date_utc']}, walrelay {facts['walrelay_commit']}"
+                f"{' (uncommitted changes)' if facts['worktree_dirty'] else ''}  \n"
+                f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']}, Linux {facts['kernel']}, "
+                f"load average at start {facts['load_average_at_start']}  \n"
+                f"{facts['postgres']}, Kafka 4.1.1 (single KRaft node), {facts['java']}; "
+                f"everything co-located on this machine.  \n"
+                f"pgoutput options (walrelay's, and pg_recvlogical's for the ceiling): "
+                f"{', '.join(f'{k}={v}' for k, v in pgoutput_options(args.streaming).items())}\n")
+    only = args.only.upper().split(",")
+    parts = {
+        "W1": f"W1 {args.w1:,} single-event transactions (insert + delete)",
+        "W2": f"W2 {args.w2:,} rows in {args.w2_batch}-row insert-only transactions",
+        "W3": f"W3 {', '.join(f'{x} %' for x in args.levels)} of the W1 ceiling for {args.w3_seconds} s each "
+              f"after a {args.w3_warmup} s warm-up (pgbench -R, {args.clients} clients, one event per transaction)",
+        "W4": f"W4 one transaction of {args.w4:,} rows",
+    }
+    sizes = ("Sizes: " + "; ".join(v for k, v in parts.items() if k in only) +
+             f". Payload: about {args.payload_bytes} bytes of JSON (jsonb).\n")
+    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4)\n\n" + drain_table(results) + \
+        "\n\n### Steady load (W3)\n\n" + w3_table(results) + "\n\n### Targets (issue 7)\n\n" + targets(results) + \
+        "\n\n![throughput and latency](benchmarks.svg)\n"
+
+
+def update_docs(block, svg):
+    path = os.path.join(REPO, "docs", "benchmarks.md")
+    begin, end = "<!-- results:begin (written by benches/run.sh) -->", "<!-- results:end -->"
+    with open(path) as f:
+        text = f.read()
+    if begin not in text or end not in text:
+        raise BenchError(f"{path} lacks the {begin} / {end} markers")
+    pre, rest = text.split(begin, 1)
+    _, post = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(pre + begin + "\n" + block + end + post)
+    with open(os.path.join(REPO, "docs", "benchmarks.svg"), "w") as f:
+        f.write(svg)
+
+
+# --------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke sizes: 20k events, W3 15 s per level")
+    ap.add_argument("--only", default="W1,W2,W3,W4", help="workloads, comma-separated (W3 needs W1's ceiling "
+                    "or --ceiling-rate)")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="systems, comma-separated")
+    ap.add_argument("--w1", type=int)
+    ap.add_argument("--w2", type=int)
+    ap.add_argument("--w2-batch", type=int, default=100)
+    ap.add_argument("--w4", type=int)
+    ap.add_argument("--w3-seconds", type=int)
+    ap.add_argument("--w3-warmup", type=int, help="W3 warm-up seconds at the lowest level, not measured "
+                    "(default 30, --quick 5)")
+    ap.add_argument("--levels", default="25,50,75", help="W3 load levels, %% of the ceiling")
+    ap.add_argument("--ceiling-rate", type=float, help="W3 ceiling events/s when W1 is not run")
+    ap.add_argument("--clients", type=int, default=4, help="pgbench clients for W3")
+    ap.add_argument("--note-len", type=int, default=200, help="length of the payload's filler string")
+    ap.add_argument("--walrelay", default=os.path.join(REPO, "target", "release", "walrelay"),
+                    help="the walrelay binary (default: target/release/walrelay)")
+    ap.add_argument("--streaming", choices=["auto", "on", "off"], default="auto",
+                    help="walrelay's replication.streaming (auto: its default) and the ceiling's matching "
+                    "pgoutput options")
+    ap.add_argument("--docs", action="store_true", help="write the results into docs/benchmarks.md")
+    ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
+    ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    q = args.quick
+    args.w1 = args.w1 or (20_000 if q else 500_000)
+    args.w2 = args.w2 or (20_000 if q else 1_000_000)
+    args.w4 = args.w4 or (20_000 if q else 1_000_000)
+    args.w3_seconds = args.w3_seconds or (15 if q else 120)
+    if args.w3_warmup is None:
+        args.w3_warmup = 5 if q else 30
+    args.levels = [int(x) for x in args.levels.split(",")]
+    only = args.only.upper().split(",")
+    systems = [s for s in args.systems.split(",") if s]
+    for s in systems:
+        if s not in SYSTEMS:
+            sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
+    systems = [s for s in SYSTEMS if s in systems]
+
+    load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.join(BENCH_DIR, "results", stamp)
+    os.makedirs(out, exist_ok=True)
+    command = args.command or " ".join(shlex.quote(a) for a in sys.argv)
+    env = Env(args, out)
+    results = []
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        env.start()
+        args.payload_bytes = len(env.db.value("SELECT bench_payload(123456, 1234567)::text"))
+        log(f"payload: {args.payload_bytes} bytes of JSON; results in {out}")
+        if "W1" in only:
+            results += workload_drain(env, "W1", args.w1, lambda: env.db.query(f"CALL load_single({args.w1})"),
+                                      systems, out)
+        if "W2" in only:
+            results += workload_drain(env, "W2", args.w2,
+                                      lambda: env.db.query(f"CALL load_batched({args.w2}, {args.w2_batch})"),
+                                      systems, out)
+        if "W4" in only:
+            results += workload_drain(
+                env, "W4", args.w4,
+                lambda: env.db.query("INSERT INTO outbox SELECT gen_random_uuid(), 'Order', 'order-' || (g % 1000), "
+                                     f"'OrderCreated', bench_payload(g, 0) FROM generate_series(1, {args.w4}) g"),
+                systems, out)
+        if "W3" in only:
+            ceiling = args.ceiling_rate or next((r["events_per_s"] for r in results
+                                                 if r["workload"] == "W1" and r["system"] == "ceiling"
+                                                 and "error" not in r), None)
+            if not ceiling:
+                raise BenchError("W3 needs the W1 ceiling: run W1 too or pass --ceiling-rate")
+            results += workload_w3(env, ceiling, args.levels, args.w3_seconds, systems, out, args.clients,
+                                   args.w3_warmup)
+    except (BenchError, KeyboardInterrupt) as e:
+        log(f"stopped: {e}")
+        results.append({"workload": "-", "system": "-", "error": str(e)})
+        return_code = 1
+    else:
+        return_code = 0
+    finally:
+        env.stop()
+    results = [r for r in results if r["workload"] != "-"]
+    facts = machine_facts(args, load_at_start)
+    block = report(args, facts, results, command)
+    svg = svg_plot(results)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"command": command, "machine": facts, "quick": args.quick, "results": results}, f, indent=1)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(block)
+    with open(os.path.join(out, "benchmarks.svg"), "w") as f:
+        f.write(svg)
+    print(block)
+    log(f"results: {out}/results.json, results.md, benchmarks.svg")
+    if args.docs:
+        update_docs(block, svg)
+        log("docs/benchmarks.md and docs/benchmarks.svg updated")
+    return return_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

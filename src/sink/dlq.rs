@@ -1,0 +1,336 @@
+//! The dead-letter topic: where a bad event goes with `errors.tolerance = all`.
+//!
+//! Owns the dead-letter record (the event's original bytes plus context
+//! headers), its own producer, and settling the event's transaction when
+//! that record is acknowledged: a dead-lettered event counts as delivered
+//! only once Kafka has the dead-letter record, and a dead-letter record that
+//! cannot be delivered stops the pipeline. It never decides whether an event
+//! is bad (the router and the delivery reports do) and never skips one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::ClientContext;
+use tracing::{error, warn};
+use walrelay_proto::Lsn;
+
+use super::{Shared, SinkError};
+use crate::metrics::{metrics, ReasonLabel};
+
+/// Kafka Connect's header: the topic the record was meant for.
+pub const HEADER_TOPIC: &str = "__connect.errors.topic";
+/// Kafka Connect's header: the stage that failed (`TRANSFORMATION` for a
+/// routing error, `KAFKA_PRODUCE` for a delivery failure).
+pub const HEADER_STAGE: &str = "__connect.errors.stage";
+/// Kafka Connect's header: the error's class (walrelay: the Rust error type).
+pub const HEADER_EXCEPTION_CLASS: &str = "__connect.errors.exception.class.name";
+/// Kafka Connect's header: the error message, with its causes.
+pub const HEADER_EXCEPTION_MESSAGE: &str = "__connect.errors.exception.message";
+/// The kind of problem, as in `walrelay_dead_lettered_total{reason}`.
+pub const HEADER_KIND: &str = "walrelay.error.kind";
+/// LSN of the outbox INSERT.
+pub const HEADER_SOURCE_LSN: &str = "walrelay.source.lsn";
+/// LSN of its transaction's commit record.
+pub const HEADER_COMMIT_LSN: &str = "walrelay.commit.lsn";
+/// Its transaction id.
+pub const HEADER_XID: &str = "walrelay.xid";
+/// The event id column's text (absent when NULL).
+pub const HEADER_EVENT_ID: &str = "walrelay.event.id";
+/// `schema.table` of the outbox.
+pub const HEADER_SOURCE_TABLE: &str = "walrelay.source.table";
+/// Present when the original value (or key) was left out because the
+/// dead-letter record would be too large; says what was dropped and why.
+pub const HEADER_DROPPED: &str = "walrelay.original.dropped";
+
+/// Room kept for headers and record overhead below the producer's
+/// `message.max.bytes` when deciding whether the original bytes fit.
+const HEADER_ROOM: usize = 4096;
+/// Pause while the dead-letter producer's local queue is full.
+const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(10);
+
+/// Where a failure happened, for `__connect.errors.stage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The router refused the row.
+    Transformation,
+    /// Kafka refused the record.
+    Produce,
+}
+
+impl Stage {
+    fn as_str(self) -> &'static str {
+        match self {
+            Stage::Transformation => "TRANSFORMATION",
+            Stage::Produce => "KAFKA_PRODUCE",
+        }
+    }
+}
+
+/// What is known about a bad event.
+#[derive(Debug, Clone)]
+pub struct Letter {
+    /// Delivery tag of the event: session generation and transaction.
+    pub tag: u64,
+    /// LSN of the INSERT.
+    pub lsn: Lsn,
+    /// LSN of the transaction's commit record.
+    pub commit_lsn: Lsn,
+    /// Transaction id.
+    pub xid: u32,
+    /// The event id column's text, if not NULL.
+    pub event_id: Option<String>,
+    /// `schema.table`.
+    pub table: String,
+    /// The key column's text.
+    pub key: Option<Bytes>,
+    /// The payload column's bytes.
+    pub value: Option<Bytes>,
+    /// The topic the event was meant for, if known.
+    pub topic: Option<String>,
+    /// Short kind name (metric label).
+    pub kind: &'static str,
+    /// Rust type of the error.
+    pub class: &'static str,
+    /// The error message with its causes.
+    pub message: String,
+    /// Which stage failed.
+    pub stage: Stage,
+    /// The producer refused the record for its size (its own
+    /// `message.max.bytes`): never resend the value.
+    pub too_large: bool,
+}
+
+/// What a dead-letter delivery report needs.
+pub struct LetterTag {
+    tag: u64,
+    kind: &'static str,
+}
+
+/// Delivery reports of dead-letter records settle the original event.
+pub struct DeadLetterContext {
+    shared: Arc<Shared>,
+}
+
+impl ClientContext for DeadLetterContext {}
+
+impl ProducerContext for DeadLetterContext {
+    type DeliveryOpaque = Box<LetterTag>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, letter: Box<LetterTag>) {
+        let tracker = self.shared.tracker_for(letter.tag);
+        match result {
+            Ok(_) => {
+                metrics()
+                    .dead_lettered
+                    .get_or_create(&ReasonLabel {
+                        reason: letter.kind,
+                    })
+                    .inc();
+                if let Some(t) = tracker {
+                    t.ack(letter.tag & super::SEQ_MASK, 1);
+                }
+            }
+            Err((err, _)) => {
+                if let Some(t) = tracker {
+                    t.fail(letter.tag & super::SEQ_MASK);
+                }
+                error!(error = %err, "kafka could not deliver a dead-letter record");
+                self.shared.record_failure(SinkError::DeadLetter {
+                    error: err.to_string(),
+                });
+            }
+        }
+        self.shared.wake.notify_waiters();
+    }
+}
+
+/// The dead-letter producer and topic.
+pub struct DeadLetter {
+    producer: ThreadedProducer<DeadLetterContext>,
+    topic: String,
+    context_headers: bool,
+    max_bytes: usize,
+}
+
+impl DeadLetter {
+    /// A producer for `topic` with the same properties as the main one.
+    pub(super) fn new(
+        cc: &ClientConfig,
+        topic: &str,
+        context_headers: bool,
+        shared: Arc<Shared>,
+    ) -> Result<Self, SinkError> {
+        let max_bytes = cc
+            .get("message.max.bytes")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000);
+        let producer = cc
+            .create_with_context(DeadLetterContext { shared })
+            .map_err(SinkError::Create)?;
+        Ok(DeadLetter {
+            producer,
+            topic: topic.to_owned(),
+            context_headers,
+            max_bytes,
+        })
+    }
+
+    /// The dead-letter topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Records handed to the dead-letter producer and not yet reported.
+    pub fn in_flight(&self) -> i32 {
+        self.producer.in_flight_count()
+    }
+
+    /// Waits up to `timeout` for every dead-letter record to be reported.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.producer.flush(timeout).is_ok()
+    }
+
+    /// Produces the dead-letter record for `letter`, waiting while the
+    /// local queue is full. Its delivery report settles the event.
+    pub fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
+        warn!(
+            event_id = letter.event_id.as_deref().unwrap_or("null"),
+            lsn = %letter.lsn,
+            reason = letter.kind,
+            topic = self.topic,
+            error = letter.message,
+            "bad event sent to the dead-letter topic"
+        );
+        let (key, value, dropped) = self.fit(letter);
+        let xid = letter.xid.to_string();
+        let lsn = letter.lsn.to_string();
+        let commit_lsn = letter.commit_lsn.to_string();
+        let mut headers = OwnedHeaders::new_with_capacity(12);
+        if self.context_headers {
+            let mut add = |key: &str, value: Option<&str>| {
+                if let Some(v) = value {
+                    headers = std::mem::take(&mut headers).insert(Header {
+                        key,
+                        value: Some(v.as_bytes()),
+                    });
+                }
+            };
+            add(HEADER_TOPIC, letter.topic.as_deref());
+            add(HEADER_STAGE, Some(letter.stage.as_str()));
+            add(HEADER_EXCEPTION_CLASS, Some(letter.class));
+            add(HEADER_EXCEPTION_MESSAGE, Some(&letter.message));
+            add(HEADER_KIND, Some(letter.kind));
+            add(HEADER_SOURCE_LSN, Some(&lsn));
+            add(HEADER_COMMIT_LSN, Some(&commit_lsn));
+            add(HEADER_XID, Some(&xid));
+            add(HEADER_EVENT_ID, letter.event_id.as_deref());
+            add(HEADER_SOURCE_TABLE, Some(&letter.table));
+            add(HEADER_DROPPED, dropped.as_deref());
+        }
+        let tag = Box::new(LetterTag {
+            tag: letter.tag,
+            kind: letter.kind,
+        });
+        let mut record: BaseRecord<'_, [u8], [u8], Box<LetterTag>> =
+            BaseRecord::with_opaque_to(&self.topic, tag).headers(headers);
+        if let Some(k) = key.as_deref() {
+            record = record.key(k);
+        }
+        if let Some(v) = value.as_deref() {
+            record = record.payload(v);
+        }
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    std::thread::sleep(QUEUE_FULL_PAUSE);
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
+    /// The key and value to send: the original bytes, or without the value
+    /// (then the key) when they cannot be sent as they are.
+    fn fit(&self, letter: &Letter) -> (Option<Bytes>, Option<Bytes>, Option<String>) {
+        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
+        let limit = self
+            .max_bytes
+            .saturating_sub(HEADER_ROOM + letter.message.len());
+        let mut key = letter.key.clone();
+        let mut value = letter.value.clone();
+        let mut dropped = None;
+        if value.is_some() && (letter.too_large || len(&key) + len(&value) > limit) {
+            dropped = Some(format!(
+                "value: the original payload ({} bytes) is too large to send",
+                len(&value)
+            ));
+            value = None;
+        }
+        if len(&key) > limit {
+            dropped = Some(format!(
+                "key and value: the original key alone is {} bytes",
+                len(&key)
+            ));
+            key = None;
+        }
+        (key, value, dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn letter(key: usize, value: usize, too_large: bool) -> Letter {
+        Letter {
+            tag: 1,
+            lsn: Lsn(1),
+            commit_lsn: Lsn(2),
+            xid: 3,
+            event_id: Some("e".into()),
+            table: "public.outbox".into(),
+            key: Some(Bytes::from(vec![b'k'; key])),
+            value: Some(Bytes::from(vec![b'v'; value])),
+            topic: None,
+            kind: "null_key",
+            class: "walrelay::router::RouteError",
+            message: "m".into(),
+            stage: Stage::Transformation,
+            too_large,
+        }
+    }
+
+    fn dead_letter(max: usize) -> DeadLetter {
+        let mut cc = ClientConfig::new();
+        cc.set("bootstrap.servers", "127.0.0.1:1")
+            .set("message.max.bytes", max.to_string());
+        let shared = Arc::new(Shared::default());
+        DeadLetter::new(&cc, "dlq", true, shared).expect("producer")
+    }
+
+    #[test]
+    fn original_bytes_fit_or_are_dropped() {
+        let d = dead_letter(1_000_000);
+        let (k, v, dropped) = d.fit(&letter(3, 10, false));
+        assert_eq!(k.map(|b| b.len()), Some(3));
+        assert_eq!(v.map(|b| b.len()), Some(10));
+        assert_eq!(dropped, None);
+        // A local size refusal never resends the value, however small.
+        let (k, v, dropped) = d.fit(&letter(3, 10, true));
+        assert!(k.is_some() && v.is_none());
+        assert!(dropped.unwrap().starts_with("value"));
+        // Larger than the producer allows: the value goes, then the key.
+        let (k, v, _) = d.fit(&letter(3, 2_000_000, false));
+        assert!(k.is_some() && v.is_none());
+        let (k, v, dropped) = d.fit(&letter(2_000_000, 3, false));
+        assert!(k.is_none() && v.is_none());
+        assert!(dropped.unwrap().starts_with("key and value"));
+    }
+}
