@@ -179,7 +179,14 @@ pub async fn run(
             };
         }
         let Some(c) = client.as_ref() else { continue };
-        match c.batch_execute(&sql).await {
+        let bound = catalog::sql_timeout(&params);
+        let Ok(executed) = tokio::time::timeout(bound, c.batch_execute(&sql)).await else {
+            // A black-holed connection never answers; start afresh.
+            warn!(after = ?bound, "heartbeat query got no answer; reconnecting at the next interval");
+            client = None;
+            continue;
+        };
+        match executed {
             Ok(()) => debug!("heartbeat"),
             Err(e) => {
                 // The query text may be the user's; the error says what failed.

@@ -326,8 +326,18 @@ pub async fn monitor(
             client = catalog::connect(&params).await.ok();
         }
         let Some(c) = client.as_ref() else { continue };
+        // Every round trip is bounded: on a black-holed path the old
+        // connection never answers, and the monitor must recover with it.
+        let bound = catalog::sql_timeout(&params);
         if !warned_unlimited {
-            if let Ok(row) = c.query_one("SHOW max_slot_wal_keep_size", &[]).await {
+            let shown =
+                tokio::time::timeout(bound, c.query_one("SHOW max_slot_wal_keep_size", &[])).await;
+            if shown.is_err() {
+                warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
+                client = None;
+                continue;
+            }
+            if let Ok(Ok(row)) = shown {
                 let value: String = row.get(0);
                 if value == "-1" {
                     warn!(
@@ -340,7 +350,12 @@ pub async fn monitor(
         }
         let lag_seconds = replication_lag_seconds(tracker.borrow().as_ref());
         m.replication_lag.set(lag_seconds);
-        match poll_slot(c, &slot).await {
+        let Ok(polled) = tokio::time::timeout(bound, poll_slot(c, &slot)).await else {
+            warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
+            client = None;
+            continue;
+        };
+        match polled {
             Ok(Some(s)) => {
                 m.slot_active.set(i64::from(s.active));
                 m.slot_retained_wal.set(s.retained_bytes.unwrap_or(0));

@@ -246,13 +246,32 @@ async fn session(
     let slot = &config.replication.slot;
     let publication = &config.replication.publication;
 
+    // Every catalog round trip is bounded, so a black-holed path ends the
+    // session (and is retried) instead of hanging it.
+    let bound = catalog::sql_timeout(&params);
     let client = catalog::connect(&params).await?;
-    catalog::prepare_publication(&client, &catalog::PublicationPlan::from_config(config)).await?;
-    let table_meta = catalog::table_meta(&client, &schema, &table).await?;
+    catalog::bounded(
+        bound,
+        "preparing the publication",
+        catalog::prepare_publication(&client, &catalog::PublicationPlan::from_config(config)),
+    )
+    .await?;
+    let table_meta = catalog::bounded(
+        bound,
+        "reading the outbox table's columns",
+        catalog::table_meta(&client, &schema, &table),
+    )
+    .await?;
 
     let mut repl = ReplicationConnection::connect(&params).await?;
     let identity = repl.identify_system().await?;
-    match catalog::slot_state(&client, slot).await? {
+    match catalog::bounded(
+        bound,
+        "reading the slot's state",
+        catalog::slot_state(&client, slot),
+    )
+    .await?
+    {
         Some(state) => {
             catalog::check_slot(slot, &state, &params.dbname)?;
             *slot_seen = true;
@@ -280,7 +299,12 @@ async fn session(
         None if config.replication.create_slot
             && config.replication.snapshot_mode != SnapshotMode::NoData =>
         {
-            may_create_slot(config, &client).await?;
+            catalog::bounded(
+                bound,
+                "reading the publication's comment",
+                may_create_slot(config, &client),
+            )
+            .await?;
             // Snapshot first, slot second: a crash in between leaves no slot.
             let exported = snapshot::export(&params, slot).await?;
             info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
@@ -304,7 +328,12 @@ async fn session(
             *slot_seen = true;
         }
         None if config.replication.create_slot => {
-            may_create_slot(config, &client).await?;
+            catalog::bounded(
+                bound,
+                "reading the publication's comment",
+                may_create_slot(config, &client),
+            )
+            .await?;
             let at = repl.create_logical_slot(slot).await?;
             info!(slot, consistent_point = %at, "created replication slot");
             *slot_seen = true;
@@ -317,9 +346,15 @@ async fn session(
             .into())
         }
     }
-    record_slot(&client, publication, slot).await;
-    let proto_version =
-        source::choose_proto_version(&client, config.replication.streaming, PROTO_VERSION).await;
+    // Best effort; a dead connection shows in the next bounded step.
+    let _ = tokio::time::timeout(bound, record_slot(&client, publication, slot)).await;
+    let proto_version = catalog::bounded(bound, "reading server_version_num", async {
+        Ok::<_, SessionError>(
+            source::choose_proto_version(&client, config.replication.streaming, PROTO_VERSION)
+                .await,
+        )
+    })
+    .await?;
     let mut options = vec![
         ("proto_version", proto_version.to_string()),
         ("publication_names", publication.clone()),
@@ -331,9 +366,13 @@ async fn session(
     let stream = repl.start_replication(slot, Lsn::ZERO, &options).await?;
     // The server starts at the slot's confirmed_flush_lsn; read it back now
     // that we hold the slot, so the tracker starts exactly there.
-    let state = catalog::slot_state(&client, slot)
-        .await?
-        .ok_or_else(|| SourceError::SlotGone(slot.clone()))?;
+    let state = catalog::bounded(
+        bound,
+        "reading the slot's state",
+        catalog::slot_state(&client, slot),
+    )
+    .await?
+    .ok_or_else(|| SourceError::SlotGone(slot.clone()))?;
     let start = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
     info!(slot, publication, start = %start, timeline = identity.timeline, "streaming");
 
@@ -446,26 +485,9 @@ async fn slot_recorded(
     publication: &str,
     slot: &str,
 ) -> Result<bool, CatalogError> {
-    let comment = publication_comment(client, publication).await?;
+    let comment = catalog::publication_comment(client, publication).await?;
     let marker = slot_marker(slot);
     Ok(comment.is_some_and(|c| c.lines().any(|l| l.trim() == marker)))
-}
-
-async fn publication_comment(
-    client: &tokio_postgres::Client,
-    publication: &str,
-) -> Result<Option<String>, CatalogError> {
-    let row = client
-        .query_opt(
-            "SELECT obj_description(oid, 'pg_publication') FROM pg_catalog.pg_publication WHERE pubname = $1",
-            &[&publication],
-        )
-        .await
-        .map_err(|source| CatalogError::Sql {
-            context: format!("cannot read the comment of publication {publication}"),
-            source,
-        })?;
-    Ok(row.and_then(|r| r.get(0)))
 }
 
 /// Records in the publication's comment that `slot` exists, once, so that
@@ -473,10 +495,9 @@ async fn publication_comment(
 /// COMMENT needs ownership of the publication; without it walrelay warns
 /// that it cannot guard against recreating a dropped slot.
 async fn record_slot(client: &tokio_postgres::Client, publication: &str, slot: &str) {
-    use crate::source::replication::{quote_ident, quote_literal};
     let marker = slot_marker(slot);
     let result = async {
-        let comment = publication_comment(client, publication).await?;
+        let comment = catalog::publication_comment(client, publication).await?;
         if comment
             .as_deref()
             .is_some_and(|c| c.lines().any(|l| l.trim() == marker))
@@ -487,17 +508,7 @@ async fn record_slot(client: &tokio_postgres::Client, publication: &str, slot: &
             Some(c) if !c.is_empty() => format!("{c}\n{marker}"),
             _ => marker.clone(),
         };
-        client
-            .batch_execute(&format!(
-                "COMMENT ON PUBLICATION {} IS {}",
-                quote_ident(publication),
-                quote_literal(&text)
-            ))
-            .await
-            .map_err(|source| CatalogError::Sql {
-                context: format!("cannot comment on publication {publication}"),
-                source,
-            })
+        catalog::set_publication_comment(client, publication, &text).await
     }
     .await;
     if let Err(e) = result {

@@ -509,11 +509,20 @@ async fn black_holed_postgres_path() {
         .fault("postgres path black-holed 20 s".to_string(), before)
         .await;
     let summary = scene.finish(load, events, &mut relay).await;
-    // The slot lag monitor polls every second on its own SQL connection;
-    // a live monitor has polled within the last few seconds. Reported, not
-    // asserted: its connection of before the cut never answers again, and
-    // its queries have no timeout (see the fault-suite note).
-    let monitor_alive = lag_monitor_polled(&scene.ob.client).await;
+    // The slot lag monitor polls every second on its own SQL connection.
+    // Its connection of before the cut never answers again; its bounded
+    // poll (3 x postgres.connect_timeout_ms) gives up on it and reconnects.
+    let monitor_deadline = Instant::now() + Duration::from_secs(90);
+    let mut monitor_alive = lag_monitor_polled(&scene.ob.client).await;
+    while !monitor_alive && Instant::now() < monitor_deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        monitor_alive = lag_monitor_polled(&scene.ob.client).await;
+    }
+    assert!(
+        monitor_alive,
+        "the slot lag monitor did not poll again after the path returned:\n{}",
+        tail(&relay.log(), 40)
+    );
     eprintln!(
         "FAULT SUMMARY faults_blackhole: slot lag monitor polling before the cut: {monitor_before}, again after the path returned: {monitor_alive}"
     );
@@ -697,13 +706,9 @@ async fn dropped_slot_is_never_recreated_silently() {
 /// A connection that was accepted and then went silent (a stalled
 /// middlebox, or a black hole that let the TCP handshake through) must not
 /// stall walrelay for good: once new connections work, it streams again.
-///
-/// Ignored: walrelay's ordinary SQL connections have no timeout past the
-/// TCP connect (tokio-postgres applies `connect_timeout` to the socket
-/// only, and catalog queries have none), so a new session waits forever in
-/// `catalog::connect` on the stalled connection. See the fault-suite note.
+/// (tokio-postgres bounds only the TCP connect; walrelay bounds the whole
+/// connection attempt and every catalog statement itself.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "walrelay hangs in catalog::connect on a silent connection (no handshake/statement timeout)"]
 async fn silent_sql_connection_does_not_stall_walrelay() {
     let pg = tokio::task::spawn_blocking(|| {
         let pg = PrivatePg::start();

@@ -98,6 +98,13 @@ fn insert_range(table: &str, agg: &str, first: u64, last: u64) -> String {
 
 /// Transactions the walsender of the test's slot streamed so far.
 async fn stream_txns(ob: &Outbox) -> i64 {
+    // The client may be inside an open transaction, where statistics are
+    // read once and cached (stats_fetch_consistency = cache): drop the
+    // cached snapshot so each call sees the current count.
+    ob.client
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .expect("clear the statistics snapshot");
     ob.client
         .query_opt(
             "SELECT stream_txns FROM pg_stat_replication_slots WHERE slot_name = $1",
@@ -123,7 +130,14 @@ async fn wait_streamed(ob: &Outbox, at_least: i64) {
              logical_decoding_work_mem of the test database not in effect?",
             ob.name
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A walsender flushes its slot statistics at most once a second and
+        // only when it has work: give it some (a non-transactional message
+        // walrelay ignores), or an idle one never publishes the count.
+        ob.client
+            .batch_execute("SELECT pg_logical_emit_message(false, 'walrelay-test', 'poke')")
+            .await
+            .expect("poke the walsender");
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 

@@ -237,8 +237,8 @@ listen = "{metrics}"
     );
     transcript.push(("run, wrong pg password".into(), text(&out)));
 
-    // run with a wrong Kafka password: librdkafka retries (a broker it
-    // cannot use is backpressure); its authentication error is logged.
+    // run with a wrong Kafka password: a refused authentication never heals
+    // by retrying, so walrelay stops (exit 1) saying so.
     let wrong_log = dir.path().join("wrong-kafka.log");
     let log = std::fs::File::create(&wrong_log).unwrap();
     let mut relay = Command::new(env!("CARGO_BIN_EXE_walrelay"))
@@ -252,16 +252,28 @@ listen = "{metrics}"
         .spawn()
         .unwrap();
     ob.insert(3, "", "k3", "{\"n\":3}").await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline
-        && !std::fs::read_to_string(&wrong_log)
-            .unwrap_or_default()
-            .contains("uthentication")
-    {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = relay.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    };
     let _ = relay.kill();
     let _ = relay.wait();
+    let said = std::fs::read_to_string(&wrong_log).unwrap();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(1),
+        "a wrong kafka password must stop walrelay:\n{said}"
+    );
+    assert!(
+        said.contains("kafka refused walrelay's producer"),
+        "the error must say kafka refused the producer:\n{said}"
+    );
     transcript.push((
         "run, wrong kafka password".into(),
         std::fs::read_to_string(&wrong_log).unwrap(),

@@ -31,7 +31,7 @@ use rdkafka::producer::{
 };
 use rdkafka::{ClientContext, Message};
 use tokio::sync::{mpsc, Notify};
-use tracing::{debug, error};
+use tracing::{debug, error, warn};
 use walrelay_proto::Lsn;
 
 use self::dlq::{DeadLetter, Letter, Stage};
@@ -123,6 +123,13 @@ pub enum SinkError {
         /// librdkafka's error text.
         error: String,
     },
+    /// The cluster refused walrelay itself (authentication, a fatal
+    /// producer error): retrying would only hide it.
+    #[error("kafka refused walrelay's producer: {error}; fix the credentials or the cluster and restart (nothing unsent is confirmed)")]
+    Cluster {
+        /// librdkafka's error and reason.
+        error: String,
+    },
 }
 
 /// Kind names of the delivery failures that are about one record (its
@@ -162,6 +169,9 @@ pub(crate) struct Shared {
     tracker: Mutex<Option<(u64, SharedTracker)>>,
     failure: Mutex<Option<SinkError>>,
     wake: Notify,
+    /// Signalled once per recorded failure, so an idle sink stops at once
+    /// without being woken by every delivery report.
+    failed: Notify,
     delivered: AtomicU64,
 }
 
@@ -182,6 +192,7 @@ impl Shared {
         if failure.is_none() {
             *failure = Some(err);
         }
+        self.failed.notify_one();
     }
 }
 
@@ -212,7 +223,31 @@ pub struct DeliveryContext {
     dead_letter: Option<Arc<DeadLetter>>,
 }
 
-impl ClientContext for DeliveryContext {}
+impl ClientContext for DeliveryContext {
+    /// librdkafka's client-level errors. Most are transient (a broker
+    /// down is backpressure); a refused authentication or a fatal producer
+    /// error never heals by retrying, so it stops the pipeline clearly
+    /// instead of waiting forever. The reason text carries no secrets.
+    fn error(&self, error: KafkaError, reason: &str) {
+        let fatal = matches!(
+            error.rdkafka_error_code(),
+            Some(
+                RDKafkaErrorCode::Authentication
+                    | RDKafkaErrorCode::SaslAuthenticationFailed
+                    | RDKafkaErrorCode::Fatal
+            )
+        );
+        if fatal {
+            error!(error = %error, reason, "kafka refused the producer");
+            self.shared.record_failure(SinkError::Cluster {
+                error: format!("{error}: {reason}"),
+            });
+            self.shared.wake.notify_waiters();
+        } else {
+            warn!(error = %error, reason, "kafka client error");
+        }
+    }
+}
 
 impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = Box<RecordContext>;
@@ -507,7 +542,7 @@ impl KafkaSink {
                 // A failure of the last records sent must stop the pipeline
                 // even when no further batch arrives; a delivery report
                 // wakes the sink at once, the timer is the fallback.
-                _ = self.shared.wake.notified() => {
+                _ = self.shared.failed.notified() => {
                     match self.take_failure() {
                         Some(err) => return Err(self.stop(err).await),
                         None => continue,

@@ -6,6 +6,8 @@
 //! [`quote_ident`]; nothing here touches the replication stream.
 
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use tokio_postgres::config::{ChannelBinding, SslMode as PgSslMode};
@@ -62,6 +64,17 @@ pub enum CatalogError {
     /// TLS settings or certificate files are unusable.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The server did not answer in time: a black-holed network or a
+    /// stalled server. The connection is dropped and work retried.
+    #[error(
+        "{what}: no answer from the server within {after:?}; the connection is considered dead"
+    )]
+    Timeout {
+        /// What was being done.
+        what: String,
+        /// The bound that expired.
+        after: Duration,
+    },
     /// The slot exists but is not a pgoutput slot of this database.
     #[error("replication slot {slot} is not usable: {reason}")]
     SlotMismatch {
@@ -84,8 +97,33 @@ impl CatalogError {
                 None => true,
             },
             CatalogError::Tls(e) => e.is_transient(),
+            CatalogError::Timeout { .. } => true,
             _ => false,
         }
+    }
+}
+
+/// The bound on one catalog statement or connection attempt. TCP alone
+/// never notices a black-holed path (the kernel or a proxy keeps accepting
+/// bytes), so every SQL round trip walrelay waits on is bounded.
+pub fn sql_timeout(params: &ConnectParams) -> Duration {
+    params.connect_timeout.saturating_mul(3)
+}
+
+/// Runs `work` (a statement or a connection attempt) within `after`; an
+/// expired bound is a transient [`CatalogError::Timeout`] naming `what`.
+pub async fn bounded<T, E, F>(after: Duration, what: &str, work: F) -> Result<T, E>
+where
+    F: Future<Output = Result<T, E>>,
+    E: From<CatalogError>,
+{
+    match tokio::time::timeout(after, work).await {
+        Ok(result) => result,
+        Err(_) => Err(CatalogError::Timeout {
+            what: what.to_owned(),
+            after,
+        }
+        .into()),
     }
 }
 
@@ -113,6 +151,20 @@ fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
 /// replication connection; the connection task is spawned and ends when
 /// the client is dropped.
 pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
+    // tokio-postgres bounds only the TCP connect; the startup and
+    // authentication exchange must not hang on a dead path either.
+    bounded(
+        params.connect_timeout,
+        &format!(
+            "opening a sql connection to {}:{} database {}",
+            params.host, params.port, params.dbname
+        ),
+        connect_unbounded(params),
+    )
+    .await
+}
+
+async fn connect_unbounded(params: &ConnectParams) -> Result<Client, CatalogError> {
     let mut config = tokio_postgres::Config::new();
     config
         .host(&params.host)
@@ -120,7 +172,11 @@ pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
         .user(&params.user)
         .dbname(&params.dbname)
         .application_name(format!("{}-catalog", params.application_name))
-        .connect_timeout(params.connect_timeout);
+        .connect_timeout(params.connect_timeout)
+        // A peer that vanished shows up on an idle connection too.
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .tcp_user_timeout(sql_timeout(params));
     if let Some(pw) = &params.password {
         config.password(pw.expose());
     }
@@ -479,4 +535,37 @@ pub async fn drop_slot(client: &Client, slot: &str) -> Result<(), CatalogError> 
         .await
         .map_err(sql(format!("cannot drop replication slot {slot}")))?;
     Ok(())
+}
+
+/// The comment of a publication (walrelay records its slots there).
+pub async fn publication_comment(
+    client: &Client,
+    publication: &str,
+) -> Result<Option<String>, CatalogError> {
+    let row = client
+        .query_opt(
+            "SELECT obj_description(oid, 'pg_publication') FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[&publication],
+        )
+        .await
+        .map_err(sql(format!(
+            "cannot read the comment of publication {publication}"
+        )))?;
+    Ok(row.and_then(|r| r.get(0)))
+}
+
+/// Replaces a publication's comment; needs ownership of the publication.
+pub async fn set_publication_comment(
+    client: &Client,
+    publication: &str,
+    text: &str,
+) -> Result<(), CatalogError> {
+    client
+        .batch_execute(&format!(
+            "COMMENT ON PUBLICATION {} IS {}",
+            quote_ident(publication),
+            super::replication::quote_literal(text)
+        ))
+        .await
+        .map_err(sql(format!("cannot comment on publication {publication}")))
 }
