@@ -514,6 +514,7 @@ bootstrap_servers = "{env.bootstrap}"
 {producer}
 [metrics]
 listen = "127.0.0.1:0"
+{env.args.walrelay_extra.replace(chr(92) + "n", chr(10))}
 """)
         logf = os.path.join(run_dir, "walrelay.log")
         p = subprocess.Popen([env.args.walrelay, "run", "--config", cfg],
@@ -1102,6 +1103,9 @@ def main():
     ap.add_argument("--ceiling-rate", type=float, help="W3 ceiling events/s when W1 is not run")
     ap.add_argument("--clients", type=int, default=4, help="pgbench clients for W3")
     ap.add_argument("--note-len", type=int, default=200, help="length of the payload's filler string")
+    ap.add_argument("--walrelay-extra", default="",
+                    help="TOML appended to walrelay's configuration, for A/B runs of one setting "
+                    "(\\n separates lines), e.g. '[runtime]\\nworker_threads = 2'")
     ap.add_argument("--walrelay", default=os.path.join(REPO, "target", "release", "walrelay"),
                     help="the walrelay binary (default: target/release/walrelay)")
     ap.add_argument("--streaming", choices=["auto", "on", "off"], default="auto",
@@ -1124,7 +1128,8 @@ def main():
     for s in systems:
         if s not in SYSTEMS:
             sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
-    systems = [s for s in SYSTEMS if s in systems]
+    # Drained in the order given (the default lists the ceiling first).
+    systems = list(dict.fromkeys(systems))
 
     load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -221,8 +221,28 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the tokio runtime")
 }
 
+/// The relay's runtime: `runtime.worker_threads = 0` keeps every task on
+/// the main thread, so handing a batch from the source to the sink is a
+/// local wake-up rather than a cross-thread one (librdkafka has its own
+/// threads either way).
+fn relay_runtime(config: &Config) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = match config.runtime.worker_threads {
+        0 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    builder
+        .enable_all()
+        .thread_name("walrelay")
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
 fn run(config: Config) -> anyhow::Result<()> {
-    let runtime = runtime()?;
+    let runtime = relay_runtime(&config)?;
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {

@@ -684,14 +684,26 @@ pub struct RuntimeConfig {
     /// Milliseconds to wait for in-flight deliveries on SIGTERM.
     #[serde(default = "default_shutdown_timeout_ms")]
     pub shutdown_timeout_ms: u64,
+    /// Tokio worker threads; 0 runs every task on one thread (the source
+    /// hands batches to the sink without waking another thread).
+    #[serde(default = "default_worker_threads")]
+    pub worker_threads: usize,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
+            worker_threads: DEFAULT_WORKER_THREADS,
         }
     }
+}
+
+/// Default of `runtime.worker_threads`.
+pub const DEFAULT_WORKER_THREADS: usize = 0;
+
+fn default_worker_threads() -> usize {
+    DEFAULT_WORKER_THREADS
 }
 
 /// Kafka Connect's `errors.tolerance`: what a bad event does.
