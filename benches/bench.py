@@ -7,13 +7,16 @@ at the same position, writes the backlog once and drains it with every system
 in turn:
 
   ceiling      pg_recvlogical, output discarded, same pgoutput options as walrelay
+  walsender    benches/walsender_drain.rs: the same slot options, a client that
+               only reads frames (the walsender's own rate; pg_recvlogical's
+               client side slows its walsender, see docs/benchmarks.md)
   walrelay     target/release/walrelay (acks=all, idempotence, lz4)
   dbz_tuned    Debezium 3.6.1.Final on Kafka Connect standalone, tuned
   dbz_default  the same with Debezium's and Kafka Connect's defaults
 
 W1/W2/W4 are backlog drains: the clock starts when the system's slot turns
 active (START_REPLICATION accepted) and stops at the Kafka LogAppendTime of the
-last record (for pg_recvlogical: when it exits at the end LSN). W3 is an
+last record (for the two baselines: when they exit at the end LSN). W3 is an
 open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
@@ -43,9 +46,12 @@ SCRIPTS = os.path.join(REPO, "scripts")
 BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench")
 TICK = os.sysconf("SC_CLK_TCK")
 PARTITIONS = 6
-SYSTEMS = ["ceiling", "walrelay", "dbz_tuned", "dbz_default"]
+SYSTEMS = ["ceiling", "walsender", "walrelay", "dbz_tuned", "dbz_default"]
+# Baselines drain the slot to the end LSN and exit; they write no Kafka topic.
+BASELINES = ("ceiling", "walsender")
 LABELS = {
     "ceiling": "pg_recvlogical (ceiling)",
+    "walsender": "walsender, minimal Rust reader",
     "walrelay": "walrelay",
     "dbz_tuned": "Debezium 3.6.1 tuned",
     "dbz_default": "Debezium 3.6.1 default",
@@ -452,7 +458,7 @@ END $$;
 
 def pgoutput_options(streaming):
     """The START_REPLICATION options walrelay sends (src/relay.rs,
-    src/source/mod.rs), so the ceiling decodes exactly what walrelay asks for."""
+    src/source/mod.rs), so the baselines decode exactly what walrelay asks for."""
     def read(*path):
         try:
             with open(os.path.join(REPO, *path)) as f:
@@ -490,6 +496,17 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
         env.procs.append(("popen", p))
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
+    if system == "walsender":
+        if not env.args.walsender_drain:
+            raise BenchError("no walsender_drain binary: run through benches/run.sh or pass --walsender-drain")
+        cmd = [env.args.walsender_drain, "127.0.0.1", str(env.pg_port), "postgres", "bench", slot, end_lsn]
+        cmd += [f"{k}={v}" for k, v in pgoutput_options(env.args.streaming).items()]
+        logf = os.path.join(run_dir, "walsender_drain.log")
+        # Its one summary line (messages, bytes, seconds) goes to stdout.
+        p = subprocess.Popen(cmd, stdout=open(os.path.join(run_dir, "walsender_drain.out"), "w"),
+                             stderr=open(logf, "w"))
+        env.procs.append(("popen", p))
+        return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
     if system == "walrelay":
         cfg = os.path.join(run_dir, "walrelay.toml")
         producer = "\n".join(f'"{k}" = "{v}"' for k, v in WALRELAY_PRODUCER.items())
@@ -506,7 +523,8 @@ slot = "{slot}"
 publication = "bench"
 create_slot = false
 create_publication = false
-{streaming}[router]
+{streaming}{env.args.walrelay_replication.replace(chr(92) + "n", chr(10))}
+[router]
 route_topic_replacement = "{topic}"
 [kafka]
 bootstrap_servers = "{env.bootstrap}"
@@ -611,7 +629,9 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
     br0 = cpu_of(env.broker_pid)
     deadline = t_active + timeout
     res = {"system": system, "events": n, "startup_s": t_active - t_launch}
-    if system == "ceiling":
+    if system in BASELINES:
+        # Same clock for both baselines: slot active to process exit.
+        prog = "pg_recvlogical" if system == "ceiling" else "walsender_drain"
         while True:
             pid, status, ru = os.wait4(r.pid, os.WNOHANG)
             if pid:
@@ -620,11 +640,14 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
             c = cpu_of(ws_pid)
             ws_last = c if c is not None else ws_last
             if time.time() > deadline:
-                raise BenchError(f"pg_recvlogical did not reach {end_lsn} in {timeout} s")
+                raise BenchError(f"{prog} did not reach {end_lsn} in {timeout} s")
             time.sleep(0.01)
         r.popen.returncode = os.waitstatus_to_exitcode(status)
         if r.popen.returncode != 0:
-            raise BenchError(f"pg_recvlogical failed:\n{tail(r.log)}")
+            raise BenchError(f"{prog} failed:\n{tail(r.log)}")
+        if system == "walsender":
+            summary = tail(os.path.join(os.path.dirname(r.log), "walsender_drain.out"), 1)
+            res["reader"] = dict((k, float(v)) for k, v in re.findall(r"(\w+)=([\d.]+)", summary))
         cpu = ru.ru_utime + ru.ru_stime
         rss_kb = ru.ru_maxrss
         br1 = cpu_of(env.broker_pid)
@@ -658,7 +681,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
         "cpu_s": cpu,
         "cpu_s_per_m": cpu / n * 1e6,
         "walsender_cpu_s_per_m": (ws_last - ws0) / n * 1e6 if ws0 is not None else None,
-        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if system != "ceiling" else None,
+        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if system not in BASELINES else None,
         "peak_rss_mb": rss_kb / 1024,
     })
     return res
@@ -667,7 +690,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
 def workload_drain(env, name, n, load, systems, out):
     prefix = f"bench_{name.lower()}_"
     slots = {s: prefix + s for s in systems}
-    topics = {s: f"bench.{env.stamp}.{name.lower()}.{s}" for s in systems if s != "ceiling"}
+    topics = {s: f"bench.{env.stamp}.{name.lower()}.{s}" for s in systems if s not in BASELINES}
     for s in systems:
         env.create_slot(slots[s])
     for t in topics.values():
@@ -737,7 +760,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
         f.write("SELECT bench_emit();\n")
     results = []
     for s in systems:
-        if s == "ceiling":
+        if s in BASELINES:
             continue
         slot, topic = f"bench_w3_{s}", f"bench.{env.stamp}.w3.{s}"
         env.create_slot(slot)
@@ -859,10 +882,10 @@ def fmt(v, spec=",.0f", none="–"):
 
 
 def drain_table(results):
-    lines = ["| workload | system | events | seconds | events/s | vs ceiling | vs Debezium tuned | "
+    lines = ["| workload | system | events | seconds | events/s | vs ceiling | vs walsender | vs Debezium tuned | "
              "CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
              "start-up s: streaming / first record |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     by = {}
     for r in results:
         by[(r["workload"], r["system"])] = r
@@ -871,14 +894,16 @@ def drain_table(results):
             continue
         if "error" in r:
             lines.append(f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | failed: {r['error']} |"
-                         " | | | | | | | |")
+                         " | | | | | | | | |")
             continue
         ceil = by.get((r["workload"], "ceiling"), {}).get("events_per_s")
+        wals = by.get((r["workload"], "walsender"), {}).get("events_per_s")
         dbz = by.get((r["workload"], "dbz_tuned"), {}).get("events_per_s")
         rate = r["events_per_s"]
         lines.append(
             f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | {r['seconds']:.2f} | {fmt(rate)} | "
-            f"{fmt(rate / ceil if ceil else None, '.2f')} | {fmt(rate / dbz if dbz else None, '.2f')} | "
+            f"{fmt(rate / ceil if ceil else None, '.2f')} | {fmt(rate / wals if wals else None, '.2f')} | "
+            f"{fmt(rate / dbz if dbz else None, '.2f')} | "
             f"{fmt(r['cpu_s_per_m'], '.1f')} | {fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | "
             f"{fmt(r.get('broker_cpu_s_per_m'), '.1f')} | {fmt(r['peak_rss_mb'], '.1f')} | "
             f"{fmt(r.get('startup_s'), '.2f')} / {fmt(r.get('first_record_s'), '.2f')} |")
@@ -914,9 +939,11 @@ def targets(results):
 
     for w in ("W1", "W2"):
         wr, c, d = by.get((w, "walrelay", None)), by.get((w, "ceiling", None)), by.get((w, "dbz_tuned", None))
+        ws = by.get((w, "walsender", None))
         if wr and c:
             ratio = wr["events_per_s"] / c["events_per_s"]
-            add(f"{w} >= 85 % of the ceiling", ratio >= 0.85, f"{ratio:.0%}")
+            also = f" ({wr['events_per_s'] / ws['events_per_s']:.0%} of the walsender baseline)" if ws else ""
+            add(f"{w} >= 85 % of the ceiling", ratio >= 0.85, f"{ratio:.0%}{also}")
         else:
             add(f"{w} >= 85 % of the ceiling", None, "")
         if wr and d:
@@ -943,7 +970,8 @@ def targets(results):
 
 def svg_plot(results):
     """Two panels, plain SVG: drain events/s per workload, W3 latency percentiles."""
-    colors = {"ceiling": "#888888", "walrelay": "#1f77b4", "dbz_tuned": "#d62728", "dbz_default": "#ff9896"}
+    colors = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "dbz_tuned": "#d62728",
+              "dbz_default": "#ff9896"}
     drains = [r for r in results if r["workload"] != "W3" and "error" not in r]
     lat = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p99_ms") is not None]
     W, H, pad = 900, 620, 60
@@ -996,7 +1024,7 @@ def svg_plot(results):
     for s in SYSTEMS:
         out.append(f'<rect x="{x}" y="{H - 22}" width="12" height="12" fill="{colors[s]}"/>')
         out.append(f'<text x="{x + 16}" y="{H - 12}">{LABELS[s]}</text>')
-        x += 200
+        x += 36 + 6 * len(LABELS[s])
     out.append("</svg>")
     return "\n".join(out)
 
@@ -1051,7 +1079,7 @@ def report(args, facts, results, command):
                 f"load average at start {facts['load_average_at_start']}  \n"
                 f"{facts['postgres']}, Kafka 4.1.1 (single KRaft node), {facts['java']}; "
                 f"everything co-located on this machine.  \n"
-                f"pgoutput options (walrelay's, and pg_recvlogical's for the ceiling): "
+                f"pgoutput options (walrelay's, and the baselines'): "
                 f"{', '.join(f'{k}={v}' for k, v in pgoutput_options(args.streaming).items())}\n")
     only = args.only.upper().split(",")
     parts = {
@@ -1103,6 +1131,9 @@ def main():
     ap.add_argument("--ceiling-rate", type=float, help="W3 ceiling events/s when W1 is not run")
     ap.add_argument("--clients", type=int, default=4, help="pgbench clients for W3")
     ap.add_argument("--note-len", type=int, default=200, help="length of the payload's filler string")
+    ap.add_argument("--walrelay-replication", default="",
+                    help="TOML lines added to walrelay's [replication] section, for A/B runs, "
+                    "e.g. 'read_coalesce_us = 0'")
     ap.add_argument("--walrelay-extra", default="",
                     help="TOML appended to walrelay's configuration, for A/B runs of one setting "
                     "(\\n separates lines), e.g. '[runtime]\\nworker_threads = 2'")
@@ -1111,6 +1142,8 @@ def main():
     ap.add_argument("--streaming", choices=["auto", "on", "off"], default="auto",
                     help="walrelay's replication.streaming (auto: its default) and the ceiling's matching "
                     "pgoutput options")
+    ap.add_argument("--walsender-drain", default=None,
+                    help="the walsender baseline's binary (benches/run.sh builds it and passes it)")
     ap.add_argument("--docs", action="store_true", help="write the results into docs/benchmarks.md")
     ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # walrelay's end-to-end benchmark (issue 7), one command: builds the release
-# binary, resolves Debezium once (scripts/debezium.sh fetch), then runs
-# benches/bench.py, which starts its own PostgreSQL and Kafka under
-# .walrelay-env/bench and measures W1-W4 for pg_recvlogical (the ceiling),
+# binary and the walsender baseline (benches/walsender_drain.rs), resolves
+# Debezium once (scripts/debezium.sh fetch), then runs benches/bench.py, which
+# starts its own PostgreSQL and Kafka under .walrelay-env/bench and measures
+# W1-W4 for pg_recvlogical (the ceiling), the minimal walsender reader,
 # walrelay, tuned Debezium and default Debezium on the same backlogs.
 #
 # Usage: benches/run.sh [--quick] [--docs] [bench.py options...]
@@ -26,6 +27,17 @@ case " $* " in
     *" --help "* | *" -h "*) exec python3 "$SCRIPT_DIR/bench.py" --help ;;
 esac
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
+# A bench target's binary has a hashed name under target/release/deps: take
+# its path from cargo's own artifact report.
+WALSENDER_DRAIN=$(cd "$REPO_ROOT" && cargo build --release --bench walsender_drain \
+    --message-format=json-render-diagnostics | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "walsender_drain" and m.get("executable"):
+        print(m["executable"])
+')
+[ -x "$WALSENDER_DRAIN" ] || die "cargo did not report the walsender_drain binary"
 "$REPO_ROOT/scripts/debezium.sh" fetch
 "$REPO_ROOT/scripts/kafka.sh" fetch
-exec python3 "$SCRIPT_DIR/bench.py" --command "benches/run.sh${*:+ $*}" "$@"
+exec python3 "$SCRIPT_DIR/bench.py" --command "benches/run.sh${*:+ $*}" --walsender-drain "$WALSENDER_DRAIN" "$@"

@@ -414,6 +414,7 @@ async fn session(
         proto_version,
         status_interval: config.status_interval(),
         receive_timeout: Duration::from_millis(config.replication.receive_timeout_ms),
+        read_coalesce: Duration::from_micros(config.replication.read_coalesce_us),
     };
     let streamed =
         source::stream_wal(stream, &mut assembler, &tracker, tx, shutdown, settings).await;

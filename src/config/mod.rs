@@ -313,6 +313,19 @@ pub struct ReplicationConfig {
     /// their commit.
     #[serde(default = "default_true")]
     pub streaming: bool,
+    /// Microseconds to pause after a read from the server that brought
+    /// little (less than 64 KiB), so the next read takes a batch: every
+    /// read that wakes walrelay costs the walsender a wake-up too. Adds at
+    /// most this much latency; 0 reads as soon as bytes arrive.
+    #[serde(default = "default_read_coalesce_us")]
+    pub read_coalesce_us: u64,
+}
+
+/// Default of `replication.read_coalesce_us`.
+pub const DEFAULT_READ_COALESCE_US: u64 = 1000;
+
+fn default_read_coalesce_us() -> u64 {
+    DEFAULT_READ_COALESCE_US
 }
 
 impl Default for ReplicationConfig {
@@ -332,6 +345,7 @@ impl Default for ReplicationConfig {
             reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
             reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
             streaming: true,
+            read_coalesce_us: DEFAULT_READ_COALESCE_US,
         }
     }
 }
@@ -964,6 +978,12 @@ impl Config {
             return Err(invalid(
                 "replication.status_interval_ms",
                 &format!("must be between 1 and {MAX_STATUS_INTERVAL_MS}"),
+            ));
+        }
+        if self.replication.read_coalesce_us > 100_000 {
+            return Err(invalid(
+                "replication.read_coalesce_us",
+                "must be at most 100000 (0.1 s); it is added to every event's latency",
             ));
         }
         if self.replication.receive_timeout_ms < 2 * interval {

@@ -112,7 +112,12 @@ pub struct StreamSettings {
     pub status_interval: Duration,
     /// Silence after which the connection is considered dead.
     pub receive_timeout: Duration,
+    /// Pause after a small read (see `replication.read_coalesce_us`).
+    pub read_coalesce: Duration,
 }
+
+/// A read smaller than this is followed by the coalescing pause.
+const COALESCE_BELOW: usize = 64 * 1024;
 
 /// How a stream ended without error.
 pub enum StreamEnd {
@@ -394,7 +399,16 @@ pub async fn stream_wal(
             }
             // 4. new WAL
             r = reader.read_more() => {
-                r?;
+                let n = r?;
+                if n < COALESCE_BELOW && !settings.read_coalesce.is_zero() {
+                    // Let the sink take the batch just handed over, then
+                    // pause the whole thread (not a timer: the runtime
+                    // would sit in epoll on this socket and every send
+                    // of the walsender would wake it) so the next read
+                    // takes what arrived meanwhile in one go.
+                    tokio::task::yield_now().await;
+                    std::thread::sleep(settings.read_coalesce);
+                }
                 last_receive = Instant::now();
                 pinged = false;
             }

@@ -735,14 +735,14 @@ impl StreamReader {
     }
 
     /// Waits until the socket delivers more bytes. Cancel-safe.
-    pub async fn read_more(&mut self) -> Result<(), ReplicationError> {
+    pub async fn read_more(&mut self) -> Result<usize, ReplicationError> {
         if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
             self.buf.reserve(READ_CHUNK);
         }
-        if self.io.read_buf(&mut self.buf).await? == 0 {
-            return Err(ReplicationError::Closed);
+        match self.io.read_buf(&mut self.buf).await? {
+            0 => Err(ReplicationError::Closed),
+            n => Ok(n),
         }
-        Ok(())
     }
 }
 
