@@ -17,8 +17,6 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::BaseRecord;
 use walrelay::config::{ConverterKind, ConvertersConfig, DebeziumConfig};
 use walrelay::connect::pg::oid;
 use walrelay::router::{
@@ -159,27 +157,7 @@ fn json_converters() -> ConvertersConfig {
 
 /// What `KafkaSink::run` hands librdkafka for one record, minus the send.
 fn encode(record: &KafkaRecord, opaque: usize) -> usize {
-    let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-    for h in &record.headers {
-        headers = headers.insert(Header {
-            key: &h.name,
-            value: h.value.as_deref(),
-        });
-    }
-    let mut base: BaseRecord<'_, [u8], [u8], usize> =
-        BaseRecord::with_opaque_to(&record.topic, opaque).headers(headers);
-    if let Some(key) = record.key.as_deref() {
-        base = base.key(key);
-    }
-    if let Some(value) = record.value.as_deref() {
-        base = base.payload(value);
-    }
-    if let Some(p) = record.partition {
-        base = base.partition(p);
-    }
-    if let Some(ts) = record.timestamp_ms {
-        base = base.timestamp(ts);
-    }
+    let base = walrelay::sink::base_record(record, opaque);
     black_box(&base);
     base.delivery_opaque
 }

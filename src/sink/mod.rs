@@ -39,7 +39,7 @@ use crate::checkpoint::SharedTracker;
 use crate::config::{is_secret_key, ErrorsConfig, KafkaConfig};
 use crate::metrics::{metrics, CodeLabel, TopicLabel};
 use crate::relay::DisplayChain;
-use crate::router::{BoundRelation, RouteError, Router};
+use crate::router::{BoundRelation, KafkaRecord, RouteError, Router};
 use crate::txn::OutboxEvent;
 
 /// Producer settings walrelay insists on or defaults.
@@ -343,6 +343,35 @@ impl ProducerContext for DeliveryContext {
     }
 }
 
+/// The librdkafka record for a routed event: topic, headers, key, value,
+/// and the partition and timestamp the router chose, if any.
+pub fn base_record<'a, O: rdkafka::util::IntoOpaque>(
+    record: &'a KafkaRecord,
+    opaque: O,
+) -> BaseRecord<'a, [u8], [u8], O> {
+    let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+    for h in &record.headers {
+        headers = headers.insert(Header {
+            key: &h.name,
+            value: h.value.as_deref(),
+        });
+    }
+    let mut base = BaseRecord::with_opaque_to(&record.topic, opaque).headers(headers);
+    if let Some(key) = record.key.as_deref() {
+        base = base.key(key);
+    }
+    if let Some(value) = record.value.as_deref() {
+        base = base.payload(value);
+    }
+    if let Some(p) = record.partition {
+        base = base.partition(p);
+    }
+    if let Some(ts) = record.timestamp_ms {
+        base = base.timestamp(ts);
+    }
+    base
+}
+
 /// The producer, shared by every replication session of the process.
 pub struct KafkaSink {
     producer: ThreadedProducer<DeliveryContext>,
@@ -583,13 +612,6 @@ impl KafkaSink {
                     Some((_, n)) => *n += 1,
                     None => per_topic.push((Arc::clone(&record.topic), 1)),
                 }
-                let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
-                for h in &record.headers {
-                    headers = headers.insert(Header {
-                        key: &h.name,
-                        value: h.value.as_deref(),
-                    });
-                }
                 let original = self.dead_letter.as_ref().map(|_| {
                     let (key, value) = event.bound.original(&event.row);
                     Original {
@@ -606,19 +628,7 @@ impl KafkaSink {
                     event_id: event.bound.event_id(&event.row).map(String::into_boxed_str),
                     original,
                 });
-                let mut base = BaseRecord::with_opaque_to(&record.topic, ctx).headers(headers);
-                if let Some(key) = record.key.as_deref() {
-                    base = base.key(key);
-                }
-                if let Some(value) = record.value.as_deref() {
-                    base = base.payload(value);
-                }
-                if let Some(p) = record.partition {
-                    base = base.partition(p);
-                }
-                if let Some(ts) = record.timestamp_ms {
-                    base = base.timestamp(ts);
-                }
+                let mut base = base_record(&record, ctx);
                 loop {
                     match self.producer.send(base) {
                         Ok(()) => break,
