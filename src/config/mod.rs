@@ -1340,6 +1340,27 @@ bootstrap_servers = "127.0.0.1:9092"
     }
 
     #[test]
+    fn runtime_and_read_coalescing_settings() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.runtime.worker_threads, 0);
+        assert_eq!(c.replication.read_coalesce_us, 1000);
+        let c = parse(&format!(
+            "{MINIMAL}\n[replication]\nread_coalesce_us = 0\n[runtime]\nworker_threads = 2\n"
+        ))
+        .unwrap();
+        assert_eq!(c.replication.read_coalesce_us, 0);
+        assert_eq!(c.runtime.worker_threads, 2);
+        let err = parse(&format!(
+            "{MINIMAL}\n[replication]\nread_coalesce_us = 200000\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("replication.read_coalesce_us"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unknown_key_is_named() {
         let err = parse(&format!("{MINIMAL}\n[replication]\nslott = \"x\"\n")).unwrap_err();
         assert!(err.to_string().contains("slott"), "{err}");
