@@ -244,6 +244,9 @@ $sasl_lines
 log.dirs=$dir/data
 num.partitions=1
 default.replication.factor=1
+# Tests write records stamped years ago (compatibility cases); time-based
+# retention (checked every 5 minutes) would delete them under a reader.
+log.retention.ms=-1
 auto.create.topics.enable=true
 offsets.topic.replication.factor=1
 # 50 partitions (the default) make the first consumer group slow to appear.
