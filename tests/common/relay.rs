@@ -12,7 +12,7 @@ use bytes::Bytes;
 use walrelay::proto::pgoutput::{decode_message, LogicalMessage};
 use walrelay::proto::Lsn;
 
-use super::{connect, env, read_to_end, unique_name, Record};
+use super::{connect, env, read_to_end_blocking, unique_name, Record};
 
 /// Generous bound for anything that should happen in well under a second.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -421,9 +421,22 @@ pub fn ids(records: &[Record]) -> HashSet<String> {
 
 /// Reads `topic` until it holds every id in `want` (duplicates allowed).
 pub async fn read_until_ids(topic: &str, want: &HashSet<String>, relay: &mut Relay) -> Vec<Record> {
+    read_until_ids_on(&super::kafka_bootstrap(), topic, want, relay).await
+}
+
+/// [`read_until_ids`] through the broker at `bootstrap`.
+pub async fn read_until_ids_on(
+    bootstrap: &str,
+    topic: &str,
+    want: &HashSet<String>,
+    relay: &mut Relay,
+) -> Vec<Record> {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let records = read_to_end(topic, WAIT).await;
+        let (b, t) = (bootstrap.to_string(), topic.to_string());
+        let records = tokio::task::spawn_blocking(move || read_to_end_blocking(&b, &t, WAIT))
+            .await
+            .expect("consumer thread panicked");
         let got = ids(&records);
         if want.is_subset(&got) {
             return records;
