@@ -33,6 +33,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import socket
 import struct
@@ -268,6 +269,122 @@ def tree_hwm_kb(pid):
         except OSError:
             pass
     return total
+
+
+# --------------------------------------------------------------------------
+# Where the CPU goes: `perf record -a` (software clock, so it works on
+# virtual machines without hardware counters) while a system drains or a W3
+# level runs, then each sample is charged to a part of the pipeline.
+
+PARTS = ("system", "walsender", "load", "broker", "other", "idle")
+PART_LABELS = {"system": "system under test", "walsender": "walsender", "load": "load (pgbench + its backends)",
+               "broker": "Kafka broker", "other": "other", "idle": "idle"}
+
+
+class Profile:
+    """A system-wide sampling profile of one measured interval."""
+
+    HZ = 499
+
+    def __init__(self, path):
+        self.path = path
+        self.proc = None
+        if shutil.which("perf") is None:
+            log("perf not found: no CPU profile")
+            return
+        self.proc = subprocess.Popen(["perf", "record", "-a", "-e", "cpu-clock", "-F", str(self.HZ), "-q",
+                                      "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.t0 = time.time()
+        self.seconds = None
+
+    def stop(self):
+        if self.proc is None:
+            return False
+        self.seconds = time.time() - self.t0
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return False
+        return os.path.exists(self.path)
+
+    def report(self, *sort, pid=None):
+        """`perf report` rows (percent of the samples, key columns...) and
+        the CPU time the samples stand for, in seconds."""
+        cmd = ["perf", "report", "-i", self.path, "--stdio", "--no-children", "--sort", ",".join(sort)]
+        if pid is not None:
+            cmd += ["--pid", str(pid)]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        rows, busy_ns = [], 0
+        for line in res.stdout.splitlines():
+            m = re.match(r"# Event count \(approx\.\): (\d+)", line)
+            if m:
+                busy_ns = int(m.group(1))
+            cols = line.split(None, len(sort))
+            if len(cols) == len(sort) + 1 and cols[0].endswith("%") and not line.startswith("#"):
+                rows.append((float(cols[0][:-1]), *cols[1:]))
+        return rows, busy_ns / 1e9
+
+    def breakdown(self, threads):
+        """Share of the machine (percent of all CPUs over the interval) per
+        part; `threads` maps a thread id to its part (the rest goes by
+        name). An idle CPU takes no cpu-clock samples, so idle is the rest."""
+        parts = dict.fromkeys(PARTS, 0.0)
+        rows, busy = self.report("pid")
+        capacity = self.seconds * (os.cpu_count() or 1)
+        for pct, tid_comm in rows:
+            tid, _, comm = tid_comm.strip().partition(":")
+            comm = comm.strip()
+            tid = int(tid) if tid.isdigit() else -1
+            if tid in threads:
+                part = threads[tid]
+            elif tid == 0 or comm == "swapper":
+                part = "idle"
+            elif comm in ("pgbench", "postgres"):
+                part = "load"
+            else:
+                part = "other"
+            parts[part] += pct * busy / capacity
+        parts["idle"] = max(0.0, 100.0 - sum(v for k, v in parts.items() if k != "idle"))
+        return parts
+
+    def top(self, pid, n=12):
+        """The hottest symbols of process `pid`, percent of that process's samples."""
+        rows, _ = self.report("dso", "sym", pid=pid)
+        total = sum(r[0] for r in rows) or 1.0
+        return [(100 * r[0] / total, r[1], r[2]) for r in rows[:n]]
+
+
+def threads_of(pids):
+    """Thread ids of `pids` (and their children), as they are now."""
+    out = set()
+    for pid in pids:
+        for p in tree(pid):
+            try:
+                out.update(int(t) for t in os.listdir(f"/proc/{p}/task"))
+            except OSError:
+                pass
+    return out
+
+
+def finish_profile(prof, threads, run_dir, pids):
+    """Stops `prof`, writes its breakdown and the hottest symbols of `pids`
+    (name -> pid) next to the run's logs, returns the breakdown."""
+    if not prof or not prof.stop():
+        return None
+    parts = prof.breakdown(threads)
+    with open(os.path.join(run_dir, "profile.txt"), "w") as f:
+        f.write("share of the machine's CPUs (perf record -a, cpu-clock)\n")
+        for k in PARTS:
+            f.write(f"  {PART_LABELS[k]:<32} {parts[k]:5.1f} %\n")
+        for name, pid in pids.items():
+            if pid is None:
+                continue
+            f.write(f"\nhottest symbols of {name} (pid {pid}), % of its samples\n")
+            for pct, dso, sym in prof.top(pid):
+                f.write(f"  {pct:5.1f} %  {dso:<28} {sym}\n")
+    return parts
 
 
 # --------------------------------------------------------------------------
@@ -509,7 +626,11 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
     if system == "walrelay":
         cfg = os.path.join(run_dir, "walrelay.toml")
-        producer = "\n".join(f'"{k}" = "{v}"' for k, v in WALRELAY_PRODUCER.items())
+        settings = dict(WALRELAY_PRODUCER)
+        for kv in filter(None, env.args.walrelay_producer.split(",")):
+            k, _, v = kv.partition("=")
+            settings[k.strip()] = v.strip()
+        producer = "\n".join(f'"{k}" = "{v}"' for k, v in settings.items())
         streaming = "" if env.args.streaming == "auto" else \
             f"streaming = {'true' if env.args.streaming == 'on' else 'false'}\n"
         with open(cfg, "w") as f:
@@ -629,6 +750,8 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
     br0 = cpu_of(env.broker_pid)
     deadline = t_active + timeout
     res = {"system": system, "events": n, "startup_s": t_active - t_launch}
+    prof = Profile(os.path.join(run_dir, "perf.data")) if env.args.profile else None
+    sut_threads = threads_of([r.pid])
     if system in BASELINES:
         # Same clock for both baselines: slot active to process exit.
         prog = "pg_recvlogical" if system == "ceiling" else "walsender_drain"
@@ -642,6 +765,8 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
             if time.time() > deadline:
                 raise BenchError(f"{prog} did not reach {end_lsn} in {timeout} s")
             time.sleep(0.01)
+        parts = finish_profile(prof, profile_threads(env, sut_threads, ws_pid), run_dir,
+                               {prog: r.pid, "the walsender": ws_pid})
         r.popen.returncode = os.waitstatus_to_exitcode(status)
         if r.popen.returncode != 0:
             raise BenchError(f"{prog} failed:\n{tail(r.log)}")
@@ -664,6 +789,9 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
                 r.stop()
                 raise BenchError(f"{system}: only {count}/{n} records in kafka after {timeout} s")
             time.sleep(0.2)
+            sut_threads |= threads_of([r.pid])
+        parts = finish_profile(prof, profile_threads(env, sut_threads, ws_pid), run_dir,
+                               {system: r.pid, "the walsender": ws_pid})
         cpu = tree_cpu(r.pid) - cpu0
         rss_kb = tree_hwm_kb(r.pid)
         br1 = cpu_of(env.broker_pid)
@@ -684,7 +812,17 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
         "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if system not in BASELINES else None,
         "peak_rss_mb": rss_kb / 1024,
     })
+    if parts:
+        res["cpu_share"] = parts
     return res
+
+
+def profile_threads(env, sut_threads, ws_pid):
+    threads = {t: "broker" for t in threads_of([env.broker_pid])}
+    threads.update((t, "system") for t in sut_threads)
+    if ws_pid:
+        threads[ws_pid] = "walsender"
+    return threads
 
 
 def workload_drain(env, name, n, load, systems, out):
@@ -759,6 +897,15 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
     with open(script, "w") as f:
         f.write("SELECT bench_emit();\n")
     results = []
+    # What PostgreSQL here commits at most with nobody decoding: the load
+    # levels are fractions of the W1 ceiling, which may be above it.
+    pb = run(["pgbench", "-n", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres",
+              "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
+              "-T", "10", "-f", script, "bench"], capture_output=True, text=True, check=False)
+    m = re.search(r"tps = ([\d.]+)", pb.stdout)
+    env.args.w3_generator_max = float(m.group(1)) if m else None
+    log(f"W3: pgbench alone commits {env.args.w3_generator_max or 0:,.0f} events/s at most here")
+    env.db.query("TRUNCATE outbox")
     for s in systems:
         if s in BASELINES:
             continue
@@ -770,7 +917,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
         try:
             t_launch = time.time()
             r = start_system(env, s, slot, topic, run_dir)
-            t_active, _ = wait_active(env, r, slot, 300)
+            t_active, ws_pid = wait_active(env, r, slot, 300)
         except BenchError as e:
             log(f"W3: {s} FAILED: {e}")
             results.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
@@ -798,10 +945,15 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 cpu0 = tree_cpu(r.pid)
                 t0 = time.time()
                 log(f"W3: {s} at {level} % of the ceiling: {rate:,} events/s for {seconds} s")
+                level_dir = os.path.join(run_dir, f"level-{level}")
+                os.makedirs(level_dir, exist_ok=True)
+                prof = Profile(os.path.join(level_dir, "perf.data")) if env.args.profile else None
                 pb = run(["pgbench", "-n", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres",
                           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-R", str(rate),
                           "-T", str(seconds), "-f", script, "bench"], capture_output=True, text=True)
                 t1 = time.time()
+                parts = finish_profile(prof, profile_threads(env, threads_of([r.pid]), ws_pid), level_dir,
+                                       {s: r.pid, "the walsender": ws_pid})
                 m = re.search(r"number of transactions actually processed: (\d+)", pb.stdout)
                 if not m:
                     raise BenchError(f"pgbench failed: {pb.stdout[-500:]} {pb.stderr[-500:]}")
@@ -832,6 +984,8 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     "catch_up_s": t_caught - t1,
                     "startup_s": t_active - t_launch,
                 })
+                if parts:
+                    levels_done[-1]["cpu_share"] = parts
                 time.sleep(3)
             rss = tree_hwm_kb(r.pid) / 1024
         except BenchError as e:
@@ -1091,9 +1245,31 @@ def report(args, facts, results, command):
     }
     sizes = ("Sizes: " + "; ".join(v for k, v in parts.items() if k in only) +
              f". Payload: about {args.payload_bytes} bytes of JSON (jsonb).\n")
+    gen = getattr(args, "w3_generator_max", None)
+    if gen:
+        sizes += (f"\nW3's generator, pgbench with {args.clients} clients and no rate limit, committed "
+                  f"{gen:,.0f} events/s at most in this run with nothing decoding the WAL: levels above "
+                  f"that cannot be offered on this machine.\n")
     return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4)\n\n" + drain_table(results) + \
-        "\n\n### Steady load (W3)\n\n" + w3_table(results) + "\n\n### Targets (issue 7)\n\n" + targets(results) + \
+        "\n\n### Steady load (W3)\n\n" + w3_table(results) + \
+        "\n\n### Where the CPU went\n\n" + cpu_table(results) + \
+        "\n\n### Targets (issue 7)\n\n" + targets(results) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
+
+
+def cpu_table(results):
+    rows = [r for r in results if r.get("cpu_share")]
+    if not rows:
+        return "Not profiled (run with `--profile`)."
+    lines = ["| workload | system | " + " | ".join(PART_LABELS[k] for k in PARTS) + " |",
+             "|---|---|" + "--:|" * len(PARTS)]
+    for r in rows:
+        w = r["workload"] + (f" {r['level_pct']} %" if r["workload"] == "W3" else "")
+        lines.append(f"| {w} | {LABELS[r['system']]} | " +
+                     " | ".join(f"{r['cpu_share'][k]:.0f} %" for k in PARTS) + " |")
+    return ("Share of the machine's CPUs (all cores = 100 %) while each system drained or each W3 level ran, "
+            "from `perf record -a`; each process's hottest symbols are in `runs/*/profile.txt`.\n\n" +
+            "\n".join(lines))
 
 
 def update_docs(block, svg):
@@ -1137,6 +1313,8 @@ def main():
     ap.add_argument("--walrelay-extra", default="",
                     help="TOML appended to walrelay's configuration, for A/B runs of one setting "
                     "(\\n separates lines), e.g. '[runtime]\\nworker_threads = 2'")
+    ap.add_argument("--walrelay-producer", default="",
+                    help="librdkafka settings for walrelay's producer, for A/B runs: key=value,key=value")
     ap.add_argument("--walrelay", default=os.path.join(REPO, "target", "release", "walrelay"),
                     help="the walrelay binary (default: target/release/walrelay)")
     ap.add_argument("--streaming", choices=["auto", "on", "off"], default="auto",
@@ -1145,6 +1323,9 @@ def main():
     ap.add_argument("--walsender-drain", default=None,
                     help="the walsender baseline's binary (benches/run.sh builds it and passes it)")
     ap.add_argument("--docs", action="store_true", help="write the results into docs/benchmarks.md")
+    ap.add_argument("--profile", action="store_true",
+                    help="sample every CPU with perf while each system drains and each W3 level runs: "
+                    "where the machine's time went, and each process's hottest symbols (runs/*/profile.txt)")
     ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()

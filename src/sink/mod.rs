@@ -50,9 +50,12 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("linger.ms", "5"),
     // Infinite local timeout: a broker outage is backpressure, not data loss.
     ("message.timeout.ms", "0"),
-    // Bound librdkafka's own buffer: 64 MiB or 100k messages.
-    ("queue.buffering.max.kbytes", "65536"),
-    ("queue.buffering.max.messages", "100000"),
+    // Bound librdkafka's own buffer: 32 MiB (the Java producer's
+    // buffer.memory) or 32k messages. It is walrelay's largest memory term
+    // when the broker is slower than the slot (64 MiB gave a 67 MB peak RSS
+    // in W1; 16 MiB drained W1 and W2 as fast as 64 MiB, docs/benchmarks.md).
+    ("queue.buffering.max.kbytes", "32768"),
+    ("queue.buffering.max.messages", "32768"),
 ];
 /// How often an idle sink looks for a permanent delivery failure.
 const FAILURE_CHECK: Duration = Duration::from_millis(100);
