@@ -50,6 +50,8 @@ PARTITIONS = 6
 SYSTEMS = ["ceiling", "walsender", "walrelay", "dbz_tuned", "dbz_default"]
 # Baselines drain the slot to the end LSN and exit; they write no Kafka topic.
 BASELINES = ("ceiling", "walsender")
+# Drained --rounds times (median reported): seconds per round.
+REPEATED = BASELINES + ("walrelay",)
 LABELS = {
     "ceiling": "pg_recvlogical (ceiling)",
     "walsender": "walsender, minimal Rust reader",
@@ -826,11 +828,17 @@ def profile_threads(env, sut_threads, ws_pid):
 
 
 def workload_drain(env, name, n, load, systems, out):
+    """Drains one backlog with every system. The fast systems (the
+    baselines and walrelay, seconds each) drain it `--rounds` times,
+    interleaved, and report the median round: on a shared machine one
+    round can be half as fast as the next. Debezium drains it once."""
     prefix = f"bench_{name.lower()}_"
-    slots = {s: prefix + s for s in systems}
-    topics = {s: f"bench.{env.stamp}.{name.lower()}.{s}" for s in systems if s not in BASELINES}
-    for s in systems:
-        env.create_slot(slots[s])
+    rounds = {s: (env.args.rounds if s in REPEATED else 1) for s in systems}
+    runs = [(k, s) for k in range(max(rounds.values())) for s in systems if k < rounds[s]]
+    slots = {(k, s): f"{prefix}{s}_{k}" for k, s in runs}
+    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{s}.{k}" for k, s in runs if s not in BASELINES}
+    for slot in slots.values():
+        env.create_slot(slot)
     for t in topics.values():
         env.create_topic(t)
     log(f"{name}: loading {n:,} events")
@@ -838,20 +846,32 @@ def workload_drain(env, name, n, load, systems, out):
     load()
     end_lsn = env.db.value("SELECT pg_current_wal_lsn()")
     backlog = env.db.value(f"SELECT pg_wal_lsn_diff('{end_lsn}', confirmed_flush_lsn) FROM pg_replication_slots "
-                           f"WHERE slot_name = '{slots[systems[0]]}'")
+                           f"WHERE slot_name = '{slots[runs[0]]}'")
     env.db.query("CHECKPOINT")
     log(f"{name}: loaded in {time.time() - t0:.1f} s, {int(float(backlog)) / 2**20:.1f} MiB of WAL up to {end_lsn}")
-    results = []
     timeout = max(120, n / 500)
-    for s in systems:
-        log(f"{name}: draining with {s}")
+    done = {s: [] for s in systems}
+    for k, s in runs:
+        label = f"{s} (round {k + 1} of {rounds[s]})" if rounds[s] > 1 else s
+        log(f"{name}: draining with {label}")
+        run_dir = os.path.join(out, "runs", f"{name}-{s}" + (f"-r{k + 1}" if rounds[s] > 1 else ""))
         try:
-            res = drain(env, s, slots[s], topics.get(s), n, end_lsn, os.path.join(out, "runs", f"{name}-{s}"), timeout)
-            log(f"{name}: {s}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
+            res = drain(env, s, slots[(k, s)], topics.get((k, s)), n, end_lsn, run_dir, timeout)
+            log(f"{name}: {label}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
                 f"{res['peak_rss_mb']:.0f} MB")
         except BenchError as e:
-            log(f"{name}: {s} FAILED: {e}")
+            log(f"{name}: {label} FAILED: {e}")
             res = {"system": s, "events": n, "error": str(e).splitlines()[0]}
+        res["round"] = k + 1
+        done[s].append(res)
+    results = []
+    for s in systems:
+        ok = sorted((r for r in done[s] if "error" not in r), key=lambda r: r["events_per_s"])
+        res = dict(ok[(len(ok) - 1) // 2]) if ok else done[s][0]
+        if len(done[s]) > 1:
+            res["rounds"] = [r.get("events_per_s") for r in done[s]]
+            # Memory is a bound, not a rate: the worst round counts.
+            res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
         res["workload"] = name
         res["backlog_mib"] = int(float(backlog)) / 2**20
         results.append(res)
@@ -1009,9 +1029,10 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     "cpu_s_per_m": cpu / done * 1e6 if done else None,
                     "max_lag_mib": max(lag or [0]) / 2**20,
                     # Bounded: the lag did not grow from the first third of the
-                    # level to the last, and everything was in Kafka within 2 s
-                    # of the load stopping.
-                    "lag_bounded": last_third <= 1.5 * first_third + 2**20 and t_caught - t1 < 2,
+                    # level to the last (the confirmed position moves once per
+                    # status interval, a second of WAL, hence the slack), and
+                    # everything was in Kafka within 10 s of the load stopping.
+                    "lag_bounded": last_third <= 2 * first_third + 8 * 2**20 and t_caught - t1 < 10,
                     "catch_up_s": t_caught - t1,
                     "startup_s": t_active - t_launch,
                 })
@@ -1067,10 +1088,10 @@ def fmt(v, spec=",.0f", none="–"):
 
 
 def drain_table(results):
-    lines = ["| workload | system | events | seconds | events/s | vs ceiling | vs walsender | vs Debezium tuned | "
-             "CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
+    lines = ["| workload | system | events | seconds | events/s | every round, events/s | vs ceiling | vs walsender | "
+             "vs Debezium tuned | CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
              "start-up s: streaming / first record |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     by = {}
     for r in results:
         by[(r["workload"], r["system"])] = r
@@ -1079,7 +1100,7 @@ def drain_table(results):
             continue
         if "error" in r:
             lines.append(f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | failed: {r['error']} |"
-                         " | | | | | | | | |")
+                         " | | | | | | | | | |")
             continue
         ceil = by.get((r["workload"], "ceiling"), {}).get("events_per_s")
         wals = by.get((r["workload"], "walsender"), {}).get("events_per_s")
@@ -1087,6 +1108,7 @@ def drain_table(results):
         rate = r["events_per_s"]
         lines.append(
             f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | {r['seconds']:.2f} | {fmt(rate)} | "
+            f"{' / '.join(fmt(x) for x in r.get('rounds', [])) or '1 round'} | "
             f"{fmt(rate / ceil if ceil else None, '.2f')} | {fmt(rate / wals if wals else None, '.2f')} | "
             f"{fmt(rate / dbz if dbz else None, '.2f')} | "
             f"{fmt(r['cpu_s_per_m'], '.1f')} | {fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | "
@@ -1330,6 +1352,8 @@ def main():
     ap.add_argument("--w1", type=int)
     ap.add_argument("--w2", type=int)
     ap.add_argument("--w2-batch", type=int, default=100)
+    ap.add_argument("--rounds", type=int, help="drains of each backlog by the baselines and walrelay, "
+                    "interleaved; the median is reported (default 3, --quick 1)")
     ap.add_argument("--w4", type=int)
     ap.add_argument("--w3-seconds", type=int)
     ap.add_argument("--w3-warmup", type=int, help="W3 warm-up seconds at the lowest level, not measured "
@@ -1365,6 +1389,7 @@ def main():
     args.w2 = args.w2 or (20_000 if q else 1_000_000)
     args.w4 = args.w4 or (20_000 if q else 1_000_000)
     args.w3_seconds = args.w3_seconds or (15 if q else 120)
+    args.rounds = max(1, args.rounds or (1 if q else 3))
     if args.w3_warmup is None:
         args.w3_warmup = 5 if q else 30
     args.levels = [int(x) for x in args.levels.split(",")]
