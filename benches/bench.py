@@ -883,12 +883,11 @@ def workload_drain(env, name, n, load, systems, out):
 
 def warm_broker(env, n, out):
     """A freshly started broker compiles its hot paths (JIT) during its
-    first minute of load, at a cost that slowed whichever system drained
-    first (W1 walrelay at half its usual rate, the broker's C2 compiler
-    threads at 16 % of the machine; a 5 s drain of 500,000 batched rows
-    beforehand did not help). So the broker first gets about 45 s of steady
-    load, unmeasured: walrelay relays W1-shaped transactions as they are
-    written."""
+    first minute of load: its C2 compiler threads took 16 % of the machine
+    while the first system drained, and a 5 s drain of 500,000 batched rows
+    beforehand did not finish that. So the broker first gets about a minute
+    of steady load, unmeasured: walrelay relays W1-shaped transactions as
+    they are written."""
     slot, topic = "bench_warmup", f"bench.{env.stamp}.warmup"
     env.create_slot(slot)
     env.create_topic(topic)
