@@ -303,7 +303,13 @@ pub async fn consume_on(
 
 /// [`read_to_end_blocking`] on the shared broker, off the async runtime.
 pub async fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
-    let (bootstrap, topic) = (kafka_bootstrap(), topic.to_string());
+    read_to_end_on(&kafka_bootstrap(), topic, timeout).await
+}
+
+/// [`read_to_end_blocking`] on the broker at `bootstrap`, off the async
+/// runtime.
+pub async fn read_to_end_on(bootstrap: &str, topic: &str, timeout: Duration) -> Vec<Record> {
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
     tokio::task::spawn_blocking(move || read_to_end_blocking(&bootstrap, &topic, timeout))
         .await
         .expect("consumer thread panicked")

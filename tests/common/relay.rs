@@ -12,7 +12,7 @@ use bytes::Bytes;
 use walrelay::proto::pgoutput::{decode_message, LogicalMessage};
 use walrelay::proto::Lsn;
 
-use super::{connect, env, read_to_end_blocking, unique_name, Record};
+use super::{connect, env, read_to_end_on, unique_name, Record};
 
 /// Generous bound for anything that should happen in well under a second.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -433,10 +433,7 @@ pub async fn read_until_ids_on(
 ) -> Vec<Record> {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let (b, t) = (bootstrap.to_string(), topic.to_string());
-        let records = tokio::task::spawn_blocking(move || read_to_end_blocking(&b, &t, WAIT))
-            .await
-            .expect("consumer thread panicked");
+        let records = read_to_end_on(bootstrap, topic, WAIT).await;
         let got = ids(&records);
         if want.is_subset(&got) {
             return records;
