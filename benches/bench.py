@@ -370,11 +370,16 @@ def threads_of(pids):
     return out
 
 
-def finish_profile(prof, threads, run_dir, pids):
-    """Stops `prof`, writes its breakdown and the hottest symbols of `pids`
+def finish_profile(prof, env, sut_threads, ws_pid, run_dir, pids):
+    """Stops `prof`, writes its breakdown (the system under test is
+    `sut_threads`, the walsender `ws_pid`) and the hottest symbols of `pids`
     (name -> pid) next to the run's logs, returns the breakdown."""
     if not prof or not prof.stop():
         return None
+    threads = {t: "broker" for t in threads_of([env.broker_pid])}
+    threads.update((t, "system") for t in sut_threads)
+    if ws_pid:
+        threads[ws_pid] = "walsender"
     parts = prof.breakdown(threads)
     with open(os.path.join(run_dir, "profile.txt"), "w") as f:
         f.write("share of the machine's CPUs (perf record -a, cpu-clock)\n")
@@ -753,7 +758,8 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
     deadline = t_active + timeout
     res = {"system": system, "events": n, "startup_s": t_active - t_launch}
     prof = Profile(os.path.join(run_dir, "perf.data")) if env.args.profile else None
-    sut_threads = threads_of([r.pid])
+    # Threads of the system, for the profile (a baseline is gone by its end).
+    sut_threads = threads_of([r.pid]) if prof else set()
     if system in BASELINES:
         # Same clock for both baselines: slot active to process exit.
         prog = "pg_recvlogical" if system == "ceiling" else "walsender_drain"
@@ -767,7 +773,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
             if time.time() > deadline:
                 raise BenchError(f"{prog} did not reach {end_lsn} in {timeout} s")
             time.sleep(0.01)
-        parts = finish_profile(prof, profile_threads(env, sut_threads, ws_pid), run_dir,
+        parts = finish_profile(prof, env, sut_threads, ws_pid, run_dir,
                                {prog: r.pid, "the walsender": ws_pid})
         r.popen.returncode = os.waitstatus_to_exitcode(status)
         if r.popen.returncode != 0:
@@ -791,8 +797,9 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
                 r.stop()
                 raise BenchError(f"{system}: only {count}/{n} records in kafka after {timeout} s")
             time.sleep(0.2)
-            sut_threads |= threads_of([r.pid])
-        parts = finish_profile(prof, profile_threads(env, sut_threads, ws_pid), run_dir,
+            if prof:
+                sut_threads |= threads_of([r.pid])
+        parts = finish_profile(prof, env, sut_threads, ws_pid, run_dir,
                                {system: r.pid, "the walsender": ws_pid})
         cpu = tree_cpu(r.pid) - cpu0
         rss_kb = tree_hwm_kb(r.pid)
@@ -817,14 +824,6 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
     if parts:
         res["cpu_share"] = parts
     return res
-
-
-def profile_threads(env, sut_threads, ws_pid):
-    threads = {t: "broker" for t in threads_of([env.broker_pid])}
-    threads.update((t, "system") for t in sut_threads)
-    if ws_pid:
-        threads[ws_pid] = "walsender"
-    return threads
 
 
 def workload_drain(env, name, n, load, systems, out):
@@ -1002,7 +1001,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-R", str(rate),
                           "-T", str(seconds), "-f", script, "bench"], capture_output=True, text=True)
                 t1 = time.time()
-                parts = finish_profile(prof, profile_threads(env, threads_of([r.pid]), ws_pid), level_dir,
+                parts = finish_profile(prof, env, threads_of([r.pid]) if prof else set(), ws_pid, level_dir,
                                        {s: r.pid, "the walsender": ws_pid})
                 m = re.search(r"number of transactions actually processed: (\d+)", pb.stdout)
                 if not m:
