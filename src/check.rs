@@ -25,7 +25,7 @@ use rdkafka::error::KafkaError;
 use tokio_postgres::Client;
 use walrelay_proto::{RelationColumnInfo, RelationInfo};
 
-use crate::config::{Config, PublicationMode};
+use crate::config::{Config, PublicationMode, SlotMissing};
 use crate::lag;
 use crate::relay::{connect_params, DisplayChain};
 use crate::router::{
@@ -1176,10 +1176,7 @@ async fn check_slot(report: &mut CheckReport, config: &Config, client: &Client, 
     };
     let Some(state) = state else {
         if config.replication.create_slot {
-            report.pass(
-                SLOT,
-                format!("{slot} does not exist; walrelay will create it (pgoutput) at first start"),
-            );
+            check_missing_slot(report, config, client, timeout).await;
         } else {
             report.fail(
                 SLOT,
@@ -1242,6 +1239,74 @@ async fn check_slot(report: &mut CheckReport, config: &Config, client: &Client, 
         );
     } else {
         report.pass(SLOT, detail);
+    }
+}
+
+/// A missing slot that walrelay may create: whether
+/// `replication.slot_missing` lets it, given what the publication's comment
+/// records (a slot that existed and was dropped).
+async fn check_missing_slot(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+) {
+    let slot = &config.replication.slot;
+    let publication = &config.replication.publication;
+    let create_by_hand = format!("SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')");
+    if config.replication.slot_missing == SlotMissing::Fail {
+        report.fail(
+            SLOT,
+            format!("{slot} does not exist and replication.slot_missing = \"fail\""),
+            format!("create it ({create_by_hand}) or set replication.slot_missing = \"if_new\""),
+        );
+        return;
+    }
+    let recorded = bounded("the publication's comment", timeout, async {
+        crate::relay::slot_recorded(client, publication, slot)
+            .await
+            .map_err(CheckError::from)
+    })
+    .await;
+    let recorded = match recorded {
+        Ok(r) => r,
+        Err(e) => {
+            report.fail(
+                SLOT,
+                format!(
+                    "{slot} does not exist, and whether it existed before is unknown: {}",
+                    DisplayChain(&e)
+                ),
+                "make sure the role can read pg_publication and pg_description",
+            );
+            return;
+        }
+    };
+    match (recorded, config.replication.slot_missing) {
+        (false, _) => report.pass(
+            SLOT,
+            format!("{slot} does not exist; walrelay will create it (pgoutput) at first start"),
+        ),
+        (true, SlotMissing::Create) => report.warn(
+            SLOT,
+            format!(
+                "{slot} does not exist but publication {publication} records that it did: it was dropped; \
+                 with replication.slot_missing = \"create\" walrelay creates a new one, skipping every \
+                 event written since the old slot's last confirmed position"
+            ),
+            "re-publish those events, and set replication.slot_missing back to \"if_new\" once the slot exists",
+        ),
+        (true, _) => report.fail(
+            SLOT,
+            format!(
+                "{slot} does not exist but publication {publication} records that it did: it was dropped, \
+                 and walrelay refuses to start (a new slot would skip every event written since then)"
+            ),
+            format!(
+                "re-publish the events written since the old slot's last confirmed position, then create \
+                 the slot deliberately ({create_by_hand}) or start once with replication.slot_missing = \"create\""
+            ),
+        ),
     }
 }
 

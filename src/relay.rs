@@ -481,7 +481,7 @@ fn slot_marker(slot: &str) -> String {
 
 /// Whether the publication's comment says `slot` existed. A failed lookup
 /// counts as no (and is an error only where it decides).
-async fn slot_recorded(
+pub(crate) async fn slot_recorded(
     client: &tokio_postgres::Client,
     publication: &str,
     slot: &str,

@@ -690,6 +690,33 @@ async fn dropped_slot_is_never_recreated_silently() {
         "reconnect_max_ms = 1000\n",
         "reconnect_max_ms = 1000\nslot_missing = \"create\"\n",
     );
+
+    // `walrelay check` tells the same before anyone starts walrelay: a
+    // failure by default, a warning with the explicit option.
+    let slot_row = |text: &str| {
+        let config = walrelay::config::Config::from_toml(text, std::path::Path::new("faults.toml"))
+            .expect("test config is valid");
+        async move {
+            let report = walrelay::check::run_check(&config).await;
+            report
+                .row(walrelay::check::SLOT)
+                .unwrap_or_else(|| panic!("no slot row:\n{report}"))
+                .clone()
+        }
+    };
+    let row = slot_row(&config).await;
+    assert_eq!(row.status, walrelay::check::CheckStatus::Fail, "{row:?}");
+    assert!(
+        row.detail.contains("was dropped")
+            && row
+                .fix
+                .as_deref()
+                .is_some_and(|f| f.contains("slot_missing")),
+        "{row:?}"
+    );
+    let row = slot_row(&recreate).await;
+    assert_eq!(row.status, walrelay::check::CheckStatus::Warn, "{row:?}");
+    assert!(row.detail.contains("skipping every event"), "{row:?}");
     let mut relay = Relay::start(&recreate);
     ob.wait_active(&mut relay).await;
     ob.insert(5, "", "k", "{}").await;

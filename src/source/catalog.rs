@@ -134,6 +134,20 @@ pub(super) fn sql(
     move |source| CatalogError::Sql { context, source }
 }
 
+/// Whether the server answered a connection attempt with an error
+/// (authentication, pg_hba), which another transport may not meet.
+fn is_server_refusal(error: &CatalogError) -> bool {
+    matches!(error, CatalogError::Sql { source, .. } if source.code().is_some())
+}
+
+/// Whether a connection attempt failed in the TLS handshake itself.
+fn is_tls_refusal(error: &CatalogError) -> bool {
+    match error {
+        CatalogError::Sql { source, .. } => is_tls_failure(source),
+        _ => false,
+    }
+}
+
 /// Whether a driver error is a failed TLS handshake (certificate
 /// verification, protocol) rather than a lost connection.
 fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
@@ -195,21 +209,57 @@ async fn connect_unbounded(params: &ConnectParams) -> Result<Client, CatalogErro
             tls.mode.as_str()
         )
     };
-    let (client, connection) = match tls.connector()? {
+    let connector = match tls.connector()? {
+        None => return attempt(&config, params, None, &context).await,
+        Some(connector) => connector,
+    };
+    match tls.mode {
+        // libpq's allow: plain first, TLS when the server refuses that.
+        SslMode::Allow => match attempt(&config, params, None, &context).await {
+            Err(e) if is_server_refusal(&e) => {
+                tracing::debug!(error = %e, "plain refused, retrying over tls (sslmode allow)");
+                attempt(&config, params, Some((connector, false)), &context).await
+            }
+            other => other,
+        },
+        // libpq's prefer: TLS when offered; plain again when the handshake
+        // or the session over TLS is refused.
+        SslMode::Prefer => {
+            match attempt(&config, params, Some((connector, true)), &context).await {
+                Err(e) if is_server_refusal(&e) || is_tls_refusal(&e) => {
+                    tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
+                    attempt(&config, params, None, &context).await
+                }
+                other => other,
+            }
+        }
+        _ => attempt(&config, params, Some((connector, false)), &context).await,
+    }
+}
+
+/// One connection attempt: plain when `tls` is `None`, else TLS (the bool:
+/// a server without TLS means plain, as with sslmode prefer).
+async fn attempt(
+    config: &tokio_postgres::Config,
+    params: &ConnectParams,
+    tls: Option<(openssl::ssl::SslConnector, bool)>,
+    context: &(dyn Fn() -> String + Sync),
+) -> Result<Client, CatalogError> {
+    let mut config = config.clone();
+    let (client, connection) = match tls {
         None => {
             config.ssl_mode(PgSslMode::Disable);
             let (client, connection) = config.connect(NoTls).await.map_err(sql(context()))?;
             (client, connection.boxed())
         }
-        Some(connector) => {
-            // tokio-postgres has no `allow`; prefer is the closest (TLS
-            // first, plain when the server has none).
-            config.ssl_mode(match tls.mode {
-                SslMode::Disable | SslMode::Allow | SslMode::Prefer => PgSslMode::Prefer,
-                SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => PgSslMode::Require,
+        Some((connector, plain_if_refused)) => {
+            config.ssl_mode(if plain_if_refused {
+                PgSslMode::Prefer
+            } else {
+                PgSslMode::Require
             });
             let make = MakeTls::new(
-                tls.clone(),
+                params.tls.clone(),
                 connector,
                 format!("{}:{}", params.host, params.port),
             );
