@@ -122,6 +122,16 @@ pub async fn run(
         config.debezium.clone(),
     )
     .map_err(|e| RelayError::Config(e.to_string()))?;
+    // A spill directory walrelay cannot write to would fail only when the
+    // first large transaction arrives, maybe weeks later: find out now.
+    if let Some(dir) = &config.replication.spill_dir {
+        tempfile::tempfile_in(dir).map_err(|e| {
+            RelayError::Config(format!(
+                "replication.spill_dir = {}: cannot create a file there: {e}",
+                dir.display()
+            ))
+        })?;
+    }
     let mut backoff = Backoff::new(
         Duration::from_millis(config.replication.reconnect_min_ms),
         Duration::from_millis(config.replication.reconnect_max_ms),
@@ -409,7 +419,8 @@ async fn session(
         router,
         table_meta,
         config.outbox.op_invalid_behavior,
-    );
+    )
+    .with_spill_dir(config.replication.spill_dir.clone());
     let settings = StreamSettings {
         proto_version,
         status_interval: config.status_interval(),

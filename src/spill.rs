@@ -23,6 +23,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
 use walrelay_proto::pgoutput::{ColumnValue, TupleData};
@@ -37,8 +38,14 @@ const HEADER_LEN: usize = 1 + 8 + 4 + 4 + 4;
 #[derive(Debug, thiserror::Error)]
 pub enum SpillError {
     /// The temporary file could not be created.
-    #[error("cannot create a spill file in the temporary directory")]
-    Create(#[source] io::Error),
+    #[error("cannot create a spill file in {dir} (replication.spill_dir, or TMPDIR when unset)")]
+    Create {
+        /// The directory tried.
+        dir: String,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
     /// Writing, truncating or rewinding failed (disk full, I/O error).
     #[error("cannot write the spill file at offset {offset}")]
     Write {
@@ -140,9 +147,19 @@ pub struct SpillFile {
 
 impl SpillFile {
     /// A new, empty spill file for top-level transaction `xid`: an unlinked
-    /// file in the system temporary directory (`TMPDIR`).
-    pub fn new(xid: u32) -> Result<Self, SpillError> {
-        let file = tempfile::tempfile().map_err(SpillError::Create)?;
+    /// file in `dir`, or in the system temporary directory (`TMPDIR`).
+    pub fn new(xid: u32, dir: Option<&Path>) -> Result<Self, SpillError> {
+        let file = match dir {
+            Some(dir) => tempfile::tempfile_in(dir),
+            None => tempfile::tempfile(),
+        }
+        .map_err(|source| SpillError::Create {
+            dir: dir
+                .map_or_else(std::env::temp_dir, Path::to_path_buf)
+                .display()
+                .to_string(),
+            source,
+        })?;
         Ok(SpillFile {
             xid,
             writer: BufWriter::with_capacity(IO_BUFFER, file),
@@ -424,7 +441,7 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let mut spill = SpillFile::new(700).expect("tempfile");
+        let mut spill = SpillFile::new(700, None).expect("tempfile");
         assert!(spill.is_empty());
         for n in 0..3 {
             spill
@@ -449,7 +466,7 @@ mod tests {
 
     #[test]
     fn subxact_abort_truncates_at_its_first_change() {
-        let mut spill = SpillFile::new(700).expect("tempfile");
+        let mut spill = SpillFile::new(700, None).expect("tempfile");
         spill
             .append(ChangeKind::Insert, Lsn(1), 700, 0, &row(1))
             .unwrap();
@@ -484,7 +501,7 @@ mod tests {
 
     #[test]
     fn aborting_a_subxact_twice_is_harmless() {
-        let mut spill = SpillFile::new(1).expect("tempfile");
+        let mut spill = SpillFile::new(1, None).expect("tempfile");
         spill
             .append(ChangeKind::Insert, Lsn(1), 2, 0, &row(1))
             .unwrap();

@@ -20,6 +20,7 @@
 //! says so, so that keepalives do not confirm past it.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tracing::{debug, error, warn};
@@ -210,6 +211,8 @@ pub struct Assembler {
     /// A committed streamed transaction not yet read back completely.
     replay: Option<Replay>,
     stats: AssemblyStats,
+    /// Where spill files go; `None`: the system temporary directory.
+    spill_dir: Option<PathBuf>,
 }
 
 impl Assembler {
@@ -235,7 +238,15 @@ impl Assembler {
             stream_xid: None,
             replay: None,
             stats: AssemblyStats::default(),
+            spill_dir: None,
         }
+    }
+
+    /// Spill files of streamed transactions go to `dir` instead of the
+    /// system temporary directory (`replication.spill_dir`).
+    pub fn with_spill_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.spill_dir = dir;
+        self
     }
 
     /// Counters so far.
@@ -363,11 +374,14 @@ impl Assembler {
                     });
                 }
                 if s.first_segment {
-                    let spill = SpillFile::new(s.xid).map_err(|source| TxnError::Spill {
-                        xid: s.xid,
-                        lsn,
-                        source,
-                    })?;
+                    let spill =
+                        SpillFile::new(s.xid, self.spill_dir.as_deref()).map_err(|source| {
+                            TxnError::Spill {
+                                xid: s.xid,
+                                lsn,
+                                source,
+                            }
+                        })?;
                     let fresh = StreamedTxn {
                         spill,
                         bindings: Vec::new(),

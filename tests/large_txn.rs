@@ -11,6 +11,7 @@
 mod common;
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::relay::{event_id, ids, read_until_ids, Outbox, Relay, WAIT};
@@ -476,6 +477,105 @@ async fn killed_mid_stream_restarts_the_stream() {
     let got = numbers(&ob.topic("")).await;
     assert_eq!(got.len(), expected.len(), "every row once");
     assert!(got == expected, "rows out of order");
+    finish(db, ob, relay).await;
+}
+
+/// The files `pid` holds open under `dir`, as the kernel names them
+/// (an unlinked file ends in " (deleted)").
+fn open_files_under(pid: u32, dir: &Path) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .map(|target| target.display().to_string())
+        .collect()
+}
+
+/// (f) `replication.spill_dir`: a directory walrelay cannot create files
+/// in stops it at start, naming the setting; an open streamed
+/// transaction's spill file lives (unlinked) in the configured directory
+/// and is gone once the transaction is relayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spill_files_go_to_spill_dir() {
+    let (db, client) = TestDb::new("large_spill_dir").await;
+    let ob = Outbox::new_with("large_spill_dir", client).await;
+    create_topic(&ob.topic(""), 1).await;
+    let spill = tempfile::tempdir().expect("spill dir");
+    let config = |dir: &Path| {
+        ob.config_for(&kafka_bootstrap(), env().pg_port, &db.name, EXTRA)
+            .replace(
+                "reconnect_max_ms = 1000\n",
+                &format!(
+                    "reconnect_max_ms = 1000\nspill_dir = \"{}\"\n",
+                    dir.display()
+                ),
+            )
+    };
+
+    let missing = spill.path().join("missing");
+    let mut relay = Relay::start(&config(&missing));
+    let status = relay
+        .wait_exit(WAIT)
+        .expect("walrelay kept running with no spill dir");
+    let log = relay.log();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("replication.spill_dir") && log.contains(&missing.display().to_string()),
+        "the error must name the setting and the directory:\n{log}"
+    );
+    drop(relay);
+
+    let mut relay = Relay::start(&config(spill.path()));
+    ob.wait_active(&mut relay).await;
+    let (t, agg) = (&ob.name, ob.agg(""));
+    ob.client
+        .batch_execute(&format!("BEGIN; {}", insert_range(t, &agg, 1, 3000)))
+        .await
+        .expect("transaction left open");
+    wait_streamed(&ob, 1).await;
+    let deadline = Instant::now() + WAIT;
+    let spilled = loop {
+        let files = open_files_under(relay.pid(), spill.path());
+        if !files.is_empty() {
+            break files;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "walrelay holds no file under {} while a streamed transaction is open",
+            spill.path().display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        spilled.iter().all(|f| f.ends_with(" (deleted)")),
+        "spill files must be unlinked: {spilled:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(spill.path())
+            .expect("list spill dir")
+            .count(),
+        0,
+        "spill files must not be visible in the directory"
+    );
+    ob.client
+        .batch_execute(&format!("{} COMMIT;", insert_range(t, &agg, 3001, 6000)))
+        .await
+        .expect("second half and commit");
+    let after = ob.current_lsn().await;
+    let want: HashSet<String> = range(1, 6000).map(event_id).collect();
+    read_until_ids(&ob.topic(""), &want, &mut relay).await;
+    ob.wait_confirmed(after, &relay).await;
+    let deadline = Instant::now() + WAIT;
+    while !open_files_under(relay.pid(), spill.path()).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the spill file stays open after its transaction was relayed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     finish(db, ob, relay).await;
 }
 

@@ -313,6 +313,12 @@ pub struct ReplicationConfig {
     /// their commit.
     #[serde(default = "default_true")]
     pub streaming: bool,
+    /// Directory for the spill files of streamed transactions (unlinked
+    /// temporary files, as large as the open transactions' outbox rows).
+    /// Unset: the system temporary directory (`TMPDIR`, else `/tmp`),
+    /// often a small tmpfs; point it at a disk with room.
+    #[serde(default)]
+    pub spill_dir: Option<PathBuf>,
     /// Microseconds to pause after a read from the server that brought
     /// little (less than 64 KiB), so the next read takes a batch: every
     /// read that wakes walrelay costs the walsender a wake-up too. Adds at
@@ -345,6 +351,7 @@ impl Default for ReplicationConfig {
             reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
             reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
             streaming: true,
+            spill_dir: None,
             read_coalesce_us: DEFAULT_READ_COALESCE_US,
         }
     }
@@ -1347,15 +1354,21 @@ bootstrap_servers = "127.0.0.1:9092"
     }
 
     #[test]
-    fn runtime_and_read_coalescing_settings() {
+    fn runtime_read_coalescing_and_spill_settings() {
         let c = parse(MINIMAL).unwrap();
         assert_eq!(c.runtime.worker_threads, 0);
         assert_eq!(c.replication.read_coalesce_us, 1000);
+        assert_eq!(c.replication.spill_dir, None);
         let c = parse(&format!(
-            "{MINIMAL}\n[replication]\nread_coalesce_us = 0\n[runtime]\nworker_threads = 2\n"
+            "{MINIMAL}\n[replication]\nread_coalesce_us = 0\nspill_dir = \"/var/spill\"\n\
+             [runtime]\nworker_threads = 2\n"
         ))
         .unwrap();
         assert_eq!(c.replication.read_coalesce_us, 0);
+        assert_eq!(
+            c.replication.spill_dir.as_deref(),
+            Some(Path::new("/var/spill"))
+        );
         assert_eq!(c.runtime.worker_threads, 2);
         assert_refused_naming(
             "[replication]\nread_coalesce_us = 200000\n",

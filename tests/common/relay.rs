@@ -359,6 +359,11 @@ impl Relay {
         }
     }
 
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills with SIGKILL and starts the same configuration again.
     pub fn kill_and_restart(self) -> Relay {
         let mut this = self;
