@@ -99,6 +99,11 @@ fn insert_range(table: &str, agg: &str, first: u64, last: u64) -> String {
 
 /// Transactions the walsender of the test's slot streamed so far.
 async fn stream_txns(ob: &Outbox) -> i64 {
+    slot_stat(ob, "stream_txns").await
+}
+
+/// A counter of the test's slot in `pg_stat_replication_slots`.
+async fn slot_stat(ob: &Outbox, column: &str) -> i64 {
     // The client may be inside an open transaction, where statistics are
     // read once and cached (stats_fetch_consistency = cache): drop the
     // cached snapshot so each call sees the current count.
@@ -108,7 +113,7 @@ async fn stream_txns(ob: &Outbox) -> i64 {
         .expect("clear the statistics snapshot");
     ob.client
         .query_opt(
-            "SELECT stream_txns FROM pg_stat_replication_slots WHERE slot_name = $1",
+            &format!("SELECT {column} FROM pg_stat_replication_slots WHERE slot_name = $1"),
             &[&ob.name],
         )
         .await
@@ -119,15 +124,20 @@ async fn stream_txns(ob: &Outbox) -> i64 {
 
 /// Waits (bounded) until the slot's statistics show `at_least` streamed transactions.
 async fn wait_streamed(ob: &Outbox, at_least: i64) {
+    wait_slot_stat(ob, "stream_txns", at_least).await;
+}
+
+/// Waits (bounded) until the slot's counter `column` reaches `at_least`.
+async fn wait_slot_stat(ob: &Outbox, column: &str, at_least: i64) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let n = stream_txns(ob).await;
+        let n = slot_stat(ob, column).await;
         if n >= at_least {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "slot {} streamed {n} transactions, expected at least {at_least}: \
+            "slot {} shows {column} = {n}, expected at least {at_least}: \
              logical_decoding_work_mem of the test database not in effect?",
             ob.name
         );
@@ -394,6 +404,50 @@ async fn subtransaction_rollback_inside_a_streamed_transaction() {
     assert!(
         got == expected,
         "rows out of order or rolled-back rows delivered"
+    );
+    finish(db, ob, relay).await;
+}
+
+/// (g) `replication.streaming = false` (also what a server before
+/// PostgreSQL 14 gets): protocol version 1, the server spills the large
+/// transaction to its own disk and sends it whole after the commit, with
+/// the rolled-back savepoint already left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_streaming_the_server_spills() {
+    let (db, client) = TestDb::new("large_no_stream").await;
+    let ob = Outbox::new_with("large_no_stream", client).await;
+    create_topic(&ob.topic(""), 1).await;
+    let config = ob
+        .config_for(&kafka_bootstrap(), env().pg_port, &db.name, EXTRA)
+        .replace(
+            "reconnect_max_ms = 1000\n",
+            "reconnect_max_ms = 1000\nstreaming = false\n",
+        );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let (t, agg) = (&ob.name, ob.agg(""));
+    ob.client
+        .batch_execute(&format!(
+            "BEGIN; {} SAVEPOINT s1; {} ROLLBACK TO SAVEPOINT s1; {} COMMIT;",
+            insert_range(t, &agg, 1, 3000),
+            insert_range(t, &agg, 3001, 5000),
+            insert_range(t, &agg, 5001, 6000)
+        ))
+        .await
+        .expect("large transaction with a rolled-back savepoint");
+    let after = ob.current_lsn().await;
+    let expected: Vec<u64> = range(1, 3000).chain(range(5001, 6000)).collect();
+    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
+    read_until_ids(&ob.topic(""), &want, &mut relay).await;
+    ob.wait_confirmed(after, &relay).await;
+    wait_slot_stat(&ob, "spill_txns", 1).await;
+    assert_eq!(stream_txns(&ob).await, 0, "protocol 1 must not stream");
+    let got = numbers(&ob.topic("")).await;
+    assert!(
+        got == expected,
+        "{} rows read, {} expected, or out of order",
+        got.len(),
+        expected.len()
     );
     finish(db, ob, relay).await;
 }
