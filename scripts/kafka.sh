@@ -23,7 +23,10 @@
 # kept in DIR/scram. The PLAINTEXT listener stays (tools and test consumers).
 # WALRELAY_KAFKA_TLS=<certdir> (with WALRELAY_KAFKA_SCRAM, first start) adds a
 # SASL_SSL listener advertised as localhost:DIR/ssl_port, serving
-# certdir/server.crt + server.key (scripts/certs.sh makes them).
+# certdir/server.crt + server.key (scripts/certs.sh makes them), and an SSL
+# listener advertised as localhost:DIR/mtls_port that requires a client
+# certificate signed by certdir/ca.crt (same server certificate). Both keep
+# their copies of these files in DIR/tls.
 # WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
 # the broker once that process has exited (used by the Rust test helpers).
 set -euo pipefail
@@ -228,6 +231,20 @@ listener.name.$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.P
             sasl_lines="$sasl_lines
 listener.name.sasl_ssl.ssl.keystore.type=PEM
 listener.name.sasl_ssl.ssl.keystore.location=$dir/tls/server.pem"
+            # Mutual TLS: the client's certificate is its only credential.
+            if [[ -f "$dir/tls/ca.pem" ]]; then
+                local mport
+                mport=$(cat "$dir/mtls_port")
+                listeners="$listeners,SSL://127.0.0.1:$mport"
+                advertised="$advertised,SSL://localhost:$mport"
+                map="$map,SSL:SSL"
+                sasl_lines="$sasl_lines
+listener.name.ssl.ssl.client.auth=required
+listener.name.ssl.ssl.keystore.type=PEM
+listener.name.ssl.ssl.keystore.location=$dir/tls/server.pem
+listener.name.ssl.ssl.truststore.type=PEM
+listener.name.ssl.ssl.truststore.location=$dir/tls/ca.pem"
+            fi
         fi
     fi
     (umask 077 && cat >"$dir/server.properties") <<EOF
@@ -396,6 +413,8 @@ cmd_start() {
             mkdir -p "$dir/tls"
             (umask 077 && cat "$WALRELAY_KAFKA_TLS/server.key" "$WALRELAY_KAFKA_TLS/server.crt" >"$dir/tls/server.pem") ||
                 die "cannot read server.key and server.crt in $WALRELAY_KAFKA_TLS"
+            cp "$WALRELAY_KAFKA_TLS/ca.crt" "$dir/tls/ca.pem" ||
+                die "cannot read ca.crt in $WALRELAY_KAFKA_TLS"
         fi
     fi
     for _ in 1 2 3; do
@@ -404,6 +423,9 @@ cmd_start() {
         fi
         if [[ -f "$dir/tls/server.pem" && ! -f "$dir/ssl_port" ]]; then
             free_port >"$dir/ssl_port"
+        fi
+        if [[ -f "$dir/tls/ca.pem" && ! -f "$dir/mtls_port" ]]; then
+            free_port >"$dir/mtls_port"
         fi
         # A port we chose may be chosen again on a clash; a given or stored
         # one is the caller's promise, so a clash is an error.
@@ -455,7 +477,7 @@ cmd_start() {
             # Another process took a freshly chosen port meanwhile: choose again.
             ((auto_port)) && rm -f "$dir/port"
             ((auto_cport)) && rm -f "$dir/controller_port"
-            rm -f "$dir/pid" "$dir/sasl_port" "$dir/ssl_port"
+            rm -f "$dir/pid" "$dir/sasl_port" "$dir/ssl_port" "$dir/mtls_port"
             continue
         fi
         if ((rc == 2)); then

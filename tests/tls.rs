@@ -1,8 +1,10 @@
-//! TLS to PostgreSQL and SASL to Kafka against real servers: a private
+//! TLS to PostgreSQL and SASL/SSL to Kafka against real servers: a private
 //! cluster with TLS on test-made certificates, a hostssl-only pg_hba with
-//! SCRAM and one certificate role; a private broker with a SCRAM listener.
+//! SCRAM and one certificate role; private brokers with SASL (SCRAM and
+//! PLAIN), SASL_SSL and client-certificate SSL listeners.
 //!
-//! CI wall time: about 30 s (one cluster, one broker start of ~15 s).
+//! CI wall time: about 30 s (one cluster; two brokers of ~15 s start each,
+//! one per Kafka test, running side by side).
 
 mod common;
 
@@ -195,6 +197,25 @@ async fn postgres_over_tls() {
         &["failed verification", "other-ca.crt"],
     )
     .await;
+    // prefer with a root certificate the server's does not chain to: the
+    // handshake fails and, as libpq does, each connection tries again
+    // without TLS, which this pg_hba refuses. Without that retry the SQL
+    // connection would fail on the certificate instead.
+    let prefer_wrong_root = scram("localhost", &format!("sslrootcert = \"{other_ca}\""));
+    expect_error(
+        "prefer with a wrong root certificate",
+        &prefer_wrong_root,
+        &["28000", "no encryption"],
+    )
+    .await;
+    let sql_err = match catalog::connect(&connect_params(&prefer_wrong_root)).await {
+        Ok(_) => panic!("prefer with a wrong root certificate: sql connection opened"),
+        Err(e) => chain(&e),
+    };
+    assert!(
+        sql_err.contains("no encryption") && !sql_err.contains("failed verification"),
+        "sql connection under prefer did not retry without tls: {sql_err}"
+    );
     expect_tls(
         "verify-full + channel binding required",
         &scram(
@@ -382,18 +403,38 @@ fn sasl_extra(protocol: &str, mechanism: &str, password: &str, tls: &str) -> Str
 /// (read through the broker's plain listener). Earlier events may arrive
 /// again: the previous run was killed, possibly before it confirmed them.
 async fn relay_events(ob: &Outbox, config: &str, plain: &str, topic: &str, ids: [u64; 2]) {
-    let mut relay = Relay::start(config);
+    relay_events_from(
+        ob,
+        Relay::start(config),
+        plain,
+        topic,
+        ids,
+        &[KAFKA_PASSWORD],
+    )
+    .await;
+}
+
+/// As [`relay_events`] for a walrelay started any way; none of `secrets`
+/// may show up in its log.
+async fn relay_events_from(
+    ob: &Outbox,
+    mut relay: Relay,
+    plain: &str,
+    topic: &str,
+    ids: [u64; 2],
+    secrets: &[&str],
+) {
     ob.wait_active(&mut relay).await;
     for n in ids {
-        ob.insert(n, "", &format!("k{n}"), "{\"sasl\":true}").await;
+        ob.insert(n, "", &format!("k{n}"), "{\"tls\":true}").await;
     }
     let want: HashSet<String> = ids.map(event_id).into_iter().collect();
     common::relay::read_until_ids_on(plain, topic, &want, &mut relay).await;
     relay.assert_running();
-    assert!(
-        !relay.log().contains(KAFKA_PASSWORD),
-        "log shows the password"
-    );
+    let log = relay.log();
+    for s in secrets {
+        assert!(!log.contains(s), "log shows a password ({} chars)", s.len());
+    }
     drop(relay);
     ob.wait_inactive().await;
 }
@@ -480,6 +521,239 @@ async fn kafka_over_sasl_scram() {
         !text.contains("Wrong-Pw-0000"),
         "check shows the password:\n{text}"
     );
+
+    // Clean up like Outbox::finish (the relays are gone already).
+    let name = ob.name.clone();
+    ob.client
+        .execute("SELECT pg_drop_replication_slot($1)", &[&name])
+        .await
+        .expect("drop slot");
+    ob.client
+        .batch_execute(&format!(
+            "DROP PUBLICATION IF EXISTS {name}; DROP TABLE {name}"
+        ))
+        .await
+        .expect("drop publication and table");
+}
+
+/// A password file made by `scripts/certs.sh`, without its newline.
+fn password_in(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim_end()
+        .to_owned()
+}
+
+/// walrelay publishes through SASL_PLAINTEXT with PLAIN, and to a listener
+/// that requires a client certificate: with a PEM certificate and an
+/// encrypted key in native TOML, and with a PKCS#12 keystore plus a Java
+/// PKCS#12 truststore in Kafka Connect's worker + connector files. Without
+/// a client certificate `walrelay check` fails on the kafka connection. No
+/// password shows up in any log or output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_over_ssl_and_sasl_plain() {
+    let certs_root = tempfile::tempdir().unwrap();
+    let certs = certs_root.path().join("certs");
+    common::run_script("certs.sh", &[certs.as_os_str()]);
+    let truststore = certs.join("truststore.p12");
+    assert!(
+        truststore.exists(),
+        "certs.sh wrote no truststore.p12 (is keytool installed?)"
+    );
+    let kafka = {
+        let certs = certs.clone();
+        tokio::task::spawn_blocking(move || {
+            ScramKafka::start_with_tls(KAFKA_USER, KAFKA_PASSWORD, Some(&certs))
+        })
+        .await
+        .unwrap()
+    };
+    let ob = Outbox::new("mtls_e2e").await;
+    let topic = ob.topic("");
+    let plain = kafka.plain_bootstrap();
+    create_topic_on(&plain, &topic, 1).await;
+    let key_password = password_in(&certs.join("client-enc.pass"));
+    let p12_password = password_in(&certs.join("client.p12.pass"));
+    let trust_password = password_in(&certs.join("truststore.p12.pass"));
+    let all_secrets = [
+        KAFKA_PASSWORD,
+        key_password.as_str(),
+        p12_password.as_str(),
+        trust_password.as_str(),
+    ];
+    let scratch = certs_root.path();
+
+    // (a) SASL_PLAINTEXT with PLAIN, native TOML.
+    let plain_sasl = sasl_extra("SASL_PLAINTEXT", "PLAIN", KAFKA_PASSWORD, "");
+    relay_events(
+        &ob,
+        &ob.config_with(&kafka.sasl_bootstrap(), &plain_sasl),
+        &plain,
+        &topic,
+        [1, 2],
+    )
+    .await;
+
+    // (b) Mutual TLS with a PEM certificate and an encrypted PEM key whose
+    // passphrase is a secret, native TOML.
+    let pem_tls = format!(
+        "\"security.protocol\" = \"ssl\"\n\"broker.address.family\" = \"v4\"\n\
+         \"ssl.ca.location\" = \"{}\"\n\"ssl.certificate.location\" = \"{}\"\n\
+         \"ssl.key.location\" = \"{}\"\n\n\
+         [kafka.secrets]\n\"ssl.key.password\" = \"{key_password}\"\n\n\
+         [metrics]\nlisten = \"127.0.0.1:0\"\n",
+        toml_path(&certs.join("ca.crt")),
+        toml_path(&certs.join("client.crt")),
+        toml_path(&certs.join("client-enc.key")),
+    );
+    let toml = scratch.join("mtls-pem.toml");
+    std::fs::write(&toml, ob.config_with(&kafka.mtls_bootstrap(), &pem_tls)).unwrap();
+    relay_events_from(
+        &ob,
+        Relay::start_args(
+            &[
+                std::ffi::OsStr::new("run"),
+                std::ffi::OsStr::new("--config"),
+                toml.as_os_str(),
+            ],
+            scratch.join("mtls-pem.log"),
+        ),
+        &plain,
+        &topic,
+        [3, 4],
+        &all_secrets,
+    )
+    .await;
+
+    // (c) Kafka Connect standalone files: PKCS#12 keystore and Java's
+    // PKCS#12 truststore (type left for walrelay to detect).
+    let worker = scratch.join("worker.properties");
+    std::fs::write(
+        &worker,
+        format!(
+            "bootstrap.servers={bootstrap}\n\
+             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             offset.storage.file.filename={scratch}/connect.offsets\n\
+             producer.security.protocol=SSL\n\
+             producer.ssl.keystore.type=PKCS12\n\
+             producer.ssl.keystore.location={keystore}\n\
+             producer.ssl.keystore.password={p12_password}\n\
+             producer.ssl.truststore.location={truststore}\n\
+             producer.ssl.truststore.password={trust_password}\n",
+            bootstrap = kafka.mtls_bootstrap(),
+            scratch = scratch.display(),
+            keystore = certs.join("client.p12").display(),
+            truststore = truststore.display(),
+        ),
+    )
+    .unwrap();
+    let connector = scratch.join("connector.properties");
+    std::fs::write(
+        &connector,
+        format!(
+            "name=mtls-outbox\n\
+             connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
+             database.hostname=127.0.0.1\n\
+             database.port={pg_port}\n\
+             database.user=postgres\n\
+             database.dbname=postgres\n\
+             topic.prefix={name}\n\
+             plugin.name=pgoutput\n\
+             slot.name={name}\n\
+             publication.name={name}\n\
+             table.include.list=public.{name}\n\
+             snapshot.mode=no_data\n\
+             transforms=outbox\n\
+             transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n",
+            pg_port = common::env().pg_port,
+            name = ob.name,
+        ),
+    )
+    .unwrap();
+    relay_events_from(
+        &ob,
+        Relay::start_args(
+            &[
+                std::ffi::OsStr::new("--metrics-addr"),
+                std::ffi::OsStr::new("127.0.0.1:0"),
+                std::ffi::OsStr::new("connect-standalone"),
+                worker.as_os_str(),
+                connector.as_os_str(),
+            ],
+            scratch.join("mtls-connect.log"),
+        ),
+        &plain,
+        &topic,
+        [5, 6],
+        &all_secrets,
+    )
+    .await;
+
+    // (d) No client certificate (Debezium Server's form, trusting the
+    // PKCS#12 truststore): the broker refuses the handshake and `walrelay
+    // check` fails on the kafka connection without showing a password.
+    let server = scratch.join("application.properties");
+    std::fs::write(
+        &server,
+        format!(
+            "debezium.sink.type=kafka\n\
+             debezium.sink.kafka.producer.bootstrap.servers={bootstrap}\n\
+             debezium.sink.kafka.producer.security.protocol=SSL\n\
+             debezium.sink.kafka.producer.ssl.truststore.location={truststore}\n\
+             debezium.sink.kafka.producer.ssl.truststore.type=PKCS12\n\
+             debezium.sink.kafka.producer.ssl.truststore.password={trust_password}\n\
+             debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
+             debezium.source.offset.storage.file.filename={scratch}/offsets.dat\n\
+             debezium.source.database.hostname=127.0.0.1\n\
+             debezium.source.database.port={pg_port}\n\
+             debezium.source.database.user=postgres\n\
+             debezium.source.database.dbname=postgres\n\
+             debezium.source.plugin.name=pgoutput\n\
+             debezium.source.topic.prefix={name}\n\
+             debezium.source.slot.name={name}\n\
+             debezium.source.publication.name={name}\n\
+             debezium.source.table.include.list=public.{name}\n\
+             debezium.source.snapshot.mode=no_data\n\
+             debezium.transforms=outbox\n\
+             debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n",
+            bootstrap = kafka.mtls_bootstrap(),
+            truststore = truststore.display(),
+            scratch = scratch.display(),
+            pg_port = common::env().pg_port,
+            name = ob.name,
+        ),
+    )
+    .unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"))
+            .args(["check", "--config"])
+            .arg(&server)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "check passed without a client certificate:\n{text}"
+    );
+    assert!(
+        text.contains("FAIL    kafka connection") && text.contains("ssl"),
+        "no kafka connection failure in:\n{text}"
+    );
+    for s in all_secrets {
+        assert!(
+            !text.contains(s),
+            "check shows a password ({} chars):\n{text}",
+            s.len()
+        );
+    }
 
     // Clean up like Outbox::finish (the relays are gone already).
     let name = ob.name.clone();

@@ -66,6 +66,8 @@ const ENV_PRODUCER_KEYS: &[&str] = &[
     "sasl.jaas.config",
     "ssl.truststore.location",
     "ssl.truststore.type",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
     "ssl.keystore.location",
     "ssl.keystore.type",
     "ssl.keystore.password",

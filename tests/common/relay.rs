@@ -3,6 +3,7 @@
 //! with the queries tests assert on.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -338,14 +339,27 @@ impl Relay {
 
     pub fn start_with(config: tempfile::NamedTempFile) -> Relay {
         let log = config.path().with_extension("log");
+        let args = [
+            OsStr::new("run"),
+            OsStr::new("--config"),
+            config.path().as_os_str(),
+        ];
+        let mut relay = Relay::start_args(&args, log);
+        relay.config = Some(config);
+        relay
+    }
+
+    /// walrelay with any command line (`connect-standalone W C`, ...),
+    /// appending its output to `log`. It cannot be restarted with
+    /// [`Relay::kill_and_restart`].
+    pub fn start_args<S: AsRef<OsStr>>(args: &[S], log: PathBuf) -> Relay {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_walrelay"))
-            .args(["run", "--config"])
-            .arg(config.path())
+            .args(args)
             .env("WALRELAY_LOG", "info,walrelay=debug")
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log fd"))
@@ -355,7 +369,7 @@ impl Relay {
         Relay {
             child,
             log,
-            config: Some(config),
+            config: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! Secure servers for the TLS, SASL and secrets tests: a private PostgreSQL
 //! cluster with TLS on certificates made by `scripts/certs.sh` and a
 //! hostssl-only pg_hba, and a private Kafka broker with a SASL SCRAM
-//! listener (`scripts/kafka.sh` with `WALRELAY_KAFKA_SCRAM`).
+//! listener (`scripts/kafka.sh` with `WALRELAY_KAFKA_SCRAM`) and optionally
+//! SASL_SSL and mutual-TLS listeners (`WALRELAY_KAFKA_TLS`).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -81,7 +82,8 @@ impl TlsPg {
 }
 
 /// A private broker whose extra SASL_PLAINTEXT (and optionally SASL_SSL)
-/// listener accepts `user` with SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN;
+/// listener accepts `user` with SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN,
+/// with certificates also an SSL listener for client certificates;
 /// removed on drop.
 pub struct ScramKafka {
     root: tempfile::TempDir,
@@ -97,7 +99,8 @@ impl ScramKafka {
     }
 
     /// As [`ScramKafka::start`], plus a SASL_SSL listener serving
-    /// `certs`/server.crt (made by `scripts/certs.sh`) when given.
+    /// `certs`/server.crt (made by `scripts/certs.sh`) and an SSL listener
+    /// requiring a client certificate signed by `certs`/ca.crt when given.
     pub fn start_with_tls(user: &str, password: &str, certs: Option<&Path>) -> ScramKafka {
         let root = private_dir("walrelay-kafka-sasl-");
         let dir = root.path().join("kafka");
@@ -143,6 +146,14 @@ impl ScramKafka {
     /// The SASL_SSL listener, by the name its certificate carries.
     pub fn sasl_ssl_bootstrap(&self) -> String {
         let port = std::fs::read_to_string(self.dir.join("ssl_port")).expect("ssl_port");
+        format!("localhost:{}", port.trim())
+    }
+
+    /// The SSL listener that requires a client certificate signed by the
+    /// test CA (started with certificates only), by the name its
+    /// certificate carries.
+    pub fn mtls_bootstrap(&self) -> String {
+        let port = std::fs::read_to_string(self.dir.join("mtls_port")).expect("mtls_port");
         format!("localhost:{}", port.trim())
     }
 }
