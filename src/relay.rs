@@ -20,7 +20,7 @@ use crate::config::{Config, SlotMissing, SnapshotMode};
 use crate::router::Router;
 use crate::sink::{KafkaSink, SinkError};
 use crate::source::catalog::{self, CatalogError};
-use crate::source::replication::{ConnectParams, ReplicationConnection};
+use crate::source::replication::{ConnectParams, ReplicationConnection, SystemIdentity};
 use crate::source::{self, snapshot, status_update, SourceError, StreamEnd, StreamSettings};
 use crate::txn::Assembler;
 
@@ -176,10 +176,17 @@ pub async fn run(
         );
     }
     let mut slot_seen = false;
+    let mut resume = None;
     loop {
         let started = tokio::time::Instant::now();
         let result = {
-            let session = session(&config, &sink, &mut shutdown, &mut slot_seen, &tracker_tx);
+            let session = session(
+                &config,
+                &sink,
+                &mut shutdown,
+                (&mut slot_seen, &mut resume),
+                &tracker_tx,
+            );
             tokio::pin!(session);
             loop {
                 match monitor.as_mut() {
@@ -225,6 +232,31 @@ enum SessionError {
     Sink(SinkError),
 }
 
+/// What this process delivered in its previous sessions, to resume after.
+/// Before PostgreSQL 17 a server restart can move a slot's confirmed
+/// position back to its last checkpoint (a clean shutdown does not write
+/// it); the next session then asks the server to skip the transactions this
+/// process already had acknowledged by Kafka, as PostgreSQL's own apply
+/// worker does with its replication origin.
+struct Resume {
+    /// The server's system identifier and timeline when it was recorded:
+    /// on another server or after a promotion the same LSNs mean other WAL.
+    system_id: String,
+    timeline: u32,
+    /// The previous session's tracker; it keeps settling the deliveries
+    /// that were in flight when that session ended.
+    tracker: SharedTracker,
+}
+
+impl Resume {
+    /// The position every event before which Kafka acknowledged, if it
+    /// applies to the server behind `identity`.
+    fn position_for(&self, identity: &SystemIdentity) -> Option<Lsn> {
+        (self.system_id == identity.system_id && self.timeline == identity.timeline)
+            .then(|| self.tracker.confirmed())
+    }
+}
+
 impl From<SourceError> for SessionError {
     fn from(e: SourceError) -> Self {
         SessionError::Source(e)
@@ -245,7 +277,7 @@ async fn session(
     config: &Arc<Config>,
     sink: &Arc<KafkaSink>,
     shutdown: &mut watch::Receiver<bool>,
-    slot_seen: &mut bool,
+    (slot_seen, resume): (&mut bool, &mut Option<Resume>),
     tracker_tx: &watch::Sender<Option<SharedTracker>>,
 ) -> Result<(), SessionError> {
     let params = connect_params(config);
@@ -275,6 +307,8 @@ async fn session(
 
     let mut repl = ReplicationConnection::connect(&params).await?;
     let identity = repl.identify_system().await?;
+    // A position past the slot's that this process saw Kafka acknowledge.
+    let mut resume_at = None;
     match catalog::bounded(
         bound,
         "reading the slot's state",
@@ -285,6 +319,21 @@ async fn session(
         Some(state) => {
             catalog::check_slot(slot, &state, &params.dbname)?;
             *slot_seen = true;
+            let slot_at = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
+            resume_at = resume
+                .as_ref()
+                .and_then(|r| r.position_for(&identity))
+                .filter(|&delivered| delivered > slot_at);
+            if let Some(delivered) = resume_at {
+                warn!(
+                    slot,
+                    slot_confirmed = %slot_at,
+                    resume_at = %delivered,
+                    "the slot's confirmed position is behind what this walrelay delivered \
+                     (the server restarted: before PostgreSQL 17 it does not save the position \
+                     at shutdown); asking the server to skip the transactions already delivered"
+                );
+            }
             if config.replication.snapshot_mode == SnapshotMode::Always {
                 // Debezium's `always`: the current rows at every start, then
                 // the stream from the slot's position (overlaps repeat).
@@ -373,9 +422,12 @@ async fn session(
     if proto_version >= source::STREAMING_PROTO_VERSION {
         options.push(("streaming", "on".to_string()));
     }
-    let stream = repl.start_replication(slot, Lsn::ZERO, &options).await?;
-    // The server starts at the slot's confirmed_flush_lsn; read it back now
-    // that we hold the slot, so the tracker starts exactly there.
+    let stream = repl
+        .start_replication(slot, resume_at.unwrap_or(Lsn::ZERO), &options)
+        .await?;
+    // The server starts at the slot's confirmed_flush_lsn, or at resume_at
+    // when that is later; read the slot back now that we hold it, so the
+    // tracker starts exactly there.
     let state = catalog::bounded(
         bound,
         "reading the slot's state",
@@ -383,10 +435,18 @@ async fn session(
     )
     .await?
     .ok_or_else(|| SourceError::SlotGone(slot.clone()))?;
-    let start = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
+    let start = state
+        .confirmed_flush_lsn
+        .unwrap_or(Lsn::ZERO)
+        .max(resume_at.unwrap_or(Lsn::ZERO));
     info!(slot, publication, start = %start, timeline = identity.timeline, "streaming");
 
     let tracker = SharedTracker::new(start);
+    *resume = Some(Resume {
+        system_id: identity.system_id.clone(),
+        timeline: identity.timeline,
+        tracker: tracker.clone(),
+    });
     sink.begin_session(tracker.clone());
     tracker_tx.send_replace(Some(tracker.clone()));
     crate::metrics::metrics()
