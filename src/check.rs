@@ -380,7 +380,11 @@ async fn check_postgres(config: &Config) -> PgOutcome {
                 Some(c)
             }
             Err(e) => {
-                let fix = connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname);
+                let fix = if tls_refused(&e) {
+                    TLS_FIX.to_owned()
+                } else {
+                    connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname)
+                };
                 report.fail(POSTGRES_CONNECTION, DisplayChain(&e).to_string(), fix);
                 None
             }
@@ -475,6 +479,25 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     }
 }
 
+/// How to fix a refused TLS handshake or certificate.
+const TLS_FIX: &str = "the TLS handshake or a certificate was refused: check postgres.sslmode, \
+     postgres.sslrootcert (the CA that signed the server's certificate; \"system\" for the system's \
+     trust store), that postgres.host is a name the server's certificate carries (verify-full), and \
+     postgres.sslcert / sslkey when the server asks for a client certificate";
+
+/// Whether `error` is, somewhere in its chain, a TLS failure that a retry
+/// does not fix (a refused certificate or handshake).
+fn tls_refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if let Some(tls) = e.downcast_ref::<crate::source::tls::TlsError>() {
+            return !tls.is_transient();
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// How to fix a failed connection, by SQLSTATE.
 fn connection_fix(code: Option<&str>, user: &str, addr: &str, dbname: &str) -> String {
     match code {
@@ -551,6 +574,10 @@ fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -
         ReplicationError::UnsupportedAuth(_) => {
             "use md5, scram-sha-256, password or trust for this role in pg_hba.conf".to_owned()
         }
+        ReplicationError::ChannelBindingRequired(_) => {
+            "the server did not use channel binding: connect over TLS (postgres.sslmode = \"require\" or stricter) to a role with scram-sha-256 in pg_hba.conf, or relax postgres.channel_binding".to_owned()
+        }
+        ReplicationError::Tls(e) if !e.is_transient() => TLS_FIX.to_owned(),
         _ => connection_fix(None, user, addr, dbname),
     }
 }

@@ -41,7 +41,14 @@ fn toml_path(p: &Path) -> String {
 /// A config for `user` on the TLS cluster; `postgres` holds extra
 /// `[postgres]` keys.
 fn config(pg: &TlsPg, host: &str, user: &str, postgres: &str) -> Config {
-    let text = format!(
+    let text = config_text(pg, host, user, postgres);
+    Config::from_toml(&text, Path::new("tls-test.toml"))
+        .unwrap_or_else(|e| panic!("config {postgres:?}: {}", chain(&e)))
+}
+
+/// The TOML of [`config`].
+fn config_text(pg: &TlsPg, host: &str, user: &str, postgres: &str) -> String {
+    format!(
         r#"
 [postgres]
 host = "{host}"
@@ -59,9 +66,32 @@ listen = "127.0.0.1:0"
 "#,
         port = pg.pg.port(),
         kafka = kafka_bootstrap(),
-    );
-    Config::from_toml(&text, Path::new("tls-test.toml"))
-        .unwrap_or_else(|e| panic!("config {postgres:?}: {}", chain(&e)))
+    )
+}
+
+/// `walrelay check` on `config` with `SSL_CERT_FILE` set to `cert_file`
+/// (OpenSSL's system trust store) or unset; its whole output.
+async fn check_output(config: String, cert_file: Option<std::path::PathBuf>) -> String {
+    tokio::task::spawn_blocking(move || {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, config.as_bytes()).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"));
+        cmd.args(["check", "--config"])
+            .arg(file.path())
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR");
+        if let Some(f) = cert_file {
+            cmd.env("SSL_CERT_FILE", f);
+        }
+        let out = cmd.output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+    .await
+    .unwrap()
 }
 
 /// Connects both ways (replication + SQL); returns whether the SQL
@@ -226,6 +256,43 @@ async fn postgres_over_tls() {
         ),
     )
     .await;
+    // sslrootcert = "system": the system's trust store, which OpenSSL takes
+    // from SSL_CERT_FILE when set; without the test CA in it, verification
+    // fails and `walrelay check` points at the TLS settings.
+    let system = config_text(
+        &tls,
+        "localhost",
+        SCRAM_USER,
+        &format!(
+            "password = \"{PG_PASSWORD}\"\nsslmode = \"verify-full\"\nsslrootcert = \"system\""
+        ),
+    );
+    let out = check_output(system.clone(), Some(tls.cert("ca.crt"))).await;
+    for row in [
+        "pass    postgres connection",
+        "pass    replication connection",
+    ] {
+        assert!(
+            out.contains(row),
+            "sslrootcert = system with the CA: no {row:?} in:\n{out}"
+        );
+    }
+    let out = check_output(system, None).await;
+    for row in [
+        "FAIL    postgres connection",
+        "FAIL    replication connection",
+    ] {
+        assert!(
+            out.contains(row),
+            "sslrootcert = system without the CA: no {row:?} in:\n{out}"
+        );
+    }
+    assert!(
+        out.contains("the system trust store") && out.contains("postgres.sslrootcert"),
+        "the failure must name the trust store and the setting to check:\n{out}"
+    );
+    assert!(!out.contains(PG_PASSWORD), "check shows the password");
+
     // A wrong password: the server's error, never the password.
     expect_error(
         "wrong password",
