@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::relay::{event_id, read_until_ids, Outbox, Relay};
 use common::tls::{ScramKafka, TlsPg, CERT_USER, SCRAM_USER};
@@ -69,26 +69,36 @@ listen = "127.0.0.1:0"
     )
 }
 
-/// `walrelay check` on `config` with `SSL_CERT_FILE` set to `cert_file`
-/// (OpenSSL's system trust store) or unset; its whole output.
-async fn check_output(config: String, cert_file: Option<std::path::PathBuf>) -> String {
+/// `walrelay check` on the TOML `config`, with `SSL_CERT_FILE` set to
+/// `cert_file` (OpenSSL's system trust store) or unset: whether it passed,
+/// and its whole output.
+async fn check_output(config: String, cert_file: Option<PathBuf>) -> (bool, String) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, config.as_bytes()).unwrap();
+    let path = file.path().to_owned();
+    let result = check_file_output(path, cert_file).await;
+    drop(file);
+    result
+}
+
+/// [`check_output`] of a configuration file in any form walrelay reads.
+async fn check_file_output(config: PathBuf, cert_file: Option<PathBuf>) -> (bool, String) {
     tokio::task::spawn_blocking(move || {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        std::io::Write::write_all(&mut file, config.as_bytes()).unwrap();
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"));
         cmd.args(["check", "--config"])
-            .arg(file.path())
+            .arg(&config)
             .env_remove("SSL_CERT_FILE")
             .env_remove("SSL_CERT_DIR");
         if let Some(f) = cert_file {
             cmd.env("SSL_CERT_FILE", f);
         }
         let out = cmd.output().unwrap();
-        format!(
+        let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        )
+        );
+        (out.status.success(), text)
     })
     .await
     .unwrap()
@@ -267,7 +277,7 @@ async fn postgres_over_tls() {
             "password = \"{PG_PASSWORD}\"\nsslmode = \"verify-full\"\nsslrootcert = \"system\""
         ),
     );
-    let out = check_output(system.clone(), Some(tls.cert("ca.crt"))).await;
+    let (_, out) = check_output(system.clone(), Some(tls.cert("ca.crt"))).await;
     for row in [
         "pass    postgres connection",
         "pass    replication connection",
@@ -277,7 +287,7 @@ async fn postgres_over_tls() {
             "sslrootcert = system with the CA: no {row:?} in:\n{out}"
         );
     }
-    let out = check_output(system, None).await;
+    let (_, out) = check_output(system, None).await;
     for row in [
         "FAIL    postgres connection",
         "FAIL    replication connection",
@@ -553,31 +563,9 @@ async fn kafka_over_sasl_scram() {
 
     // `walrelay check` with a wrong password fails on the kafka connection.
     let wrong = sasl_extra("SASL_SSL", "SCRAM-SHA-256", "Wrong-Pw-0000", &ca);
-    let mut file = tempfile::NamedTempFile::new().unwrap();
-    std::io::Write::write_all(
-        &mut file,
-        ob.config_with(&kafka.sasl_ssl_bootstrap(), &wrong)
-            .as_bytes(),
-    )
-    .unwrap();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"))
-            .args(["check", "--config"])
-            .arg(file.path())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !out.status.success(),
-        "check passed with a wrong password:\n{text}"
-    );
+    let (passed, text) =
+        check_output(ob.config_with(&kafka.sasl_ssl_bootstrap(), &wrong), None).await;
+    assert!(!passed, "check passed with a wrong password:\n{text}");
     // librdkafka reports the SASL failure through its error callback only;
     // the check names the kafka connection and the settings to look at.
     assert!(
@@ -589,18 +577,7 @@ async fn kafka_over_sasl_scram() {
         "check shows the password:\n{text}"
     );
 
-    // Clean up like Outbox::finish (the relays are gone already).
-    let name = ob.name.clone();
-    ob.client
-        .execute("SELECT pg_drop_replication_slot($1)", &[&name])
-        .await
-        .expect("drop slot");
-    ob.client
-        .batch_execute(&format!(
-            "DROP PUBLICATION IF EXISTS {name}; DROP TABLE {name}"
-        ))
-        .await
-        .expect("drop publication and table");
+    ob.remove().await;
 }
 
 /// A password file made by `scripts/certs.sh`, without its newline.
@@ -673,18 +650,9 @@ async fn kafka_over_ssl_and_sasl_plain() {
         toml_path(&certs.join("client.crt")),
         toml_path(&certs.join("client-enc.key")),
     );
-    let toml = scratch.join("mtls-pem.toml");
-    std::fs::write(&toml, ob.config_with(&kafka.mtls_bootstrap(), &pem_tls)).unwrap();
     relay_events_from(
         &ob,
-        Relay::start_args(
-            &[
-                std::ffi::OsStr::new("run"),
-                std::ffi::OsStr::new("--config"),
-                toml.as_os_str(),
-            ],
-            scratch.join("mtls-pem.log"),
-        ),
+        Relay::start(&ob.config_with(&kafka.mtls_bootstrap(), &pem_tls)),
         &plain,
         &topic,
         [3, 4],
@@ -792,22 +760,9 @@ async fn kafka_over_ssl_and_sasl_plain() {
         ),
     )
     .unwrap();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"))
-            .args(["check", "--config"])
-            .arg(&server)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (passed, text) = check_file_output(server, None).await;
     assert!(
-        !out.status.success(),
+        !passed,
         "check passed without a client certificate:\n{text}"
     );
     assert!(
@@ -822,16 +777,5 @@ async fn kafka_over_ssl_and_sasl_plain() {
         );
     }
 
-    // Clean up like Outbox::finish (the relays are gone already).
-    let name = ob.name.clone();
-    ob.client
-        .execute("SELECT pg_drop_replication_slot($1)", &[&name])
-        .await
-        .expect("drop slot");
-    ob.client
-        .batch_execute(&format!(
-            "DROP PUBLICATION IF EXISTS {name}; DROP TABLE {name}"
-        ))
-        .await
-        .expect("drop publication and table");
+    ob.remove().await;
 }

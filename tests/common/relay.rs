@@ -256,29 +256,27 @@ bootstrap_servers = "{bootstrap}"
     /// in the shared cluster), the publication and the table.
     pub async fn finish(self, relay: Relay) {
         drop(relay);
-        self.wait_inactive().await;
-        let name = &self.name;
-        self.client
-            .execute("SELECT pg_drop_replication_slot($1)", &[name])
-            .await
-            .expect("drop slot");
-        self.client
-            .batch_execute(&format!(
-                "DROP PUBLICATION IF EXISTS {name}; DROP TABLE {name}"
-            ))
-            .await
-            .expect("drop publication and table");
+        self.remove().await;
     }
-}
 
-impl Outbox {
+    /// As [`Outbox::finish`] once every walrelay of the test is gone: the
+    /// slot must exist.
+    pub async fn remove(self) {
+        self.wait_inactive().await;
+        self.drop_objects(true).await;
+    }
+
     /// Cleanup after walrelay has exited on its own: removes the slot if
     /// one was created, the publication and the table.
     pub async fn finish_exited(self, relay: Relay) {
         drop(relay);
         self.wait_inactive().await;
+        self.drop_objects(false).await;
+    }
+
+    async fn drop_objects(&self, slot_must_exist: bool) {
         let name = &self.name;
-        if self.slot_exists().await {
+        if slot_must_exist || self.slot_exists().await {
             self.client
                 .execute("SELECT pg_drop_replication_slot($1)", &[name])
                 .await
