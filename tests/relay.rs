@@ -12,7 +12,8 @@ use common::relay::{
     commit_ends, event_id, ids, java_partition, murmur2, read_until_ids, Outbox, Relay, WAIT,
 };
 use common::{
-    consume, consume_on, create_topic, create_topic_on, kafka_bootstrap, read_to_end, PrivateKafka,
+    consume, consume_on, create_topic, create_topic_on, create_topic_with, kafka_bootstrap,
+    read_to_end, PrivateKafka,
 };
 
 #[test]
@@ -412,6 +413,51 @@ async fn one_transaction_of_100k_rows() {
     assert_eq!(records.len(), 100_000, "{}", relay.log());
     assert_eq!(ids(&records), want);
     ob.wait_confirmed(after, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// (i2) A topic whose `max.message.bytes` (20,000) is far below the
+/// producer's batch size: the broker applies it to whole batches, and
+/// librdkafka does not split a refused batch, so 5,000 small events queued
+/// together would all be refused. walrelay reads the limit before the first
+/// record and sizes its batches for it: every event arrives, in order, and
+/// the slot is confirmed past the commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_topic_limit_gets_small_batches() {
+    let ob = Outbox::new("small_limit").await;
+    let topic = ob.topic("");
+    create_topic_with(
+        &kafka_bootstrap(),
+        &topic,
+        1,
+        &[("max.message.bytes", "20000")],
+    )
+    .await;
+    let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
+    ob.wait_active(&mut relay).await;
+    ob.client
+        .execute(
+            &format!(
+                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, 'k' || (g % 10), 'E', \
+                 jsonb_build_object('n', g) FROM generate_series(1, 5000) g",
+                ob.name
+            ),
+            &[&ob.agg("")],
+        )
+        .await
+        .expect("insert");
+    let after = ob.current_lsn().await;
+    let want: HashSet<String> = (1..=5000).map(event_id).collect();
+    let records = read_until_ids(&topic, &want, &mut relay).await;
+    assert_eq!(records.len(), 5000, "each event once");
+    let order: Vec<String> = records
+        .iter()
+        .map(|r| String::from_utf8(r.header("id").expect("id header").to_vec()).expect("utf-8"))
+        .collect();
+    let expected: Vec<String> = (1..=5000).map(event_id).collect();
+    assert!(order == expected, "events out of order");
+    ob.wait_confirmed(after, &relay).await;
+    relay.assert_running();
     ob.finish(relay).await;
 }
 

@@ -317,6 +317,108 @@ async fn permanent_delivery_failure_stops_without_confirming() {
     ob.finish(relay).await;
 }
 
+/// A topic's `max.message.bytes` lowered while walrelay runs (after it
+/// sized its batches for the old limit): the broker refuses whole batches
+/// of small events that each fit. That is not the events' fault, so even
+/// with a dead-letter topic nothing is dead-lettered: walrelay stops
+/// without confirming the transaction, and the next start sizes its batches
+/// for the new limit and delivers every event in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lowered_topic_limit_stops_then_fits_on_restart() {
+    let ob = Outbox::new("lowered_limit").await;
+    let topic = ob.topic("");
+    let dlq = format!("{}_dlq", ob.name);
+    common::create_topic(&topic, 1).await;
+    common::create_topic(&dlq, 1).await;
+    let config = ob.config_with(
+        &kafka_bootstrap(),
+        &format!(
+            "[metrics]\nlisten = \"127.0.0.1:0\"\n\n\
+             [errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n"
+        ),
+    );
+    let probe = format!("{}_probe", ob.name);
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.client
+        .execute(
+            "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
+            &[&probe],
+        )
+        .await
+        .expect("probe slot");
+    ob.insert(1, "", "k", r#"{"n": 1}"#).await;
+    assert_eq!(consume(&topic, 1, WAIT).await.len(), 1, "{}", relay.log());
+
+    let lower =
+        AlterConfig::new(ResourceSpecifier::Topic(&topic)).set("max.message.bytes", "20000");
+    for r in admin()
+        .alter_configs(&[lower], &admin_options())
+        .await
+        .expect("alter topic config")
+    {
+        r.unwrap_or_else(|(spec, code)| panic!("alter {spec:?}: {code}"));
+    }
+    ob.client
+        .execute(
+            &format!(
+                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, 'k' || (g % 10), 'E', \
+                 jsonb_build_object('n', g) FROM generate_series(2, 5001) g",
+                ob.name
+            ),
+            &[&ob.agg("")],
+        )
+        .await
+        .expect("insert");
+    let ends = commit_ends(&ob.client, &probe, &ob.name).await;
+    assert_eq!(ends.len(), 2, "probe saw {ends:?}");
+
+    let code = exit_code(&mut relay);
+    let log = relay.log();
+    assert_eq!(code, 1, "{log}");
+    let confirmed = ob.slot_confirmed().await.expect("slot exists");
+    assert!(
+        confirmed >= ends[0] && confirmed < ends[1],
+        "confirmed {confirmed}, commits {ends:?}:\n{log}"
+    );
+    let dead = read_to_end(&dlq, Duration::from_secs(3)).await;
+    assert!(
+        dead.is_empty(),
+        "records that fit the topic were dead-lettered:\n{}",
+        common::describe(&dead)
+    );
+    ob.wait_inactive().await;
+
+    let mut relay = Relay::start(&config);
+    let want: HashSet<String> = (1..=5001).map(event_id).collect();
+    read_until_ids(&topic, &want, &mut relay).await;
+    // Confirmed: every record of the replay is in Kafka.
+    ob.wait_confirmed(ends[1], &relay).await;
+    let records = read_to_end(&topic, WAIT).await;
+    // Batches of the refused transaction that were small enough (its tail)
+    // may have landed before walrelay stopped; the replay then sends the
+    // whole transaction again, in order, after them.
+    let ids_read: Vec<Vec<u8>> = records
+        .iter()
+        .map(|r| r.header("id").expect("id header").to_vec())
+        .collect();
+    let replay = ids_read
+        .iter()
+        .rposition(|id| *id == event_id(2).into_bytes())
+        .expect("event 2");
+    let expected: Vec<Vec<u8>> = (2..=5001).map(|n| event_id(n).into_bytes()).collect();
+    assert!(
+        ids_read[replay..] == expected[..],
+        "the replayed transaction is not whole and in order"
+    );
+    assert!(read_to_end(&dlq, Duration::from_secs(3)).await.is_empty());
+    ob.client
+        .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
+        .await
+        .unwrap();
+    ob.finish(relay).await;
+}
+
 /// A TCP port that accepts nothing: a listener the test holds and checks
 /// for connection attempts afterwards.
 fn silent_listener() -> TcpListener {

@@ -16,16 +16,17 @@
 //! generation so reports from an earlier session are ignored.
 
 pub mod dlq;
+pub mod limits;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer,
 };
@@ -35,6 +36,7 @@ use tracing::{debug, error, warn};
 use walrelay_proto::Lsn;
 
 use self::dlq::{DeadLetter, Letter, Stage};
+use self::limits::fits_alone;
 use crate::checkpoint::SharedTracker;
 use crate::config::{is_secret_key, ErrorsConfig, KafkaConfig};
 use crate::metrics::{metrics, CodeLabel, TopicLabel};
@@ -126,6 +128,21 @@ pub enum SinkError {
         /// librdkafka's error text.
         error: String,
     },
+    /// A topic refused a batch as too large although this record fits its
+    /// limit alone: its `max.message.bytes` was lowered after walrelay
+    /// sized its batches for it. Not the record's fault, so it is never
+    /// dead-lettered.
+    #[error("topic {topic} refused a batch larger than its max.message.bytes ({limit}), although event {event_id} at lsn {lsn} fits it alone: the limit was lowered while walrelay ran; restart walrelay, which sizes its batches for each topic's limit (nothing after it is confirmed)")]
+    BatchTooLarge {
+        /// Topic.
+        topic: String,
+        /// The topic's limit as read when walrelay first produced to it.
+        limit: u64,
+        /// The event id column's text.
+        event_id: String,
+        /// LSN of the event's INSERT.
+        lsn: Lsn,
+    },
     /// The cluster refused walrelay itself (authentication, a fatal
     /// producer error): retrying would only hide it.
     #[error("kafka refused walrelay's producer: {error}; fix the credentials or the cluster and restart (nothing unsent is confirmed)")]
@@ -176,6 +193,9 @@ pub(crate) struct Shared {
     /// without being woken by every delivery report.
     failed: Notify,
     delivered: AtomicU64,
+    /// `max.message.bytes` of the topics produced to, as read when the
+    /// sink first met them.
+    limits: Mutex<HashMap<String, u64>>,
 }
 
 impl Shared {
@@ -187,6 +207,15 @@ impl Shared {
             Some((g, t)) if *g == generation => Some(t.clone()),
             _ => None,
         }
+    }
+
+    /// The batch limit read for `topic`, if any.
+    fn limit_of(&self, topic: &str) -> Option<u64> {
+        self.limits
+            .lock()
+            .expect("limits lock poisoned")
+            .get(topic)
+            .copied()
     }
 
     /// Keeps the first failure; later ones follow from it.
@@ -282,6 +311,26 @@ impl ProducerContext for DeliveryContext {
                 } else {
                     "null"
                 });
+                // A batch refused for its size although this record fits
+                // the topic's limit alone: not the record's fault.
+                let limit = self.shared.limit_of(&topic);
+                if let Some(limit) = limit.filter(|&l| {
+                    code.is_some_and(is_size_failure)
+                        && fits_alone(msg.payload_len() + msg.key_len() + header_bytes(msg), l)
+                }) {
+                    if let Some(t) = &tracker {
+                        t.fail(seq);
+                    }
+                    error!(topic, event_id, lsn = %ctx.lsn, limit, error = %err, "kafka refused a batch that this record fits alone");
+                    self.shared.record_failure(SinkError::BatchTooLarge {
+                        topic,
+                        limit,
+                        event_id: event_id.to_owned(),
+                        lsn: ctx.lsn,
+                    });
+                    self.shared.wake.notify_waiters();
+                    return;
+                }
                 // A per-record failure under `errors.tolerance = all`: the
                 // dead-letter record replaces this one in the transaction's
                 // count, so the tracker hears nothing now.
@@ -346,6 +395,15 @@ impl ProducerContext for DeliveryContext {
     }
 }
 
+/// Bytes of a delivered record's header names and values.
+fn header_bytes(msg: &rdkafka::message::BorrowedMessage<'_>) -> usize {
+    msg.headers().map_or(0, |h| {
+        h.iter()
+            .map(|header| header.key.len() + header.value.map_or(0, <[u8]>::len))
+            .sum()
+    })
+}
+
 /// The librdkafka record for a routed event: topic, headers, key, value,
 /// and the partition and timestamp the router chose, if any.
 pub fn base_record<'a, O: rdkafka::util::IntoOpaque>(
@@ -377,7 +435,13 @@ pub fn base_record<'a, O: rdkafka::util::IntoOpaque>(
 
 /// The producer, shared by every replication session of the process.
 pub struct KafkaSink {
-    producer: ThreadedProducer<DeliveryContext>,
+    /// Replaced (only by [`KafkaSink::run`], after every record handed to
+    /// it was reported) when a topic needs smaller batches.
+    producer: RwLock<Arc<ThreadedProducer<DeliveryContext>>>,
+    /// What the producer was created from (secrets included: never shown).
+    client_config: ClientConfig,
+    /// The current producer's `batch.size`.
+    batch_size: AtomicU64,
     shared: Arc<Shared>,
     dead_letter: Option<Arc<DeadLetter>>,
     generation: AtomicU64,
@@ -439,7 +503,11 @@ impl KafkaSink {
         };
         let producer = cc.create_with_context(context).map_err(SinkError::Create)?;
         Ok(KafkaSink {
-            producer,
+            producer: RwLock::new(Arc::new(producer)),
+            batch_size: AtomicU64::new(limits::configured_batch_size(
+                props.get("batch.size").copied(),
+            )),
+            client_config: cc,
             shared,
             dead_letter,
             generation: AtomicU64::new(0),
@@ -471,7 +539,12 @@ impl KafkaSink {
     /// Records handed to librdkafka (dead-letter records included) and not
     /// yet reported.
     pub fn in_flight(&self) -> i32 {
-        self.producer.in_flight_count() + self.dead_letter.as_ref().map_or(0, |d| d.in_flight())
+        self.producer().in_flight_count() + self.dead_letter.as_ref().map_or(0, |d| d.in_flight())
+    }
+
+    /// The current producer.
+    fn producer(&self) -> Arc<ThreadedProducer<DeliveryContext>> {
+        Arc::clone(&self.producer.read().expect("producer lock poisoned"))
     }
 
     /// Successful deliveries since start.
@@ -482,12 +555,15 @@ impl KafkaSink {
     /// Whether a broker answers a metadata request within `timeout`
     /// (blocking; call from a blocking thread).
     pub fn probe(&self, timeout: Duration) -> bool {
-        self.producer.client().fetch_metadata(None, timeout).is_ok()
+        self.producer()
+            .client()
+            .fetch_metadata(None, timeout)
+            .is_ok()
     }
 
     /// Waits up to `timeout` for every record to be reported (blocking).
     pub fn flush(&self, timeout: Duration) -> bool {
-        let main = self.producer.flush(timeout).is_ok();
+        let main = self.producer().flush(timeout).is_ok();
         // A failed delivery may have produced a dead-letter record just now.
         let dead = self.dead_letter.as_ref().is_none_or(|d| d.flush(timeout));
         main && dead
@@ -524,7 +600,7 @@ impl KafkaSink {
         if let Some(p) = partition {
             base = base.partition(p);
         }
-        self.producer.send(base).map_err(|(e, _)| e)
+        self.producer().send(base).map_err(|(e, _)| e)
     }
 
     /// Stops after a failure: drops what librdkafka has not sent yet (so
@@ -532,7 +608,7 @@ impl KafkaSink {
     /// confirmed either way), waits for what is already on the wire, and
     /// returns the failure.
     async fn stop(&self, err: SinkError) -> SinkError {
-        self.producer.purge(PurgeConfig::default().queue());
+        self.producer().purge(PurgeConfig::default().queue());
         self.drain().await;
         err
     }
@@ -564,6 +640,9 @@ impl KafkaSink {
         let generation = self.generation.load(Ordering::Relaxed) << SEQ_BITS;
         // Per-batch topic counts, flushed to the metrics once per batch.
         let mut per_topic: Vec<(Arc<str>, u64)> = Vec::new();
+        let mut producer = self.producer();
+        // Topics whose batch limit was looked at (by this sink, ever).
+        let mut sized: Vec<Arc<str>> = Vec::new();
         loop {
             let batch = tokio::select! {
                 biased;
@@ -608,6 +687,13 @@ impl KafkaSink {
                         }
                     },
                 };
+                if !sized
+                    .iter()
+                    .any(|t| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
+                {
+                    sized.push(Arc::clone(&record.topic));
+                    producer = self.fit_batches(&record.topic, producer).await?;
+                }
                 match per_topic
                     .iter_mut()
                     .find(|(t, _)| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
@@ -633,7 +719,7 @@ impl KafkaSink {
                 });
                 let mut base = base_record(&record, ctx);
                 loop {
-                    match self.producer.send(base) {
+                    match producer.send(base) {
                         Ok(()) => break,
                         Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
                             base = back;
@@ -702,6 +788,68 @@ impl KafkaSink {
             Some(err) => Err(self.stop(err).await),
             None => Ok(()),
         }
+    }
+
+    /// Before the first record to `topic`: reads the topic's batch limit
+    /// and, when the producer's batches could exceed it, waits until every
+    /// record handed to `current` is reported (so nothing overtakes them)
+    /// and replaces it with a producer whose `batch.size` fits. Returns the
+    /// producer to use from now on. A limit that cannot be read leaves the
+    /// producer as it is (a refused batch then stops walrelay, naming the
+    /// topic).
+    async fn fit_batches(
+        &self,
+        topic: &str,
+        current: Arc<ThreadedProducer<DeliveryContext>>,
+    ) -> Result<Arc<ThreadedProducer<DeliveryContext>>, SinkError> {
+        let limit = match limits::topic_limit(&self.client_config, topic).await {
+            Ok(Some(limit)) => limit,
+            Ok(None) => return Ok(current),
+            Err(why) => {
+                warn!(
+                    topic,
+                    why, "cannot read the topic's max.message.bytes; batches are not sized for it"
+                );
+                return Ok(current);
+            }
+        };
+        self.shared
+            .limits
+            .lock()
+            .expect("limits lock poisoned")
+            .insert(topic.to_owned(), limit);
+        let wanted = limits::batch_size_for(limit);
+        let batch_size = self.batch_size.load(Ordering::Relaxed);
+        if wanted >= batch_size {
+            return Ok(current);
+        }
+        warn!(
+            topic,
+            max_message_bytes = limit,
+            from = batch_size,
+            to = wanted,
+            "the topic accepts smaller batches than the producer builds: lowering batch.size \
+             (librdkafka does not split a batch the broker refused as too large)"
+        );
+        while current.in_flight_count() > 0 {
+            let _ =
+                tokio::time::timeout(Duration::from_millis(50), self.shared.wake.notified()).await;
+            if let Some(err) = self.take_failure() {
+                return Err(self.stop(err).await);
+            }
+        }
+        let mut cc = self.client_config.clone();
+        cc.set("batch.size", wanted.to_string());
+        let context = DeliveryContext {
+            shared: Arc::clone(&self.shared),
+            dead_letter: self.dead_letter.clone(),
+        };
+        let replacement = Arc::new(cc.create_with_context(context).map_err(SinkError::Create)?);
+        *self.producer.write().expect("producer lock poisoned") = Arc::clone(&replacement);
+        self.batch_size.store(wanted, Ordering::Relaxed);
+        // Dropping a producer joins its threads: not on a runtime thread.
+        tokio::task::spawn_blocking(move || drop(current));
+        Ok(replacement)
     }
 
     /// Sends the dead-letter record of an event the router refused.

@@ -168,16 +168,27 @@ pub fn unique_name(prefix: &str) -> String {
 /// Creates `topic` with `partitions` partitions (replication factor 1) on the
 /// broker at `bootstrap` and waits until every partition has a leader.
 pub async fn create_topic_on(bootstrap: &str, topic: &str, partitions: i32) {
+    create_topic_with(bootstrap, topic, partitions, &[]).await;
+}
+
+/// [`create_topic_on`] with topic configuration `settings`.
+pub async fn create_topic_with(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    settings: &[(&str, &str)],
+) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()
         .expect("admin client config is valid");
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (k, v) in settings {
+        new_topic = new_topic.set(k, v);
+    }
     let results = admin
-        .create_topics(
-            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
-            &options,
-        )
+        .create_topics(&[new_topic], &options)
         .await
         .unwrap_or_else(|e| panic!("create topic {topic} on {bootstrap}: {e}"));
     for result in results {
