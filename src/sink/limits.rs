@@ -38,6 +38,10 @@ const ONE_RECORD_OVERHEAD: u64 = 128;
 /// security settings). The error text names what failed; it carries no
 /// configuration values.
 pub async fn topic_limit(cc: &ClientConfig, topic: &str) -> Result<Option<u64>, String> {
+    // An admin client is a producer inside librdkafka: without this it
+    // would ask the cluster for a producer id of its own.
+    let mut cc = cc.clone();
+    cc.set("enable.idempotence", "false");
     let admin: AdminClient<DefaultClientContext> = cc
         .create()
         .map_err(|e| format!("cannot create a kafka admin client: {e}"))?;
