@@ -687,19 +687,19 @@ impl KafkaSink {
                         }
                     },
                 };
-                if !sized
-                    .iter()
-                    .any(|t| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
-                {
-                    sized.push(Arc::clone(&record.topic));
-                    producer = self.fit_batches(&record.topic, producer).await?;
-                }
                 match per_topic
                     .iter_mut()
                     .find(|(t, _)| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
                 {
                     Some((_, n)) => *n += 1,
-                    None => per_topic.push((Arc::clone(&record.topic), 1)),
+                    // First in this batch: maybe the first ever.
+                    None => {
+                        per_topic.push((Arc::clone(&record.topic), 1));
+                        if !sized.iter().any(|t| **t == *record.topic) {
+                            sized.push(Arc::clone(&record.topic));
+                            producer = self.fit_batches(&record.topic, producer).await?;
+                        }
+                    }
                 }
                 let original = self.dead_letter.as_ref().map(|_| {
                     let (key, value) = event.bound.original(&event.row);
