@@ -125,12 +125,8 @@ pub async fn run(
     // A spill directory walrelay cannot write to would fail only when the
     // first large transaction arrives, maybe weeks later: find out now.
     if let Some(dir) = &config.replication.spill_dir {
-        tempfile::tempfile_in(dir).map_err(|e| {
-            RelayError::Config(format!(
-                "replication.spill_dir = {}: cannot create a file there: {e}",
-                dir.display()
-            ))
-        })?;
+        crate::spill::SpillFile::new(0, Some(dir))
+            .map_err(|e| RelayError::Config(DisplayChain(&e).to_string()))?;
     }
     let mut backoff = Backoff::new(
         Duration::from_millis(config.replication.reconnect_min_ms),

@@ -149,15 +149,9 @@ impl SpillFile {
     /// A new, empty spill file for top-level transaction `xid`: an unlinked
     /// file in `dir`, or in the system temporary directory (`TMPDIR`).
     pub fn new(xid: u32, dir: Option<&Path>) -> Result<Self, SpillError> {
-        let file = match dir {
-            Some(dir) => tempfile::tempfile_in(dir),
-            None => tempfile::tempfile(),
-        }
-        .map_err(|source| SpillError::Create {
-            dir: dir
-                .map_or_else(std::env::temp_dir, Path::to_path_buf)
-                .display()
-                .to_string(),
+        let dir = dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let file = tempfile::tempfile_in(&dir).map_err(|source| SpillError::Create {
+            dir: dir.display().to_string(),
             source,
         })?;
         Ok(SpillFile {
