@@ -166,14 +166,7 @@ async fn run_case(c: Case) {
     // --- errors.tolerance = none ---
     let mut relay = Relay::start(&strict);
     ob.wait_active(&mut relay).await;
-    let probe = format!("{}_probe", ob.name);
-    ob.client
-        .execute(
-            "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
-            &[&probe],
-        )
-        .await
-        .expect("probe slot");
+    let probe = ob.create_probe().await;
     good(&ob, 1, "a").await;
     exec(&ob, c.before_2).await;
     good(&ob, 2, "a").await;
@@ -287,10 +280,7 @@ async fn run_case(c: Case) {
     relay.assert_running();
     let got = ids(&read_to_end(&topic_a, WAIT).await);
     assert!(!got.contains(&event_id(3)), "event 3 reached {topic_a}");
-    ob.client
-        .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
-        .await
-        .expect("drop probe slot");
+    ob.drop_probe(&probe).await;
     ob.finish(relay).await;
 }
 

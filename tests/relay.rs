@@ -311,14 +311,7 @@ async fn kafka_down_freezes_the_slot() {
     .unwrap();
     // A probe slot decodes the same publication, so the test knows the exact
     // commit end LSNs of the 100 events' transactions.
-    let probe = format!("{}_probe", ob.name);
-    ob.client
-        .execute(
-            "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
-            &[&probe],
-        )
-        .await
-        .expect("probe slot");
+    let probe = ob.create_probe().await;
     for n in 2..=101 {
         ob.insert(n, "", &format!("k{}", n % 7), &format!("{{\"n\": {n}}}"))
             .await;
@@ -348,10 +341,7 @@ async fn kafka_down_freezes_the_slot() {
     let want: HashSet<String> = (1..=101).map(event_id).collect();
     assert_eq!(ids(&records), want, "{}", relay.log());
     ob.wait_confirmed(last_end, &relay).await;
-    ob.client
-        .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
-        .await
-        .unwrap();
+    ob.drop_probe(&probe).await;
     ob.finish(relay).await;
     drop(kafka);
 }
@@ -435,17 +425,7 @@ async fn small_topic_limit_gets_small_batches() {
     .await;
     let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
     ob.wait_active(&mut relay).await;
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, 'k' || (g % 10), 'E', \
-                 jsonb_build_object('n', g) FROM generate_series(1, 5000) g",
-                ob.name
-            ),
-            &[&ob.agg("")],
-        )
-        .await
-        .expect("insert");
+    ob.insert_series(1, 5000).await;
     let after = ob.current_lsn().await;
     let want: HashSet<String> = (1..=5000).map(event_id).collect();
     let records = read_until_ids(&topic, &want, &mut relay).await;

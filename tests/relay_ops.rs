@@ -244,16 +244,9 @@ async fn permanent_delivery_failure_stops_without_confirming() {
     for r in results {
         r.unwrap_or_else(|(name, code)| panic!("create topic {name}: {code}"));
     }
-    let probe = format!("{}_probe", ob.name);
     let mut relay = Relay::start(&ob.config(&kafka_bootstrap()));
     ob.wait_active(&mut relay).await;
-    ob.client
-        .execute(
-            "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
-            &[&probe],
-        )
-        .await
-        .expect("probe slot");
+    let probe = ob.create_probe().await;
     ob.insert(1, "", "k", r#"{"n": 1}"#).await;
     let records = consume(&topic, 1, WAIT).await;
     assert_eq!(records.len(), 1, "{}", relay.log());
@@ -310,10 +303,7 @@ async fn permanent_delivery_failure_stops_without_confirming() {
         .expect("the big event");
     assert!(big_record.value.as_ref().is_some_and(|v| v.len() > 20_000));
     ob.wait_confirmed(ends[2], &relay).await;
-    ob.client
-        .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
-        .await
-        .unwrap();
+    ob.drop_probe(&probe).await;
     ob.finish(relay).await;
 }
 
@@ -337,16 +327,9 @@ async fn lowered_topic_limit_stops_then_fits_on_restart() {
              [errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n"
         ),
     );
-    let probe = format!("{}_probe", ob.name);
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    ob.client
-        .execute(
-            "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
-            &[&probe],
-        )
-        .await
-        .expect("probe slot");
+    let probe = ob.create_probe().await;
     ob.insert(1, "", "k", r#"{"n": 1}"#).await;
     assert_eq!(consume(&topic, 1, WAIT).await.len(), 1, "{}", relay.log());
 
@@ -359,17 +342,7 @@ async fn lowered_topic_limit_stops_then_fits_on_restart() {
     {
         r.unwrap_or_else(|(spec, code)| panic!("alter {spec:?}: {code}"));
     }
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, 'k' || (g % 10), 'E', \
-                 jsonb_build_object('n', g) FROM generate_series(2, 5001) g",
-                ob.name
-            ),
-            &[&ob.agg("")],
-        )
-        .await
-        .expect("insert");
+    ob.insert_series(2, 5001).await;
     let ends = commit_ends(&ob.client, &probe, &ob.name).await;
     assert_eq!(ends.len(), 2, "probe saw {ends:?}");
 
@@ -412,10 +385,7 @@ async fn lowered_topic_limit_stops_then_fits_on_restart() {
         "the replayed transaction is not whole and in order"
     );
     assert!(read_to_end(&dlq, Duration::from_secs(3)).await.is_empty());
-    ob.client
-        .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
-        .await
-        .unwrap();
+    ob.drop_probe(&probe).await;
     ob.finish(relay).await;
 }
 

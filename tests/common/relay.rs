@@ -102,6 +102,46 @@ bootstrap_servers = "{bootstrap}"
         )
     }
 
+    /// Creates a probe slot on the outbox's publication (decoded by
+    /// [`commit_ends`], so a test knows exact commit LSNs) and returns its
+    /// name; drop it with [`Outbox::drop_probe`].
+    pub async fn create_probe(&self) -> String {
+        let probe = format!("{}_probe", self.name);
+        self.client
+            .execute(
+                "SELECT pg_create_logical_replication_slot($1, 'pgoutput')",
+                &[&probe],
+            )
+            .await
+            .expect("probe slot");
+        probe
+    }
+
+    /// Drops a slot made by [`Outbox::create_probe`].
+    pub async fn drop_probe(&self, probe: &str) {
+        self.client
+            .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
+            .await
+            .expect("drop probe slot");
+    }
+
+    /// Events `first..=last` in one transaction (one INSERT ... SELECT):
+    /// payload `{"n": n}`, key `k<n % 10>`.
+    pub async fn insert_series(&self, first: u64, last: u64) {
+        self.client
+            .execute(
+                &format!(
+                    "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
+                     $1, 'k' || (g % 10), 'E', jsonb_build_object('n', g) \
+                     FROM generate_series({first}::int8, {last}::int8) g",
+                    self.name
+                ),
+                &[&self.agg("")],
+            )
+            .await
+            .expect("insert series");
+    }
+
     /// Inserts one event in its own transaction.
     pub async fn insert(&self, id: u64, agg_suffix: &str, key: &str, payload: &str) {
         self.client
