@@ -512,6 +512,78 @@ fn debezium_server_defaults_and_env_only_keys() {
     assert_eq!(c.converters.key, ConverterKind::BinaryData);
 }
 
+/// A PKCS#12 truststore whose password comes only from the environment
+/// (`DEBEZIUM_SINK_KAFKA_PRODUCER_SSL_TRUSTSTORE_PASSWORD`), as a Debezium
+/// Server deployment keeps it out of the file: its certificate reaches
+/// librdkafka as `ssl.ca.pem`, and the password shows nowhere.
+#[test]
+fn debezium_server_truststore_password_from_env() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=env truststore CA",
+    ]);
+    run(&[
+        "pkcs12",
+        "-export",
+        "-nokeys",
+        "-in",
+        "ca.crt",
+        "-passout",
+        "pass:Env-Trust-Pw-7",
+        "-out",
+        "trust.p12",
+    ]);
+    let store = dir.path().join("trust.p12");
+    let text = format!(
+        "{}\ndebezium.sink.kafka.producer.security.protocol=SSL\n\
+         debezium.sink.kafka.producer.ssl.truststore.type=PKCS12\n\
+         debezium.sink.kafka.producer.ssl.truststore.location={}\n",
+        example_server(),
+        store.display()
+    );
+    let env = |name: &str| match name {
+        "PG_HOST" => Some("h".to_owned()),
+        "DEBEZIUM_SINK_KAFKA_PRODUCER_SSL_TRUSTSTORE_PASSWORD" => Some("Env-Trust-Pw-7".to_owned()),
+        _ => None,
+    };
+    let t = server(&text, &env).unwrap_or_else(|e| panic!("{}", chain(&e)));
+    let pem = &t.config.kafka.producer["ssl.ca.pem"];
+    let ca = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
+    assert_eq!(pem.trim(), ca.trim(), "the truststore's certificate");
+    assert!(!format!("{t:?}").contains("Env-Trust-Pw-7"));
+    // Without the environment's password the store does not open, and the
+    // error names the key to set.
+    let no_env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
+    let err = chain(&server(&text, &no_env).unwrap_err());
+    assert!(err.contains("ssl.truststore.password"), "{err}");
+}
+
 #[test]
 fn debezium_server_refusals_name_the_key() {
     let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
