@@ -223,21 +223,20 @@ listener.name.$l.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security
 listener.name.$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$user=\"$pass\";"
         done
         if [[ -f "$dir/tls/server.pem" ]]; then
-            local tport
-            tport=$(cat "$dir/ssl_port")
-            listeners="$listeners,SASL_SSL://127.0.0.1:$tport"
-            advertised="$advertised,SASL_SSL://localhost:$tport"
-            map="$map,SASL_SSL:SASL_SSL"
+            # A TLS listener on 127.0.0.1, advertised by the name its
+            # certificate carries.
+            add_tls_listener() {
+                listeners="$listeners,$1://127.0.0.1:$2"
+                advertised="$advertised,$1://localhost:$2"
+                map="$map,$1:$1"
+            }
+            add_tls_listener SASL_SSL "$(cat "$dir/ssl_port")"
             sasl_lines="$sasl_lines
 listener.name.sasl_ssl.ssl.keystore.type=PEM
 listener.name.sasl_ssl.ssl.keystore.location=$dir/tls/server.pem"
             # Mutual TLS: the client's certificate is its only credential.
             if [[ -f "$dir/tls/ca.pem" ]]; then
-                local mport
-                mport=$(cat "$dir/mtls_port")
-                listeners="$listeners,SSL://127.0.0.1:$mport"
-                advertised="$advertised,SSL://localhost:$mport"
-                map="$map,SSL:SSL"
+                add_tls_listener SSL "$(cat "$dir/mtls_port")"
                 sasl_lines="$sasl_lines
 listener.name.ssl.ssl.client.auth=required
 listener.name.ssl.ssl.keystore.type=PEM
