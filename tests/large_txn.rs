@@ -21,6 +21,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
+use walrelay::proto::Lsn;
 
 /// Producer settings for the tests: lz4 keeps the broker's disk work small
 /// for the million-row test. These lines land in the `[kafka.producer]`
@@ -150,6 +151,14 @@ async fn wait_slot_stat(ob: &Outbox, column: &str, at_least: i64) {
             .expect("poke the walsender");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Waits until every event of `expected` is in the test's topic and the
+/// slot is confirmed at `after` (every record is then in Kafka).
+async fn delivered(ob: &Outbox, expected: &[u64], after: Lsn, relay: &mut Relay) {
+    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
+    read_until_ids(&ob.topic(""), &want, relay).await;
+    ob.wait_confirmed(after, relay).await;
 }
 
 /// The event number of an id written by [`insert_range`] or `Outbox::insert`.
@@ -395,9 +404,7 @@ async fn subtransaction_rollback_inside_a_streamed_transaction() {
         .chain(range(4001, 8000))
         .chain(range(14_001, 16_000))
         .collect();
-    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
-    read_until_ids(&ob.topic(""), &want, &mut relay).await;
-    ob.wait_confirmed(after, &relay).await;
+    delivered(&ob, &expected, after, &mut relay).await;
     wait_streamed(&ob, 1).await;
     let got = numbers(&ob.topic("")).await;
     assert_eq!(got.len(), expected.len(), "surviving rows only, once each");
@@ -437,9 +444,7 @@ async fn without_streaming_the_server_spills() {
         .expect("large transaction with a rolled-back savepoint");
     let after = ob.current_lsn().await;
     let expected: Vec<u64> = range(1, 3000).chain(range(5001, 6000)).collect();
-    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
-    read_until_ids(&ob.topic(""), &want, &mut relay).await;
-    ob.wait_confirmed(after, &relay).await;
+    delivered(&ob, &expected, after, &mut relay).await;
     wait_slot_stat(&ob, "spill_txns", 1).await;
     assert_eq!(stream_txns(&ob).await, 0, "protocol 1 must not stream");
     let got = numbers(&ob.topic("")).await;
@@ -490,9 +495,7 @@ async fn interleaved_streamed_transactions() {
     .expect("later transaction");
     let after = ob.current_lsn().await;
     let expected: Vec<u64> = range(1, 4000).chain(range(9001, 9005)).collect();
-    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
-    read_until_ids(&ob.topic(""), &want, &mut relay).await;
-    ob.wait_confirmed(after, &relay).await;
+    delivered(&ob, &expected, after, &mut relay).await;
     wait_streamed(&ob, 2).await;
     let got = numbers(&ob.topic("")).await;
     assert_eq!(got.len(), expected.len(), "committed rows only, once each");
@@ -523,9 +526,7 @@ async fn killed_mid_stream_restarts_the_stream() {
         .expect("second half and commit");
     let after = ob.current_lsn().await;
     let expected: Vec<u64> = range(1, 6000).collect();
-    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
-    read_until_ids(&ob.topic(""), &want, &mut relay).await;
-    ob.wait_confirmed(after, &relay).await;
+    delivered(&ob, &expected, after, &mut relay).await;
     // Streamed once to each walrelay process.
     wait_streamed(&ob, 2).await;
     let got = numbers(&ob.topic("")).await;
