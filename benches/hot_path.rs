@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use walrelay::config::{ConverterKind, ConvertersConfig, DebeziumConfig};
+use walrelay::connect::config::{ConverterKind, ConvertersConfig};
 use walrelay::connect::pg::oid;
+use walrelay::router::DebeziumConfig;
 use walrelay::router::{
     BoundRelation, ColumnMeta, EventMeta, KafkaRecord, Router, RouterConfig, TableMeta,
 };

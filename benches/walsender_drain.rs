@@ -29,8 +29,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use walrelay::config::Secret;
-use walrelay::source::pg_now_micros;
+use walrelay::clock::pg_now_micros;
+use walrelay::secret::Secret;
 use walrelay::source::replication::{
     ConnectParams, ReplicationConnection, ReplicationError, ReplicationStream, StreamWriter,
 };

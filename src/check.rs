@@ -25,19 +25,22 @@ use rdkafka::error::KafkaError;
 use tokio_postgres::Client;
 use walrelay_proto::{RelationColumnInfo, RelationInfo};
 
-use crate::config::{Config, PublicationMode, SlotMissing};
+use crate::config::Config;
+
+use crate::chain::DisplayChain;
+use crate::human::human_bytes;
 use crate::lag;
-use crate::relay::{connect_params, DisplayChain};
+use crate::relay::connect_params;
 use crate::router::{
     ColumnMeta, RouteError, Router, TableMeta, KEY_ADDITIONAL_PLACEMENT, KEY_ID_FIELD,
     KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
     KEY_TIMESTAMP_FIELD, KEY_TRACING_SPAN_CONTEXT_FIELD,
 };
 use crate::source::catalog::{self, SlotState};
+use crate::source::config::{PublicationMode, SlotMissing};
 use crate::source::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
-use crate::status::human_bytes;
 
 /// Row: an ordinary SQL connection with the configured credentials.
 pub const POSTGRES_CONNECTION: &str = "postgres connection";

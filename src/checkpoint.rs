@@ -452,6 +452,13 @@ impl SharedTracker {
         self.lock().oldest_pending_commit_time_us()
     }
 
+    /// Seconds from the oldest unconfirmed event's commit to `now_us`
+    /// (microseconds since the Unix epoch); 0 when nothing is pending.
+    pub fn pending_age_seconds(&self, now_us: i64) -> f64 {
+        self.oldest_pending_commit_time_us()
+            .map_or(0.0, |oldest| (now_us - oldest).max(0) as f64 / 1e6)
+    }
+
     /// See [`Tracker::failed`].
     pub fn failed(&self) -> bool {
         self.lock().failed()

@@ -28,12 +28,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde::Deserialize;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use crate::config::{ConvertersConfig, DebeziumConfig, HeartbeatConfig};
+use crate::connect::config::ConvertersConfig;
+
 use crate::connect::convert::{ConvertError, Converter};
 use crate::connect::{Field, Schema, Type, Value};
+use crate::router::DebeziumConfig;
+use crate::setting::SettingError;
 use crate::sink::KafkaSink;
 use crate::source::catalog;
 use crate::source::replication::ConnectParams;
@@ -220,10 +224,58 @@ fn produce(record: &HeartbeatRecord, sink: &KafkaSink) {
     }
 }
 
+/// Default heartbeat topic prefix (Debezium's `topic.heartbeat.prefix`).
+pub const DEFAULT_HEARTBEAT_TOPIC_PREFIX: &str = "__debezium-heartbeat";
+
+/// Debezium's heartbeats: records to `<topic_prefix>.<debezium.topic_prefix>`
+/// and an optional SQL statement, so an idle database still lets the slot
+/// advance.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatConfig {
+    /// `heartbeat.interval.ms`; 0 turns heartbeats off.
+    #[serde(default)]
+    pub interval_ms: u64,
+    /// `heartbeat.action.query`: SQL run against the source database on each
+    /// heartbeat.
+    #[serde(default)]
+    pub action_query: Option<String>,
+    /// `topic.heartbeat.prefix`.
+    #[serde(default = "default_heartbeat_topic_prefix")]
+    pub topic_prefix: String,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig {
+            interval_ms: 0,
+            action_query: None,
+            topic_prefix: default_heartbeat_topic_prefix(),
+        }
+    }
+}
+
+fn default_heartbeat_topic_prefix() -> String {
+    DEFAULT_HEARTBEAT_TOPIC_PREFIX.into()
+}
+
+impl HeartbeatConfig {
+    /// Checks the section; the error names the key.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        if self.topic_prefix.trim().is_empty() {
+            return Err(SettingError::invalid(
+                "heartbeat.topic_prefix",
+                "must not be empty",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ConverterKind;
+    use crate::connect::config::ConverterKind;
 
     fn record(kind: ConverterKind, schemas: bool) -> HeartbeatRecord {
         let converters = ConvertersConfig {

@@ -286,10 +286,9 @@ impl Alerts {
 
 /// Seconds since the oldest unconfirmed event's commit; 0 when caught up.
 pub fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
-    let Some(oldest) = tracker.and_then(|t| t.oldest_pending_commit_time_us()) else {
-        return 0.0;
-    };
-    ((crate::source::unix_now_micros() - oldest).max(0)) as f64 / 1e6
+    tracker.map_or(0.0, |t| {
+        t.pending_age_seconds(crate::clock::unix_now_micros())
+    })
 }
 
 /// Polls until shutdown; returns an error when the slot is invalidated.
@@ -385,7 +384,7 @@ pub async fn monitor(
                                 slot,
                                 behind_bytes = behind,
                                 "{}",
-                                crate::status::catch_up_line(behind, rate)
+                                crate::human::catch_up_line(behind, rate)
                             );
                         }
                     }

@@ -8,17 +8,22 @@
 
 pub use walrelay_proto as proto;
 
+pub mod chain;
 pub mod check;
 pub mod checkpoint;
+pub mod clock;
 pub mod config;
 pub mod connect;
 pub mod heartbeat;
+pub mod human;
 pub mod lag;
 pub mod metrics;
+pub mod properties;
 pub mod relay;
 pub mod router;
+pub mod secret;
+pub mod setting;
 pub mod sink;
 pub mod source;
-pub mod spill;
 pub mod status;
 pub mod txn;

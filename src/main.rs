@@ -10,9 +10,10 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio::sync::watch;
 use tracing::{error, info};
+use walrelay::chain::DisplayChain;
 use walrelay::config::debezium::load_connect;
 use walrelay::config::Config;
-use walrelay::relay::{self, DisplayChain};
+use walrelay::relay;
 
 #[derive(Parser)]
 #[command(

@@ -15,11 +15,13 @@ use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn, Instrument};
 use walrelay_proto::Lsn;
 
+use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
-use crate::config::{Config, SlotMissing, SnapshotMode};
+use crate::config::Config;
 use crate::router::Router;
 use crate::sink::{KafkaSink, SinkError};
 use crate::source::catalog::{self, CatalogError};
+use crate::source::config::{SlotMissing, SnapshotMode};
 use crate::source::replication::{ConnectParams, ReplicationConnection, SystemIdentity};
 use crate::source::{self, snapshot, status_update, SourceError, StreamEnd, StreamSettings};
 use crate::txn::Assembler;
@@ -125,7 +127,7 @@ pub async fn run(
     // A spill directory walrelay cannot write to would fail only when the
     // first large transaction arrives, maybe weeks later: find out now.
     if let Some(dir) = &config.replication.spill_dir {
-        crate::spill::SpillFile::new(0, Some(dir))
+        crate::txn::spill::SpillFile::new(0, Some(dir))
             .map_err(|e| RelayError::Config(DisplayChain(&e).to_string()))?;
     }
     let mut backoff = Backoff::new(
@@ -291,7 +293,14 @@ async fn session(
     catalog::bounded(
         bound,
         "preparing the publication",
-        catalog::prepare_publication(&client, &catalog::PublicationPlan::from_config(config)),
+        catalog::prepare_publication(
+            &client,
+            &catalog::PublicationPlan::new(
+                &config.postgres,
+                &config.replication,
+                (&schema, &table),
+            ),
+        ),
     )
     .await?;
     let table_meta = catalog::bounded(
@@ -678,7 +687,7 @@ async fn publish_snapshot(
             async move { sink.run(&mut router, rx).await }.instrument(tracing::info_span!("sink")),
         )
     };
-    let now_us = source::unix_now_micros();
+    let now_us = crate::clock::unix_now_micros();
     let seq = tracker.begin(now_us);
     let read = snapshot::read_rows(client, snapshot_name, &relation, |rows| {
         let events: Vec<crate::txn::OutboxEvent> = rows
@@ -746,21 +755,6 @@ async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str) {
         }
     }
     warn!(slot, "replication slot still active after 5 s; not dropped");
-}
-
-/// Formats an error with its whole `source()` chain: `a: b: c`.
-pub struct DisplayChain<'a>(pub &'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for DisplayChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut cur = self.0.source();
-        while let Some(e) = cur {
-            write!(f, ": {e}")?;
-            cur = e.source();
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 use tokio::signal::unix::{signal, SignalKind};
 use walrelay_proto::Lsn;
 
+use crate::human::{catch_up_line, human_bytes};
 use crate::metrics::{
     BUILD_INFO, COMMIT_TO_ACK, CONFIRMED_LSN, DELIVERY_ERRORS, EVENTS, EVENTS_FILTERED,
     EVENTS_IN_FLIGHT, OLDEST_UNACKED_AGE, READY, RECEIVED_LSN, RECONNECTS, REPLICATION_LAG,
@@ -657,59 +658,6 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
     out
 }
 
-/// One progress line for a backlog: bytes behind, the rate, and the time
-/// left at that rate, e.g. `catching up: 1.2 GiB behind at 35.0 MiB/s, about
-/// 35 s left`.
-pub fn catch_up_line(behind_bytes: u64, rate_bytes_per_s: f64) -> String {
-    if behind_bytes == 0 {
-        return "caught up".to_owned();
-    }
-    let behind = human_bytes(behind_bytes);
-    if !(rate_bytes_per_s.is_finite() && rate_bytes_per_s > 0.0) {
-        return format!("catching up: {behind} behind, not advancing");
-    }
-    let rate = human_bytes(rate_bytes_per_s as u64);
-    let left = behind_bytes as f64 / rate_bytes_per_s;
-    format!(
-        "catching up: {behind} behind at {rate}/s, about {} left",
-        human_duration(left)
-    )
-}
-
-/// Seconds as `42 s`, `3 min 5 s` or `2 h 10 min`.
-fn human_duration(secs: f64) -> String {
-    let secs = if secs.is_finite() {
-        secs.max(0.0).round() as u64
-    } else {
-        u64::MAX
-    };
-    if secs < 60 {
-        format!("{secs} s")
-    } else if secs < 3600 {
-        format!("{} min {} s", secs / 60, secs % 60)
-    } else if secs < 100 * 3600 {
-        format!("{} h {} min", secs / 3600, secs % 3600 / 60)
-    } else {
-        format!("{} days", secs / 86_400)
-    }
-}
-
-/// Bytes as a short human-readable size (`1.5 GiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 /// `walrelay status`: prints the view to stdout (see [`run_status_to`]).
 pub async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
     let stdout = io::stdout();
@@ -760,7 +708,7 @@ pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result
             }
             Err(e) => format!(
                 "{CLEAR_SCREEN}{}\nretrying every {every:?}\n",
-                crate::relay::DisplayChain(&e)
+                crate::chain::DisplayChain(&e)
             ),
         };
     }
@@ -848,21 +796,6 @@ walrelay_ready 1
             "{text}"
         );
         assert!(text.contains("mean 5.0 ms over 100 deliveries"), "{text}");
-    }
-
-    #[test]
-    fn catch_up() {
-        assert_eq!(catch_up_line(0, 10.0), "caught up");
-        assert_eq!(
-            catch_up_line(3 << 30, 0.0),
-            "catching up: 3.0 GiB behind, not advancing"
-        );
-        assert_eq!(
-            catch_up_line(1 << 30, (1 << 20) as f64),
-            "catching up: 1.0 GiB behind at 1.0 MiB/s, about 17 min 4 s left"
-        );
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
     }
 
     #[test]

@@ -12,14 +12,21 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::properties::{decode_text, parse_connector_json, parse_properties};
-use super::{
-    parse_qualified_name, validate_slot_name, Config, ConfigError, ConverterKind, ConvertersConfig,
-    DebeziumConfig, ErrorsConfig, HeaderConverterKind, HeartbeatConfig, KafkaConfig,
-    OpInvalidBehavior, OutboxConfig, PostgresConfig, PublicationMode, ReplicationConfig,
-    RuntimeConfig, Secret, SnapshotMode, SslMode, Tolerance, DEFAULT_PG_PORT,
-};
+use super::connector_json::parse_connector_json;
+use crate::config::{Config, ConfigError, RuntimeConfig};
+use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
+use crate::heartbeat::HeartbeatConfig;
+use crate::properties::{decode_text, parse_properties};
+use crate::router::DebeziumConfig;
 use crate::router::RouterConfig;
+use crate::secret::Secret;
+use crate::setting::SettingError;
+use crate::sink::config::{ErrorsConfig, KafkaConfig, Tolerance};
+use crate::source::config::{
+    validate_slot_name, PostgresConfig, PublicationMode, ReplicationConfig, SnapshotMode, SslMode,
+    DEFAULT_PG_PORT,
+};
+use crate::txn::config::{parse_qualified_name, OpInvalidBehavior, OutboxConfig};
 
 pub use super::server::{from_server_text, load_server};
 
@@ -615,7 +622,7 @@ pub(super) fn translate_connector(
         password_env: None,
         password_file: None,
         dbname,
-        connect_timeout_ms: super::DEFAULT_CONNECT_TIMEOUT_MS,
+        connect_timeout_ms: crate::source::config::DEFAULT_CONNECT_TIMEOUT_MS,
         application_name: "walrelay".into(),
         sslmode,
         sslrootcert,
@@ -646,8 +653,8 @@ pub(super) fn translate_connector(
     let r = &mut draft.replication;
     if let Some(slot) = c.take("slot.name") {
         validate_slot_name(&slot).map_err(|e| match e {
-            ConfigError::Invalid { reason, .. } => c.invalid("slot.name", reason),
-            other => other,
+            SettingError::Invalid { reason, .. } => c.invalid("slot.name", reason),
+            other => other.into(),
         })?;
         r.slot = slot;
     }
@@ -868,7 +875,7 @@ fn translate_errors(c: &mut Keys, draft: &mut Draft, notes: &mut Notes) -> Resul
 
 /// Reads `transforms` and `transforms.<name>.*` (prefixed as `t` spells
 /// them): exactly one EventRouter, whose options go through
-/// [`RouterConfig::from_debezium_properties`]. Refuses predicates.
+/// [`super::event_router::event_router_options`]. Refuses predicates.
 pub(super) fn translate_transforms(
     c: &mut Keys,
     draft: &mut Draft,
@@ -922,7 +929,7 @@ pub(super) fn translate_transforms(
         }
     }
     let parsed =
-        RouterConfig::from_debezium_properties(&options).map_err(|e| ConfigError::Invalid {
+        super::event_router::event_router_options(&options).map_err(|e| ConfigError::Invalid {
             key: c.name(&format!("transforms.{name}")),
             reason: e.to_string(),
         })?;
@@ -1719,7 +1726,7 @@ pub fn load_connect(worker: &Path, connector: &Path) -> Result<Translation, Conf
     } else {
         parse_properties(&text).map_err(|source| ConfigError::Syntax {
             path: connector.to_owned(),
-            source,
+            source: source.into(),
         })?
     };
     from_connect(worker_map, connector_map, worker, connector).map_err(|e| match e {
@@ -1736,7 +1743,7 @@ pub(super) fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, C
     })?;
     parse_properties(&decode_text(&bytes)).map_err(|source| ConfigError::Syntax {
         path: path.to_owned(),
-        source,
+        source: source.into(),
     })
 }
 
@@ -1887,7 +1894,7 @@ mod tests {
         );
         w.remove("producer.ssl.truststore.type");
         let err = from_connect(w, connector.clone(), Path::new("w"), Path::new("c")).unwrap_err();
-        let text = crate::relay::DisplayChain(&err).to_string();
+        let text = crate::chain::DisplayChain(&err).to_string();
         assert!(
             text.contains("ssl.truststore.location")
                 && text.contains("JKS")
@@ -1899,7 +1906,7 @@ mod tests {
         let mut c = connector;
         c.insert("database.sslmode".into(), "verify-sideways".into());
         let err = from_connect(worker, c, Path::new("w"), Path::new("c")).unwrap_err();
-        let text = crate::relay::DisplayChain(&err).to_string();
+        let text = crate::chain::DisplayChain(&err).to_string();
         assert!(text.contains("database.sslmode"), "{text}");
     }
 
@@ -1954,7 +1961,7 @@ mod tests {
         }
         let connector = data_props("outbox-connector.properties");
         from_connect(worker, connector, Path::new("w"), Path::new("c"))
-            .map_err(|e| crate::relay::DisplayChain(&e).to_string())
+            .map_err(|e| crate::chain::DisplayChain(&e).to_string())
     }
 
     #[test]
@@ -2053,7 +2060,7 @@ mod tests {
             Path::new("c"),
         )
         .unwrap_err();
-        let text = crate::relay::DisplayChain(&err).to_string();
+        let text = crate::chain::DisplayChain(&err).to_string();
         assert!(
             text.contains("producer.ssl.truststore.certificates"),
             "{text}"
@@ -2129,7 +2136,7 @@ mod tests {
 #[cfg(test)]
 mod errors_tests {
     use super::*;
-    use crate::config::Tolerance;
+    use crate::sink::config::Tolerance;
 
     fn translate(extra: &[(&str, &str)]) -> Result<Translation, ConfigError> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/debezium");
@@ -2149,7 +2156,7 @@ mod errors_tests {
     }
 
     fn chain(e: &ConfigError) -> String {
-        crate::relay::DisplayChain(e).to_string()
+        crate::chain::DisplayChain(e).to_string()
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Debezium Server's `application.properties`, translated into walrelay's
-//! [`Config`](super::Config).
+//! [`Config`](crate::config::Config).
 //!
 //! Owns what Quarkus and MicroProfile Config do to the file before Debezium
 //! Server sees it: `%profile.` keys, environment overrides
@@ -16,8 +16,9 @@ use super::debezium::{
     classify_rest, translate_connector, translate_producer, translate_transforms, Draft, Keys,
     Notes, Translation,
 };
-use super::properties::{decode_text, parse_properties};
-use super::{ConfigError, ConverterKind, ConvertersConfig, HeaderConverterKind};
+use crate::config::ConfigError;
+use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
+use crate::properties::{decode_text, parse_properties};
 
 /// Looks up an environment variable (injectable for tests).
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -138,7 +139,7 @@ pub fn from_server_text(
     };
     let raw = parse_properties(text).map_err(|source| ConfigError::Syntax {
         path: path.to_owned(),
-        source,
+        source: source.into(),
     })?;
     let mut notes = Notes::default();
     let props = resolve(raw, env, &mut notes).map_err(in_file)?;
@@ -330,7 +331,7 @@ fn split_default(inner: &str) -> Option<(&str, &str)> {
 fn translate(
     props: BTreeMap<String, String>,
     notes: &mut Notes,
-) -> Result<super::Config, ConfigError> {
+) -> Result<crate::config::Config, ConfigError> {
     let mut all = Keys::new(props, "");
     let mut source = Keys::new(all.take_prefixed("debezium.source."), "debezium.source.");
     let format = all.take_prefixed("debezium.format.");

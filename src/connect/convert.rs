@@ -15,7 +15,7 @@ use super::java::{
 };
 use super::json::write_string;
 use super::{Schema, Type, Value};
-use crate::config::{ConverterKind, HeaderConverterKind};
+use crate::connect::config::{ConverterKind, HeaderConverterKind};
 
 /// A value a converter cannot serialise.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -391,7 +391,7 @@ fn validate(field: &str, schema: &Schema, value: &Value) -> Result<(), ExpandErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ConverterKind;
+    use crate::connect::config::ConverterKind;
     use crate::connect::convert::Converter;
 
     fn data() -> JsonSchemaData {

@@ -1,5 +1,5 @@
-//! The EventRouter's options: walrelay's native form ([`RouterConfig`]) and
-//! Debezium's property form ([`RouterConfig::from_debezium_properties`]).
+//! The EventRouter's options in walrelay's native form ([`RouterConfig`]);
+//! the configuration layer translates Debezium's property form into it.
 //!
 //! Owns the option names (Debezium's keys as constants), defaults,
 //! validation as Debezium's `ConfigDef` does it (and the stricter checks
@@ -7,13 +7,11 @@
 //! record), and the parsing of `table.fields.additional.placement`. It
 //! never looks at a table or a row.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 
 use super::rewrite::TopicRewrite;
-use crate::config::OpInvalidBehavior;
 pub use crate::connect::expand::{EmptyArrayBehavior, FieldNameAdjustment, NullBehavior};
+use crate::setting::SettingError;
 
 /// Debezium key of [`RouterConfig::id_field`].
 pub const KEY_ID_FIELD: &str = "table.field.event.id";
@@ -238,17 +236,6 @@ impl Default for RouterConfig {
     }
 }
 
-/// What [`RouterConfig::from_debezium_properties`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DebeziumRouterOptions {
-    /// The router options.
-    pub router: RouterConfig,
-    /// `table.op.invalid.behavior`, if set (it belongs to `outbox`).
-    pub op_invalid_behavior: Option<OpInvalidBehavior>,
-    /// Keys the EventRouter does not define; the caller warns about them.
-    pub unknown: Vec<String>,
-}
-
 /// A configuration the router cannot run with.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RouteConfigError {
@@ -300,41 +287,6 @@ pub enum RouteConfigError {
         /// What is wrong.
         reason: &'static str,
     },
-}
-
-/// Debezium's `Field.isBoolean` and `Boolean.parseBoolean` after trimming.
-fn parse_bool(key: &'static str, value: &str) -> Result<bool, RouteConfigError> {
-    let v = value.trim();
-    if v.eq_ignore_ascii_case("true") {
-        Ok(true)
-    } else if v.eq_ignore_ascii_case("false") {
-        Ok(false)
-    } else {
-        Err(RouteConfigError::InvalidValue {
-            key,
-            value: value.to_owned(),
-            expected: "true or false",
-        })
-    }
-}
-
-/// Debezium's `EnumeratedValue.parse`: trimmed, case-insensitive.
-fn parse_enum<T: Copy>(
-    key: &'static str,
-    value: &str,
-    options: &[(&str, T)],
-    expected: &'static str,
-) -> Result<T, RouteConfigError> {
-    let v = value.trim();
-    options
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(v))
-        .map(|(_, t)| *t)
-        .ok_or_else(|| RouteConfigError::InvalidValue {
-            key,
-            value: value.to_owned(),
-            expected,
-        })
 }
 
 /// Parses `table.fields.additional.placement` as Debezium does: split on
@@ -419,239 +371,62 @@ impl RouterConfig {
         let rewrite = TopicRewrite::new(&self.route_topic_regex, &self.route_topic_replacement)?;
         Ok((rewrite, placements))
     }
+}
 
-    /// Reads the EventRouter's properties (without the
-    /// `transforms.<name>.` prefix and without `type`), validating values
-    /// as Debezium's `ConfigDef` does. Keys the EventRouter does not define
-    /// are returned in `unknown`, sorted.
-    pub fn from_debezium_properties(
-        props: &BTreeMap<String, String>,
-    ) -> Result<DebeziumRouterOptions, RouteConfigError> {
-        // Debezium's own handling of NULL keys and ids and of payloads that
-        // are not JSON: the Debezium forms promise Debezium's output.
-        let mut router = RouterConfig {
-            null_key: NullPolicy::Allow,
-            null_id: NullPolicy::Allow,
-            invalid_json_payload: InvalidJsonPolicy::Pass,
-            ..RouterConfig::default()
-        };
-        let mut op_invalid_behavior = None;
-        let mut unknown = Vec::new();
-        for (k, v) in props {
-            let value = v.clone();
-            match k.as_str() {
-                KEY_ID_FIELD => router.id_field = value,
-                KEY_KEY_FIELD => router.key_field = value,
-                KEY_PAYLOAD_FIELD => router.payload_field = value,
-                // Validated as a string by Debezium, then never read.
-                KEY_TYPE_FIELD => {}
-                KEY_TIMESTAMP_FIELD => router.timestamp_field = Some(value),
-                KEY_SCHEMA_VERSION_FIELD => router.schema_version_field = Some(value),
-                KEY_ADDITIONAL_PLACEMENT => router.additional_placement = Some(value),
-                KEY_ADDITIONAL_MISSING => {
-                    router.additional_missing = parse_enum(
-                        KEY_ADDITIONAL_MISSING,
-                        &value,
-                        &[
-                            ("error", AdditionalMissing::Error),
-                            ("ignore", AdditionalMissing::Ignore),
-                        ],
-                        "error or ignore",
-                    )?
-                }
-                KEY_ROUTE_BY_FIELD => router.route_by_field = value,
-                KEY_ROUTE_TOPIC_REGEX => router.route_topic_regex = value,
-                KEY_ROUTE_TOPIC_REPLACEMENT => router.route_topic_replacement = value,
-                KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD => {
-                    router.route_tombstone_on_empty_payload =
-                        parse_bool(KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD, &value)?
-                }
-                KEY_OP_INVALID_BEHAVIOR => {
-                    op_invalid_behavior = Some(parse_enum(
-                        KEY_OP_INVALID_BEHAVIOR,
-                        &value,
-                        &[
-                            ("warn", OpInvalidBehavior::Warn),
-                            ("error", OpInvalidBehavior::Error),
-                            ("fatal", OpInvalidBehavior::Fatal),
-                        ],
-                        "warn, error or fatal",
-                    )?)
-                }
-                KEY_EXPAND_JSON_PAYLOAD => {
-                    router.expand_json_payload = parse_bool(KEY_EXPAND_JSON_PAYLOAD, &value)?
-                }
-                KEY_JSON_PAYLOAD_NULL_BEHAVIOR => {
-                    router.json_payload_null_behavior = parse_enum(
-                        KEY_JSON_PAYLOAD_NULL_BEHAVIOR,
-                        &value,
-                        &[
-                            ("ignore", NullBehavior::Ignore),
-                            ("optional_bytes", NullBehavior::OptionalBytes),
-                        ],
-                        "ignore or optional_bytes",
-                    )?
-                }
-                KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR => {
-                    router.json_payload_empty_array_behavior = parse_enum(
-                        KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR,
-                        &value,
-                        &[
-                            ("ignore", EmptyArrayBehavior::Ignore),
-                            ("optional_string", EmptyArrayBehavior::OptionalString),
-                        ],
-                        "ignore or optional_string",
-                    )?
-                }
-                KEY_TRACING_SPAN_CONTEXT_FIELD => router.tracing_span_context_field = value,
-                KEY_TRACING_OPERATION_NAME => router.tracing_operation_name = value,
-                KEY_TRACING_WITH_CONTEXT_FIELD_ONLY => {
-                    router.tracing_with_context_field_only =
-                        Some(parse_bool(KEY_TRACING_WITH_CONTEXT_FIELD_ONLY, &value)?)
-                }
-                KEY_FIELD_NAME_ADJUSTMENT_MODE => {
-                    router.field_name_adjustment_mode = parse_enum(
-                        KEY_FIELD_NAME_ADJUSTMENT_MODE,
-                        &value,
-                        &[
-                            ("none", FieldNameAdjustment::None),
-                            ("avro", FieldNameAdjustment::Avro),
-                            ("avro_unicode", FieldNameAdjustment::AvroUnicode),
-                        ],
-                        "none, avro or avro_unicode",
-                    )?
-                }
-                _ => unknown.push(k.clone()),
-            }
+/// Default `topic.prefix`.
+pub const DEFAULT_TOPIC_PREFIX: &str = "walrelay";
+
+/// What Debezium's PostgreSQL connector contributes beyond the row itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DebeziumConfig {
+    /// `topic.prefix`: the connector's logical name. Names envelope schemas
+    /// (`<prefix>.<schema>.<table>.<route>.Value`), the
+    /// `__debezium.context.connectorLogicalName` header and the heartbeat topic.
+    #[serde(default = "default_topic_prefix")]
+    pub topic_prefix: String,
+    /// `extended.headers.enabled`: add Debezium's `__debezium.context.*`
+    /// headers. Debezium's default is true; walrelay's native default is
+    /// false (only `id` and configured headers).
+    #[serde(default)]
+    pub extended_headers: bool,
+    /// Debezium Server's Kafka sink: the record's partition and timestamp
+    /// from the router are discarded (the producer's partitioner and clock
+    /// decide), as `KafkaChangeConsumer` does.
+    #[serde(default)]
+    pub server_mode: bool,
+}
+
+impl Default for DebeziumConfig {
+    fn default() -> Self {
+        DebeziumConfig {
+            topic_prefix: default_topic_prefix(),
+            extended_headers: false,
+            server_mode: false,
         }
-        router.validate()?;
-        Ok(DebeziumRouterOptions {
-            router,
-            op_invalid_behavior,
-            unknown,
-        })
+    }
+}
+
+fn default_topic_prefix() -> String {
+    DEFAULT_TOPIC_PREFIX.into()
+}
+
+impl DebeziumConfig {
+    /// Checks the section; the error names the key.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        if self.topic_prefix.trim().is_empty() {
+            return Err(SettingError::invalid(
+                "debezium.topic_prefix",
+                "must not be empty",
+            ));
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    fn err(pairs: &[(&str, &str)]) -> RouteConfigError {
-        RouterConfig::from_debezium_properties(&props(pairs)).expect_err("invalid")
-    }
-
-    #[test]
-    fn every_key_is_read() {
-        let o = RouterConfig::from_debezium_properties(&props(&[
-            ("table.field.event.id", "eid"),
-            ("table.field.event.key", "k"),
-            ("table.field.event.type", "t"),
-            ("table.field.event.payload", "p"),
-            ("table.field.event.timestamp", "ts"),
-            ("table.field.event.schema.version", "v"),
-            (
-                "table.fields.additional.placement",
-                "type:header:eventType, p2:envelope",
-            ),
-            ("table.field.additional.missing", "IGNORE"),
-            ("route.by.field", "r"),
-            ("route.topic.regex", "(.*)"),
-            ("route.topic.replacement", "t.$1"),
-            ("route.tombstone.on.empty.payload", " True "),
-            ("table.op.invalid.behavior", "fatal"),
-            ("table.expand.json.payload", "true"),
-            ("table.json.payload.null.behavior", "optional_bytes"),
-            ("table.json.payload.empty.array.behavior", "optional_string"),
-            ("tracing.span.context.field", "sc"),
-            ("tracing.operation.name", "op"),
-            ("tracing.with.context.field.only", "false"),
-            ("field.name.adjustment.mode", "avro_unicode"),
-            ("predicate", "x"),
-        ]))
-        .expect("valid");
-        let r = &o.router;
-        assert_eq!(
-            (
-                r.id_field.as_str(),
-                r.key_field.as_str(),
-                r.payload_field.as_str()
-            ),
-            ("eid", "k", "p")
-        );
-        assert_eq!(r.timestamp_field.as_deref(), Some("ts"));
-        assert_eq!(r.schema_version_field.as_deref(), Some("v"));
-        assert_eq!(r.additional_missing, AdditionalMissing::Ignore);
-        assert!(r.route_tombstone_on_empty_payload && r.expand_json_payload);
-        assert_eq!(r.json_payload_null_behavior, NullBehavior::OptionalBytes);
-        assert_eq!(
-            r.json_payload_empty_array_behavior,
-            EmptyArrayBehavior::OptionalString
-        );
-        assert_eq!(r.tracing_with_context_field_only, Some(false));
-        assert_eq!(
-            r.field_name_adjustment_mode,
-            FieldNameAdjustment::AvroUnicode
-        );
-        assert_eq!(o.op_invalid_behavior, Some(OpInvalidBehavior::Fatal));
-        assert_eq!(o.unknown, ["predicate"]);
-        let placements = r.placements().unwrap();
-        assert_eq!(
-            placements,
-            [
-                AdditionalField {
-                    column: "type".into(),
-                    placement: Placement::Header,
-                    alias: "eventType".into()
-                },
-                AdditionalField {
-                    column: "p2".into(),
-                    placement: Placement::Envelope,
-                    alias: "p2".into()
-                },
-            ]
-        );
-    }
-
-    // EventRouterTest.shouldFailOnInvalidConfigurationFor{TopicRegex,AdditionalFields,
-    // AdditionalFieldsEmpty,OperationBehavior}
-    #[test]
-    fn invalid_values_name_the_key() {
-        assert!(err(&[("route.topic.regex", " [[a-z]")])
-            .to_string()
-            .starts_with("route.topic.regex"));
-        assert!(err(&[("table.fields.additional.placement", "type")])
-            .to_string()
-            .starts_with("table.fields.additional.placement"));
-        assert!(err(&[("table.fields.additional.placement", "")])
-            .to_string()
-            .starts_with("table.fields.additional.placement"));
-        assert!(
-            err(&[("table.fields.additional.placement", "type:nowhere")])
-                .to_string()
-                .contains("header, envelope or partition")
-        );
-        assert_eq!(
-            err(&[("table.op.invalid.behavior", "invalidOption")]).to_string(),
-            "table.op.invalid.behavior has invalid value \"invalidOption\"; expected warn, error or fatal"
-        );
-        assert!(err(&[("table.expand.json.payload", "yes")])
-            .to_string()
-            .starts_with("table.expand.json.payload"));
-        assert!(err(&[("table.field.additional.missing", "skip")])
-            .to_string()
-            .starts_with("table.field.additional.missing"));
-        assert!(err(&[("field.name.adjustment.mode", "x")])
-            .to_string()
-            .starts_with("field.name.adjustment.mode"));
-    }
 
     #[test]
     fn native_config_deserializes() {

@@ -27,7 +27,7 @@ use walrelay_proto::{Lsn, RelationInfo};
 
 pub use self::config::*;
 use self::rewrite::TopicRewrite;
-use crate::config::{ConverterKind, ConvertersConfig, DebeziumConfig, HeaderConverterKind};
+use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::connect::convert::{write_json_schema, ConvertError, Converter, HeaderConverter};
 use crate::connect::expand::JsonSchemaData;
 use crate::connect::pg::{self, names, ColumnType, InvalidText, PgType};

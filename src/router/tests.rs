@@ -1296,7 +1296,8 @@ fn check_observed(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let opts = RouterConfig::from_debezium_properties(&props).expect("observed config is valid");
+    let opts = crate::config::event_router::event_router_options(&props)
+        .expect("observed config is valid");
     assert!(opts.unknown.is_empty(), "{:?}", opts.unknown);
     let debezium = DebeziumConfig {
         topic_prefix: "test".to_owned(),

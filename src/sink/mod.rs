@@ -15,6 +15,7 @@
 //! only reports deliveries to the tracker, tagged with the session
 //! generation so reports from an earlier session are ignored.
 
+pub mod config;
 pub mod dlq;
 pub mod limits;
 
@@ -37,11 +38,12 @@ use walrelay_proto::Lsn;
 
 use self::dlq::{DeadLetter, Letter, Stage};
 use self::limits::fits_alone;
+use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
-use crate::config::{is_secret_key, ErrorsConfig, KafkaConfig};
 use crate::metrics::{metrics, CodeLabel, TopicLabel};
-use crate::relay::DisplayChain;
 use crate::router::{BoundRelation, KafkaRecord, RouteError, Router};
+use crate::secret::is_secret_key;
+use crate::sink::config::{ErrorsConfig, KafkaConfig};
 use crate::txn::OutboxEvent;
 
 /// Producer settings walrelay insists on or defaults.
@@ -59,6 +61,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("queue.buffering.max.kbytes", "32768"),
     ("queue.buffering.max.messages", "32768"),
 ];
+/// How long a sink built without a status interval ([`KafkaSink::new`])
+/// waits after a bad event: PostgreSQL-side default status interval.
+const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(1);
 /// How often an idle sink looks for a permanent delivery failure.
 const FAILURE_CHECK: Duration = Duration::from_millis(100);
 /// How long a stopping sink waits for records already handed to
@@ -291,7 +296,7 @@ impl ProducerContext for DeliveryContext {
             Ok(_) => {
                 self.shared.delivered.fetch_add(1, Ordering::Relaxed);
                 if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
-                    let now_us = crate::source::unix_now_micros();
+                    let now_us = crate::clock::unix_now_micros();
                     metrics()
                         .commit_to_ack
                         .observe((now_us - commit_us).max(0) as f64 / 1e6);
@@ -456,11 +461,7 @@ impl KafkaSink {
     /// event). librdkafka connects lazily, so an unreachable broker is not
     /// an error here.
     pub fn new(config: &KafkaConfig) -> Result<Self, SinkError> {
-        KafkaSink::with_errors(
-            config,
-            &ErrorsConfig::default(),
-            Duration::from_millis(crate::config::DEFAULT_STATUS_INTERVAL_MS),
-        )
+        KafkaSink::with_errors(config, &ErrorsConfig::default(), DEFAULT_STOP_GRACE)
     }
 
     /// Creates the producer, and the dead-letter producer when `errors`

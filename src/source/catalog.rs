@@ -17,7 +17,9 @@ use walrelay_proto::Lsn;
 
 use super::replication::{quote_ident, ConnectParams};
 use super::tls::{MakeTls, TlsError};
-use crate::config::{ChannelBindingMode, Config, PublicationMode, SslMode};
+use crate::source::config::{
+    ChannelBindingMode, PostgresConfig, PublicationMode, ReplicationConfig, SslMode,
+};
 
 /// Errors of catalog work.
 #[derive(Debug, thiserror::Error)]
@@ -379,20 +381,21 @@ pub struct PublicationPlan {
 }
 
 impl PublicationPlan {
-    /// The plan a validated configuration asks for.
-    pub fn from_config(config: &Config) -> Self {
-        let (schema, table) = config
-            .outbox
-            .qualified()
-            .expect("outbox.table was validated at load time");
+    /// The plan validated settings ask for, for the outbox table
+    /// `schema.table`.
+    pub fn new(
+        postgres: &PostgresConfig,
+        replication: &ReplicationConfig,
+        (schema, table): (&str, &str),
+    ) -> Self {
         PublicationPlan {
-            publication: config.replication.publication.clone(),
-            mode: config.replication.publication_mode,
-            create: config.replication.create_publication,
-            publish: config.replication.publish.clone(),
-            schema,
-            table,
-            dbname: config.postgres.dbname.clone(),
+            publication: replication.publication.clone(),
+            mode: replication.publication_mode,
+            create: replication.create_publication,
+            publish: replication.publish.clone(),
+            schema: schema.to_owned(),
+            table: table.to_owned(),
+            dbname: postgres.dbname.clone(),
         }
     }
 }

@@ -26,11 +26,12 @@
 //! While a streamed transaction is open, keepalives confirm nothing.
 
 pub mod catalog;
+pub mod config;
 pub mod replication;
 pub mod snapshot;
 pub mod tls;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
@@ -38,7 +39,9 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tracing::{debug, info, warn};
 use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
 use walrelay_proto::pgoutput::{self, DecoderState};
-use walrelay_proto::{DecodeError, Lsn, PG_EPOCH_OFFSET_MICROS};
+use walrelay_proto::{DecodeError, Lsn};
+
+use crate::clock::pg_now_micros;
 
 use crate::checkpoint::SharedTracker;
 use crate::metrics::{metrics, ReasonLabel};
@@ -133,20 +136,6 @@ pub struct Progress {
     pub received: Lsn,
 }
 
-/// Now as microseconds since the Unix epoch (the unit of commit times in
-/// the tracker and the metrics).
-pub fn unix_now_micros() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or_default()
-}
-
-/// Now as PostgreSQL microseconds since 2000-01-01.
-pub fn pg_now_micros() -> i64 {
-    unix_now_micros() - PG_EPOCH_OFFSET_MICROS
-}
-
 /// Builds the status update for the current positions.
 pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> StandbyStatusUpdate {
     StandbyStatusUpdate {
@@ -216,7 +205,7 @@ fn publish_progress(
     m.received_lsn.set(received.0 as i64);
     m.confirmed_lsn.set(tracker.confirmed().0 as i64);
     m.in_flight.set(tracker.in_flight_events() as i64);
-    let age = crate::lag::replication_lag_seconds(Some(tracker));
+    let age = tracker.pending_age_seconds(crate::clock::unix_now_micros());
     m.oldest_unacked_age.set(age);
     m.replication_lag.set(age);
     m.transactions

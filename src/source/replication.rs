@@ -24,7 +24,8 @@ use tokio::net::TcpStream;
 use walrelay_proto::Lsn;
 
 use super::tls::{TlsError, TlsParams};
-use crate::config::{ChannelBindingMode, Secret, SslMode};
+use crate::secret::Secret;
+use crate::source::config::{ChannelBindingMode, SslMode};
 
 /// Read buffer growth step; large enough that one read usually holds many
 /// XLogData frames.

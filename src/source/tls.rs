@@ -24,7 +24,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_openssl::SslStream;
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
-use crate::config::{ChannelBindingMode, PostgresConfig, Secret, SslMode};
+use crate::secret::Secret;
+
+use crate::source::config::{ChannelBindingMode, PostgresConfig, SslMode};
 
 /// What the server certificate is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,14 +1,20 @@
-//! Reading Kafka Connect's and Debezium's file formats into flat key/value
-//! maps: Java `.properties` (the full `java.util.Properties.load` syntax) and
-//! connector JSON (flat, or the REST form `{"name": ..., "config": {...}}`).
+//! The one Java `.properties` reader: the full `java.util.Properties.load`
+//! syntax (separators, comments, continuation lines, every escape including
+//! `\uXXXX` and surrogate pairs), for Kafka Connect's and Debezium's files
+//! and for the span-context column the router reads.
 //!
-//! Owns only syntax: it never interprets a key, never expands `${...}` and
-//! never logs, so a value (which may be a password) cannot leak from here.
-//! Errors carry line numbers, never values.
+//! Written here rather than taken from a crate: the crates on crates.io
+//! (`java-properties` among them) differ from Java on details that change
+//! keys and values in real files (a `\r` line end, a comment line ending in
+//! a backslash, an escaped separator in a key, a malformed `\u`), and the
+//! Debezium forms promise Debezium's reading. Owns only syntax: it never
+//! interprets a key, never expands `${...}` and never logs, so a value
+//! (which may be a password) cannot leak from here. Errors carry line
+//! numbers, never values.
 
 use std::collections::BTreeMap;
 
-/// A file that is not valid `.properties` or connector JSON.
+/// Text that is not valid `.properties`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PropertiesError {
     /// A `\u` escape not followed by four hexadecimal digits (Java throws
@@ -18,20 +24,6 @@ pub enum PropertiesError {
         /// One-based line where the logical line starts.
         line: usize,
     },
-    /// The connector JSON does not parse.
-    #[error("invalid json at line {line} column {column}: {reason}")]
-    Json {
-        /// One-based line.
-        line: usize,
-        /// One-based column.
-        column: usize,
-        /// What the JSON parser said (no values: serde_json only names the
-        /// expected token).
-        reason: String,
-    },
-    /// The connector JSON has the wrong shape.
-    #[error("connector json: {0}")]
-    Shape(String),
 }
 
 /// Decodes file bytes the way walrelay reads properties: UTF-8, or
@@ -222,76 +214,6 @@ fn flush_surrogate(out: &mut String, pending: &mut Option<u16>) {
     }
 }
 
-/// A parsed connector JSON file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectorJson {
-    /// The connector's name (the REST form's `name`, else the config's `name`).
-    pub name: Option<String>,
-    /// The connector configuration, every value rendered as a string.
-    pub config: BTreeMap<String, String>,
-}
-
-/// Parses a connector JSON file: either the flat configuration map or the
-/// REST form `{"name": ..., "config": {...}}` (as `GET /connectors/<name>`
-/// returns it; `tasks` and `type` are ignored). Values may be strings,
-/// numbers or booleans; `null` means absent.
-pub fn parse_connector_json(text: &str) -> Result<ConnectorJson, PropertiesError> {
-    let root: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| PropertiesError::Json {
-            line: e.line(),
-            column: e.column(),
-            reason: json_reason(&e),
-        })?;
-    let serde_json::Value::Object(top) = root else {
-        return Err(PropertiesError::Shape(
-            "the top level must be an object".into(),
-        ));
-    };
-    let (name, body) = match top.get("config") {
-        Some(serde_json::Value::Object(config)) => {
-            let name = match top.get("name") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(serde_json::Value::String(s)) => Some(s.clone()),
-                Some(_) => return Err(PropertiesError::Shape("\"name\" must be a string".into())),
-            };
-            (name, config.clone())
-        }
-        Some(_) => {
-            return Err(PropertiesError::Shape(
-                "\"config\" must be an object of connector settings".into(),
-            ))
-        }
-        None => (None, top),
-    };
-    let mut config = BTreeMap::new();
-    for (key, value) in body {
-        let text = match value {
-            serde_json::Value::Null => continue,
-            serde_json::Value::String(s) => s,
-            serde_json::Value::Number(n) => n.to_string(),
-            serde_json::Value::Bool(b) => b.to_string(),
-            serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
-                return Err(PropertiesError::Shape(format!(
-                    "the value of {key} must be a string, number or boolean"
-                )))
-            }
-        };
-        config.insert(key, text);
-    }
-    let name = name.or_else(|| config.get("name").cloned());
-    Ok(ConnectorJson { name, config })
-}
-
-fn json_reason(e: &serde_json::Error) -> String {
-    // serde_json's messages name expected tokens, never input values, but
-    // strip the position it appends since we report it separately.
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,37 +324,5 @@ mod tests {
     fn latin1_fallback() {
         assert_eq!(decode_text(b"k=caf\xe9"), "k=café");
         assert_eq!(decode_text("k=café".as_bytes()), "k=café");
-    }
-
-    #[test]
-    fn connector_json_forms() {
-        let flat = parse_connector_json(
-            r#"{"name":"outbox","database.port":5432,"slot.drop.on.stop":false,"x":null,"tasks.max":"1"}"#,
-        )
-        .unwrap();
-        assert_eq!(flat.name.as_deref(), Some("outbox"));
-        assert_eq!(flat.config["database.port"], "5432");
-        assert_eq!(flat.config["slot.drop.on.stop"], "false");
-        assert!(!flat.config.contains_key("x"));
-
-        let rest = parse_connector_json(
-            r#"{"name":"outbox","config":{"topic.prefix":"app"},"tasks":[],"type":"source"}"#,
-        )
-        .unwrap();
-        assert_eq!(rest.name.as_deref(), Some("outbox"));
-        assert_eq!(rest.config.len(), 1);
-
-        assert!(matches!(
-            parse_connector_json(r#"{"a":[1]}"#),
-            Err(PropertiesError::Shape(m)) if m.contains("a")
-        ));
-        assert!(matches!(
-            parse_connector_json("[]"),
-            Err(PropertiesError::Shape(_))
-        ));
-        assert!(matches!(
-            parse_connector_json("{\n\"a\": }"),
-            Err(PropertiesError::Json { line: 2, .. })
-        ));
     }
 }

@@ -10,7 +10,7 @@
 //! produces or confirms anything.
 //!
 //! Streamed transactions (pgoutput protocol version 2): the changes of each
-//! in-progress transaction go to its own spill file ([`crate::spill`]) as
+//! in-progress transaction go to its own spill file ([`spill`]) as
 //! they arrive, several may be open and interleaved; a Stream Abort drops
 //! the file (or cuts an aborted subtransaction off it); a Stream Commit
 //! registers the transaction with the tracker (commit order is the order of
@@ -18,6 +18,9 @@
 //! batches with [`Assembler::replay`]. A streamed transaction is never held
 //! in memory as a whole, and while one is open [`Assembler::in_transaction`]
 //! says so, so that keepalives do not confirm past it.
+
+pub mod config;
+pub mod spill;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,11 +30,11 @@ use tracing::{debug, error, warn};
 use walrelay_proto::pgoutput::{LogicalMessage, TupleData};
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
+use self::config::OpInvalidBehavior;
+use self::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
 use crate::checkpoint::{SharedTracker, TxnSeq};
-use crate::config::OpInvalidBehavior;
 use crate::connect::pg::TableMeta;
 use crate::router::{BoundRelation, EventMeta, RouteError, Router};
-use crate::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
 
 /// One outbox row on its way to Kafka.
 #[derive(Debug, Clone)]
@@ -719,8 +722,9 @@ mod tests {
     };
 
     use super::*;
-    use crate::config::{ConvertersConfig, DebeziumConfig};
+    use crate::connect::config::ConvertersConfig;
     use crate::connect::pg::oid;
+    use crate::router::DebeziumConfig;
     use crate::router::RouterConfig;
 
     const OUTBOX: u32 = 16384;

@@ -1,0 +1,641 @@
+//! The PostgreSQL side's settings: the connection (host, role, TLS, channel
+//! binding), the replication slot and publication, and the stream's timing.
+//!
+//! Owns the `[postgres]` and `[replication]` sections of the native TOML,
+//! their defaults and their validation (libpq's rules for TLS keys,
+//! PostgreSQL's for slot names). It never connects: files named here are
+//! only checked to be readable, and read again when connecting.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::secret::Secret;
+use crate::setting::SettingError;
+
+/// Default PostgreSQL port.
+pub const DEFAULT_PG_PORT: u16 = 5432;
+/// Default slot name (Debezium's is `debezium`; ours differs so both can coexist).
+pub const DEFAULT_SLOT: &str = "walrelay";
+/// Default publication name.
+pub const DEFAULT_PUBLICATION: &str = "walrelay_outbox";
+/// Default interval between standby status updates.
+pub const DEFAULT_STATUS_INTERVAL_MS: u64 = 1_000;
+/// Longest allowed status interval: well inside PostgreSQL's default
+/// `wal_sender_timeout` of 60 s.
+pub const MAX_STATUS_INTERVAL_MS: u64 = 10_000;
+/// Default bound on silence from the server before the connection is
+/// considered dead (the walsender sends keepalives at half its timeout).
+pub const DEFAULT_RECEIVE_TIMEOUT_MS: u64 = 60_000;
+/// Default TCP connect + authentication timeout.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+/// Default first reconnect delay.
+pub const DEFAULT_RECONNECT_MIN_MS: u64 = 200;
+/// Default longest reconnect delay.
+pub const DEFAULT_RECONNECT_MAX_MS: u64 = 10_000;
+
+/// PostgreSQL connection.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// Host name or address.
+    pub host: String,
+    /// Port.
+    #[serde(default = "default_pg_port")]
+    pub port: u16,
+    /// Role; needs the REPLICATION attribute.
+    pub user: String,
+    /// Password written inline (prefer `password_env` or `password_file`).
+    #[serde(default)]
+    pub password: Option<Secret>,
+    /// Name of an environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// Path of a file holding the password (trailing newline ignored).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// Database.
+    pub dbname: String,
+    /// TCP connect + authentication timeout in milliseconds.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// `application_name` reported to the server.
+    #[serde(default = "default_application_name")]
+    pub application_name: String,
+    /// TLS use and verification, as libpq's `sslmode`.
+    #[serde(default)]
+    pub sslmode: SslMode,
+    /// CA certificate file (PEM) verifying the server, or `system` for the
+    /// system's trust store (which needs `sslmode = "verify-full"`). Unset:
+    /// `~/.postgresql/root.crt` when it exists, as with libpq.
+    #[serde(default)]
+    pub sslrootcert: Option<String>,
+    /// Client certificate file (PEM, may hold the chain). Unset:
+    /// `~/.postgresql/postgresql.crt` when it exists.
+    #[serde(default)]
+    pub sslcert: Option<PathBuf>,
+    /// Private key of the client certificate (PEM or DER PKCS#8; must not be
+    /// readable by group or others). Unset: `~/.postgresql/postgresql.key`.
+    #[serde(default)]
+    pub sslkey: Option<PathBuf>,
+    /// Passphrase of an encrypted `sslkey`, written inline (prefer
+    /// `sslpassword_env` or `sslpassword_file`).
+    #[serde(default)]
+    pub sslpassword: Option<Secret>,
+    /// Name of an environment variable holding the `sslkey` passphrase.
+    #[serde(default)]
+    pub sslpassword_env: Option<String>,
+    /// Path of a file holding the `sslkey` passphrase.
+    #[serde(default)]
+    pub sslpassword_file: Option<PathBuf>,
+    /// SCRAM channel binding, as libpq's `channel_binding`.
+    #[serde(default)]
+    pub channel_binding: ChannelBindingMode,
+}
+
+/// libpq's `sslmode`: whether TLS is used and what is verified.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SslMode {
+    /// Never TLS.
+    Disable,
+    /// Plain first; TLS only when the server refuses the plain connection.
+    Allow,
+    /// TLS when the server offers it, plain otherwise (libpq's default).
+    #[default]
+    Prefer,
+    /// TLS or nothing; the server certificate is verified only when a root
+    /// certificate is configured (then as `verify-ca`).
+    Require,
+    /// TLS, the server certificate chain verified against the root certificate.
+    VerifyCa,
+    /// As `verify-ca`, and the certificate must name the host.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// Parses libpq's spelling.
+    pub fn parse(value: &str) -> Option<SslMode> {
+        Some(match value {
+            "disable" => SslMode::Disable,
+            "allow" => SslMode::Allow,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => return None,
+        })
+    }
+
+    /// libpq's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Allow => "allow",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// libpq's `channel_binding`: SCRAM-SHA-256-PLUS over TLS.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelBindingMode {
+    /// Never bind.
+    Disable,
+    /// Bind when the connection is TLS and the server offers it.
+    #[default]
+    Prefer,
+    /// Refuse to authenticate without channel binding.
+    Require,
+}
+
+impl fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("password", &self.password)
+            .field("password_env", &self.password_env)
+            .field("password_file", &self.password_file)
+            .field("dbname", &self.dbname)
+            .field("sslmode", &self.sslmode)
+            .field("sslrootcert", &self.sslrootcert)
+            .field("sslcert", &self.sslcert)
+            .field("sslkey", &self.sslkey)
+            .field("sslpassword", &self.sslpassword)
+            .field("sslpassword_env", &self.sslpassword_env)
+            .field("sslpassword_file", &self.sslpassword_file)
+            .field("channel_binding", &self.channel_binding)
+            .finish()
+    }
+}
+
+/// Slot, publication and stream settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicationConfig {
+    /// Logical replication slot name.
+    #[serde(default = "default_slot")]
+    pub slot: String,
+    /// Publication name.
+    #[serde(default = "default_publication")]
+    pub publication: String,
+    /// Create the slot when it does not exist. Only at first start: a slot
+    /// that disappears while walrelay runs is a fatal error (recreating it
+    /// would skip events).
+    #[serde(default = "default_true")]
+    pub create_slot: bool,
+    /// With `create_slot`: when walrelay may create a slot that is missing
+    /// at start. PostgreSQL keeps no trace of a dropped slot, so walrelay
+    /// records each slot it uses in its publication's comment.
+    #[serde(default)]
+    pub slot_missing: SlotMissing,
+    /// With `publication_mode = "table"`: create the publication
+    /// `FOR TABLE <outbox>` when it does not exist (false: it must exist, as
+    /// with mode `disabled`). Ignored by the other modes.
+    #[serde(default = "default_true")]
+    pub create_publication: bool,
+    /// How the publication is created or checked (Debezium's
+    /// `publication.autocreate.mode`, plus walrelay's own `table`).
+    #[serde(default)]
+    pub publication_mode: PublicationMode,
+    /// The `publish` option used when walrelay creates the publication, e.g.
+    /// `insert` (Debezium derives it from `skipped.operations`). Unset: mode
+    /// `table` publishes `insert, update, delete`; the other modes use
+    /// PostgreSQL's default. Existing publications are never changed for it.
+    #[serde(default)]
+    pub publish: Option<String>,
+    /// What to do when the slot has no position of its own yet (Debezium's
+    /// `snapshot.mode`).
+    #[serde(default)]
+    pub snapshot_mode: SnapshotMode,
+    /// Drop the slot on an orderly shutdown (Debezium's `slot.drop.on.stop`).
+    /// Everything written while walrelay is stopped is then lost to it; for
+    /// tests and throwaway setups only.
+    #[serde(default)]
+    pub slot_drop_on_stop: bool,
+    /// Milliseconds between standby status updates.
+    #[serde(default = "default_status_interval_ms")]
+    pub status_interval_ms: u64,
+    /// Milliseconds of silence from the server after which the connection
+    /// is considered dead and re-established.
+    #[serde(default = "default_receive_timeout_ms")]
+    pub receive_timeout_ms: u64,
+    /// First reconnect delay in milliseconds (doubles up to the maximum, with jitter).
+    #[serde(default = "default_reconnect_min_ms")]
+    pub reconnect_min_ms: u64,
+    /// Longest reconnect delay in milliseconds.
+    #[serde(default = "default_reconnect_max_ms")]
+    pub reconnect_max_ms: u64,
+    /// Ask the server (PostgreSQL 14 and later) to stream large
+    /// transactions while they run (pgoutput protocol version 2,
+    /// `streaming 'on'`); walrelay spills them to temporary files until
+    /// their commit, so its memory stays bounded whatever their size. Off,
+    /// or on an older server: protocol version 1, whole transactions after
+    /// their commit.
+    #[serde(default = "default_true")]
+    pub streaming: bool,
+    /// Directory for the spill files of streamed transactions (unlinked
+    /// temporary files, as large as the open transactions' outbox rows).
+    /// Unset: the system temporary directory (`TMPDIR`, else `/tmp`),
+    /// often a small tmpfs; point it at a disk with room.
+    #[serde(default)]
+    pub spill_dir: Option<PathBuf>,
+    /// Microseconds to pause after a read from the server that brought
+    /// little (less than 64 KiB), so the next read takes a batch: every
+    /// read that wakes walrelay costs the walsender a wake-up too. Adds at
+    /// most this much latency; 0 reads as soon as bytes arrive.
+    #[serde(default = "default_read_coalesce_us")]
+    pub read_coalesce_us: u64,
+}
+
+/// Default of `replication.read_coalesce_us`.
+pub const DEFAULT_READ_COALESCE_US: u64 = 1000;
+
+fn default_read_coalesce_us() -> u64 {
+    DEFAULT_READ_COALESCE_US
+}
+
+impl Default for ReplicationConfig {
+    fn default() -> Self {
+        ReplicationConfig {
+            slot: default_slot(),
+            publication: default_publication(),
+            create_slot: true,
+            slot_missing: SlotMissing::IfNew,
+            create_publication: true,
+            publication_mode: PublicationMode::Table,
+            publish: None,
+            snapshot_mode: SnapshotMode::NoData,
+            slot_drop_on_stop: false,
+            status_interval_ms: DEFAULT_STATUS_INTERVAL_MS,
+            receive_timeout_ms: DEFAULT_RECEIVE_TIMEOUT_MS,
+            reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,
+            reconnect_max_ms: DEFAULT_RECONNECT_MAX_MS,
+            streaming: true,
+            spill_dir: None,
+            read_coalesce_us: DEFAULT_READ_COALESCE_US,
+        }
+    }
+}
+
+/// When a slot missing at start may be created (`replication.slot_missing`).
+/// A slot that disappears while walrelay runs is always fatal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotMissing {
+    /// Create it unless the publication's comment records that this slot
+    /// existed (walrelay adds that line once the slot exists; it needs
+    /// ownership of the publication). A recorded slot that is missing was
+    /// dropped, and a new one would skip what was written since: fatal.
+    #[default]
+    IfNew,
+    /// Create it whenever it is missing, with a loud warning: events written
+    /// since the old slot's position are skipped.
+    Create,
+    /// Never create it: the operator creates the slot.
+    Fail,
+}
+
+impl SlotMissing {
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlotMissing::IfNew => "if_new",
+            SlotMissing::Create => "create",
+            SlotMissing::Fail => "fail",
+        }
+    }
+}
+
+/// How the publication is created or checked. Every mode then requires the
+/// publication to publish the outbox table's inserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PublicationMode {
+    /// walrelay's own: create `FOR TABLE <outbox>` when missing (if
+    /// `create_publication`); an existing one is used as it is.
+    #[default]
+    Table,
+    /// Debezium's `all_tables`: create `FOR ALL TABLES` when missing; an
+    /// existing one is used as it is.
+    AllTables,
+    /// Debezium's `filtered`: create `FOR TABLE <outbox>` when missing, or
+    /// `ALTER PUBLICATION ... SET TABLE <outbox>` when its table set
+    /// differs; an existing `FOR ALL TABLES` publication is an error.
+    Filtered,
+    /// Debezium's `disabled`: the publication must exist.
+    Disabled,
+    /// Debezium's `no_tables`: create an empty publication when missing
+    /// (walrelay then stops until the outbox is added to it).
+    NoTables,
+}
+
+impl PublicationMode {
+    /// The Debezium spelling (`publication.autocreate.mode`), or `table`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublicationMode::Table => "table",
+            PublicationMode::AllTables => "all_tables",
+            PublicationMode::Filtered => "filtered",
+            PublicationMode::Disabled => "disabled",
+            PublicationMode::NoTables => "no_tables",
+        }
+    }
+}
+
+/// What happens when walrelay starts on a slot with no position of its own
+/// (Debezium's `snapshot.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotMode {
+    /// Stream only: start at the slot's position (Debezium's `no_data`).
+    #[default]
+    NoData,
+    /// Emit the outbox table's existing rows once, when walrelay creates the
+    /// slot, then stream (Debezium's `initial`).
+    Initial,
+    /// Emit the outbox table's existing rows at every start, then stream.
+    Always,
+    /// Like `initial`, and also when the slot's position is no longer
+    /// usable (Debezium's `when_needed`).
+    WhenNeeded,
+}
+
+/// Checks a publication `publish` list: comma-separated `insert`, `update`,
+/// `delete`, `truncate`, including `insert` (the outbox is inserts).
+pub fn validate_publish(publish: &str) -> Result<(), SettingError> {
+    let ops: Vec<&str> = publish.split(',').map(str::trim).collect();
+    let invalid = |reason: String| SettingError::Invalid {
+        key: "replication.publish".into(),
+        reason,
+    };
+    for op in &ops {
+        if !matches!(*op, "insert" | "update" | "delete" | "truncate") {
+            return Err(invalid(format!(
+                "{op:?} is not one of insert, update, delete, truncate"
+            )));
+        }
+    }
+    if !ops.contains(&"insert") {
+        return Err(invalid(
+            "must include insert: outbox events are inserts".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a replication slot name the way PostgreSQL does: 1 to 63
+/// characters of `a-z`, `0-9` and `_`.
+pub fn validate_slot_name(name: &str) -> Result<(), SettingError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(SettingError::Invalid {
+            key: "replication.slot".into(),
+            reason: format!(
+                "{name:?} is not a valid slot name (1 to 63 characters of lower-case letters, digits and underscores)"
+            ),
+        })
+    }
+}
+
+fn default_pg_port() -> u16 {
+    DEFAULT_PG_PORT
+}
+
+/// The `[postgres]` TLS keys: combinations libpq refuses, and files that
+/// cannot be read (named by key, checked again when connecting).
+fn validate_postgres_tls(pg: &PostgresConfig) -> Result<(), SettingError> {
+    let invalid = |key: &str, reason: String| SettingError::Invalid {
+        key: key.into(),
+        reason,
+    };
+    if pg.channel_binding == ChannelBindingMode::Require && pg.sslmode == SslMode::Disable {
+        return Err(invalid(
+            "postgres.channel_binding",
+            "require needs TLS, but postgres.sslmode is disable".into(),
+        ));
+    }
+    match pg.sslrootcert.as_deref() {
+        Some("system") if pg.sslmode != SslMode::VerifyFull => {
+            return Err(invalid(
+                "postgres.sslrootcert",
+                format!(
+                    "system needs postgres.sslmode = \"verify-full\" (it is {:?})",
+                    pg.sslmode.as_str()
+                ),
+            ))
+        }
+        Some("system") => {}
+        Some("") => return Err(invalid("postgres.sslrootcert", "must not be empty".into())),
+        Some(path) => readable("postgres.sslrootcert", Path::new(path))?,
+        None => {}
+    }
+    if let Some(cert) = &pg.sslcert {
+        readable("postgres.sslcert", cert)?;
+    }
+    if let Some(key) = &pg.sslkey {
+        readable("postgres.sslkey", key)?;
+    }
+    if pg.sslcert.is_some() != pg.sslkey.is_some() {
+        let (key, other) = if pg.sslcert.is_some() {
+            ("postgres.sslkey", "postgres.sslcert")
+        } else {
+            ("postgres.sslcert", "postgres.sslkey")
+        };
+        return Err(invalid(key, format!("must be set together with {other}")));
+    }
+    Ok(())
+}
+
+fn readable(key: &str, path: &Path) -> Result<(), SettingError> {
+    std::fs::File::open(path)
+        .map(drop)
+        .map_err(|e| SettingError::Invalid {
+            key: key.into(),
+            reason: format!("cannot read {}: {e}", path.display()),
+        })
+}
+fn default_connect_timeout_ms() -> u64 {
+    DEFAULT_CONNECT_TIMEOUT_MS
+}
+fn default_application_name() -> String {
+    "walrelay".into()
+}
+fn default_slot() -> String {
+    DEFAULT_SLOT.into()
+}
+fn default_publication() -> String {
+    DEFAULT_PUBLICATION.into()
+}
+fn default_true() -> bool {
+    true
+}
+fn default_status_interval_ms() -> u64 {
+    DEFAULT_STATUS_INTERVAL_MS
+}
+fn default_receive_timeout_ms() -> u64 {
+    DEFAULT_RECEIVE_TIMEOUT_MS
+}
+fn default_reconnect_min_ms() -> u64 {
+    DEFAULT_RECONNECT_MIN_MS
+}
+fn default_reconnect_max_ms() -> u64 {
+    DEFAULT_RECONNECT_MAX_MS
+}
+
+/// One secret given inline, by environment variable (`<key>_env`) or by
+/// file (`<key>_file`, trailing newline ignored); errors name the key, never
+/// the value.
+fn resolve_secret(
+    key: &str,
+    inline: Option<Secret>,
+    env: Option<&str>,
+    file: Option<&Path>,
+) -> Result<Option<Secret>, SettingError> {
+    let count = [inline.is_some(), env.is_some(), file.is_some()]
+        .iter()
+        .filter(|s| **s)
+        .count();
+    if count > 1 {
+        return Err(SettingError::Invalid {
+            key: key.into(),
+            reason: format!("set only one of {key}, {key}_env and {key}_file"),
+        });
+    }
+    if let Some(var) = env {
+        let value = std::env::var(var).map_err(|_| SettingError::Invalid {
+            key: format!("{key}_env"),
+            reason: format!("environment variable {var} is not set"),
+        })?;
+        return Ok(Some(Secret::new(value)));
+    }
+    if let Some(file) = file {
+        let value = std::fs::read_to_string(file).map_err(|e| SettingError::Invalid {
+            key: format!("{key}_file"),
+            reason: format!("cannot read {}: {e}", file.display()),
+        })?;
+        return Ok(Some(Secret::new(value.trim_end_matches(['\r', '\n']))));
+    }
+    Ok(inline)
+}
+
+impl PostgresConfig {
+    /// Resolves the password and the key passphrase given by environment
+    /// variable or file; errors name the key, never the value.
+    pub fn resolve_secrets(&mut self) -> Result<(), SettingError> {
+        let sources = [
+            self.password.is_some(),
+            self.password_env.is_some(),
+            self.password_file.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() > 1 {
+            return Err(SettingError::invalid(
+                "postgres.password",
+                "set only one of password, password_env and password_file",
+            ));
+        }
+        if let Some(var) = &self.password_env {
+            let value = std::env::var(var).map_err(|_| {
+                SettingError::invalid(
+                    "postgres.password_env",
+                    format!("environment variable {var} is not set"),
+                )
+            })?;
+            self.password = Some(Secret::new(value));
+        }
+        if let Some(file) = &self.password_file {
+            let value = std::fs::read_to_string(file).map_err(|e| {
+                SettingError::invalid(
+                    "postgres.password_file",
+                    format!("cannot read {}: {e}", file.display()),
+                )
+            })?;
+            self.password = Some(Secret::new(value.trim_end_matches(['\r', '\n'])));
+        }
+        self.sslpassword = resolve_secret(
+            "postgres.sslpassword",
+            self.sslpassword.take(),
+            self.sslpassword_env.as_deref(),
+            self.sslpassword_file.as_deref(),
+        )?;
+        Ok(())
+    }
+
+    /// Checks the section; the error names the key and why.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        if self.host.is_empty() {
+            return Err(SettingError::invalid("postgres.host", "must not be empty"));
+        }
+        if self.user.is_empty() {
+            return Err(SettingError::invalid("postgres.user", "must not be empty"));
+        }
+        if self.dbname.is_empty() {
+            return Err(SettingError::invalid(
+                "postgres.dbname",
+                "must not be empty",
+            ));
+        }
+        validate_postgres_tls(self)
+    }
+}
+
+impl ReplicationConfig {
+    /// Checks the section; the error names the key and why.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        validate_slot_name(&self.slot)?;
+        if self.publication.is_empty() || self.publication.len() > 63 {
+            return Err(SettingError::invalid(
+                "replication.publication",
+                "must be 1 to 63 bytes",
+            ));
+        }
+        let interval = self.status_interval_ms;
+        if interval == 0 || interval > MAX_STATUS_INTERVAL_MS {
+            return Err(SettingError::invalid(
+                "replication.status_interval_ms",
+                format!("must be between 1 and {MAX_STATUS_INTERVAL_MS}"),
+            ));
+        }
+        if self.read_coalesce_us > 100_000 {
+            return Err(SettingError::invalid(
+                "replication.read_coalesce_us",
+                "must be at most 100000 (0.1 s); it is added to every event's latency",
+            ));
+        }
+        if self.receive_timeout_ms < 2 * interval {
+            return Err(SettingError::invalid(
+                "replication.receive_timeout_ms",
+                "must be at least twice replication.status_interval_ms",
+            ));
+        }
+        if self.reconnect_min_ms == 0 || self.reconnect_min_ms > self.reconnect_max_ms {
+            return Err(SettingError::invalid(
+                "replication.reconnect_min_ms",
+                "must be above 0 and at most replication.reconnect_max_ms",
+            ));
+        }
+        if let Some(publish) = &self.publish {
+            validate_publish(publish)?;
+        }
+        Ok(())
+    }
+
+    /// The standby status update interval.
+    pub fn status_interval(&self) -> Duration {
+        Duration::from_millis(self.status_interval_ms)
+    }
+}
