@@ -30,11 +30,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use walrelay::clock::pg_now_micros;
-use walrelay::secret::Secret;
-use walrelay::source::replication::{
+use walrelay::postgres::replication::{
     ConnectParams, ReplicationConnection, ReplicationError, ReplicationStream, StreamWriter,
 };
-use walrelay::source::tls::TlsParams;
+use walrelay::postgres::tls::TlsParams;
+use walrelay::secret::Secret;
 use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
 use walrelay_proto::{DecodeError, Lsn};
 

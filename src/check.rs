@@ -29,17 +29,15 @@ use crate::config::Config;
 
 use crate::chain::DisplayChain;
 use crate::human::human_bytes;
-use crate::lag;
-use crate::relay::connect_params;
+use crate::postgres::catalog::{self, SlotState};
+use crate::postgres::config::{PublicationMode, SlotMissing};
+use crate::postgres::replication::{
+    quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
+};
 use crate::router::{
     ColumnMeta, RouteError, Router, TableMeta, KEY_ADDITIONAL_PLACEMENT, KEY_ID_FIELD,
     KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
     KEY_TIMESTAMP_FIELD, KEY_TRACING_SPAN_CONTEXT_FIELD,
-};
-use crate::source::catalog::{self, SlotState};
-use crate::source::config::{PublicationMode, SlotMissing};
-use crate::source::replication::{
-    quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
 
 /// Row: an ordinary SQL connection with the configured credentials.
@@ -329,7 +327,7 @@ enum PublicationAction {
 
 async fn check_postgres(config: &Config) -> PgOutcome {
     let mut report = CheckReport::default();
-    let params = connect_params(config);
+    let params = ConnectParams::from_config(&config.postgres);
     let timeout = params.connect_timeout;
     let pg = &config.postgres;
     let addr = format!("{}:{}", pg.host, pg.port);
@@ -493,7 +491,7 @@ const TLS_FIX: &str = "the TLS handshake or a certificate was refused: check pos
 fn tls_refused(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(error);
     while let Some(e) = source {
-        if let Some(tls) = e.downcast_ref::<crate::source::tls::TlsError>() {
+        if let Some(tls) = e.downcast_ref::<crate::postgres::tls::TlsError>() {
             return !tls.is_transient();
         }
         source = e.source();
@@ -1228,7 +1226,7 @@ async fn check_slot(report: &mut CheckReport, config: &Config, client: &Client, 
         );
         return;
     }
-    let lag = query("the slot's lag", timeout, lag::poll_slot(client, slot)).await;
+    let lag = query("the slot's lag", timeout, catalog::poll_slot(client, slot)).await;
     let mut detail = format!(
         "{slot}: pgoutput on {dbname}, confirmed at {}",
         state
@@ -1293,7 +1291,7 @@ async fn check_missing_slot(
         return;
     }
     let recorded = bounded("the publication's comment", timeout, async {
-        crate::relay::slot_recorded(client, publication, slot)
+        crate::postgres::slot::slot_recorded(client, publication, slot)
             .await
             .map_err(CheckError::from)
     })

@@ -36,11 +36,11 @@ use crate::connect::config::ConvertersConfig;
 
 use crate::connect::convert::{ConvertError, Converter};
 use crate::connect::{Field, Schema, Type, Value};
+use crate::postgres::catalog;
+use crate::postgres::replication::ConnectParams;
 use crate::router::DebeziumConfig;
 use crate::setting::SettingError;
 use crate::sink::KafkaSink;
-use crate::source::catalog;
-use crate::source::replication::ConnectParams;
 
 /// Logical name of the heartbeat key schema.
 pub const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.ServerNameKey";
@@ -143,11 +143,6 @@ impl HeartbeatRecord {
     }
 }
 
-/// What a heartbeat runs when no `action_query` is configured: a
-/// transactional logical decoding message, prefix `walrelay_heartbeat`.
-pub const DEFAULT_HEARTBEAT_SQL: &str =
-    "SELECT pg_logical_emit_message(true, 'walrelay_heartbeat', '')";
-
 /// Runs heartbeats until shutdown: on every interval, the heartbeat record
 /// and then the SQL. Failures are logged and retried on the next tick; they
 /// never stop walrelay (a permanent delivery failure of the record stops
@@ -162,7 +157,7 @@ pub async fn run(
     let sql = cfg
         .action_query
         .clone()
-        .unwrap_or_else(|| DEFAULT_HEARTBEAT_SQL.to_owned());
+        .unwrap_or_else(|| catalog::DEFAULT_HEARTBEAT_SQL.to_owned());
     let mut ticker = tokio::time::interval(Duration::from_millis(cfg.interval_ms.max(1)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut client: Option<tokio_postgres::Client> = None;
@@ -184,7 +179,8 @@ pub async fn run(
         }
         let Some(c) = client.as_ref() else { continue };
         let bound = catalog::sql_timeout(&params);
-        let Ok(executed) = tokio::time::timeout(bound, c.batch_execute(&sql)).await else {
+        let Ok(executed) = tokio::time::timeout(bound, catalog::run_heartbeat(c, &sql)).await
+        else {
             // A black-holed connection never answers; start afresh.
             warn!(after = ?bound, "heartbeat query got no answer; reconnecting at the next interval");
             client = None;

@@ -16,9 +16,9 @@ use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::checkpoint::SharedTracker;
-use crate::metrics::{metrics, KindLabel, StatusLabel};
-use crate::source::catalog;
-use crate::source::replication::ConnectParams;
+use crate::metrics::{KindLabel, Metrics, StatusLabel};
+use crate::postgres::catalog;
+use crate::postgres::replication::ConnectParams;
 
 /// Confirmed lag above which each poll logs a catch-up progress line.
 pub const CATCH_UP_LOG_BYTES: u64 = 64 << 20;
@@ -149,48 +149,6 @@ pub fn level<T: PartialOrd>(value: T, warning: T, critical: T) -> Level {
     }
 }
 
-/// One poll's view of the slot.
-#[derive(Debug, Clone, Default)]
-pub struct SlotLag {
-    /// Whether a walsender holds the slot.
-    pub active: bool,
-    /// `wal_status`.
-    pub wal_status: Option<String>,
-    /// `safe_wal_size`; `None` when `max_slot_wal_keep_size` is unlimited.
-    pub safe_wal_size: Option<i64>,
-    /// `pg_current_wal_lsn() - restart_lsn`.
-    pub retained_bytes: Option<i64>,
-    /// `pg_current_wal_lsn() - confirmed_flush_lsn`.
-    pub confirmed_lag_bytes: Option<i64>,
-    /// `confirmed_flush_lsn` as text.
-    pub confirmed: Option<String>,
-}
-
-/// Reads the slot's lag; `None` when the slot does not exist.
-pub async fn poll_slot(
-    client: &tokio_postgres::Client,
-    slot: &str,
-) -> Result<Option<SlotLag>, tokio_postgres::Error> {
-    let row = client
-        .query_opt(
-            "SELECT active, wal_status::text, safe_wal_size,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::int8,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::int8,
-                    confirmed_flush_lsn::text
-             FROM pg_replication_slots WHERE slot_name = $1",
-            &[&slot],
-        )
-        .await?;
-    Ok(row.map(|r| SlotLag {
-        active: r.get(0),
-        wal_status: r.get(1),
-        safe_wal_size: r.get(2),
-        retained_bytes: r.get(3),
-        confirmed_lag_bytes: r.get(4),
-        confirmed: r.get(5),
-    }))
-}
-
 /// Tracks alert levels so each crossing is logged once.
 #[derive(Debug)]
 pub struct Alerts {
@@ -212,12 +170,12 @@ impl Alerts {
     /// whether any kind is critical.
     pub fn observe(
         &mut self,
+        m: &Metrics,
         cfg: &LagConfig,
         slot: &str,
         retained_bytes: i64,
         lag_seconds: f64,
     ) -> bool {
-        let m = metrics();
         let retained = level(
             retained_bytes.max(0) as u64,
             cfg.retained_wal_warning_bytes,
@@ -293,7 +251,9 @@ pub fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
 
 /// Polls until shutdown; returns an error when the slot is invalidated.
 /// Connection problems are logged and retried at the next poll.
+#[allow(clippy::too_many_arguments)]
 pub async fn monitor(
+    m: std::sync::Arc<Metrics>,
     cfg: LagConfig,
     params: ConnectParams,
     slot: String,
@@ -301,7 +261,6 @@ pub async fn monitor(
     kafka_probe: impl Fn() -> bool + Send + Sync + 'static,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), LagError> {
-    let m = metrics();
     let probe = std::sync::Arc::new(kafka_probe);
     let mut client: Option<tokio_postgres::Client> = None;
     let mut alerts = Alerts::default();
@@ -329,15 +288,13 @@ pub async fn monitor(
         // connection never answers, and the monitor must recover with it.
         let bound = catalog::sql_timeout(&params);
         if !warned_unlimited {
-            let shown =
-                tokio::time::timeout(bound, c.query_one("SHOW max_slot_wal_keep_size", &[])).await;
+            let shown = tokio::time::timeout(bound, catalog::max_slot_wal_keep_size(c)).await;
             if shown.is_err() {
                 warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
                 client = None;
                 continue;
             }
-            if let Ok(Ok(row)) = shown {
-                let value: String = row.get(0);
+            if let Ok(Ok(value)) = shown {
                 if value == "-1" {
                     warn!(
                         "max_slot_wal_keep_size is unlimited: a stuck slot can fill the primary's disk; \
@@ -349,7 +306,7 @@ pub async fn monitor(
         }
         let lag_seconds = replication_lag_seconds(tracker.borrow().as_ref());
         m.replication_lag.set(lag_seconds);
-        let Ok(polled) = tokio::time::timeout(bound, poll_slot(c, &slot)).await else {
+        let Ok(polled) = tokio::time::timeout(bound, catalog::poll_slot(c, &slot)).await else {
             warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
             client = None;
             continue;
@@ -391,7 +348,7 @@ pub async fn monitor(
                     previous = Some((now, now_pos));
                 }
                 let critical =
-                    alerts.observe(&cfg, &slot, s.retained_bytes.unwrap_or(0), lag_seconds);
+                    alerts.observe(&m, &cfg, &slot, s.retained_bytes.unwrap_or(0), lag_seconds);
                 m.lag_critical.store(critical, Ordering::Relaxed);
                 let what = match s.wal_status.as_deref() {
                     Some("unreserved") => Some("the WAL it needs exceeds max_slot_wal_keep_size and will be removed at the next checkpoint"),
@@ -437,10 +394,10 @@ mod tests {
             ..LagConfig::default()
         };
         let mut a = Alerts::default();
-        assert!(!a.observe(&cfg, "s", 150, 0.0));
+        assert!(!a.observe(&Metrics::new(), &cfg, "s", 150, 0.0));
         assert_eq!(a.retained, Level::Warning);
-        assert!(a.observe(&cfg, "s", 5000, 0.0));
-        assert!(!a.observe(&cfg, "s", 0, 0.0));
+        assert!(a.observe(&Metrics::new(), &cfg, "s", 5000, 0.0));
+        assert!(!a.observe(&Metrics::new(), &cfg, "s", 0, 0.0));
         assert_eq!(a.retained, Level::Ok);
     }
 

@@ -1,6 +1,6 @@
 //! The `walrelay` command line: parses arguments, loads configuration,
-//! installs logging and signal handling, and runs the relay. No logic of its
-//! own lives here.
+//! installs logging and signal handling, builds the pipeline's plan and the
+//! process's metrics, and runs the pipeline. No logic of its own lives here.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +13,8 @@ use tracing::{error, info};
 use walrelay::chain::DisplayChain;
 use walrelay::config::debezium::load_connect;
 use walrelay::config::Config;
-use walrelay::relay;
+use walrelay::metrics::Metrics;
+use walrelay::pipeline::{self, Plan};
 
 #[derive(Parser)]
 #[command(
@@ -244,6 +245,8 @@ fn relay_runtime(config: &Config) -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run(config: Config) -> anyhow::Result<()> {
     let runtime = relay_runtime(&config)?;
+    let plan = Plan::new(config).map_err(|e| anyhow::anyhow!("{}", DisplayChain(&e)))?;
+    let metrics = Arc::new(Metrics::new());
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {
@@ -254,7 +257,7 @@ fn run(config: Config) -> anyhow::Result<()> {
             wait_for_signal().await;
             std::process::exit(130);
         });
-        relay::run(Arc::new(config), stop_rx)
+        pipeline::run(plan, metrics, stop_rx)
             .await
             .map_err(|e| anyhow::anyhow!("{}", DisplayChain(&e)))
     })

@@ -1,8 +1,10 @@
 //! Prometheus metrics and the health endpoints.
 //!
-//! Owns the process-wide registry, the metric names (constants below; the
-//! text format adds `_total` to counters) and the small HTTP listener that
-//! serves `/metrics`, `/healthz` and `/readyz`. Pipeline stages update
+//! Owns the registry (one [`Metrics`] value per process, made by the command
+//! line and handed to every stage: no stage reaches it through a global),
+//! the metric names (constants below; the text format adds `_total` to
+//! counters) and the small HTTP listener that serves `/metrics`, `/healthz`
+//! and `/readyz`. Pipeline stages update
 //! metrics per batch or per status interval, never per event on the hot
 //! path (the commit-to-ack histogram is the one per-delivery update). Labels
 //! are of low cardinality: topic, reason, error code, slot status; never an
@@ -11,7 +13,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -214,7 +216,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    fn new() -> Metrics {
+    /// A fresh registry with every walrelay metric at zero. The process
+    /// makes one and hands it to each stage; nothing reaches it globally.
+    pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let m = Metrics {
             registry: Registry::default(),
@@ -395,16 +399,17 @@ impl Metrics {
     }
 }
 
-/// The process-wide metrics.
-pub fn metrics() -> &'static Metrics {
-    static METRICS: OnceLock<Metrics> = OnceLock::new();
-    METRICS.get_or_init(Metrics::new)
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown`
 /// changes. Returns the bound address (useful with port 0).
 pub async fn serve(
     addr: &str,
+    metrics: Arc<Metrics>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
@@ -417,11 +422,15 @@ pub async fn serve(
                 _ = shutdown.changed() => break,
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
+                    let metrics = Arc::clone(&metrics);
                     tokio::spawn(async move {
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(Duration::from_secs(10))
-                            .serve_connection(TokioIo::new(stream), service_fn(handle));
+                            .serve_connection(
+                                TokioIo::new(stream),
+                                service_fn(move |req| handle(Arc::clone(&metrics), req)),
+                            );
                         if let Err(e) = conn.await {
                             debug!(error = %e, "metrics connection");
                         }
@@ -433,8 +442,10 @@ pub async fn serve(
     Ok((local, handle))
 }
 
-async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let m = metrics();
+async fn handle(
+    m: Arc<Metrics>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let (status, content_type, body) = match req.uri().path() {
         "/metrics" => (
             StatusCode::OK,
@@ -488,7 +499,7 @@ mod tests {
 
     #[test]
     fn renders_names_with_units_and_suffixes() {
-        let m = metrics();
+        let m = Metrics::new();
         m.events
             .get_or_create(&TopicLabel {
                 topic: "outbox.event.Test".into(),
@@ -512,7 +523,8 @@ mod tests {
     #[tokio::test]
     async fn serves_health_and_metrics() {
         let (tx, rx) = watch::channel(false);
-        let (addr, handle) = serve("127.0.0.1:0", rx).await.unwrap();
+        let m = Arc::new(Metrics::new());
+        let (addr, handle) = serve("127.0.0.1:0", Arc::clone(&m), rx).await.unwrap();
         let get = |path: &'static str| async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -526,7 +538,7 @@ mod tests {
             out
         };
         assert!(get("/healthz").await.starts_with("HTTP/1.1 200"));
-        metrics().streaming.store(false, Ordering::Relaxed);
+        m.streaming.store(false, Ordering::Relaxed);
         assert!(get("/readyz").await.starts_with("HTTP/1.1 503"));
         assert!(get("/metrics").await.contains("walrelay_up 1"));
         assert!(get("/nope").await.starts_with("HTTP/1.1 404"));

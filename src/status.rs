@@ -822,7 +822,9 @@ walrelay_ready 1
     #[tokio::test]
     async fn scrapes_the_live_endpoint() {
         let (tx, rx) = tokio::sync::watch::channel(false);
-        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", rx).await.unwrap();
+        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", Default::default(), rx)
+            .await
+            .unwrap();
         let snap = scrape(&metrics_url(&addr.to_string())).await.unwrap();
         assert_eq!(snap.value(UP), Some(1.0));
         let err = scrape(&format!("http://{addr}/nope")).await.unwrap_err();
@@ -834,7 +836,9 @@ walrelay_ready 1
     #[tokio::test]
     async fn watch_redraws_until_stopped() {
         let (tx, rx) = tokio::sync::watch::channel(false);
-        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", rx).await.unwrap();
+        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", Default::default(), rx)
+            .await
+            .unwrap();
         let opts = StatusOptions {
             watch: Some(Duration::from_millis(50)),
             ..StatusOptions::for_addr(&addr.to_string())

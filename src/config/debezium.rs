@@ -16,16 +16,16 @@ use super::connector_json::parse_connector_json;
 use crate::config::{Config, ConfigError, RuntimeConfig};
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::heartbeat::HeartbeatConfig;
+use crate::postgres::config::{
+    validate_slot_name, PostgresConfig, PublicationMode, ReplicationConfig, SnapshotMode, SslMode,
+    DEFAULT_PG_PORT,
+};
 use crate::properties::{decode_text, parse_properties};
 use crate::router::DebeziumConfig;
 use crate::router::RouterConfig;
 use crate::secret::Secret;
 use crate::setting::SettingError;
 use crate::sink::config::{ErrorsConfig, KafkaConfig, Tolerance};
-use crate::source::config::{
-    validate_slot_name, PostgresConfig, PublicationMode, ReplicationConfig, SnapshotMode, SslMode,
-    DEFAULT_PG_PORT,
-};
 use crate::txn::config::{parse_qualified_name, OpInvalidBehavior, OutboxConfig};
 
 pub use super::server::{from_server_text, load_server};
@@ -622,7 +622,7 @@ pub(super) fn translate_connector(
         password_env: None,
         password_file: None,
         dbname,
-        connect_timeout_ms: crate::source::config::DEFAULT_CONNECT_TIMEOUT_MS,
+        connect_timeout_ms: crate::postgres::config::DEFAULT_CONNECT_TIMEOUT_MS,
         application_name: "walrelay".into(),
         sslmode,
         sslrootcert,

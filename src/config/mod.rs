@@ -20,10 +20,10 @@ use crate::connect::config::ConvertersConfig;
 use crate::heartbeat::HeartbeatConfig;
 use crate::lag::LagConfig;
 use crate::metrics::MetricsConfig;
+use crate::postgres::config::{PostgresConfig, ReplicationConfig};
 use crate::router::{DebeziumConfig, RouterConfig};
 use crate::setting::SettingError;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
-use crate::source::config::{PostgresConfig, ReplicationConfig};
 use crate::txn::config::OutboxConfig;
 
 /// Default bound on waiting for in-flight deliveries at shutdown.
@@ -254,8 +254,8 @@ fn default_shutdown_timeout_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::postgres::config::DEFAULT_SLOT;
     use crate::sink::config::Tolerance;
-    use crate::source::config::DEFAULT_SLOT;
     use crate::txn::config::parse_qualified_name;
 
     const MINIMAL: &str = r#"

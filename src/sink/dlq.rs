@@ -20,7 +20,7 @@ use tracing::{error, warn};
 use walrelay_proto::Lsn;
 
 use super::{Shared, SinkError};
-use crate::metrics::{metrics, ReasonLabel};
+use crate::metrics::ReasonLabel;
 
 /// Kafka Connect's header: the topic the record was meant for.
 pub const HEADER_TOPIC: &str = "__connect.errors.topic";
@@ -125,7 +125,8 @@ impl ProducerContext for DeadLetterContext {
         let tracker = self.shared.tracker_for(letter.tag);
         match result {
             Ok(_) => {
-                metrics()
+                self.shared
+                    .metrics
                     .dead_lettered
                     .get_or_create(&ReasonLabel {
                         reason: letter.kind,

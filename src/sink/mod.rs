@@ -40,7 +40,7 @@ use self::dlq::{DeadLetter, Letter, Stage};
 use self::limits::fits_alone;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
-use crate::metrics::{metrics, CodeLabel, TopicLabel};
+use crate::metrics::{CodeLabel, Metrics, TopicLabel};
 use crate::router::{BoundRelation, KafkaRecord, RouteError, Router};
 use crate::secret::is_secret_key;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
@@ -191,6 +191,8 @@ fn is_size_failure(code: RDKafkaErrorCode) -> bool {
 /// producer's.
 #[derive(Default)]
 pub(crate) struct Shared {
+    /// Where delivery reports are counted.
+    pub(crate) metrics: Arc<Metrics>,
     tracker: Mutex<Option<(u64, SharedTracker)>>,
     failure: Mutex<Option<SinkError>>,
     wake: Notify,
@@ -297,14 +299,16 @@ impl ProducerContext for DeliveryContext {
                 self.shared.delivered.fetch_add(1, Ordering::Relaxed);
                 if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
                     let now_us = crate::clock::unix_now_micros();
-                    metrics()
+                    self.shared
+                        .metrics
                         .commit_to_ack
                         .observe((now_us - commit_us).max(0) as f64 / 1e6);
                 }
             }
             Err((err, msg)) => {
                 let code = err.rdkafka_error_code();
-                metrics()
+                self.shared
+                    .metrics
                     .delivery_errors
                     .get_or_create(&CodeLabel {
                         code: code.map_or_else(|| "unknown".to_owned(), |c| format!("{c:?}")),
@@ -461,7 +465,12 @@ impl KafkaSink {
     /// event). librdkafka connects lazily, so an unreachable broker is not
     /// an error here.
     pub fn new(config: &KafkaConfig) -> Result<Self, SinkError> {
-        KafkaSink::with_errors(config, &ErrorsConfig::default(), DEFAULT_STOP_GRACE)
+        KafkaSink::with_errors(
+            config,
+            &ErrorsConfig::default(),
+            DEFAULT_STOP_GRACE,
+            Arc::default(),
+        )
     }
 
     /// Creates the producer, and the dead-letter producer when `errors`
@@ -472,6 +481,7 @@ impl KafkaSink {
         config: &KafkaConfig,
         errors: &ErrorsConfig,
         status_interval: Duration,
+        metrics: Arc<Metrics>,
     ) -> Result<Self, SinkError> {
         let mut props: BTreeMap<&str, &str> = DEFAULTS.iter().copied().collect();
         for (k, v) in config.properties() {
@@ -488,7 +498,10 @@ impl KafkaSink {
             .map(|(k, v)| format!("{k}={}", if is_secret_key(k) { "<redacted>" } else { v }))
             .collect();
         debug!(config = ?shown, "kafka producer");
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            metrics,
+            ..Shared::default()
+        });
         let dead_letter = match errors.dead_letter() {
             Some(topic) => Some(Arc::new(DeadLetter::new(
                 &cc,
@@ -777,7 +790,8 @@ impl KafkaSink {
                 }
             }
             for (topic, n) in per_topic.drain(..) {
-                metrics()
+                self.shared
+                    .metrics
                     .events
                     .get_or_create(&TopicLabel {
                         topic: topic.to_string(),

@@ -1,35 +1,12 @@
-//! The source: one replication session's WAL stream, from socket to
-//! assembled outbox events, and the feedback that confirms LSNs.
+//! One replication session's WAL stream, from socket to assembled outbox
+//! events, and the feedback that releases WAL: the first implementation of
+//! [`Source`].
 //!
-//! ```text
-//!  walsender ──CopyData('w' XLogData / 'k' keepalive)──▶ StreamReader
-//!      ▲                                                   │ walrelay_proto decode
-//!      │ 'r' standby status update                         ▼
-//!      │  write = received, flush = apply = confirmed     Assembler (txn) ──▶ bounded channel ──▶ sink
-//!      └──────────── StreamWriter ◀── tracker.confirmed() ◀── delivery reports ◀──────────────────┘
-//! ```
-//!
-//! Progress rules: the LSN reported as flushed is only ever the checkpoint
-//! tracker's confirmed LSN (the commit end of the longest fully delivered
-//! prefix of transactions, or the keepalive's `wal_end` when nothing is in
-//! flight); the merely received position is only reported as `write`.
-//! Status updates go out every `status_interval` and at once when the server
-//! asks, also while the sink applies backpressure, so the walsender never
-//! times us out. This module never routes or produces, and never confirms a
-//! position the tracker has not confirmed.
-//!
-//! With protocol version 2 the server streams large transactions while they
-//! run; the assembler spills them to disk and, at their Stream Commit, this
-//! loop reads them back batch by batch through the same bounded hand-off,
-//! sending status updates as it goes and not reading the socket meanwhile
-//! (the server waits; TCP flow control bounds what it can push at us).
-//! While a streamed transaction is open, keepalives confirm nothing.
-
-pub mod catalog;
-pub mod config;
-pub mod replication;
-pub mod snapshot;
-pub mod tls;
+//! Owns the read loop (decode, assemble, hand over in batches with
+//! backpressure), the standby status updates and the receive timeout. It
+//! never routes or produces, and never reports as flushed a position other
+//! than the [`Frontier`]'s durable one. The data flow and the progress
+//! rules are in the [module above](super).
 
 use std::time::Duration;
 
@@ -41,13 +18,15 @@ use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, Stan
 use walrelay_proto::pgoutput::{self, DecoderState};
 use walrelay_proto::{DecodeError, Lsn};
 
-use crate::clock::pg_now_micros;
+use std::sync::Arc;
 
+use super::catalog::CatalogError;
+use super::replication::{ReplicationError, ReplicationStream, StreamWriter};
 use crate::checkpoint::SharedTracker;
-use crate::metrics::{metrics, ReasonLabel};
+use crate::clock::pg_now_micros;
+use crate::metrics::{Metrics, ReasonLabel};
+use crate::source::{Frontier, Source, SourceFailure, StreamEnd};
 use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
-use catalog::CatalogError;
-use replication::{ReplicationError, ReplicationStream, StreamWriter};
 
 /// How long a failing stream waits to hand its last events to the sink.
 const HANDOVER_ON_ERROR: Duration = Duration::from_secs(5);
@@ -60,7 +39,7 @@ pub const STREAMING_MIN_SERVER_VERSION: u32 = 140_000;
 
 /// Errors of a replication session.
 #[derive(Debug, thiserror::Error)]
-pub enum SourceError {
+pub enum WalError {
     /// The replication connection failed.
     #[error(transparent)]
     Replication(#[from] ReplicationError),
@@ -91,17 +70,16 @@ pub enum SourceError {
     SinkStopped,
 }
 
-impl SourceError {
-    /// Whether reconnecting can help.
-    pub fn is_transient(&self) -> bool {
+impl SourceFailure for WalError {
+    fn is_transient(&self) -> bool {
         match self {
-            SourceError::Replication(e) => e.is_transient(),
-            SourceError::Catalog(e) => e.is_transient(),
-            SourceError::ReceiveTimeout(_) => true,
-            SourceError::Decode { .. }
-            | SourceError::Txn(_)
-            | SourceError::SlotGone(_)
-            | SourceError::SinkStopped => false,
+            WalError::Replication(e) => e.is_transient(),
+            WalError::Catalog(e) => e.is_transient(),
+            WalError::ReceiveTimeout(_) => true,
+            WalError::Decode { .. }
+            | WalError::Txn(_)
+            | WalError::SlotGone(_)
+            | WalError::SinkStopped => false,
         }
     }
 }
@@ -121,13 +99,6 @@ pub struct StreamSettings {
 
 /// A read smaller than this is followed by the coalescing pause.
 const COALESCE_BELOW: usize = 64 * 1024;
-
-/// How a stream ended without error.
-pub enum StreamEnd {
-    /// Shutdown was requested; the writer is handed back for the final
-    /// status update.
-    Shutdown(StreamWriter),
-}
 
 /// Positions seen on the stream.
 #[derive(Debug, Default, Clone, Copy)]
@@ -163,12 +134,7 @@ pub async fn choose_proto_version(
         );
         return fallback;
     }
-    let version = client
-        .query_one("SHOW server_version_num", &[])
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|row| row.try_get::<_, String>(0).map_err(|e| e.to_string()))
-        .and_then(|v| v.trim().parse::<u32>().map_err(|e| e.to_string()));
+    let version = super::catalog::server_version_num(client).await;
     match version {
         Ok(v) if v >= STREAMING_MIN_SERVER_VERSION => {
             info!(
@@ -196,14 +162,15 @@ pub async fn choose_proto_version(
 /// Publishes stream progress to the metrics: positions, in-flight work and
 /// the assembler's counters since the last call.
 fn publish_progress(
+    m: &Metrics,
     received: Lsn,
+    durable: Lsn,
     tracker: &SharedTracker,
     stats: AssemblyStats,
     last: &mut AssemblyStats,
 ) {
-    let m = metrics();
     m.received_lsn.set(received.0 as i64);
-    m.confirmed_lsn.set(tracker.confirmed().0 as i64);
+    m.confirmed_lsn.set(durable.0 as i64);
     m.in_flight.set(tracker.in_flight_events() as i64);
     let age = tracker.pending_age_seconds(crate::clock::unix_now_micros());
     m.oldest_unacked_age.set(age);
@@ -232,15 +199,102 @@ fn publish_progress(
     *last = stats;
 }
 
-/// Reads the stream until shutdown or an error, handing events to `tx`.
-pub async fn stream_wal(
+/// A started replication stream with its assembler: one session of the
+/// WAL source.
+pub struct WalSource {
+    start: Lsn,
+    stream: Option<ReplicationStream>,
+    writer: Option<StreamWriter>,
+    assembler: Assembler,
+    settings: StreamSettings,
+    metrics: Arc<Metrics>,
+}
+
+impl WalSource {
+    /// A source over `stream`, which the server started at `start`.
+    pub fn new(
+        start: Lsn,
+        stream: ReplicationStream,
+        assembler: Assembler,
+        settings: StreamSettings,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        WalSource {
+            start,
+            stream: Some(stream),
+            writer: None,
+            assembler,
+            settings,
+            metrics,
+        }
+    }
+}
+
+impl Source for WalSource {
+    type Error = WalError;
+
+    fn start(&self) -> Lsn {
+        self.start
+    }
+
+    async fn stream<F: Frontier>(
+        &mut self,
+        tracker: &SharedTracker,
+        frontier: &F,
+        out: mpsc::Sender<Vec<OutboxEvent>>,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<StreamEnd, WalError> {
+        let stream = self
+            .stream
+            .take()
+            .expect("a replication session is streamed once");
+        let settings = self.settings;
+        match stream_wal(
+            stream,
+            &mut self.assembler,
+            tracker,
+            frontier,
+            out,
+            shutdown,
+            settings,
+            &self.metrics,
+        )
+        .await
+        {
+            Ok(writer) => {
+                self.writer = Some(writer);
+                Ok(StreamEnd::Shutdown)
+            }
+            Err(WalError::SinkStopped) => Ok(StreamEnd::SinkStopped),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn finish(self, durable: Lsn) -> Result<(), WalError> {
+        let Some(mut writer) = self.writer else {
+            return Ok(());
+        };
+        writer
+            .send_status(&status_update(durable, durable, false))
+            .await?;
+        let _ = writer.close().await;
+        Ok(())
+    }
+}
+
+/// Reads the stream until shutdown or an error, handing events to `tx`;
+/// shutdown hands the writer back for the final status update.
+#[allow(clippy::too_many_arguments)]
+async fn stream_wal<F: Frontier>(
     stream: ReplicationStream,
     assembler: &mut Assembler,
     tracker: &SharedTracker,
+    frontier: &F,
     tx: mpsc::Sender<Vec<OutboxEvent>>,
     shutdown: &mut watch::Receiver<bool>,
     settings: StreamSettings,
-) -> Result<StreamEnd, SourceError> {
+    metrics: &Metrics,
+) -> Result<StreamWriter, WalError> {
     let ReplicationStream {
         mut reader,
         mut writer,
@@ -277,14 +331,14 @@ pub async fn stream_wal(
             let Some(frame) = reader.try_next()? else {
                 break;
             };
-            match decode_replication_message(frame).map_err(|source| SourceError::Decode {
+            match decode_replication_message(frame).map_err(|source| WalError::Decode {
                 lsn: received,
                 source,
             })? {
                 ReplicationMessage::XLogData(x) => {
                     received = received.max(x.wal_end);
                     let msg = pgoutput::decode(&mut decoder, x.data).map_err(|source| {
-                        SourceError::Decode {
+                        WalError::Decode {
                             lsn: x.wal_start,
                             source,
                         }
@@ -326,18 +380,18 @@ pub async fn stream_wal(
                 ready,
                 &tx,
                 &mut writer,
-                tracker,
+                frontier,
                 received,
                 shutdown,
                 &mut ticker,
             )
             .await?
             {
-                return Ok(StreamEnd::Shutdown(writer));
+                return Ok(writer);
             }
         }
         if reply_now {
-            let confirmed = tracker.confirmed();
+            let confirmed = frontier.durable();
             writer
                 .send_status(&status_update(received, confirmed, false))
                 .await?;
@@ -348,11 +402,18 @@ pub async fn stream_wal(
             // back: go on before waiting, but keep the feedback flowing
             // when the sink keeps up and we never wait below.
             if ticker.tick().now_or_never().is_some() {
-                let confirmed = tracker.confirmed();
+                let confirmed = frontier.durable();
                 writer
                     .send_status(&status_update(received, confirmed, false))
                     .await?;
-                publish_progress(received, tracker, assembler.stats(), &mut last_stats);
+                publish_progress(
+                    metrics,
+                    received,
+                    confirmed,
+                    tracker,
+                    assembler.stats(),
+                    &mut last_stats,
+                );
                 last_reported = confirmed;
             }
             // We were busy, not the server silent.
@@ -365,22 +426,29 @@ pub async fn stream_wal(
             biased;
             // 1. shutdown
             _ = shutdown.changed() => {
-                return Ok(StreamEnd::Shutdown(writer));
+                return Ok(writer);
             }
             // 2. the sink went away
             _ = tx.closed() => {
                 // Confirm what was delivered before the sink stopped, so a
                 // restart does not replay it.
                 let _ = writer
-                    .send_status(&status_update(received, tracker.confirmed(), false))
+                    .send_status(&status_update(received, frontier.durable(), false))
                     .await;
-                return Err(SourceError::SinkStopped);
+                return Err(WalError::SinkStopped);
             }
             // 3. feedback
             _ = ticker.tick() => {
-                let confirmed = tracker.confirmed();
+                let confirmed = frontier.durable();
                 writer.send_status(&status_update(received, confirmed, false)).await?;
-                publish_progress(received, tracker, assembler.stats(), &mut last_stats);
+                publish_progress(
+                    metrics,
+                    received,
+                    confirmed,
+                    tracker,
+                    assembler.stats(),
+                    &mut last_stats,
+                );
                 if confirmed != last_reported {
                     debug!(%confirmed, %received, "confirmed");
                     last_reported = confirmed;
@@ -405,11 +473,11 @@ pub async fn stream_wal(
             // regular replies from us sends nothing. Halfway to the timeout
             // ask for a reply; a live server answers with a keepalive.
             _ = tokio::time::sleep_until(last_receive + settings.receive_timeout / 2), if !pinged => {
-                writer.send_status(&status_update(received, tracker.confirmed(), true)).await?;
+                writer.send_status(&status_update(received, frontier.durable(), true)).await?;
                 pinged = true;
             }
             _ = tokio::time::sleep_until(last_receive + settings.receive_timeout), if pinged => {
-                return Err(SourceError::ReceiveTimeout(settings.receive_timeout));
+                return Err(WalError::ReceiveTimeout(settings.receive_timeout));
             }
         }
     }
@@ -418,26 +486,26 @@ pub async fn stream_wal(
 /// Hands a batch to the sink, waiting for room while still sending status
 /// updates so the walsender does not time us out during backpressure.
 /// Returns true when shutdown was requested instead.
-async fn send_batch(
+async fn send_batch<F: Frontier>(
     batch: Vec<OutboxEvent>,
     tx: &mpsc::Sender<Vec<OutboxEvent>>,
     writer: &mut StreamWriter,
-    tracker: &SharedTracker,
+    frontier: &F,
     received: Lsn,
     shutdown: &mut watch::Receiver<bool>,
     ticker: &mut tokio::time::Interval,
-) -> Result<bool, SourceError> {
+) -> Result<bool, WalError> {
     loop {
         tokio::select! {
             biased;
             _ = shutdown.changed() => return Ok(true),
             permit = tx.reserve() => {
-                let permit = permit.map_err(|_| SourceError::SinkStopped)?;
+                let permit = permit.map_err(|_| WalError::SinkStopped)?;
                 permit.send(batch);
                 return Ok(false);
             }
             _ = ticker.tick() => {
-                writer.send_status(&status_update(received, tracker.confirmed(), false)).await?;
+                writer.send_status(&status_update(received, frontier.durable(), false)).await?;
             }
         }
     }

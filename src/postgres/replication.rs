@@ -24,8 +24,8 @@ use tokio::net::TcpStream;
 use walrelay_proto::Lsn;
 
 use super::tls::{TlsError, TlsParams};
+use crate::postgres::config::{ChannelBindingMode, PostgresConfig, SslMode};
 use crate::secret::Secret;
-use crate::source::config::{ChannelBindingMode, SslMode};
 
 /// Read buffer growth step; large enough that one read usually holds many
 /// XLogData frames.
@@ -806,6 +806,22 @@ pub fn quote_literal(value: &str) -> String {
     }
     out.push('\'');
     out
+}
+
+impl ConnectParams {
+    /// The parameters a validated `[postgres]` section gives.
+    pub fn from_config(pg: &PostgresConfig) -> Self {
+        ConnectParams {
+            host: pg.host.clone(),
+            port: pg.port,
+            user: pg.user.clone(),
+            password: pg.password.clone(),
+            dbname: pg.dbname.clone(),
+            application_name: pg.application_name.clone(),
+            connect_timeout: Duration::from_millis(pg.connect_timeout_ms),
+            tls: super::tls::TlsParams::from_config(pg),
+        }
+    }
 }
 
 #[cfg(test)]

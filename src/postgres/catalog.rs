@@ -17,7 +17,7 @@ use walrelay_proto::Lsn;
 
 use super::replication::{quote_ident, ConnectParams};
 use super::tls::{MakeTls, TlsError};
-use crate::source::config::{
+use crate::postgres::config::{
     ChannelBindingMode, PostgresConfig, PublicationMode, ReplicationConfig, SslMode,
 };
 
@@ -621,4 +621,75 @@ pub async fn set_publication_comment(
         ))
         .await
         .map_err(sql(format!("cannot comment on publication {publication}")))
+}
+
+/// One poll's view of the slot.
+#[derive(Debug, Clone, Default)]
+pub struct SlotLag {
+    /// Whether a walsender holds the slot.
+    pub active: bool,
+    /// `wal_status`.
+    pub wal_status: Option<String>,
+    /// `safe_wal_size`; `None` when `max_slot_wal_keep_size` is unlimited.
+    pub safe_wal_size: Option<i64>,
+    /// `pg_current_wal_lsn() - restart_lsn`.
+    pub retained_bytes: Option<i64>,
+    /// `pg_current_wal_lsn() - confirmed_flush_lsn`.
+    pub confirmed_lag_bytes: Option<i64>,
+    /// `confirmed_flush_lsn` as text.
+    pub confirmed: Option<String>,
+}
+
+/// Reads the slot's lag; `None` when the slot does not exist.
+pub async fn poll_slot(
+    client: &Client,
+    slot: &str,
+) -> Result<Option<SlotLag>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT active, wal_status::text, safe_wal_size,
+                    pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::int8,
+                    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::int8,
+                    confirmed_flush_lsn::text
+             FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await?;
+    Ok(row.map(|r| SlotLag {
+        active: r.get(0),
+        wal_status: r.get(1),
+        safe_wal_size: r.get(2),
+        retained_bytes: r.get(3),
+        confirmed_lag_bytes: r.get(4),
+        confirmed: r.get(5),
+    }))
+}
+
+/// `max_slot_wal_keep_size` as the server shows it (`-1`: unlimited).
+pub async fn max_slot_wal_keep_size(client: &Client) -> Result<String, tokio_postgres::Error> {
+    Ok(client
+        .query_one("SHOW max_slot_wal_keep_size", &[])
+        .await?
+        .get(0))
+}
+
+/// `server_version_num`, e.g. 150004.
+pub async fn server_version_num(client: &Client) -> Result<u32, String> {
+    client
+        .query_one("SHOW server_version_num", &[])
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|row| row.try_get::<_, String>(0).map_err(|e| e.to_string()))
+        .and_then(|v| v.trim().parse::<u32>().map_err(|e| e.to_string()))
+}
+
+/// What a heartbeat runs when no `action_query` is configured: a
+/// transactional logical decoding message, prefix `walrelay_heartbeat`.
+pub const DEFAULT_HEARTBEAT_SQL: &str =
+    "SELECT pg_logical_emit_message(true, 'walrelay_heartbeat', '')";
+
+/// Runs a heartbeat statement: [`DEFAULT_HEARTBEAT_SQL`], or the user's
+/// `heartbeat.action_query` as written (Debezium runs it as is too).
+pub async fn run_heartbeat(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+    client.batch_execute(sql).await
 }

@@ -26,7 +26,7 @@ use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
 use crate::secret::Secret;
 
-use crate::source::config::{ChannelBindingMode, PostgresConfig, SslMode};
+use crate::postgres::config::{ChannelBindingMode, PostgresConfig, SslMode};
 
 /// What the server certificate is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,231 @@
+//! The pipeline: one outbox relayed from start to end. A validated
+//! [`Plan`] in, sessions out: the publication, the slot, the snapshot, the
+//! stream, reconnects with backoff, graceful shutdown, and the monitors and
+//! heartbeats that run beside them.
+//!
+//! Owns the order of things in a session and the decision between
+//! reconnecting (transient errors) and stopping (fatal ones). It drives its
+//! source through the [`crate::source`] seam and never confirms a position
+//! other than the progress store's frontier; it never recreates a slot it
+//! has been reading. Everything that belongs to one pipeline (its plan,
+//! router, tracker, metrics handle) is a value held here, never a global,
+//! so that one process can run several.
+
+mod plan;
+mod session;
+mod snapshot;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::sync::watch;
+use tracing::{error, warn, Instrument};
+
+pub use self::plan::Plan;
+use self::session::SessionError;
+use crate::chain::DisplayChain;
+use crate::checkpoint::SharedTracker;
+use crate::lag::LagError;
+use crate::metrics::Metrics;
+use crate::postgres::wal::WalError;
+use crate::sink::{KafkaSink, SinkError};
+use crate::source::{SourceFailure, TrackerProgress};
+
+/// Batches in flight between the source and the sink.
+pub const CHANNEL_BATCHES: usize = 8;
+
+/// Errors that end a pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The source failed fatally.
+    #[error(transparent)]
+    Source(#[from] WalError),
+    /// The sink failed fatally.
+    #[error(transparent)]
+    Sink(#[from] SinkError),
+    /// Configuration could not be turned into a running pipeline.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The sink task ended without an error of its own.
+    #[error("the kafka sink stopped")]
+    SinkStopped,
+    /// The slot lag monitor stopped walrelay.
+    #[error(transparent)]
+    Lag(#[from] LagError),
+    /// The metrics listener could not be opened.
+    #[error("cannot listen on metrics.listen = {addr}")]
+    MetricsListen {
+        /// The configured address.
+        addr: String,
+        /// The socket error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reconnect delays: exponential with full jitter, reset after a session
+/// that streamed for a while.
+#[derive(Debug)]
+pub struct Backoff {
+    min: Duration,
+    max: Duration,
+    current: Duration,
+}
+
+impl Backoff {
+    /// A backoff between `min` and `max`.
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Backoff {
+            min,
+            max,
+            current: min,
+        }
+    }
+
+    /// The next delay: uniformly random in [current/2, current], then doubles.
+    pub fn next_delay(&mut self) -> Duration {
+        let cur = self.current;
+        self.current = (self.current * 2).min(self.max);
+        let half = cur / 2;
+        half + rand::thread_rng().gen_range(Duration::ZERO..=half)
+    }
+
+    /// Back to the minimum.
+    pub fn reset(&mut self) {
+        self.current = self.min;
+    }
+}
+
+/// Runs the pipeline of `plan` until shutdown (Ok) or a fatal error,
+/// counting into `metrics` and serving them when `metrics.listen` is set.
+pub async fn run(
+    plan: Plan,
+    metrics: Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), PipelineError> {
+    let config = plan.config();
+    let sink = Arc::new(KafkaSink::with_errors(
+        &config.kafka,
+        &config.errors,
+        config.status_interval(),
+        Arc::clone(&metrics),
+    )?);
+    let mut backoff = Backoff::new(
+        Duration::from_millis(config.replication.reconnect_min_ms),
+        Duration::from_millis(config.replication.reconnect_max_ms),
+    );
+    if !config.metrics.listen.is_empty() {
+        crate::metrics::serve(
+            &config.metrics.listen,
+            Arc::clone(&metrics),
+            shutdown.clone(),
+        )
+        .await
+        .map_err(|source| PipelineError::MetricsListen {
+            addr: config.metrics.listen.clone(),
+            source,
+        })?;
+    }
+    let (tracker_tx, tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
+    let mut monitor = Some(tokio::spawn({
+        let probe_sink = Arc::clone(&sink);
+        crate::lag::monitor(
+            Arc::clone(&metrics),
+            config.lag.clone(),
+            plan.params().clone(),
+            config.replication.slot.clone(),
+            tracker_rx,
+            move || probe_sink.probe(Duration::from_secs(2)),
+            shutdown.clone(),
+        )
+        .instrument(tracing::info_span!("lag"))
+    }));
+    if let Some(record) = plan.heartbeat() {
+        tokio::spawn(
+            crate::heartbeat::run(
+                config.heartbeat.clone(),
+                record.clone(),
+                Arc::clone(&sink),
+                plan.params().clone(),
+                shutdown.clone(),
+            )
+            .instrument(tracing::info_span!("heartbeat")),
+        );
+    }
+    let mut slot_seen = false;
+    let mut progress = TrackerProgress::default();
+    loop {
+        let started = tokio::time::Instant::now();
+        let result = {
+            let session = session::run(
+                &plan,
+                &sink,
+                &metrics,
+                &mut shutdown,
+                (&mut slot_seen, &mut progress),
+                &tracker_tx,
+            );
+            tokio::pin!(session);
+            loop {
+                match monitor.as_mut() {
+                    Some(m) => tokio::select! {
+                        r = &mut session => break r,
+                        joined = m => {
+                            monitor = None;
+                            if let Ok(Err(e)) = joined {
+                                error!(error = %DisplayChain(&e), "slot lag monitor stopped walrelay");
+                                return Err(e.into());
+                            }
+                        }
+                    },
+                    None => break session.await,
+                }
+            }
+        };
+        metrics.streaming.store(false, Ordering::Relaxed);
+        match result {
+            Ok(()) => return Ok(()),
+            Err(SessionError::Sink(e)) => return Err(e.into()),
+            Err(SessionError::Source(e)) if e.is_transient() => {
+                metrics.reconnects.inc();
+                if started.elapsed() > Duration::from_secs(30) {
+                    backoff.reset();
+                }
+                let delay = backoff.next_delay();
+                warn!(error = %DisplayChain(&e), retry_in = ?delay, "replication session ended; reconnecting");
+                tokio::select! {
+                    _ = shutdown.changed() => return Ok(()),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+            Err(SessionError::Source(e)) => return Err(e.into()),
+            Err(SessionError::SinkGone) => return Err(PipelineError::SinkStopped),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(800));
+        let mut last_cap = Duration::ZERO;
+        for i in 0..10 {
+            let d = b.next_delay();
+            let cap = Duration::from_millis((100u64 << i.min(3)).min(800));
+            assert!(
+                d <= cap && d >= cap / 2,
+                "delay {d:?} outside [{:?}, {cap:?}]",
+                cap / 2
+            );
+            assert!(cap >= last_cap);
+            last_cap = cap;
+        }
+        b.reset();
+        assert!(b.next_delay() <= Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,117 @@
+//! The validated plan of one pipeline: everything a session needs that can
+//! be checked or built before connecting anywhere, built once.
+//!
+//! Owns the pre-flight checks that need more than one section (the router
+//! compiled against the converters, the spill directory written to, the
+//! heartbeat record encoded) and the one [`Router`] the pipeline's stages
+//! copy. It never connects and never reads a file of configuration.
+
+use std::sync::Arc;
+
+use crate::chain::DisplayChain;
+use crate::config::Config;
+use crate::heartbeat::HeartbeatRecord;
+use crate::postgres::catalog::PublicationPlan;
+use crate::postgres::replication::ConnectParams;
+use crate::router::Router;
+use crate::txn::spill::SpillFile;
+use crate::txn::Assembler;
+
+use super::PipelineError;
+
+/// One pipeline's settings, checked, with the parts built from them.
+pub struct Plan {
+    config: Arc<Config>,
+    router: Router,
+    outbox: (String, String),
+    params: ConnectParams,
+    heartbeat: Option<HeartbeatRecord>,
+}
+
+impl Plan {
+    /// Checks what a session will need and builds the router once. The
+    /// error names the setting.
+    pub fn new(config: Config) -> Result<Plan, PipelineError> {
+        // A bad regex or converter combination fails before connecting.
+        let router = Router::new(
+            config.router.clone(),
+            config.converters,
+            config.debezium.clone(),
+        )
+        .map_err(|e| PipelineError::Config(e.to_string()))?;
+        // A spill directory walrelay cannot write to would fail only when the
+        // first large transaction arrives, maybe weeks later: find out now.
+        if let Some(dir) = &config.replication.spill_dir {
+            SpillFile::new(0, Some(dir))
+                .map_err(|e| PipelineError::Config(DisplayChain(&e).to_string()))?;
+        }
+        let heartbeat = if config.heartbeat.interval_ms > 0 {
+            Some(
+                HeartbeatRecord::new(&config.heartbeat, &config.debezium, config.converters)
+                    .map_err(|e| PipelineError::Config(DisplayChain(&e).to_string()))?,
+            )
+        } else {
+            None
+        };
+        let outbox = config
+            .outbox
+            .qualified()
+            .map_err(|e| PipelineError::Config(e.to_string()))?;
+        let params = ConnectParams::from_config(&config.postgres);
+        Ok(Plan {
+            config: Arc::new(config),
+            router,
+            outbox,
+            params,
+            heartbeat,
+        })
+    }
+
+    /// The pipeline's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// A copy of the pipeline's router for one stage (its caches are its own).
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// The outbox table as (schema, table).
+    pub fn outbox(&self) -> (&str, &str) {
+        (&self.outbox.0, &self.outbox.1)
+    }
+
+    /// How to reach the database.
+    pub fn params(&self) -> &ConnectParams {
+        &self.params
+    }
+
+    /// The heartbeat record, when heartbeats are on.
+    pub fn heartbeat(&self) -> Option<&HeartbeatRecord> {
+        self.heartbeat.as_ref()
+    }
+
+    /// What the publication must look like.
+    pub fn publication(&self) -> PublicationPlan {
+        PublicationPlan::new(
+            &self.config.postgres,
+            &self.config.replication,
+            self.outbox(),
+        )
+    }
+
+    /// A fresh assembler for one session over an outbox table with columns
+    /// `table_meta`.
+    pub fn assembler(&self, table_meta: crate::connect::pg::TableMeta) -> Assembler {
+        let (schema, table) = self.outbox.clone();
+        Assembler::new(
+            schema,
+            table,
+            self.router(),
+            table_meta,
+            self.config.outbox.op_invalid_behavior,
+        )
+        .with_spill_dir(self.config.replication.spill_dir.clone())
+    }
+}

@@ -1,0 +1,322 @@
+//! One session of a pipeline: the WAL source opened (publication, slot,
+//! snapshot, the start position agreed between the slot and the progress
+//! store), then driven through the [`crate::source`] seam.
+//!
+//! Owns the order of a session's steps and its end: the sink finishes what
+//! was handed over, the source reports the final durable position. It never
+//! confirms a position other than the frontier's and never recreates a
+//! slot it has been reading.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, warn, Instrument};
+use walrelay_proto::Lsn;
+
+use super::{snapshot, Plan, CHANNEL_BATCHES};
+use crate::chain::DisplayChain;
+use crate::checkpoint::SharedTracker;
+use crate::metrics::Metrics;
+use crate::postgres::catalog::{self, CatalogError};
+use crate::postgres::config::SnapshotMode;
+use crate::postgres::replication::{ReplicationConnection, ReplicationError};
+use crate::postgres::slot;
+use crate::postgres::snapshot as pg_snapshot;
+use crate::postgres::wal::{self, StreamSettings, WalError, WalSource};
+use crate::sink::{KafkaSink, SinkError};
+use crate::source::{Frontier, ProgressStore, Source, StreamEnd};
+
+/// pgoutput protocol version requested when not streaming (1: whole
+/// transactions after commit); with `replication.streaming` on a PostgreSQL
+/// 14+ server, [`wal::STREAMING_PROTO_VERSION`] is requested instead.
+pub const PROTO_VERSION: u32 = 1;
+
+/// How a session failed.
+pub(super) enum SessionError<E> {
+    /// The source (reconnect if transient).
+    Source(E),
+    /// The sink (always fatal).
+    Sink(SinkError),
+    /// The sink went away without an error of its own.
+    SinkGone,
+}
+
+impl From<WalError> for SessionError<WalError> {
+    fn from(e: WalError) -> Self {
+        SessionError::Source(e)
+    }
+}
+impl From<CatalogError> for SessionError<WalError> {
+    fn from(e: CatalogError) -> Self {
+        SessionError::Source(e.into())
+    }
+}
+impl From<ReplicationError> for SessionError<WalError> {
+    fn from(e: ReplicationError) -> Self {
+        SessionError::Source(e.into())
+    }
+}
+
+/// One replication session: opens the WAL source (publication, slot,
+/// snapshot, `START_REPLICATION` at the right position), then drives it.
+pub(super) async fn run<P: ProgressStore<Frontier = SharedTracker>>(
+    plan: &Plan,
+    sink: &Arc<KafkaSink>,
+    metrics: &Arc<Metrics>,
+    shutdown: &mut watch::Receiver<bool>,
+    (slot_seen, progress): (&mut bool, &mut P),
+    tracker_tx: &watch::Sender<Option<SharedTracker>>,
+) -> Result<(), SessionError<WalError>> {
+    let config = plan.config();
+    let params = plan.params();
+    let (schema, table) = plan.outbox();
+    let slot = &config.replication.slot;
+    let publication = &config.replication.publication;
+
+    // Every catalog round trip is bounded, so a black-holed path ends the
+    // session (and is retried) instead of hanging it.
+    let bound = catalog::sql_timeout(params);
+    let client = catalog::connect(params).await?;
+    catalog::bounded(
+        bound,
+        "preparing the publication",
+        catalog::prepare_publication(&client, &plan.publication()),
+    )
+    .await?;
+    let table_meta = catalog::bounded(
+        bound,
+        "reading the outbox table's columns",
+        catalog::table_meta(&client, schema, table),
+    )
+    .await?;
+
+    let mut repl = ReplicationConnection::connect(params).await?;
+    let identity = repl.identify_system().await?;
+    // The same LSN on another server, or on a promoted standby's new
+    // timeline, is other WAL.
+    let origin = format!("{}/{}", identity.system_id, identity.timeline);
+    // A position past the slot's that this process saw Kafka acknowledge.
+    let mut resume_at = None;
+    match catalog::bounded(
+        bound,
+        "reading the slot's state",
+        catalog::slot_state(&client, slot),
+    )
+    .await?
+    {
+        Some(state) => {
+            catalog::check_slot(slot, &state, &params.dbname)?;
+            *slot_seen = true;
+            let slot_at = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
+            resume_at = progress
+                .resume_after(&origin)
+                .filter(|&delivered| delivered > slot_at);
+            if let Some(delivered) = resume_at {
+                warn!(
+                    slot,
+                    slot_confirmed = %slot_at,
+                    resume_at = %delivered,
+                    "the slot's confirmed position is behind what this walrelay delivered \
+                     (the server restarted: before PostgreSQL 17 it does not save the position \
+                     at shutdown); asking the server to skip the transactions already delivered"
+                );
+            }
+            if config.replication.snapshot_mode == SnapshotMode::Always {
+                // Debezium's `always`: the current rows at every start, then
+                // the stream from the slot's position (overlaps repeat).
+                let start = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
+                let published =
+                    snapshot::publish(plan, sink, &client, &table_meta, None, start).await?;
+                info!(
+                    rows = published,
+                    "snapshot delivered (snapshot_mode = always)"
+                );
+            }
+        }
+        None if *slot_seen => return Err(WalError::SlotGone(slot.clone()).into()),
+        None if config.replication.create_slot
+            && config.replication.snapshot_mode != SnapshotMode::NoData =>
+        {
+            catalog::bounded(
+                bound,
+                "reading the publication's comment",
+                slot::may_create_slot(&config.replication, &client),
+            )
+            .await?;
+            // Snapshot first, slot second: a crash in between leaves no slot.
+            let exported = pg_snapshot::export(params, slot).await?;
+            info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
+            let published = snapshot::publish(
+                plan,
+                sink,
+                &client,
+                &table_meta,
+                Some(&exported.snapshot_name),
+                exported.consistent_point,
+            )
+            .await?;
+            pg_snapshot::persist(&client, &exported, slot).await?;
+            drop(exported);
+            info!(
+                slot,
+                rows = published,
+                "snapshot delivered; created replication slot at its position"
+            );
+            *slot_seen = true;
+        }
+        None if config.replication.create_slot => {
+            catalog::bounded(
+                bound,
+                "reading the publication's comment",
+                slot::may_create_slot(&config.replication, &client),
+            )
+            .await?;
+            let at = repl.create_logical_slot(slot).await?;
+            info!(slot, consistent_point = %at, "created replication slot");
+            *slot_seen = true;
+        }
+        None => {
+            return Err(WalError::Catalog(CatalogError::SlotMismatch {
+                slot: slot.clone(),
+                reason: "it does not exist and replication.create_slot is false".into(),
+            })
+            .into())
+        }
+    }
+    // Best effort; a dead connection shows in the next bounded step.
+    let _ = tokio::time::timeout(bound, slot::record_slot(&client, publication, slot)).await;
+    let proto_version = catalog::bounded(bound, "reading server_version_num", async {
+        Ok::<_, SessionError<WalError>>(
+            wal::choose_proto_version(&client, config.replication.streaming, PROTO_VERSION).await,
+        )
+    })
+    .await?;
+    let mut options = vec![
+        ("proto_version", proto_version.to_string()),
+        ("publication_names", publication.clone()),
+        ("messages", "true".to_string()),
+    ];
+    if proto_version >= wal::STREAMING_PROTO_VERSION {
+        options.push(("streaming", "on".to_string()));
+    }
+    let stream = repl
+        .start_replication(slot, resume_at.unwrap_or(Lsn::ZERO), &options)
+        .await?;
+    // The server starts at the slot's confirmed_flush_lsn, or at resume_at
+    // when that is later; read the slot back now that we hold it, so the
+    // tracker starts exactly there.
+    let state = catalog::bounded(
+        bound,
+        "reading the slot's state",
+        catalog::slot_state(&client, slot),
+    )
+    .await?
+    .ok_or_else(|| WalError::SlotGone(slot.clone()))?;
+    let start = state
+        .confirmed_flush_lsn
+        .unwrap_or(Lsn::ZERO)
+        .max(resume_at.unwrap_or(Lsn::ZERO));
+    info!(slot, publication, start = %start, timeline = identity.timeline, "streaming");
+
+    let settings = StreamSettings {
+        proto_version,
+        status_interval: config.status_interval(),
+        receive_timeout: Duration::from_millis(config.replication.receive_timeout_ms),
+        read_coalesce: Duration::from_micros(config.replication.read_coalesce_us),
+    };
+    let source = WalSource::new(
+        start,
+        stream,
+        plan.assembler(table_meta),
+        settings,
+        Arc::clone(metrics),
+    );
+    let stopped = drive(
+        plan, sink, metrics, source, progress, &origin, shutdown, tracker_tx,
+    )
+    .await?;
+    if config.replication.slot_drop_on_stop {
+        slot::drop_slot_when_released(&client, slot).await;
+    }
+    stopped.map_err(SessionError::Sink)
+}
+
+/// Drives one opened source until shutdown or an error: a tracker at the
+/// source's start, the sink task with its own copy of the router, the
+/// stream, and the end of the session. On shutdown returns the sink's own
+/// result once the final durable position went to the origin.
+#[allow(clippy::too_many_arguments)]
+async fn drive<S: Source, P: ProgressStore>(
+    plan: &Plan,
+    sink: &Arc<KafkaSink>,
+    metrics: &Metrics,
+    mut source: S,
+    progress: &mut P,
+    origin: &str,
+    shutdown: &mut watch::Receiver<bool>,
+    tracker_tx: &watch::Sender<Option<SharedTracker>>,
+) -> Result<Result<(), SinkError>, SessionError<S::Error>> {
+    let tracker = SharedTracker::new(source.start());
+    let frontier = progress.begin_session(origin, &tracker);
+    sink.begin_session(tracker.clone());
+    tracker_tx.send_replace(Some(tracker.clone()));
+    metrics.streaming.store(true, Ordering::Relaxed);
+    let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
+    let mut sink_task = {
+        let sink = Arc::clone(sink);
+        let mut router = plan.router();
+        tokio::spawn(
+            async move { sink.run(&mut router, rx).await }.instrument(tracing::info_span!("sink")),
+        )
+    };
+    let streamed = source.stream(&tracker, &frontier, tx, shutdown).await;
+    // The sender is gone now: the sink finishes what is queued, then ends.
+    let shutdown_timeout = Duration::from_millis(plan.config().runtime.shutdown_timeout_ms);
+    match streamed {
+        Ok(StreamEnd::Shutdown) => {
+            info!("shutting down: waiting for in-flight deliveries");
+            let sink_result = match tokio::time::timeout(shutdown_timeout, sink_task).await {
+                Ok(joined) => joined.unwrap_or(Ok(())),
+                Err(_) => {
+                    warn!(
+                        ?shutdown_timeout,
+                        "in-flight deliveries did not finish in time"
+                    );
+                    Ok(())
+                }
+            };
+            // Let librdkafka report what it still holds, within the bound.
+            let s = Arc::clone(sink);
+            let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(2))).await;
+            let durable = frontier.durable();
+            source.finish(durable).await.map_err(SessionError::Source)?;
+            info!(confirmed = %durable, in_flight = tracker.in_flight_events(), "final status sent");
+            Ok(sink_result)
+        }
+        Ok(StreamEnd::SinkStopped) => {
+            let err = match sink_task.await {
+                Ok(Err(e)) => e,
+                _ => return Err(SessionError::SinkGone),
+            };
+            error!(error = %DisplayChain(&err), "sink failed; nothing after the failed event is confirmed");
+            Err(SessionError::Sink(err))
+        }
+        Err(e) => {
+            // The sink still produces what the source handed over before the
+            // error (as Debezium delivers the records before a failing one),
+            // within the shutdown bound; none of it is confirmed unless its
+            // whole transaction was.
+            if tokio::time::timeout(shutdown_timeout, &mut sink_task)
+                .await
+                .is_err()
+            {
+                sink_task.abort();
+            }
+            let s = Arc::clone(sink);
+            let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(5))).await;
+            Err(SessionError::Source(e))
+        }
+    }
+}

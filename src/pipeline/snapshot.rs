@@ -1,0 +1,96 @@
+//! Snapshot publishing: every row of the outbox table, read in the slot's
+//! exported snapshot (or a fresh one), through the sink, waited for until
+//! Kafka acknowledged them all.
+//!
+//! Owns the hand-off of snapshot rows as one transaction at the slot's
+//! position. It never confirms anything: the slot is created (or the
+//! stream started) only after this returns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tracing::Instrument;
+use walrelay_proto::Lsn;
+
+use super::session::SessionError;
+use super::{Plan, CHANNEL_BATCHES};
+use crate::checkpoint::SharedTracker;
+use crate::connect::pg::TableMeta;
+use crate::postgres::snapshot as pg_snapshot;
+use crate::postgres::wal::WalError;
+use crate::router::EventMeta;
+use crate::sink::KafkaSink;
+use crate::txn::{OutboxEvent, TxnError};
+
+/// Publishes every row of the outbox table, read in `snapshot` (or a fresh
+/// one), and waits until Kafka acknowledged them all. Returns the row count.
+pub(super) async fn publish(
+    plan: &Plan,
+    sink: &Arc<KafkaSink>,
+    client: &tokio_postgres::Client,
+    table_meta: &TableMeta,
+    snapshot_name: Option<&str>,
+    start: Lsn,
+) -> Result<u64, SessionError<WalError>> {
+    let (schema, table) = plan.outbox();
+    let relation = Arc::new(pg_snapshot::relation_info(client, schema, table).await?);
+    let bound = Arc::new(
+        plan.router()
+            .bind(&relation, table_meta)
+            .map_err(|source| WalError::Txn(TxnError::Layout { lsn: start, source }))?,
+    );
+    let tracker = SharedTracker::new(start);
+    sink.begin_session(tracker.clone());
+    let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
+    let sink_task = {
+        let sink = Arc::clone(sink);
+        let mut router = plan.router();
+        tokio::spawn(
+            async move { sink.run(&mut router, rx).await }.instrument(tracing::info_span!("sink")),
+        )
+    };
+    let now_us = crate::clock::unix_now_micros();
+    let seq = tracker.begin(now_us);
+    let read = pg_snapshot::read_rows(client, snapshot_name, &relation, |rows| {
+        let events: Vec<OutboxEvent> = rows
+            .into_iter()
+            .map(|row| OutboxEvent {
+                seq,
+                meta: EventMeta {
+                    lsn: start,
+                    commit_lsn: start,
+                    xid: 0,
+                    commit_time_us: now_us,
+                },
+                bound: Arc::clone(&bound),
+                row,
+            })
+            .collect();
+        tracker.add_events(seq, events.len() as u32);
+        let tx = tx.clone();
+        async move { tx.send(events).await.map_err(|_| ()) }
+    })
+    .await;
+    tracker.commit(seq, start);
+    drop(tx);
+    let sink_result = sink_task.await.unwrap_or(Ok(()));
+    let rows = match read {
+        Ok(rows) => rows,
+        Err(pg_snapshot::SnapshotError::Catalog(e)) => return Err(e.into()),
+        Err(pg_snapshot::SnapshotError::Sink(())) => 0,
+    };
+    sink_result.map_err(SessionError::Sink)?;
+    // Every row is with librdkafka; wait for its acknowledgements.
+    while tracker.in_flight_events() > 0 {
+        if let Some(e) = sink.take_failure() {
+            return Err(SessionError::Sink(e));
+        }
+        let s = Arc::clone(sink);
+        let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_millis(500))).await;
+    }
+    if let Some(e) = sink.take_failure() {
+        return Err(SessionError::Sink(e));
+    }
+    Ok(rows)
+}
