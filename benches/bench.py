@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end benchmark driver for walrelay (issue 7); run it through benches/run.sh.
+"""End-to-end benchmark driver for walrelay; run it through benches/run.sh.
 
 Starts its own PostgreSQL and Kafka under .walrelay-env/bench (scripts/pg.sh,
 scripts/kafka.sh), then for each workload creates one logical slot per system
@@ -1135,7 +1135,7 @@ def w3_table(results):
 
 
 def targets(results):
-    """Issue 7's targets, each with the measured value."""
+    """The performance targets (docs/benchmarks.md), each with the measured value."""
     by = {(r["workload"], r["system"], r.get("level_pct")): r for r in results if "error" not in r}
     rows = []
 
@@ -1304,7 +1304,7 @@ def report(args, facts, results, command):
     return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4)\n\n" + drain_table(results) + \
         "\n\n### Steady load (W3)\n\n" + w3_table(results) + \
         "\n\n### Where the CPU went\n\n" + cpu_table(results) + \
-        "\n\n### Targets (issue 7)\n\n" + targets(results) + \
+        "\n\n### Targets\n\n" + targets(results) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
 
 

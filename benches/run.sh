@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# walrelay's end-to-end benchmark (issue 7), one command: builds the release
+# walrelay's end-to-end benchmark, one command: builds the release
 # binary and the walsender baseline (benches/walsender_drain.rs), resolves
 # Debezium once (scripts/debezium.sh fetch), then runs benches/bench.py, which
 # starts its own PostgreSQL and Kafka under .walrelay-env/bench and measures

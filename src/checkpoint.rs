@@ -12,7 +12,8 @@
 //!                 standby status update (flush = apply = confirmed)
 //! ```
 //!
-//! Owns the progress rules of the acknowledgement contract (DESIGN.md):
+//! Owns the progress rules of the acknowledgement contract
+//! (`docs/architecture.md`):
 //!
 //! 1. every transaction gets an entry at the back, in commit order;
 //! 2. an entry is complete when it is committed and every record it sent has a

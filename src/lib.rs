@@ -2,9 +2,10 @@
 //!
 //! PostgreSQL logical replication (`pgoutput`) in, Kafka records out, routed
 //! exactly as Debezium's outbox EventRouter routes them, with the slot's LSN
-//! confirmed only after Kafka acknowledged every event up to it. See
-//! `DESIGN.md` in the steering repository for the data flow; each module's
-//! own documentation says what it owns.
+//! confirmed only after Kafka acknowledged every event up to it.
+//! `docs/architecture.md` has the layers, the path of one event and where
+//! further sources plug in; each module's own documentation says what it
+//! owns and what it must never do.
 
 pub use walrelay_proto as proto;
 

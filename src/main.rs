@@ -1,6 +1,6 @@
 //! The `walrelay` command line: parses arguments, loads configuration,
 //! installs logging and signal handling, builds the pipeline's plan and the
-//! process's metrics, and runs the pipeline. No logic of its own lives here.
+//! process's metrics, and runs the pipeline. It must never hold logic of its own: every decision lives in the library.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

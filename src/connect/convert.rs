@@ -673,7 +673,8 @@ mod tests {
         Value::string("{\"email\": \"gh@mefi.in\"}")
     }
 
-    // debezium-compat.md §2 "Bytes on the wire" table.
+    // The bytes Debezium's converters put on the wire for the `10711fa5`
+    // example (tests/compat/observed.md).
     #[test]
     fn compat_doc_wire_table() {
         let key_schema = Schema::new(Type::String);

@@ -4,7 +4,8 @@
 //! algorithm, which Jackson's `NumberOutput` and `StringBuilder.append`
 //! share), `BigDecimal.toString`, `BigInteger.toByteArray` for decimal
 //! digits, `java.util.Base64` and `UUID.randomUUID().toString()`. Nothing
-//! here allocates more than its output or can panic on input.
+//! here allocates more than its output, and it must never panic on input or
+//! round differently from the JDK.
 
 use super::Decimal;
 

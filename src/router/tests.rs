@@ -1,6 +1,7 @@
 //! Router tests. Debezium's own tests are named in comments where a test
 //! here reproduces one (EventRouterTest, AbstractEventRouterTest via
-//! OutboxEventRouterIT, DebeziumEngineIT).
+//! OutboxEventRouterIT, DebeziumEngineIT). They never touch a server: the
+//! router is pure, so its inputs are built here.
 
 use walrelay_proto::RelationColumnInfo;
 
@@ -531,7 +532,8 @@ fn route_it(router: &mut Router, r: &TupleData) -> Result<KafkaRecord, RouteErro
 
 const EMAIL: &str = "{\"email\": \"gh@mefi.in\"}";
 
-// debezium-compat.md §2 wire table, JsonConverter rows.
+// The JsonConverter bytes Debezium puts on the wire for the `10711fa5`
+// example (tests/compat/observed.md).
 #[test]
 fn json_converter_key_and_value() {
     let mut router = router_with(
