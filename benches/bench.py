@@ -581,15 +581,15 @@ END $$;
 
 
 def pgoutput_options(streaming):
-    """The START_REPLICATION options walrelay sends (src/relay.rs,
-    src/source/mod.rs), so the baselines decode exactly what walrelay asks for."""
+    """The START_REPLICATION options walrelay sends (src/pipeline/session.rs,
+    src/postgres/wal.rs), so the baselines decode exactly what walrelay asks for."""
     def read(*path):
         try:
             with open(os.path.join(REPO, *path)) as f:
                 return f.read()
         except OSError:
             return ""
-    relay, source = read("src", "relay.rs"), read("src", "source", "mod.rs")
+    relay, source = read("src", "pipeline", "session.rs"), read("src", "postgres", "wal.rs")
     m = re.search(r"pub const PROTO_VERSION: u32 = (\d+);", relay)
     opts = {"proto_version": m.group(1) if m else "1", "publication_names": "bench"}
     if '("messages", "true"' in relay:
