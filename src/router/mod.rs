@@ -33,6 +33,7 @@ use crate::connect::expand::JsonSchemaData;
 use crate::connect::pg::{self, names, ColumnType, InvalidText, PgType};
 pub use crate::connect::pg::{ColumnMeta, TableMeta};
 use crate::connect::{Field, Schema, Text, Type, Value};
+use crate::properties::parse_properties_ordered;
 
 /// Name of the event id header, as Debezium writes it.
 pub const ID_HEADER: &str = "id";
@@ -1233,8 +1234,10 @@ impl Router {
         if context.is_none() && self.tracing_context_only {
             return Ok(());
         }
+        // Debezium reads the column with `Properties.load`; a text it cannot
+        // read (a malformed `\u` escape) carries no usable parent here.
         let props = context
-            .map(|b| java_properties(&String::from_utf8_lossy(b)))
+            .and_then(|b| parse_properties_ordered(&String::from_utf8_lossy(b)).ok())
             .unwrap_or_default();
         let parent = props
             .iter()
@@ -1332,81 +1335,6 @@ fn parse_traceparent(v: &str) -> Option<([u8; 16], u8)> {
         return None;
     }
     Some((trace, flags[0]))
-}
-
-/// `java.util.Properties.load` for the simple forms a span context column
-/// holds: `key=value`, `key: value`, `key value`, `#`/`!` comments,
-/// backslash escapes and continuation lines.
-fn java_properties(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut logical = String::new();
-    for line in text.split(['\n', '\r']) {
-        let line = line.trim_start_matches([' ', '\t', '\u{c}']);
-        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
-        {
-            continue;
-        }
-        let trailing = line.len() - line.trim_end_matches('\\').len();
-        if trailing % 2 == 1 {
-            logical.push_str(&line[..line.len() - 1]);
-            continue;
-        }
-        logical.push_str(line);
-        let entry = std::mem::take(&mut logical);
-        let mut key = String::new();
-        let mut chars = entry.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => {
-                    if let Some(n) = chars.next() {
-                        key.push(unescape(n));
-                    }
-                }
-                '=' | ':' => break,
-                ' ' | '\t' | '\u{c}' => {
-                    while chars
-                        .peek()
-                        .is_some_and(|c| matches!(c, ' ' | '\t' | '\u{c}'))
-                    {
-                        chars.next();
-                    }
-                    if chars.peek().is_some_and(|c| *c == '=' || *c == ':') {
-                        chars.next();
-                    }
-                    break;
-                }
-                c => key.push(c),
-            }
-        }
-        while chars
-            .peek()
-            .is_some_and(|c| matches!(c, ' ' | '\t' | '\u{c}'))
-        {
-            chars.next();
-        }
-        let mut value = String::new();
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                if let Some(n) = chars.next() {
-                    value.push(unescape(n));
-                }
-            } else {
-                value.push(c);
-            }
-        }
-        out.push((key, value));
-    }
-    out
-}
-
-fn unescape(c: char) -> char {
-    match c {
-        't' => '\t',
-        'n' => '\n',
-        'r' => '\r',
-        'f' => '\u{c}',
-        c => c,
-    }
 }
 
 /// One row being routed, with its error context.
