@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tokio::sync::watch;
 use tracing::{error, info};
 use walrelay::chain::DisplayChain;
-use walrelay::config::debezium::load_connect;
+use walrelay::config::kafka_connect::load_connect;
 use walrelay::config::Config;
 use walrelay::metrics::Metrics;
 use walrelay::pipeline::{self, Plan};

@@ -4,12 +4,12 @@
 //! type that keeps passwords out of `Debug`, logs and errors. It never opens
 //! connections. Debezium's property forms (Kafka Connect worker + connector
 //! files, Debezium Server's `application.properties`) are translated into
-//! this same [`Config`] by [`debezium`], so the engine has one shape to trust.
+//! this same [`Config`] by [`kafka_connect`] and [`debezium_server`], so the
+//! engine has one shape to trust.
 
 pub mod connector_json;
-pub mod debezium;
-pub mod event_router;
-pub mod server;
+pub mod debezium_server;
+pub mod kafka_connect;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -178,7 +178,7 @@ impl Config {
     /// keys are warned about here), anything else walrelay's TOML.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         if path.extension().is_some_and(|e| e == "properties") {
-            let translation = debezium::load_server(path)?;
+            let translation = debezium_server::load_server(path)?;
             translation.warn();
             return Ok(translation.config);
         }

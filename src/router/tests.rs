@@ -1298,7 +1298,7 @@ fn check_observed(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let opts = crate::config::event_router::event_router_options(&props)
+    let opts = crate::config::kafka_connect::event_router::event_router_options(&props)
         .expect("observed config is valid");
     assert!(opts.unknown.is_empty(), "{:?}", opts.unknown);
     let debezium = DebeziumConfig {

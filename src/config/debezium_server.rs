@@ -6,16 +6,18 @@
 //! (`DEBEZIUM_SOURCE_DATABASE_PASSWORD` for `debezium.source.database.password`)
 //! and `${...}` expansion with `$${...}` as the escape for a literal `${...}`;
 //! then the `debezium.source.*`, `debezium.sink.*`, `debezium.format.*` and
-//! `debezium.transforms.*` sections. Connector and producer keys go through
-//! [`super::debezium`]. It never logs a value.
+//! `debezium.transforms.*` sections. Connector, producer and transform keys
+//! go through the Kafka Connect form's pieces ([`super::kafka_connect`]), so
+//! both forms decide every key alike. It never logs a value, never puts a
+//! possibly secret value in an error, and never connects.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::debezium::{
-    classify_rest, translate_connector, translate_producer, translate_transforms, Draft, Keys,
-    Notes, Translation,
-};
+use super::kafka_connect::connector::{classify_rest, translate_connector};
+use super::kafka_connect::producer::translate_producer;
+use super::kafka_connect::transforms::translate_transforms;
+use super::kafka_connect::{parse_bool, Draft, Keys, Notes, Translation};
 use crate::config::ConfigError;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::properties::{decode_text, parse_properties};
@@ -117,7 +119,7 @@ const ENV_ROUTER_KEYS: &[&str] = &[
 
 /// Reads Debezium Server's `application.properties` with the process
 /// environment and translates it.
-pub fn load_server(path: &Path) -> Result<Translation, ConfigError> {
+pub(super) fn load_server(path: &Path) -> Result<Translation, ConfigError> {
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,
@@ -154,7 +156,7 @@ pub fn from_server_text(
 /// The MicroProfile environment lookup for a property name: the name
 /// itself, then with every non-alphanumeric character as `_`, then that
 /// upper-cased.
-pub fn env_for_property(env: EnvLookup<'_>, name: &str) -> Option<String> {
+fn env_for_property(env: EnvLookup<'_>, name: &str) -> Option<String> {
     if let Some(v) = env(name) {
         return Some(v);
     }
@@ -235,7 +237,7 @@ fn resolve(
 
 /// Expands `${name}` and `${name:default}` in `value` (the value of `key`);
 /// `$${...}` stands for a literal `${...}`.
-pub fn expand(
+fn expand(
     value: &str,
     key: &str,
     props: &BTreeMap<String, String>,
@@ -450,14 +452,12 @@ fn translate_format(
     let bool_of = |f: &mut Keys, key: &str| -> Result<Option<bool>, ConfigError> {
         match f.take(key) {
             None => Ok(None),
-            Some(v) => {
-                super::debezium::parse_bool(&v)
-                    .map(Some)
-                    .ok_or_else(|| ConfigError::Invalid {
-                        key: f.name(key),
-                        reason: format!("{v:?} is not true or false"),
-                    })
-            }
+            Some(v) => parse_bool(&v)
+                .map(Some)
+                .ok_or_else(|| ConfigError::Invalid {
+                    key: f.name(key),
+                    reason: format!("{v:?} is not true or false"),
+                }),
         }
     };
     if let Some(all) = bool_of(&mut f, "schemas.enable")? {

@@ -4,7 +4,7 @@
 //! Owns the reading of each EventRouter key and its validation as Debezium's
 //! `ConfigDef` does it (trimmed, case-insensitive enums and booleans). It
 //! never routes anything; the router never sees a Debezium key except in
-//! its own error messages.
+//! its own error messages. It never logs a value and never connects.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +14,7 @@ use crate::txn::config::OpInvalidBehavior;
 
 /// What [`event_router_options`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DebeziumRouterOptions {
+pub(crate) struct DebeziumRouterOptions {
     /// The router options.
     pub router: RouterConfig,
     /// `table.op.invalid.behavior`, if set (it belongs to `outbox`).
@@ -62,7 +62,7 @@ fn parse_enum<T: Copy>(
 /// `transforms.<name>.` prefix and without `type`), validating values
 /// as Debezium's `ConfigDef` does. Keys the EventRouter does not define
 /// are returned in `unknown`, sorted.
-pub fn event_router_options(
+pub(crate) fn event_router_options(
     props: &BTreeMap<String, String>,
 ) -> Result<DebeziumRouterOptions, RouteConfigError> {
     // Debezium's own handling of NULL keys and ids and of payloads that

@@ -1,0 +1,524 @@
+//! The Debezium PostgreSQL connector's own keys: connector class and tasks,
+//! `database.*` (connection and TLS), plugin, slot and publication, snapshot
+//! mode, the table and schema lists, skipped operations, topic prefix and
+//! headers, heartbeats; and the lists of connector keys that are ignored,
+//! accepted at their default only, or refused.
+//!
+//! Every connector key walrelay knows of is in exactly one place: read in
+//! [`translate_connector`] (or, for `errors.*`, in `super::errors`; for
+//! `transforms`, in `super::transforms`; for converters, in
+//! `super::converters`) or listed here, one comment per key; any other key is
+//! warned about as unknown by [`classify_rest`]. It never logs a value, never
+//! puts a possibly secret value in an error, and never connects to the
+//! database it describes.
+
+use std::path::PathBuf;
+
+use super::errors::{translate_errors, IGNORED_ERRORS_KEYS, IGNORED_ERRORS_PREFIXES};
+use super::{Draft, Keys, Notes, OFFSETS_IN_SLOT};
+use crate::config::ConfigError;
+use crate::postgres::config::{
+    validate_slot_name, PostgresConfig, PublicationMode, SnapshotMode, SslMode, DEFAULT_PG_PORT,
+};
+use crate::secret::Secret;
+use crate::setting::SettingError;
+use crate::txn::config::parse_qualified_name;
+
+/// The only connector walrelay replaces.
+const POSTGRES_CONNECTOR: &str = "io.debezium.connector.postgresql.PostgresConnector";
+/// Debezium's default `slot.name`.
+pub(super) const DEBEZIUM_SLOT: &str = "debezium";
+/// Debezium's default `publication.name`.
+pub(super) const DEBEZIUM_PUBLICATION: &str = "dbz_publication";
+
+/// Connector keys that do not change what reaches Kafka for an outbox:
+/// warned about once, by name, and ignored.
+#[rustfmt::skip]
+pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
+    // Queueing between Debezium's reader and Connect's poll loop; walrelay's
+    // bounded channels do this job.
+    ("max.batch.size", "ignored: walrelay sizes its own batches"),
+    ("max.queue.size", "ignored: walrelay sizes its own queues"),
+    ("max.queue.size.in.bytes", "ignored: walrelay sizes its own queues"),
+    ("poll.interval.ms", "ignored: walrelay does not poll"),
+    // Debezium's status interval (default 10 s); walrelay sends standby
+    // status every replication.status_interval_ms (1 s).
+    ("status.update.interval.ms", "ignored: walrelay uses replication.status_interval_ms (default 1000)"),
+    // Retry knobs: walrelay retries with its own exponential backoff.
+    ("retriable.restart.connector.wait.ms", "ignored: walrelay reconnects with its own backoff"),
+    ("slot.max.retries", "ignored: walrelay reconnects with its own backoff (a busy slot is retried forever)"),
+    ("slot.retry.delay.ms", "ignored: walrelay reconnects with its own backoff"),
+    ("connection.validation.timeout.ms", "ignored: walrelay uses its own connect timeout"),
+    ("database.tcpKeepAlive", "ignored: walrelay detects dead connections with replication.receive_timeout_ms"),
+    ("database.initial.statements", "ignored: walrelay runs no statements on connect"),
+    ("database.query.timeout.ms", "ignored"),
+    ("query.fetch.size", "ignored"),
+    // LSN flushing: walrelay confirms exactly what Kafka acknowledged.
+    ("lsn.flush.timeout.ms", "ignored: walrelay confirms the slot position with standby status updates"),
+    ("lsn.flush.timeout.action", "ignored: walrelay confirms the slot position with standby status updates"),
+    ("offset.mismatch.strategy", "ignored: walrelay keeps its position in the replication slot (trust_slot)"),
+    ("xmin.fetch.interval.ms", "ignored: walrelay does not track xmin"),
+    // Offsets: Debezium Server puts the offset store under debezium.source.
+    ("offset.storage", OFFSETS_IN_SLOT),
+    ("offset.storage.file.filename", OFFSETS_IN_SLOT),
+    ("offset.storage.topic", OFFSETS_IN_SLOT),
+    ("offset.storage.partitions", OFFSETS_IN_SLOT),
+    ("offset.storage.replication.factor", OFFSETS_IN_SLOT),
+    ("offset.flush.interval.ms", OFFSETS_IN_SLOT),
+    ("offset.flush.timeout.ms", OFFSETS_IN_SLOT),
+    ("offsets.storage.topic", OFFSETS_IN_SLOT),
+    // The delete tombstones Debezium emits after a DELETE are dropped by
+    // EventRouter either way.
+    ("tombstones.on.delete", "ignored: EventRouter drops delete tombstones either way"),
+    // Affects only UPDATE events, which EventRouter drops or fails on per
+    // table.op.invalid.behavior.
+    ("skip.messages.without.change", "ignored: updates are handled by table.op.invalid.behavior"),
+    // Snapshot tuning: the snapshot itself is snapshot.mode.
+    ("snapshot.fetch.size", "ignored"),
+    ("snapshot.lock.timeout.ms", "ignored"),
+    ("snapshot.delay.ms", "ignored"),
+    ("snapshot.max.threads", "ignored"),
+    ("snapshot.isolation.mode", "ignored"),
+    ("snapshot.locking.mode", "ignored"),
+    ("streaming.delay.ms", "ignored"),
+    // Only the names of topics walrelay never writes (data-change topics
+    // before EventRouter) or metrics.
+    ("topic.naming.strategy", "ignored: walrelay writes no data-change topics"),
+    ("topic.cache.size", "ignored"),
+    ("topic.transaction", "ignored: walrelay writes no transaction topic"),
+    ("custom.metric.tags", "ignored: walrelay exposes its own metrics"),
+    ("sourceinfo.struct.maker", "ignored: the source block never reaches the outbox record"),
+    ("schema.refresh.mode", "ignored"),
+    ("include.unknown.datatypes", "ignored: outbox columns have known types"),
+    ("unavailable.value.placeholder", "ignored: only affects TOASTed values in updates"),
+    ("money.fraction.digits", "ignored: only affects money columns"),
+    ("table.ignore.builtin", "ignored"),
+    ("read.only", "ignored: walrelay writes nothing to the source database"),
+    ("replica.identity.autoset.values", "ignored: walrelay never alters replica identity"),
+    // Signals, notifications, incremental snapshots: operational features
+    // walrelay does not have.
+    ("signal.data.collection", "ignored: walrelay has no signal channel"),
+    ("signal.enabled.channels", "ignored: walrelay has no signal channel"),
+    ("signal.poll.interval.ms", "ignored: walrelay has no signal channel"),
+    ("notification.enabled.channels", "ignored: walrelay has no notifications"),
+    ("notification.sink.topic.name", "ignored: walrelay has no notifications"),
+    ("incremental.snapshot.chunk.size", "ignored: walrelay has no incremental snapshots"),
+    ("incremental.snapshot.watermarking.strategy", "ignored: walrelay has no incremental snapshots"),
+    // Logical decoding messages: Debezium forwards them to <prefix>.message,
+    // walrelay never forwards them.
+    ("message.prefix.include.list", "ignored: walrelay does not forward logical decoding messages"),
+    ("message.prefix.exclude.list", "ignored: walrelay does not forward logical decoding messages"),
+    // PG 17 failover slots: walrelay creates plain slots.
+    ("slot.failover", "ignored: walrelay creates the slot without FAILOVER; create it yourself to have one"),
+    // Kafka Connect: walrelay does not create topics (broker auto-creation
+    // or your own tooling does).
+    ("topic.creation.enable", "ignored: walrelay does not create topics"),
+    ("exactly.once.support", "ignored: walrelay is at-least-once with an idempotent producer"),
+    ("transaction.boundary", "ignored: walrelay does not use Kafka transactions"),
+    ("config.action.reload", "ignored"),
+    // The schema-history store of other connectors; PostgreSQL has none.
+    ("schema.history.internal", "ignored: the PostgreSQL connector has no schema history"),
+    ("database.server.name", "ignored: replaced by topic.prefix in Debezium 2.0"),
+];
+
+/// Connector key prefixes ignored with a warning.
+#[rustfmt::skip]
+const IGNORED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
+    ("topic.creation.", "ignored: walrelay does not create topics"),
+    ("offset.storage.", OFFSETS_IN_SLOT),
+    ("schema.history.internal.", "ignored: the PostgreSQL connector has no schema history"),
+    ("snapshot.include.collection.list", "ignored"),
+    ("incremental.snapshot.", "ignored: walrelay has no incremental snapshots"),
+    ("database.ssl", "ignored: walrelay reads database.sslmode, sslrootcert, sslcert, sslkey and sslpassword only"),
+    ("driver.", "ignored: walrelay does not use JDBC"),
+    ("internal.", "ignored"),
+];
+
+/// Connector keys accepted only at the listed values (Debezium's default,
+/// or values equivalent for an outbox); any other value is refused.
+#[rustfmt::skip]
+pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
+    // Decimal, time, binary, hstore and interval handling change how column
+    // values are represented; a bytea payload or a timestamp column would
+    // come out differently.
+    ("decimal.handling.mode", &["precise"], "walrelay renders columns as Debezium's defaults do"),
+    ("time.precision.mode", &["adaptive"], "walrelay converts timestamps as Debezium's adaptive mode does"),
+    ("binary.handling.mode", &["bytes"], "walrelay passes bytea columns as bytes"),
+    ("hstore.handling.mode", &["json"], "walrelay renders hstore as Debezium's default (json) does"),
+    ("interval.handling.mode", &["numeric"], "walrelay renders intervals as Debezium's default does"),
+    ("schema.name.adjustment.mode", &["none"], "schema names would change"),
+    ("field.name.adjustment.mode", &["none"], "expanded JSON field names would change"),
+    // Debezium's failure handling: `warn`/`skip` would drop events walrelay
+    // stops on.
+    ("event.processing.failure.handling.mode", &["fail"], "walrelay stops on an event it cannot process"),
+    // LSN flushing must stay on: `manual` never confirms.
+    ("lsn.flush.mode", &["connector", "connector_and_driver"], "walrelay always confirms the slot position itself"),
+    ("flush.lsn.source", &["true"], "walrelay always confirms the slot position itself"),
+    // Transaction metadata records would be extra records in Kafka.
+    ("provide.transaction.metadata", &["false"], "walrelay emits no transaction metadata records"),
+    ("include.schema.comments", &["false"], "schemas would carry comments"),
+    ("datatype.propagate.source.type", &[""], "schemas would carry source type parameters"),
+    ("publish.via.partition.root", &["false"], "walrelay does not create partition-root publications"),
+    ("snapshot.select.statement.overrides", &[""], "walrelay snapshots the whole outbox table"),
+    ("converters", &[""], "custom converters change column values"),
+    ("post.processors", &[""], "post processors change events"),
+    ("message.key.columns", &[""], "it changes the keys of data-change events walrelay never emits; remove it"),
+    ("predicates", &[""], "walrelay applies EventRouter to the outbox table unconditionally"),
+    ("slot.stream.params", &[""], "walrelay sets the pgoutput options itself"),
+    ("table.exclude.list", &[""], "walrelay relays exactly table.include.list"),
+    ("column.include.list", &[""], "columns would be missing from the outbox row"),
+    ("column.exclude.list", &[""], "columns would be missing from the outbox row"),
+];
+
+/// Connector key prefixes refused at any value.
+#[rustfmt::skip]
+const REFUSED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
+    // Column transformations change values in the outbox row.
+    ("column.", "column transformations change the outbox row; walrelay relays columns as they are"),
+    ("predicates.", "walrelay applies EventRouter to the outbox table unconditionally"),
+    ("snapshot.select.statement.overrides.", "walrelay snapshots the whole outbox table"),
+    ("snapshot.mode.", "walrelay implements snapshot.mode no_data, initial, always and when_needed only"),
+    ("converters.", "custom converters change column values"),
+    ("post.processors.", "post processors change events"),
+    ("slot.stream.params.", "walrelay sets the pgoutput options itself"),
+];
+
+/// Translates the Debezium PostgreSQL connector's keys (without any
+/// `debezium.source.` prefix) into `draft`. Converter and producer keys are
+/// not handled here. Every key of `c` is consumed or warned about.
+pub(in crate::config) fn translate_connector(
+    c: &mut Keys,
+    draft: &mut Draft,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
+    let class = c.take_required(
+        "connector.class",
+        "walrelay replaces Debezium's PostgreSQL connector",
+    )?;
+    if class != POSTGRES_CONNECTOR {
+        return Err(c.unsupported(
+            "connector.class",
+            format!("walrelay replaces {POSTGRES_CONNECTOR} only, not {class}"),
+        ));
+    }
+    c.take("name");
+    if let Some(tasks) = c.take("tasks.max") {
+        if tasks != "1" {
+            return Err(c.unsupported(
+                "tasks.max",
+                "walrelay runs one task per outbox (Debezium's PostgreSQL connector uses one anyway); set 1",
+            ));
+        }
+    }
+
+    // Connection.
+    let host = c.take_required("database.hostname", "the PostgreSQL server to read from")?;
+    let port = match c.take("database.port") {
+        None => DEFAULT_PG_PORT,
+        Some(p) => p
+            .parse()
+            .map_err(|_| c.invalid("database.port", format!("{p:?} is not a port number")))?,
+    };
+    let user = c.take_required("database.user", "the role walrelay connects as")?;
+    let password = c.take_raw("database.password").map(Secret::new);
+    let dbname = c.take_required("database.dbname", "the database holding the outbox table")?;
+    // TLS: pgjdbc's libpq-style keys (its LibPQFactory), Debezium's
+    // default sslmode being prefer like libpq's.
+    let sslmode = match c.take("database.sslmode") {
+        None => SslMode::default(),
+        Some(mode) => SslMode::parse(&mode.to_ascii_lowercase()).ok_or_else(|| {
+            c.invalid(
+                "database.sslmode",
+                format!("{mode:?} is not one of disable, allow, prefer, require, verify-ca, verify-full"),
+            )
+        })?,
+    };
+    let sslrootcert = c.take("database.sslrootcert").filter(|v| !v.is_empty());
+    let sslcert = c
+        .take("database.sslcert")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let sslkey = c
+        .take("database.sslkey")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let sslpassword = c.take_raw("database.sslpassword").map(Secret::new);
+    if let Some(factory) = c.take("database.sslfactory") {
+        if !matches!(factory.as_str(), "" | "org.postgresql.ssl.LibPQFactory") {
+            return Err(c.unsupported(
+                "database.sslfactory",
+                "walrelay implements libpq's (and pgjdbc's LibPQFactory) TLS settings only: use database.sslmode, database.sslrootcert, database.sslcert and database.sslkey",
+            ));
+        }
+    }
+    for key in [
+        "database.sslhostnameverifier",
+        "database.sslpasswordcallback",
+    ] {
+        if c.take(key).is_some_and(|v| !v.is_empty()) {
+            return Err(c.unsupported(
+                key,
+                "it names Java code; walrelay verifies host names as libpq does (database.sslmode=verify-full)",
+            ));
+        }
+    }
+    draft.postgres = Some(PostgresConfig {
+        host,
+        port,
+        user,
+        password,
+        password_env: None,
+        password_file: None,
+        dbname,
+        connect_timeout_ms: crate::postgres::config::DEFAULT_CONNECT_TIMEOUT_MS,
+        application_name: "walrelay".into(),
+        sslmode,
+        sslrootcert,
+        sslcert,
+        sslkey,
+        sslpassword,
+        sslpassword_env: None,
+        sslpassword_file: None,
+        channel_binding: Default::default(),
+    });
+
+    // Decoding, slot, publication.
+    match c.take("plugin.name").as_deref() {
+        Some("pgoutput") => {}
+        None => {
+            return Err(c.unsupported(
+                "plugin.name",
+                "Debezium's default is decoderbufs; walrelay reads pgoutput only: set plugin.name=pgoutput (the slot must be a pgoutput slot)",
+            ))
+        }
+        Some(other) => {
+            return Err(c.unsupported(
+                "plugin.name",
+                format!("walrelay reads pgoutput only, not {other}"),
+            ))
+        }
+    }
+    let r = &mut draft.replication;
+    if let Some(slot) = c.take("slot.name") {
+        validate_slot_name(&slot).map_err(|e| match e {
+            SettingError::Invalid { reason, .. } => c.invalid("slot.name", reason),
+            other => other.into(),
+        })?;
+        r.slot = slot;
+    }
+    if let Some(publication) = c.take("publication.name") {
+        r.publication = publication;
+    }
+    if let Some(mode) = c.take("publication.autocreate.mode") {
+        r.publication_mode = match mode.to_ascii_lowercase().as_str() {
+            "all_tables" => PublicationMode::AllTables,
+            "disabled" => PublicationMode::Disabled,
+            "filtered" => PublicationMode::Filtered,
+            "no_tables" => PublicationMode::NoTables,
+            _ => {
+                return Err(c.invalid(
+                    "publication.autocreate.mode",
+                    format!("{mode:?} is not one of all_tables, disabled, filtered, no_tables"),
+                ))
+            }
+        };
+    }
+    r.slot_drop_on_stop = c.take_bool("slot.drop.on.stop", false)?;
+    if let Some(mode) = c.take("snapshot.mode") {
+        r.snapshot_mode = match mode.to_ascii_lowercase().as_str() {
+            "no_data" => SnapshotMode::NoData,
+            "initial" => SnapshotMode::Initial,
+            "always" => SnapshotMode::Always,
+            "when_needed" => SnapshotMode::WhenNeeded,
+            "never" | "schema_only" => {
+                return Err(c.unsupported(
+                    "snapshot.mode",
+                    format!("{mode} was removed from Debezium; use no_data"),
+                ))
+            }
+            _ => {
+                return Err(c.unsupported(
+                    "snapshot.mode",
+                    format!(
+                        "walrelay implements no_data, initial, always and when_needed, not {mode}"
+                    ),
+                ))
+            }
+        };
+    }
+
+    // The outbox table.
+    let include = c.take_required(
+        "table.include.list",
+        "it must name the outbox table (schema.table); without it Debezium routes every table through EventRouter",
+    )?;
+    let tables: Vec<&str> = include
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    let table = match tables.as_slice() {
+        [one] => *one,
+        [] => return Err(c.invalid("table.include.list", "names no table")),
+        _ => {
+            return Err(c.unsupported(
+                "table.include.list",
+                "walrelay relays exactly one outbox table; run one walrelay per outbox",
+            ))
+        }
+    };
+    // Debezium reads the list as Java regexes matched against schema.table;
+    // `.` is accepted as the separator it is meant to be.
+    if table.contains([
+        '\\', '[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|',
+    ]) {
+        return Err(c.unsupported(
+            "table.include.list",
+            "walrelay needs the outbox table's plain name (schema.table), not a regular expression",
+        ));
+    }
+    let (schema, _) = match parse_qualified_name(table) {
+        Some(parts) if table.contains('.') => parts,
+        _ => {
+            return Err(c.invalid(
+                "table.include.list",
+                "must be schema.table: Debezium matches it against the qualified name",
+            ))
+        }
+    };
+    draft.outbox.table = table.to_owned();
+    if let Some(schemas) = c.take("schema.include.list") {
+        let listed = schemas
+            .split(',')
+            .map(str::trim)
+            .any(|s| s.eq_ignore_ascii_case(&schema));
+        if !listed {
+            return Err(c.unsupported(
+                "schema.include.list",
+                "it does not list the outbox table's schema as a plain name, so Debezium would capture nothing",
+            ));
+        }
+    }
+    if let Some(schemas) = c.take("schema.exclude.list") {
+        if schemas
+            .split(',')
+            .map(str::trim)
+            .any(|s| s.eq_ignore_ascii_case(&schema))
+        {
+            return Err(c.unsupported(
+                "schema.exclude.list",
+                "it excludes the outbox table's schema, so Debezium would capture nothing",
+            ));
+        }
+        notes.ignore(
+            c.name("schema.exclude.list"),
+            "ignored: walrelay reads only the outbox table",
+        );
+    }
+
+    // What the publication publishes.
+    if let Some(skipped) = c.take("skipped.operations") {
+        let mut ops = Vec::new();
+        for op in skipped.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            match op {
+                "c" => {
+                    return Err(c.unsupported(
+                        "skipped.operations",
+                        "skipping c (inserts) would skip every outbox event",
+                    ))
+                }
+                "u" | "d" | "t" | "none" => ops.push(op),
+                // `r` (snapshot reads) exists in newer Debezium; walrelay's
+                // snapshot emits reads only when snapshot.mode asks for them.
+                _ => {
+                    return Err(c.invalid(
+                        "skipped.operations",
+                        format!("{op:?} is not one of c, u, d, t, none"),
+                    ))
+                }
+            }
+        }
+        // Debezium sets publish explicitly whenever skipped.operations is set.
+        let publish: Vec<&str> = [
+            ("insert", "c"),
+            ("update", "u"),
+            ("delete", "d"),
+            ("truncate", "t"),
+        ]
+        .iter()
+        .filter(|(_, op)| !ops.contains(op))
+        .map(|(name, _)| *name)
+        .collect();
+        draft.replication.publish = Some(publish.join(", "));
+    }
+
+    // Naming and headers.
+    draft.debezium.topic_prefix = c.take_required(
+        "topic.prefix",
+        "Debezium requires it; it names envelope schemas, the __debezium.context.connectorLogicalName header and the heartbeat topic",
+    )?;
+    draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
+
+    translate_errors(c, draft, notes)?;
+
+    // Heartbeats.
+    if let Some(ms) = c.take_u64("heartbeat.interval.ms")? {
+        draft.heartbeat.interval_ms = ms;
+    }
+    draft.heartbeat.action_query = c.take("heartbeat.action.query").filter(|q| !q.is_empty());
+    if let Some(prefix) = c.take("topic.heartbeat.prefix") {
+        draft.heartbeat.topic_prefix = prefix;
+    }
+
+    Ok(())
+}
+
+/// Classifies the keys nobody consumed: ignored (warned), refused, or
+/// unknown (warned).
+pub(in crate::config) fn classify_rest(c: &mut Keys, notes: &mut Notes) -> Result<(), ConfigError> {
+    for (key, value) in c.drain() {
+        let value = value.trim();
+        if let Some((_, why)) = IGNORED_CONNECTOR_KEYS
+            .iter()
+            .chain(IGNORED_ERRORS_KEYS)
+            .find(|(k, _)| *k == key)
+        {
+            notes.ignore(c.name(&key), *why);
+            continue;
+        }
+        if let Some((_, allowed, why)) = DEFAULT_ONLY_CONNECTOR_KEYS
+            .iter()
+            .find(|(k, _, _)| *k == key)
+        {
+            if allowed.iter().any(|a| a.eq_ignore_ascii_case(value)) {
+                notes.ignore(
+                    c.name(&key),
+                    "ignored: it is at the value walrelay implements",
+                );
+                continue;
+            }
+            let expected = if allowed == &[""] {
+                "leave it unset".to_owned()
+            } else {
+                format!("walrelay implements {}", allowed.join(" or "))
+            };
+            return Err(c.unsupported(&key, format!("{why}; {expected}")));
+        }
+        if let Some((_, why)) = REFUSED_CONNECTOR_PREFIXES
+            .iter()
+            .find(|(p, _)| key.starts_with(p))
+        {
+            return Err(c.unsupported(&key, *why));
+        }
+        if let Some((_, why)) = IGNORED_CONNECTOR_PREFIXES
+            .iter()
+            .chain(IGNORED_ERRORS_PREFIXES)
+            .find(|(p, _)| key.starts_with(p))
+        {
+            notes.ignore(c.name(&key), *why);
+            continue;
+        }
+        notes.ignore(c.name(&key), "ignored: unknown to walrelay");
+    }
+    Ok(())
+}
