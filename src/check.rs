@@ -9,8 +9,9 @@
 //! them, `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to. It must never change anything: no slot, no
 //! publication, no topic is created or altered, and every statement it runs
-//! is a catalog read or a bounded `SELECT`. Every network step is bounded by
-//! a timeout, so an unreachable server costs one row, not a hang.
+//! is a catalog read or a bounded `SELECT`, all of them in
+//! [`catalog::preflight`] (this module builds no SQL). Every network step is
+//! bounded by a timeout, so an unreachable server costs one row, not a hang.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -29,6 +30,7 @@ use crate::config::Config;
 
 use crate::chain::DisplayChain;
 use crate::human::human_bytes;
+use crate::postgres::catalog::preflight::{self, OutboxTable};
 use crate::postgres::catalog::{self, SlotState};
 use crate::postgres::config::{PublicationMode, SlotMissing};
 use crate::postgres::replication::{
@@ -261,8 +263,8 @@ where
     }
 }
 
-/// A catalog query with its context.
-async fn query<T>(
+/// A catalog read with its context.
+async fn read<T>(
     what: &str,
     timeout: Duration,
     fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
@@ -307,14 +309,6 @@ struct PgOutcome {
     route_values: Option<Result<Vec<String>, String>>,
 }
 
-/// The outbox table as the catalog describes it.
-struct OutboxFacts {
-    oid: u32,
-    can_select: bool,
-    owns: bool,
-    can_create_in_db: bool,
-}
-
 /// What walrelay would do about the publication at start.
 enum PublicationAction {
     /// Nothing: it exists and fits.
@@ -357,39 +351,31 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         bounded("the sql connection", timeout, catalog::connect(&params)),
         check_replication_connection(&repl_params, &addr)
     );
-    let client =
-        match client {
-            Ok(c) => {
-                let version =
-                    match tokio::time::timeout(timeout, c.query_one("SHOW server_version", &[]))
-                        .await
-                    {
-                        Ok(Ok(row)) => format!(", PostgreSQL {}", row.get::<_, String>(0)),
-                        _ => String::new(),
-                    };
-                report.pass(
-                    POSTGRES_CONNECTION,
-                    format!("{addr} database {} as {}{version}", pg.dbname, pg.user),
-                );
-                // Bounds every later statement on the server side as well.
-                let ms = timeout.as_millis().max(1);
-                let _ = tokio::time::timeout(
-                    timeout,
-                    c.batch_execute(&format!("SET statement_timeout = {ms}")),
-                )
-                .await;
-                Some(c)
-            }
-            Err(e) => {
-                let fix = if tls_refused(&e) {
-                    TLS_FIX.to_owned()
-                } else {
-                    connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname)
-                };
-                report.fail(POSTGRES_CONNECTION, DisplayChain(&e).to_string(), fix);
-                None
-            }
-        };
+    let client = match client {
+        Ok(c) => {
+            let version = match tokio::time::timeout(timeout, preflight::server_version(&c)).await {
+                Ok(Ok(version)) => format!(", PostgreSQL {version}"),
+                _ => String::new(),
+            };
+            report.pass(
+                POSTGRES_CONNECTION,
+                format!("{addr} database {} as {}{version}", pg.dbname, pg.user),
+            );
+            // Bounds every later statement on the server side as well.
+            let _ =
+                tokio::time::timeout(timeout, preflight::set_statement_timeout(&c, timeout)).await;
+            Some(c)
+        }
+        Err(e) => {
+            let fix = if tls_refused(&e) {
+                TLS_FIX.to_owned()
+            } else {
+                connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname)
+            };
+            report.fail(POSTGRES_CONNECTION, DisplayChain(&e).to_string(), fix);
+            None
+        }
+    };
     report.rows.push(replication);
 
     let Some(client) = client else {
@@ -584,15 +570,8 @@ fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -
 }
 
 async fn check_wal_level(report: &mut CheckReport, client: &Client, timeout: Duration) {
-    match query(
-        "wal_level",
-        timeout,
-        client.query_one("SHOW wal_level", &[]),
-    )
-    .await
-    {
-        Ok(row) => {
-            let level: String = row.get(0);
+    match read("wal_level", timeout, preflight::wal_level(client)).await {
+        Ok(level) => {
             if level == "logical" {
                 report.pass(WAL_LEVEL, "logical");
             } else {
@@ -618,18 +597,15 @@ async fn check_role(
     timeout: Duration,
     user: &str,
 ) -> bool {
-    let row = query(
+    let row = read(
         "the role's attributes",
         timeout,
-        client.query_opt(
-            "SELECT rolreplication, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user",
-            &[],
-        ),
+        preflight::role_attributes(client),
     )
     .await;
     match row {
-        Ok(Some(row)) => {
-            let (replication, superuser): (bool, bool) = (row.get(0), row.get(1));
+        Ok(Some(attributes)) => {
+            let (replication, superuser) = (attributes.replication, attributes.superuser);
             if superuser {
                 report.pass(ROLE, format!("{user} is a superuser"));
             } else if replication {
@@ -670,18 +646,10 @@ async fn check_capacity(
     check_app: &str,
 ) {
     let slot = &config.replication.slot;
-    let row = query(
+    let row = read(
         "slot and wal sender capacity",
         timeout,
-        client.query_one(
-            "SELECT current_setting('max_replication_slots')::int4,
-                    (SELECT count(*) FROM pg_catalog.pg_replication_slots)::int4,
-                    EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1),
-                    current_setting('max_wal_senders')::int4,
-                    (SELECT count(*) FROM pg_catalog.pg_stat_replication
-                      WHERE application_name IS DISTINCT FROM $2)::int4",
-            &[slot, &check_app],
-        ),
+        preflight::replication_capacity(client, slot, check_app),
     )
     .await;
     let row = match row {
@@ -701,8 +669,13 @@ async fn check_capacity(
             return;
         }
     };
-    let (max_slots, used_slots, ours, max_senders, used_senders): (i32, i32, bool, i32, i32) =
-        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    let (max_slots, used_slots, ours, max_senders, used_senders) = (
+        row.max_slots,
+        row.used_slots,
+        row.slot_exists,
+        row.max_wal_senders,
+        row.used_wal_senders,
+    );
     let free_slots = max_slots - used_slots;
     if ours {
         report.pass(
@@ -737,15 +710,14 @@ async fn check_capacity(
 }
 
 async fn check_keep_size(report: &mut CheckReport, client: &Client, timeout: Duration) {
-    match query(
+    match read(
         MAX_SLOT_WAL_KEEP_SIZE,
         timeout,
-        client.query_one("SHOW max_slot_wal_keep_size", &[]),
+        catalog::max_slot_wal_keep_size(client),
     )
     .await
     {
-        Ok(row) => {
-            let value: String = row.get(0);
+        Ok(value) => {
             if value == "-1" {
                 report.warn(
                     MAX_SLOT_WAL_KEEP_SIZE,
@@ -770,25 +742,13 @@ async fn outbox_facts(
     timeout: Duration,
     schema: &str,
     table: &str,
-) -> Result<Option<OutboxFacts>, CheckError> {
-    let row = query(
+) -> Result<Option<OutboxTable>, CheckError> {
+    read(
         "the outbox table",
         timeout,
-        client.query_opt(
-            "SELECT c.oid, has_table_privilege(c.oid, 'SELECT'), pg_has_role(c.relowner, 'USAGE'),
-                    has_database_privilege(current_database(), 'CREATE')
-             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
-            &[&schema, &table],
-        ),
+        preflight::outbox_table(client, schema, table),
     )
-    .await?;
-    Ok(row.map(|r| OutboxFacts {
-        oid: r.get(0),
-        can_select: r.get(1),
-        owns: r.get(2),
-        can_create_in_db: r.get(3),
-    }))
+    .await
 }
 
 /// The config key of a Debezium router key, for messages.
@@ -813,22 +773,14 @@ async fn check_columns(
     config: &Config,
     client: &Client,
     timeout: Duration,
-    facts: &OutboxFacts,
+    facts: &OutboxTable,
     schema: &str,
     table: &str,
 ) -> bool {
-    let rows = query(
+    let rows = read(
         "the outbox table's columns",
         timeout,
-        client.query(
-            "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull,
-                    format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid)
-             FROM pg_catalog.pg_attribute a
-             LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-             WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-             ORDER BY a.attnum",
-            &[&facts.oid],
-        ),
+        preflight::outbox_columns(client, facts.oid),
     )
     .await;
     let rows = match rows {
@@ -843,37 +795,32 @@ async fn check_columns(
         }
     };
     // A publication with a column list sends only those columns.
-    let published: Option<BTreeSet<String>> = client
-        .query_opt(
-            "SELECT attnames::text[] FROM pg_catalog.pg_publication_tables
-             WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
-            &[&config.replication.publication, &schema, &table],
-        )
-        .await
-        .ok()
-        .flatten()
-        .and_then(|r| r.get::<_, Option<Vec<String>>>(0))
-        .map(|names| names.into_iter().collect());
+    let published: Option<BTreeSet<String>> =
+        preflight::published_columns(client, &config.replication.publication, schema, table)
+            .await
+            .ok()
+            .flatten()
+            .map(|names| names.into_iter().collect());
     let mut columns = Vec::new();
     let mut metas = Vec::new();
     let mut types = BTreeMap::new();
-    for r in &rows {
-        let name: String = r.get(0);
+    for r in rows {
+        let name = r.name;
         if published.as_ref().is_some_and(|p| !p.contains(&name)) {
             continue;
         }
-        let type_name: String = r.get(4);
+        let type_name = r.type_name;
         columns.push(RelationColumnInfo {
             name: name.clone(),
-            type_oid: r.get(1),
-            type_modifier: r.get(2),
+            type_oid: r.type_oid,
+            type_modifier: r.type_modifier,
             is_key: false,
         });
         metas.push(ColumnMeta {
             name: name.clone(),
-            not_null: r.get(3),
+            not_null: r.not_null,
             type_name: Some(type_name.clone()),
-            default_expr: r.get(5),
+            default_expr: r.default_expr,
         });
         types.insert(name, type_name);
     }
@@ -958,19 +905,18 @@ async fn read_route_values(
     schema: &str,
     table: &str,
 ) -> Result<Vec<String>, CheckError> {
-    let route = quote_ident(&config.router.route_by_field);
-    let sql = format!(
-        "SELECT DISTINCT {route}::text FROM {}.{} WHERE {route} IS NOT NULL LIMIT {ROUTE_VALUE_LIMIT}",
-        quote_ident(schema),
-        quote_ident(table)
-    );
-    let rows = query(
+    read(
         "the outbox's route values",
         timeout,
-        client.query(&sql, &[]),
+        preflight::route_values(
+            client,
+            schema,
+            table,
+            &config.router.route_by_field,
+            ROUTE_VALUE_LIMIT,
+        ),
     )
-    .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    .await
 }
 
 /// Checks the publication as `catalog::prepare_publication` would find it,
@@ -987,17 +933,10 @@ async fn check_publication(
     let publication = &plan.publication;
     let outbox = format!("{}.{}", quote_ident(schema), quote_ident(table));
     let qualified = format!("{schema}.{table}");
-    let row = query(
+    let row = read(
         "the publication",
         timeout,
-        client.query_opt(
-            "SELECT p.pubinsert, p.puballtables, pg_has_role(p.pubowner, 'USAGE'),
-                    EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables t
-                            WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),
-                    (SELECT count(*) FROM pg_catalog.pg_publication_tables t WHERE t.pubname = p.pubname)::int4
-             FROM pg_catalog.pg_publication p WHERE p.pubname = $1",
-            &[publication, &schema, &table],
-        ),
+        preflight::publication_state(client, publication, schema, table),
     )
     .await;
     let row = match row {
@@ -1071,8 +1010,13 @@ async fn check_publication(
             all_tables,
         });
     };
-    let (pubinsert, all_tables, owner_ok, listed, count): (bool, bool, bool, bool, i32) =
-        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    let (pubinsert, all_tables, owner_ok, listed, count) = (
+        row.publishes_inserts,
+        row.all_tables,
+        row.owned,
+        row.includes_table,
+        row.table_count,
+    );
     let alter = format!("ALTER PUBLICATION {}", quote_ident(publication));
     if !pubinsert {
         report.fail(
@@ -1122,7 +1066,7 @@ async fn check_publication(
 
 fn check_privileges(
     report: &mut CheckReport,
-    facts: Option<&OutboxFacts>,
+    facts: Option<&OutboxTable>,
     action: Option<&PublicationAction>,
     superuser: bool,
     user: &str,
@@ -1226,7 +1170,7 @@ async fn check_slot(report: &mut CheckReport, config: &Config, client: &Client, 
         );
         return;
     }
-    let lag = query("the slot's lag", timeout, catalog::poll_slot(client, slot)).await;
+    let lag = read("the slot's lag", timeout, catalog::poll_slot(client, slot)).await;
     let mut detail = format!(
         "{slot}: pgoutput on {dbname}, confirmed at {}",
         state

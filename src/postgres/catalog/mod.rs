@@ -1,9 +1,14 @@
 //! Catalog work on an ordinary SQL connection: the publication, the slot's
-//! state, the outbox table's existence.
+//! state, the outbox table's existence, and (in [`preflight`]) the read-only
+//! statements of `walrelay check`.
 //!
-//! Owns every SQL statement walrelay runs against the source database. Names
-//! from configuration only ever reach SQL as bind parameters or through
-//! [`quote_ident`]; nothing here touches the replication stream.
+//! Owns every SQL statement walrelay runs against the source database: the
+//! relay's and the monitors' (heartbeat, lag) here, the preflight's
+//! (`walrelay check`) in [`preflight`]. Names from configuration only ever
+//! reach SQL as bind parameters or through [`quote_ident`]; nothing here
+//! touches the replication stream.
+
+pub mod preflight;
 
 use std::collections::BTreeSet;
 use std::future::Future;

@@ -1,0 +1,323 @@
+//! The statements `walrelay check` runs: server settings, the role's
+//! attributes, slot and WAL sender capacity, the outbox table (its access,
+//! its columns, its route values) and the publication, each read as the
+//! preflight judges it.
+//!
+//! Never changes anything: every statement here is a read-only catalog
+//! query, `SHOW` or bounded `SELECT`, except the session's own
+//! `SET statement_timeout`, which touches only the preflight's connection.
+//! Nothing here creates, alters or drops a slot, a publication, a table or a
+//! setting; the statements that do belong to the relay and live in the
+//! parent module. Each function hands back the driver's error as is: the
+//! caller bounds the round trip and words the failure. Names from
+//! configuration reach SQL as bind parameters or through [`quote_ident`].
+
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use crate::postgres::replication::quote_ident;
+
+/// `server_version` as the server shows it, e.g. `16.4 (Debian 16.4-1)`.
+pub async fn server_version(client: &Client) -> Result<String, tokio_postgres::Error> {
+    Ok(client.query_one("SHOW server_version", &[]).await?.get(0))
+}
+
+/// Bounds every later statement of this session on the server side too:
+/// `SET statement_timeout` to `after` in whole milliseconds, at least 1 (0
+/// would lift the bound). Changes this connection's session only.
+pub async fn set_statement_timeout(
+    client: &Client,
+    after: Duration,
+) -> Result<(), tokio_postgres::Error> {
+    client.batch_execute(&statement_timeout_sql(after)).await
+}
+
+fn statement_timeout_sql(after: Duration) -> String {
+    let ms = after.as_millis().max(1);
+    format!("SET statement_timeout = {ms}")
+}
+
+/// `wal_level` as the server shows it (`replica`, `logical`, ...).
+pub async fn wal_level(client: &Client) -> Result<String, tokio_postgres::Error> {
+    Ok(client.query_one("SHOW wal_level", &[]).await?.get(0))
+}
+
+/// The attributes of the connected role that decide whether it may stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoleAttributes {
+    /// `rolreplication`: the role may start a walsender.
+    pub replication: bool,
+    /// `rolsuper`.
+    pub superuser: bool,
+}
+
+/// The connected role's (`current_user`) attributes from `pg_roles`; `None`
+/// when the role is not listed there.
+pub async fn role_attributes(
+    client: &Client,
+) -> Result<Option<RoleAttributes>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT rolreplication, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user",
+            &[],
+        )
+        .await?;
+    Ok(row.map(|r| RoleAttributes {
+        replication: r.get(0),
+        superuser: r.get(1),
+    }))
+}
+
+/// Replication slots and WAL senders: configured, in use, and whether the
+/// slot walrelay uses is among the slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicationCapacity {
+    /// `max_replication_slots`.
+    pub max_slots: i32,
+    /// Slots in `pg_replication_slots`.
+    pub used_slots: i32,
+    /// Whether the slot asked about is one of them.
+    pub slot_exists: bool,
+    /// `max_wal_senders`.
+    pub max_wal_senders: i32,
+    /// Walsenders in `pg_stat_replication`, without the one left out.
+    pub used_wal_senders: i32,
+}
+
+/// Slot and WAL sender capacity in one round trip. `slot` is the slot to
+/// look for; walsenders whose `application_name` is `except_application`
+/// (the preflight's own replication connection, which may not have exited
+/// yet) are not counted.
+pub async fn replication_capacity(
+    client: &Client,
+    slot: &str,
+    except_application: &str,
+) -> Result<ReplicationCapacity, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT current_setting('max_replication_slots')::int4,
+                    (SELECT count(*) FROM pg_catalog.pg_replication_slots)::int4,
+                    EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots WHERE slot_name = $1),
+                    current_setting('max_wal_senders')::int4,
+                    (SELECT count(*) FROM pg_catalog.pg_stat_replication
+                      WHERE application_name IS DISTINCT FROM $2)::int4",
+            &[&slot, &except_application],
+        )
+        .await?;
+    Ok(ReplicationCapacity {
+        max_slots: row.get(0),
+        used_slots: row.get(1),
+        slot_exists: row.get(2),
+        max_wal_senders: row.get(3),
+        used_wal_senders: row.get(4),
+    })
+}
+
+/// The outbox table as the catalog describes it, with what the connected
+/// role may do with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxTable {
+    /// The table's OID (what pgoutput's Relation message carries).
+    pub oid: u32,
+    /// `SELECT` on the table.
+    pub can_select: bool,
+    /// Whether the role is (a member of) the table's owner.
+    pub owns: bool,
+    /// `CREATE` on the current database (needed to create a publication).
+    pub can_create_in_db: bool,
+}
+
+/// The ordinary or partitioned table `schema.table`; `None` when there is
+/// none (or the name is another kind of relation).
+pub async fn outbox_table(
+    client: &Client,
+    schema: &str,
+    table: &str,
+) -> Result<Option<OutboxTable>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT c.oid, has_table_privilege(c.oid, 'SELECT'), pg_has_role(c.relowner, 'USAGE'),
+                    has_database_privilege(current_database(), 'CREATE')
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+            &[&schema, &table],
+        )
+        .await?;
+    Ok(row.map(|r| OutboxTable {
+        oid: r.get(0),
+        can_select: r.get(1),
+        owns: r.get(2),
+        can_create_in_db: r.get(3),
+    }))
+}
+
+/// One column of the outbox table, as pgoutput would describe it plus what
+/// it does not send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxColumn {
+    /// Column name.
+    pub name: String,
+    /// OID of its type.
+    pub type_oid: u32,
+    /// Type modifier, -1 when none.
+    pub type_modifier: i32,
+    /// `NOT NULL`.
+    pub not_null: bool,
+    /// The declared type, `format_type`'s spelling.
+    pub type_name: String,
+    /// The default expression, if any.
+    pub default_expr: Option<String>,
+}
+
+/// The columns of the table with OID `table_oid` that pgoutput publishes
+/// (not dropped, not generated), in column order.
+pub async fn outbox_columns(
+    client: &Client,
+    table_oid: u32,
+) -> Result<Vec<OutboxColumn>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull,
+                    format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid)
+             FROM pg_catalog.pg_attribute a
+             LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+             WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+             ORDER BY a.attnum",
+            &[&table_oid],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| OutboxColumn {
+            name: r.get(0),
+            type_oid: r.get(1),
+            type_modifier: r.get(2),
+            not_null: r.get(3),
+            type_name: r.get(4),
+            default_expr: r.get(5),
+        })
+        .collect())
+}
+
+/// The names of the columns publication `publication` sends for
+/// `schema.table` (`attnames` of `pg_publication_tables`); `None` when the
+/// table is not in the publication or no names are listed. Servers before
+/// PostgreSQL 15 have no `attnames` and answer with an error.
+pub async fn published_columns(
+    client: &Client,
+    publication: &str,
+    schema: &str,
+    table: &str,
+) -> Result<Option<Vec<String>>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT attnames::text[] FROM pg_catalog.pg_publication_tables
+             WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
+            &[&publication, &schema, &table],
+        )
+        .await?;
+    Ok(row.and_then(|r| r.get::<_, Option<Vec<String>>>(0)))
+}
+
+/// Distinct non-null values of column `column` in `schema.table`, as text,
+/// at most `limit` of them. The three names are quoted into the statement
+/// with [`quote_ident`].
+pub async fn route_values(
+    client: &Client,
+    schema: &str,
+    table: &str,
+    column: &str,
+    limit: i64,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let rows = client
+        .query(&route_values_sql(schema, table, column, limit), &[])
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+fn route_values_sql(schema: &str, table: &str, column: &str, limit: i64) -> String {
+    let route = quote_ident(column);
+    format!(
+        "SELECT DISTINCT {route}::text FROM {}.{} WHERE {route} IS NOT NULL LIMIT {limit}",
+        quote_ident(schema),
+        quote_ident(table)
+    )
+}
+
+/// A publication as the preflight judges it against the outbox table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublicationState {
+    /// `pubinsert`: it publishes inserts.
+    pub publishes_inserts: bool,
+    /// `puballtables`: it is `FOR ALL TABLES`.
+    pub all_tables: bool,
+    /// Whether the role is (a member of) its owner.
+    pub owned: bool,
+    /// Whether the table asked about is among its tables.
+    pub includes_table: bool,
+    /// How many tables it publishes.
+    pub table_count: i32,
+}
+
+/// Publication `publication` and whether it carries `schema.table`; `None`
+/// when it does not exist.
+pub async fn publication_state(
+    client: &Client,
+    publication: &str,
+    schema: &str,
+    table: &str,
+) -> Result<Option<PublicationState>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT p.pubinsert, p.puballtables, pg_has_role(p.pubowner, 'USAGE'),
+                    EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables t
+                            WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),
+                    (SELECT count(*) FROM pg_catalog.pg_publication_tables t WHERE t.pubname = p.pubname)::int4
+             FROM pg_catalog.pg_publication p WHERE p.pubname = $1",
+            &[&publication, &schema, &table],
+        )
+        .await?;
+    Ok(row.map(|r| PublicationState {
+        publishes_inserts: r.get(0),
+        all_tables: r.get(1),
+        owned: r.get(2),
+        includes_table: r.get(3),
+        table_count: r.get(4),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_timeout_is_whole_milliseconds_and_never_zero() {
+        assert_eq!(
+            statement_timeout_sql(Duration::from_secs(5)),
+            "SET statement_timeout = 5000"
+        );
+        assert_eq!(
+            statement_timeout_sql(Duration::from_micros(1500)),
+            "SET statement_timeout = 1"
+        );
+        assert_eq!(
+            statement_timeout_sql(Duration::ZERO),
+            "SET statement_timeout = 1"
+        );
+    }
+
+    #[test]
+    fn route_values_quote_every_name() {
+        assert_eq!(
+            route_values_sql("public", "outbox", "aggregatetype", 100),
+            "SELECT DISTINCT \"aggregatetype\"::text FROM \"public\".\"outbox\" \
+             WHERE \"aggregatetype\" IS NOT NULL LIMIT 100"
+        );
+        assert_eq!(
+            route_values_sql("My Schema", "out\"box", "Route", 7),
+            "SELECT DISTINCT \"Route\"::text FROM \"My Schema\".\"out\"\"box\" \
+             WHERE \"Route\" IS NOT NULL LIMIT 7"
+        );
+    }
+}
