@@ -17,7 +17,7 @@ use super::session::SessionError;
 use super::{Plan, CHANNEL_BATCHES};
 use crate::checkpoint::SharedTracker;
 use crate::connect::pg::TableMeta;
-use crate::postgres::snapshot as pg_snapshot;
+use crate::postgres::catalog::snapshot as pg_snapshot;
 use crate::postgres::wal::WalError;
 use crate::router::EventMeta;
 use crate::sink::KafkaSink;

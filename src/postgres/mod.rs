@@ -1,6 +1,6 @@
 //! The PostgreSQL side: connections (TLS, SCRAM, channel binding), the
-//! replication protocol, the catalog (every SQL statement walrelay runs),
-//! slots and their policy, the snapshot, and the WAL stream that is
+//! replication protocol, the catalog (every SQL statement walrelay runs,
+//! the snapshot's included), slot policy, and the WAL stream that is
 //! walrelay's first [`crate::source::Source`].
 //!
 //! ```text
@@ -35,6 +35,5 @@ pub mod catalog;
 pub mod config;
 pub mod replication;
 pub mod slot;
-pub mod snapshot;
 pub mod tls;
 pub mod wal;

@@ -9,6 +9,7 @@
 //! touches the replication stream.
 
 pub mod preflight;
+pub mod snapshot;
 
 use std::collections::BTreeSet;
 use std::future::Future;

@@ -25,8 +25,8 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 use walrelay_proto::pgoutput::{ColumnValue, TupleData};
 use walrelay_proto::{Lsn, RelationColumnInfo, RelationInfo};
 
-use super::catalog::{sql, CatalogError};
-use super::replication::{
+use super::{sql, CatalogError};
+use crate::postgres::replication::{
     quote_ident, quote_literal, ConnectParams, ReplicationConnection, ReplicationError,
 };
 
