@@ -402,19 +402,15 @@ async fn stream_wal<F: Frontier>(
             // back: go on before waiting, but keep the feedback flowing
             // when the sink keeps up and we never wait below.
             if ticker.tick().now_or_never().is_some() {
-                let confirmed = frontier.durable();
-                writer
-                    .send_status(&status_update(received, confirmed, false))
-                    .await?;
-                publish_progress(
-                    metrics,
+                last_reported = report(
+                    &mut writer,
                     received,
-                    confirmed,
-                    tracker,
+                    frontier,
+                    (metrics, tracker),
                     assembler.stats(),
                     &mut last_stats,
-                );
-                last_reported = confirmed;
+                )
+                .await?;
             }
             // We were busy, not the server silent.
             last_receive = Instant::now();
@@ -439,16 +435,15 @@ async fn stream_wal<F: Frontier>(
             }
             // 3. feedback
             _ = ticker.tick() => {
-                let confirmed = frontier.durable();
-                writer.send_status(&status_update(received, confirmed, false)).await?;
-                publish_progress(
-                    metrics,
+                let confirmed = report(
+                    &mut writer,
                     received,
-                    confirmed,
-                    tracker,
+                    frontier,
+                    (metrics, tracker),
                     assembler.stats(),
                     &mut last_stats,
-                );
+                )
+                .await?;
                 if confirmed != last_reported {
                     debug!(%confirmed, %received, "confirmed");
                     last_reported = confirmed;
@@ -481,6 +476,24 @@ async fn stream_wal<F: Frontier>(
             }
         }
     }
+}
+
+/// The periodic feedback: a status update with the frontier's durable
+/// position, then the progress metrics. Returns the position reported.
+async fn report<F: Frontier>(
+    writer: &mut StreamWriter,
+    received: Lsn,
+    frontier: &F,
+    (metrics, tracker): (&Metrics, &SharedTracker),
+    stats: AssemblyStats,
+    last: &mut AssemblyStats,
+) -> Result<Lsn, WalError> {
+    let confirmed = frontier.durable();
+    writer
+        .send_status(&status_update(received, confirmed, false))
+        .await?;
+    publish_progress(metrics, received, confirmed, tracker, stats, last);
+    Ok(confirmed)
 }
 
 /// Hands a batch to the sink, waiting for room while still sending status
