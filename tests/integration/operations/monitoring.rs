@@ -3,7 +3,7 @@
 //! database. Assertions read `/metrics` as Prometheus would, and
 //! `pg_replication_slots`.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 //! `walrelay_plain`, `walrelay_scram`); tests create them idempotently under
 //! an advisory lock because test binaries and tests run in parallel.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

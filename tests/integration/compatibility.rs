@@ -70,7 +70,7 @@
 //! `WALRELAY_COMPAT_PARALLEL` sets how many run at once (default 3),
 //! `WALRELAY_COMPAT_KEEP=1` keeps every case's files and logs.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ffi::OsStr;

@@ -14,7 +14,7 @@
 //! full run uses 20), `WALRELAY_FAULT_EVENTS` the events of that scenario
 //! (default 50,000).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! and asserts on what a consumer reads, on
 //! `pg_replication_slots`, on exit codes and on the operator-facing log.
 
-mod common;
+use crate::common;
 
 use common::relay::{commit_ends, event_id, ids, read_until_ids, Outbox, Relay, WAIT};
 
