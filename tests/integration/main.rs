@@ -3,6 +3,13 @@
 //! servers it starts through `scripts/pg.sh` and `scripts/kafka.sh`), and
 //! `common` is their shared harness, compiled once.
 //!
+//! The tests of every module run side by side (libtest's default: one
+//! thread per core), so none may assume a server to itself. Each owns its
+//! tables, publications, slots, topics and databases
+//! (`common::unique_name`); a test that stops, restarts or reconfigures a
+//! server, or whose assertions depend on the whole cluster's WAL (retained
+//! WAL, `restart_lsn`), uses a private one.
+//!
 //! One area: `cargo test --test integration faults::` (a name filter).
 
 mod common;
