@@ -6,7 +6,7 @@
 //!
 //! The password roles are fixed by `scripts/pg.sh`'s pg_hba (`walrelay_md5`,
 //! `walrelay_plain`, `walrelay_scram`); tests create them idempotently under
-//! an advisory lock because test binaries and tests run in parallel.
+//! an advisory lock because tests run in parallel.
 
 use crate::common;
 

@@ -32,7 +32,10 @@ use rdkafka::{Offset, TopicPartitionList};
 
 const ENV_HINT: &str = "run scripts/test.sh (or scripts/env.sh up, then source .walrelay-env/env)";
 
-/// The shared test environment written by `scripts/env.sh up`.
+/// The shared test environment written by `scripts/env.sh up`. Every test
+/// of the binary uses these servers at the same time: a test never stops,
+/// restarts or reconfigures them (it starts a [`PrivatePg`] or
+/// [`PrivateKafka`] for that).
 #[derive(Debug, Clone)]
 pub struct TestEnv {
     /// Port of the shared PostgreSQL cluster on 127.0.0.1.
