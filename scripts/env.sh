@@ -41,7 +41,10 @@ cmd_up() {
     # A failed or interrupted `up` must not leave half an environment running.
     trap 'trap - ERR INT TERM; cmd_down || true; exit 1' ERR INT TERM
     "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
-    "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+    # Every integration test uses this broker at once, and none kills it: a
+    # JVM stalled for a few seconds on a busy machine must not fence it (its
+    # partitions would lose their leader under every client).
+    WALRELAY_KAFKA_SESSION_TIMEOUT_MS=30000 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
     trap - ERR INT TERM
     local tmp
     tmp=$(mktemp "$ENV_ROOT/env.XXXXXX")

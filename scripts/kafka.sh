@@ -29,6 +29,11 @@
 # their copies of these files in DIR/tls.
 # WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
 # the broker once that process has exited (used by the Rust test helpers).
+# WALRELAY_KAFKA_SESSION_TIMEOUT_MS in the environment of `start` sets
+# broker.session.timeout.ms (default 3000: a broker restarted after a SIGKILL
+# registers again within seconds). The broker fences itself when its JVM
+# cannot heartbeat for that long, so a broker that many clients use at once on
+# a loaded machine wants more (scripts/env.sh gives its shared one 30000).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,6 +51,9 @@ CACHE_DIR=$REPO_ROOT/.cache/kafka/$KAFKA_VERSION
 LIBS=$CACHE_DIR/libs
 STAMP=$CACHE_DIR/libs.complete
 START_TIMEOUT=${WALRELAY_KAFKA_START_TIMEOUT:-90}
+SESSION_TIMEOUT_MS=${WALRELAY_KAFKA_SESSION_TIMEOUT_MS:-3000}
+[[ "$SESSION_TIMEOUT_MS" =~ ^[0-9]+$ ]] ||
+    die "WALRELAY_KAFKA_SESSION_TIMEOUT_MS must be a number of milliseconds, got '$SESSION_TIMEOUT_MS'"
 BROKER_JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
 # Command-line tools only need to start fast.
@@ -274,8 +282,9 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 # After a SIGKILL the restarted broker cannot register until the controller
-# has expired its previous session (9 s by default).
-broker.session.timeout.ms=3000
+# has expired its previous session (9 s by default); 3 s unless
+# WALRELAY_KAFKA_SESSION_TIMEOUT_MS says otherwise.
+broker.session.timeout.ms=$SESSION_TIMEOUT_MS
 broker.heartbeat.interval.ms=500
 num.network.threads=2
 num.io.threads=4

@@ -6,7 +6,7 @@
 //! CI wall time: about 30 s (one cluster; two brokers of ~15 s start each,
 //! one per Kafka test, running side by side).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

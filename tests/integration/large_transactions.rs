@@ -8,7 +8,7 @@
 //! table, publication, slot and topic, against the shared PostgreSQL and
 //! Kafka; walrelay runs as a child process.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -8,9 +8,6 @@
 //! started only through `scripts/pg.sh` and `scripts/kafka.sh`, so tests,
 //! demo and CI share one way of running them.
 
-// Each test binary compiles this module and uses only part of it.
-#![allow(dead_code)]
-
 pub mod load;
 pub mod proxy;
 pub mod relay;
@@ -35,18 +32,24 @@ use rdkafka::{Offset, TopicPartitionList};
 
 const ENV_HINT: &str = "run scripts/test.sh (or scripts/env.sh up, then source .walrelay-env/env)";
 
-/// The shared test environment written by `scripts/env.sh up`.
+/// The shared test environment written by `scripts/env.sh up`. Every test
+/// of the binary uses these servers at the same time: a test never stops,
+/// restarts or reconfigures them (it starts a [`PrivatePg`] or
+/// [`PrivateKafka`] for that).
 #[derive(Debug, Clone)]
 pub struct TestEnv {
     /// Port of the shared PostgreSQL cluster on 127.0.0.1.
     pub pg_port: u16,
     /// Directory of the shared cluster (for `scripts/pg.sh`).
+    #[expect(dead_code, reason = "in the env file's contract; no test reads it")]
     pub pg_dir: PathBuf,
     /// Bootstrap address of the shared Kafka broker (`127.0.0.1:PORT`).
     pub kafka: String,
     /// Directory of the shared broker (for `scripts/kafka.sh`).
+    #[expect(dead_code, reason = "in the env file's contract; no test reads it")]
     pub kafka_dir: PathBuf,
     /// Absolute path of the repository's `scripts/`.
+    #[expect(dead_code, reason = "in the env file's contract; no test reads it")]
     pub scripts: PathBuf,
 }
 
@@ -502,6 +505,7 @@ impl PrivatePg {
     }
 
     /// Stop, then start.
+    #[expect(dead_code, reason = "harness API no test uses at the moment")]
     pub fn restart(&self) {
         run_script("pg.sh", &[OsStr::new("restart"), self.dir.as_os_str()]);
     }
@@ -555,6 +559,7 @@ impl PrivateKafka {
     }
 
     /// Its directory (for `scripts/kafka.sh` subcommands).
+    #[expect(dead_code, reason = "harness API no test uses at the moment")]
     pub fn dir(&self) -> &Path {
         &self.dir
     }

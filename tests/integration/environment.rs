@@ -3,7 +3,7 @@
 //! decodes with `walrelay_proto`. When these fail, every other integration
 //! test is suspect.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

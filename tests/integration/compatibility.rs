@@ -65,12 +65,13 @@
 //! batch for one record timestamp an hour or more ahead, losing its
 //! neighbours with Debezium as with walrelay.
 //!
-//! Environment: `scripts/env.sh up`, then `cargo test --test compat`.
+//! Environment: `scripts/env.sh up`, then
+//! `cargo test --test integration compatibility::`.
 //! `WALRELAY_COMPAT_CASES=a,b` runs only those cases,
 //! `WALRELAY_COMPAT_PARALLEL` sets how many run at once (default 3),
 //! `WALRELAY_COMPAT_KEEP=1` keeps every case's files and logs.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ffi::OsStr;

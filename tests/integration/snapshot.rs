@@ -2,7 +2,7 @@
 //! the outbox table are published once when walrelay creates the slot, and a
 //! crash before they are all acknowledged leaves no slot behind.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;

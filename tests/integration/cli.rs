@@ -4,7 +4,7 @@
 //! the broken thing and name it; and `walrelay status` (through
 //! `walrelay::status`) against a running walrelay's metrics endpoint.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::Path;

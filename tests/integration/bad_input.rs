@@ -19,7 +19,7 @@
 //! never shares a producer batch with event 3). Positions come from a probe
 //! slot that peeks the same publication.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;

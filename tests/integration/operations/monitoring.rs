@@ -3,15 +3,13 @@
 //! database. Assertions read `/metrics` as Prometheus would, and
 //! `pg_replication_slots`.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::relay::{Outbox, Relay, WAIT};
-use common::{
-    connect_url, consume_on, create_topic_on, env, pg_url, unique_name, PrivateKafka, PrivatePg,
-};
+use common::{connect_url, consume_on, create_topic_on, unique_name, PrivateKafka, PrivatePg};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A loopback port that was free a moment ago.
@@ -75,19 +73,24 @@ fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
 /// Kafka stopped under load: in-flight, oldest-unacked age and confirmed lag
 /// rise, and the retained-WAL warning fires; with Kafka back they return to
 /// zero and the warning clears.
+///
+/// On a cluster of its own: retained WAL is measured from the slot's
+/// `restart_lsn`, which any open transaction in any database of the
+/// cluster holds back, and grows with every database's WAL, so the tests
+/// running beside this one on the shared cluster would keep the warning on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_and_alerts_follow_a_kafka_outage() {
-    let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
-        .await
-        .unwrap();
-    let ob = Outbox::new("metrics").await;
+    let kafka = tokio::task::spawn_blocking(PrivateKafka::start);
+    let pg = tokio::task::spawn_blocking(PrivatePg::start).await.unwrap();
+    let kafka = kafka.await.unwrap();
+    let ob = Outbox::new_with("metrics", pg.connect().await).await;
     create_topic_on(&kafka.bootstrap(), &ob.topic(""), 1).await;
     let port = free_port();
     let extra = format!(
         "[metrics]\nlisten = \"127.0.0.1:{port}\"\n\n[lag]\npoll_interval_ms = 300\n\
          retained_wal_warning_bytes = 1048576\nretained_wal_critical_bytes = 1099511627776\n"
     );
-    let mut relay = Relay::start(&ob.config_with(&kafka.bootstrap(), &extra));
+    let mut relay = Relay::start(&ob.config_for(&kafka.bootstrap(), pg.port(), "postgres", &extra));
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k", "{}").await;
     assert_eq!(
@@ -152,7 +155,7 @@ async fn metrics_and_alerts_follow_a_kafka_outage() {
     .await;
     assert_eq!(records.len(), 2001);
     // restart_lsn advances at running-xacts records; a checkpoint writes one.
-    let admin = connect_url(&pg_url()).await;
+    let admin = pg.connect().await;
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         admin.batch_execute("CHECKPOINT").await.unwrap();
@@ -172,6 +175,7 @@ async fn metrics_and_alerts_follow_a_kafka_outage() {
     }
     ob.finish(relay).await;
     drop(kafka);
+    drop(pg);
 }
 
 /// A slot invalidated while walrelay was stopped (tiny
@@ -249,9 +253,15 @@ async fn invalidated_slot_stops_walrelay() {
 /// moving whenever the walsender catches up, so the control's slot need not
 /// fall behind here; the heartbeat is what keeps it moving when the
 /// walsender never idles.
+///
+/// On a cluster of its own, for the reason of
+/// [`metrics_and_alerts_follow_a_kafka_outage`]: a long transaction of
+/// another test on the shared cluster (a large-transaction test's, say)
+/// pins every slot's `restart_lsn`, whatever the heartbeat does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_keeps_a_quiet_slot_moving() {
-    let admin = connect_url(&pg_url()).await;
+    let pg = tokio::task::spawn_blocking(PrivatePg::start).await.unwrap();
+    let admin = pg.connect().await;
     let mut setups = Vec::new();
     for heartbeat in [true, false] {
         let db = unique_name(if heartbeat { "hb_on" } else { "hb_off" });
@@ -261,7 +271,7 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
             .unwrap();
         let url = format!(
             "host=127.0.0.1 port={} user=postgres dbname={db}",
-            env().pg_port
+            pg.port()
         );
         let ob = Outbox::new_with("quiet", connect_url(&url).await).await;
         let extra = if heartbeat {
@@ -270,7 +280,7 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
             "[metrics]\nlisten = \"127.0.0.1:0\"\n"
         };
         let mut relay =
-            Relay::start(&ob.config_for(&common::kafka_bootstrap(), env().pg_port, &db, extra));
+            Relay::start(&ob.config_for(&common::kafka_bootstrap(), pg.port(), &db, extra));
         ob.wait_active(&mut relay).await;
         setups.push((db, ob, relay));
     }
@@ -389,6 +399,8 @@ async fn heartbeat_keeps_a_quiet_slot_moving() {
         .batch_execute(&format!("DROP TABLE {table}"))
         .await
         .unwrap();
+    drop(admin);
+    drop(pg);
 }
 
 /// A walsender with nothing to send is silent; walrelay asks it for a reply

@@ -6,9 +6,9 @@
 //!
 //! The password roles are fixed by `scripts/pg.sh`'s pg_hba (`walrelay_md5`,
 //! `walrelay_plain`, `walrelay_scram`); tests create them idempotently under
-//! an advisory lock because test binaries and tests run in parallel.
+//! an advisory lock because tests run in parallel.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -14,7 +14,7 @@
 //! full run uses 20), `WALRELAY_FAULT_EVENTS` the events of that scenario
 //! (default 50,000).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -617,8 +617,9 @@ fn exit_code(relay: &mut Relay) -> i32 {
 /// then the slot dropped): walrelay stops with a clear error and does not
 /// recreate it, neither at once nor when started again; only with
 /// `replication.slot_missing = "create"` does it create a new one. The
-/// invalidated slot is `tests/ops.rs`'s `invalidated_slot_stops_walrelay`
-/// (at start) and the lag monitor (while running).
+/// invalidated slot is `operations::monitoring`'s
+/// `invalidated_slot_stops_walrelay` (at start) and the lag monitor (while
+/// running).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_slot_is_never_recreated_silently() {
     let ob = Outbox::new("faults_slot_dropped").await;

@@ -3,7 +3,7 @@
 //! consumer reads what it produced, and `pg_replication_slots` shows what it
 //! confirmed. Each test owns its outbox table, publication, slot and topics.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};

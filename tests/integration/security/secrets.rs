@@ -5,7 +5,7 @@
 //!
 //! CI wall time: about 30 s (a private cluster, a SCRAM broker start).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::Path;

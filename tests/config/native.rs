@@ -1,0 +1,172 @@
+//! Native TOML configuration without any server: bad configurations exit
+//! with code 2 before connecting anywhere, naming the key, and the
+//! documented example validates.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Bound on a walrelay command exiting by itself.
+const EXIT_WAIT: Duration = Duration::from_secs(30);
+
+/// A TCP port that accepts nothing: a listener the test holds and checks
+/// for connection attempts afterwards.
+fn silent_listener() -> TcpListener {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.set_nonblocking(true).expect("nonblocking");
+    l
+}
+
+fn run_walrelay(args: &[&str], config: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_walrelay"));
+    cmd.args(args)
+        .arg("--config")
+        .arg(config)
+        .env_remove("WALRELAY_LOG")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn walrelay");
+    let deadline = Instant::now() + EXIT_WAIT;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "walrelay {args:?} did not exit within {EXIT_WAIT:?}:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Bad configurations exit with code 2 before connecting anywhere, naming
+/// the key; the documented example validates.
+#[test]
+fn bad_config_exits_2_naming_the_key() {
+    let pg = silent_listener();
+    let kafka = silent_listener();
+    let base = format!(
+        r#"
+[postgres]
+host = "127.0.0.1"
+port = {pg}
+user = "walrelay"
+password = "pw"
+dbname = "app"
+
+[replication]
+slot = "walrelay_cfg"
+{{replication}}
+
+[kafka]
+bootstrap_servers = "127.0.0.1:{kafka}"
+{{kafka}}
+"#,
+        pg = pg.local_addr().unwrap().port(),
+        kafka = kafka.local_addr().unwrap().port()
+    );
+    let render = |replication: &str, kafka: &str| {
+        base.replace("{replication}", replication)
+            .replace("{kafka}", kafka)
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "unknown key",
+            render("slott = \"x\"", ""),
+            "unknown field `slott`",
+        ),
+        (
+            "bad slot name",
+            render("", "").replace("walrelay_cfg", "Bad-Slot"),
+            "replication.slot",
+        ),
+        (
+            "acks = 1",
+            render("", "[kafka.producer]\nacks = \"1\""),
+            "kafka.producer.acks",
+        ),
+        (
+            "missing required key",
+            render("", "").replace("dbname = \"app\"\n", ""),
+            "missing field `dbname`",
+        ),
+    ];
+    // The base itself is valid: each case fails for its own reason only.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, render("", "")).unwrap();
+    let out = run_walrelay(&["validate"], &good, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (what, text, key) in &cases {
+        let file = dir.path().join(format!("{}.toml", what.replace(' ', "_")));
+        std::fs::write(&file, text).unwrap();
+        for command in ["run", "validate"] {
+            let out = run_walrelay(&[command], &file, &[]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{command} with {what}: {stderr}"
+            );
+            assert!(
+                stderr.contains(key),
+                "{command} with {what}: the error must name {key}:\n{stderr}"
+            );
+            assert!(!stderr.contains("\"pw\""), "{stderr}");
+        }
+    }
+    for (name, l) in [("postgres", &pg), ("kafka", &kafka)] {
+        match l.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Ok((_, peer)) => panic!("walrelay connected to {name} from {peer} with a bad config"),
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+#[test]
+fn documented_example_config_validates() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walrelay.toml");
+    let out = run_walrelay(
+        &["validate"],
+        &example,
+        &[("WALRELAY_PG_PASSWORD", "example-password")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ok"), "{stdout}");
+    assert!(!stdout.contains("example-password"), "{stdout}");
+    // Without the variable the example names what is missing.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_walrelay"));
+    let out = cmd
+        .args(["validate", "--config"])
+        .arg(&example)
+        .env_remove("WALRELAY_PG_PASSWORD")
+        .output()
+        .expect("run walrelay");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("postgres.password_env") && stderr.contains("WALRELAY_PG_PASSWORD"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,38 @@
+//! The server-backed integration tests, one binary: every module runs
+//! against the real PostgreSQL and Kafka of `scripts/test.sh` (or private
+//! servers it starts through `scripts/pg.sh` and `scripts/kafka.sh`), and
+//! `common` is their shared harness, compiled once.
+//!
+//! The tests of every module run side by side (libtest's default: one
+//! thread per core), so none may assume a server to itself. Each owns its
+//! tables, publications, slots, topics and databases
+//! (`common::unique_name`); a test that stops, restarts or reconfigures a
+//! server, or whose assertions depend on the whole cluster's WAL (retained
+//! WAL, `restart_lsn`), uses a private one.
+//!
+//! One area: `cargo test --test integration faults::` (a name filter).
+
+mod common;
+
+/// Bad events under both error policies, and their dead-letter records.
+mod bad_input;
+/// `walrelay check` and `walrelay status`.
+mod cli;
+/// Byte-for-byte comparison with the real Debezium on Kafka Connect.
+mod compatibility;
+/// The relay end to end: routing, order, partitions, restarts, outages.
+mod delivery;
+/// The test environment itself: the shared and private servers.
+mod environment;
+/// The fault suite: kills, outages, restarts, black holes, takeovers.
+mod faults;
+/// Streamed (protocol v2) and spilled large transactions.
+mod large_transactions;
+/// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
+mod operations;
+/// The replication connection: authentication and a decoded stream.
+mod replication_connection;
+/// TLS and SASL to both servers, and secrets kept out of every output.
+mod security;
+/// Debezium's `snapshot.mode`.
+mod snapshot;
