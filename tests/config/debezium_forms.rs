@@ -9,13 +9,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use walrelay::config::debezium::{from_connect, from_server_text, load_connect, Translation};
-use walrelay::config::properties::{parse_connector_json, parse_properties};
-use walrelay::config::{
-    Config, ConfigError, ConverterKind, HeaderConverterKind, OpInvalidBehavior, PublicationMode,
-    SnapshotMode,
-};
-use walrelay::relay::DisplayChain;
+use walrelay::chain::DisplayChain;
+use walrelay::config::connector_json::parse_connector_json;
+use walrelay::config::debezium_server::from_server_text;
+use walrelay::config::kafka_connect::{from_connect, load_connect, Translation};
+use walrelay::config::{Config, ConfigError};
+use walrelay::connect::config::{ConverterKind, HeaderConverterKind};
+use walrelay::postgres::config::{PublicationMode, SnapshotMode};
+use walrelay::properties::parse_properties;
+use walrelay::txn::config::OpInvalidBehavior;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

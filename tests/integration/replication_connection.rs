@@ -1,4 +1,4 @@
-//! The replication connection (`walrelay::source::replication`) against the
+//! The replication connection (`walrelay::postgres::replication`) against the
 //! real PostgreSQL of `scripts/test.sh`: every authentication method the
 //! cluster's pg_hba offers, the errors an operator sees when the password is
 //! wrong or missing, slot creation and a decoded WAL stream, and the relay
@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use common::relay::{event_id, ids, Outbox, Relay, WAIT};
 use common::{connect, consume, env, kafka_bootstrap, unique_name};
-use walrelay::config::Secret;
+use walrelay::postgres::replication::{
+    ConnectParams, ReplicationConnection, ReplicationError, StreamReader,
+};
 use walrelay::proto::frame::{decode_replication_message, ReplicationMessage};
 use walrelay::proto::pgoutput::{self, ColumnValue, DecoderState, LogicalMessage};
 use walrelay::proto::Lsn;
-use walrelay::source::replication::{
-    ConnectParams, ReplicationConnection, ReplicationError, StreamReader,
-};
+use walrelay::secret::Secret;
 
 /// Password of the three password roles (test-only cluster on loopback).
 const ROLE_PASSWORD: &str = "walrelay-test-pw-7c1e";

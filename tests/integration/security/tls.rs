@@ -15,9 +15,8 @@ use common::relay::{event_id, read_until_ids, Outbox, Relay};
 use common::tls::{ScramKafka, TlsPg, CERT_USER, SCRAM_USER};
 use common::{create_topic_on, kafka_bootstrap};
 use walrelay::config::Config;
-use walrelay::relay::connect_params;
-use walrelay::source::catalog;
-use walrelay::source::replication::ReplicationConnection;
+use walrelay::postgres::catalog;
+use walrelay::postgres::replication::{ConnectParams, ReplicationConnection};
 
 const PG_PASSWORD: &str = "Tls-Scram-Pw-41d7";
 const KAFKA_USER: &str = "walrelay_sasl";
@@ -107,7 +106,7 @@ async fn check_file_output(config: PathBuf, cert_file: Option<PathBuf>) -> (bool
 /// Connects both ways (replication + SQL); returns whether the SQL
 /// session and the walsender run over TLS, or the first error's chain.
 async fn try_connect(config: &Config) -> Result<(bool, bool), String> {
-    let params = connect_params(config);
+    let params = ConnectParams::from_config(&config.postgres);
     let mut repl = ReplicationConnection::connect(&params)
         .await
         .map_err(|e| chain(&e))?;
@@ -248,10 +247,11 @@ async fn postgres_over_tls() {
         &["28000", "no encryption"],
     )
     .await;
-    let sql_err = match catalog::connect(&connect_params(&prefer_wrong_root)).await {
-        Ok(_) => panic!("prefer with a wrong root certificate: sql connection opened"),
-        Err(e) => chain(&e),
-    };
+    let sql_err =
+        match catalog::connect(&ConnectParams::from_config(&prefer_wrong_root.postgres)).await {
+            Ok(_) => panic!("prefer with a wrong root certificate: sql connection opened"),
+            Err(e) => chain(&e),
+        };
     assert!(
         sql_err.contains("no encryption") && !sql_err.contains("failed verification"),
         "sql connection under prefer did not retry without tls: {sql_err}"
