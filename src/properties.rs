@@ -3,14 +3,15 @@
 //! `\uXXXX` and surrogate pairs), for Kafka Connect's and Debezium's files
 //! and for the span-context column the router reads.
 //!
-//! Written here rather than taken from a crate: the crates on crates.io
-//! (`java-properties` among them) differ from Java on details that change
-//! keys and values in real files (a `\r` line end, a comment line ending in
-//! a backslash, an escaped separator in a key, a malformed `\u`), and the
-//! Debezium forms promise Debezium's reading. Owns only syntax: it never
-//! interprets a key, never expands `${...}` and never logs, so a value
-//! (which may be a password) cannot leak from here. Errors carry line
-//! numbers, never values.
+//! Written here rather than taken from a crate: the maintained one,
+//! `java-properties`, decodes its input as ISO-8859-1 unless given another
+//! encoding and iterates through its own error type, while walrelay needs
+//! UTF-8 with an ISO-8859-1 fallback ([`decode_text`]), the entries in file
+//! order with duplicates, and errors that carry line numbers and never a
+//! value. This reader is small and its tests pin Java's grammar.
+//!
+//! Owns only syntax: it never interprets a key, never expands `${...}` and
+//! never logs, so a value (which may be a password) cannot leak from here.
 
 use std::collections::BTreeMap;
 
