@@ -61,7 +61,7 @@ impl From<ReplicationError> for SessionError<WalError> {
 
 /// One replication session: opens the WAL source (publication, slot,
 /// snapshot, `START_REPLICATION` at the right position), then drives it.
-pub(super) async fn run<P: ProgressStore<Frontier = SharedTracker>>(
+pub(super) async fn run<P: ProgressStore>(
     plan: &Plan,
     sink: &Arc<KafkaSink>,
     metrics: &Arc<Metrics>,
