@@ -1,7 +1,9 @@
 //! Configuration: walrelay's native TOML, validated before anything connects.
 //!
-//! Owns parsing, defaults and validation of every setting, and the [`Secret`]
-//! type that keeps passwords out of `Debug`, logs and errors. It never opens
+//! Owns the composition of the sections the stages define (each stage owns
+//! its settings struct, defaults and `validate()`), the resolution of
+//! secrets given by environment variable or file, and the checks only the
+//! whole can make. It defines no stage's settings and never opens
 //! connections. Debezium's property forms (Kafka Connect worker + connector
 //! files, Debezium Server's `application.properties`) are translated into
 //! this same [`Config`] by [`kafka_connect`] and [`debezium_server`], so the
