@@ -3,8 +3,9 @@
 //! Owns the composition of the sections the stages define (each stage owns
 //! its settings struct, defaults and `validate()`), the resolution of
 //! secrets given by environment variable or file, and the checks only the
-//! whole can make. It defines no stage's settings and never opens
-//! connections. Debezium's property forms (Kafka Connect worker + connector
+//! whole can make. Of its own it defines only `[runtime]` (the process:
+//! worker threads, the shutdown bound); it never opens connections.
+//! Debezium's property forms (Kafka Connect worker + connector
 //! files, Debezium Server's `application.properties`) are translated into
 //! this same [`Config`] by [`kafka_connect`] and [`debezium_server`], so the
 //! engine has one shape to trust.
