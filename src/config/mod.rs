@@ -15,7 +15,6 @@ pub mod debezium_server;
 pub mod kafka_connect;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -228,11 +227,6 @@ impl Config {
         self.debezium.validate()?;
         self.errors.validate()?;
         Ok(())
-    }
-
-    /// The standby status update interval.
-    pub fn status_interval(&self) -> Duration {
-        self.replication.status_interval()
     }
 }
 

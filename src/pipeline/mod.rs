@@ -109,7 +109,7 @@ pub async fn run(
     let sink = Arc::new(KafkaSink::with_errors(
         &config.kafka,
         &config.errors,
-        config.status_interval(),
+        config.replication.status_interval(),
         Arc::clone(&metrics),
     )?);
     let mut backoff = Backoff::new(

@@ -222,7 +222,7 @@ pub(super) async fn run<P: ProgressStore>(
 
     let settings = StreamSettings {
         proto_version,
-        status_interval: config.status_interval(),
+        status_interval: config.replication.status_interval(),
         receive_timeout: Duration::from_millis(config.replication.receive_timeout_ms),
         read_coalesce: Duration::from_micros(config.replication.read_coalesce_us),
     };

@@ -61,9 +61,6 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("queue.buffering.max.kbytes", "32768"),
     ("queue.buffering.max.messages", "32768"),
 ];
-/// How long a sink built without a status interval ([`KafkaSink::new`])
-/// waits after a bad event: PostgreSQL-side default status interval.
-const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(1);
 /// How often an idle sink looks for a permanent delivery failure.
 const FAILURE_CHECK: Duration = Duration::from_millis(100);
 /// How long a stopping sink waits for records already handed to
@@ -461,18 +458,6 @@ pub struct KafkaSink {
 }
 
 impl KafkaSink {
-    /// Creates the producer with the default error policy (stop on a bad
-    /// event). librdkafka connects lazily, so an unreachable broker is not
-    /// an error here.
-    pub fn new(config: &KafkaConfig) -> Result<Self, SinkError> {
-        KafkaSink::with_errors(
-            config,
-            &ErrorsConfig::default(),
-            DEFAULT_STOP_GRACE,
-            Arc::default(),
-        )
-    }
-
     /// Creates the producer, and the dead-letter producer when `errors`
     /// sends bad events to a dead-letter topic. `status_interval` is the
     /// standby status interval: a sink stopping on a bad event waits that
