@@ -8,6 +8,7 @@
 //! than the [`Frontier`]'s durable one. The data flow and the progress
 //! rules are in the [module above](super).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -17,8 +18,6 @@ use tracing::{debug, info, warn};
 use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
 use walrelay_proto::pgoutput::{self, DecoderState};
 use walrelay_proto::{DecodeError, Lsn};
-
-use std::sync::Arc;
 
 use super::catalog::CatalogError;
 use super::replication::{ReplicationError, ReplicationStream, StreamWriter};
@@ -99,13 +98,6 @@ pub struct StreamSettings {
 
 /// A read smaller than this is followed by the coalescing pause.
 const COALESCE_BELOW: usize = 64 * 1024;
-
-/// Positions seen on the stream.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Progress {
-    /// Highest WAL end the server has sent.
-    pub received: Lsn,
-}
 
 /// Builds the status update for the current positions.
 pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> StandbyStatusUpdate {
