@@ -24,6 +24,9 @@ mod compatibility;
 mod delivery;
 /// The test environment itself: the shared and private servers.
 mod environment;
+/// Primary failover (17+: failover slots, a host list) and decoding on a
+/// standby (16+).
+mod failover;
 /// The fault suite: kills, outages, restarts, black holes, takeovers.
 mod faults;
 /// Streamed (protocol v2) and spilled large transactions.
