@@ -15,7 +15,7 @@ use walrelay::config::debezium_server::from_server_text;
 use walrelay::config::kafka_connect::{from_connect, load_connect, Translation};
 use walrelay::config::{Config, ConfigError};
 use walrelay::connect::config::{ConverterKind, HeaderConverterKind};
-use walrelay::postgres::config::{PublicationMode, SnapshotMode};
+use walrelay::postgres::config::{PortSetting, PublicationMode, SnapshotMode};
 use walrelay::properties::parse_properties;
 use walrelay::txn::config::OpInvalidBehavior;
 
@@ -52,7 +52,7 @@ fn no_env(_: &str) -> Option<String> {
 fn assert_connect_example(t: &Translation) {
     let c = &t.config;
     assert_eq!(c.postgres.host, "db.internal");
-    assert_eq!(c.postgres.port, 6432);
+    assert_eq!(c.postgres.port, PortSetting::One(6432));
     assert_eq!(c.postgres.user, "debezium");
     assert_eq!(c.postgres.dbname, "shop");
     assert_eq!(
@@ -154,7 +154,7 @@ fn connect_defaults_are_debeziums() {
     assert_eq!(c.replication.publish, None);
     assert_eq!(c.outbox.op_invalid_behavior, OpInvalidBehavior::Fatal);
     assert_eq!(c.heartbeat.interval_ms, 0);
-    assert_eq!(c.postgres.port, 5432);
+    assert_eq!(c.postgres.port, PortSetting::One(5432));
     assert_eq!(c.kafka.bootstrap_servers, "localhost:9092");
 }
 
@@ -865,7 +865,7 @@ fn shipped_connect_example_field_by_field() {
         let t = load_connect(&worker, &dir.join(connector)).unwrap();
         let c = &t.config;
         assert_eq!(c.postgres.host, "localhost");
-        assert_eq!(c.postgres.port, 5432);
+        assert_eq!(c.postgres.port, PortSetting::One(5432));
         assert_eq!(c.postgres.user, "debezium");
         assert_eq!(c.postgres.dbname, "app");
         assert_eq!(
