@@ -882,3 +882,112 @@ impl ReplicationConfig {
         Duration::from_millis(self.status_interval_ms)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[postgres]` with `extra` lines, parsed and validated.
+    fn section(extra: &str) -> Result<PostgresConfig, String> {
+        let text = format!("user = \"app\"\ndbname = \"app\"\n{extra}\n");
+        let pg: PostgresConfig = toml::from_str(&text).map_err(|e| e.message().to_owned())?;
+        pg.validate().map_err(|e| e.to_string())?;
+        Ok(pg)
+    }
+
+    fn endpoints(extra: &str) -> Vec<String> {
+        section(extra)
+            .unwrap()
+            .endpoints()
+            .unwrap()
+            .iter()
+            .map(Endpoint::to_string)
+            .collect()
+    }
+
+    fn refused(extra: &str, key: &str) -> String {
+        let err = section(extra).expect_err("refused");
+        assert!(err.contains(key), "{key} not named in: {err}");
+        err
+    }
+
+    #[test]
+    fn one_port_applies_to_every_host() {
+        assert_eq!(endpoints("host = \"pg\""), ["pg:5432"]);
+        assert_eq!(
+            endpoints("host = \"pg-a, pg-b\"\nport = 6432"),
+            ["pg-a:6432", "pg-b:6432"]
+        );
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = \"6432\""),
+            ["pg-a:6432", "pg-b:6432"]
+        );
+    }
+
+    #[test]
+    fn ports_as_list_or_array_pair_with_hosts() {
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = \"5433, 5434\""),
+            ["pg-a:5433", "pg-b:5434"]
+        );
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = [5433, 5434]"),
+            ["pg-a:5433", "pg-b:5434"]
+        );
+        // libpq: an empty entry is the default port.
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = \",5434\""),
+            ["pg-a:5432", "pg-b:5434"]
+        );
+        assert_eq!(endpoints("host = \"::1\"\nport = 5433"), ["[::1]:5433"]);
+    }
+
+    #[test]
+    fn bad_hosts_and_ports_name_the_key() {
+        refused("host = \"\"", "postgres.host");
+        let err = refused("host = \"pg-a,,pg-b\"", "postgres.host");
+        assert!(err.contains("entry 2"), "{err}");
+        let err = refused(
+            "host = \"pg-a,pg-b,pg-c\"\nport = [5432, 5433]",
+            "postgres.port",
+        );
+        assert!(err.contains("2 ports for 3 hosts"), "{err}");
+        refused("host = \"pg\"\nport = \"54x2\"", "postgres.port");
+        refused("host = \"pg\"\nport = 70000", "postgres.port");
+        refused("host = \"pg\"\nport = 0", "postgres.port");
+        refused("host = \"pg\"\nport = []", "postgres.port");
+        // A TOML type the key does not take.
+        refused("host = \"pg\"\nport = true", "postgres.port");
+        refused(
+            "host = \"pg\"\ntarget_session_attrs = \"master\"",
+            "postgres.target_session_attrs",
+        );
+    }
+
+    #[test]
+    fn target_defaults_to_any_for_one_host_and_read_write_for_several() {
+        let target = |extra: &str| section(extra).unwrap().effective_target_session_attrs();
+        assert_eq!(target("host = \"pg\""), TargetSessionAttrs::Any);
+        assert_eq!(
+            target("host = \"pg-a,pg-b\""),
+            TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(
+            target("host = \"pg-a,pg-b\"\ntarget_session_attrs = \"any\""),
+            TargetSessionAttrs::Any
+        );
+        for value in [
+            "any",
+            "read-write",
+            "read-only",
+            "primary",
+            "standby",
+            "prefer-standby",
+        ] {
+            let t = target(&format!(
+                "host = \"pg\"\ntarget_session_attrs = \"{value}\""
+            ));
+            assert_eq!(t.as_str(), value);
+        }
+    }
+}
