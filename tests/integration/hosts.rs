@@ -1,0 +1,214 @@
+//! `postgres.host` as a list (libpq's rules): walrelay tries the hosts in
+//! order and stays on the first that connects and passes
+//! `target_session_attrs`, for the replication and the catalog connection
+//! alike; `walrelay check` says what each host is. Against the shared
+//! server, with closed loopback ports as the hosts that are down.
+
+use crate::common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use common::relay::{Outbox, Relay};
+use common::{consume, env, kafka_bootstrap};
+use walrelay::check::{self, run_check, CheckStatus};
+use walrelay::config::Config;
+use walrelay::postgres::catalog;
+use walrelay::postgres::replication::{ConnectParams, ReplicationConnection};
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// The outbox's test configuration with `[postgres]`'s host and port
+/// replaced by `hosts` (TOML lines).
+fn config_with_hosts(ob: &Outbox, hosts: &str) -> String {
+    let text = ob.config(&kafka_bootstrap());
+    let single = format!("host = \"127.0.0.1\"\nport = {}\n", env().pg_port);
+    assert!(
+        text.contains(&single),
+        "the harness's [postgres] changed:\n{text}"
+    );
+    text.replacen(&single, &format!("{hosts}\n"), 1)
+}
+
+fn parse(text: &str) -> Config {
+    Config::from_toml(text, Path::new("hosts.toml")).expect("test config is valid")
+}
+
+/// The first host is down (a closed port): walrelay skips it, streams from
+/// the second, and the event reaches Kafka.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skips_a_host_that_is_down_and_delivers() {
+    let ob = Outbox::new("hosts_down_first").await;
+    let closed = closed_port();
+    let text = config_with_hosts(
+        &ob,
+        &format!(
+            "host = \"127.0.0.1,127.0.0.1\"\nport = \"{closed},{}\"\nconnect_timeout_ms = 3000",
+            env().pg_port
+        ),
+    );
+    // Several hosts and no target_session_attrs: read-write, which the
+    // shared primary is.
+    assert_eq!(
+        parse(&text).postgres.effective_target_session_attrs(),
+        walrelay::postgres::config::TargetSessionAttrs::ReadWrite
+    );
+    let mut relay = Relay::start(&text);
+    ob.wait_active(&mut relay).await;
+    assert!(ob.slot_active().await, "walrelay holds the slot");
+    ob.insert(1, "", "k1", r#"{"n": 1}"#).await;
+    let records = consume(&ob.topic(""), 1, Duration::from_secs(30)).await;
+    assert_eq!(records.len(), 1, "{}", common::describe(&records));
+    assert_eq!(records[0].key.as_deref(), Some(&b"k1"[..]));
+    assert_eq!(records[0].value.as_deref(), Some(&br#"{"n": 1}"#[..]));
+    ob.finish(relay).await;
+}
+
+/// `target_session_attrs = "standby"` with only the primary (and a host
+/// that is down) listed: both connections refuse, naming every host and
+/// why; nothing is created on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standby_against_the_primary_only_names_every_host() {
+    let ob = Outbox::new("hosts_standby").await;
+    let closed = closed_port();
+    let port = env().pg_port;
+    let text = config_with_hosts(
+        &ob,
+        &format!(
+            "host = \"127.0.0.1,127.0.0.1\"\nport = [{closed}, {port}]\n\
+             target_session_attrs = \"standby\"\nconnect_timeout_ms = 3000"
+        ),
+    );
+    let config = parse(&text);
+    let params = ConnectParams::from_config(&config.postgres);
+
+    let expect_named = |text: &str| {
+        assert!(
+            text.contains("target_session_attrs = standby"),
+            "target not named: {text}"
+        );
+        assert!(
+            text.contains(&format!("127.0.0.1:{closed}: ")),
+            "down host not named: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "127.0.0.1:{port}: server is not in hot standby mode"
+            )),
+            "primary not named: {text}"
+        );
+    };
+    let err = match ReplicationConnection::connect(&params).await {
+        Ok(_) => panic!("the replication connection accepted the primary as a standby"),
+        Err(e) => e,
+    };
+    expect_named(&walrelay::chain::DisplayChain(&err).to_string());
+    // A failover in progress looks like this: walrelay retries.
+    assert!(err.is_transient(), "{err}");
+    let err = match catalog::connect(&params).await {
+        Ok(_) => panic!("the catalog connection accepted the primary as a standby"),
+        Err(e) => e,
+    };
+    expect_named(&walrelay::chain::DisplayChain(&err).to_string());
+
+    // walrelay itself keeps retrying and creates nothing.
+    let mut relay = Relay::start(&text);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    relay.assert_running();
+    assert!(!ob.slot_exists().await, "a slot was created on the primary");
+    let publication = ob
+        .client
+        .query_opt(
+            "SELECT 1 FROM pg_publication WHERE pubname = $1",
+            &[&ob.name],
+        )
+        .await
+        .expect("read pg_publication");
+    assert!(publication.is_none(), "a publication was created");
+    drop(relay);
+    ob.client
+        .batch_execute(&format!("DROP TABLE {}", ob.name))
+        .await
+        .expect("drop the test's table");
+}
+
+/// `walrelay check` with two hosts: which one it is on, and what each is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_describes_each_host() {
+    let ob = Outbox::new("hosts_check").await;
+    let closed = closed_port();
+    let port = env().pg_port;
+    let config = parse(&config_with_hosts(
+        &ob,
+        &format!(
+            "host = \"127.0.0.1,127.0.0.1\"\nport = \"{closed},{port}\"\nconnect_timeout_ms = 3000"
+        ),
+    ));
+    let report = run_check(&config).await;
+
+    let row = |name: &str| {
+        report
+            .row(name)
+            .unwrap_or_else(|| panic!("no row {name}:\n{report}"))
+            .clone()
+    };
+    let hosts = row(check::POSTGRES_HOSTS);
+    assert_eq!(hosts.status, CheckStatus::Warn, "{report}");
+    assert!(
+        hosts
+            .detail
+            .starts_with(&format!("127.0.0.1:{closed} unreachable (")),
+        "{report}"
+    );
+    assert!(
+        hosts
+            .detail
+            .ends_with(&format!("127.0.0.1:{port} primary (walrelay's choice)")),
+        "{report}"
+    );
+    assert!(
+        hosts
+            .fix
+            .as_deref()
+            .is_some_and(|f| f.contains(&format!("127.0.0.1:{closed}"))),
+        "{report}"
+    );
+    let sql = row(check::POSTGRES_CONNECTION);
+    assert_eq!(sql.status, CheckStatus::Pass, "{report}");
+    assert!(
+        sql.detail.starts_with(&format!(
+            "127.0.0.1:{port} (target_session_attrs = read-write) database postgres"
+        )),
+        "{report}"
+    );
+    let replication = row(check::REPLICATION_CONNECTION);
+    assert_eq!(replication.status, CheckStatus::Pass, "{report}");
+    assert!(
+        replication
+            .detail
+            .starts_with(&format!("127.0.0.1:{port} IDENTIFY_SYSTEM")),
+        "{report}"
+    );
+    // The same list with the primary first: every host is reachable.
+    let config = parse(&config_with_hosts(
+        &ob,
+        &format!("host = \"127.0.0.1,localhost\"\nport = {port}\nconnect_timeout_ms = 3000"),
+    ));
+    let report = run_check(&config).await;
+    let hosts = report.row(check::POSTGRES_HOSTS).expect("hosts row");
+    assert_eq!(hosts.status, CheckStatus::Pass, "{report}");
+    assert_eq!(
+        hosts.detail,
+        format!("127.0.0.1:{port} primary (walrelay's choice), localhost:{port} primary"),
+        "{report}"
+    );
+    ob.client
+        .batch_execute(&format!("DROP TABLE {}", ob.name))
+        .await
+        .expect("drop the test's table");
+}
