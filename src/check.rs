@@ -33,6 +33,7 @@ use crate::human::human_bytes;
 use crate::postgres::catalog::preflight::{self, OutboxTable};
 use crate::postgres::catalog::{self, SlotState};
 use crate::postgres::config::{PublicationMode, SlotMissing};
+use crate::postgres::hosts::{HostsError, Refusal};
 use crate::postgres::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
@@ -386,7 +387,13 @@ async fn check_postgres(config: &Config) -> PgOutcome {
             Some(c)
         }
         Err(e) => {
-            let fix = if tls_refused(&e) {
+            let target = match &e {
+                CheckError::Catalog(catalog::CatalogError::Hosts(hosts)) => target_fix(hosts),
+                _ => None,
+            };
+            let fix = if let Some(fix) = target {
+                fix
+            } else if tls_refused(&e) {
                 TLS_FIX.to_owned()
             } else {
                 connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname)
@@ -505,6 +512,21 @@ fn tls_refused(error: &(dyn std::error::Error + 'static)) -> bool {
         source = e.source();
     }
     false
+}
+
+/// How to fix a host list none of whose servers fits
+/// `target_session_attrs`, when at least one answered but failed the test.
+fn target_fix<E>(error: &HostsError<E>) -> Option<String> {
+    error
+        .attempts
+        .iter()
+        .any(|a| matches!(a.refusal, Refusal::Mismatch(_)))
+        .then(|| {
+            format!(
+                "no host that answered is what postgres.target_session_attrs = {} asks for: list the server walrelay should stream from in postgres.host, correct postgres.target_session_attrs, or wait for the failover to finish (walrelay retries)",
+                error.target
+            )
+        })
 }
 
 /// How to fix a failed connection, by SQLSTATE.
@@ -675,6 +697,9 @@ fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -
             "the server did not use channel binding: connect over TLS (postgres.sslmode = \"require\" or stricter) to a role with scram-sha-256 in pg_hba.conf, or relax postgres.channel_binding".to_owned()
         }
         ReplicationError::Tls(e) if !e.is_transient() => TLS_FIX.to_owned(),
+        ReplicationError::Hosts(hosts) => {
+            target_fix(hosts).unwrap_or_else(|| connection_fix(None, user, addr, dbname))
+        }
         _ => connection_fix(None, user, addr, dbname),
     }
 }

@@ -110,6 +110,19 @@ async fn standby_against_the_primary_only_names_every_host() {
     expect_named(&walrelay::chain::DisplayChain(&err).to_string());
     // A failover in progress looks like this: walrelay retries.
     assert!(err.is_transient(), "{err}");
+    // walrelay check names the test as what to fix.
+    let report = run_check(&config).await;
+    for name in [check::POSTGRES_CONNECTION, check::REPLICATION_CONNECTION] {
+        let row = report.row(name).expect("connection rows");
+        assert_eq!(row.status, CheckStatus::Fail, "{report}");
+        expect_named(&row.detail);
+        assert!(
+            row.fix
+                .as_deref()
+                .is_some_and(|f| f.contains("postgres.target_session_attrs = standby")),
+            "{report}"
+        );
+    }
     let err = match catalog::connect(&params).await {
         Ok(_) => panic!("the catalog connection accepted the primary as a standby"),
         Err(e) => e,
