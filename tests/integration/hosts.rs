@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::relay::{Outbox, Relay};
-use common::{consume, env, kafka_bootstrap};
+use common::{consume, env, kafka_bootstrap, PrivatePg};
 use walrelay::check::{self, run_check, CheckStatus};
 use walrelay::config::Config;
 use walrelay::postgres::catalog;
@@ -26,8 +26,18 @@ fn closed_port() -> u16 {
 /// The outbox's test configuration with `[postgres]`'s host and port
 /// replaced by `hosts` (TOML lines).
 fn config_with_hosts(ob: &Outbox, hosts: &str) -> String {
-    let text = ob.config(&kafka_bootstrap());
-    let single = format!("host = \"127.0.0.1\"\nport = {}\n", env().pg_port);
+    config_with_hosts_on(ob, env().pg_port, hosts)
+}
+
+/// [`config_with_hosts`] for an outbox on the cluster at `port`.
+fn config_with_hosts_on(ob: &Outbox, port: u16, hosts: &str) -> String {
+    let text = ob.config_for(
+        &kafka_bootstrap(),
+        port,
+        "postgres",
+        "[metrics]\nlisten = \"127.0.0.1:0\"\n",
+    );
+    let single = format!("host = \"127.0.0.1\"\nport = {port}\n");
     assert!(
         text.contains(&single),
         "the harness's [postgres] changed:\n{text}"
@@ -224,4 +234,80 @@ async fn check_describes_each_host() {
         .batch_execute(&format!("DROP TABLE {}", ob.name))
         .await
         .expect("drop the test's table");
+}
+
+/// A real standby listed first and the primary second, with the default
+/// for several hosts (read-write): walrelay skips the standby, streams
+/// from the primary, and the event reaches Kafka; the slot is the
+/// primary's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standby_listed_first_is_skipped_for_the_primary() {
+    let (primary, standby) = tokio::task::spawn_blocking(|| {
+        let primary = PrivatePg::start();
+        let standby = primary.start_standby();
+        (primary, standby)
+    })
+    .await
+    .expect("start a primary and its standby");
+    let ob = Outbox::new_with("hosts_standby_first", primary.connect().await).await;
+    let text = config_with_hosts_on(
+        &ob,
+        primary.port(),
+        &format!(
+            "host = \"127.0.0.1,127.0.0.1\"\nport = [{}, {}]",
+            standby.port(),
+            primary.port()
+        ),
+    );
+    let config = parse(&text);
+    let params = ConnectParams::from_config(&config.postgres);
+    // Both connections choose the primary.
+    let conn = ReplicationConnection::connect(&params)
+        .await
+        .expect("replication connection");
+    assert_eq!(conn.endpoint().port, primary.port());
+    drop(conn);
+    let (client, on) = catalog::connect_with_host(&params)
+        .await
+        .expect("catalog connection");
+    assert_eq!(on.port, primary.port());
+    let in_recovery: bool = client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .expect("ask the chosen server")
+        .get(0);
+    assert!(!in_recovery, "the catalog connection is on a standby");
+
+    let mut relay = Relay::start(&text);
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"n": 1}"#).await;
+    let records = consume(&ob.topic(""), 1, Duration::from_secs(30)).await;
+    assert_eq!(records.len(), 1, "{}", common::describe(&records));
+    assert_eq!(records[0].value.as_deref(), Some(&br#"{"n": 1}"#[..]));
+    // The standby has no logical slot of walrelay's (it never wrote there).
+    let on_standby: i64 = standby
+        .connect()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1",
+            &[&ob.name],
+        )
+        .await
+        .expect("read the standby's slots")
+        .get(0);
+    assert_eq!(on_standby, 0);
+
+    // walrelay check: the standby is named as one, the primary chosen.
+    let report = run_check(&config).await;
+    let hosts = report.row(check::POSTGRES_HOSTS).expect("hosts row");
+    assert_eq!(
+        hosts.detail,
+        format!(
+            "127.0.0.1:{} standby, 127.0.0.1:{} primary (walrelay's choice)",
+            standby.port(),
+            primary.port()
+        ),
+        "{report}"
+    );
+    ob.finish(relay).await;
 }
