@@ -6,11 +6,12 @@
 
 use crate::common;
 
+use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
 
-use common::relay::{Outbox, Relay};
+use common::relay::{event_id, read_until_ids, Outbox, Relay, WAIT};
 use common::{consume, env, kafka_bootstrap, PrivatePg};
 use walrelay::check::{self, run_check, CheckStatus};
 use walrelay::config::Config;
@@ -310,4 +311,116 @@ async fn standby_listed_first_is_skipped_for_the_primary() {
         "{report}"
     );
     ob.finish(relay).await;
+}
+
+/// The failover issue 13 asks for: walrelay streams from the primary of
+/// `"primary,standby"` (PostgreSQL 17, a failover slot the standby
+/// synchronizes); the primary crashes and the standby is promoted; walrelay
+/// finds the new primary by itself and delivers what is written there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_the_promoted_standby_after_a_failover() {
+    let (primary, standby) = tokio::task::spawn_blocking(|| {
+        let primary = PrivatePg::start_major(17);
+        let standby = primary.start_standby();
+        (primary, standby)
+    })
+    .await
+    .expect("start a primary and its standby");
+    let ob = Outbox::new_with("hosts_failover", primary.connect().await).await;
+    // A failover slot (walrelay creates plain ones), on a publication that
+    // exists before it.
+    ob.client
+        .batch_execute(&format!("CREATE PUBLICATION {0} FOR TABLE {0}", ob.name))
+        .await
+        .expect("create the publication");
+    ob.client
+        .execute(
+            "SELECT pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)",
+            &[&ob.name],
+        )
+        .await
+        .expect("create a failover slot");
+    let text = config_with_hosts_on(
+        &ob,
+        primary.port(),
+        &format!(
+            "host = \"127.0.0.1,127.0.0.1\"\nport = [{}, {}]\nconnect_timeout_ms = 3000",
+            primary.port(),
+            standby.port()
+        ),
+    );
+    let mut relay = Relay::start(&text);
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"n": 1}"#).await;
+    let first: HashSet<String> = [event_id(1)].into();
+    read_until_ids(&ob.topic(""), &first, &mut relay).await;
+
+    // The standby's copy of the slot must be persistent (synchronized past
+    // the point the primary's slot reached) before the primary goes.
+    let confirmed = {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let at = ob.slot_confirmed().await.expect("slot on the primary");
+            if at > walrelay::proto::Lsn::ZERO {
+                break at;
+            }
+            assert!(std::time::Instant::now() < deadline, "slot never confirmed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let replica = standby.connect().await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let row = replica
+            .query_opt(
+                "SELECT synced AND NOT temporary, confirmed_flush_lsn::text \
+                 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&ob.name],
+            )
+            .await
+            .expect("read the standby's slots");
+        let ready = row.is_some_and(|r| {
+            r.get::<_, bool>(0)
+                && r.get::<_, Option<String>>(1)
+                    .and_then(|l| l.parse::<walrelay::proto::Lsn>().ok())
+                    .is_some_and(|l| l >= confirmed)
+        });
+        if ready {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the standby did not synchronize slot {}",
+            ob.name
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(replica);
+
+    let standby = tokio::task::spawn_blocking(move || {
+        primary.stop_immediate();
+        standby.promote();
+        drop(primary);
+        standby
+    })
+    .await
+    .expect("fail over to the standby");
+    let promoted = Outbox {
+        client: standby.connect().await,
+        name: ob.name.clone(),
+    };
+    promoted.insert(2, "", "k2", r#"{"n": 2}"#).await;
+    let both: HashSet<String> = [event_id(1), event_id(2)].into();
+    let records = read_until_ids(&ob.topic(""), &both, &mut relay).await;
+    let second: Vec<_> = records
+        .iter()
+        .filter(|r| r.header("id") == Some(event_id(2).as_bytes()))
+        .collect();
+    assert_eq!(second.len(), 1, "{}", common::describe(&records));
+    assert_eq!(second[0].value.as_deref(), Some(&br#"{"n": 2}"#[..]));
+    // walrelay holds the slot on the new primary.
+    promoted.wait_active(&mut relay).await;
+    drop(relay);
+    drop(ob);
+    promoted.remove().await;
 }
