@@ -424,3 +424,75 @@ async fn follows_the_promoted_standby_after_a_failover() {
     drop(ob);
     promoted.remove().await;
 }
+
+/// PostgreSQL 13 reports neither `in_hot_standby` nor
+/// `default_transaction_read_only` at startup: both connections ask, as
+/// libpq does (`SHOW transaction_read_only`, `pg_is_in_recovery()`), and
+/// choose the host each target asks for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_before_14_are_asked_what_they_are() {
+    let (primary, standby) = tokio::task::spawn_blocking(|| {
+        let primary = PrivatePg::start_major(13);
+        let standby = primary.start_standby();
+        (primary, standby)
+    })
+    .await
+    .expect("start a PostgreSQL 13 primary and its standby");
+    use walrelay::postgres::config::{Endpoint, TargetSessionAttrs as T};
+    let base = ConnectParams {
+        hosts: vec![
+            Endpoint::new("127.0.0.1", primary.port()),
+            Endpoint::new("127.0.0.1", standby.port()),
+        ],
+        target_session_attrs: T::Any,
+        user: "postgres".into(),
+        password: None,
+        dbname: "postgres".into(),
+        application_name: "hosts_pg13".into(),
+        connect_timeout: Duration::from_secs(10),
+        tls: Default::default(),
+    };
+    for (target, want) in [
+        (T::Any, primary.port()),
+        (T::ReadWrite, primary.port()),
+        (T::Primary, primary.port()),
+        (T::ReadOnly, standby.port()),
+        (T::Standby, standby.port()),
+        (T::PreferStandby, standby.port()),
+    ] {
+        let params = ConnectParams {
+            target_session_attrs: target,
+            ..base.clone()
+        };
+        let conn = ReplicationConnection::connect(&params)
+            .await
+            .unwrap_or_else(|e| panic!("{target}: {e}"));
+        assert_eq!(conn.endpoint().port, want, "replication, {target}");
+        let (_client, on) = catalog::connect_with_host(&params)
+            .await
+            .unwrap_or_else(|e| panic!("{target}: {e}"));
+        assert_eq!(on.port, want, "catalog, {target}");
+    }
+    // Only the primary listed: standby is refused, prefer-standby takes it.
+    let only_primary = ConnectParams {
+        hosts: vec![Endpoint::new("127.0.0.1", primary.port())],
+        ..base.clone()
+    };
+    let params = ConnectParams {
+        target_session_attrs: T::Standby,
+        ..only_primary.clone()
+    };
+    let err = match ReplicationConnection::connect(&params).await {
+        Ok(_) => panic!("a PostgreSQL 13 primary passed as a standby"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("server is not in hot standby mode"), "{err}");
+    let params = ConnectParams {
+        target_session_attrs: T::PreferStandby,
+        ..only_primary
+    };
+    let conn = ReplicationConnection::connect(&params)
+        .await
+        .expect("prefer-standby falls back to the primary");
+    assert_eq!(conn.endpoint().port, primary.port());
+}
