@@ -278,8 +278,12 @@ impl ReplicationConnection {
     /// host that fails the `target_session_attrs` test.
     async fn terminate(mut self) {
         frontend::terminate(&mut self.write_buf);
-        let _ = self.flush().await;
-        let _ = self.io.shutdown().await;
+        // Best effort, and never a wait on a server that stopped reading.
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            let _ = self.flush().await;
+            let _ = self.io.shutdown().await;
+        })
+        .await;
     }
 
     async fn connect_inner(
