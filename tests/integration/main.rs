@@ -29,6 +29,8 @@ mod environment;
 mod failover;
 /// The fault suite: kills, outages, restarts, black holes, takeovers.
 mod faults;
+/// Several hosts in `postgres.host`: order, `target_session_attrs`, check.
+mod hosts;
 /// Streamed (protocol v2) and spilled large transactions.
 mod large_transactions;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
