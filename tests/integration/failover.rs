@@ -484,11 +484,12 @@ async fn decoding_on_a_standby() {
             .expect("create the publication on the primary");
         let topic = ob.topic("");
         create_topic(&topic, 1).await;
+        let metrics_port = free_port();
         let config = config_for_hosts(
             &ob,
             &[standby.port()],
             "publication_mode = \"disabled\"",
-            free_port(),
+            metrics_port,
         )
         .replace(
             &format!("port = \"{}\"", standby.port()),
@@ -558,6 +559,27 @@ async fn decoding_on_a_standby() {
                 .batch_execute("SELECT pg_log_standby_snapshot()")
                 .await
                 .expect("log a standby snapshot");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // The lag monitor works on the standby too (its WAL position is the
+        // replayed one there).
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let polled = lag_monitor_polled(&replica).await;
+            let scraped = scrape(metrics_port).await.unwrap_or_default();
+            let active = metric(&scraped, "walrelay_slot_active");
+            let lag = metric(&scraped, "walrelay_slot_confirmed_lag_bytes");
+            if polled && active == Some(1.0) && lag.is_some_and(|l| (0.0..1e9).contains(&l)) {
+                break;
+            }
+            relay.assert_running();
+            assert!(
+                Instant::now() < deadline,
+                "PostgreSQL {major}: the lag monitor does not work on the standby: polled \
+                 {polled}, walrelay_slot_active {active:?}, \
+                 walrelay_slot_confirmed_lag_bytes {lag:?}\n{}",
+                tail(&relay.log(), 20)
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         relay.assert_running();

@@ -719,9 +719,10 @@ pub struct SlotLag {
     pub wal_status: Option<String>,
     /// `safe_wal_size`; `None` when `max_slot_wal_keep_size` is unlimited.
     pub safe_wal_size: Option<i64>,
-    /// `pg_current_wal_lsn() - restart_lsn`.
+    /// `pg_current_wal_lsn() - restart_lsn` (on a standby, its last
+    /// replayed position instead of `pg_current_wal_lsn()`).
     pub retained_bytes: Option<i64>,
-    /// `pg_current_wal_lsn() - confirmed_flush_lsn`.
+    /// `pg_current_wal_lsn() - confirmed_flush_lsn` (the same on a standby).
     pub confirmed_lag_bytes: Option<i64>,
     /// `confirmed_flush_lsn` as text.
     pub confirmed: Option<String>,
@@ -734,11 +735,16 @@ pub async fn poll_slot(
 ) -> Result<Option<SlotLag>, tokio_postgres::Error> {
     let row = client
         .query_opt(
+            // On a standby (decoding there, 16+) pg_current_wal_lsn()
+            // fails: the WAL position there is what it replayed.
             "SELECT active, wal_status::text, safe_wal_size,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::int8,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::int8,
+                    pg_wal_lsn_diff(w.now_lsn, restart_lsn)::int8,
+                    pg_wal_lsn_diff(w.now_lsn, confirmed_flush_lsn)::int8,
                     confirmed_flush_lsn::text
-             FROM pg_replication_slots WHERE slot_name = $1",
+             FROM pg_replication_slots,
+                  LATERAL (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
+                                       ELSE pg_current_wal_lsn() END AS now_lsn) w
+             WHERE slot_name = $1",
             &[&slot],
         )
         .await?;
