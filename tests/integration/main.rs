@@ -24,6 +24,9 @@ mod compatibility;
 mod delivery;
 /// The test environment itself: the shared and private servers.
 mod environment;
+/// Failover slots (PostgreSQL 17+): created, turned on, refused below 17,
+/// and `walrelay check`'s standby warnings.
+mod failover_slots;
 /// The fault suite: kills, outages, restarts, black holes, takeovers.
 mod faults;
 /// Streamed (protocol v2) and spilled large transactions.
