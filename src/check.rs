@@ -1268,10 +1268,13 @@ async fn check_failover(
             return;
         }
     };
-    if let Err(e) = crate::postgres::slot::failover_supported(version_num, &version) {
+    if crate::postgres::slot::failover_supported(version_num, &version).is_err() {
         report.fail(
             FAILOVER_SLOT,
-            format!("{}; walrelay refuses to start", DisplayChain(&e)),
+            format!(
+                "replication.failover (Debezium slot.failover) is true, but the server is PostgreSQL {version}: \
+                 failover slots need 17 or later, and walrelay refuses to start (it never creates a plain slot instead)"
+            ),
             "set replication.failover = false (slot.failover=false in a Debezium connector file) to run with \
              a plain slot, or upgrade the primary to PostgreSQL 17 or later",
         );
@@ -1404,20 +1407,21 @@ fn check_slot_sync(
     }
     let streaming = facts.physical_slots.iter().filter(|p| p.active).count();
     let seen = if streaming == 0 {
-        "no standby streams through a physical slot".to_owned()
+        "none streams from the primary through a physical slot, and no slot sync worker is connected".to_owned()
     } else {
-        format!("{streaming} standby(s) stream through a physical slot, but none")
+        format!(
+            "{streaming} standby(s) stream through a physical slot, but no slot sync worker is connected to the primary"
+        )
     };
     report.warn(
         SLOT_SYNC,
         format!(
-            "{seen} synchronizes slots (no slot sync worker is connected to the primary): after a promotion the \
-             new primary has no copy of {slot}, and walrelay cannot continue there"
+            "no standby synchronizes slots: {seen}; after a promotion the new primary has no copy of {slot}, and walrelay cannot continue there"
         ),
         format!(
             "on each standby: sync_replication_slots = on, hot_standby_feedback = on, primary_slot_name = '<its \
-             physical slot on the primary>' and dbname={dbname} in primary_conninfo, then SELECT pg_reload_conf(); \
-             (on the standby)"
+             physical slot on the primary>' and dbname={dbname} in primary_conninfo, then SELECT pg_reload_conf() \
+             on that standby"
         ),
     );
 }
