@@ -2,9 +2,10 @@
 //! `slot.failover`) against private clusters of each major: the slot
 //! walrelay creates, turns on or copies from its snapshot is a failover slot
 //! and events still reach Kafka; an older server is refused before any slot
-//! exists; and `walrelay check` warns about a primary that does not hold
+//! exists; `walrelay check` warns about a primary that does not hold
 //! walrelay back for its standbys, or has no standby synchronizing slots,
-//! until both are in place. Assertions are on what Kafka holds and on
+//! until both are in place; and after a promotion walrelay continues from
+//! the standby's synchronized copy of the slot. Assertions are on what Kafka holds and on
 //! `pg_replication_slots` (the primary's and the standby's).
 
 use crate::common;
@@ -360,4 +361,82 @@ async fn check_warns_until_a_standby_syncs_the_slot() {
     })
     .await
     .expect("remove the clusters");
+}
+
+/// A failover slot survives a failover: walrelay delivers through the
+/// primary while a standby synchronizes the slot, the primary dies, the
+/// standby is promoted, and a walrelay pointed at it continues from the
+/// synchronized copy: what was written on either server reaches Kafka.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_synchronized_slot_continues_after_a_promotion() {
+    let pg = cluster(17).await;
+    let pg = tokio::task::spawn_blocking(move || {
+        let standby = pg.start_standby();
+        (pg, standby)
+    })
+    .await
+    .expect("start a standby");
+    let (primary, standby) = pg;
+    let ob = Outbox::new_with("failover_promote", primary.connect().await).await;
+    let mut relay = Relay::start(&failover_config(&ob, &primary, ""));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"n": 1}"#).await;
+    delivered(&ob, &[1], &mut relay).await;
+    // The standby's copy must be usable (persistent) and have caught up
+    // with what walrelay confirmed before the primary goes.
+    let confirmed = ob.slot_confirmed().await.expect("the slot exists");
+    let replica = standby.connect().await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let row = replica
+            .query_opt(
+                "SELECT synced AND failover AND NOT temporary, confirmed_flush_lsn::text \
+                 FROM pg_replication_slots WHERE slot_name = $1",
+                &[&ob.name],
+            )
+            .await
+            .expect("read the standby's slots");
+        let ready = row.is_some_and(|r| {
+            r.get::<_, bool>(0)
+                && r.get::<_, Option<String>>(1)
+                    .and_then(|l| l.parse::<walrelay::proto::Lsn>().ok())
+                    .is_some_and(|l| l >= confirmed)
+        });
+        if ready {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the standby has no caught-up copy of {} after {WAIT:?}",
+            ob.name
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(replica);
+    drop(relay);
+    let standby = tokio::task::spawn_blocking(move || {
+        primary.stop_immediate();
+        standby.promote();
+        drop(primary);
+        standby
+    })
+    .await
+    .expect("promote the standby");
+
+    let ob = Outbox {
+        client: standby.connect().await,
+        name: ob.name.clone(),
+    };
+    assert_eq!(
+        slot_flags(&ob.client, &ob.name).await.map(|f| f.0),
+        Some(true)
+    );
+    let mut relay = Relay::start(&failover_config(&ob, &standby, ""));
+    ob.wait_active(&mut relay).await;
+    ob.insert(2, "", "k2", r#"{"n": 2}"#).await;
+    delivered(&ob, &[1, 2], &mut relay).await;
+    ob.finish(relay).await;
+    tokio::task::spawn_blocking(move || drop(standby))
+        .await
+        .expect("remove the cluster");
 }

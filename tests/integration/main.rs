@@ -25,7 +25,7 @@ mod delivery;
 /// The test environment itself: the shared and private servers.
 mod environment;
 /// Failover slots (PostgreSQL 17+): created, turned on, refused below 17,
-/// and `walrelay check`'s standby warnings.
+/// `walrelay check`'s standby warnings, continuing after a promotion.
 mod failover_slots;
 /// The fault suite: kills, outages, restarts, black holes, takeovers.
 mod faults;
