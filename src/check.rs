@@ -6,7 +6,8 @@
 //! attributes and privileges, the outbox table's columns against the routing
 //! configuration (through [`Router::bind`], so it judges the layout exactly as
 //! the stream will), the publication and the slot as walrelay would find
-//! them, `max_slot_wal_keep_size`, Kafka reachability and the topics the
+//! them, failover slots and the standbys that keep them (PostgreSQL 17+),
+//! `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to. It must never change anything: no slot, no
 //! publication, no topic is created or altered, and every statement it runs
 //! is a catalog read or a bounded `SELECT`, all of them in
@@ -67,6 +68,13 @@ pub const OUTBOX_PRIVILEGES: &str = "outbox privileges";
 pub const PUBLICATION: &str = "publication";
 /// Row: the replication slot.
 pub const SLOT: &str = "replication slot";
+/// Row: the slot as a failover slot (with `replication.failover`, or when
+/// the slot is one).
+pub const FAILOVER_SLOT: &str = "failover slot";
+/// Row: the primary's `synchronized_standby_slots` (with a failover slot).
+pub const STANDBY_SLOTS: &str = "synchronized_standby_slots";
+/// Row: a standby that synchronizes slots (with a failover slot).
+pub const SLOT_SYNC: &str = "slot sync standby";
 /// Row: a Kafka metadata request.
 pub const KAFKA_CONNECTION: &str = "kafka connection";
 /// Row: the topics the router would produce to.
@@ -421,6 +429,9 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         ] {
             report.skip(name, "no sql connection");
         }
+        if config.replication.failover {
+            report.skip(FAILOVER_SLOT, "no sql connection");
+        }
         return PgOutcome {
             report,
             route_values: None,
@@ -489,6 +500,7 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         }
     }
     check_slot(&mut report, config, &client, timeout).await;
+    check_failover(&mut report, config, &client, timeout).await;
     PgOutcome {
         report,
         route_values,
@@ -1349,6 +1361,222 @@ async fn check_slot(report: &mut CheckReport, config: &Config, client: &Client, 
     }
 }
 
+/// Failover slots (PostgreSQL 17+), with `replication.failover` or when
+/// the slot already is one: the slot's `failover` and `synced` columns,
+/// whether the primary holds walrelay back for its standbys
+/// (`synchronized_standby_slots`) and whether any standby synchronizes
+/// slots. No rows otherwise.
+async fn check_failover(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+) {
+    let slot = &config.replication.slot;
+    let wanted = config.replication.failover;
+    let state = bounded("the replication slot", timeout, async {
+        catalog::slot_state(client, slot)
+            .await
+            .map_err(CheckError::from)
+    })
+    .await
+    .ok()
+    .flatten();
+    let is_failover_slot = state.as_ref().and_then(|s| s.failover) == Some(true);
+    if !wanted && !is_failover_slot {
+        return;
+    }
+    let version = bounded("the server's version", timeout, async {
+        catalog::server_version(client)
+            .await
+            .map_err(CheckError::from)
+    })
+    .await;
+    let (version_num, version) = match version {
+        Ok(v) => v,
+        Err(e) => {
+            report.fail(
+                FAILOVER_SLOT,
+                DisplayChain(&e).to_string(),
+                "run SHOW server_version_num as this role to see why it fails",
+            );
+            return;
+        }
+    };
+    if crate::postgres::slot::failover_supported(version_num, &version).is_err() {
+        report.fail(
+            FAILOVER_SLOT,
+            format!(
+                "replication.failover (Debezium slot.failover) is true, but the server is PostgreSQL {version}: \
+                 failover slots need 17 or later, and walrelay refuses to start (it never creates a plain slot instead)"
+            ),
+            "set replication.failover = false (slot.failover=false in a Debezium connector file) to run with \
+             a plain slot, or upgrade the primary to PostgreSQL 17 or later",
+        );
+        return;
+    }
+    match &state {
+        None => report.pass(
+            FAILOVER_SLOT,
+            format!("{slot} does not exist; walrelay will create it as a failover slot (FAILOVER)"),
+        ),
+        Some(s) => {
+            let shown = |v: Option<bool>| v.map_or("?", |b| if b { "true" } else { "false" });
+            let mut detail = format!(
+                "{slot}: failover {}, synced {}",
+                shown(s.failover),
+                shown(s.synced)
+            );
+            match crate::postgres::slot::failover_action(wanted, s.failover) {
+                crate::postgres::slot::FailoverAction::TurnOn => detail.push_str(&format!(
+                    "; walrelay turns failover on at start (ALTER_REPLICATION_SLOT {} (FAILOVER true))",
+                    quote_ident(slot)
+                )),
+                crate::postgres::slot::FailoverAction::LeaveOn => detail.push_str(
+                    "; replication.failover is false and walrelay leaves it a failover slot",
+                ),
+                crate::postgres::slot::FailoverAction::Keep => {}
+            }
+            report.pass(FAILOVER_SLOT, detail);
+        }
+    }
+    let facts = read(
+        "the standbys' slot synchronization",
+        timeout,
+        preflight::failover_readiness(client),
+    )
+    .await;
+    let facts = match facts {
+        Ok(f) => f,
+        Err(e) => {
+            let detail = DisplayChain(&e).to_string();
+            let fix = "make sure the role can read pg_replication_slots and pg_stat_activity";
+            report.warn(STANDBY_SLOTS, detail.clone(), fix);
+            report.warn(SLOT_SYNC, detail, fix);
+            return;
+        }
+    };
+    check_standby_slots(report, &facts);
+    check_slot_sync(report, &facts, slot, &config.postgres.dbname);
+}
+
+/// `synchronized_standby_slots`: set, and every slot it names exists and is
+/// streaming.
+fn check_standby_slots(report: &mut CheckReport, facts: &preflight::FailoverReadiness) {
+    let listed = parse_slot_list(facts.standby_slots.as_deref().unwrap_or(""));
+    let reload = "SELECT pg_reload_conf();";
+    if listed.is_empty() {
+        let candidates: Vec<&str> = facts
+            .physical_slots
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let value = if candidates.is_empty() {
+            "<the physical slot of each standby that synchronizes slots>".to_owned()
+        } else {
+            candidates.join(",")
+        };
+        report.warn(
+            STANDBY_SLOTS,
+            "empty on the primary: walrelay (a logical consumer) can receive, and deliver to Kafka, changes that no \
+             standby has received yet; after a promotion Kafka may hold events the new primary never had, and the \
+             standby's copy of the slot may stand behind what walrelay confirmed",
+            format!(
+                "on the primary: ALTER SYSTEM SET synchronized_standby_slots = '{value}'; {reload} \
+                 (failover slots' changes then wait until those standbys have the WAL)"
+            ),
+        );
+        return;
+    }
+    let mut problems = Vec::new();
+    for name in &listed {
+        match facts.physical_slots.iter().find(|p| &p.name == name) {
+            None => problems.push(format!("{name} does not exist")),
+            Some(p) if !p.active => problems.push(format!(
+                "{name} is not active (its standby is not streaming)"
+            )),
+            Some(_) => {}
+        }
+    }
+    if problems.is_empty() {
+        report.pass(
+            STANDBY_SLOTS,
+            format!(
+                "{}: every listed physical slot exists and is streaming",
+                listed.join(", ")
+            ),
+        );
+    } else {
+        report.warn(
+            STANDBY_SLOTS,
+            format!(
+                "{}: the primary holds back failover slots' changes until every slot listed there has the WAL, \
+                 so walrelay's stream stalls (nothing reaches Kafka) while this lasts",
+                problems.join("; ")
+            ),
+            format!(
+                "on the primary: create the missing slot (SELECT pg_create_physical_replication_slot('<name>')) and \
+                 start its standby with primary_slot_name = '<name>', or remove it from the list \
+                 (ALTER SYSTEM SET synchronized_standby_slots = '<streaming slots>'; {reload})"
+            ),
+        );
+    }
+}
+
+/// A standby whose slot sync worker is connected to this primary.
+fn check_slot_sync(
+    report: &mut CheckReport,
+    facts: &preflight::FailoverReadiness,
+    slot: &str,
+    dbname: &str,
+) {
+    if !facts.slot_sync_connections.is_empty() {
+        report.pass(
+            SLOT_SYNC,
+            format!(
+                "slot sync worker connection(s) from a standby: {}",
+                facts.slot_sync_connections.join(", ")
+            ),
+        );
+        return;
+    }
+    let streaming = facts.physical_slots.iter().filter(|p| p.active).count();
+    let seen = if streaming == 0 {
+        "none streams from the primary through a physical slot, and no slot sync worker is connected".to_owned()
+    } else {
+        format!(
+            "{streaming} standby(s) stream through a physical slot, but no slot sync worker is connected to the primary"
+        )
+    };
+    report.warn(
+        SLOT_SYNC,
+        format!(
+            "no standby synchronizes slots: {seen}; after a promotion the new primary has no copy of {slot}, and walrelay cannot continue there"
+        ),
+        format!(
+            "on each standby: sync_replication_slots = on, hot_standby_feedback = on, primary_slot_name = '<its \
+             physical slot on the primary>' and dbname={dbname} in primary_conninfo, then SELECT pg_reload_conf() \
+             on that standby"
+        ),
+    );
+}
+
+/// The slot names of a `synchronized_standby_slots` value: comma-separated
+/// identifiers, lower-cased unless double-quoted (as PostgreSQL splits it).
+pub fn parse_slot_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(
+            |n| match n.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+                Some(quoted) => quoted.replace("\"\"", "\""),
+                None => n.to_lowercase(),
+            },
+        )
+        .collect()
+}
+
 /// A missing slot that walrelay may create: whether
 /// `replication.slot_missing` lets it, given what the publication's comment
 /// records (a slot that existed and was dropped).
@@ -1693,5 +1921,81 @@ mod tests {
         assert!(text.contains("FAIL    role attributes"), "{text}");
         assert!(text.contains("fix: ALTER ROLE x REPLICATION"), "{text}");
         assert!(text.contains("1 passed, 1 warnings, 1 failed"), "{text}");
+    }
+
+    #[test]
+    fn standby_slot_lists_split_as_postgresql_does() {
+        assert!(parse_slot_list("").is_empty());
+        assert!(parse_slot_list(" , ").is_empty());
+        assert_eq!(parse_slot_list("standby_1"), vec!["standby_1"]);
+        assert_eq!(
+            parse_slot_list(" Standby_A , \"b\"\"q\" "),
+            vec!["standby_a", "b\"q"]
+        );
+    }
+
+    fn readiness(
+        listed: &str,
+        slots: &[(&str, bool)],
+        syncing: &[&str],
+    ) -> preflight::FailoverReadiness {
+        preflight::FailoverReadiness {
+            standby_slots: Some(listed.to_owned()),
+            physical_slots: slots
+                .iter()
+                .map(|(n, a)| preflight::PhysicalSlot {
+                    name: (*n).to_owned(),
+                    active: *a,
+                })
+                .collect(),
+            slot_sync_connections: syncing.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn failover_warnings_name_the_setting_and_the_server() {
+        let mut r = CheckReport::default();
+        let facts = readiness("", &[("standby_1", true)], &[]);
+        check_standby_slots(&mut r, &facts);
+        check_slot_sync(&mut r, &facts, "walrelay", "app");
+        let standby = r.row(STANDBY_SLOTS).expect("row");
+        assert_eq!(standby.status, CheckStatus::Warn);
+        assert!(standby.detail.contains("never had"), "{r}");
+        let fix = standby.fix.as_deref().expect("fix");
+        assert!(
+            fix.contains("on the primary")
+                && fix.contains("synchronized_standby_slots = 'standby_1'"),
+            "{fix}"
+        );
+        let sync = r.row(SLOT_SYNC).expect("row");
+        assert_eq!(sync.status, CheckStatus::Warn);
+        let fix = sync.fix.as_deref().expect("fix");
+        assert!(
+            fix.contains("on each standby") && fix.contains("sync_replication_slots = on"),
+            "{fix}"
+        );
+
+        let mut r = CheckReport::default();
+        let facts = readiness("gone, idle", &[("idle", false)], &["slotsync worker"]);
+        check_standby_slots(&mut r, &facts);
+        check_slot_sync(&mut r, &facts, "walrelay", "app");
+        let standby = r.row(STANDBY_SLOTS).expect("row");
+        assert_eq!(standby.status, CheckStatus::Warn, "{r}");
+        assert!(
+            standby.detail.contains("gone does not exist")
+                && standby.detail.contains("idle is not active")
+                && standby.detail.contains("stalls"),
+            "{r}"
+        );
+        assert_eq!(r.row(SLOT_SYNC).expect("row").status, CheckStatus::Pass);
+
+        let mut r = CheckReport::default();
+        let facts = readiness("standby_1", &[("standby_1", true)], &["standby_1"]);
+        check_standby_slots(&mut r, &facts);
+        check_slot_sync(&mut r, &facts, "walrelay", "app");
+        assert!(
+            r.rows.iter().all(|row| row.status == CheckStatus::Pass),
+            "{r}"
+        );
     }
 }

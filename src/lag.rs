@@ -249,8 +249,76 @@ pub fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
     })
 }
 
+/// The bytes-per-second catch-up rate between two polls of the slot's
+/// confirmed position. Positions are only comparable on one server: after
+/// a reconnect (possibly to a promoted standby, whose copy of the slot may
+/// stand behind) it starts over, and a position that went backwards starts
+/// it over too, rather than give a negative or absurd rate.
+#[derive(Debug, Default)]
+pub struct CatchUp {
+    previous: Option<(std::time::Instant, u64)>,
+}
+
+impl CatchUp {
+    /// Forgets the previous poll (a new connection).
+    pub fn reset(&mut self) {
+        self.previous = None;
+    }
+
+    /// Records `position` at `now`; the rate since the previous poll, if
+    /// there was one and the position did not go backwards.
+    pub fn observe(&mut self, now: std::time::Instant, position: u64) -> Option<f64> {
+        let rate = match self.previous {
+            Some((then, then_pos)) if position >= then_pos => {
+                let secs = now.saturating_duration_since(then).as_secs_f64().max(1e-3);
+                Some((position - then_pos) as f64 / secs)
+            }
+            _ => None,
+        };
+        self.previous = Some((now, position));
+        rate
+    }
+}
+
+/// Sets the slot gauges from one poll. The byte counts are differences the
+/// server computed against its own WAL position; a negative one (a slot
+/// ahead of the server's WAL, as a promoted standby's synchronized copy can
+/// briefly be) is shown as 0.
+pub fn set_slot_gauges(m: &Metrics, s: &catalog::SlotLag) {
+    m.slot_active.set(i64::from(s.active));
+    m.slot_retained_wal
+        .set(s.retained_bytes.unwrap_or(0).max(0));
+    m.slot_confirmed_lag
+        .set(s.confirmed_lag_bytes.unwrap_or(0).max(0));
+    m.slot_safe_wal_size.set(s.safe_wal_size.unwrap_or(0));
+    set_wal_status(m, s.wal_status.as_deref());
+}
+
+/// The slot does not exist on the server polled (e.g. a new primary that
+/// never had a copy): no gauge keeps the previous server's numbers.
+pub fn clear_slot_gauges(m: &Metrics) {
+    m.slot_active.set(0);
+    m.slot_retained_wal.set(0);
+    m.slot_confirmed_lag.set(0);
+    m.slot_safe_wal_size.set(0);
+    set_wal_status(m, None);
+}
+
+fn set_wal_status(m: &Metrics, current: Option<&str>) {
+    for status in ["reserved", "extended", "unreserved", "lost"] {
+        m.slot_wal_status
+            .get_or_create(&StatusLabel {
+                status: status.into(),
+            })
+            .set(i64::from(current == Some(status)));
+    }
+}
+
 /// Polls until shutdown; returns an error when the slot is invalidated.
-/// Connection problems are logged and retried at the next poll.
+/// Connection problems never stop it: the connection is dropped and opened
+/// again at the next poll (after a switchover, to whichever server the
+/// connection parameters reach), and nothing learnt from the previous
+/// server (its positions, its settings) is carried over.
 #[allow(clippy::too_many_arguments)]
 pub async fn monitor(
     m: std::sync::Arc<Metrics>,
@@ -264,10 +332,16 @@ pub async fn monitor(
     let probe = std::sync::Arc::new(kafka_probe);
     let mut client: Option<tokio_postgres::Client> = None;
     let mut alerts = Alerts::default();
-    let mut warned_unlimited = false;
-    // (when, confirmed position) of the previous poll, for the catch-up rate.
-    let mut previous: Option<(std::time::Instant, u64)> = None;
+    // The max_slot_wal_keep_size last warned about, so that a reconnect to
+    // the same server does not repeat it and another server's is checked.
+    let mut warned_keep_size: Option<String> = None;
+    let mut checked_keep_size = false;
+    let mut catch_up = CatchUp::default();
+    // Whether the last connection attempt failed (logged once per outage).
+    let mut failing = false;
     let mut ticker = tokio::time::interval(Duration::from_millis(cfg.poll_interval_ms));
+    // A slow connect must not be followed by a burst of polls.
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
@@ -281,13 +355,36 @@ pub async fn monitor(
         m.kafka_reachable.store(reachable, Ordering::Relaxed);
 
         if client.as_ref().is_none_or(|c| c.is_closed()) {
-            client = catalog::connect(&params).await.ok();
+            match catalog::connect(&params).await {
+                Ok(c) => {
+                    if failing {
+                        info!(slot, "slot lag monitor reconnected");
+                    }
+                    failing = false;
+                    client = Some(c);
+                    // Another server, possibly: its positions and settings are its own.
+                    catch_up.reset();
+                    checked_keep_size = false;
+                }
+                Err(e) => {
+                    if !failing {
+                        warn!(
+                            slot,
+                            error = %crate::chain::DisplayChain(&e),
+                            "slot lag monitor cannot connect; retrying at every poll"
+                        );
+                    }
+                    failing = true;
+                    client = None;
+                    continue;
+                }
+            }
         }
         let Some(c) = client.as_ref() else { continue };
         // Every round trip is bounded: on a black-holed path the old
         // connection never answers, and the monitor must recover with it.
         let bound = catalog::sql_timeout(&params);
-        if !warned_unlimited {
+        if !checked_keep_size {
             let shown = tokio::time::timeout(bound, catalog::max_slot_wal_keep_size(c)).await;
             if shown.is_err() {
                 warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
@@ -295,13 +392,14 @@ pub async fn monitor(
                 continue;
             }
             if let Ok(Ok(value)) = shown {
-                if value == "-1" {
+                if value == "-1" && warned_keep_size.as_deref() != Some("-1") {
                     warn!(
                         "max_slot_wal_keep_size is unlimited: a stuck slot can fill the primary's disk; \
                          set a bound (walrelay stops cleanly if its slot is ever invalidated)"
                     );
                 }
-                warned_unlimited = true;
+                warned_keep_size = Some(value);
+                checked_keep_size = true;
             }
         }
         let lag_seconds = replication_lag_seconds(tracker.borrow().as_ref());
@@ -313,18 +411,7 @@ pub async fn monitor(
         };
         match polled {
             Ok(Some(s)) => {
-                m.slot_active.set(i64::from(s.active));
-                m.slot_retained_wal.set(s.retained_bytes.unwrap_or(0));
-                m.slot_confirmed_lag.set(s.confirmed_lag_bytes.unwrap_or(0));
-                m.slot_safe_wal_size.set(s.safe_wal_size.unwrap_or(0));
-                for status in ["reserved", "extended", "unreserved", "lost"] {
-                    let current = s.wal_status.as_deref() == Some(status);
-                    m.slot_wal_status
-                        .get_or_create(&StatusLabel {
-                            status: status.into(),
-                        })
-                        .set(i64::from(current));
-                }
+                set_slot_gauges(&m, &s);
                 let behind = s.confirmed_lag_bytes.unwrap_or(0).max(0) as u64;
                 let confirmed = s
                     .confirmed
@@ -332,20 +419,15 @@ pub async fn monitor(
                     .and_then(|t| t.parse::<walrelay_proto::Lsn>().ok())
                     .map(u64::from);
                 if let Some(now_pos) = confirmed {
-                    let now = std::time::Instant::now();
-                    if let Some((then, then_pos)) = previous {
-                        if behind >= CATCH_UP_LOG_BYTES {
-                            let secs = now.duration_since(then).as_secs_f64().max(1e-3);
-                            let rate = now_pos.saturating_sub(then_pos) as f64 / secs;
-                            info!(
-                                slot,
-                                behind_bytes = behind,
-                                "{}",
-                                crate::human::catch_up_line(behind, rate)
-                            );
-                        }
+                    let rate = catch_up.observe(std::time::Instant::now(), now_pos);
+                    if let Some(rate) = rate.filter(|_| behind >= CATCH_UP_LOG_BYTES) {
+                        info!(
+                            slot,
+                            behind_bytes = behind,
+                            "{}",
+                            crate::human::catch_up_line(behind, rate)
+                        );
                     }
-                    previous = Some((now, now_pos));
                 }
                 let critical =
                     alerts.observe(&m, &cfg, &slot, s.retained_bytes.unwrap_or(0), lag_seconds);
@@ -365,10 +447,13 @@ pub async fn monitor(
                 }
             }
             Ok(None) => {
-                m.slot_active.set(0);
+                clear_slot_gauges(&m);
+                catch_up.reset();
             }
             Err(e) => {
-                warn!(error = %e, "slot lag poll failed; retrying at the next interval");
+                // E.g. a server that became a standby (pg_current_wal_lsn()
+                // fails during recovery): connect again, maybe elsewhere.
+                warn!(error = %e, "slot lag poll failed; reconnecting at the next interval");
                 client = None;
             }
         }
@@ -399,6 +484,120 @@ mod tests {
         assert!(a.observe(&Metrics::new(), &cfg, "s", 5000, 0.0));
         assert!(!a.observe(&Metrics::new(), &cfg, "s", 0, 0.0));
         assert_eq!(a.retained, Level::Ok);
+    }
+
+    #[test]
+    fn catch_up_rate_never_spans_servers_or_goes_negative() {
+        let t0 = std::time::Instant::now();
+        let mut c = CatchUp::default();
+        assert_eq!(c.observe(t0, 1_000), None);
+        let rate = c
+            .observe(t0 + Duration::from_secs(2), 3_000)
+            .expect("a rate");
+        assert!((rate - 1_000.0).abs() < 1e-6, "{rate}");
+        // A reconnect (a promoted standby, say): the old position is not
+        // compared with the new server's.
+        c.reset();
+        assert_eq!(c.observe(t0 + Duration::from_secs(3), 10), None);
+        // A position going backwards starts over instead of a huge or
+        // negative rate.
+        assert_eq!(c.observe(t0 + Duration::from_secs(4), 5), None);
+        let rate = c.observe(t0 + Duration::from_secs(5), 105).expect("a rate");
+        assert!((rate - 100.0).abs() < 1e-6, "{rate}");
+    }
+
+    #[test]
+    fn slot_gauges_never_go_negative_and_clear_when_the_slot_is_gone() {
+        let m = Metrics::new();
+        let wal_status = |m: &Metrics, s: &str| {
+            m.slot_wal_status
+                .get_or_create(&StatusLabel { status: s.into() })
+                .get()
+        };
+        set_slot_gauges(
+            &m,
+            &catalog::SlotLag {
+                active: true,
+                wal_status: Some("reserved".into()),
+                safe_wal_size: Some(4096),
+                retained_bytes: Some(-8),
+                confirmed_lag_bytes: Some(-100),
+                confirmed: Some("0/10".into()),
+            },
+        );
+        assert_eq!(m.slot_retained_wal.get(), 0);
+        assert_eq!(m.slot_confirmed_lag.get(), 0);
+        assert_eq!(m.slot_active.get(), 1);
+        assert_eq!(wal_status(&m, "reserved"), 1);
+        set_slot_gauges(
+            &m,
+            &catalog::SlotLag {
+                active: true,
+                wal_status: Some("extended".into()),
+                safe_wal_size: None,
+                retained_bytes: Some(500),
+                confirmed_lag_bytes: Some(200),
+                confirmed: None,
+            },
+        );
+        assert_eq!(m.slot_retained_wal.get(), 500);
+        assert_eq!(m.slot_confirmed_lag.get(), 200);
+        assert_eq!(wal_status(&m, "reserved"), 0);
+        clear_slot_gauges(&m);
+        assert_eq!(m.slot_active.get(), 0);
+        assert_eq!(m.slot_retained_wal.get(), 0);
+        assert_eq!(m.slot_confirmed_lag.get(), 0);
+        assert_eq!(wal_status(&m, "extended"), 0);
+    }
+
+    /// Losing the server does not stop the monitor: it keeps polling (and
+    /// probing Kafka) and still ends on shutdown.
+    #[tokio::test(start_paused = true)]
+    async fn monitor_keeps_polling_while_the_server_is_unreachable() {
+        use std::sync::atomic::AtomicUsize;
+        use std::sync::Arc;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("an ephemeral port")
+            .port();
+        let pg: crate::postgres::config::PostgresConfig = toml::from_str(&format!(
+            "host = \"127.0.0.1\"\nport = {port}\nuser = \"u\"\ndbname = \"d\"\nsslmode = \"disable\"\nconnect_timeout_ms = 100"
+        ))
+        .expect("postgres section");
+        let polls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&polls);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (_tracker_tx, tracker_rx) = watch::channel(None);
+        let cfg = LagConfig {
+            poll_interval_ms: 50,
+            ..LagConfig::default()
+        };
+        let task = tokio::spawn(monitor(
+            Arc::new(Metrics::new()),
+            cfg,
+            ConnectParams::from_config(&pg),
+            "s".into(),
+            tracker_rx,
+            move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                true
+            },
+            stop_rx,
+        ));
+        let mut waited = Duration::ZERO;
+        while polls.load(Ordering::SeqCst) < 5 {
+            assert!(!task.is_finished(), "the monitor stopped on a lost server");
+            assert!(
+                waited < Duration::from_secs(600),
+                "the monitor stopped polling"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            waited += Duration::from_millis(50);
+        }
+        assert!(!task.is_finished(), "the monitor stopped on a lost server");
+        stop_tx.send_replace(true);
+        let ended = task.await.expect("monitor task");
+        assert!(ended.is_ok(), "{ended:?}");
     }
 
     #[test]

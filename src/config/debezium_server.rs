@@ -51,6 +51,7 @@ const ENV_SOURCE_KEYS: &[&str] = &[
     "publication.name",
     "publication.autocreate.mode",
     "slot.drop.on.stop",
+    "slot.failover",
     "snapshot.mode",
     "table.include.list",
     "schema.include.list",

@@ -79,6 +79,14 @@ pub(super) async fn run<P: ProgressStore>(
     // session (and is retried) instead of hanging it.
     let bound = catalog::sql_timeout(params);
     let client = catalog::connect(params).await?;
+    // Before anything is created: a server without failover slots is
+    // refused, never given a plain slot.
+    catalog::bounded(
+        bound,
+        "reading the server's version",
+        slot::require_failover_support(&config.replication, &client),
+    )
+    .await?;
     catalog::bounded(
         bound,
         "preparing the publication",
@@ -108,6 +116,12 @@ pub(super) async fn run<P: ProgressStore>(
     {
         Some(state) => {
             catalog::check_slot(slot, &state, &params.dbname)?;
+            catalog::bounded(bound, "setting the slot's failover", async {
+                slot::reconcile_failover(&mut repl, slot, &state, config.replication.failover)
+                    .await
+                    .map_err(WalError::from)
+            })
+            .await?;
             *slot_seen = true;
             let slot_at = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
             resume_at = progress
@@ -159,6 +173,17 @@ pub(super) async fn run<P: ProgressStore>(
             .await?;
             pg_snapshot::persist(&client, &exported, slot).await?;
             drop(exported);
+            // The copy is never a failover slot (PostgreSQL does not copy
+            // the flag); a crash before this leaves a plain slot, which the
+            // next start turns on as any existing one.
+            if config.replication.failover {
+                catalog::bounded(bound, "setting the slot's failover", async {
+                    repl.set_slot_failover(slot, true)
+                        .await
+                        .map_err(WalError::from)
+                })
+                .await?;
+            }
             info!(
                 slot,
                 rows = published,
@@ -173,8 +198,9 @@ pub(super) async fn run<P: ProgressStore>(
                 slot::may_create_slot(&config.replication, &client),
             )
             .await?;
-            let at = repl.create_logical_slot(slot).await?;
-            info!(slot, consistent_point = %at, "created replication slot");
+            let failover = config.replication.failover;
+            let at = repl.create_logical_slot(slot, failover).await?;
+            info!(slot, consistent_point = %at, failover, "created replication slot");
             *slot_seen = true;
         }
         None => {

@@ -391,6 +391,15 @@ pub struct ReplicationConfig {
     /// tests and throwaway setups only.
     #[serde(default)]
     pub slot_drop_on_stop: bool,
+    /// Make the slot a failover slot (PostgreSQL 17 and later; Debezium's
+    /// `slot.failover`): walrelay creates it with `FAILOVER`, and turns
+    /// failover on for an existing slot that lacks it, so that standbys
+    /// with `sync_replication_slots = on` keep a copy that walrelay can
+    /// continue from after a promotion. On an older server walrelay
+    /// refuses to start rather than create a plain slot. False leaves an
+    /// existing failover slot as it is.
+    #[serde(default)]
+    pub failover: bool,
     /// Milliseconds between standby status updates.
     #[serde(default = "default_status_interval_ms")]
     pub status_interval_ms: u64,
@@ -445,6 +454,7 @@ impl Default for ReplicationConfig {
             publish: None,
             snapshot_mode: SnapshotMode::NoData,
             slot_drop_on_stop: false,
+            failover: false,
             status_interval_ms: DEFAULT_STATUS_INTERVAL_MS,
             receive_timeout_ms: DEFAULT_RECEIVE_TIMEOUT_MS,
             reconnect_min_ms: DEFAULT_RECONNECT_MIN_MS,

@@ -4,7 +4,7 @@
 //!
 //! Owns the socket, the SSLRequest and TLS upgrade (with libpq's `sslmode`
 //! fallbacks; certificates are [`super::tls`]'s), authentication (trust,
-//! cleartext, md5, SCRAM-SHA-256 and SCRAM-SHA-256-PLUS), replication commands (`IDENTIFY_SYSTEM`, `CREATE_REPLICATION_SLOT`,
+//! cleartext, md5, SCRAM-SHA-256 and SCRAM-SHA-256-PLUS), replication commands (`IDENTIFY_SYSTEM`, `CREATE_REPLICATION_SLOT`, `ALTER_REPLICATION_SLOT`,
 //! `START_REPLICATION`) and the framing of CopyData. It never interprets WAL
 //! content (that is `walrelay_proto`'s job) and never decides what LSN to
 //! confirm (that is the checkpoint's): it only carries the bytes.
@@ -596,14 +596,17 @@ impl ReplicationConnection {
         })
     }
 
-    /// `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput NOEXPORT_SNAPSHOT`;
-    /// returns the slot's consistent point.
-    pub async fn create_logical_slot(&mut self, slot: &str) -> Result<Lsn, ReplicationError> {
-        let sql = format!(
-            "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput NOEXPORT_SNAPSHOT",
-            quote_ident(slot)
-        );
-        let rows = self.simple_query(&sql).await?;
+    /// `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput NOEXPORT_SNAPSHOT`,
+    /// or with `failover` the PostgreSQL 17 option form
+    /// (see [`create_slot_command`]); returns the slot's consistent point.
+    pub async fn create_logical_slot(
+        &mut self,
+        slot: &str,
+        failover: bool,
+    ) -> Result<Lsn, ReplicationError> {
+        let rows = self
+            .simple_query(&create_slot_command(slot, failover))
+            .await?;
         rows.first()
             .and_then(|r| r.get(1).cloned().flatten())
             .and_then(|s| s.parse().ok())
@@ -612,6 +615,20 @@ impl ReplicationConnection {
                     "CREATE_REPLICATION_SLOT returned no consistent point".into(),
                 )
             })
+    }
+
+    /// `ALTER_REPLICATION_SLOT <slot> (FAILOVER <on>)` (PostgreSQL 17+): makes
+    /// an existing logical slot a failover slot or a plain one. The server
+    /// refuses while another walsender holds the slot (SQLSTATE 55006,
+    /// transient) and on a standby.
+    pub async fn set_slot_failover(
+        &mut self,
+        slot: &str,
+        on: bool,
+    ) -> Result<(), ReplicationError> {
+        self.simple_query(&alter_slot_failover_command(slot, on))
+            .await
+            .map(drop)
     }
 
     /// `CREATE_REPLICATION_SLOT <slot> TEMPORARY LOGICAL pgoutput
@@ -876,6 +893,33 @@ impl StreamWriter {
     }
 }
 
+/// The replication command that creates walrelay's permanent slot. Without
+/// failover the legacy spelling every supported server reads; with it the
+/// option list of PostgreSQL 15+ (the legacy keywords cannot be combined
+/// with options), `SNAPSHOT 'nothing'` being `NOEXPORT_SNAPSHOT`'s
+/// equivalent (the default there would export one).
+pub fn create_slot_command(slot: &str, failover: bool) -> String {
+    if failover {
+        format!(
+            "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput (SNAPSHOT 'nothing', FAILOVER true)",
+            quote_ident(slot)
+        )
+    } else {
+        format!(
+            "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput NOEXPORT_SNAPSHOT",
+            quote_ident(slot)
+        )
+    }
+}
+
+/// `ALTER_REPLICATION_SLOT <slot> (FAILOVER true|false)`.
+pub fn alter_slot_failover_command(slot: &str, on: bool) -> String {
+    format!(
+        "ALTER_REPLICATION_SLOT {} (FAILOVER {on})",
+        quote_ident(slot)
+    )
+}
+
 /// Quotes an identifier for PostgreSQL (`"` doubled).
 pub fn quote_ident(ident: &str) -> String {
     let mut out = String::with_capacity(ident.len() + 2);
@@ -957,6 +1001,26 @@ mod tests {
     fn quoting_doubles_delimiters() {
         assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
         assert_eq!(quote_literal("it's"), "'it''s'");
+    }
+
+    #[test]
+    fn slot_commands_spell_failover_as_postgresql_17_reads_it() {
+        assert_eq!(
+            create_slot_command("walrelay", false),
+            "CREATE_REPLICATION_SLOT \"walrelay\" LOGICAL pgoutput NOEXPORT_SNAPSHOT"
+        );
+        assert_eq!(
+            create_slot_command("walrelay", true),
+            "CREATE_REPLICATION_SLOT \"walrelay\" LOGICAL pgoutput (SNAPSHOT 'nothing', FAILOVER true)"
+        );
+        assert_eq!(
+            alter_slot_failover_command("a\"b", true),
+            "ALTER_REPLICATION_SLOT \"a\"\"b\" (FAILOVER true)"
+        );
+        assert_eq!(
+            alter_slot_failover_command("s", false),
+            "ALTER_REPLICATION_SLOT \"s\" (FAILOVER false)"
+        );
     }
 
     #[test]

@@ -7,14 +7,101 @@
 //! comment that the slot existed, and by default refuses to recreate one
 //! that did (`replication.slot_missing`). This module never creates a slot
 //! itself and never drops one that a walsender still holds.
+//!
+//! It also decides about failover slots (`replication.failover`,
+//! PostgreSQL 17+): a server without them is refused before anything is
+//! created, never answered with a plain slot; an existing slot without
+//! failover gets it turned on; an existing failover slot is never turned
+//! off.
 
 use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::catalog::{self, CatalogError};
+use super::catalog::{self, CatalogError, SlotState};
 use super::config::{ReplicationConfig, SlotMissing};
+use super::replication::{ReplicationConnection, ReplicationError};
 use crate::chain::DisplayChain;
+
+/// Refuses a server without failover slots when `replication.failover` is
+/// on; run before anything is created, so that a refused start leaves no
+/// slot (and no plain slot in place of a failover one).
+pub async fn require_failover_support(
+    replication: &ReplicationConfig,
+    client: &tokio_postgres::Client,
+) -> Result<(), CatalogError> {
+    if !replication.failover {
+        return Ok(());
+    }
+    let (version_num, version) = catalog::server_version(client).await?;
+    failover_supported(version_num, &version)
+}
+
+/// [`require_failover_support`]'s decision for a known server version.
+pub fn failover_supported(version_num: u32, version: &str) -> Result<(), CatalogError> {
+    if version_num >= catalog::FAILOVER_MIN_SERVER_VERSION {
+        Ok(())
+    } else {
+        Err(CatalogError::FailoverUnsupported {
+            version: version.to_owned(),
+            version_num,
+        })
+    }
+}
+
+/// What to do about an existing slot's `failover` flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverAction {
+    /// It already is what the setting asks for (or the setting is off and
+    /// the slot plain, or the server predates failover slots).
+    Keep,
+    /// `replication.failover` is on and the slot is plain: turn it on.
+    TurnOn,
+    /// `replication.failover` is off and the slot is a failover slot: left
+    /// as it is (someone made it so deliberately).
+    LeaveOn,
+}
+
+/// The action for a slot whose `failover` column reads `current` (`None`
+/// before PostgreSQL 17) when the setting is `wanted`.
+pub fn failover_action(wanted: bool, current: Option<bool>) -> FailoverAction {
+    match (wanted, current) {
+        (true, Some(false)) => FailoverAction::TurnOn,
+        (false, Some(true)) => FailoverAction::LeaveOn,
+        _ => FailoverAction::Keep,
+    }
+}
+
+/// Brings an existing slot's `failover` flag in line with
+/// `replication.failover`: turns it on with `ALTER_REPLICATION_SLOT` when
+/// asked and missing, and only logs when the slot is a failover slot that
+/// the setting does not ask for.
+pub async fn reconcile_failover(
+    repl: &mut ReplicationConnection,
+    slot: &str,
+    state: &SlotState,
+    wanted: bool,
+) -> Result<(), ReplicationError> {
+    match failover_action(wanted, state.failover) {
+        FailoverAction::Keep => Ok(()),
+        FailoverAction::TurnOn => {
+            repl.set_slot_failover(slot, true).await?;
+            info!(
+                slot,
+                "turned failover on for the existing replication slot (replication.failover = true): \
+                 standbys with sync_replication_slots = on now keep a copy of it"
+            );
+            Ok(())
+        }
+        FailoverAction::LeaveOn => {
+            info!(
+                slot,
+                "the replication slot is a failover slot and replication.failover is false: leaving it as it is"
+            );
+            Ok(())
+        }
+    }
+}
 
 /// The line walrelay adds to its publication's comment once `slot` exists:
 /// PostgreSQL keeps no trace of a dropped slot, this does.
@@ -143,4 +230,37 @@ pub async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str
         }
     }
     warn!(slot, "replication slot still active after 5 s; not dropped");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failover_is_refused_below_17_naming_the_keys_and_the_version() {
+        let e = failover_supported(160004, "16.4").unwrap_err();
+        let text = e.to_string();
+        for part in [
+            "replication.failover",
+            "slot.failover",
+            "PostgreSQL 16.4",
+            "160004",
+            "17 or later",
+        ] {
+            assert!(text.contains(part), "{part:?} missing from {text:?}");
+        }
+        assert!(!e.is_transient(), "a refusal must stop walrelay");
+        assert!(failover_supported(170000, "17.0").is_ok());
+        assert!(failover_supported(180001, "18.1").is_ok());
+    }
+
+    #[test]
+    fn an_existing_slot_gets_failover_on_never_off() {
+        assert_eq!(failover_action(true, Some(false)), FailoverAction::TurnOn);
+        assert_eq!(failover_action(true, Some(true)), FailoverAction::Keep);
+        assert_eq!(failover_action(false, Some(true)), FailoverAction::LeaveOn);
+        assert_eq!(failover_action(false, Some(false)), FailoverAction::Keep);
+        // Before 17 there is no column (and failover = true was refused).
+        assert_eq!(failover_action(false, None), FailoverAction::Keep);
+    }
 }

@@ -181,6 +181,48 @@ fn connector_level_converter_overrides_worker() {
     assert!(t.ignored("key.converter.schemas.enable"));
 }
 
+/// `slot.failover` maps to `replication.failover` (no longer an ignored
+/// key), in the Kafka Connect form and in Debezium Server's, where the
+/// environment alone may set it.
+#[test]
+fn slot_failover_maps_to_replication_failover() {
+    let c = connect(
+        props("connect-standalone.properties"),
+        props("outbox-connector.properties"),
+    )
+    .unwrap()
+    .config;
+    assert!(!c.replication.failover, "Debezium's default is false");
+    let mut connector = props("outbox-connector.properties");
+    connector.insert("slot.failover".into(), "true".into());
+    let t = connect(props("connect-standalone.properties"), connector).unwrap();
+    assert!(t.config.replication.failover);
+    assert!(
+        !t.ignored("slot.failover"),
+        "slot.failover must not be ignored"
+    );
+    refused_connector("slot.failover", set("slot.failover", "sometimes"));
+
+    let env = |name: &str| match name {
+        "PG_HOST" => Some("h".to_owned()),
+        _ => None,
+    };
+    let text = format!("{}\ndebezium.source.slot.failover=true\n", example_server());
+    assert!(server(&text, &env).unwrap().config.replication.failover);
+    let env = |name: &str| match name {
+        "PG_HOST" => Some("h".to_owned()),
+        "DEBEZIUM_SOURCE_SLOT_FAILOVER" => Some("true".to_owned()),
+        _ => None,
+    };
+    assert!(
+        server(&example_server(), &env)
+            .unwrap()
+            .config
+            .replication
+            .failover
+    );
+}
+
 /// Applies `edit` to the example connector and expects a refusal naming `key`.
 fn refused_connector(key: &str, edit: impl FnOnce(&mut BTreeMap<String, String>)) {
     let mut connector = props("outbox-connector.properties");

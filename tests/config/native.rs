@@ -170,3 +170,34 @@ fn documented_example_config_validates() {
         "{stderr}"
     );
 }
+
+/// `[replication] failover` parses to the flag, defaults to false, and
+/// refuses anything but a boolean (TOML's error points at its line).
+#[test]
+fn replication_failover_flag() {
+    let base = r#"
+[postgres]
+host = "127.0.0.1"
+user = "walrelay"
+dbname = "app"
+
+[outbox]
+table = "public.outbox"
+
+[kafka]
+bootstrap_servers = "127.0.0.1:9092"
+"#;
+    let parse = |extra: &str| {
+        walrelay::config::Config::from_toml(&format!("{base}{extra}"), Path::new("f.toml"))
+    };
+    let plain = parse("").expect("valid config");
+    assert!(!plain.replication.failover);
+    let on = parse("\n[replication]\nfailover = true\n").expect("valid config");
+    assert!(on.replication.failover);
+    let err = parse("\n[replication]\nfailover = \"yes\"\n").expect_err("a string is not a bool");
+    let text = walrelay::chain::DisplayChain(&err).to_string();
+    assert!(
+        text.contains("expected a boolean") && text.contains("line 14"),
+        "{text}"
+    );
+}

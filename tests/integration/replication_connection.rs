@@ -220,7 +220,10 @@ async fn create_slot_and_stream_an_insert() {
         .await
         .expect("connect");
     conn.identify_system().await.expect("identify");
-    let consistent = conn.create_logical_slot(&name).await.expect("create slot");
+    let consistent = conn
+        .create_logical_slot(&name, false)
+        .await
+        .expect("create slot");
     let row = client
         .query_one(
             "SELECT plugin::text, slot_type::text, database::text, confirmed_flush_lsn::text \

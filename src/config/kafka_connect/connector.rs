@@ -109,8 +109,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     // walrelay never forwards them.
     ("message.prefix.include.list", "ignored: walrelay does not forward logical decoding messages"),
     ("message.prefix.exclude.list", "ignored: walrelay does not forward logical decoding messages"),
-    // PG 17 failover slots: walrelay creates plain slots.
-    ("slot.failover", "ignored: walrelay creates the slot without FAILOVER; create it yourself to have one"),
     // Kafka Connect: walrelay does not create topics (broker auto-creation
     // or your own tooling does).
     ("topic.creation.enable", "ignored: walrelay does not create topics"),
@@ -382,6 +380,9 @@ pub(in crate::config) fn translate_connector(
         };
     }
     r.slot_drop_on_stop = c.take_bool("slot.drop.on.stop", false)?;
+    // Debezium falls back to a plain slot below PostgreSQL 17; walrelay
+    // refuses to start there instead (`replication.failover`).
+    r.failover = c.take_bool("slot.failover", false)?;
     if let Some(mode) = c.take("snapshot.mode") {
         r.snapshot_mode = match mode.to_ascii_lowercase().as_str() {
             "no_data" => SnapshotMode::NoData,

@@ -97,6 +97,19 @@ pub enum CatalogError {
     /// `target_session_attrs`; names each host and why.
     #[error(transparent)]
     Hosts(Box<HostsError<CatalogError>>),
+    /// `replication.failover` is on and the server has no failover slots.
+    #[error(
+        "replication.failover (Debezium slot.failover) is true, but the server is PostgreSQL {version} \
+         (server_version_num {version_num}) and failover slots need PostgreSQL 17 or later; walrelay \
+         does not create a plain slot in its place: set replication.failover = false (slot.failover=false) \
+         or upgrade the primary"
+    )]
+    FailoverUnsupported {
+        /// `server_version` as the server shows it.
+        version: String,
+        /// `server_version_num`.
+        version_num: u32,
+    },
     /// The slot exists but is not a pgoutput slot of this database.
     #[error("replication slot {slot} is not usable: {reason}")]
     SlotMismatch {
@@ -383,15 +396,24 @@ pub struct SlotState {
     pub restart_lsn: Option<Lsn>,
     /// `reserved`, `extended`, `unreserved` or `lost`.
     pub wal_status: Option<String>,
+    /// Whether it is a failover slot (`None` before PostgreSQL 17, which
+    /// has no such column).
+    pub failover: Option<bool>,
+    /// Whether it was synchronized from a primary (`None` before 17). On a
+    /// standby such a slot cannot be used until the standby is promoted.
+    pub synced: Option<bool>,
 }
 
 /// Reads a slot's state; `None` when it does not exist.
 pub async fn slot_state(client: &Client, slot: &str) -> Result<Option<SlotState>, CatalogError> {
+    // `failover` and `synced` exist from PostgreSQL 17 on; read through
+    // the row's JSON so that older servers answer NULL instead of an error.
     let row = client
         .query_opt(
             "SELECT plugin::text, slot_type::text, database::text, active, active_pid, \
-                    confirmed_flush_lsn::text, restart_lsn::text, wal_status::text \
-             FROM pg_replication_slots WHERE slot_name = $1",
+                    confirmed_flush_lsn::text, restart_lsn::text, wal_status::text, \
+                    (to_jsonb(s) ->> 'failover')::bool, (to_jsonb(s) ->> 'synced')::bool \
+             FROM pg_replication_slots s WHERE slot_name = $1",
             &[&slot],
         )
         .await
@@ -409,6 +431,8 @@ pub async fn slot_state(client: &Client, slot: &str) -> Result<Option<SlotState>
             confirmed_flush_lsn: lsn(5),
             restart_lsn: lsn(6),
             wal_status: r.get(7),
+            failover: r.get(8),
+            synced: r.get(9),
         }
     }))
 }
@@ -764,6 +788,23 @@ pub async fn max_slot_wal_keep_size(client: &Client) -> Result<String, tokio_pos
         .query_one("SHOW max_slot_wal_keep_size", &[])
         .await?
         .get(0))
+}
+
+/// First server version (`server_version_num`) with failover slots.
+pub const FAILOVER_MIN_SERVER_VERSION: u32 = 170_000;
+
+/// The server's version: `server_version_num` (e.g. 170002) and
+/// `server_version` as shown (e.g. `17.2 (Debian 17.2-1)`).
+pub async fn server_version(client: &Client) -> Result<(u32, String), CatalogError> {
+    let row = client
+        .query_one(
+            "SELECT current_setting('server_version_num')::int4, current_setting('server_version')",
+            &[],
+        )
+        .await
+        .map_err(sql("cannot read the server's version"))?;
+    let num: i32 = row.get(0);
+    Ok((num.max(0) as u32, row.get(1)))
 }
 
 /// `server_version_num`, e.g. 150004.

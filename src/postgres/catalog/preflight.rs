@@ -299,6 +299,84 @@ pub async fn publication_state(
     }))
 }
 
+/// A physical replication slot on the primary (a standby's, normally).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhysicalSlot {
+    /// Slot name.
+    pub name: String,
+    /// Whether a walsender (the standby's walreceiver) holds it.
+    pub active: bool,
+}
+
+/// What the primary shows about keeping failover slots on standbys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailoverReadiness {
+    /// `synchronized_standby_slots` as set (`None` before PostgreSQL 17).
+    pub standby_slots: Option<String>,
+    /// The physical slots, by name.
+    pub physical_slots: Vec<PhysicalSlot>,
+    /// `application_name` of every standby's slot sync worker connected to
+    /// this server.
+    pub slot_sync_connections: Vec<String>,
+}
+
+/// Recognises a standby's slot sync worker among this server's sessions.
+/// It is an ordinary (not walsender) connection to the database named in
+/// the standby's `primary_conninfo`, called `slotsync worker` or
+/// `<cluster_name>_slotsync worker` (PostgreSQL 17 and 18; `slotsyncworker`
+/// in early 17 builds) unless `primary_conninfo` sets an application_name,
+/// which then equals that of the standby's walreceiver holding a physical
+/// slot. `application_name`, `datname` and `pg_replication_slots` are
+/// visible to every role.
+const SLOT_SYNC_CONNECTIONS_SQL: &str = "\
+    SELECT a.application_name::text FROM pg_catalog.pg_stat_activity a
+     WHERE a.datname IS NOT NULL AND a.pid <> pg_backend_pid()
+       AND a.backend_type IS DISTINCT FROM 'walsender'
+       AND (a.application_name ~ '(^|_)slotsync ?worker$'
+            OR (a.application_name <> '' AND a.application_name IN (
+                  SELECT w.application_name FROM pg_catalog.pg_stat_activity w
+                    JOIN pg_catalog.pg_replication_slots s ON s.active_pid = w.pid
+                   WHERE s.slot_type = 'physical')))
+     ORDER BY 1";
+
+/// `synchronized_standby_slots`, the physical slots and the standbys'
+/// slot sync connections, as the primary sees them.
+pub async fn failover_readiness(
+    client: &Client,
+) -> Result<FailoverReadiness, tokio_postgres::Error> {
+    let standby_slots: Option<String> = client
+        .query_one(
+            "SELECT current_setting('synchronized_standby_slots', true)",
+            &[],
+        )
+        .await?
+        .get(0);
+    let physical_slots = client
+        .query(
+            "SELECT slot_name::text, active FROM pg_catalog.pg_replication_slots
+              WHERE slot_type = 'physical' ORDER BY 1",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| PhysicalSlot {
+            name: r.get(0),
+            active: r.get(1),
+        })
+        .collect();
+    let slot_sync_connections = client
+        .query(SLOT_SYNC_CONNECTIONS_SQL, &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(FailoverReadiness {
+        standby_slots,
+        physical_slots,
+        slot_sync_connections,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
