@@ -246,6 +246,26 @@ impl Tracker {
         }
     }
 
+    /// A streamed transaction that aborted at `abort_lsn` (the end of its
+    /// abort record). It carried no events, so like a committed transaction
+    /// without records it is complete at once: the confirmed LSN reaches
+    /// `abort_lsn` as soon as everything registered before it is complete
+    /// (rule 2), and the aborted transaction's WAL is released without
+    /// waiting for a keepalive that finds nothing registered. Every commit
+    /// before the abort in the WAL was registered before it, and every one
+    /// after it comes later, so this keeps commit order; an `abort_lsn` not
+    /// past the last commit or the confirmed LSN is ignored rather than
+    /// misordering the queue.
+    pub fn aborted(&mut self, abort_lsn: Lsn, abort_time_us: i64) {
+        let behind = abort_lsn <= self.confirmed.max(self.frontier)
+            || self.last_commit_end.is_some_and(|last| abort_lsn <= last);
+        if behind || self.misordered {
+            return;
+        }
+        let seq = self.begin(abort_time_us);
+        self.commit(seq, abort_lsn);
+    }
+
     /// A primary keepalive (or any other proof that the server has sent
     /// everything up to `wal_end`): when no transaction is registered at
     /// all, the confirmed LSN may advance to `wal_end`, so an idle outbox
@@ -423,6 +443,11 @@ impl SharedTracker {
         self.lock().fail(seq)
     }
 
+    /// See [`Tracker::aborted`].
+    pub fn aborted(&self, abort_lsn: Lsn, abort_time_us: i64) {
+        self.lock().aborted(abort_lsn, abort_time_us)
+    }
+
     /// See [`Tracker::keepalive`].
     pub fn keepalive(&self, wal_end: Lsn) {
         self.lock().keepalive(wal_end)
@@ -514,6 +539,40 @@ mod tests {
         assert_eq!(t.confirmed(), lsn(0));
         t.commit(a, lsn(50));
         assert_eq!(t.confirmed(), lsn(50));
+    }
+
+    #[test]
+    fn abort_releases_its_wal_once_earlier_transactions_complete() {
+        let mut t = Tracker::new(lsn(0));
+        let a = t.begin(10);
+        t.add_and_commit(a, 1, lsn(100));
+        // Aborted while `a` still waits for its report: held behind it.
+        t.aborted(lsn(300), 20);
+        assert_eq!(t.confirmed(), lsn(0));
+        t.ack(a, 1);
+        assert_eq!(t.confirmed(), lsn(300));
+        assert_eq!(t.open_transactions(), 0);
+        // Nothing registered: at once.
+        t.aborted(lsn(400), 30);
+        assert_eq!(t.confirmed(), lsn(400));
+    }
+
+    #[test]
+    fn abort_never_moves_back_or_misorders() {
+        let mut t = Tracker::new(lsn(500));
+        t.aborted(lsn(400), 1);
+        t.aborted(lsn(500), 1);
+        assert_eq!(t.confirmed(), lsn(500));
+        assert_eq!(t.open_transactions(), 0);
+        let a = t.begin(1);
+        t.add_and_commit(a, 1, lsn(700));
+        // Not past the last commit: ignored, so a later commit is still in order.
+        t.aborted(lsn(600), 1);
+        assert_eq!(t.open_transactions(), 1);
+        let b = t.begin(2);
+        t.add_and_commit(b, 0, lsn(800));
+        t.ack(a, 1);
+        assert_eq!(t.confirmed(), lsn(800));
     }
 
     #[test]

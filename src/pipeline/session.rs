@@ -29,8 +29,10 @@ use crate::sink::{KafkaSink, SinkError};
 use crate::source::{Frontier, ProgressStore, Source, StreamEnd};
 
 /// pgoutput protocol version requested when not streaming (1: whole
-/// transactions after commit); with `replication.streaming` on a PostgreSQL
-/// 14+ server, [`wal::STREAMING_PROTO_VERSION`] is requested instead.
+/// transactions after commit); with `replication.streaming` on,
+/// [`wal::STREAMING_PROTO_VERSION`] (`streaming 'on'`) on PostgreSQL 14 and
+/// 15 and [`wal::PARALLEL_STREAMING_PROTO_VERSION`] (`streaming
+/// 'parallel'`) from 16 are requested instead ([`wal::proto_version_for`]).
 pub const PROTO_VERSION: u32 = 1;
 
 /// How a session failed.
@@ -198,12 +200,14 @@ pub(super) async fn run<P: ProgressStore>(
         ("publication_names", publication.clone()),
         ("messages", "true".to_string()),
     ];
-    if proto_version >= wal::STREAMING_PROTO_VERSION {
-        options.push(("streaming", "on".to_string()));
+    // ("streaming", "on") from protocol 2, ("streaming", "parallel") from 4.
+    if let Some(mode) = wal::streaming_option(proto_version) {
+        options.push(("streaming", mode.to_string()));
     }
     let stream = repl
         .start_replication(slot, resume_at.unwrap_or(Lsn::ZERO), &options)
         .await?;
+    metrics.proto_version.set(i64::from(proto_version));
     // The server starts at the slot's confirmed_flush_lsn, or at resume_at
     // when that is later; read the slot back now that we hold it, so the
     // tracker starts exactly there.
