@@ -9,7 +9,9 @@
 #   env.sh status   prints the state of both; exit 0 only if both run
 #
 # WALRELAY_OWNER_PID=<pid> makes servers started by `up` stop once that
-# process has exited (scripts/test.sh sets it to itself).
+# process has exited (scripts/test.sh sets it to itself). WALRELAY_PG_MAJOR
+# picks the PostgreSQL major of a new cluster (scripts/pg.sh; default
+# Debian's 15); the env file names the one that runs.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -52,6 +54,7 @@ cmd_up() {
         printf '# Written by scripts/env.sh up; source it before cargo test.\n'
         printf 'export WALRELAY_TEST_PG_PORT=%s\n' "$(cat "$PG_DIR/port")"
         printf 'export WALRELAY_TEST_PG_DIR=%s\n' "$PG_DIR"
+        printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$("$SCRIPT_DIR/pg.sh" major "$PG_DIR")"
         printf 'export WALRELAY_TEST_KAFKA=127.0.0.1:%s\n' "$(cat "$KAFKA_DIR/port")"
         printf 'export WALRELAY_TEST_KAFKA_DIR=%s\n' "$KAFKA_DIR"
         printf 'export WALRELAY_SCRIPTS=%s\n' "$SCRIPT_DIR"

@@ -278,3 +278,132 @@ async fn private_servers_keep_data_across_stop_kill_and_start() {
         common::describe(&records)
     );
 }
+
+/// The shared cluster is the major version the environment announces
+/// (`WALRELAY_TEST_PG_MAJOR`): the version matrix of `scripts/test.sh` runs
+/// the core tests once per major, and must not test one server five times.
+#[tokio::test]
+async fn shared_cluster_is_the_announced_major() {
+    let client = common::connect().await;
+    let version: i32 = client
+        .query_one("SELECT current_setting('server_version_num')::int4", &[])
+        .await
+        .expect("read server_version_num")
+        .get(0);
+    assert_eq!(
+        (version / 10_000) as u32,
+        common::pg_major(),
+        "server_version_num {version}"
+    );
+}
+
+/// Every tested major starts as a private cluster of that version, and a
+/// physical standby of it replays the primary's writes, is promoted and
+/// then accepts its own. From 17 on the standby synchronizes failover slots
+/// and the primary lists its slot in `synchronized_standby_slots`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_clusters_and_standbys_of_every_major() {
+    for major in [14, 15, 16, 17, 18] {
+        let pg = tokio::task::spawn_blocking(move || common::PrivatePg::start_major(major))
+            .await
+            .expect("start private cluster");
+        let primary = pg.connect().await;
+        let version: i32 = primary
+            .query_one("SELECT current_setting('server_version_num')::int4", &[])
+            .await
+            .expect("read server_version_num")
+            .get(0);
+        assert_eq!(
+            version / 10_000,
+            major as i32,
+            "server_version_num {version}"
+        );
+        primary
+            .batch_execute("CREATE TABLE kept (id int4); INSERT INTO kept VALUES (1);")
+            .await
+            .expect("write on the primary");
+        let (pg, standby) = tokio::task::spawn_blocking(move || {
+            let standby = pg.start_standby();
+            (pg, standby)
+        })
+        .await
+        .expect("start standby");
+        primary
+            .batch_execute("INSERT INTO kept VALUES (2)")
+            .await
+            .expect("write on the primary");
+        let replica = standby.connect().await;
+        let in_recovery: bool = replica
+            .query_one("SELECT pg_is_in_recovery()", &[])
+            .await
+            .expect("ask the standby")
+            .get(0);
+        assert!(
+            in_recovery,
+            "PostgreSQL {major}: the standby is not in recovery"
+        );
+        let settings: Vec<(String, String)> = if major >= 17 {
+            let sync: String = replica
+                .query_one("SELECT current_setting('sync_replication_slots')", &[])
+                .await
+                .expect("read sync_replication_slots")
+                .get(0);
+            let listed: String = primary
+                .query_one("SELECT current_setting('synchronized_standby_slots')", &[])
+                .await
+                .expect("read synchronized_standby_slots")
+                .get(0);
+            vec![
+                ("sync_replication_slots".into(), sync),
+                ("synchronized_standby_slots".into(), listed),
+            ]
+        } else {
+            Vec::new()
+        };
+        if major >= 17 {
+            assert_eq!(settings[0].1, "on", "PostgreSQL {major}: {settings:?}");
+            assert_eq!(
+                settings[1].1,
+                format!("standby_{}", standby.port()),
+                "PostgreSQL {major}: {settings:?}"
+            );
+        }
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        loop {
+            let n: i64 = replica
+                .query_one("SELECT count(*) FROM kept", &[])
+                .await
+                .map(|row| row.get(0))
+                .unwrap_or(0);
+            if n == 2 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "PostgreSQL {major}: the standby has {n} of 2 rows after {TIMEOUT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(primary);
+        let standby = tokio::task::spawn_blocking(move || {
+            pg.stop_immediate();
+            standby.promote();
+            drop(pg);
+            standby
+        })
+        .await
+        .expect("promote the standby");
+        let promoted = standby.connect().await;
+        promoted
+            .batch_execute("INSERT INTO kept VALUES (3)")
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL {major}: write on the promoted standby: {e}"));
+        let n: i64 = promoted
+            .query_one("SELECT count(*) FROM kept", &[])
+            .await
+            .expect("count on the promoted standby")
+            .get(0);
+        assert_eq!(n, 3, "PostgreSQL {major}");
+        assert_eq!(standby.major(), major);
+    }
+}

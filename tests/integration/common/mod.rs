@@ -43,6 +43,9 @@ pub struct TestEnv {
     /// Directory of the shared cluster (for `scripts/pg.sh`).
     #[expect(dead_code, reason = "in the env file's contract; no test reads it")]
     pub pg_dir: PathBuf,
+    /// Major version of the shared cluster (`WALRELAY_TEST_PG_MAJOR`); the
+    /// private clusters of [`PrivatePg::start`] are of the same major.
+    pub pg_major: u32,
     /// Bootstrap address of the shared Kafka broker (`127.0.0.1:PORT`).
     pub kafka: String,
     /// Directory of the shared broker (for `scripts/kafka.sh`).
@@ -84,6 +87,7 @@ fn load_env() -> TestEnv {
     for key in [
         "WALRELAY_TEST_PG_PORT",
         "WALRELAY_TEST_PG_DIR",
+        "WALRELAY_TEST_PG_MAJOR",
         "WALRELAY_TEST_KAFKA",
         "WALRELAY_TEST_KAFKA_DIR",
         "WALRELAY_SCRIPTS",
@@ -101,7 +105,11 @@ fn load_env() -> TestEnv {
         })
     };
     let pg_port = get("WALRELAY_TEST_PG_PORT");
+    let pg_major = get("WALRELAY_TEST_PG_MAJOR");
     TestEnv {
+        pg_major: pg_major.parse().unwrap_or_else(|_| {
+            panic!("WALRELAY_TEST_PG_MAJOR={pg_major:?} is not a major version")
+        }),
         pg_port: pg_port
             .parse()
             .unwrap_or_else(|_| panic!("WALRELAY_TEST_PG_PORT={pg_port:?} is not a port")),
@@ -411,13 +419,24 @@ pub fn describe(records: &[Record]) -> String {
     s
 }
 
+/// Major version of the shared cluster.
+pub fn pg_major() -> u32 {
+    env().pg_major
+}
+
 /// Runs `scripts/<script> ARGS` and returns its stdout; panics with its
 /// stderr on failure. Servers it starts get a watchdog that stops them when
 /// this test process exits, even if it is killed.
 pub fn run_script<S: AsRef<OsStr>>(script: &str, args: &[S]) -> String {
+    run_script_with(script, args, &[])
+}
+
+/// [`run_script`] with extra environment variables.
+fn run_script_with<S: AsRef<OsStr>>(script: &str, args: &[S], vars: &[(&str, String)]) -> String {
     let path = repo_root().join("scripts").join(script);
     let out = Command::new(&path)
         .args(args)
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
         .env("WALRELAY_OWNER_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .output()
@@ -462,16 +481,74 @@ pub struct PrivatePg {
     root: tempfile::TempDir,
     dir: PathBuf,
     port: u16,
+    major: u32,
 }
 
 impl PrivatePg {
-    /// Creates and starts a cluster on a free port.
+    /// Creates and starts a cluster of the shared cluster's major version on
+    /// a free port.
     pub fn start() -> Self {
+        Self::start_major(pg_major())
+    }
+
+    /// Creates and starts a cluster of PostgreSQL `major` (13 to 18) on a
+    /// free port; the first use of a major fetches its binaries.
+    pub fn start_major(major: u32) -> Self {
         let root = private_dir("walrelay-pg-");
         let dir = root.path().join("pg");
-        run_script("pg.sh", &[OsStr::new("start"), dir.as_os_str()]);
+        run_script_with(
+            "pg.sh",
+            &[OsStr::new("start"), dir.as_os_str()],
+            &[("WALRELAY_PG_MAJOR", major.to_string())],
+        );
         let port = read_port(&dir);
-        PrivatePg { root, dir, port }
+        PrivatePg {
+            root,
+            dir,
+            port,
+            major,
+        }
+    }
+
+    /// A physical streaming standby of this (running, primary) cluster, in
+    /// its own directory: base backup, a physical slot `standby_<port>` on
+    /// this cluster, `hot_standby_feedback`; from 17 on,
+    /// `sync_replication_slots` on the standby and the slot in this
+    /// cluster's `synchronized_standby_slots`. Returns once it streams.
+    pub fn start_standby(&self) -> PrivatePg {
+        self.standby(&[])
+    }
+
+    /// [`PrivatePg::start_standby`] without adding the standby's slot to
+    /// this cluster's `synchronized_standby_slots`.
+    #[expect(dead_code, reason = "harness API no test uses at the moment")]
+    pub fn start_standby_without_standby_slots(&self) -> PrivatePg {
+        self.standby(&["--no-standby-slots"])
+    }
+
+    fn standby(&self, extra: &[&str]) -> PrivatePg {
+        let root = private_dir("walrelay-standby-");
+        let dir = root.path().join("pg");
+        let mut args = vec![OsStr::new("standby"), self.dir.as_os_str(), dir.as_os_str()];
+        args.extend(extra.iter().map(OsStr::new));
+        run_script("pg.sh", &args);
+        let port = read_port(&dir);
+        PrivatePg {
+            root,
+            dir,
+            port,
+            major: self.major,
+        }
+    }
+
+    /// Promotes this standby; returns once it accepts writes.
+    pub fn promote(&self) {
+        run_script("pg.sh", &[OsStr::new("promote"), self.dir.as_os_str()]);
+    }
+
+    /// Its major version.
+    pub fn major(&self) -> u32 {
+        self.major
     }
 
     /// Its port on 127.0.0.1 (kept across stop/start).
@@ -497,6 +574,13 @@ impl PrivatePg {
     /// Fast shutdown; returns once the server is down.
     pub fn stop(&self) {
         run_script("pg.sh", &[OsStr::new("stop"), self.dir.as_os_str()]);
+    }
+
+    /// Immediate shutdown (as a crash: no shutdown checkpoint, nothing more
+    /// sent to standbys); returns once the server is down.
+    pub fn stop_immediate(&self) {
+        let args = [self.dir.as_os_str(), OsStr::new("immediate")];
+        run_script("pg.sh", &[OsStr::new("stop"), args[0], args[1]]);
     }
 
     /// Starts it again (same data, same port).
