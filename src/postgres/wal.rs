@@ -19,6 +19,7 @@ use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, Stan
 use walrelay_proto::pgoutput::{self, DecoderState};
 use walrelay_proto::{DecodeError, Lsn};
 
+use super::catalog::capability::{self, Unsupported};
 use super::catalog::CatalogError;
 use super::replication::{ReplicationError, ReplicationStream, StreamWriter};
 use crate::checkpoint::SharedTracker;
@@ -99,6 +100,16 @@ pub enum WalError {
         #[source]
         source: DecodeError,
     },
+    /// The server refused for want of a capability (a free WAL sender or
+    /// slot, the pgoutput plugin); the capability says how to fix it.
+    #[error("{capability}")]
+    Refused {
+        /// What is missing, with its fix.
+        capability: Unsupported,
+        /// The server's own error.
+        #[source]
+        source: ReplicationError,
+    },
     /// Transaction assembly refused a message.
     #[error(transparent)]
     Txn(#[from] TxnError),
@@ -120,6 +131,7 @@ impl SourceFailure for WalError {
             WalError::Replication(e) => e.is_transient(),
             WalError::Catalog(e) => e.is_transient(),
             WalError::ReceiveTimeout(_) => true,
+            WalError::Refused { capability, .. } => capability.is_transient(),
             WalError::Decode { .. }
             | WalError::Txn(_)
             | WalError::SlotGone(_)
@@ -144,6 +156,27 @@ pub struct StreamSettings {
 /// A read smaller than this is followed by the coalescing pause.
 const COALESCE_BELOW: usize = 64 * 1024;
 
+impl WalError {
+    /// `error` as [`WalError::Refused`] when the server refused for want of
+    /// a capability ([`capability::refusal`]; `slot` is the slot being
+    /// created), otherwise as it is.
+    pub fn explain(error: ReplicationError, slot: &str) -> WalError {
+        let found = match &error {
+            ReplicationError::Server { code, message, .. } => {
+                capability::refusal(code, message, slot)
+            }
+            _ => None,
+        };
+        match found {
+            Some(capability) => WalError::Refused {
+                capability,
+                source: error,
+            },
+            None => WalError::Replication(error),
+        }
+    }
+}
+
 /// Builds the status update for the current positions.
 pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> StandbyStatusUpdate {
     StandbyStatusUpdate {
@@ -155,48 +188,28 @@ pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> St
     }
 }
 
-/// The pgoutput protocol version to request from the server `client` is
-/// connected to ([`proto_version_for`]); `fallback` when the server version
-/// cannot be read.
-pub async fn choose_proto_version(
-    client: &tokio_postgres::Client,
-    streaming: bool,
-    fallback: u32,
-) -> u32 {
-    if !streaming {
-        info!(
-            proto_version = fallback,
+/// The pgoutput protocol version to request from a server of
+/// `server_version_num` ([`proto_version_for`]), logged with what it means.
+pub fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
+    let proto_version = proto_version_for(server_version_num, streaming, fallback);
+    match streaming_option(proto_version) {
+        Some(mode) => info!(
+            proto_version,
+            streaming = mode,
+            server_version_num,
+            "large transactions arrive while they run"
+        ),
+        None if !streaming => info!(
+            proto_version,
             "as configured, large transactions arrive only after their commit"
-        );
-        return fallback;
+        ),
+        None => warn!(
+            proto_version,
+            server_version_num,
+            "server older than PostgreSQL 14: large transactions arrive only after their commit"
+        ),
     }
-    match super::catalog::server_version_num(client).await {
-        Ok(v) => {
-            let proto_version = proto_version_for(v, streaming, fallback);
-            match streaming_option(proto_version) {
-                Some(mode) => info!(
-                    proto_version,
-                    streaming = mode,
-                    server_version_num = v,
-                    "large transactions arrive while they run"
-                ),
-                None => warn!(
-                    proto_version,
-                    server_version_num = v,
-                    "server older than PostgreSQL 14: large transactions arrive only after their commit"
-                ),
-            }
-            proto_version
-        }
-        Err(error) => {
-            warn!(
-                proto_version = fallback,
-                error,
-                "cannot read server_version_num; large transactions arrive only after their commit"
-            );
-            fallback
-        }
-    }
+    proto_version
 }
 
 /// Publishes stream progress to the metrics: positions, in-flight work and
