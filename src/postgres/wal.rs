@@ -108,7 +108,7 @@ pub enum WalError {
         capability: Unsupported,
         /// The server's own error.
         #[source]
-        source: ReplicationError,
+        source: Box<ReplicationError>,
     },
     /// Transaction assembly refused a message.
     #[error(transparent)]
@@ -170,7 +170,7 @@ impl WalError {
         match found {
             Some(capability) => WalError::Refused {
                 capability,
-                source: error,
+                source: Box::new(error),
             },
             None => WalError::Replication(error),
         }
