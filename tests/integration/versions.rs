@@ -4,7 +4,7 @@
 //!
 //! - the pgoutput protocol walrelay chooses (2 with `streaming 'on'` on 14
 //!   and 15, 4 with `streaming 'parallel'` from 16), read from its
-//!   `walrelay_pgoutput_proto_version` metric;
+//!   `walrelay_pgoutput_proto_version` metric and `walrelay status`;
 //! - a large streamed transaction that aborts and a rolled-back
 //!   subtransaction of a committed one: nothing of either in Kafka, every
 //!   committed event there exactly once, the abort and subtransaction-abort
@@ -319,6 +319,18 @@ async fn protocol_and_aborts(pg: &PrivatePg) {
         get(m, "walrelay_pgoutput_proto_version") == f64::from(want_proto)
     })
     .await;
+
+    // And as `walrelay status` shows it.
+    let snap =
+        walrelay::status::scrape(&walrelay::status::metrics_url(&format!("127.0.0.1:{port}")))
+            .await
+            .expect("scrape for walrelay status");
+    let status = walrelay::status::render(&snap, None);
+    let mode = if major >= 16 { "parallel" } else { "on" };
+    assert!(
+        status.contains(&format!("pgoutput {want_proto}, streaming '{mode}'")),
+        "PostgreSQL {major}:\n{status}"
+    );
 
     // The probe decodes the same transactions directly, live, from a slot
     // created before them.
