@@ -195,9 +195,7 @@ pub fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: 
     match streaming_option(proto_version) {
         Some(mode) => info!(
             proto_version,
-            streaming = mode,
-            server_version_num,
-            "large transactions arrive while they run"
+            mode, server_version_num, "large transactions arrive while they run"
         ),
         None if !streaming => info!(
             proto_version,
