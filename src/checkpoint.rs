@@ -255,11 +255,15 @@ impl Tracker {
     /// before the abort in the WAL was registered before it, and every one
     /// after it comes later, so this keeps commit order; an `abort_lsn` not
     /// past the last commit or the confirmed LSN is ignored rather than
-    /// misordering the queue.
+    /// misordering the queue, and so is an abort while a registered
+    /// transaction is still open (aborts come between transactions, never
+    /// inside one).
     pub fn aborted(&mut self, abort_lsn: Lsn, abort_time_us: i64) {
         let behind = abort_lsn <= self.confirmed.max(self.frontier)
             || self.last_commit_end.is_some_and(|last| abort_lsn <= last);
-        if behind || self.misordered {
+        // Rare (one per aborted large transaction): a scan is fine.
+        let inside = self.entries.iter().any(|e| e.end.is_none() && !e.discarded);
+        if behind || inside || self.misordered {
             return;
         }
         let seq = self.begin(abort_time_us);
@@ -776,6 +780,7 @@ mod tests {
         Fail(usize),
         Discard(usize),
         Keepalive(u64),
+        Aborted(u64),
         BogusAck(u64),
     }
 
@@ -788,6 +793,7 @@ mod tests {
             1 => any::<usize>().prop_map(Op::Fail),
             1 => any::<usize>().prop_map(Op::Discard),
             1 => (1u64..50).prop_map(Op::Keepalive),
+            1 => (0u64..20).prop_map(Op::Aborted),
             1 => any::<u64>().prop_map(Op::BogusAck),
         ]
     }
@@ -921,6 +927,30 @@ mod tests {
                     t.keepalive(lsn(wal));
                     if in_order && model_front == txns.len() {
                         model_confirmed = model_confirmed.max(lsn(wal));
+                    }
+                }
+                Op::Aborted(d) => {
+                    // An aborted streamed transaction: an entry without
+                    // records, committed at once at its abort LSN, unless
+                    // that is not past what is registered or confirmed.
+                    wal += d;
+                    let at = lsn(wal);
+                    let registers = !t.misordered
+                        && at > t.confirmed.max(t.frontier)
+                        && t.last_commit_end.is_none_or(|last| at > last)
+                        && t.entries.iter().all(|e| e.end.is_some() || e.discarded);
+                    let seq = t.next_seq();
+                    t.aborted(at, 0);
+                    if registers {
+                        txns.push(Txn {
+                            seq,
+                            end: Some(at),
+                            sent: 0,
+                            acked: 0,
+                            settled: 0,
+                            failed: false,
+                            discarded: false,
+                        });
                     }
                 }
                 Op::BogusAck(s) => {

@@ -62,10 +62,10 @@ impl From<ReplicationError> for SessionError<WalError> {
 }
 
 /// Why the slot's confirmed position can come back behind what this
-/// process saw Kafka acknowledge. Either way the same thing is right: start
-/// at the delivered position, so what was confirmed before is never read
-/// twice, and what was delivered but never confirmed is not read twice
-/// either.
+/// process saw Kafka acknowledge. On every version the same thing is right:
+/// start at the delivered position (the server skips what commits before
+/// it), so what Kafka acknowledged is not produced again wherever the slot
+/// lost or never got the confirmation.
 fn behind_reason(saves_confirmed_at_shutdown: bool) -> &'static str {
     if saves_confirmed_at_shutdown {
         // PostgreSQL 17+ writes the position at a shutdown checkpoint: what
