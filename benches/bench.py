@@ -436,6 +436,7 @@ class Env:
             version = re.search(r"^KAFKA_VERSION=(\S+)", f.read(), re.M).group(1)
         self.kafka_libs = os.path.join(REPO, ".cache", "kafka", version, "libs")
         admin = Pg(self.pg_port, "postgres")
+        self.server_version_num = int(admin.value("SHOW server_version_num"))
         admin.query("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
                     "WHERE slot_name LIKE 'bench\\_%' AND NOT active")
         admin.query("DROP DATABASE IF EXISTS bench WITH (FORCE)")
@@ -580,24 +581,34 @@ END $$;
 # The systems under test.
 
 
-def pgoutput_options(streaming):
-    """The START_REPLICATION options walrelay sends (src/pipeline/session.rs,
-    src/postgres/wal.rs), so the baselines decode exactly what walrelay asks for."""
+def pgoutput_options(streaming, server_version_num):
+    """The START_REPLICATION options walrelay sends to a server of this version
+    (src/pipeline/session.rs, src/postgres/wal.rs), so the baselines decode exactly
+    what walrelay asks for: protocol 1, 2 with streaming 'on' (14, 15) or 4 with
+    streaming 'parallel' (16+)."""
     def read(*path):
         try:
             with open(os.path.join(REPO, *path)) as f:
                 return f.read()
         except OSError:
             return ""
+
+    def const(text, name):
+        m = re.search(rf"pub const {name}: u32 = ([\d_]+);", text)
+        return int(m.group(1).replace("_", "")) if m else None
+
     relay, source = read("src", "pipeline", "session.rs"), read("src", "postgres", "wal.rs")
-    m = re.search(r"pub const PROTO_VERSION: u32 = (\d+);", relay)
-    opts = {"proto_version": m.group(1) if m else "1", "publication_names": "bench"}
+    opts = {"proto_version": str(const(relay, "PROTO_VERSION") or 1), "publication_names": "bench"}
     if '("messages", "true"' in relay:
         opts["messages"] = "true"
-    m = re.search(r"pub const STREAMING_PROTO_VERSION: u32 = (\d+);", source)
-    if streaming != "off" and m and '("streaming", "on"' in relay:
-        opts["proto_version"] = m.group(1)
-        opts["streaming"] = "on"
+    if streaming == "off" or "streaming_option(proto_version)" not in relay:
+        return opts
+    for proto, since, mode in (("PARALLEL_STREAMING_PROTO_VERSION", "PARALLEL_STREAMING_MIN_SERVER_VERSION", "parallel"),
+                               ("STREAMING_PROTO_VERSION", "STREAMING_MIN_SERVER_VERSION", "on")):
+        version, first = const(source, proto), const(source, since)
+        if version and first and server_version_num >= first:
+            opts["proto_version"], opts["streaming"] = str(version), mode
+            break
     return opts
 
 
@@ -614,7 +625,7 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
     if system == "ceiling":
         cmd = ["pg_recvlogical", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
                "--slot", slot, "--start", "-f", "/dev/null", "-E", end_lsn, "--no-loop"]
-        for k, v in pgoutput_options(env.args.streaming).items():
+        for k, v in pgoutput_options(env.args.streaming, env.server_version_num).items():
             cmd += ["-o", f"{k}={v}"]
         logf = os.path.join(run_dir, "pg_recvlogical.log")
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
@@ -624,7 +635,7 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
         if not env.args.walsender_drain:
             raise BenchError("no walsender_drain binary: run through benches/run.sh or pass --walsender-drain")
         cmd = [env.args.walsender_drain, "127.0.0.1", str(env.pg_port), "postgres", "bench", slot, end_lsn]
-        cmd += [f"{k}={v}" for k, v in pgoutput_options(env.args.streaming).items()]
+        cmd += [f"{k}={v}" for k, v in pgoutput_options(env.args.streaming, env.server_version_num).items()]
         logf = os.path.join(run_dir, "walsender_drain.log")
         # Its one summary line (messages, bytes, seconds) goes to stdout.
         p = subprocess.Popen(cmd, stdout=open(os.path.join(run_dir, "walsender_drain.out"), "w"),
@@ -1285,7 +1296,7 @@ def report(args, facts, results, command):
                 f"{facts['postgres']}, Kafka 4.1.1 (single KRaft node), {facts['java']}; "
                 f"everything co-located on this machine.  \n"
                 f"pgoutput options (walrelay's, and the baselines'): "
-                f"{', '.join(f'{k}={v}' for k, v in pgoutput_options(args.streaming).items())}\n")
+                f"{', '.join(f'{k}={v}' for k, v in facts['pgoutput_options'].items())}\n")
     only = args.only.upper().split(",")
     parts = {
         "W1": f"W1 {args.w1:,} single-event transactions (insert + delete)",
@@ -1446,6 +1457,7 @@ def main():
         env.stop()
     results = [r for r in results if r["workload"] != "-"]
     facts = machine_facts(args, load_at_start)
+    facts["pgoutput_options"] = pgoutput_options(args.streaming, getattr(env, "server_version_num", 0))
     block = report(args, facts, results, command)
     svg = svg_plot(results)
     with open(os.path.join(out, "results.json"), "w") as f:

@@ -11,7 +11,9 @@
 //! router would produce to. It must never change anything: no slot, no
 //! publication, no topic is created or altered, and every statement it runs
 //! is a catalog read or a bounded `SELECT`, all of them in
-//! [`catalog::preflight`] (this module builds no SQL). Every network step is
+//! [`catalog::preflight`] and [`catalog::capability`] (this module builds no
+//! SQL). What the server lacks is worded by [`catalog::capability`], so
+//! `walrelay check` and a refused start say the same thing. Every network step is
 //! bounded by a timeout, so an unreachable server costs one row, not a hang.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,6 +33,7 @@ use crate::config::Config;
 
 use crate::chain::DisplayChain;
 use crate::human::human_bytes;
+use crate::postgres::catalog::capability::{self, ServerFacts, Unsupported};
 use crate::postgres::catalog::preflight::{self, OutboxTable};
 use crate::postgres::catalog::{self, SlotState};
 use crate::postgres::config::{PublicationMode, SlotMissing};
@@ -50,6 +53,10 @@ pub const POSTGRES_CONNECTION: &str = "postgres connection";
 pub const POSTGRES_HOSTS: &str = "postgres hosts";
 /// Row: a replication connection and `IDENTIFY_SYSTEM`.
 pub const REPLICATION_CONNECTION: &str = "replication connection";
+/// Row: PostgreSQL 14 or later, and the pgoutput protocol walrelay will use.
+pub const SERVER_VERSION: &str = "server version";
+/// Row: the pgoutput output plugin is installed.
+pub const OUTPUT_PLUGIN: &str = "output plugin";
 /// Row: `wal_level = logical`.
 pub const WAL_LEVEL: &str = "wal_level";
 /// Row: the role's REPLICATION attribute.
@@ -417,6 +424,7 @@ async fn check_postgres(config: &Config) -> PgOutcome {
 
     let Some(client) = client else {
         for name in [
+            SERVER_VERSION,
             WAL_LEVEL,
             ROLE,
             SLOT_CAPACITY,
@@ -438,8 +446,16 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         };
     };
 
+    let facts = read(
+        "the server's version and settings",
+        timeout,
+        capability::server_facts(&client),
+    )
+    .await;
+    check_server_version(&mut report, config, &facts);
     check_wal_level(&mut report, &client, timeout).await;
     let superuser = check_role(&mut report, &client, timeout, &pg.user).await;
+    check_output_plugin(&mut report, &client, timeout, superuser).await;
     check_capacity(&mut report, config, &client, timeout, &check_app).await;
     check_keep_size(&mut report, &client, timeout).await;
 
@@ -716,17 +732,90 @@ fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -
     }
 }
 
+/// The server version row: PostgreSQL 14 or later, and the pgoutput
+/// protocol a start would request from it.
+fn check_server_version(
+    report: &mut CheckReport,
+    config: &Config,
+    facts: &Result<ServerFacts, CheckError>,
+) {
+    match facts {
+        Ok(f) if f.version_num < capability::MIN_SERVER_VERSION_NUM => {
+            let problem = Unsupported::ServerVersion {
+                version: f.version.clone(),
+            };
+            report.fail(SERVER_VERSION, problem.problem(), problem.fix());
+        }
+        Ok(f) => report.pass(SERVER_VERSION, server_version_detail(f, config)),
+        Err(e) => report.fail(
+            SERVER_VERSION,
+            DisplayChain(e).to_string(),
+            "run SHOW server_version_num as this role to see why it fails",
+        ),
+    }
+}
+
+/// "PostgreSQL 16.4: pgoutput protocol 4, streaming 'parallel'".
+fn server_version_detail(facts: &ServerFacts, config: &Config) -> String {
+    let proto = crate::postgres::wal::proto_version_for(
+        facts.version_num,
+        config.replication.streaming,
+        crate::pipeline::PROTO_VERSION,
+    );
+    let streaming = match crate::postgres::wal::streaming_option(proto) {
+        Some(mode) => format!("streaming '{mode}'"),
+        None => "whole transactions after their commit (replication.streaming = false)".into(),
+    };
+    format!(
+        "PostgreSQL {}: pgoutput protocol {proto}, {streaming}",
+        facts.version
+    )
+}
+
+/// Whether the server has pgoutput. Only a superuser may list the library
+/// directory; for any other role a missing plugin shows when walrelay
+/// creates its slot, which then names the fix.
+async fn check_output_plugin(
+    report: &mut CheckReport,
+    client: &Client,
+    timeout: Duration,
+    superuser: bool,
+) {
+    if !superuser {
+        report.pass(
+            OUTPUT_PLUGIN,
+            "pgoutput not verified (listing the server's library directory needs a superuser); it ships with PostgreSQL",
+        );
+        return;
+    }
+    match read(
+        "the server's library directory",
+        timeout,
+        preflight::pgoutput_installed(client),
+    )
+    .await
+    {
+        Ok(true) => report.pass(OUTPUT_PLUGIN, "pgoutput is installed"),
+        Ok(false) => {
+            let problem = Unsupported::NoPgoutput;
+            report.fail(OUTPUT_PLUGIN, problem.problem(), problem.fix());
+        }
+        Err(e) => report.warn(
+            OUTPUT_PLUGIN,
+            DisplayChain(&e).to_string(),
+            "list the server's library directory (pg_config --pkglibdir) for pgoutput",
+        ),
+    }
+}
+
 async fn check_wal_level(report: &mut CheckReport, client: &Client, timeout: Duration) {
     match read("wal_level", timeout, preflight::wal_level(client)).await {
         Ok(level) => {
             if level == "logical" {
                 report.pass(WAL_LEVEL, "logical");
             } else {
-                report.fail(
-                    WAL_LEVEL,
-                    format!("wal_level is {level}; logical decoding needs logical"),
-                    "ALTER SYSTEM SET wal_level = logical; then restart PostgreSQL (a reload is not enough)",
-                );
+                let problem = Unsupported::WalLevel { level };
+                report.fail(WAL_LEVEL, problem.problem(), problem.fix());
             }
         }
         Err(e) => report.fail(
@@ -758,11 +847,10 @@ async fn check_role(
             } else if replication {
                 report.pass(ROLE, format!("{user} has REPLICATION"));
             } else {
-                report.fail(
-                    ROLE,
-                    format!("{user} has neither REPLICATION nor superuser"),
-                    format!("ALTER ROLE {} REPLICATION", quote_ident(user)),
-                );
+                let problem = Unsupported::NoReplicationRole {
+                    user: user.to_owned(),
+                };
+                report.fail(ROLE, problem.problem(), problem.fix());
             }
             superuser
         }
@@ -835,10 +923,15 @@ async fn check_capacity(
             format!("{used_slots} of {max_slots} in use, {free_slots} free for slot {slot}"),
         );
     } else {
+        let problem = if max_slots <= 0 {
+            Unsupported::NoReplicationSlots
+        } else {
+            Unsupported::SlotsExhausted { slot: slot.clone() }
+        };
         report.fail(
             SLOT_CAPACITY,
-            format!("all {max_slots} replication slots are in use and {slot} is not one of them"),
-            "drop an unused slot (SELECT pg_drop_replication_slot(name) FROM pg_replication_slots WHERE NOT active ...) or raise max_replication_slots (restart needed)",
+            format!("{} ({used_slots} of {max_slots})", problem.problem()),
+            problem.fix(),
         );
     }
     let free_senders = max_senders - used_senders;
@@ -848,10 +941,15 @@ async fn check_capacity(
             format!("{used_senders} of {max_senders} in use, {free_senders} free"),
         );
     } else {
+        let problem = if max_senders <= 0 {
+            Unsupported::NoWalSenders
+        } else {
+            Unsupported::WalSendersExhausted
+        };
         report.fail(
             WAL_SENDERS,
-            format!("all {max_senders} WAL senders are in use"),
-            "raise max_wal_senders (restart needed) or stop an unused replication client",
+            format!("{} ({used_senders} of {max_senders})", problem.problem()),
+            problem.fix(),
         );
     }
 }

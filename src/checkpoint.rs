@@ -246,6 +246,30 @@ impl Tracker {
         }
     }
 
+    /// A streamed transaction that aborted at `abort_lsn` (the end of its
+    /// abort record). It carried no events, so like a committed transaction
+    /// without records it is complete at once: the confirmed LSN reaches
+    /// `abort_lsn` as soon as everything registered before it is complete
+    /// (rule 2), and the aborted transaction's WAL is released without
+    /// waiting for a keepalive that finds nothing registered. Every commit
+    /// before the abort in the WAL was registered before it, and every one
+    /// after it comes later, so this keeps commit order; an `abort_lsn` not
+    /// past the last commit or the confirmed LSN is ignored rather than
+    /// misordering the queue, and so is an abort while a registered
+    /// transaction is still open (aborts come between transactions, never
+    /// inside one).
+    pub fn aborted(&mut self, abort_lsn: Lsn, abort_time_us: i64) {
+        let behind = abort_lsn <= self.confirmed.max(self.frontier)
+            || self.last_commit_end.is_some_and(|last| abort_lsn <= last);
+        // Rare (one per aborted large transaction): a scan is fine.
+        let inside = self.entries.iter().any(|e| e.end.is_none() && !e.discarded);
+        if behind || inside || self.misordered {
+            return;
+        }
+        let seq = self.begin(abort_time_us);
+        self.commit(seq, abort_lsn);
+    }
+
     /// A primary keepalive (or any other proof that the server has sent
     /// everything up to `wal_end`): when no transaction is registered at
     /// all, the confirmed LSN may advance to `wal_end`, so an idle outbox
@@ -423,6 +447,11 @@ impl SharedTracker {
         self.lock().fail(seq)
     }
 
+    /// See [`Tracker::aborted`].
+    pub fn aborted(&self, abort_lsn: Lsn, abort_time_us: i64) {
+        self.lock().aborted(abort_lsn, abort_time_us)
+    }
+
     /// See [`Tracker::keepalive`].
     pub fn keepalive(&self, wal_end: Lsn) {
         self.lock().keepalive(wal_end)
@@ -514,6 +543,40 @@ mod tests {
         assert_eq!(t.confirmed(), lsn(0));
         t.commit(a, lsn(50));
         assert_eq!(t.confirmed(), lsn(50));
+    }
+
+    #[test]
+    fn abort_releases_its_wal_once_earlier_transactions_complete() {
+        let mut t = Tracker::new(lsn(0));
+        let a = t.begin(10);
+        t.add_and_commit(a, 1, lsn(100));
+        // Aborted while `a` still waits for its report: held behind it.
+        t.aborted(lsn(300), 20);
+        assert_eq!(t.confirmed(), lsn(0));
+        t.ack(a, 1);
+        assert_eq!(t.confirmed(), lsn(300));
+        assert_eq!(t.open_transactions(), 0);
+        // Nothing registered: at once.
+        t.aborted(lsn(400), 30);
+        assert_eq!(t.confirmed(), lsn(400));
+    }
+
+    #[test]
+    fn abort_never_moves_back_or_misorders() {
+        let mut t = Tracker::new(lsn(500));
+        t.aborted(lsn(400), 1);
+        t.aborted(lsn(500), 1);
+        assert_eq!(t.confirmed(), lsn(500));
+        assert_eq!(t.open_transactions(), 0);
+        let a = t.begin(1);
+        t.add_and_commit(a, 1, lsn(700));
+        // Not past the last commit: ignored, so a later commit is still in order.
+        t.aborted(lsn(600), 1);
+        assert_eq!(t.open_transactions(), 1);
+        let b = t.begin(2);
+        t.add_and_commit(b, 0, lsn(800));
+        t.ack(a, 1);
+        assert_eq!(t.confirmed(), lsn(800));
     }
 
     #[test]
@@ -717,6 +780,7 @@ mod tests {
         Fail(usize),
         Discard(usize),
         Keepalive(u64),
+        Aborted(u64),
         BogusAck(u64),
     }
 
@@ -729,6 +793,7 @@ mod tests {
             1 => any::<usize>().prop_map(Op::Fail),
             1 => any::<usize>().prop_map(Op::Discard),
             1 => (1u64..50).prop_map(Op::Keepalive),
+            1 => (0u64..20).prop_map(Op::Aborted),
             1 => any::<u64>().prop_map(Op::BogusAck),
         ]
     }
@@ -862,6 +927,30 @@ mod tests {
                     t.keepalive(lsn(wal));
                     if in_order && model_front == txns.len() {
                         model_confirmed = model_confirmed.max(lsn(wal));
+                    }
+                }
+                Op::Aborted(d) => {
+                    // An aborted streamed transaction: an entry without
+                    // records, committed at once at its abort LSN, unless
+                    // that is not past what is registered or confirmed.
+                    wal += d;
+                    let at = lsn(wal);
+                    let registers = !t.misordered
+                        && at > t.confirmed.max(t.frontier)
+                        && t.last_commit_end.is_none_or(|last| at > last)
+                        && t.entries.iter().all(|e| e.end.is_some() || e.discarded);
+                    let seq = t.next_seq();
+                    t.aborted(at, 0);
+                    if registers {
+                        txns.push(Txn {
+                            seq,
+                            end: Some(at),
+                            sent: 0,
+                            acked: 0,
+                            settled: 0,
+                            failed: false,
+                            discarded: false,
+                        });
                     }
                 }
                 Op::BogusAck(s) => {

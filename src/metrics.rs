@@ -84,6 +84,15 @@ pub const DEAD_LETTERED: &str = "walrelay_dead_lettered";
 pub const STREAMED_TRANSACTIONS: &str = "walrelay_streamed_transactions";
 /// Streamed transactions aborted as a whole (`walrelay_stream_aborts_total`).
 pub const STREAM_ABORTS: &str = "walrelay_stream_aborts";
+/// Subtransaction aborts that dropped streamed changes
+/// (`walrelay_subtransaction_aborts_total`).
+pub const SUBTRANSACTION_ABORTS: &str = "walrelay_subtransaction_aborts";
+/// The abort LSN the server sent in the last Stream Abort (protocol 4 with
+/// `streaming 'parallel'`, PostgreSQL 16+); 0 while none carried one.
+pub const STREAM_ABORT_LSN: &str = "walrelay_stream_abort_lsn_bytes";
+/// The pgoutput protocol version of the current replication session (1, 2
+/// or 4); 0 before the first session starts.
+pub const PGOUTPUT_PROTO_VERSION: &str = "walrelay_pgoutput_proto_version";
 /// Bytes written to spill files of streamed transactions (`walrelay_spilled_bytes_total`).
 pub const SPILLED_BYTES: &str = "walrelay_spilled_bytes";
 /// Bytes in spill files right now.
@@ -209,6 +218,12 @@ pub struct Metrics {
     pub streamed_transactions: Counter,
     /// See [`STREAM_ABORTS`].
     pub stream_aborts: Counter,
+    /// See [`SUBTRANSACTION_ABORTS`].
+    pub subxact_aborts: Counter,
+    /// See [`STREAM_ABORT_LSN`].
+    pub stream_abort_lsn: Gauge,
+    /// See [`PGOUTPUT_PROTO_VERSION`].
+    pub proto_version: Gauge,
     /// See [`SPILLED_BYTES`].
     pub spilled_bytes: Counter,
     /// See [`SPILL_BYTES`].
@@ -247,6 +262,9 @@ impl Metrics {
             lag_critical: AtomicBool::new(false),
             streamed_transactions: Counter::default(),
             stream_aborts: Counter::default(),
+            subxact_aborts: Counter::default(),
+            stream_abort_lsn: Gauge::default(),
+            proto_version: Gauge::default(),
             spilled_bytes: Counter::default(),
             spill_bytes: Gauge::default(),
         };
@@ -364,6 +382,21 @@ impl Metrics {
             STREAM_ABORTS,
             "Streamed transactions aborted as a whole; their spill files were dropped",
             m.stream_aborts.clone(),
+        );
+        registry.register(
+            SUBTRANSACTION_ABORTS,
+            "Subtransactions of streamed transactions rolled back; their changes were dropped from the spill files",
+            m.subxact_aborts.clone(),
+        );
+        registry.register(
+            STREAM_ABORT_LSN,
+            "Abort LSN sent in the last Stream Abort (protocol 4, PostgreSQL 16+); 0 while none carried one",
+            m.stream_abort_lsn.clone(),
+        );
+        registry.register(
+            PGOUTPUT_PROTO_VERSION,
+            "pgoutput protocol version of the current replication session (1, 2 or 4)",
+            m.proto_version.clone(),
         );
         registry.register(
             SPILLED_BYTES,

@@ -25,6 +25,10 @@ use crate::metrics::{
     SLOT_ACTIVE, SLOT_ALERT_LEVEL, SLOT_CONFIRMED_LAG, SLOT_RETAINED_WAL, SLOT_SAFE_WAL_SIZE,
     SLOT_WAL_STATUS, TRANSACTIONS, UP,
 };
+use crate::metrics::{
+    PGOUTPUT_PROTO_VERSION, STREAMED_TRANSACTIONS, STREAM_ABORTS, SUBTRANSACTION_ABORTS,
+};
+use crate::postgres::wal::streaming_option;
 
 /// Default bound on one scrape (connect, request and response).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -628,6 +632,24 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
         count(RECONNECTS),
         count(EVENTS_FILTERED)
     );
+    if let Some(proto) = s
+        .integer(PGOUTPUT_PROTO_VERSION)
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|v| *v > 0)
+    {
+        let mode = streaming_option(proto).map_or_else(
+            || "whole transactions after their commit".to_owned(),
+            |m| format!("streaming '{m}'"),
+        );
+        let _ = writeln!(
+            out,
+            "{:<12} pgoutput {proto}, {mode}; {} streamed, {} aborted, {} subtransactions rolled back",
+            "protocol",
+            count(STREAMED_TRANSACTIONS),
+            count(STREAM_ABORTS),
+            count(SUBTRANSACTION_ABORTS)
+        );
+    }
     let alerts: Vec<String> = s
         .named(SLOT_ALERT_LEVEL)
         .map(|a| {
@@ -796,6 +818,25 @@ walrelay_ready 1
             "{text}"
         );
         assert!(text.contains("mean 5.0 ms over 100 deliveries"), "{text}");
+        assert!(
+            !text.contains("pgoutput"),
+            "no protocol sample, no line: {text}"
+        );
+        let c = Snapshot::parse(
+            "http://x/metrics",
+            &format!(
+                "{PAGE}\nwalrelay_pgoutput_proto_version 4\nwalrelay_stream_aborts_total 2\n\
+                 walrelay_subtransaction_aborts_total 1\n"
+            ),
+        )
+        .unwrap();
+        let text = render(&c, None);
+        assert!(
+            text.contains(
+                "protocol     pgoutput 4, streaming 'parallel'; 0 streamed, 2 aborted, 1 subtransactions rolled back"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

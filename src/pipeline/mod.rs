@@ -25,6 +25,7 @@ use tracing::{error, warn, Instrument};
 
 pub use self::plan::Plan;
 use self::session::SessionError;
+pub use self::session::PROTO_VERSION;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
 use crate::lag::LagError;

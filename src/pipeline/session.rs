@@ -29,8 +29,10 @@ use crate::sink::{KafkaSink, SinkError};
 use crate::source::{Frontier, ProgressStore, Source, StreamEnd};
 
 /// pgoutput protocol version requested when not streaming (1: whole
-/// transactions after commit); with `replication.streaming` on a PostgreSQL
-/// 14+ server, [`wal::STREAMING_PROTO_VERSION`] is requested instead.
+/// transactions after commit); with `replication.streaming` on,
+/// [`wal::STREAMING_PROTO_VERSION`] (`streaming 'on'`) on PostgreSQL 14 and
+/// 15 and [`wal::PARALLEL_STREAMING_PROTO_VERSION`] (`streaming
+/// 'parallel'`) from 16 are requested instead ([`wal::proto_version_for`]).
 pub const PROTO_VERSION: u32 = 1;
 
 /// How a session failed.
@@ -59,6 +61,25 @@ impl From<ReplicationError> for SessionError<WalError> {
     }
 }
 
+/// Why the slot's confirmed position can come back behind what this
+/// process saw Kafka acknowledge. On every version the same thing is right:
+/// start at the delivered position (the server skips what commits before
+/// it), so what Kafka acknowledged is not produced again wherever the slot
+/// lost or never got the confirmation.
+fn behind_reason(saves_confirmed_at_shutdown: bool) -> &'static str {
+    if saves_confirmed_at_shutdown {
+        // PostgreSQL 17+ writes the position at a shutdown checkpoint: what
+        // is missing is what never reached it (a crash, an immediate
+        // shutdown, or Kafka acknowledgements after the connection broke).
+        "the server did not get walrelay's last confirmations before it went away \
+         (a crash or an immediate shutdown, or deliveries acknowledged after the \
+         connection broke)"
+    } else {
+        "the server restarted, and before PostgreSQL 17 it does not save a logical \
+         slot's confirmed position at shutdown, only now and then"
+    }
+}
+
 /// One replication session: opens the WAL source (publication, slot,
 /// snapshot, `START_REPLICATION` at the right position), then drives it.
 pub(super) async fn run<P: ProgressStore>(
@@ -79,6 +100,8 @@ pub(super) async fn run<P: ProgressStore>(
     // session (and is retried) instead of hanging it.
     let bound = catalog::sql_timeout(params);
     let client = catalog::connect(params).await?;
+    // Below 14, or without what logical decoding needs: stop with the fix.
+    let server = catalog::require_capabilities(&client, bound).await?;
     // Before anything is created: a server without failover slots is
     // refused, never given a plain slot.
     catalog::bounded(
@@ -100,7 +123,9 @@ pub(super) async fn run<P: ProgressStore>(
     )
     .await?;
 
-    let mut repl = ReplicationConnection::connect(params).await?;
+    let mut repl = ReplicationConnection::connect(params)
+        .await
+        .map_err(|e| WalError::explain(e, slot))?;
     let identity = repl.identify_system().await?;
     // The same LSN on another server, or on a promoted standby's new
     // timeline, is other WAL.
@@ -132,9 +157,9 @@ pub(super) async fn run<P: ProgressStore>(
                     slot,
                     slot_confirmed = %slot_at,
                     resume_at = %delivered,
-                    "the slot's confirmed position is behind what this walrelay delivered \
-                     (the server restarted: before PostgreSQL 17 it does not save the position \
-                     at shutdown); asking the server to skip the transactions already delivered"
+                    why = behind_reason(server.saves_confirmed_at_shutdown()),
+                    "the slot's confirmed position is behind what this walrelay delivered; \
+                     asking the server to skip the transactions already delivered"
                 );
             }
             if config.replication.snapshot_mode == SnapshotMode::Always {
@@ -160,7 +185,9 @@ pub(super) async fn run<P: ProgressStore>(
             )
             .await?;
             // Snapshot first, slot second: a crash in between leaves no slot.
-            let exported = pg_snapshot::export(params, slot).await?;
+            let exported = pg_snapshot::export(params, slot)
+                .await
+                .map_err(|e| WalError::explain(e, slot))?;
             info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
             let published = snapshot::publish(
                 plan,
@@ -199,7 +226,10 @@ pub(super) async fn run<P: ProgressStore>(
             )
             .await?;
             let failover = config.replication.failover;
-            let at = repl.create_logical_slot(slot, failover).await?;
+            let at = repl
+                .create_logical_slot(slot, failover)
+                .await
+                .map_err(|e| WalError::explain(e, slot))?;
             info!(slot, consistent_point = %at, failover, "created replication slot");
             *slot_seen = true;
         }
@@ -213,23 +243,24 @@ pub(super) async fn run<P: ProgressStore>(
     }
     // Best effort; a dead connection shows in the next bounded step.
     let _ = tokio::time::timeout(bound, slot::record_slot(&client, publication, slot)).await;
-    let proto_version = catalog::bounded(bound, "reading server_version_num", async {
-        Ok::<_, SessionError<WalError>>(
-            wal::choose_proto_version(&client, config.replication.streaming, PROTO_VERSION).await,
-        )
-    })
-    .await?;
+    let proto_version = wal::choose_proto_version(
+        server.version_num,
+        config.replication.streaming,
+        PROTO_VERSION,
+    );
     let mut options = vec![
         ("proto_version", proto_version.to_string()),
         ("publication_names", publication.clone()),
         ("messages", "true".to_string()),
     ];
-    if proto_version >= wal::STREAMING_PROTO_VERSION {
-        options.push(("streaming", "on".to_string()));
+    // ("streaming", "on") from protocol 2, ("streaming", "parallel") from 4.
+    if let Some(mode) = wal::streaming_option(proto_version) {
+        options.push(("streaming", mode.to_string()));
     }
     let stream = repl
         .start_replication(slot, resume_at.unwrap_or(Lsn::ZERO), &options)
         .await?;
+    metrics.proto_version.set(i64::from(proto_version));
     // The server starts at the slot's confirmed_flush_lsn, or at resume_at
     // when that is later; read the slot back now that we hold it, so the
     // tracker starts exactly there.
@@ -344,5 +375,19 @@ async fn drive<S: Source, P: ProgressStore>(
             let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_secs(5))).await;
             Err(SessionError::Source(e))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_a_slot_is_behind_fits_the_server_version() {
+        let before_17 = behind_reason(false);
+        assert!(before_17.contains("before PostgreSQL 17"), "{before_17}");
+        let from_17 = behind_reason(true);
+        assert!(!from_17.contains("does not save"), "{from_17}");
+        assert!(from_17.contains("crash"), "{from_17}");
     }
 }

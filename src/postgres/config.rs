@@ -413,12 +413,12 @@ pub struct ReplicationConfig {
     /// Longest reconnect delay in milliseconds.
     #[serde(default = "default_reconnect_max_ms")]
     pub reconnect_max_ms: u64,
-    /// Ask the server (PostgreSQL 14 and later) to stream large
-    /// transactions while they run (pgoutput protocol version 2,
-    /// `streaming 'on'`); walrelay spills them to temporary files until
-    /// their commit, so its memory stays bounded whatever their size. Off,
-    /// or on an older server: protocol version 1, whole transactions after
-    /// their commit.
+    /// Ask the server to stream large transactions while they run
+    /// (pgoutput protocol version 2 with `streaming 'on'` on PostgreSQL 14
+    /// and 15, 4 with `streaming 'parallel'` from 16, whose Stream Abort
+    /// carries the abort LSN); walrelay spills them to temporary files
+    /// until their commit, so its memory stays bounded whatever their size.
+    /// Off: protocol version 1, whole transactions after their commit.
     #[serde(default = "default_true")]
     pub streaming: bool,
     /// Directory for the spill files of streamed transactions (unlinked

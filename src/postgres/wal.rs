@@ -19,6 +19,7 @@ use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, Stan
 use walrelay_proto::pgoutput::{self, DecoderState};
 use walrelay_proto::{DecodeError, Lsn};
 
+use super::catalog::capability::{self, Unsupported};
 use super::catalog::CatalogError;
 use super::replication::{ReplicationError, ReplicationStream, StreamWriter};
 use crate::checkpoint::SharedTracker;
@@ -35,6 +36,51 @@ pub const BATCH_EVENTS: usize = 1024;
 pub const STREAMING_PROTO_VERSION: u32 = 2;
 /// First server version (`server_version_num`) with protocol version 2.
 pub const STREAMING_MIN_SERVER_VERSION: u32 = 140_000;
+/// pgoutput protocol version that accepts `streaming 'parallel'`.
+pub const PARALLEL_STREAMING_PROTO_VERSION: u32 = 4;
+/// First server version (`server_version_num`) with protocol version 4.
+pub const PARALLEL_STREAMING_MIN_SERVER_VERSION: u32 = 160_000;
+
+/// The `streaming` option of `START_REPLICATION` for a protocol version:
+/// none below 2, `on` for 2 and 3, `parallel` from 4.
+///
+/// Why `parallel` from 4 (PostgreSQL 16's pgoutput.c and proto.c, the same
+/// in 17 and 18): on the walsender side the mode changes exactly one thing,
+/// `pgoutput_stream_abort` writes the Stream Abort message with the abort
+/// LSN and the abort timestamp (`write_abort_info`); every other message,
+/// the decoding and when transactions are streamed are the same as with
+/// `on`. The parallel apply workers it is named after are a subscriber's
+/// business, not the walsender's. walrelay uses the abort LSN to release the
+/// aborted transaction's WAL at once ([`crate::txn`]) and counts the
+/// aborts; with `on` the same position is only implied by the XLogData
+/// header (logical.c sets the write location to the abort LSN), which is
+/// what walrelay falls back to on 14 and 15.
+pub fn streaming_option(proto_version: u32) -> Option<&'static str> {
+    match proto_version {
+        v if v >= PARALLEL_STREAMING_PROTO_VERSION => Some("parallel"),
+        v if v >= STREAMING_PROTO_VERSION => Some("on"),
+        _ => None,
+    }
+}
+
+/// The pgoutput protocol version for a server: `fallback` (whole
+/// transactions after their commit) when `streaming` is off or the server
+/// predates PostgreSQL 14, 2 (`streaming 'on'`) on 14 and 15, 4
+/// (`streaming 'parallel'`, see [`streaming_option`]) from 16. The same
+/// choice PostgreSQL's own subscriber makes from the publisher's version.
+/// No setting forces 2 on 16+: 4 decodes like 2 plus two fields of one
+/// message, so there is nothing to fall back from.
+pub fn proto_version_for(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
+    if !streaming {
+        fallback
+    } else if server_version_num >= PARALLEL_STREAMING_MIN_SERVER_VERSION {
+        PARALLEL_STREAMING_PROTO_VERSION
+    } else if server_version_num >= STREAMING_MIN_SERVER_VERSION {
+        STREAMING_PROTO_VERSION
+    } else {
+        fallback
+    }
+}
 
 /// Errors of a replication session.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +99,16 @@ pub enum WalError {
         /// What was wrong.
         #[source]
         source: DecodeError,
+    },
+    /// The server refused for want of a capability (a free WAL sender or
+    /// slot, the pgoutput plugin); the capability says how to fix it.
+    #[error("{capability}")]
+    Refused {
+        /// What is missing, with its fix.
+        capability: Unsupported,
+        /// The server's own error.
+        #[source]
+        source: Box<ReplicationError>,
     },
     /// Transaction assembly refused a message.
     #[error(transparent)]
@@ -75,6 +131,7 @@ impl SourceFailure for WalError {
             WalError::Replication(e) => e.is_transient(),
             WalError::Catalog(e) => e.is_transient(),
             WalError::ReceiveTimeout(_) => true,
+            WalError::Refused { capability, .. } => capability.is_transient(),
             WalError::Decode { .. }
             | WalError::Txn(_)
             | WalError::SlotGone(_)
@@ -99,6 +156,27 @@ pub struct StreamSettings {
 /// A read smaller than this is followed by the coalescing pause.
 const COALESCE_BELOW: usize = 64 * 1024;
 
+impl WalError {
+    /// `error` as [`WalError::Refused`] when the server refused for want of
+    /// a capability ([`capability::refusal`]; `slot` is the slot being
+    /// created), otherwise as it is.
+    pub fn explain(error: ReplicationError, slot: &str) -> WalError {
+        let found = match &error {
+            ReplicationError::Server { code, message, .. } => {
+                capability::refusal(code, message, slot)
+            }
+            _ => None,
+        };
+        match found {
+            Some(capability) => WalError::Refused {
+                capability,
+                source: Box::new(error),
+            },
+            None => WalError::Replication(error),
+        }
+    }
+}
+
 /// Builds the status update for the current positions.
 pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> StandbyStatusUpdate {
     StandbyStatusUpdate {
@@ -110,45 +188,26 @@ pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> St
     }
 }
 
-/// The pgoutput protocol version to request: 2 (streaming of in-progress
-/// transactions, so memory stays bounded whatever a transaction's size)
-/// when `streaming` is on and the server is PostgreSQL 14 or newer,
-/// otherwise `fallback` (whole transactions after their commit).
-pub async fn choose_proto_version(
-    client: &tokio_postgres::Client,
-    streaming: bool,
-    fallback: u32,
-) -> u32 {
-    if !streaming {
-        info!(
-            proto_version = fallback,
+/// The pgoutput protocol version to request from a server of
+/// `server_version_num` ([`proto_version_for`]), logged with what it means.
+pub fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
+    let proto_version = proto_version_for(server_version_num, streaming, fallback);
+    match streaming_option(proto_version) {
+        Some(mode) => info!(
+            proto_version,
+            mode, server_version_num, "large transactions arrive while they run"
+        ),
+        None if !streaming => info!(
+            proto_version,
             "as configured, large transactions arrive only after their commit"
-        );
-        return fallback;
+        ),
+        None => warn!(
+            proto_version,
+            server_version_num,
+            "server older than PostgreSQL 14: large transactions arrive only after their commit"
+        ),
     }
-    let version = super::catalog::server_version_num(client).await;
-    match version {
-        Ok(v) if v >= STREAMING_MIN_SERVER_VERSION => {
-            info!(
-                proto_version = STREAMING_PROTO_VERSION,
-                server_version_num = v,
-                "large transactions arrive while they run"
-            );
-            STREAMING_PROTO_VERSION
-        }
-        Ok(v) => {
-            warn!(proto_version = fallback, server_version_num = v, "server older than PostgreSQL 14: large transactions arrive only after their commit");
-            fallback
-        }
-        Err(error) => {
-            warn!(
-                proto_version = fallback,
-                error,
-                "cannot read server_version_num; large transactions arrive only after their commit"
-            );
-            fallback
-        }
-    }
+    proto_version
 }
 
 /// Publishes stream progress to the metrics: positions, in-flight work and
@@ -185,6 +244,11 @@ fn publish_progress(
         .inc_by(stats.streamed_transactions - last.streamed_transactions);
     m.stream_aborts
         .inc_by(stats.stream_aborts - last.stream_aborts);
+    m.subxact_aborts
+        .inc_by(stats.subxact_aborts - last.subxact_aborts);
+    if stats.sent_abort_lsn != 0 {
+        m.stream_abort_lsn.set(stats.sent_abort_lsn as i64);
+    }
     m.spilled_bytes
         .inc_by(stats.spilled_bytes - last.spilled_bytes);
     m.spill_bytes.set(stats.spill_bytes as i64);
@@ -513,5 +577,32 @@ async fn send_batch<F: Frontier>(
                 writer.send_status(&status_update(received, frontier.durable(), false)).await?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_per_server_version() {
+        // streaming off: the fallback everywhere
+        for v in [130_012, 140_000, 150_004, 160_002, 170_000, 180_001] {
+            assert_eq!(proto_version_for(v, false, 1), 1, "{v}");
+        }
+        assert_eq!(proto_version_for(130_012, true, 1), 1);
+        assert_eq!(proto_version_for(140_000, true, 1), 2);
+        assert_eq!(proto_version_for(150_013, true, 1), 2);
+        assert_eq!(proto_version_for(160_000, true, 1), 4);
+        assert_eq!(proto_version_for(170_004, true, 1), 4);
+        assert_eq!(proto_version_for(180_001, true, 1), 4);
+    }
+
+    #[test]
+    fn streaming_option_per_protocol() {
+        assert_eq!(streaming_option(1), None);
+        assert_eq!(streaming_option(2), Some("on"));
+        assert_eq!(streaming_option(3), Some("on"));
+        assert_eq!(streaming_option(4), Some("parallel"));
     }
 }

@@ -9,10 +9,12 @@
 //! tracker always knows at least as much as the sink. It never routes,
 //! produces or confirms anything.
 //!
-//! Streamed transactions (pgoutput protocol version 2): the changes of each
-//! in-progress transaction go to its own spill file ([`spill`]) as
-//! they arrive, several may be open and interleaved; a Stream Abort drops
-//! the file (or cuts an aborted subtransaction off it); a Stream Commit
+//! Streamed transactions (pgoutput protocol version 2, or 4 from
+//! PostgreSQL 16): the changes of each in-progress transaction go to its own
+//! spill file ([`spill`]) as they arrive, several may be open and
+//! interleaved; a Stream Abort drops the file (or cuts an aborted
+//! subtransaction off it) and hands the abort LSN to the tracker, so an
+//! aborted transaction never pins WAL; a Stream Commit
 //! registers the transaction with the tracker (commit order is the order of
 //! Commit and Stream Commit messages) and the caller then reads it back in
 //! batches with [`Assembler::replay`]. A streamed transaction is never held
@@ -27,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tracing::{debug, error, warn};
-use walrelay_proto::pgoutput::{LogicalMessage, TupleData};
+use walrelay_proto::pgoutput::{LogicalMessage, StreamAbort, TupleData};
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
 use self::config::OpInvalidBehavior;
@@ -189,6 +191,9 @@ pub struct AssemblyStats {
     pub stream_aborts: u64,
     /// Subtransaction aborts that cut changes off a spill file.
     pub subxact_aborts: u64,
+    /// The abort LSN of the last Stream Abort that carried one (protocol 4,
+    /// `streaming 'parallel'`); 0 until one did.
+    pub sent_abort_lsn: u64,
     /// Bytes written to spill files, ever.
     pub spilled_bytes: u64,
     /// Bytes in spill files right now (open streams and the one being read back).
@@ -454,7 +459,7 @@ impl Assembler {
                         lsn,
                     });
                 }
-                self.stream_abort(a.xid, a.subxid, lsn)?;
+                self.stream_abort(&a, lsn, tracker)?;
             }
             LogicalMessage::BeginPrepare(_)
             | LogicalMessage::Prepare(_)
@@ -635,19 +640,45 @@ impl Assembler {
         Ok(())
     }
 
-    fn stream_abort(&mut self, xid: u32, subxid: u32, lsn: Lsn) -> Result<(), TxnError> {
+    /// A Stream Abort found at `lsn` (its XLogData start). The abort LSN is
+    /// the message's own on protocol 4 with `streaming 'parallel'`
+    /// (PostgreSQL 16+); before, the XLogData start is that same position
+    /// (logical.c writes a Stream Abort at the abort LSN). A whole
+    /// transaction's abort hands that position to the tracker, so the
+    /// aborted transaction never holds the confirmed position back: it is
+    /// confirmable as soon as everything before it is, as the end of a
+    /// transaction without events would be. A subtransaction's abort is no
+    /// position to release (its top-level transaction is still open).
+    fn stream_abort(
+        &mut self,
+        a: &StreamAbort,
+        lsn: Lsn,
+        tracker: &SharedTracker,
+    ) -> Result<(), TxnError> {
+        let (xid, subxid) = (a.xid, a.subxid);
+        let abort_lsn = a.abort_lsn.unwrap_or(lsn);
+        if let Some(sent) = a.abort_lsn {
+            self.stats.sent_abort_lsn = sent.0;
+        }
         if subxid == xid {
             match self.streams.remove(&xid) {
                 Some(streamed) => {
                     self.stats.stream_aborts += 1;
-                    debug!(xid, %lsn, records = streamed.spill.records(), bytes = streamed.spill.len(), "streamed transaction aborted; spill file dropped");
+                    debug!(xid, %abort_lsn, sent = a.abort_lsn.is_some(), records = streamed.spill.records(), bytes = streamed.spill.len(), "streamed transaction aborted; spill file dropped");
                 }
-                None => debug!(xid, %lsn, "abort of a streamed transaction never started here"),
+                None => {
+                    debug!(xid, %abort_lsn, "abort of a streamed transaction never started here")
+                }
             }
+            let abort_time_us = a
+                .abort_time
+                .map(pg_micros_to_unix_micros)
+                .unwrap_or_else(crate::clock::unix_now_micros);
+            tracker.aborted(abort_lsn, abort_time_us);
             return Ok(());
         }
         let Some(streamed) = self.streams.get_mut(&xid) else {
-            debug!(xid, subxid, %lsn, "subtransaction abort of a streamed transaction never started here");
+            debug!(xid, subxid, %abort_lsn, "subtransaction abort of a streamed transaction never started here");
             return Ok(());
         };
         let cut = streamed
@@ -656,7 +687,7 @@ impl Assembler {
             .map_err(|source| TxnError::Spill { xid, lsn, source })?;
         if let Some(bytes) = cut {
             self.stats.subxact_aborts += 1;
-            debug!(xid, subxid, %lsn, bytes, "subtransaction of a streamed transaction aborted; its changes dropped");
+            debug!(xid, subxid, %abort_lsn, bytes, "subtransaction of a streamed transaction aborted; its changes dropped");
         }
         Ok(())
     }
@@ -1091,7 +1122,72 @@ mod tests {
             vec!["1"],
             "events before the update are handed out"
         );
+        // Only as far as 700's abort (its XLogData start, fifth message):
+        // never into 800, whose commit failed.
+        assert_eq!(h.tracker.confirmed(), Lsn(150));
+    }
+
+    #[test]
+    fn abort_lsn_releases_the_aborted_transaction_and_subxact_aborts_do_not() {
+        let mut h = Harness::new();
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "1", "A"),
+            insert(Some(701), OUTBOX, "2", "A"),
+            LogicalMessage::StreamStop,
+            // A subtransaction's abort (protocol 4 with its LSN): nothing to release.
+            LogicalMessage::StreamAbort(StreamAbort {
+                xid: 700,
+                subxid: 701,
+                abort_lsn: Some(Lsn(5000)),
+                abort_time: Some(1),
+            }),
+        ]);
         assert_eq!(h.tracker.confirmed(), Lsn(1));
+        assert_eq!(h.asm.stats().subxact_aborts, 1);
+        // The whole transaction, at the LSN the message carries rather than
+        // the XLogData start.
+        h.feed([LogicalMessage::StreamAbort(StreamAbort {
+            xid: 700,
+            subxid: 700,
+            abort_lsn: Some(Lsn(6000)),
+            abort_time: Some(2),
+        })]);
+        assert_eq!(h.tracker.confirmed(), Lsn(6000));
+        assert_eq!(h.asm.stats().stream_aborts, 1);
+        assert_eq!(h.asm.stats().sent_abort_lsn, 6000);
+        assert!(!h.asm.in_transaction());
+        assert!(h.ids().is_empty());
+    }
+
+    #[test]
+    fn abort_waits_behind_undelivered_transactions() {
+        let mut h = Harness::new();
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(140),
+                commit_time: 0,
+                xid: 10,
+            }),
+            relation(None, OUTBOX, "outbox", false),
+            insert(None, OUTBOX, "1", "A"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(140),
+                end_lsn: Lsn(145),
+                commit_time: 0,
+            }),
+            start(700, true),
+            insert(Some(700), OUTBOX, "2", "A"),
+            LogicalMessage::StreamStop,
+            abort(700, 700),
+        ]);
+        // The abort's position (the XLogData start) waits for event 1.
+        assert_eq!(h.tracker.confirmed(), Lsn(1));
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(h.lsn));
+        assert_eq!(h.ids(), vec!["1"]);
     }
 
     #[test]

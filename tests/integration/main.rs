@@ -44,3 +44,6 @@ mod replication_connection;
 mod security;
 /// Debezium's `snapshot.mode`.
 mod snapshot;
+/// Behaviour per PostgreSQL major, 13 to 18: the protocol chosen, streamed
+/// aborts and their LSNs, restarts, and refusing servers below 14.
+mod versions;

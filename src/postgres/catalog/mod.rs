@@ -8,6 +8,7 @@
 //! reach SQL as bind parameters or through [`quote_ident`]; nothing here
 //! touches the replication stream.
 
+pub mod capability;
 pub mod preflight;
 pub mod snapshot;
 
@@ -85,6 +86,10 @@ pub enum CatalogError {
         /// The bound that expired.
         after: Duration,
     },
+    /// The server lacks something walrelay needs (its version, a setting,
+    /// the role's REPLICATION attribute, capacity, pgoutput).
+    #[error(transparent)]
+    Unsupported(#[from] capability::Unsupported),
     /// A `target_session_attrs` query answered neither on nor off.
     #[error("unexpected answer to {query} on {host}")]
     UnexpectedAnswer {
@@ -133,6 +138,7 @@ impl CatalogError {
             },
             CatalogError::Tls(e) => e.is_transient(),
             CatalogError::Timeout { .. } => true,
+            CatalogError::Unsupported(u) => u.is_transient(),
             CatalogError::Hosts(e) => e.is_transient(CatalogError::is_transient),
             _ => false,
         }
@@ -807,14 +813,23 @@ pub async fn server_version(client: &Client) -> Result<(u32, String), CatalogErr
     Ok((num.max(0) as u32, row.get(1)))
 }
 
-/// `server_version_num`, e.g. 150004.
-pub async fn server_version_num(client: &Client) -> Result<u32, String> {
-    client
-        .query_one("SHOW server_version_num", &[])
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|row| row.try_get::<_, String>(0).map_err(|e| e.to_string()))
-        .and_then(|v| v.trim().parse::<u32>().map_err(|e| e.to_string()))
+/// What walrelay needs from the server ([`capability::server_facts`]),
+/// bounded by `after`: an error naming the first missing capability when
+/// it cannot stream from this server at all.
+pub async fn require_capabilities(
+    client: &Client,
+    after: Duration,
+) -> Result<capability::ServerFacts, CatalogError> {
+    let facts = bounded(after, "reading the server's version and settings", async {
+        capability::server_facts(client)
+            .await
+            .map_err(sql("cannot read the server's version and settings"))
+    })
+    .await?;
+    match facts.problems().into_iter().next() {
+        Some(problem) => Err(problem.into()),
+        None => Ok(facts),
+    }
 }
 
 /// What a heartbeat runs when no `action_query` is configured: a

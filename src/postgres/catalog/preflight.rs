@@ -55,6 +55,20 @@ pub async fn wal_level(client: &Client) -> Result<String, tokio_postgres::Error>
     Ok(client.query_one("SHOW wal_level", &[]).await?.get(0))
 }
 
+/// Whether the server's library directory (`PKGLIBDIR`) holds pgoutput.
+/// Superuser only (`pg_config` and `pg_ls_dir`).
+pub async fn pgoutput_installed(client: &Client) -> Result<bool, tokio_postgres::Error> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_ls_dir(
+                 (SELECT setting FROM pg_catalog.pg_config WHERE name = 'PKGLIBDIR')) f
+               WHERE f ~ '^pgoutput\\.')",
+            &[],
+        )
+        .await?
+        .get(0))
+}
+
 /// The attributes of the connected role that decide whether it may stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoleAttributes {
