@@ -30,6 +30,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use walrelay::clock::pg_now_micros;
+use walrelay::postgres::config::{Endpoint, TargetSessionAttrs};
 use walrelay::postgres::replication::{
     ConnectParams, ReplicationConnection, ReplicationError, ReplicationStream, StreamWriter,
 };
@@ -122,8 +123,8 @@ fn parse_args(argv: &[String]) -> Result<Args, DrainError> {
         .collect::<Result<_, _>>()?;
     Ok(Args {
         params: ConnectParams {
-            host: host.clone(),
-            port,
+            hosts: vec![Endpoint::new(host.clone(), port)],
+            target_session_attrs: TargetSessionAttrs::Any,
             user: user.clone(),
             password: std::env::var("PGPASSWORD").ok().map(Secret::new),
             dbname: dbname.clone(),

@@ -7,6 +7,10 @@
 #   env.sh up       start both (no-op for what already runs), write the env file
 #   env.sh down     stop both; keeps their data
 #   env.sh status   prints the state of both; exit 0 only if both run
+#   env.sh pg MAJOR start another shared cluster, of PostgreSQL MAJOR, in
+#                   .walrelay-env/pg-MAJOR (the version matrix of
+#                   scripts/test.sh); prints the WALRELAY_TEST_PG_* lines that
+#                   point the tests at it. `down` stops these too.
 #
 # WALRELAY_OWNER_PID=<pid> makes servers started by `up` stop once that
 # process has exited (scripts/test.sh sets it to itself). WALRELAY_PG_MAJOR
@@ -25,15 +29,31 @@ KAFKA_DIR=$ENV_ROOT/kafka
 ENV_FILE=$ENV_ROOT/env
 
 usage() {
-    sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 cmd_down() {
-    local rc=0
+    local rc=0 dir
     "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || rc=1
     "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || rc=1
+    for dir in "$ENV_ROOT"/pg-*; do
+        [[ -d "$dir" ]] || continue
+        "$SCRIPT_DIR/pg.sh" stop "$dir" || rc=1
+    done
     return "$rc"
+}
+
+cmd_pg() {
+    local major=$1 dir
+    [[ "$major" =~ ^[0-9]+$ ]] || die "'$major' is not a PostgreSQL major version"
+    dir=$ENV_ROOT/pg-$major
+    mkdir -p "$ENV_ROOT"
+    chmod 755 "$ENV_ROOT"
+    WALRELAY_PG_MAJOR=$major "$SCRIPT_DIR/pg.sh" start "$dir"
+    printf 'export WALRELAY_TEST_PG_PORT=%s\n' "$(cat "$dir/port")"
+    printf 'export WALRELAY_TEST_PG_DIR=%s\n' "$dir"
+    printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$major"
 }
 
 cmd_up() {
@@ -76,5 +96,9 @@ case "${1:-}" in
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
+    pg)
+        (($# == 2)) || usage
+        cmd_pg "$2"
+        ;;
     *) usage ;;
 esac

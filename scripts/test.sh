@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The project's single test command: format check, clippy, then the whole
-# workspace's tests against a real PostgreSQL and a real Kafka broker.
+# workspace's tests against a real PostgreSQL and a real Kafka broker, then
+# the core delivery tests once more on each other supported PostgreSQL major
+# (the version matrix, MATRIX_MAJORS below; the whole suite runs on the
+# shared cluster's major, Debian's 15).
 #
-# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --workspace`)
+# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --workspace`;
+#        with ARGS the matrix is skipped: ARGS usually select a few tests)
 #
 # The environment (scripts/env.sh) is stopped on exit unless it was already
 # running before this script started; its data stays for the next run.
@@ -45,6 +49,84 @@ env_up() {
     WALRELAY_OWNER_PID=$$ "$SCRIPT_DIR/env.sh" up
 }
 
+# PostgreSQL majors the core tests run on besides the shared cluster's.
+MATRIX_MAJORS=(14 16 17 18)
+# The core tests (libtest paths in the integration binary): every one must
+# exist, or the matrix fails.
+MATRIX_TESTS=(
+    environment::shared_cluster_is_the_announced_major
+    environment::pgoutput_from_real_postgres_decodes
+    delivery::one_insert_gives_one_record
+    delivery::insert_delete_and_rollback
+    delivery::per_key_order_on_java_partition
+    delivery::sigkill_mid_stream_loses_nothing
+    delivery::kafka_down_freezes_the_slot
+    large_transactions::interleaved_streamed_transactions
+    large_transactions::streamed_then_aborted_delivers_nothing
+    large_transactions::subtransaction_rollback_inside_a_streamed_transaction
+    faults::postgres_restart_mid_load
+    operations::stops_and_takeover::hot_standby_takes_over_after_sigkill
+    cli::check_passes_on_a_good_setup_and_changes_nothing
+)
+
+# Runs MATRIX_TESTS against a cluster of each of MATRIX_MAJORS, two majors
+# at a time (the tests mostly wait on servers, but four at once start four
+# private Kafka brokers together, which a 2-core machine does not do within
+# kafka.sh's start timeout). Each major has its own cluster; the Kafka broker
+# is shared, as in the main run. Logs: .walrelay-env/matrix/.
+MATRIX_PARALLEL=2
+matrix() {
+    local listed name major rc=0 logdir=$REPO_ROOT/.walrelay-env/matrix
+    local -A pid_major=()
+    listed=$(cargo test --test integration -- --list --format terse 2>/dev/null | sed -n 's/: test$//p')
+    for name in "${MATRIX_TESTS[@]}"; do
+        grep -qxF "$name" <<<"$listed" || {
+            printf 'matrix: no integration test %s (renamed? update MATRIX_TESTS in %s)\n' "$name" "$0" >&2
+            return 1
+        }
+    done
+    rm -rf "$logdir"
+    mkdir -p "$logdir"
+    for major in "${MATRIX_MAJORS[@]}"; do
+        WALRELAY_OWNER_PID=$$ "$SCRIPT_DIR/env.sh" pg "$major" >"$logdir/pg-$major.env" ||
+            return 1
+    done
+    for major in "${MATRIX_MAJORS[@]}"; do
+        while ((${#pid_major[@]} >= MATRIX_PARALLEL)); do
+            matrix_reap pid_major || rc=1
+        done
+        (
+            # shellcheck source=/dev/null
+            . "$logdir/pg-$major.env"
+            # Private clusters of these tests are of the same major.
+            export WALRELAY_PG_MAJOR=$major
+            exec cargo test --test integration -- --exact "${MATRIX_TESTS[@]}"
+        ) >"$logdir/pg-$major.log" 2>&1 &
+        pid_major[$!]=$major
+    done
+    while ((${#pid_major[@]} > 0)); do
+        matrix_reap pid_major || rc=1
+    done
+    return "$rc"
+}
+
+# Waits for one run of the matrix to end and reports it; fails if it failed.
+matrix_reap() {
+    local -n runs=$1
+    local pid major rc=0 log
+    wait -n -p pid "${!runs[@]}" || rc=$?
+    major=${runs[$pid]}
+    unset "runs[$pid]"
+    log=$REPO_ROOT/.walrelay-env/matrix/pg-$major.log
+    if ((rc == 0)); then
+        printf '  PostgreSQL %s: %s\n' "$major" "$(grep -E '^test result:' "$log" | tail -n 1)" >&2
+        return 0
+    fi
+    printf '  PostgreSQL %s: FAILED (exit %s); its log:\n' "$major" "$rc" >&2
+    cat "$log" >&2
+    return 1
+}
+
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
@@ -70,4 +152,7 @@ phase env-up env_up
 # shellcheck source=/dev/null
 . "$REPO_ROOT/.walrelay-env/env"
 phase test cargo test --workspace "$@"
+if (($# == 0)); then
+    phase matrix matrix
+fi
 summary

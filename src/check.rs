@@ -34,6 +34,7 @@ use crate::human::human_bytes;
 use crate::postgres::catalog::preflight::{self, OutboxTable};
 use crate::postgres::catalog::{self, SlotState};
 use crate::postgres::config::{PublicationMode, SlotMissing};
+use crate::postgres::hosts::{HostsError, Refusal};
 use crate::postgres::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
@@ -45,6 +46,8 @@ use crate::router::{
 
 /// Row: an ordinary SQL connection with the configured credentials.
 pub const POSTGRES_CONNECTION: &str = "postgres connection";
+/// Row: with several hosts in `postgres.host`, what each one is.
+pub const POSTGRES_HOSTS: &str = "postgres hosts";
 /// Row: a replication connection and `IDENTIFY_SYSTEM`.
 pub const REPLICATION_CONNECTION: &str = "replication connection";
 /// Row: `wal_level = logical`.
@@ -332,7 +335,7 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     let params = ConnectParams::from_config(&config.postgres);
     let timeout = params.connect_timeout;
     let pg = &config.postgres;
-    let addr = format!("{}:{}", pg.host, pg.port);
+    let addr = params.hosts_label();
     let (schema, table) = match config.outbox.qualified() {
         Ok(names) => names,
         Err(e) => {
@@ -354,33 +357,59 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     let check_app = format!("{}-check", params.application_name);
     let mut repl_params = params.clone();
     repl_params.application_name = check_app.clone();
-    // Both connections at once: an unreachable server costs one timeout.
-    let (client, replication) = tokio::join!(
-        bounded("the sql connection", timeout, catalog::connect(&params)),
-        check_replication_connection(&repl_params, &addr)
+    // Both connections (and, with several hosts, a look at each) at once:
+    // an unreachable server costs one timeout.
+    let (client, replication, hosts) = tokio::join!(
+        bounded(
+            "the sql connection",
+            params.connect_bound(),
+            catalog::connect_with_host(&params)
+        ),
+        check_replication_connection(&repl_params, &addr),
+        describe_hosts(&params)
     );
     let client = match client {
-        Ok(c) => {
+        Ok((c, on)) => {
             let version = match tokio::time::timeout(timeout, preflight::server_version(&c)).await {
                 Ok(Ok(version)) => format!(", PostgreSQL {version}"),
                 _ => String::new(),
             };
+            let target = if params.hosts.len() > 1 {
+                format!(" (target_session_attrs = {})", params.target_session_attrs)
+            } else {
+                String::new()
+            };
             report.pass(
                 POSTGRES_CONNECTION,
-                format!("{addr} database {} as {}{version}", pg.dbname, pg.user),
+                format!(
+                    "{on}{target} database {} as {}{version}",
+                    pg.dbname, pg.user
+                ),
             );
+            if let Some(row) = hosts {
+                report.rows.push(row.finish(Some(&on)));
+            }
             // Bounds every later statement on the server side as well.
             let _ =
                 tokio::time::timeout(timeout, preflight::set_statement_timeout(&c, timeout)).await;
             Some(c)
         }
         Err(e) => {
-            let fix = if tls_refused(&e) {
+            let target = match &e {
+                CheckError::Catalog(catalog::CatalogError::Hosts(hosts)) => target_fix(hosts),
+                _ => None,
+            };
+            let fix = if let Some(fix) = target {
+                fix
+            } else if tls_refused(&e) {
                 TLS_FIX.to_owned()
             } else {
                 connection_fix(sqlstate(&e), &config.postgres.user, &addr, &pg.dbname)
             };
             report.fail(POSTGRES_CONNECTION, DisplayChain(&e).to_string(), fix);
+            if let Some(row) = hosts {
+                report.rows.push(row.finish(None));
+            }
             None
         }
     };
@@ -497,6 +526,21 @@ fn tls_refused(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// How to fix a host list none of whose servers fits
+/// `target_session_attrs`, when at least one answered but failed the test.
+fn target_fix<E>(error: &HostsError<E>) -> Option<String> {
+    error
+        .attempts
+        .iter()
+        .any(|a| matches!(a.refusal, Refusal::Mismatch(_)))
+        .then(|| {
+            format!(
+                "no host that answered is what postgres.target_session_attrs = {} asks for: list the server walrelay should stream from in postgres.host, correct postgres.target_session_attrs, or wait for the failover to finish (walrelay retries)",
+                error.target
+            )
+        })
+}
+
 /// How to fix a failed connection, by SQLSTATE.
 fn connection_fix(code: Option<&str>, user: &str, addr: &str, dbname: &str) -> String {
     match code {
@@ -515,11 +559,99 @@ fn connection_fix(code: Option<&str>, user: &str, addr: &str, dbname: &str) -> S
     }
 }
 
-async fn check_replication_connection(params: &ConnectParams, addr: &str) -> CheckRow {
+/// The [`POSTGRES_HOSTS`] row before the host walrelay chose is known.
+struct HostsRow {
+    /// Each host and what it is.
+    hosts: Vec<(String, String)>,
+    /// The unreachable ones.
+    unreachable: Vec<String>,
+}
+
+impl HostsRow {
+    /// The row, with `chosen` marked as the host walrelay is on.
+    fn finish(self, chosen: Option<&crate::postgres::config::Endpoint>) -> CheckRow {
+        let chosen = chosen.map(ToString::to_string);
+        let detail = self
+            .hosts
+            .iter()
+            .map(|(host, what)| {
+                if chosen.as_deref() == Some(host.as_str()) {
+                    format!("{host} {what} (walrelay's choice)")
+                } else {
+                    format!("{host} {what}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (status, fix) = if self.unreachable.is_empty() {
+            (CheckStatus::Pass, None)
+        } else {
+            (
+                CheckStatus::Warn,
+                Some(format!(
+                    "walrelay cannot fail over to {}: check that it runs and that this host reaches it, or remove it from postgres.host",
+                    self.unreachable.join(", ")
+                )),
+            )
+        };
+        CheckRow {
+            name: POSTGRES_HOSTS,
+            status,
+            detail,
+            fix,
+        }
+    }
+}
+
+/// With several hosts in `postgres.host`: connects to each (any server,
+/// each within the connect timeout, all at once) and says whether it is a
+/// primary, a standby or unreachable. `None` for one host.
+async fn describe_hosts(params: &ConnectParams) -> Option<HostsRow> {
+    if params.hosts.len() < 2 {
+        return None;
+    }
     let timeout = params.connect_timeout;
+    let looks = params.hosts.iter().map(|endpoint| async move {
+        let one = params.only(endpoint);
+        let look = async {
+            let client = catalog::connect(&one).await?;
+            read(
+                "the server's role",
+                timeout,
+                preflight::server_role(&client),
+            )
+            .await
+        };
+        (
+            endpoint.to_string(),
+            bounded("the sql connection", timeout, look).await,
+        )
+    });
+    let mut row = HostsRow {
+        hosts: Vec::new(),
+        unreachable: Vec::new(),
+    };
+    for (host, look) in futures_util::future::join_all(looks).await {
+        let what = match look {
+            Ok((true, _)) => "standby".to_owned(),
+            Ok((false, true)) => "primary (read-only)".to_owned(),
+            Ok((false, false)) => "primary".to_owned(),
+            Err(e) => {
+                row.unreachable.push(host.clone());
+                format!("unreachable ({})", DisplayChain(&e))
+            }
+        };
+        row.hosts.push((host, what));
+    }
+    Some(row)
+}
+
+async fn check_replication_connection(params: &ConnectParams, addr: &str) -> CheckRow {
+    let timeout = params.connect_bound() + params.connect_timeout;
     let attempt = async {
         let mut conn = ReplicationConnection::connect(params).await?;
-        conn.identify_system().await
+        let on = conn.endpoint().to_string();
+        conn.identify_system().await.map(|id| (on, id))
     };
     let row = |status, detail: String, fix: Option<String>| CheckRow {
         name: REPLICATION_CONNECTION,
@@ -528,10 +660,10 @@ async fn check_replication_connection(params: &ConnectParams, addr: &str) -> Che
         fix,
     };
     match tokio::time::timeout(timeout, attempt).await {
-        Ok(Ok(id)) => row(
+        Ok(Ok((on, id))) => row(
             CheckStatus::Pass,
             format!(
-                "IDENTIFY_SYSTEM: system {}, timeline {}, wal at {}",
+                "{on} IDENTIFY_SYSTEM: system {}, timeline {}, wal at {}",
                 id.system_id, id.timeline, id.xlogpos
             ),
             None,
@@ -577,6 +709,9 @@ fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -
             "the server did not use channel binding: connect over TLS (postgres.sslmode = \"require\" or stricter) to a role with scram-sha-256 in pg_hba.conf, or relax postgres.channel_binding".to_owned()
         }
         ReplicationError::Tls(e) if !e.is_transient() => TLS_FIX.to_owned(),
+        ReplicationError::Hosts(hosts) => {
+            target_fix(hosts).unwrap_or_else(|| connection_fix(None, user, addr, dbname))
+        }
         _ => connection_fix(None, user, addr, dbname),
     }
 }

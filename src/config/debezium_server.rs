@@ -45,6 +45,7 @@ const ENV_SOURCE_KEYS: &[&str] = &[
     "database.sslcert",
     "database.sslkey",
     "database.sslpassword",
+    "database.targetServerType",
     "plugin.name",
     "slot.name",
     "publication.name",

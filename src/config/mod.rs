@@ -251,7 +251,7 @@ fn default_shutdown_timeout_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::postgres::config::DEFAULT_SLOT;
+    use crate::postgres::config::{PortSetting, DEFAULT_SLOT};
     use crate::sink::config::Tolerance;
     use crate::txn::config::parse_qualified_name;
 
@@ -286,7 +286,7 @@ bootstrap_servers = "127.0.0.1:9092"
             ("public".into(), "outbox".into())
         );
         assert_eq!(c.router.route_by_field, "aggregatetype");
-        assert_eq!(c.postgres.port, 5432);
+        assert_eq!(c.postgres.port, PortSetting::One(5432));
     }
 
     #[test]

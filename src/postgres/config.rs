@@ -1,9 +1,9 @@
-//! The PostgreSQL side's settings: the connection (host, role, TLS, channel
+//! The PostgreSQL side's settings: the connection (hosts, role, TLS, channel
 //! binding), the replication slot and publication, and the stream's timing.
 //!
 //! Owns the `[postgres]` and `[replication]` sections of the native TOML,
-//! their defaults and their validation (libpq's rules for TLS keys,
-//! PostgreSQL's for slot names). It never connects: files named here are
+//! their defaults and their validation (libpq's rules for host lists, ports,
+//! `target_session_attrs` and TLS keys, PostgreSQL's for slot names). It never connects: files named here are
 //! only checked to be readable, and read again when connecting.
 
 use std::fmt;
@@ -40,11 +40,25 @@ pub const DEFAULT_RECONNECT_MAX_MS: u64 = 10_000;
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresConfig {
-    /// Host name or address.
+    /// Host name or address, or several separated by commas (`"pg-a,pg-b"`),
+    /// tried in order as libpq tries its `host` list (each within
+    /// `connect_timeout_ms`) until one connects and passes
+    /// `target_session_attrs`. Spaces around an entry are ignored; an empty
+    /// entry is refused (libpq would mean a Unix socket, walrelay speaks TCP).
     pub host: String,
-    /// Port.
-    #[serde(default = "default_pg_port")]
-    pub port: u16,
+    /// Port: one for every host (`5432`), or one per host, as libpq's
+    /// comma-separated string (`"5432,5433"`, an empty entry meaning 5432)
+    /// or as a TOML array (`[5432, 5433]`).
+    #[serde(default)]
+    pub port: PortSetting,
+    /// Which server of the host list is acceptable, as libpq's
+    /// `target_session_attrs`: `any`, `read-write`, `read-only`, `primary`,
+    /// `standby`, `prefer-standby`. Unset: `any` for one host (libpq's
+    /// default) but `read-write` for several, a deliberate difference from
+    /// libpq, so a relay given its cluster's hosts never settles on a
+    /// standby.
+    #[serde(default)]
+    pub target_session_attrs: Option<TargetSessionAttrs>,
     /// Role; needs the REPLICATION attribute.
     pub user: String,
     /// Password written inline (prefer `password_env` or `password_file`).
@@ -142,6 +156,161 @@ impl SslMode {
     }
 }
 
+/// `postgres.port` as written: one port, libpq's comma-separated list, or an
+/// array. Checked against the host list by [`PostgresConfig::endpoints`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortSetting {
+    /// One port for every host (a TOML integer).
+    One(i64),
+    /// libpq's comma-separated list, as written (a TOML string).
+    List(String),
+    /// One port per host (a TOML array of integers).
+    Array(Vec<i64>),
+}
+
+impl Default for PortSetting {
+    fn default() -> Self {
+        PortSetting::One(i64::from(DEFAULT_PG_PORT))
+    }
+}
+
+impl From<u16> for PortSetting {
+    fn from(port: u16) -> Self {
+        PortSetting::One(i64::from(port))
+    }
+}
+
+impl<'de> Deserialize<'de> for PortSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PortSetting;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "postgres.port as a port (5432), a comma-separated list (\"5432,5433\") or an array ([5432, 5433])",
+                )
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<PortSetting, E> {
+                Ok(PortSetting::One(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<PortSetting, E> {
+                Ok(PortSetting::One(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PortSetting, E> {
+                Ok(PortSetting::List(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<PortSetting, A::Error> {
+                let mut ports = Vec::new();
+                while let Some(port) = seq.next_element::<i64>()? {
+                    ports.push(port);
+                }
+                Ok(PortSetting::Array(ports))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// libpq's `target_session_attrs`: what a server of the host list must be
+/// for walrelay to stay on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetSessionAttrs {
+    /// Whatever connects first.
+    Any,
+    /// A session that accepts read-write transactions by default: not in
+    /// hot standby and `default_transaction_read_only` off.
+    ReadWrite,
+    /// The converse of `read-write`.
+    ReadOnly,
+    /// A server not in hot standby (not in recovery).
+    Primary,
+    /// A server in hot standby.
+    Standby,
+    /// A standby if any host is one; otherwise the hosts again, as `any`.
+    PreferStandby,
+}
+
+impl TargetSessionAttrs {
+    /// Every value, in libpq's spelling.
+    pub const ALL: &'static str = "any, read-write, read-only, primary, standby, prefer-standby";
+
+    /// Parses libpq's spelling.
+    pub fn parse(value: &str) -> Option<TargetSessionAttrs> {
+        Some(match value {
+            "any" => TargetSessionAttrs::Any,
+            "read-write" => TargetSessionAttrs::ReadWrite,
+            "read-only" => TargetSessionAttrs::ReadOnly,
+            "primary" => TargetSessionAttrs::Primary,
+            "standby" => TargetSessionAttrs::Standby,
+            "prefer-standby" => TargetSessionAttrs::PreferStandby,
+            _ => return None,
+        })
+    }
+
+    /// libpq's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetSessionAttrs::Any => "any",
+            TargetSessionAttrs::ReadWrite => "read-write",
+            TargetSessionAttrs::ReadOnly => "read-only",
+            TargetSessionAttrs::Primary => "primary",
+            TargetSessionAttrs::Standby => "standby",
+            TargetSessionAttrs::PreferStandby => "prefer-standby",
+        }
+    }
+}
+
+impl fmt::Display for TargetSessionAttrs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TargetSessionAttrs {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = String::deserialize(deserializer)?;
+        TargetSessionAttrs::parse(&value).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "invalid postgres.target_session_attrs {value:?}: expected one of {}",
+                TargetSessionAttrs::ALL
+            ))
+        })
+    }
+}
+
+/// One server of the host list: a host name or address and its port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    /// Host name or address, as configured (also the name `verify-full`
+    /// checks the certificate against).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// `host` at `port`.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        Endpoint {
+            host: host.into(),
+            port,
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
 /// libpq's `channel_binding`: SCRAM-SHA-256-PLUS over TLS.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -160,6 +329,7 @@ impl fmt::Debug for PostgresConfig {
         f.debug_struct("PostgresConfig")
             .field("host", &self.host)
             .field("port", &self.port)
+            .field("target_session_attrs", &self.target_session_attrs)
             .field("user", &self.user)
             .field("password", &self.password)
             .field("password_env", &self.password_env)
@@ -422,10 +592,6 @@ pub fn validate_slot_name(name: &str) -> Result<(), SettingError> {
     }
 }
 
-fn default_pg_port() -> u16 {
-    DEFAULT_PG_PORT
-}
-
 /// The `[postgres]` TLS keys: combinations libpq refuses, and files that
 /// cannot be read (named by key, checked again when connecting).
 fn validate_postgres_tls(pg: &PostgresConfig) -> Result<(), SettingError> {
@@ -469,6 +635,53 @@ fn validate_postgres_tls(pg: &PostgresConfig) -> Result<(), SettingError> {
         return Err(invalid(key, format!("must be set together with {other}")));
     }
     Ok(())
+}
+
+/// `postgres.host` split as libpq splits it (commas), each entry trimmed.
+fn parse_hosts(value: &str) -> Result<Vec<String>, SettingError> {
+    if value.trim().is_empty() {
+        return Err(SettingError::invalid("postgres.host", "must not be empty"));
+    }
+    let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+    if let Some(i) = entries.iter().position(|h| h.is_empty()) {
+        return Err(SettingError::invalid(
+            "postgres.host",
+            format!(
+                "entry {} of {:?} is empty (libpq would use a Unix socket; walrelay connects over TCP only)",
+                i + 1,
+                value
+            ),
+        ));
+    }
+    Ok(entries.into_iter().map(str::to_owned).collect())
+}
+
+/// `postgres.port` as ports: libpq's list allows an empty entry for the
+/// default port; every port is 1 to 65535.
+fn parse_ports(setting: &PortSetting) -> Result<Vec<u16>, SettingError> {
+    let invalid = |reason: String| SettingError::invalid("postgres.port", reason);
+    let number = |n: i64| {
+        u16::try_from(n)
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| invalid(format!("{n} is not a port (1 to 65535)")))
+    };
+    match setting {
+        PortSetting::One(n) => Ok(vec![number(*n)?]),
+        PortSetting::Array(ports) if ports.is_empty() => Err(invalid("must not be empty".into())),
+        PortSetting::Array(ports) => ports.iter().map(|&n| number(n)).collect(),
+        PortSetting::List(text) => text
+            .split(',')
+            .map(str::trim)
+            .map(|entry| match entry {
+                "" => Ok(DEFAULT_PG_PORT),
+                _ => entry
+                    .parse::<i64>()
+                    .map_err(|_| invalid(format!("{entry:?} in {text:?} is not a port number")))
+                    .and_then(number),
+            })
+            .collect(),
+    }
 }
 
 fn readable(key: &str, path: &Path) -> Result<(), SettingError> {
@@ -585,11 +798,41 @@ impl PostgresConfig {
         Ok(())
     }
 
+    /// The host list with each host's port, in the order they are tried
+    /// (libpq's rules: one port for all hosts, or exactly one per host).
+    pub fn endpoints(&self) -> Result<Vec<Endpoint>, SettingError> {
+        let hosts = parse_hosts(&self.host)?;
+        let ports = parse_ports(&self.port)?;
+        if ports.len() != 1 && ports.len() != hosts.len() {
+            return Err(SettingError::invalid(
+                "postgres.port",
+                format!(
+                    "{} ports for {} hosts in postgres.host: give one port for every host or one per host",
+                    ports.len(),
+                    hosts.len()
+                ),
+            ));
+        }
+        Ok(hosts
+            .into_iter()
+            .enumerate()
+            .map(|(i, host)| Endpoint::new(host, ports.get(i).copied().unwrap_or(ports[0])))
+            .collect())
+    }
+
+    /// `target_session_attrs` in effect: as set, else `any` for one host and
+    /// `read-write` for several (walrelay's default, not libpq's).
+    pub fn effective_target_session_attrs(&self) -> TargetSessionAttrs {
+        match self.target_session_attrs {
+            Some(target) => target,
+            None if self.host.split(',').count() > 1 => TargetSessionAttrs::ReadWrite,
+            None => TargetSessionAttrs::Any,
+        }
+    }
+
     /// Checks the section; the error names the key and why.
     pub fn validate(&self) -> Result<(), SettingError> {
-        if self.host.is_empty() {
-            return Err(SettingError::invalid("postgres.host", "must not be empty"));
-        }
+        self.endpoints()?;
         if self.user.is_empty() {
             return Err(SettingError::invalid("postgres.user", "must not be empty"));
         }
@@ -647,5 +890,114 @@ impl ReplicationConfig {
     /// The standby status update interval.
     pub fn status_interval(&self) -> Duration {
         Duration::from_millis(self.status_interval_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[postgres]` with `extra` lines, parsed and validated.
+    fn section(extra: &str) -> Result<PostgresConfig, String> {
+        let text = format!("user = \"app\"\ndbname = \"app\"\n{extra}\n");
+        let pg: PostgresConfig = toml::from_str(&text).map_err(|e| e.message().to_owned())?;
+        pg.validate().map_err(|e| e.to_string())?;
+        Ok(pg)
+    }
+
+    fn endpoints(extra: &str) -> Vec<String> {
+        section(extra)
+            .unwrap()
+            .endpoints()
+            .unwrap()
+            .iter()
+            .map(Endpoint::to_string)
+            .collect()
+    }
+
+    fn refused(extra: &str, key: &str) -> String {
+        let err = section(extra).expect_err("refused");
+        assert!(err.contains(key), "{key} not named in: {err}");
+        err
+    }
+
+    #[test]
+    fn one_port_applies_to_every_host() {
+        assert_eq!(endpoints("host = \"pg\""), ["pg:5432"]);
+        assert_eq!(
+            endpoints("host = \"pg-a, pg-b\"\nport = 6432"),
+            ["pg-a:6432", "pg-b:6432"]
+        );
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = \"6432\""),
+            ["pg-a:6432", "pg-b:6432"]
+        );
+    }
+
+    #[test]
+    fn ports_as_list_or_array_pair_with_hosts() {
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = \"5433, 5434\""),
+            ["pg-a:5433", "pg-b:5434"]
+        );
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = [5433, 5434]"),
+            ["pg-a:5433", "pg-b:5434"]
+        );
+        // libpq: an empty entry is the default port.
+        assert_eq!(
+            endpoints("host = \"pg-a,pg-b\"\nport = \",5434\""),
+            ["pg-a:5432", "pg-b:5434"]
+        );
+        assert_eq!(endpoints("host = \"::1\"\nport = 5433"), ["[::1]:5433"]);
+    }
+
+    #[test]
+    fn bad_hosts_and_ports_name_the_key() {
+        refused("host = \"\"", "postgres.host");
+        let err = refused("host = \"pg-a,,pg-b\"", "postgres.host");
+        assert!(err.contains("entry 2"), "{err}");
+        let err = refused(
+            "host = \"pg-a,pg-b,pg-c\"\nport = [5432, 5433]",
+            "postgres.port",
+        );
+        assert!(err.contains("2 ports for 3 hosts"), "{err}");
+        refused("host = \"pg\"\nport = \"54x2\"", "postgres.port");
+        refused("host = \"pg\"\nport = 70000", "postgres.port");
+        refused("host = \"pg\"\nport = 0", "postgres.port");
+        refused("host = \"pg\"\nport = []", "postgres.port");
+        // A TOML type the key does not take.
+        refused("host = \"pg\"\nport = true", "postgres.port");
+        refused(
+            "host = \"pg\"\ntarget_session_attrs = \"master\"",
+            "postgres.target_session_attrs",
+        );
+    }
+
+    #[test]
+    fn target_defaults_to_any_for_one_host_and_read_write_for_several() {
+        let target = |extra: &str| section(extra).unwrap().effective_target_session_attrs();
+        assert_eq!(target("host = \"pg\""), TargetSessionAttrs::Any);
+        assert_eq!(
+            target("host = \"pg-a,pg-b\""),
+            TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(
+            target("host = \"pg-a,pg-b\"\ntarget_session_attrs = \"any\""),
+            TargetSessionAttrs::Any
+        );
+        for value in [
+            "any",
+            "read-write",
+            "read-only",
+            "primary",
+            "standby",
+            "prefer-standby",
+        ] {
+            let t = target(&format!(
+                "host = \"pg\"\ntarget_session_attrs = \"{value}\""
+            ));
+            assert_eq!(t.as_str(), value);
+        }
     }
 }

@@ -1,7 +1,8 @@
-//! The PostgreSQL side: connections (TLS, SCRAM, channel binding), the
-//! replication protocol, the catalog (every SQL statement walrelay runs,
-//! the snapshot's included), slot policy, and the WAL stream that is
-//! walrelay's first [`crate::source::Source`].
+//! The PostgreSQL side: connections (a host list tried with libpq's rules,
+//! TLS, SCRAM, channel binding), the replication protocol, the catalog
+//! (every SQL statement walrelay runs, the snapshot's included), slot
+//! policy, and the WAL stream that is walrelay's first
+//! [`crate::source::Source`].
 //!
 //! ```text
 //!  walsender ──CopyData('w' XLogData / 'k' keepalive)──▶ StreamReader (replication)
@@ -33,6 +34,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod hosts;
 pub mod replication;
 pub mod slot;
 pub mod tls;

@@ -23,8 +23,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, Wr
 use tokio::net::TcpStream;
 use walrelay_proto::Lsn;
 
+use super::hosts::{self, HostsError, Refusal, Reported};
 use super::tls::{TlsError, TlsParams};
-use crate::postgres::config::{ChannelBindingMode, PostgresConfig, SslMode};
+use crate::postgres::config::{
+    ChannelBindingMode, Endpoint, PostgresConfig, SslMode, TargetSessionAttrs,
+};
 use crate::secret::Secret;
 
 /// Read buffer growth step; large enough that one read usually holds many
@@ -40,10 +43,10 @@ type BoxedTransport = Box<dyn Transport>;
 /// Where and as whom to connect.
 #[derive(Clone)]
 pub struct ConnectParams {
-    /// Host name or address.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
+    /// The servers to try, in order (at least one).
+    pub hosts: Vec<Endpoint>,
+    /// Which of them is acceptable (libpq's `target_session_attrs`).
+    pub target_session_attrs: TargetSessionAttrs,
     /// Role name.
     pub user: String,
     /// Password, if the server asks for one.
@@ -61,8 +64,8 @@ pub struct ConnectParams {
 impl fmt::Debug for ConnectParams {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConnectParams")
-            .field("host", &self.host)
-            .field("port", &self.port)
+            .field("hosts", &self.hosts)
+            .field("target_session_attrs", &self.target_session_attrs)
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("dbname", &self.dbname)
@@ -126,6 +129,10 @@ pub enum ReplicationError {
     /// `channel_binding = "require"` and the server did not bind.
     #[error("postgres.channel_binding = \"require\", but {0}")]
     ChannelBindingRequired(&'static str),
+    /// No host of `postgres.host` connected and passed
+    /// `target_session_attrs`; names each host and why.
+    #[error(transparent)]
+    Hosts(Box<HostsError<ReplicationError>>),
 }
 
 impl ReplicationError {
@@ -147,6 +154,7 @@ impl ReplicationError {
             | ReplicationError::Closed => true,
             ReplicationError::Server { code, .. } => is_transient_sqlstate(code),
             ReplicationError::Tls(e) => e.is_transient(),
+            ReplicationError::Hosts(e) => e.is_transient(ReplicationError::is_transient),
             ReplicationError::UnsupportedAuth(_)
             | ReplicationError::PasswordRequired { .. }
             | ReplicationError::Protocol(_)
@@ -188,46 +196,128 @@ pub struct ReplicationConnection {
     io: BoxedTransport,
     read_buf: BytesMut,
     write_buf: BytesMut,
+    /// The server connected to.
+    endpoint: Endpoint,
+    /// What the server reported about itself at startup.
+    reported: Reported,
 }
 
 impl ReplicationConnection {
-    /// Connects and authenticates.
+    /// Connects and authenticates to the first host of `params.hosts` that
+    /// accepts and passes `params.target_session_attrs` (libpq's rules, see
+    /// [`hosts`]); each host within `params.connect_timeout`.
     pub async fn connect(params: &ConnectParams) -> Result<Self, ReplicationError> {
-        let addr = format!("{}:{}", params.host, params.port);
-        match tokio::time::timeout(params.connect_timeout, Self::connect_inner(params, &addr)).await
-        {
-            Ok(result) => result,
-            Err(_) => Err(ReplicationError::ConnectTimeout {
-                addr,
-                timeout: params.connect_timeout,
-            }),
+        hosts::choose(
+            "replication",
+            &params.hosts,
+            params.target_session_attrs,
+            |endpoint, test| Self::connect_host(params, endpoint, test),
+        )
+        .await
+        .map(|(conn, _)| conn)
+        .map_err(|e| e.collapse(|e| ReplicationError::Hosts(Box::new(e))))
+    }
+
+    /// The server this connection is on.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// One host: connect, authenticate and apply `test`, all within the
+    /// connect timeout (libpq bounds each host's attempt as a whole).
+    async fn connect_host(
+        params: &ConnectParams,
+        endpoint: Endpoint,
+        test: TargetSessionAttrs,
+    ) -> Result<Self, Refusal<ReplicationError>> {
+        let addr = endpoint.to_string();
+        let timeout = params.connect_timeout;
+        let attempt = async {
+            let mut conn = Self::connect_inner(params, &endpoint, &addr).await?;
+            let need = hosts::need(test);
+            let yes = match conn.reported.answer(need) {
+                Some(yes) => yes,
+                None => conn.ask(need).await?,
+            };
+            Ok::<_, ReplicationError>((conn, yes))
+        };
+        let (conn, yes) = match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => return Err(Refusal::Failed(e)),
+            Err(_) => {
+                return Err(Refusal::Failed(ReplicationError::ConnectTimeout {
+                    addr,
+                    timeout,
+                }))
+            }
+        };
+        match hosts::verdict(test, yes) {
+            Ok(()) => Ok(conn),
+            Err(why) => {
+                conn.terminate().await;
+                Err(Refusal::Mismatch(why))
+            }
         }
     }
 
-    async fn connect_inner(params: &ConnectParams, addr: &str) -> Result<Self, ReplicationError> {
+    /// Asks what the startup parameters did not say (servers before 14).
+    async fn ask(&mut self, need: hosts::Need) -> Result<bool, ReplicationError> {
+        let Some(sql) = hosts::query(need) else {
+            return Ok(false);
+        };
+        let rows = self.simple_query(sql).await?;
+        let value = rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(|v| v.as_deref());
+        hosts::parse_answer(value)
+            .ok_or_else(|| ReplicationError::Protocol(format!("unexpected answer to {sql}")))
+    }
+
+    /// Closes the connection politely (Terminate), as libpq does with a
+    /// host that fails the `target_session_attrs` test.
+    async fn terminate(mut self) {
+        frontend::terminate(&mut self.write_buf);
+        // Best effort, and never a wait on a server that stopped reading.
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            let _ = self.flush().await;
+            let _ = self.io.shutdown().await;
+        })
+        .await;
+    }
+
+    async fn connect_inner(
+        params: &ConnectParams,
+        endpoint: &Endpoint,
+        addr: &str,
+    ) -> Result<Self, ReplicationError> {
         let connector = params.tls.connector()?;
         let Some(connector) = connector else {
-            return Self::attempt(params, addr, None).await;
+            return Self::attempt(params, endpoint, addr, None).await;
         };
         match params.tls.mode {
             // libpq's allow: plain first, TLS if the server refuses that.
-            SslMode::Allow => match Self::attempt(params, addr, None).await {
+            SslMode::Allow => match Self::attempt(params, endpoint, addr, None).await {
                 Err(ReplicationError::Server { .. }) => {
-                    Self::attempt(params, addr, Some((&connector, false))).await
+                    Self::attempt(params, endpoint, addr, Some((&connector, false))).await
                 }
                 other => other,
             },
             // libpq's prefer: TLS when offered; plain again when the TLS
             // handshake or the session over TLS is refused.
-            SslMode::Prefer => match Self::attempt(params, addr, Some((&connector, true))).await {
-                Err(ReplicationError::Tls(e)) if !e.is_transient() => {
-                    tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
-                    Self::attempt(params, addr, None).await
+            SslMode::Prefer => {
+                match Self::attempt(params, endpoint, addr, Some((&connector, true))).await {
+                    Err(ReplicationError::Tls(e)) if !e.is_transient() => {
+                        tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
+                        Self::attempt(params, endpoint, addr, None).await
+                    }
+                    Err(ReplicationError::Server { .. }) => {
+                        Self::attempt(params, endpoint, addr, None).await
+                    }
+                    other => other,
                 }
-                Err(ReplicationError::Server { .. }) => Self::attempt(params, addr, None).await,
-                other => other,
-            },
-            _ => Self::attempt(params, addr, Some((&connector, false))).await,
+            }
+            _ => Self::attempt(params, endpoint, addr, Some((&connector, false))).await,
         }
     }
 
@@ -235,10 +325,11 @@ impl ReplicationConnection {
     /// bool: a refusal means plain, as with sslmode prefer), then startup.
     async fn attempt(
         params: &ConnectParams,
+        endpoint: &Endpoint,
         addr: &str,
         tls: Option<(&SslConnector, bool)>,
     ) -> Result<Self, ReplicationError> {
-        let mut tcp = TcpStream::connect((params.host.as_str(), params.port))
+        let mut tcp = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
             .await
             .map_err(|source| ReplicationError::Connect {
                 addr: addr.to_owned(),
@@ -263,7 +354,7 @@ impl ReplicationConnection {
                     b'S' => {
                         let (stream, data) = params
                             .tls
-                            .handshake(connector, &params.host, addr, tcp)
+                            .handshake(connector, &endpoint.host, addr, tcp)
                             .await?;
                         binding = data;
                         encrypted = true;
@@ -290,6 +381,8 @@ impl ReplicationConnection {
             io,
             read_buf: BytesMut::with_capacity(READ_CHUNK),
             write_buf: BytesMut::with_capacity(1024),
+            endpoint: endpoint.clone(),
+            reported: Reported::default(),
         };
         conn.startup(params, encrypted, binding).await?;
         tracing::debug!(addr, tls = encrypted, "replication connection established");
@@ -434,9 +527,12 @@ impl ReplicationConnection {
                 Message::AuthenticationSspi => {
                     return Err(ReplicationError::UnsupportedAuth("SSPI"))
                 }
-                Message::ParameterStatus(_)
-                | Message::BackendKeyData(_)
-                | Message::NoticeResponse(_) => {}
+                Message::ParameterStatus(body) => {
+                    if let (Ok(name), Ok(value)) = (body.name(), body.value()) {
+                        self.reported.record(name, value);
+                    }
+                }
+                Message::BackendKeyData(_) | Message::NoticeResponse(_) => {}
                 Message::ReadyForQuery(_) => return Ok(()),
                 Message::ErrorResponse(body) => return Err(server_error(&body)),
                 _ => {
@@ -853,11 +949,13 @@ pub fn quote_literal(value: &str) -> String {
 }
 
 impl ConnectParams {
-    /// The parameters a validated `[postgres]` section gives.
+    /// The parameters a validated `[postgres]` section gives (an invalid
+    /// host or port list, which validation refuses, gives no hosts, and
+    /// every connection fails naming `postgres.host`).
     pub fn from_config(pg: &PostgresConfig) -> Self {
         ConnectParams {
-            host: pg.host.clone(),
-            port: pg.port,
+            hosts: pg.endpoints().unwrap_or_default(),
+            target_session_attrs: pg.effective_target_session_attrs(),
             user: pg.user.clone(),
             password: pg.password.clone(),
             dbname: pg.dbname.clone(),
@@ -865,6 +963,33 @@ impl ConnectParams {
             connect_timeout: Duration::from_millis(pg.connect_timeout_ms),
             tls: super::tls::TlsParams::from_config(pg),
         }
+    }
+
+    /// The same parameters for `endpoint` alone, accepting any server
+    /// (`walrelay check` asks each host what it is).
+    pub fn only(&self, endpoint: &Endpoint) -> Self {
+        ConnectParams {
+            hosts: vec![endpoint.clone()],
+            target_session_attrs: TargetSessionAttrs::Any,
+            ..self.clone()
+        }
+    }
+
+    /// The configured hosts as `host:port,...`, for messages.
+    pub fn hosts_label(&self) -> String {
+        self.hosts
+            .iter()
+            .map(Endpoint::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The longest a connection attempt may take: every host of every pass
+    /// within the connect timeout.
+    pub fn connect_bound(&self) -> Duration {
+        let attempts = self.hosts.len().max(1) * hosts::passes(self.target_session_attrs).len();
+        self.connect_timeout
+            .saturating_mul(u32::try_from(attempts).unwrap_or(u32::MAX))
     }
 }
 

@@ -15,7 +15,7 @@ use walrelay::config::debezium_server::from_server_text;
 use walrelay::config::kafka_connect::{from_connect, load_connect, Translation};
 use walrelay::config::{Config, ConfigError};
 use walrelay::connect::config::{ConverterKind, HeaderConverterKind};
-use walrelay::postgres::config::{PublicationMode, SnapshotMode};
+use walrelay::postgres::config::{PortSetting, PublicationMode, SnapshotMode, TargetSessionAttrs};
 use walrelay::properties::parse_properties;
 use walrelay::txn::config::OpInvalidBehavior;
 
@@ -52,7 +52,7 @@ fn no_env(_: &str) -> Option<String> {
 fn assert_connect_example(t: &Translation) {
     let c = &t.config;
     assert_eq!(c.postgres.host, "db.internal");
-    assert_eq!(c.postgres.port, 6432);
+    assert_eq!(c.postgres.port, PortSetting::One(6432));
     assert_eq!(c.postgres.user, "debezium");
     assert_eq!(c.postgres.dbname, "shop");
     assert_eq!(
@@ -154,7 +154,7 @@ fn connect_defaults_are_debeziums() {
     assert_eq!(c.replication.publish, None);
     assert_eq!(c.outbox.op_invalid_behavior, OpInvalidBehavior::Fatal);
     assert_eq!(c.heartbeat.interval_ms, 0);
-    assert_eq!(c.postgres.port, 5432);
+    assert_eq!(c.postgres.port, PortSetting::One(5432));
     assert_eq!(c.kafka.bootstrap_servers, "localhost:9092");
 }
 
@@ -907,7 +907,7 @@ fn shipped_connect_example_field_by_field() {
         let t = load_connect(&worker, &dir.join(connector)).unwrap();
         let c = &t.config;
         assert_eq!(c.postgres.host, "localhost");
-        assert_eq!(c.postgres.port, 5432);
+        assert_eq!(c.postgres.port, PortSetting::One(5432));
         assert_eq!(c.postgres.user, "debezium");
         assert_eq!(c.postgres.dbname, "app");
         assert_eq!(
@@ -950,4 +950,90 @@ fn shipped_connect_example_field_by_field() {
         }
         assert!(!format!("{t:?}").contains("change-me"));
     }
+}
+
+/// Debezium 3.6 validates `database.hostname` as one host name (letters,
+/// digits, `-`, `_`, `.`), so a host list is refused by name, as Debezium
+/// refuses it.
+#[test]
+fn debezium_takes_one_host() {
+    for hosts in ["pg-a,pg-b", "pg-a:5433", "pg a"] {
+        let mut connector = props("outbox-connector.properties");
+        connector.insert("database.hostname".into(), hosts.into());
+        let err = connect(props("connect-standalone.properties"), connector).unwrap_err();
+        let text = chain(&err);
+        assert!(text.contains("database.hostname"), "{text}");
+        assert!(text.contains("postgres.host"), "{text}");
+    }
+    let t = connect(
+        props("connect-standalone.properties"),
+        props("outbox-connector.properties"),
+    )
+    .unwrap();
+    assert_eq!(t.config.postgres.target_session_attrs, None);
+    assert_eq!(
+        t.config.postgres.effective_target_session_attrs(),
+        TargetSessionAttrs::Any
+    );
+}
+
+/// pgjdbc's `targetServerType`, passed through by Debezium from
+/// `database.` or `driver.`, becomes `postgres.target_session_attrs`.
+#[test]
+fn target_server_type_maps_onto_target_session_attrs() {
+    let target = |key: &str, value: &str| {
+        let mut connector = props("outbox-connector.properties");
+        connector.insert(key.into(), value.into());
+        connect(props("connect-standalone.properties"), connector)
+            .map(|t| t.config.postgres.target_session_attrs)
+    };
+    use TargetSessionAttrs as T;
+    for (value, want) in [
+        ("any", T::Any),
+        ("primary", T::ReadWrite),
+        ("master", T::ReadWrite),
+        ("secondary", T::ReadOnly),
+        ("slave", T::ReadOnly),
+        ("preferPrimary", T::Any),
+        ("preferSecondary", T::Any),
+        ("preferSlave", T::Any),
+    ] {
+        for key in ["database.targetServerType", "driver.targetServerType"] {
+            assert_eq!(target(key, value).unwrap(), Some(want), "{key}={value}");
+        }
+    }
+    // Not taken as unknown or ignored keys.
+    let mut connector = props("outbox-connector.properties");
+    connector.insert("driver.targetServerType".into(), "primary".into());
+    let t = connect(props("connect-standalone.properties"), connector).unwrap();
+    assert!(!t.ignored("driver.targetServerType"));
+    // database. wins over driver., as in Debezium's merge.
+    let mut connector = props("outbox-connector.properties");
+    connector.insert("database.targetServerType".into(), "secondary".into());
+    connector.insert("driver.targetServerType".into(), "primary".into());
+    let t = connect(props("connect-standalone.properties"), connector).unwrap();
+    assert_eq!(t.config.postgres.target_session_attrs, Some(T::ReadOnly));
+    // pgjdbc's names are exact; anything else is refused by name.
+    for value in ["standby", "Primary", "read-write"] {
+        let err = target("driver.targetServerType", value).unwrap_err();
+        assert!(
+            chain(&err).contains("driver.targetServerType"),
+            "{}",
+            chain(&err)
+        );
+    }
+}
+
+#[test]
+fn debezium_server_target_server_type() {
+    let text = example_server().replace(
+        "debezium.source.plugin.name",
+        "debezium.source.driver.targetServerType=primary\ndebezium.source.plugin.name",
+    );
+    let env = |name: &str| (name == "PG_HOST").then(|| "pg.internal".to_owned());
+    let t = server(&text, &env).unwrap();
+    assert_eq!(
+        t.config.postgres.target_session_attrs,
+        Some(TargetSessionAttrs::ReadWrite)
+    );
 }

@@ -24,11 +24,16 @@ mod compatibility;
 mod delivery;
 /// The test environment itself: the shared and private servers.
 mod environment;
+/// Primary failover (17+: failover slots, a host list) and decoding on a
+/// standby (16+).
+mod failover;
 /// Failover slots (PostgreSQL 17+): created, turned on, refused below 17,
 /// `walrelay check`'s standby warnings, continuing after a promotion.
 mod failover_slots;
 /// The fault suite: kills, outages, restarts, black holes, takeovers.
 mod faults;
+/// Several hosts in `postgres.host`: order, `target_session_attrs`, check.
+mod hosts;
 /// Streamed (protocol v2) and spilled large transactions.
 mod large_transactions;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.

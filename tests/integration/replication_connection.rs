@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::relay::{event_id, ids, Outbox, Relay, WAIT};
 use common::{connect, consume, env, kafka_bootstrap, unique_name};
+use walrelay::postgres::config::{Endpoint, TargetSessionAttrs};
 use walrelay::postgres::replication::{
     ConnectParams, ReplicationConnection, ReplicationError, StreamReader,
 };
@@ -78,8 +79,8 @@ async fn ensure_password_roles() {
 
 fn params(user: &str, password: Option<&str>) -> ConnectParams {
     ConnectParams {
-        host: "127.0.0.1".into(),
-        port: env().pg_port,
+        hosts: vec![Endpoint::new("127.0.0.1", env().pg_port)],
+        target_session_attrs: TargetSessionAttrs::Any,
         user: user.into(),
         password: password.map(Secret::new),
         dbname: "postgres".into(),

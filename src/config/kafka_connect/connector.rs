@@ -18,7 +18,8 @@ use super::errors::{translate_errors, IGNORED_ERRORS_KEYS, IGNORED_ERRORS_PREFIX
 use super::{Draft, Keys, Notes, OFFSETS_IN_SLOT};
 use crate::config::ConfigError;
 use crate::postgres::config::{
-    validate_slot_name, PostgresConfig, PublicationMode, SnapshotMode, SslMode, DEFAULT_PG_PORT,
+    validate_slot_name, PostgresConfig, PublicationMode, SnapshotMode, SslMode, TargetSessionAttrs,
+    DEFAULT_PG_PORT,
 };
 use crate::secret::Secret;
 use crate::setting::SettingError;
@@ -181,6 +182,47 @@ const REFUSED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
     ("slot.stream.params.", "walrelay sets the pgoutput options itself"),
 ];
 
+/// Whether Debezium's `database.hostname` validation accepts `host`.
+fn is_debezium_hostname(host: &str) -> bool {
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// pgjdbc's `targetServerType`, which Debezium passes to the driver from
+/// `database.targetServerType` or `driver.targetServerType` (the
+/// `database.` one wins, as in Debezium's merge), as the native
+/// `postgres.target_session_attrs`. pgjdbc's `primary` is a server not in
+/// hot standby whose `transaction_read_only` is off, libpq's `read-write`
+/// test; `secondary` the converse, libpq's `read-only`. With Debezium's one
+/// host the `prefer*` values accept whatever connects, as `any` does.
+fn translate_target_server_type(c: &mut Keys) -> Result<Option<TargetSessionAttrs>, ConfigError> {
+    let database = c.take("database.targetServerType");
+    let driver = c.take("driver.targetServerType");
+    let (key, value) = match (database, driver) {
+        (Some(v), _) => ("database.targetServerType", v),
+        (None, Some(v)) => ("driver.targetServerType", v),
+        (None, None) => return Ok(None),
+    };
+    // pgjdbc's HostRequirement.getTargetServerType: exact enum names, with
+    // slave read as secondary and master as primary.
+    let target = match value.as_str() {
+        "any" | "preferPrimary" | "preferSecondary" | "preferSlave" => TargetSessionAttrs::Any,
+        "primary" | "master" => TargetSessionAttrs::ReadWrite,
+        "secondary" | "slave" => TargetSessionAttrs::ReadOnly,
+        other => {
+            return Err(c.invalid(
+                key,
+                format!(
+                    "{other:?} is not a pgjdbc targetServerType (any, primary, secondary, preferPrimary, preferSecondary; pgjdbc refuses it too)"
+                ),
+            ))
+        }
+    };
+    Ok(Some(target))
+}
+
 /// Translates the Debezium PostgreSQL connector's keys (without any
 /// `debezium.source.` prefix) into `draft`. Converter and producer keys are
 /// not handled here. Every key of `c` is consumed or warned about.
@@ -209,14 +251,29 @@ pub(in crate::config) fn translate_connector(
         }
     }
 
-    // Connection.
+    // Connection. Debezium 3.6 takes one host: it validates
+    // database.hostname against ^[a-zA-Z0-9-_.]+$ when the task starts
+    // (RelationalDatabaseConnectorConfig.validateHostname), so neither
+    // pgjdbc's "h1,h2" nor "h1:5433" reaches its JDBC URL, and
+    // database.port is one integer.
     let host = c.take_required("database.hostname", "the PostgreSQL server to read from")?;
+    if !is_debezium_hostname(&host) {
+        return Err(c.invalid(
+            "database.hostname",
+            format!(
+                "{host:?} has invalid format: Debezium accepts one host name or IPv4 address \
+                 (letters, digits, '-', '_' and '.' only); for several hosts, use walrelay's \
+                 native TOML (postgres.host = \"pg-a,pg-b\")"
+            ),
+        ));
+    }
     let port = match c.take("database.port") {
         None => DEFAULT_PG_PORT,
         Some(p) => p
             .parse()
             .map_err(|_| c.invalid("database.port", format!("{p:?} is not a port number")))?,
     };
+    let target_session_attrs = translate_target_server_type(c)?;
     let user = c.take_required("database.user", "the role walrelay connects as")?;
     let password = c.take_raw("database.password").map(Secret::new);
     let dbname = c.take_required("database.dbname", "the database holding the outbox table")?;
@@ -262,7 +319,8 @@ pub(in crate::config) fn translate_connector(
     }
     draft.postgres = Some(PostgresConfig {
         host,
-        port,
+        port: port.into(),
+        target_session_attrs,
         user,
         password,
         password_env: None,

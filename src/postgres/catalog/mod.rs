@@ -21,10 +21,12 @@ use tokio_postgres::{Client, NoTls};
 use tracing::{info, warn};
 use walrelay_proto::Lsn;
 
+use super::hosts::{self, HostsError, Refusal};
 use super::replication::{quote_ident, ConnectParams};
 use super::tls::{MakeTls, TlsError};
 use crate::postgres::config::{
-    ChannelBindingMode, PostgresConfig, PublicationMode, ReplicationConfig, SslMode,
+    ChannelBindingMode, Endpoint, PostgresConfig, PublicationMode, ReplicationConfig, SslMode,
+    TargetSessionAttrs,
 };
 
 /// Errors of catalog work.
@@ -83,6 +85,18 @@ pub enum CatalogError {
         /// The bound that expired.
         after: Duration,
     },
+    /// A `target_session_attrs` query answered neither on nor off.
+    #[error("unexpected answer to {query} on {host}")]
+    UnexpectedAnswer {
+        /// The query.
+        query: String,
+        /// The host.
+        host: String,
+    },
+    /// No host of `postgres.host` connected and passed
+    /// `target_session_attrs`; names each host and why.
+    #[error(transparent)]
+    Hosts(Box<HostsError<CatalogError>>),
     /// `replication.failover` is on and the server has no failover slots.
     #[error(
         "replication.failover (Debezium slot.failover) is true, but the server is PostgreSQL {version} \
@@ -131,6 +145,7 @@ impl CatalogError {
             },
             CatalogError::Tls(e) => e.is_transient(),
             CatalogError::Timeout { .. } | CatalogError::SyncedOnStandby { .. } => true,
+            CatalogError::Hosts(e) => e.is_transient(CatalogError::is_transient),
             _ => false,
         }
     }
@@ -194,28 +209,83 @@ fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
     false
 }
 
-/// Opens an ordinary SQL connection with the same TLS settings as the
-/// replication connection; the connection task is spawned and ends when
-/// the client is dropped.
+/// Opens an ordinary SQL connection with the same TLS settings and the
+/// same choice of host as the replication connection; the connection task
+/// is spawned and ends when the client is dropped.
 pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
-    // tokio-postgres bounds only the TCP connect; the startup and
-    // authentication exchange must not hang on a dead path either.
-    bounded(
-        params.connect_timeout,
-        &format!(
-            "opening a sql connection to {}:{} database {}",
-            params.host, params.port, params.dbname
-        ),
-        connect_unbounded(params),
-    )
-    .await
+    connect_with_host(params).await.map(|(client, _)| client)
 }
 
-async fn connect_unbounded(params: &ConnectParams) -> Result<Client, CatalogError> {
+/// [`connect`], also returning the host connected to. The hosts are tried
+/// here one by one rather than by tokio-postgres (which knows several
+/// hosts): its `target_session_attrs` has no `primary`, `standby` or
+/// `prefer-standby`, its error keeps only the last host's, and the `sslmode`
+/// fallbacks below are per host.
+pub async fn connect_with_host(params: &ConnectParams) -> Result<(Client, Endpoint), CatalogError> {
+    hosts::choose(
+        "catalog",
+        &params.hosts,
+        params.target_session_attrs,
+        |endpoint, test| connect_host(params, endpoint, test),
+    )
+    .await
+    .map_err(|e| e.collapse(|e| CatalogError::Hosts(Box::new(e))))
+}
+
+/// One host: connect and apply `test` within the connect timeout.
+/// tokio-postgres does not show the startup ParameterStatus, so the test
+/// always asks with libpq's query.
+async fn connect_host(
+    params: &ConnectParams,
+    endpoint: Endpoint,
+    test: TargetSessionAttrs,
+) -> Result<Client, Refusal<CatalogError>> {
+    let attempt = async {
+        let client = connect_unbounded(params, &endpoint).await?;
+        let yes = match hosts::query(hosts::need(test)) {
+            None => false,
+            Some(sql) => ask(&client, sql, &endpoint).await?,
+        };
+        Ok::<_, CatalogError>((client, yes))
+    };
+    // tokio-postgres bounds only the TCP connect; the startup and
+    // authentication exchange must not hang on a dead path either.
+    let what = format!(
+        "opening a sql connection to {endpoint} database {}",
+        params.dbname
+    );
+    let (client, yes) = bounded(params.connect_timeout, &what, attempt)
+        .await
+        .map_err(Refusal::Failed)?;
+    // A mismatch drops the client, which closes the connection.
+    hosts::verdict(test, yes).map_err(Refusal::Mismatch)?;
+    Ok(client)
+}
+
+/// The one `on`/`off` or `t`/`f` value of a `target_session_attrs` query.
+async fn ask(client: &Client, sql: &str, endpoint: &Endpoint) -> Result<bool, CatalogError> {
+    let messages = client
+        .simple_query(sql)
+        .await
+        .map_err(self::sql(format!("cannot run {sql} on {endpoint}")))?;
+    let value = messages.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_owned)),
+        _ => None,
+    });
+    hosts::parse_answer(value.flatten().as_deref()).ok_or_else(|| CatalogError::UnexpectedAnswer {
+        query: sql.to_owned(),
+        host: endpoint.to_string(),
+    })
+}
+
+async fn connect_unbounded(
+    params: &ConnectParams,
+    endpoint: &Endpoint,
+) -> Result<Client, CatalogError> {
     let mut config = tokio_postgres::Config::new();
     config
-        .host(&params.host)
-        .port(params.port)
+        .host(&endpoint.host)
+        .port(endpoint.port)
         .user(&params.user)
         .dbname(&params.dbname)
         .application_name(format!("{}-catalog", params.application_name))
@@ -235,38 +305,52 @@ async fn connect_unbounded(params: &ConnectParams) -> Result<Client, CatalogErro
     });
     let context = || {
         format!(
-            "cannot open a sql connection to {}:{} database {} (postgres.sslmode = \"{}\")",
-            params.host,
-            params.port,
+            "cannot open a sql connection to {endpoint} database {} (postgres.sslmode = \"{}\")",
             params.dbname,
             tls.mode.as_str()
         )
     };
     let connector = match tls.connector()? {
-        None => return attempt(&config, params, None, &context).await,
+        None => return attempt(&config, params, endpoint, None, &context).await,
         Some(connector) => connector,
     };
     match tls.mode {
         // libpq's allow: plain first, TLS when the server refuses that.
-        SslMode::Allow => match attempt(&config, params, None, &context).await {
+        SslMode::Allow => match attempt(&config, params, endpoint, None, &context).await {
             Err(e) if is_server_refusal(&e) => {
                 tracing::debug!(error = %e, "plain refused, retrying over tls (sslmode allow)");
-                attempt(&config, params, Some((connector, false)), &context).await
+                attempt(
+                    &config,
+                    params,
+                    endpoint,
+                    Some((connector, false)),
+                    &context,
+                )
+                .await
             }
             other => other,
         },
         // libpq's prefer: TLS when offered; plain again when the handshake
         // or the session over TLS is refused.
         SslMode::Prefer => {
-            match attempt(&config, params, Some((connector, true)), &context).await {
+            match attempt(&config, params, endpoint, Some((connector, true)), &context).await {
                 Err(e) if is_server_refusal(&e) || is_tls_refusal(&e) => {
                     tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
-                    attempt(&config, params, None, &context).await
+                    attempt(&config, params, endpoint, None, &context).await
                 }
                 other => other,
             }
         }
-        _ => attempt(&config, params, Some((connector, false)), &context).await,
+        _ => {
+            attempt(
+                &config,
+                params,
+                endpoint,
+                Some((connector, false)),
+                &context,
+            )
+            .await
+        }
     }
 }
 
@@ -275,6 +359,7 @@ async fn connect_unbounded(params: &ConnectParams) -> Result<Client, CatalogErro
 async fn attempt(
     config: &tokio_postgres::Config,
     params: &ConnectParams,
+    endpoint: &Endpoint,
     tls: Option<(openssl::ssl::SslConnector, bool)>,
     context: &(dyn Fn() -> String + Sync),
 ) -> Result<Client, CatalogError> {
@@ -291,11 +376,7 @@ async fn attempt(
             } else {
                 PgSslMode::Require
             });
-            let make = MakeTls::new(
-                params.tls.clone(),
-                connector,
-                format!("{}:{}", params.host, params.port),
-            );
+            let make = MakeTls::new(params.tls.clone(), connector, endpoint.to_string());
             let (client, connection) = config.connect(make).await.map_err(sql(context()))?;
             (client, connection.boxed())
         }
@@ -674,9 +755,10 @@ pub struct SlotLag {
     pub wal_status: Option<String>,
     /// `safe_wal_size`; `None` when `max_slot_wal_keep_size` is unlimited.
     pub safe_wal_size: Option<i64>,
-    /// `pg_current_wal_lsn() - restart_lsn`.
+    /// `pg_current_wal_lsn() - restart_lsn` (on a standby, its last
+    /// replayed position instead of `pg_current_wal_lsn()`).
     pub retained_bytes: Option<i64>,
-    /// `pg_current_wal_lsn() - confirmed_flush_lsn`.
+    /// `pg_current_wal_lsn() - confirmed_flush_lsn` (the same on a standby).
     pub confirmed_lag_bytes: Option<i64>,
     /// `confirmed_flush_lsn` as text.
     pub confirmed: Option<String>,
@@ -689,11 +771,16 @@ pub async fn poll_slot(
 ) -> Result<Option<SlotLag>, tokio_postgres::Error> {
     let row = client
         .query_opt(
+            // On a standby (decoding there, 16+) pg_current_wal_lsn()
+            // fails: the WAL position there is what it replayed.
             "SELECT active, wal_status::text, safe_wal_size,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::int8,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::int8,
+                    pg_wal_lsn_diff(w.now_lsn, restart_lsn)::int8,
+                    pg_wal_lsn_diff(w.now_lsn, confirmed_flush_lsn)::int8,
                     confirmed_flush_lsn::text
-             FROM pg_replication_slots WHERE slot_name = $1",
+             FROM pg_replication_slots,
+                  LATERAL (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
+                                       ELSE pg_current_wal_lsn() END AS now_lsn) w
+             WHERE slot_name = $1",
             &[&slot],
         )
         .await?;

@@ -38,6 +38,18 @@ fn statement_timeout_sql(after: Duration) -> String {
     format!("SET statement_timeout = {ms}")
 }
 
+/// What the connected server is: `(pg_is_in_recovery(), transaction_read_only)`,
+/// a standby and a read-only session respectively.
+pub async fn server_role(client: &Client) -> Result<(bool, bool), tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'",
+            &[],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// `wal_level` as the server shows it (`replica`, `logical`, ...).
 pub async fn wal_level(client: &Client) -> Result<String, tokio_postgres::Error> {
     Ok(client.query_one("SHOW wal_level", &[]).await?.get(0))

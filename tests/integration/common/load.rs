@@ -74,6 +74,13 @@ pub struct Event {
     pub id: String,
     /// Aggregate id (the record key).
     pub key: String,
+    /// The generator's number of its transaction (the `<table>_marks` row).
+    pub txn: i64,
+    /// `pg_current_wal_insert_lsn()` read right after its COMMIT, in the
+    /// same round trip: at or past its commit end, and before the next
+    /// transaction of the generator (which writes one at a time). `None`
+    /// when the outcome was looked up after a failure.
+    pub after_commit: Option<Lsn>,
 }
 
 /// What the generator did.
@@ -197,9 +204,13 @@ async fn write(spec: LoadSpec, stop: Arc<AtomicBool>, counter: Arc<AtomicU64>) -
             rollback: rng.gen_ratio(1, spec.rollback_one_in),
         };
         next_event += n;
+        let mut after_commit = None;
         let outcome = match run_txn(c, &spec, &txn).await {
-            Ok(()) if txn.rollback => Outcome::NotCommitted,
-            Ok(()) => Outcome::Committed,
+            Ok(_) if txn.rollback => Outcome::NotCommitted,
+            Ok(lsn) => {
+                after_commit = lsn;
+                Outcome::Committed
+            }
             Err(TxnFailure) => {
                 // A fresh connection: this one may be gone or inside an
                 // aborted transaction block.
@@ -222,7 +233,12 @@ async fn write(spec: LoadSpec, stop: Arc<AtomicBool>, counter: Arc<AtomicU64>) -
             Outcome::Committed => {
                 log.txns_committed += 1;
                 for (id, key) in txn.ids.into_iter().zip(txn.keys) {
-                    log.committed.push(Event { id, key });
+                    log.committed.push(Event {
+                        id,
+                        key,
+                        txn: txn.no,
+                        after_commit,
+                    });
                 }
                 counter.store(log.committed.len() as u64, Ordering::Relaxed);
             }
@@ -247,13 +263,14 @@ async fn write(spec: LoadSpec, stop: Arc<AtomicBool>, counter: Arc<AtomicU64>) -
 struct TxnFailure;
 
 /// Runs one transaction as a single simple-query round trip (so the load
-/// is fast enough on a shared machine). The values are generated here:
-/// uuids, `a<n>` keys and numbers, nothing that needs quoting.
+/// is fast enough on a shared machine); returns the WAL insert position
+/// read after its COMMIT. The values are generated here: uuids, `a<n>` keys
+/// and numbers, nothing that needs quoting.
 async fn run_txn(
     client: &tokio_postgres::Client,
     spec: &LoadSpec,
     txn: &Txn,
-) -> Result<(), TxnFailure> {
+) -> Result<Option<Lsn>, TxnFailure> {
     let table = &spec.table;
     let rows: Vec<String> = txn
         .ids
@@ -274,13 +291,19 @@ async fn run_txn(
     // server, so an acknowledged commit stays committed).
     let sql = format!(
         "SET synchronous_commit = off; BEGIN; INSERT INTO {table} VALUES {}; DELETE FROM {table} WHERE id IN ({}); \
-         INSERT INTO {table}_marks VALUES ({}); {}",
+         INSERT INTO {table}_marks VALUES ({}); {}; SELECT pg_current_wal_insert_lsn()::text",
         rows.join(", "),
         quoted.join(", "),
         txn.no,
         if txn.rollback { "ROLLBACK" } else { "COMMIT" }
     );
-    client.batch_execute(&sql).await.map_err(|_| TxnFailure)
+    let messages = client.simple_query(&sql).await.map_err(|_| TxnFailure)?;
+    Ok(messages.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => {
+            row.get(0).and_then(|text| text.parse::<Lsn>().ok())
+        }
+        _ => None,
+    }))
 }
 
 /// Connects if needed, retrying every 100 ms until `deadline`.
