@@ -141,6 +141,12 @@ pub(super) async fn run<P: ProgressStore>(
     {
         Some(state) => {
             catalog::check_slot(slot, &state, &params.dbname)?;
+            catalog::bounded(
+                bound,
+                "asking whether the server is a standby",
+                slot::usable_here(&client, slot, &state),
+            )
+            .await?;
             catalog::bounded(bound, "setting the slot's failover", async {
                 slot::reconcile_failover(&mut repl, slot, &state, config.replication.failover)
                     .await

@@ -49,6 +49,25 @@ pub fn failover_supported(version_num: u32, version: &str) -> Result<(), Catalog
     }
 }
 
+/// Refuses, for now, a slot that is a standby's synchronized copy
+/// (`synced`, PostgreSQL 17+) while that server is still in recovery:
+/// decoding from it fails until the promotion, so the session ends with a
+/// transient error and is retried, instead of the server's error stopping
+/// walrelay. On a promoted server `synced` may stay true; that copy is
+/// used.
+pub async fn usable_here(
+    client: &tokio_postgres::Client,
+    slot: &str,
+    state: &SlotState,
+) -> Result<(), CatalogError> {
+    if state.synced != Some(true) || !catalog::in_recovery(client).await? {
+        return Ok(());
+    }
+    Err(CatalogError::SyncedOnStandby {
+        slot: slot.to_owned(),
+    })
+}
+
 /// What to do about an existing slot's `failover` flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailoverAction {
@@ -252,6 +271,12 @@ mod tests {
         assert!(!e.is_transient(), "a refusal must stop walrelay");
         assert!(failover_supported(170000, "17.0").is_ok());
         assert!(failover_supported(180001, "18.1").is_ok());
+    }
+
+    #[test]
+    fn a_synced_copy_on_a_standby_is_retried() {
+        let standby = CatalogError::SyncedOnStandby { slot: "s".into() };
+        assert!(standby.is_transient(), "a promotion may be under way");
     }
 
     #[test]

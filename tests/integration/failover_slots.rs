@@ -364,9 +364,11 @@ async fn check_warns_until_a_standby_syncs_the_slot() {
 }
 
 /// A failover slot survives a failover: walrelay delivers through the
-/// primary while a standby synchronizes the slot, the primary dies, the
-/// standby is promoted, and a walrelay pointed at it continues from the
-/// synchronized copy: what was written on either server reaches Kafka.
+/// primary while a standby synchronizes the slot, the primary dies, a
+/// walrelay pointed at the standby waits (the copy is unusable until the
+/// promotion) without stopping, and once the standby is promoted continues
+/// from the synchronized copy: what was written on either server reaches
+/// Kafka.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_synchronized_slot_continues_after_a_promotion() {
     let pg = cluster(17).await;
@@ -414,24 +416,37 @@ async fn the_synchronized_slot_continues_after_a_promotion() {
     }
     drop(replica);
     drop(relay);
-    let standby = tokio::task::spawn_blocking(move || {
+    let (primary, standby) = tokio::task::spawn_blocking(move || {
         primary.stop_immediate();
-        standby.promote();
-        drop(primary);
-        standby
+        (primary, standby)
     })
     .await
-    .expect("promote the standby");
+    .expect("stop the primary");
+    drop(primary);
 
+    // Reached before its promotion, the standby's copy cannot be decoded
+    // from yet: walrelay waits and retries instead of stopping.
     let ob = Outbox {
         client: standby.connect().await,
         name: ob.name.clone(),
     };
+    let mut relay = Relay::start(&failover_config(&ob, &standby, ""));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    relay.assert_running();
+    assert!(
+        !ob.slot_active().await,
+        "decoding from a standby's synced slot"
+    );
+    let standby = tokio::task::spawn_blocking(move || {
+        standby.promote();
+        standby
+    })
+    .await
+    .expect("promote the standby");
     assert_eq!(
         slot_flags(&ob.client, &ob.name).await.map(|f| f.0),
         Some(true)
     );
-    let mut relay = Relay::start(&failover_config(&ob, &standby, ""));
     ob.wait_active(&mut relay).await;
     ob.insert(2, "", "k2", r#"{"n": 2}"#).await;
     delivered(&ob, &[1, 2], &mut relay).await;

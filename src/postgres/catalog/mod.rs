@@ -115,6 +115,18 @@ pub enum CatalogError {
         /// `server_version_num`.
         version_num: u32,
     },
+    /// The slot is a standby's synchronized copy of a failover slot: the
+    /// server refuses to decode from it until the standby is promoted.
+    /// Transient: a switchover's new primary may be reached before its
+    /// promotion completes.
+    #[error(
+        "replication slot {slot} is a synchronized copy on a standby (pg_is_in_recovery() is true): \
+         usable once this server is promoted; retrying"
+    )]
+    SyncedOnStandby {
+        /// Slot.
+        slot: String,
+    },
     /// The slot exists but is not a pgoutput slot of this database.
     #[error("replication slot {slot} is not usable: {reason}")]
     SlotMismatch {
@@ -137,7 +149,7 @@ impl CatalogError {
                 None => true,
             },
             CatalogError::Tls(e) => e.is_transient(),
-            CatalogError::Timeout { .. } => true,
+            CatalogError::Timeout { .. } | CatalogError::SyncedOnStandby { .. } => true,
             CatalogError::Unsupported(u) => u.is_transient(),
             CatalogError::Hosts(e) => e.is_transient(CatalogError::is_transient),
             _ => false,
@@ -793,6 +805,15 @@ pub async fn max_slot_wal_keep_size(client: &Client) -> Result<String, tokio_pos
     Ok(client
         .query_one("SHOW max_slot_wal_keep_size", &[])
         .await?
+        .get(0))
+}
+
+/// Whether the server is a standby (`pg_is_in_recovery()`).
+pub async fn in_recovery(client: &Client) -> Result<bool, CatalogError> {
+    Ok(client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .map_err(sql("cannot ask the server whether it is a standby"))?
         .get(0))
 }
 
