@@ -19,51 +19,16 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use walrelay::proto::Lsn;
 
 use crate::common::load::{check, Fault, Load, LoadLog, LoadSpec};
+use crate::common::metrics::{free_port, lag_monitor_polled, metric, scrape};
 use crate::common::relay::{ids, Outbox, Relay};
 use crate::common::{self, create_topic, kafka_bootstrap, read_to_end_blocking, PrivatePg, Record};
 
 const WAIT: Duration = Duration::from_secs(60);
 const DRAIN: Duration = Duration::from_secs(180);
 const PARTITIONS: i32 = 3;
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-/// Scrapes `/metrics`: `name{labels}` → value.
-async fn scrape(port: u16) -> Option<HashMap<String, f64>> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    let body = text.split("\r\n\r\n").nth(1)?;
-    let mut out = HashMap::new();
-    for line in body.lines().filter(|l| !l.starts_with('#')) {
-        if let Some((name, value)) = line.rsplit_once(' ') {
-            if let Ok(v) = value.parse::<f64>() {
-                out.insert(name.to_string(), v);
-            }
-        }
-    }
-    Some(out)
-}
-
-/// The value of metric `name` (whatever its labels) in a scrape.
-fn metric(m: &HashMap<String, f64>, name: &str) -> Option<f64> {
-    m.iter()
-        .find(|(k, _)| *k == name || k.starts_with(&format!("{name}{{")))
-        .map(|(_, v)| *v)
-}
 
 /// The walrelay configuration with a host list naming `ports` in order.
 fn config_for_hosts(ob: &Outbox, ports: &[u16], replication: &str, metrics_port: u16) -> String {
@@ -156,18 +121,32 @@ async fn current_lsn(client: &tokio_postgres::Client) -> Lsn {
     text.parse().expect("pg_lsn text")
 }
 
-/// Whether walrelay's slot lag monitor (its poll query) reached the server
-/// within the last 5 s.
-async fn lag_monitor_polled(client: &tokio_postgres::Client) -> bool {
-    client
-        .query_one(
-            "SELECT coalesce(max(query_start) > now() - interval '5 seconds', false) \
-             FROM pg_stat_activity WHERE query LIKE 'SELECT active, wal_status%'",
-            &[],
-        )
-        .await
-        .expect("read pg_stat_activity")
-        .get(0)
+/// Waits until walrelay's slot lag monitor polls `client`'s server and the
+/// metrics at `metrics_port` show the slot active with a plausible lag.
+async fn wait_lag_monitor(
+    client: &tokio_postgres::Client,
+    metrics_port: u16,
+    relay: &mut Relay,
+    server: &str,
+) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let polled = lag_monitor_polled(client).await;
+        let scraped = scrape(metrics_port).await.unwrap_or_default();
+        let active = metric(&scraped, "walrelay_slot_active");
+        let lag = metric(&scraped, "walrelay_slot_confirmed_lag_bytes");
+        if polled && active == Some(1.0) && lag.is_some_and(|l| (0.0..1e9).contains(&l)) {
+            return;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "the lag monitor does not work on {server}: polled {polled}, \
+             walrelay_slot_active {active:?}, walrelay_slot_confirmed_lag_bytes {lag:?}\n{}",
+            tail(&relay.log(), 20)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,23 +310,7 @@ async fn switchover_under_load(major: u32, old: OldPrimary) {
         });
 
     // The lag monitor and its metrics followed to the new primary.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let polled = lag_monitor_polled(&new_primary).await;
-        let scraped = scrape(metrics_port).await.unwrap_or_default();
-        let active = metric(&scraped, "walrelay_slot_active");
-        let lag = metric(&scraped, "walrelay_slot_confirmed_lag_bytes");
-        if polled && active == Some(1.0) && lag.is_some_and(|l| (0.0..1e9).contains(&l)) {
-            break;
-        }
-        relay.assert_running();
-        assert!(
-            Instant::now() < deadline,
-            "the lag monitor did not follow to the new primary: polled {polled}, \
-             walrelay_slot_active {active:?}, walrelay_slot_confirmed_lag_bytes {lag:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_lag_monitor(&new_primary, metrics_port, &mut relay, "the new primary").await;
     eprintln!(
         "FAILOVER SUMMARY PostgreSQL {major}, {old:?} stop: {summary}; \
          events committed before the stop {at_fault}; acknowledged commits not in the new \
@@ -563,25 +526,7 @@ async fn decoding_on_a_standby() {
         }
         // The lag monitor works on the standby too (its WAL position is the
         // replayed one there).
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let polled = lag_monitor_polled(&replica).await;
-            let scraped = scrape(metrics_port).await.unwrap_or_default();
-            let active = metric(&scraped, "walrelay_slot_active");
-            let lag = metric(&scraped, "walrelay_slot_confirmed_lag_bytes");
-            if polled && active == Some(1.0) && lag.is_some_and(|l| (0.0..1e9).contains(&l)) {
-                break;
-            }
-            relay.assert_running();
-            assert!(
-                Instant::now() < deadline,
-                "PostgreSQL {major}: the lag monitor does not work on the standby: polled \
-                 {polled}, walrelay_slot_active {active:?}, \
-                 walrelay_slot_confirmed_lag_bytes {lag:?}\n{}",
-                tail(&relay.log(), 20)
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_lag_monitor(&replica, metrics_port, &mut relay, "the standby").await;
         relay.assert_running();
         drop(relay);
         drop(replica);

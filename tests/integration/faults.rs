@@ -15,6 +15,7 @@
 //! (default 50,000).
 
 use crate::common;
+use crate::common::metrics::lag_monitor_polled;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -95,20 +96,6 @@ async fn active_pid(client: &tokio_postgres::Client, slot: &str) -> Option<i32> 
         .await
         .expect("read slot")
         .and_then(|r| r.get(0))
-}
-
-/// Whether walrelay's slot lag monitor (its poll query) reached the server
-/// within the last 5 s.
-async fn lag_monitor_polled(client: &tokio_postgres::Client) -> bool {
-    client
-        .query_one(
-            "SELECT coalesce(max(query_start) > now() - interval '5 seconds', false) \
-             FROM pg_stat_activity WHERE query LIKE 'SELECT active, wal_status%'",
-            &[],
-        )
-        .await
-        .expect("read pg_stat_activity")
-        .get(0)
 }
 
 /// One scenario: outbox, topic, probe slot, the faults injected so far.

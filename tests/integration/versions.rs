@@ -25,15 +25,15 @@
 //! is 64kB on these clusters so modest transactions stream.
 
 use crate::common;
+use crate::common::metrics::{free_port, get, wait_metrics};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::load::{check, probe_commit_ends, Fault, Load, LoadSpec};
 use common::relay::{event_id, ids, read_until_ids_on, Outbox, Relay, WAIT};
 use common::{create_topic_on, kafka_bootstrap, PrivatePg, Record};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use walrelay::check::{run_check, CheckStatus, ROLE, SERVER_VERSION};
 use walrelay::config::Config;
 use walrelay::postgres::replication::{ConnectParams, ReplicationConnection, StreamReader};
@@ -53,64 +53,6 @@ async fn cluster(major: u32) -> PrivatePg {
     })
     .await
     .expect("start private cluster")
-}
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-/// Scrapes `/metrics`: `name{labels}` → value.
-async fn scrape(port: u16) -> Option<HashMap<String, f64>> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    let body = text.split("\r\n\r\n").nth(1)?;
-    let mut out = HashMap::new();
-    for line in body.lines().filter(|l| !l.starts_with('#')) {
-        if let Some((name, value)) = line.rsplit_once(' ') {
-            if let Ok(v) = value.parse::<f64>() {
-                out.insert(name.to_string(), v);
-            }
-        }
-    }
-    Some(out)
-}
-
-fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
-    m.get(key).copied().unwrap_or(f64::NAN)
-}
-
-/// Scrapes until `pred` holds, returning that scrape.
-async fn wait_metrics(
-    port: u16,
-    what: &str,
-    relay: &mut Relay,
-    pred: impl Fn(&HashMap<String, f64>) -> bool,
-) -> HashMap<String, f64> {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let mut last = HashMap::new();
-    loop {
-        if let Some(m) = scrape(port).await {
-            if pred(&m) {
-                return m;
-            }
-            last = m;
-        }
-        relay.assert_running();
-        assert!(
-            Instant::now() < deadline,
-            "metrics never showed {what}; last scrape: {last:?}\n{}",
-            relay.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// `INSERT ... SELECT` of events `first..=last` (~300-byte payloads).

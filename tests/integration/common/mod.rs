@@ -9,6 +9,7 @@
 //! demo and CI share one way of running them.
 
 pub mod load;
+pub mod metrics;
 pub mod proxy;
 pub mod relay;
 pub mod tls;

@@ -4,71 +4,12 @@
 //! `pg_replication_slots`.
 
 use crate::common;
+use crate::common::metrics::{free_port, get, scrape, wait_metrics};
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::relay::{Outbox, Relay, WAIT};
 use common::{connect_url, consume_on, create_topic_on, unique_name, PrivateKafka, PrivatePg};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-/// Scrapes `/metrics`: `name{labels}` → value.
-async fn scrape(port: u16) -> Option<HashMap<String, f64>> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    let body = text.split("\r\n\r\n").nth(1)?;
-    let mut out = HashMap::new();
-    for line in body.lines().filter(|l| !l.starts_with('#')) {
-        if let Some((name, value)) = line.rsplit_once(' ') {
-            if let Ok(v) = value.parse::<f64>() {
-                out.insert(name.to_string(), v);
-            }
-        }
-    }
-    Some(out)
-}
-
-/// Scrapes until `pred` holds, returning that scrape.
-async fn wait_metrics(
-    port: u16,
-    what: &str,
-    relay: &mut Relay,
-    pred: impl Fn(&HashMap<String, f64>) -> bool,
-) -> HashMap<String, f64> {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let mut last = HashMap::new();
-    loop {
-        if let Some(m) = scrape(port).await {
-            if pred(&m) {
-                return m;
-            }
-            last = m;
-        }
-        relay.assert_running();
-        assert!(
-            Instant::now() < deadline,
-            "metrics never showed {what}; last scrape: {last:?}\n{}",
-            relay.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
-    m.get(key).copied().unwrap_or(f64::NAN)
-}
 
 /// Kafka stopped under load: in-flight, oldest-unacked age and confirmed lag
 /// rise, and the retained-WAL warning fires; with Kafka back they return to

@@ -6,6 +6,7 @@
 //! CI wall time: about 30 s (a private cluster, a SCRAM broker start).
 
 use crate::common;
+use crate::common::metrics::{free_port, scrape_text};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -15,7 +16,6 @@ use std::time::{Duration, Instant};
 use common::relay::{event_id, Outbox, WAIT};
 use common::tls::ScramKafka;
 use common::{consume_on, create_topic_on, PrivatePg};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PG_PASSWORD: &str = "Pg-Distinct-Secret-5e81a";
 const KAFKA_PASSWORD: &str = "Kafka-Distinct-Secret-77b3c";
@@ -56,23 +56,6 @@ fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
-async fn scrape(port: u16) -> Option<String> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    Some(text)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,7 +176,7 @@ listen = "{metrics}"
     );
     let deadline = Instant::now() + WAIT;
     let metrics = loop {
-        if let Some(m) = scrape(metrics_port).await {
+        if let Some(m) = scrape_text(metrics_port).await {
             break m;
         }
         assert!(Instant::now() < deadline, "no /metrics on {metrics_port}");

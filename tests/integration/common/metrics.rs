@@ -1,0 +1,95 @@
+//! walrelay's `/metrics` read as Prometheus reads it, a loopback port for
+//! its listener, and whether its slot lag monitor reached a server.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::relay::Relay;
+
+/// A loopback port that was free a moment ago (for `[metrics] listen`).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// The whole HTTP response of `GET /metrics`; `None` while nothing answers.
+pub async fn scrape_text(port: u16) -> Option<String> {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).await.ok()?;
+    Some(text)
+}
+
+/// Scrapes `/metrics`: `name{labels}` → value.
+pub async fn scrape(port: u16) -> Option<HashMap<String, f64>> {
+    let text = scrape_text(port).await?;
+    let body = text.split("\r\n\r\n").nth(1)?;
+    let mut out = HashMap::new();
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        if let Some((name, value)) = line.rsplit_once(' ') {
+            if let Ok(v) = value.parse::<f64>() {
+                out.insert(name.to_string(), v);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The value of metric `name`, whatever its labels, in a scrape.
+pub fn metric(m: &HashMap<String, f64>, name: &str) -> Option<f64> {
+    m.iter()
+        .find(|(k, _)| *k == name || k.starts_with(&format!("{name}{{")))
+        .map(|(_, v)| *v)
+}
+
+/// Whether walrelay's slot lag monitor (its poll query) reached the server
+/// of `client` within the last 5 s.
+pub async fn lag_monitor_polled(client: &tokio_postgres::Client) -> bool {
+    client
+        .query_one(
+            "SELECT coalesce(max(query_start) > now() - interval '5 seconds', false) \
+             FROM pg_stat_activity WHERE query LIKE 'SELECT active, wal_status%'",
+            &[],
+        )
+        .await
+        .expect("read pg_stat_activity")
+        .get(0)
+}
+
+/// Scrapes until `pred` holds, returning that scrape.
+pub async fn wait_metrics(
+    port: u16,
+    what: &str,
+    relay: &mut Relay,
+    pred: impl Fn(&HashMap<String, f64>) -> bool,
+) -> HashMap<String, f64> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut last = HashMap::new();
+    loop {
+        if let Some(m) = scrape(port).await {
+            if pred(&m) {
+                return m;
+            }
+            last = m;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "metrics never showed {what}; last scrape: {last:?}\n{}",
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A metric by its exact `name{labels}` key; NaN when absent.
+pub fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
+    m.get(key).copied().unwrap_or(f64::NAN)
+}
