@@ -193,8 +193,10 @@ async fn switchover_under_load(major: u32, old: OldPrimary) {
         primary.port(),
         standby.port()
     );
-    let events = 6_000;
-    let mut spec = LoadSpec::new(url, &ob.name, &ob.agg(""), events);
+    // Unbounded: the load runs through the stop and the promotion, and is
+    // stopped once the new primary has taken `AFTER` more events.
+    const AFTER: u64 = 2_000;
+    let mut spec = LoadSpec::new(url, &ob.name, &ob.agg(""), u64::MAX);
     spec.pause = Duration::from_millis(2);
     let load = Load::start(spec).await;
     assert!(load.wait_for(2_000, WAIT).await, "the load did not start");
@@ -219,13 +221,16 @@ async fn switchover_under_load(major: u32, old: OldPrimary) {
     drop(replica);
 
     let at_fault = load.committed();
+    assert!(!load.is_finished(), "the load ended before the stop");
     let (primary, standby, promoted_at) = tokio::task::spawn_blocking(move || {
         match old {
             OldPrimary::Fast => primary.stop(),
             OldPrimary::Immediate => primary.stop_immediate(),
         }
-        standby.promote();
+        // From the promotion command: walrelay may reach the new primary
+        // before `pg.sh promote` has seen it leave recovery.
         let promoted_at = Instant::now();
+        standby.promote();
         (primary, standby, promoted_at)
     })
     .await
@@ -249,12 +254,13 @@ async fn switchover_under_load(major: u32, old: OldPrimary) {
         wal_after,
     };
 
-    let log = load.finish().await;
     assert!(
-        log.committed.len() as u64 >= events,
-        "the generator committed only {} of {events} events",
-        log.committed.len()
+        load.wait_for(at_fault + AFTER, WAIT).await,
+        "the load did not go on on the new primary: {} events committed, {at_fault} before the stop",
+        load.committed()
     );
+    load.stop();
+    let log = load.finish().await;
     // The new primary's history, from its own marker table.
     let history: HashSet<i64> = new_primary
         .query(&format!("SELECT txn FROM {}_marks", ob.name), &[])

@@ -154,7 +154,6 @@ impl Load {
     }
 
     /// Asks the generator to stop after the current transaction.
-    #[expect(dead_code, reason = "harness API no test uses at the moment")]
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
