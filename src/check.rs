@@ -446,13 +446,13 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         };
     };
 
-    let facts = read(
+    let server = read(
         "the server's version and settings",
         timeout,
         capability::server_facts(&client),
     )
     .await;
-    check_server_version(&mut report, config, &facts);
+    check_server_version(&mut report, config, &server);
     check_wal_level(&mut report, &client, timeout).await;
     let superuser = check_role(&mut report, &client, timeout, &pg.user).await;
     check_output_plugin(&mut report, &client, timeout, superuser).await;
@@ -516,7 +516,7 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         }
     }
     check_slot(&mut report, config, &client, timeout).await;
-    check_failover(&mut report, config, &client, timeout).await;
+    check_failover(&mut report, config, &client, timeout, &server).await;
     PgOutcome {
         report,
         route_values,
@@ -1469,6 +1469,7 @@ async fn check_failover(
     config: &Config,
     client: &Client,
     timeout: Duration,
+    server: &Result<ServerFacts, CheckError>,
 ) {
     let slot = &config.replication.slot;
     let wanted = config.replication.failover;
@@ -1484,24 +1485,18 @@ async fn check_failover(
     if !wanted && !is_failover_slot {
         return;
     }
-    let version = bounded("the server's version", timeout, async {
-        catalog::server_version(client)
-            .await
-            .map_err(CheckError::from)
-    })
-    .await;
-    let (version_num, version) = match version {
-        Ok(v) => v,
+    let (version_num, version) = match server {
+        Ok(f) => (f.version_num, f.version.as_str()),
         Err(e) => {
             report.fail(
                 FAILOVER_SLOT,
-                DisplayChain(&e).to_string(),
+                DisplayChain(e).to_string(),
                 "run SHOW server_version_num as this role to see why it fails",
             );
             return;
         }
     };
-    if crate::postgres::slot::failover_supported(version_num, &version).is_err() {
+    if crate::postgres::slot::failover_supported(version_num, version).is_err() {
         report.fail(
             FAILOVER_SLOT,
             format!(

@@ -104,12 +104,7 @@ pub(super) async fn run<P: ProgressStore>(
     let server = catalog::require_capabilities(&client, bound).await?;
     // Before anything is created: a server without failover slots is
     // refused, never given a plain slot.
-    catalog::bounded(
-        bound,
-        "reading the server's version",
-        slot::require_failover_support(&config.replication, &client),
-    )
-    .await?;
+    slot::require_failover_support(&config.replication, &server)?;
     catalog::bounded(
         bound,
         "preparing the publication",

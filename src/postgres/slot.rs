@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
+use super::catalog::capability::ServerFacts;
 use super::catalog::{self, CatalogError, SlotState};
 use super::config::{ReplicationConfig, SlotMissing};
 use super::replication::{ReplicationConnection, ReplicationError};
@@ -26,15 +27,14 @@ use crate::chain::DisplayChain;
 /// Refuses a server without failover slots when `replication.failover` is
 /// on; run before anything is created, so that a refused start leaves no
 /// slot (and no plain slot in place of a failover one).
-pub async fn require_failover_support(
+pub fn require_failover_support(
     replication: &ReplicationConfig,
-    client: &tokio_postgres::Client,
+    server: &ServerFacts,
 ) -> Result<(), CatalogError> {
     if !replication.failover {
         return Ok(());
     }
-    let (version_num, version) = catalog::server_version(client).await?;
-    failover_supported(version_num, &version)
+    failover_supported(server.version_num, &server.version)
 }
 
 /// [`require_failover_support`]'s decision for a known server version.

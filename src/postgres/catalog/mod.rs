@@ -820,20 +820,6 @@ pub async fn in_recovery(client: &Client) -> Result<bool, CatalogError> {
 /// First server version (`server_version_num`) with failover slots.
 pub const FAILOVER_MIN_SERVER_VERSION: u32 = 170_000;
 
-/// The server's version: `server_version_num` (e.g. 170002) and
-/// `server_version` as shown (e.g. `17.2 (Debian 17.2-1)`).
-pub async fn server_version(client: &Client) -> Result<(u32, String), CatalogError> {
-    let row = client
-        .query_one(
-            "SELECT current_setting('server_version_num')::int4, current_setting('server_version')",
-            &[],
-        )
-        .await
-        .map_err(sql("cannot read the server's version"))?;
-    let num: i32 = row.get(0);
-    Ok((num.max(0) as u32, row.get(1)))
-}
-
 /// What walrelay needs from the server ([`capability::server_facts`]),
 /// bounded by `after`: an error naming the first missing capability when
 /// it cannot stream from this server at all.
