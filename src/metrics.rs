@@ -98,6 +98,26 @@ pub const SPILLED_BYTES: &str = "walrelay_spilled_bytes";
 /// Bytes in spill files right now.
 pub const SPILL_BYTES: &str = "walrelay_spill_bytes";
 
+/// 1 in exactly-once mode (`kafka.exactly_once = true`), 0 at-least-once.
+pub const EXACTLY_ONCE: &str = "walrelay_exactly_once";
+/// Kafka transactions ended, by result (`committed`, `aborted`)
+/// (`walrelay_kafka_transactions_total`).
+pub const KAFKA_TRANSACTIONS: &str = "walrelay_kafka_transactions";
+/// Records (events, dead letters, heartbeats; the progress record not
+/// counted) per committed Kafka transaction.
+pub const KAFKA_TRANSACTION_RECORDS: &str = "walrelay_kafka_transaction_records";
+/// Seconds a Kafka transaction's commit took (flush and EndTxn).
+pub const KAFKA_TRANSACTION_COMMIT: &str = "walrelay_kafka_transaction_commit_seconds";
+/// 1 once the producer was fenced by another instance with the same
+/// transactional id.
+pub const PRODUCER_FENCED: &str = "walrelay_producer_fenced";
+/// The source position of the last committed progress record (the commit
+/// end LSN of the last whole source transaction in it), bytes.
+pub const PROGRESS_COMMITTED_LSN: &str = "walrelay_progress_committed_lsn_bytes";
+/// Events of a source transaction already committed when the last progress
+/// record was written inside it (a split large transaction); 0 otherwise.
+pub const PROGRESS_COMMITTED_EVENTS: &str = "walrelay_progress_committed_events";
+
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
 
@@ -156,6 +176,13 @@ pub struct StatusLabel {
 pub struct KindLabel {
     /// `retained_wal` or `lag_seconds`.
     pub kind: &'static str,
+}
+
+/// Label set `{result}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    /// `committed` or `aborted`.
+    pub result: &'static str,
 }
 
 /// Label set `{version}`.
@@ -228,6 +255,20 @@ pub struct Metrics {
     pub spilled_bytes: Counter,
     /// See [`SPILL_BYTES`].
     pub spill_bytes: Gauge,
+    /// See [`EXACTLY_ONCE`].
+    pub exactly_once: Gauge,
+    /// See [`KAFKA_TRANSACTIONS`].
+    pub kafka_transactions: Family<ResultLabel, Counter>,
+    /// See [`KAFKA_TRANSACTION_RECORDS`].
+    pub kafka_transaction_records: Histogram,
+    /// See [`KAFKA_TRANSACTION_COMMIT`].
+    pub kafka_transaction_commit: Histogram,
+    /// See [`PRODUCER_FENCED`].
+    pub producer_fenced: Gauge,
+    /// See [`PROGRESS_COMMITTED_LSN`].
+    pub progress_committed_lsn: Gauge,
+    /// See [`PROGRESS_COMMITTED_EVENTS`].
+    pub progress_committed_events: Gauge,
 }
 
 impl Metrics {
@@ -267,6 +308,15 @@ impl Metrics {
             proto_version: Gauge::default(),
             spilled_bytes: Counter::default(),
             spill_bytes: Gauge::default(),
+            exactly_once: Gauge::default(),
+            kafka_transactions: Family::default(),
+            // 1 .. ~1M records
+            kafka_transaction_records: Histogram::new(exponential_buckets(1.0, 4.0, 11)),
+            // 0.5 ms .. ~65 s
+            kafka_transaction_commit: Histogram::new(exponential_buckets(0.0005, 2.0, 18)),
+            producer_fenced: Gauge::default(),
+            progress_committed_lsn: Gauge::default(),
+            progress_committed_events: Gauge::default(),
         };
         registry.register(
             EVENTS,
@@ -407,6 +457,41 @@ impl Metrics {
             SPILL_BYTES,
             "Bytes in spill files of streamed transactions right now",
             m.spill_bytes.clone(),
+        );
+        registry.register(
+            EXACTLY_ONCE,
+            "1 in exactly-once mode (transactional producer), 0 at-least-once",
+            m.exactly_once.clone(),
+        );
+        registry.register(
+            KAFKA_TRANSACTIONS,
+            "Kafka transactions ended, by result (committed, aborted)",
+            m.kafka_transactions.clone(),
+        );
+        registry.register(
+            KAFKA_TRANSACTION_RECORDS,
+            "Records per committed Kafka transaction (the progress record not counted)",
+            m.kafka_transaction_records.clone(),
+        );
+        registry.register(
+            KAFKA_TRANSACTION_COMMIT,
+            "Seconds a Kafka transaction's commit took",
+            m.kafka_transaction_commit.clone(),
+        );
+        registry.register(
+            PRODUCER_FENCED,
+            "1 once another instance with the same transactional id fenced this producer",
+            m.producer_fenced.clone(),
+        );
+        registry.register(
+            PROGRESS_COMMITTED_LSN,
+            "Source position of the last committed progress record",
+            m.progress_committed_lsn.clone(),
+        );
+        registry.register(
+            PROGRESS_COMMITTED_EVENTS,
+            "Events of a split source transaction already committed at the last progress record; 0 at a transaction boundary",
+            m.progress_committed_events.clone(),
         );
         Metrics { registry, ..m }
     }

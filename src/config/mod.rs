@@ -226,6 +226,17 @@ impl Config {
         self.heartbeat.validate()?;
         self.debezium.validate()?;
         self.errors.validate()?;
+        if self.kafka.exactly_once
+            && self.replication.snapshot_mode == crate::postgres::config::SnapshotMode::Always
+        {
+            return Err(ConfigError::Invalid {
+                key: "replication.snapshot_mode".into(),
+                reason: "\"always\" publishes the current rows again at every start, which \
+                         kafka.exactly_once = true cannot allow; use \"initial\" (the snapshot \
+                         is then one Kafka transaction) or \"no_data\""
+                    .into(),
+            });
+        }
         Ok(())
     }
 }

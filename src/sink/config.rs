@@ -38,6 +38,200 @@ pub struct KafkaConfig {
     /// ignored): property name → path (resolved into `secrets` at load).
     #[serde(default)]
     pub secrets_file: BTreeMap<String, PathBuf>,
+    /// Exactly-once mode: a transactional producer; each Kafka transaction
+    /// carries whole PostgreSQL transactions and one progress record, and
+    /// the slot is confirmed only up to a committed progress record. Off:
+    /// at-least-once with the idempotent producer.
+    #[serde(default)]
+    pub exactly_once: bool,
+    /// The exactly-once settings (`[kafka.transactions]`); used only with
+    /// `exactly_once = true`.
+    #[serde(default)]
+    pub transactions: TransactionsConfig,
+}
+
+/// Default of `kafka.transactions.progress_topic`.
+pub const DEFAULT_PROGRESS_TOPIC: &str = "walrelay-progress";
+/// Default of `kafka.transactions.max_events`.
+pub const DEFAULT_TXN_MAX_EVENTS: u64 = 10_000;
+/// Default of `kafka.transactions.max_bytes`.
+pub const DEFAULT_TXN_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// Default of `kafka.transactions.interval_ms`.
+pub const DEFAULT_TXN_INTERVAL_MS: u64 = 100;
+/// Default of `kafka.transactions.timeout_ms` (Kafka's own default of
+/// `transaction.timeout.ms`).
+pub const DEFAULT_TXN_TIMEOUT_MS: u64 = 60_000;
+
+/// What a restart does when the slot is ahead of the last committed
+/// progress record (something else consumed the slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotAhead {
+    /// Stop, naming both positions (the default).
+    #[default]
+    Fail,
+    /// Resume at the slot: the events between the two positions are not
+    /// produced by walrelay (whatever advanced the slot had them).
+    TrustSlot,
+}
+
+/// Exactly-once settings: the transactional id, the progress topic, how
+/// source transactions are batched into Kafka transactions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransactionsConfig {
+    /// The pipeline's name: the key of its progress records. Default: the
+    /// replication slot's name.
+    #[serde(default)]
+    pub pipeline: Option<String>,
+    /// The producer's `transactional.id`; stable across restarts, unique
+    /// per pipeline. Default: `walrelay-<pipeline>`. A second instance
+    /// with the same id fences the first.
+    #[serde(default)]
+    pub transactional_id: Option<String>,
+    /// The compacted topic holding the progress records (created if
+    /// missing, `cleanup.policy=compact`).
+    #[serde(default = "default_progress_topic")]
+    pub progress_topic: String,
+    /// Replication factor of the progress topic when walrelay creates it;
+    /// `-1` takes the broker's `default.replication.factor`.
+    #[serde(default = "default_minus_one")]
+    pub progress_topic_replication_factor: i32,
+    /// Partitions of the progress topic when walrelay creates it.
+    #[serde(default = "default_one")]
+    pub progress_topic_partitions: i32,
+    /// Commit a Kafka transaction once it holds this many events (at the
+    /// next source-transaction boundary; a source transaction larger than
+    /// this alone is split, its position kept inside it).
+    #[serde(default = "default_txn_max_events")]
+    pub max_events: u64,
+    /// Commit once this many key, value and header bytes are in it.
+    #[serde(default = "default_txn_max_bytes")]
+    pub max_bytes: u64,
+    /// Commit once the Kafka transaction has been open this long, at the
+    /// next source-transaction boundary (`transaction.boundary.interval.ms`).
+    #[serde(default = "default_txn_interval_ms")]
+    pub interval_ms: u64,
+    /// The producer's `transaction.timeout.ms`: the broker aborts a
+    /// transaction left open longer (a snapshot is one transaction, so it
+    /// must fit in this).
+    #[serde(default = "default_txn_timeout_ms")]
+    pub timeout_ms: u64,
+    /// A slot found ahead of the last committed progress: `fail` or
+    /// `trust_slot` (in the spirit of Debezium's `offset.mismatch.strategy`).
+    #[serde(default)]
+    pub slot_ahead: SlotAhead,
+}
+
+impl Default for TransactionsConfig {
+    fn default() -> Self {
+        TransactionsConfig {
+            pipeline: None,
+            transactional_id: None,
+            progress_topic: default_progress_topic(),
+            progress_topic_replication_factor: -1,
+            progress_topic_partitions: 1,
+            max_events: DEFAULT_TXN_MAX_EVENTS,
+            max_bytes: DEFAULT_TXN_MAX_BYTES,
+            interval_ms: DEFAULT_TXN_INTERVAL_MS,
+            timeout_ms: DEFAULT_TXN_TIMEOUT_MS,
+            slot_ahead: SlotAhead::Fail,
+        }
+    }
+}
+
+fn default_progress_topic() -> String {
+    DEFAULT_PROGRESS_TOPIC.to_owned()
+}
+fn default_minus_one() -> i32 {
+    -1
+}
+fn default_one() -> i32 {
+    1
+}
+fn default_txn_max_events() -> u64 {
+    DEFAULT_TXN_MAX_EVENTS
+}
+fn default_txn_max_bytes() -> u64 {
+    DEFAULT_TXN_MAX_BYTES
+}
+fn default_txn_interval_ms() -> u64 {
+    DEFAULT_TXN_INTERVAL_MS
+}
+fn default_txn_timeout_ms() -> u64 {
+    DEFAULT_TXN_TIMEOUT_MS
+}
+
+impl TransactionsConfig {
+    /// The pipeline name: `pipeline`, else the slot's name.
+    pub fn pipeline_name<'a>(&'a self, slot: &'a str) -> &'a str {
+        self.pipeline.as_deref().unwrap_or(slot)
+    }
+
+    /// The transactional id: `transactional_id`, else `walrelay-<pipeline>`.
+    pub fn transactional_id_for(&self, slot: &str) -> String {
+        self.transactional_id
+            .clone()
+            .unwrap_or_else(|| format!("walrelay-{}", self.pipeline_name(slot)))
+    }
+
+    /// Checks the section; the error names the key.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        crate::router::check_topic_name(&self.progress_topic).map_err(|reason| {
+            SettingError::invalid(
+                "kafka.transactions.progress_topic",
+                format!(
+                    "{:?} is not a legal kafka topic name: {reason}",
+                    self.progress_topic
+                ),
+            )
+        })?;
+        if let Some(id) = &self.transactional_id {
+            if id.trim().is_empty() {
+                return Err(SettingError::invalid(
+                    "kafka.transactions.transactional_id",
+                    "must not be empty",
+                ));
+            }
+        }
+        if let Some(p) = &self.pipeline {
+            if p.trim().is_empty() {
+                return Err(SettingError::invalid(
+                    "kafka.transactions.pipeline",
+                    "must not be empty",
+                ));
+            }
+        }
+        if self.progress_topic_replication_factor == 0 || self.progress_topic_replication_factor < -1
+        {
+            return Err(SettingError::invalid(
+                "kafka.transactions.progress_topic_replication_factor",
+                "must be -1 (the broker's default) or at least 1",
+            ));
+        }
+        if self.progress_topic_partitions < 1 {
+            return Err(SettingError::invalid(
+                "kafka.transactions.progress_topic_partitions",
+                "must be at least 1",
+            ));
+        }
+        for (key, v) in [
+            ("kafka.transactions.max_events", self.max_events),
+            ("kafka.transactions.max_bytes", self.max_bytes),
+            ("kafka.transactions.interval_ms", self.interval_ms),
+        ] {
+            if v == 0 {
+                return Err(SettingError::invalid(key, "must be at least 1"));
+            }
+        }
+        if !(1_000..=3_600_000).contains(&self.timeout_ms) {
+            return Err(SettingError::invalid(
+                "kafka.transactions.timeout_ms",
+                "must be between 1000 and 3600000 (the broker caps it at its transaction.max.timeout.ms, 15 minutes by default)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl KafkaConfig {
@@ -73,6 +267,8 @@ impl fmt::Debug for KafkaConfig {
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
             .field("secrets_env", &self.secrets_env)
             .field("secrets_file", &self.secrets_file)
+            .field("exactly_once", &self.exactly_once)
+            .field("transactions", &self.transactions)
             .finish()
     }
 }
@@ -226,6 +422,22 @@ impl KafkaConfig {
                     "is also set in kafka.producer; set it once",
                 ));
             }
+        }
+        for key in ["transactional.id", "transaction.timeout.ms"] {
+            if self.producer.contains_key(key) {
+                let native = if key == "transactional.id" {
+                    "kafka.transactions.transactional_id"
+                } else {
+                    "kafka.transactions.timeout_ms"
+                };
+                return Err(SettingError::invalid(
+                    format!("kafka.producer.{key}"),
+                    format!("set {native} (with kafka.exactly_once = true) instead"),
+                ));
+            }
+        }
+        if self.exactly_once {
+            self.transactions.validate()?;
         }
         if let Some(acks) = self.producer.get("acks") {
             if acks != "all" && acks != "-1" {

@@ -280,6 +280,8 @@ impl Draft {
                 secrets: self.kafka.secrets,
                 secrets_env: BTreeMap::new(),
                 secrets_file: BTreeMap::new(),
+                exactly_once: false,
+                transactions: Default::default(),
             },
             runtime: RuntimeConfig::default(),
             metrics: Default::default(),
