@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::relay::{event_id, read_until_ids, Outbox, Relay, WAIT};
+use common::relay::{connect_files, event_id, read_until_ids, Outbox, Relay, WAIT};
 use common::{kafka_bootstrap, PrivatePg};
 use walrelay::check::{self, run_check, CheckReport, CheckStatus};
 use walrelay::config::Config;
@@ -148,52 +148,15 @@ async fn debezium_slot_failover_gives_a_failover_slot() {
     ob.finish(relay).await;
 }
 
-/// A Kafka Connect worker file and a Debezium PostgreSQL connector file for
-/// `ob` on `pg`, with `extra` connector lines.
+/// The Connect files for `ob` on `pg` and the shared broker, with `extra`
+/// connector lines.
 fn debezium_files(
     dir: &Path,
     ob: &Outbox,
     pg: &PrivatePg,
     extra: &str,
 ) -> (std::path::PathBuf, std::path::PathBuf) {
-    let worker = dir.join("worker.properties");
-    std::fs::write(
-        &worker,
-        format!(
-            "bootstrap.servers={bootstrap}\n\
-             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
-             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
-             offset.storage.file.filename={dir}/connect.offsets\n",
-            bootstrap = kafka_bootstrap(),
-            dir = dir.display(),
-        ),
-    )
-    .expect("write the worker file");
-    let connector = dir.join("connector.properties");
-    std::fs::write(
-        &connector,
-        format!(
-            "name={name}\n\
-             connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
-             database.hostname=127.0.0.1\n\
-             database.port={port}\n\
-             database.user=postgres\n\
-             database.dbname=postgres\n\
-             topic.prefix={name}\n\
-             plugin.name=pgoutput\n\
-             slot.name={name}\n\
-             publication.name={name}\n\
-             publication.autocreate.mode=filtered\n\
-             table.include.list=public.{name}\n\
-             transforms=outbox\n\
-             transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n\
-             {extra}",
-            port = pg.port(),
-            name = ob.name,
-        ),
-    )
-    .expect("write the connector file");
-    (worker, connector)
+    connect_files(dir, ob, pg.port(), &kafka_bootstrap(), "", extra)
 }
 
 /// Waits for `relay` to exit by itself; returns its exit code.

@@ -14,13 +14,10 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::relay::{event_id, ids, read_until_ids, Outbox, Relay, WAIT};
+use common::relay::{
+    count_events, event_id, event_number, ids, read_until_ids, Outbox, Relay, WAIT,
+};
 use common::{connect, connect_url, create_topic, env, kafka_bootstrap, read_to_end, unique_name};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
 use walrelay::proto::Lsn;
 
 /// Producer settings for the tests: lz4 keeps the broker's disk work small
@@ -161,12 +158,6 @@ async fn delivered(ob: &Outbox, expected: &[u64], after: Lsn, relay: &mut Relay)
     ob.wait_confirmed(after, relay).await;
 }
 
-/// The event number of an id written by [`insert_range`] or `Outbox::insert`.
-fn event_number(id: &[u8]) -> Option<u64> {
-    let id = std::str::from_utf8(id).ok()?;
-    u64::from_str_radix(id.strip_prefix("00000000-0000-4000-8000-")?, 16).ok()
-}
-
 /// Event numbers in `topic`, in partition order (one partition: commit order).
 async fn numbers(topic: &str) -> Vec<u64> {
     read_to_end(topic, WAIT)
@@ -226,56 +217,8 @@ fn child_peak_rss_kb(slot: &str) -> u64 {
 /// `1..=want` arrived (or the bound passes), keeping only a bitmap. Returns
 /// (distinct in range, records read, numbers outside the range).
 fn count_distinct(topic: &str, want: u64, bound: Duration, relay: &mut Relay) -> (u64, u64, u64) {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", kafka_bootstrap())
-        .set("group.id", unique_name("large_txn_reader"))
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", "read_committed")
-        .set("fetch.max.bytes", "52428800")
-        .create()
-        .expect("consumer config is valid");
-    let md = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .expect("topic metadata");
-    let mut tpl = TopicPartitionList::new();
-    for t in md.topics() {
-        for p in t.partitions() {
-            tpl.add_partition_offset(topic, p.id(), Offset::Beginning)
-                .expect("offset Beginning is valid");
-        }
-    }
-    consumer.assign(&tpl).expect("assign partitions");
-    let mut seen = vec![false; want as usize + 1];
-    let (mut distinct, mut records, mut outside) = (0u64, 0u64, 0u64);
-    let deadline = Instant::now() + bound;
-    let mut last_check = Instant::now();
-    while distinct < want && Instant::now() < deadline {
-        match consumer.poll(Duration::from_millis(200)) {
-            None => {}
-            Some(Ok(m)) => {
-                records += 1;
-                let id = m
-                    .headers()
-                    .and_then(|hs| hs.iter().find(|h| h.key == "id").and_then(|h| h.value));
-                match id.and_then(event_number) {
-                    Some(n) if (1..=want).contains(&n) => {
-                        if !seen[n as usize] {
-                            seen[n as usize] = true;
-                            distinct += 1;
-                        }
-                    }
-                    _ => outside += 1,
-                }
-            }
-            Some(Err(KafkaError::PartitionEOF(_))) => {}
-            Some(Err(e)) => panic!("consume {topic}: {e}"),
-        }
-        if last_check.elapsed() > Duration::from_secs(5) {
-            relay.assert_running();
-            last_check = Instant::now();
-        }
-    }
-    (distinct, records, outside)
+    let c = count_events(&kafka_bootstrap(), topic, 1..=want, bound, relay);
+    (c.distinct, c.records, c.outside)
 }
 
 /// (a) One transaction of 1,000,000 outbox rows (~300 MB of payload) is

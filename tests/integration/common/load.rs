@@ -10,7 +10,8 @@
 //! The checker reads what a consumer read back and asserts the delivery
 //! contract: every committed id present, no rolled-back id, per key the ids
 //! in commit order once duplicates are dropped, and duplicates only for
-//! transactions inside the unconfirmed window of some fault. It never waits
+//! transactions inside the unconfirmed window of some fault (at-least-once,
+//! [`check`]) or none at all (exactly-once, [`check_exactly_once`]). It never waits
 //! on anything; the test decides when the topic is complete.
 
 use std::collections::{HashMap, HashSet};
@@ -449,14 +450,55 @@ impl fmt::Display for Summary {
     }
 }
 
-/// Checks the delivery contract; the error lists every violation found
-/// (the first few of each kind).
+/// Which repeated records the checker accepts.
+#[derive(Clone, Copy)]
+enum Repeats<'a> {
+    /// At-least-once: a repeat needs a fault whose unconfirmed window holds
+    /// the event's commit end (from `commit_ends`).
+    InFaultWindows {
+        commit_ends: &'a HashMap<String, Lsn>,
+        faults: &'a [Fault],
+    },
+    /// Exactly-once: none, after `faults` faults.
+    None { faults: usize },
+}
+
+/// Checks the at-least-once delivery contract; the error lists every
+/// violation found (the first few of each kind).
 pub fn check(
     log: &LoadLog,
     records: &[Record],
     commit_ends: &HashMap<String, Lsn>,
     faults: &[Fault],
 ) -> Result<Summary, String> {
+    check_with(
+        log,
+        records,
+        Repeats::InFaultWindows {
+            commit_ends,
+            faults,
+        },
+    )
+}
+
+/// Checks the exactly-once contract of a `read_committed` consumer: what
+/// [`check`] checks, and no id read twice, whatever the `faults` (only
+/// counted in the summary).
+pub fn check_exactly_once(
+    log: &LoadLog,
+    records: &[Record],
+    faults: &[Fault],
+) -> Result<Summary, String> {
+    check_with(
+        log,
+        records,
+        Repeats::None {
+            faults: faults.len(),
+        },
+    )
+}
+
+fn check_with(log: &LoadLog, records: &[Record], repeats: Repeats<'_>) -> Result<Summary, String> {
     let mut problems: Vec<String> = Vec::new();
     let mut note = |kind: &str, detail: String, counts: &mut HashMap<String, usize>| {
         let n = counts.entry(kind.to_string()).or_default();
@@ -551,14 +593,34 @@ pub fn check(
             );
         }
     }
-    // Duplicates: each extra copy needs a fault whose unconfirmed window
-    // holds the event's commit.
+    // Duplicates: at-least-once, each extra copy needs a fault whose
+    // unconfirmed window holds the event's commit; exactly-once, none.
     let mut duplicates = 0;
     for (id, n) in &seen {
         if *n < 2 {
             continue;
         }
         duplicates += n - 1;
+        let (commit_ends, faults) = match repeats {
+            Repeats::None { .. } => {
+                let txn = log
+                    .committed
+                    .iter()
+                    .find(|e| &e.id == id)
+                    .map(|e| e.txn.to_string())
+                    .unwrap_or_else(|| "?".to_string());
+                note(
+                    "duplicate (exactly-once)",
+                    format!("{id} read {n} times (generator transaction {txn})"),
+                    &mut counts,
+                );
+                continue;
+            }
+            Repeats::InFaultWindows {
+                commit_ends,
+                faults,
+            } => (commit_ends, faults),
+        };
         let Some(end) = commit_ends.get(id) else {
             note(
                 "duplicate without a known commit lsn",
@@ -585,7 +647,10 @@ pub fn check(
         rolled_back: log.rolled_back.len(),
         records: records.len(),
         duplicates,
-        faults: faults.len(),
+        faults: match repeats {
+            Repeats::InFaultWindows { faults, .. } => faults.len(),
+            Repeats::None { faults } => faults,
+        },
         unknown_outcomes: log.unknown_outcomes,
         reconnects: log.reconnects,
     };

@@ -10,8 +10,10 @@
 
 pub mod load;
 pub mod metrics;
+pub mod progress;
 pub mod proxy;
 pub mod relay;
+pub mod scene;
 pub mod tls;
 
 use std::collections::{HashMap, HashSet};

@@ -2,10 +2,10 @@
 //! file and log, and one test's outbox (table, publication, slot, topics)
 //! with the queries tests assert on.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -361,6 +361,70 @@ pub fn event_id(n: u64) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
 }
 
+/// The event number of an id made by [`event_id`] (or the series inserts).
+pub fn event_number(id: &[u8]) -> Option<u64> {
+    let id = std::str::from_utf8(id).ok()?;
+    u64::from_str_radix(id.strip_prefix("00000000-0000-4000-8000-")?, 16).ok()
+}
+
+/// The last `n` lines of a relay log, for failure messages.
+pub fn tail(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A Kafka Connect worker file and a Debezium PostgreSQL connector file
+/// (EventRouter on `ob`'s table, its slot and publication, connector name
+/// = slot name) for the cluster on `pg_port` and the broker at
+/// `bootstrap`, in `dir`; `worker_extra` and `connector_extra` are more
+/// lines of each. For `walrelay connect-standalone WORKER CONNECTOR`.
+pub fn connect_files(
+    dir: &Path,
+    ob: &Outbox,
+    pg_port: u16,
+    bootstrap: &str,
+    worker_extra: &str,
+    connector_extra: &str,
+) -> (PathBuf, PathBuf) {
+    let worker = dir.join("worker.properties");
+    std::fs::write(
+        &worker,
+        format!(
+            "bootstrap.servers={bootstrap}\n\
+             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             offset.storage.file.filename={dir}/connect.offsets\n\
+             {worker_extra}",
+            dir = dir.display(),
+        ),
+    )
+    .expect("write the worker file");
+    let connector = dir.join("connector.properties");
+    std::fs::write(
+        &connector,
+        format!(
+            "name={name}\n\
+             connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
+             database.hostname=127.0.0.1\n\
+             database.port={pg_port}\n\
+             database.user=postgres\n\
+             database.dbname=postgres\n\
+             topic.prefix={name}\n\
+             plugin.name=pgoutput\n\
+             slot.name={name}\n\
+             publication.name={name}\n\
+             publication.autocreate.mode=filtered\n\
+             table.include.list=public.{name}\n\
+             transforms=outbox\n\
+             transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n\
+             {connector_extra}",
+            name = ob.name,
+        ),
+    )
+    .expect("write the connector file");
+    (worker, connector)
+}
+
 /// The walrelay binary as a child process, logging to a file.
 pub struct Relay {
     child: Child,
@@ -450,6 +514,18 @@ impl Relay {
         }
     }
 
+    /// Waits (bounded by `timeout`) for walrelay to exit by itself and
+    /// returns its exit code; panics with its log if it still runs or was
+    /// ended by a signal. Blocks the thread: call it from a multi-thread
+    /// runtime (it uses `block_in_place`).
+    pub fn exit_code(&mut self, timeout: Duration) -> i32 {
+        let status = tokio::task::block_in_place(|| self.wait_exit(timeout))
+            .unwrap_or_else(|| panic!("walrelay still runs after {timeout:?}:\n{}", self.log()));
+        status
+            .code()
+            .unwrap_or_else(|| panic!("walrelay ended by {status}:\n{}", self.log()))
+    }
+
     pub fn assert_running(&mut self) {
         if let Some(status) = self.child.try_wait().expect("wait walrelay") {
             panic!("walrelay exited with {status}:\n{}", self.log());
@@ -505,6 +581,109 @@ pub async fn read_until_ids_on(
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// What [`count_events`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventCount {
+    /// Distinct event numbers of the range read.
+    pub distinct: u64,
+    /// Records read.
+    pub records: u64,
+    /// Records whose id is not an event number of the range.
+    pub outside: u64,
+    /// Records repeating an event number already read.
+    pub repeats: u64,
+    /// First occurrences of an event number below the last first
+    /// occurrence of the same key (event numbers written in key order).
+    pub order_breaks: u64,
+}
+
+/// Reads `topic` on `bootstrap` from the beginning (read_committed) until
+/// every event number of `range` arrived and every partition is at its
+/// end, or `bound` passed; keeps only a bitmap and the last number per key,
+/// so a million records fit. Blocking; checks every 5 s that `relay` still
+/// runs.
+pub fn count_events(
+    bootstrap: &str,
+    topic: &str,
+    range: std::ops::RangeInclusive<u64>,
+    bound: Duration,
+    relay: &mut Relay,
+) -> EventCount {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::error::KafkaError;
+    use rdkafka::message::{Headers, Message};
+    use rdkafka::{Offset, TopicPartitionList};
+
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", unique_name("count_reader"))
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", "read_committed")
+        .set("fetch.max.bytes", "52428800")
+        .create()
+        .expect("consumer config is valid");
+    let md = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("topic metadata");
+    let mut tpl = TopicPartitionList::new();
+    let mut partitions = 0;
+    for t in md.topics() {
+        for p in t.partitions() {
+            tpl.add_partition_offset(topic, p.id(), Offset::Beginning)
+                .expect("offset Beginning is valid");
+            partitions += 1;
+        }
+    }
+    consumer.assign(&tpl).expect("assign partitions");
+    let want = range.end() - range.start() + 1;
+    let mut seen = vec![false; want as usize];
+    let mut last_of_key: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut at_end: HashSet<i32> = HashSet::new();
+    let mut count = EventCount::default();
+    let deadline = Instant::now() + bound;
+    let mut last_check = Instant::now();
+    while !(count.distinct == want && at_end.len() == partitions) && Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(200)) {
+            None => {}
+            Some(Ok(m)) => {
+                at_end.remove(&m.partition());
+                count.records += 1;
+                let id = m
+                    .headers()
+                    .and_then(|hs| hs.iter().find(|h| h.key == "id").and_then(|h| h.value));
+                match id.and_then(event_number) {
+                    Some(n) if range.contains(&n) => {
+                        let slot = &mut seen[(n - range.start()) as usize];
+                        if *slot {
+                            count.repeats += 1;
+                            continue;
+                        }
+                        *slot = true;
+                        count.distinct += 1;
+                        let key = m.key().unwrap_or_default().to_vec();
+                        let last = last_of_key.entry(key).or_insert(n);
+                        if n < *last {
+                            count.order_breaks += 1;
+                        }
+                        *last = n.max(*last);
+                    }
+                    _ => count.outside += 1,
+                }
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                at_end.insert(p);
+            }
+            Some(Err(e)) => panic!("consume {topic}: {e}"),
+        }
+        if last_check.elapsed() > Duration::from_secs(5) {
+            relay.assert_running();
+            last_check = Instant::now();
+        }
+    }
+    count
 }
 
 /// Java's `Utils.murmur2`, as Kafka's default partitioner uses it.
