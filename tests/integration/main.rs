@@ -24,6 +24,9 @@ mod compatibility;
 mod delivery;
 /// The test environment itself: the shared and private servers.
 mod environment;
+/// Exactly-once mode: SIGKILLs, server restarts, a million-row transaction,
+/// fencing, a slot ahead of the progress, the Kafka Connect form.
+mod exactly_once;
 /// Primary failover (17+: failover slots, a host list) and decoding on a
 /// standby (16+).
 mod failover;

@@ -92,18 +92,32 @@ impl ProgressTopic {
     /// Waits until the last committed progress record is at or past `lsn`
     /// (bounded; panics with the log of `relay` while it still runs).
     pub async fn wait_for(&self, lsn: Lsn, relay: &mut Relay) -> Progress {
+        self.wait_until(&format!("a position at or past {lsn}"), relay, |p| {
+            p.lsn >= lsn
+        })
+        .await
+    }
+
+    /// Waits until the last committed progress record satisfies `pred`
+    /// (bounded; `what` names the wait in the panic).
+    pub async fn wait_until(
+        &self,
+        what: &str,
+        relay: &mut Relay,
+        pred: impl Fn(&Progress) -> bool,
+    ) -> Progress {
         let deadline = Instant::now() + PROGRESS_WAIT;
         loop {
             let last = self.last().await;
             if let Some(p) = &last {
-                if p.lsn >= lsn {
+                if pred(p) {
                     return p.clone();
                 }
             }
             relay.assert_running();
             assert!(
                 Instant::now() < deadline,
-                "progress of {} in {} did not reach {lsn} within {PROGRESS_WAIT:?}: last {last:?}\n{}",
+                "progress of {} in {} shows no {what} within {PROGRESS_WAIT:?}: last {last:?}\n{}",
                 self.pipeline,
                 self.topic,
                 tail(&relay.log(), 60)
