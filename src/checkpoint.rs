@@ -146,6 +146,16 @@ impl Tracker {
         self.entries.get_mut(idx)
     }
 
+    /// What is registered of transaction `seq`: its commit end LSN once
+    /// committed, and the records added so far. `None` once it left the
+    /// tracker (complete) or when unknown or discarded. The transactional
+    /// sink asks this to know whether it has seen a transaction whole.
+    pub fn registered(&self, seq: TxnSeq) -> Option<(Option<Lsn>, u64)> {
+        let idx = usize::try_from(seq.checked_sub(self.front_seq)?).ok()?;
+        let e = self.entries.get(idx)?;
+        (!e.discarded).then_some((e.end, e.sent))
+    }
+
     /// Opens an entry at the back for a transaction that commits after every
     /// transaction registered so far. Records may be added while it is open.
     pub fn begin(&mut self, commit_time_us: i64) -> TxnSeq {
@@ -465,6 +475,11 @@ impl SharedTracker {
     /// See [`Tracker::confirmed`].
     pub fn confirmed(&self) -> Lsn {
         self.lock().confirmed()
+    }
+
+    /// See [`Tracker::registered`].
+    pub fn registered(&self, seq: TxnSeq) -> Option<(Option<Lsn>, u64)> {
+        self.lock().registered(seq)
     }
 
     /// See [`Tracker::in_flight_events`].

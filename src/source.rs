@@ -91,6 +91,16 @@ pub trait Source: Send {
     fn finish(self, durable: Lsn) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
+/// What a session must do about its slot, as the progress store sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotVerdict {
+    /// Go on with the slot as it is (or create it).
+    Proceed,
+    /// An initial snapshot was begun and never committed: drop its slot
+    /// and snapshot again.
+    RedoSnapshot,
+}
+
 /// Where progress is kept between sessions.
 pub trait ProgressStore: Send {
     /// The frontier a session reports from.
@@ -105,6 +115,14 @@ pub trait ProgressStore: Send {
     /// A session on `origin` starts with `tracker`; returns the frontier
     /// its source reports from.
     fn begin_session(&mut self, origin: &str, tracker: &SharedTracker) -> Self::Frontier;
+
+    /// Checks the slot (its confirmed position, `None` when it does not
+    /// exist) against what this store knows, before a session streams: a
+    /// store kept outside the origin can tell that something else consumed
+    /// the slot. The error names both positions and the way out.
+    fn verify(&self, _origin: &str, _slot_at: Option<Lsn>) -> Result<SlotVerdict, String> {
+        Ok(SlotVerdict::Proceed)
+    }
 }
 
 /// The slot as the progress store (at-least-once): the origin keeps the

@@ -31,8 +31,9 @@ use crate::checkpoint::SharedTracker;
 use crate::lag::LagError;
 use crate::metrics::Metrics;
 use crate::postgres::wal::WalError;
+use crate::sink::transactional::KafkaProgress;
 use crate::sink::{KafkaSink, SinkError};
-use crate::source::{SourceFailure, TrackerProgress};
+use crate::source::{ProgressStore, SourceFailure, TrackerProgress};
 
 /// Batches in flight between the source and the sink.
 pub const CHANNEL_BATCHES: usize = 8;
@@ -104,7 +105,7 @@ impl Backoff {
 pub async fn run(
     plan: Plan,
     metrics: Arc<Metrics>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Result<(), PipelineError> {
     let config = plan.config();
     let sink = Arc::new(KafkaSink::with_errors(
@@ -112,8 +113,9 @@ pub async fn run(
         &config.errors,
         config.replication.status_interval(),
         Arc::clone(&metrics),
+        &config.replication.slot,
     )?);
-    let mut backoff = Backoff::new(
+    let backoff = Backoff::new(
         Duration::from_millis(config.replication.reconnect_min_ms),
         Duration::from_millis(config.replication.reconnect_max_ms),
     );
@@ -129,8 +131,10 @@ pub async fn run(
             source,
         })?;
     }
+    // Exactly-once: fence any earlier instance, then read where it left off.
+    sink.start_exactly_once().await?;
     let (tracker_tx, tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
-    let mut monitor = Some(tokio::spawn({
+    let monitor = Some(tokio::spawn({
         let probe_sink = Arc::clone(&sink);
         crate::lag::monitor(
             Arc::clone(&metrics),
@@ -155,18 +159,60 @@ pub async fn run(
             .instrument(tracing::info_span!("heartbeat")),
         );
     }
+    match KafkaProgress::of(&sink) {
+        Some(progress) => {
+            sessions(
+                &plan,
+                &sink,
+                &metrics,
+                shutdown,
+                progress,
+                &tracker_tx,
+                monitor,
+                backoff,
+            )
+            .await
+        }
+        None => {
+            sessions(
+                &plan,
+                &sink,
+                &metrics,
+                shutdown,
+                TrackerProgress::default(),
+                &tracker_tx,
+                monitor,
+                backoff,
+            )
+            .await
+        }
+    }
+}
+
+/// Runs sessions until shutdown or a fatal error, reconnecting after
+/// transient ones.
+#[allow(clippy::too_many_arguments)]
+async fn sessions<P: ProgressStore>(
+    plan: &Plan,
+    sink: &Arc<KafkaSink>,
+    metrics: &Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+    mut progress: P,
+    tracker_tx: &watch::Sender<Option<SharedTracker>>,
+    mut monitor: Option<tokio::task::JoinHandle<Result<(), LagError>>>,
+    mut backoff: Backoff,
+) -> Result<(), PipelineError> {
     let mut slot_seen = false;
-    let mut progress = TrackerProgress::default();
     loop {
         let started = tokio::time::Instant::now();
         let result = {
             let session = session::run(
-                &plan,
-                &sink,
-                &metrics,
+                plan,
+                sink,
+                metrics,
                 &mut shutdown,
                 (&mut slot_seen, &mut progress),
-                &tracker_tx,
+                tracker_tx,
             );
             tokio::pin!(session);
             loop {
@@ -188,6 +234,17 @@ pub async fn run(
         metrics.streaming.store(false, Ordering::Relaxed);
         match result {
             Ok(()) => return Ok(()),
+            Err(SessionError::Sink(e)) if e.is_transient() => {
+                // An aborted Kafka transaction: a new session resumes from
+                // the last committed progress.
+                metrics.reconnects.inc();
+                let delay = backoff.next_delay();
+                warn!(error = %DisplayChain(&e), retry_in = ?delay, "session ended; resuming from the last committed progress");
+                tokio::select! {
+                    _ = shutdown.changed() => return Ok(()),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
             Err(SessionError::Sink(e)) => return Err(e.into()),
             Err(SessionError::Source(e)) if e.is_transient() => {
                 metrics.reconnects.inc();

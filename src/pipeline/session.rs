@@ -26,7 +26,7 @@ use crate::postgres::replication::{ReplicationConnection, ReplicationError};
 use crate::postgres::slot;
 use crate::postgres::wal::{self, StreamSettings, WalError, WalSource};
 use crate::sink::{KafkaSink, SinkError};
-use crate::source::{Frontier, ProgressStore, Source, StreamEnd};
+use crate::source::{Frontier, ProgressStore, SlotVerdict, Source, StreamEnd};
 
 /// pgoutput protocol version requested when not streaming (1: whole
 /// transactions after commit); with `replication.streaming` on,
@@ -127,13 +127,41 @@ pub(super) async fn run<P: ProgressStore>(
     let origin = format!("{}/{}", identity.system_id, identity.timeline);
     // A position past the slot's that this process saw Kafka acknowledge.
     let mut resume_at = None;
-    match catalog::bounded(
+    let exactly_once = sink.exactly_once().is_some();
+    let mut slot_state = catalog::bounded(
         bound,
         "reading the slot's state",
         catalog::slot_state(&client, slot),
     )
-    .await?
+    .await?;
+    // Exactly-once: the slot against the last committed progress (ahead of
+    // it: something else consumed it; an uncommitted snapshot: again).
+    let slot_at = slot_state
+        .as_ref()
+        .map(|s| s.confirmed_flush_lsn.unwrap_or(Lsn::ZERO));
+    match progress
+        .verify(&origin, slot_at)
+        .map_err(WalError::ExactlyOnce)?
     {
+        SlotVerdict::Proceed => {}
+        SlotVerdict::RedoSnapshot => {
+            if let Some(state) = slot_state.take() {
+                catalog::check_slot(slot, &state, &params.dbname)?;
+                warn!(
+                    slot,
+                    "the last initial snapshot never committed to Kafka: dropping its slot \
+                     and snapshotting again (nothing of it is visible to read_committed consumers)"
+                );
+                catalog::bounded(
+                    bound,
+                    "dropping the unfinished snapshot's slot",
+                    catalog::drop_slot(&client, slot),
+                )
+                .await?;
+            }
+        }
+    }
+    match slot_state {
         Some(state) => {
             catalog::check_slot(slot, &state, &params.dbname)?;
             catalog::bounded(
@@ -185,10 +213,20 @@ pub(super) async fn run<P: ProgressStore>(
                 slot::may_create_slot(&config.replication, &client),
             )
             .await?;
-            // Snapshot first, slot second: a crash in between leaves no slot.
+            // At-least-once: snapshot first, slot second, so a crash in
+            // between leaves no slot. Exactly-once: a committed marker
+            // first, then the slot, then the snapshot as one Kafka
+            // transaction; a crash before it commits leaves the marker,
+            // and the next start drops the slot and begins again.
+            sink.mark_snapshot_started()
+                .await
+                .map_err(SessionError::Sink)?;
             let exported = pg_snapshot::export(params, slot)
                 .await
                 .map_err(|e| WalError::explain(e, slot))?;
+            if exactly_once {
+                pg_snapshot::persist(&client, &exported, slot).await?;
+            }
             info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
             let published = snapshot::publish(
                 plan,
@@ -199,7 +237,9 @@ pub(super) async fn run<P: ProgressStore>(
                 exported.consistent_point,
             )
             .await?;
-            pg_snapshot::persist(&client, &exported, slot).await?;
+            if !exactly_once {
+                pg_snapshot::persist(&client, &exported, slot).await?;
+            }
             drop(exported);
             // The copy is never a failover slot (PostgreSQL does not copy
             // the flag); a crash before this leaves a plain slot, which the

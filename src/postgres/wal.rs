@@ -123,6 +123,10 @@ pub enum WalError {
     /// The sink stopped (its own error is reported separately).
     #[error("the kafka sink stopped")]
     SinkStopped,
+    /// Exactly-once mode cannot go on from this slot (its message names
+    /// both positions and the way out).
+    #[error("exactly-once: {0}")]
+    ExactlyOnce(String),
 }
 
 impl SourceFailure for WalError {
@@ -135,6 +139,7 @@ impl SourceFailure for WalError {
             WalError::Decode { .. }
             | WalError::Txn(_)
             | WalError::SlotGone(_)
+            | WalError::ExactlyOnce(_)
             | WalError::SinkStopped => false,
         }
     }

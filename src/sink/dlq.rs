@@ -196,9 +196,10 @@ impl DeadLetter {
         self.producer.flush(timeout).is_ok()
     }
 
-    /// Produces the dead-letter record for `letter`, waiting while the
-    /// local queue is full. Its delivery report settles the event.
-    pub fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
+    /// The key, value and headers of `letter`'s dead-letter record, for a
+    /// producer of the caller's (exactly-once mode produces it inside the
+    /// Kafka transaction). Logs the event as [`DeadLetter::send`] does.
+    pub fn record_parts(&self, letter: &Letter) -> (Option<Bytes>, Option<Bytes>, OwnedHeaders) {
         warn!(
             event_id = letter.event_id.as_deref().unwrap_or("null"),
             lsn = %letter.lsn,
@@ -208,6 +209,10 @@ impl DeadLetter {
             "bad event sent to the dead-letter topic"
         );
         let (key, value, dropped) = self.fit(letter);
+        (key, value, self.headers(letter, dropped.as_deref()))
+    }
+
+    fn headers(&self, letter: &Letter, dropped: Option<&str>) -> OwnedHeaders {
         let xid = letter.xid.to_string();
         let lsn = letter.lsn.to_string();
         let commit_lsn = letter.commit_lsn.to_string();
@@ -231,8 +236,24 @@ impl DeadLetter {
             add(HEADER_XID, Some(&xid));
             add(HEADER_EVENT_ID, letter.event_id.as_deref());
             add(HEADER_SOURCE_TABLE, Some(&letter.table));
-            add(HEADER_DROPPED, dropped.as_deref());
+            add(HEADER_DROPPED, dropped);
         }
+        headers
+    }
+
+    /// Produces the dead-letter record for `letter`, waiting while the
+    /// local queue is full. Its delivery report settles the event.
+    pub fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
+        warn!(
+            event_id = letter.event_id.as_deref().unwrap_or("null"),
+            lsn = %letter.lsn,
+            reason = letter.kind,
+            topic = self.topic,
+            error = letter.message,
+            "bad event sent to the dead-letter topic"
+        );
+        let (key, value, dropped) = self.fit(letter);
+        let headers = self.headers(letter, dropped.as_deref());
         let tag = Box::new(LetterTag {
             tag: letter.tag,
             kind: letter.kind,

@@ -18,6 +18,9 @@
 pub mod config;
 pub mod dlq;
 pub mod limits;
+pub mod progress;
+pub mod progress_topic;
+pub mod transactional;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +48,8 @@ use crate::router::{BoundRelation, KafkaRecord, RouteError, Router};
 use crate::secret::is_secret_key;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
 use crate::txn::OutboxEvent;
+
+use self::transactional::Eos;
 
 /// Producer settings walrelay insists on or defaults.
 const FORCED: &[(&str, &str)] = &[("enable.idempotence", "true"), ("acks", "all")];
@@ -145,6 +150,40 @@ pub enum SinkError {
         /// LSN of the event's INSERT.
         lsn: Lsn,
     },
+    /// Another instance with the same transactional id took over
+    /// (exactly-once): this one never commits again.
+    #[error("fenced: another walrelay with transactional.id {transactional_id} took over this pipeline; this instance stops without committing anything more")]
+    Fenced {
+        /// The transactional id.
+        transactional_id: String,
+    },
+    /// A Kafka transaction failed and was aborted (exactly-once): nothing
+    /// of it is visible to read_committed consumers; the pipeline resumes
+    /// from the last committed progress.
+    #[error("kafka transaction aborted: {reason}")]
+    TransactionAborted {
+        /// What failed.
+        reason: String,
+    },
+    /// `init_transactions` failed (exactly-once).
+    #[error("cannot initialise the transactional producer (transactional.id {transactional_id}): {reason}; exactly-once needs brokers with transactions (Kafka 0.11+, transaction.state.log.replication.factor met) and the IdempotentWrite/transactional-id ACLs")]
+    TransactionInit {
+        /// The transactional id.
+        transactional_id: String,
+        /// librdkafka's error.
+        reason: String,
+    },
+    /// The progress topic could not be created or is unusable.
+    #[error("progress topic {topic}: {reason}")]
+    ProgressTopic {
+        /// The topic.
+        topic: String,
+        /// What is wrong, with the fix.
+        reason: String,
+    },
+    /// The last committed progress could not be read.
+    #[error(transparent)]
+    Progress(#[from] progress::ProgressError),
     /// The cluster refused walrelay itself (authentication, a fatal
     /// producer error): retrying would only hide it.
     #[error("kafka refused walrelay's producer: {error}; fix the credentials or the cluster and restart (nothing unsent is confirmed)")]
@@ -152,6 +191,15 @@ pub enum SinkError {
         /// librdkafka's error and reason.
         error: String,
     },
+}
+
+impl SinkError {
+    /// Whether a new session can help: an aborted Kafka transaction (the
+    /// session resumes from the last committed progress). Every other sink
+    /// error stops the pipeline.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, SinkError::TransactionAborted { .. })
+    }
 }
 
 /// Kind names of the delivery failures that are about one record (its
@@ -244,6 +292,20 @@ pub struct RecordContext {
     /// The row's original bytes; kept only when a dead-letter topic is
     /// configured.
     original: Option<Original>,
+}
+
+impl RecordContext {
+    /// The context of a record that settles nothing in the tracker.
+    fn untracked() -> RecordContext {
+        RecordContext {
+            tag: UNTRACKED,
+            lsn: Lsn::ZERO,
+            commit_lsn: Lsn::ZERO,
+            xid: 0,
+            event_id: None,
+            original: None,
+        }
+    }
 }
 
 /// An event's original bytes, for its dead-letter record.
@@ -451,6 +513,8 @@ pub struct KafkaSink {
     shared: Arc<Shared>,
     dead_letter: Option<Arc<DeadLetter>>,
     generation: AtomicU64,
+    /// Exactly-once mode's state; `None` at-least-once.
+    eos: Option<Arc<Eos>>,
     /// How long a stopping sink stays alive after its last delivery report,
     /// so the source's next standby status update confirms the events
     /// delivered before the bad one (one status interval).
@@ -462,11 +526,16 @@ impl KafkaSink {
     /// sends bad events to a dead-letter topic. `status_interval` is the
     /// standby status interval: a sink stopping on a bad event waits that
     /// long, so what it delivered before is confirmed to PostgreSQL.
+    ///
+    /// With `kafka.exactly_once` the producer is transactional (its
+    /// `transactional.id` derived from the pipeline reading `slot`); call
+    /// [`KafkaSink::start_exactly_once`] before the first session.
     pub fn with_errors(
         config: &KafkaConfig,
         errors: &ErrorsConfig,
         status_interval: Duration,
         metrics: Arc<Metrics>,
+        slot: &str,
     ) -> Result<Self, SinkError> {
         let mut props: BTreeMap<&str, &str> = DEFAULTS.iter().copied().collect();
         for (k, v) in config.properties() {
@@ -500,8 +569,17 @@ impl KafkaSink {
             shared: Arc::clone(&shared),
             dead_letter: dead_letter.clone(),
         };
-        let producer = cc.create_with_context(context).map_err(SinkError::Create)?;
+        let eos = config
+            .exactly_once
+            .then(|| Arc::new(Eos::new(&config.transactions, slot)));
+        let producer = match &eos {
+            Some(eos) => transactional_config(&cc, eos, &config.transactions)
+                .create_with_context(context)
+                .map_err(SinkError::Create)?,
+            None => cc.create_with_context(context).map_err(SinkError::Create)?,
+        };
         Ok(KafkaSink {
+            eos,
             producer: RwLock::new(Arc::new(producer)),
             batch_size: AtomicU64::new(limits::configured_batch_size(
                 props.get("batch.size").copied(),
@@ -512,6 +590,11 @@ impl KafkaSink {
             generation: AtomicU64::new(0),
             stop_grace: status_interval + FAILURE_CHECK,
         })
+    }
+
+    /// Exactly-once mode's state, if on.
+    pub fn exactly_once(&self) -> Option<&Arc<Eos>> {
+        self.eos.as_ref()
     }
 
     /// Starts a new replication session: later delivery reports go to
@@ -580,6 +663,11 @@ impl KafkaSink {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<(), KafkaError> {
+        if let Some(eos) = &self.eos {
+            // Exactly-once: inside the next Kafka transaction.
+            eos.queue(topic, partition, key, value);
+            return Ok(());
+        }
         let ctx = Box::new(RecordContext {
             tag: UNTRACKED,
             lsn: Lsn::ZERO,
@@ -632,6 +720,19 @@ impl KafkaSink {
     /// dead-letter record that cannot be delivered. Waits (backpressure)
     /// while librdkafka's queue is full.
     pub async fn run(
+        &self,
+        router: &mut Router,
+        rx: mpsc::Receiver<Vec<OutboxEvent>>,
+    ) -> Result<(), SinkError> {
+        if let Some(eos) = &self.eos {
+            return self.run_transactional(eos, router, rx).await;
+        }
+        self.run_idempotent(router, rx).await
+    }
+
+    /// The at-least-once `run`: every delivery report settles its record
+    /// in the tracker at once.
+    async fn run_idempotent(
         &self,
         router: &mut Router,
         mut rx: mpsc::Receiver<Vec<OutboxEvent>>,
@@ -852,6 +953,40 @@ impl KafkaSink {
         Ok(replacement)
     }
 
+    /// Exactly-once: before the first record to `topic`, reads its batch
+    /// limit. The transactional producer is never replaced mid-transaction
+    /// (a new one would fence it); a topic that needs smaller batches than
+    /// the producer builds is reported, and `batch.size` is the fix.
+    async fn note_limit(&self, topic: &str) {
+        match limits::topic_limit(&self.client_config, topic).await {
+            Ok(Some(limit)) => {
+                self.shared
+                    .limits
+                    .lock()
+                    .expect("limits lock poisoned")
+                    .insert(topic.to_owned(), limit);
+                let wanted = limits::batch_size_for(limit);
+                let batch_size = self.batch_size.load(Ordering::Relaxed);
+                if wanted < batch_size {
+                    warn!(
+                        topic,
+                        max_message_bytes = limit,
+                        batch_size,
+                        wanted,
+                        "the topic accepts smaller batches than the transactional producer builds; \
+                         set kafka.producer.\"batch.size\" to at most {wanted} (a refused batch \
+                         aborts the Kafka transaction)"
+                    );
+                }
+            }
+            Ok(None) => {}
+            Err(why) => warn!(
+                topic,
+                why, "cannot read the topic's max.message.bytes; batches are not sized for it"
+            ),
+        }
+    }
+
     /// Sends the dead-letter record of an event the router refused.
     fn dead_letter_route(
         &self,
@@ -874,6 +1009,28 @@ impl KafkaSink {
         };
         send_letter(dl, &letter)
     }
+}
+
+/// The transactional producer's configuration: the shared one plus the
+/// transactional id and timeouts. Other clients built from the shared
+/// configuration (admin, dead-letter, the progress reader) stay plain.
+fn transactional_config(
+    cc: &ClientConfig,
+    eos: &Eos,
+    t: &crate::sink::config::TransactionsConfig,
+) -> ClientConfig {
+    let mut cc = cc.clone();
+    cc.set("transactional.id", eos.transactional_id())
+        .set("transaction.timeout.ms", t.timeout_ms.to_string());
+    // librdkafka requires message.timeout.ms <= transaction.timeout.ms; a
+    // record that times out aborts its transaction, which is retried.
+    let message_timeout = cc
+        .get("message.timeout.ms")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&v| v > 0 && v <= t.timeout_ms)
+        .unwrap_or(t.timeout_ms);
+    cc.set("message.timeout.ms", message_timeout.to_string());
+    cc
 }
 
 /// The parts of a dead-letter record that come from the event itself.

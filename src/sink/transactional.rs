@@ -1,0 +1,1001 @@
+//! Exactly-once mode: the sink's transactional path.
+//!
+//! ```text
+//!  batches ─▶ route ─▶ produce ─┐  (one Kafka transaction open at a time)
+//!                               ├─▶ + progress record ─▶ commit_transaction
+//!  heartbeats (queued) ─────────┘          │ committed
+//!                                          ▼
+//!            tracker.ack(every record of it) · durable = progress.lsn
+//!                                          ▼
+//!            the source confirms the slot only up to `durable`
+//! ```
+//!
+//! Owns the Kafka transaction boundaries and the progress records:
+//!
+//! - a Kafka transaction closes at a source-transaction boundary once it
+//!   holds `max_events` events or `max_bytes` bytes or has been open
+//!   `interval_ms`, so a `read_committed` consumer sees each PostgreSQL
+//!   transaction at once; a source transaction that alone exceeds the
+//!   limits (or keeps the Kafka transaction open half its timeout) is
+//!   split, and the progress record then names the position inside it
+//!   (its commit LSN and the count of its events already committed);
+//! - the progress record ([`super::progress`]) is written inside the same
+//!   Kafka transaction, so Kafka's records and walrelay's position commit
+//!   or abort together;
+//! - the tracker hears of a record only once its Kafka transaction
+//!   committed, so its confirmed position is a committed one; the slot is
+//!   confirmed only up to the last committed progress record's position
+//!   ([`EosFrontier`]), which a progress-only transaction moves forward
+//!   when the outbox is idle;
+//! - on restart, events the last committed progress covers are skipped;
+//! - a failed transaction is aborted and the session ends (transient), so
+//!   the next one resumes from the last committed progress; a fenced
+//!   producer (another instance took the transactional id) stops for good.
+//!
+//! Everything the sink produces in this mode (events, dead letters,
+//! heartbeats, the snapshot's rows) goes through the transaction.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, Producer};
+use tokio::sync::{mpsc, Notify};
+use tracing::{debug, error, info, warn};
+use walrelay_proto::Lsn;
+
+use super::dlq::{Letter, Stage};
+use super::progress::{self, Phase, Progress};
+use super::{base_record, letter_for, KafkaSink, RecordContext, SinkError, UNTRACKED};
+use crate::checkpoint::{SharedTracker, TxnSeq};
+use crate::metrics::ResultLabel;
+use crate::router::Router;
+use crate::sink::config::{SlotAhead, TransactionsConfig};
+use crate::source::{Frontier, ProgressStore, SlotVerdict};
+use crate::txn::OutboxEvent;
+
+/// How long the sink waits between looks at an open transaction's age
+/// and at queued heartbeats.
+const TICK: Duration = Duration::from_millis(20);
+/// Bound on reading the progress topic at start.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A record produced outside the event stream (a heartbeat), queued for
+/// the next transaction.
+struct Queued {
+    topic: String,
+    partition: Option<i32>,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+}
+
+/// The exactly-once state of a sink: identity, the last committed progress
+/// and the durable position it gives the slot.
+pub struct Eos {
+    config: TransactionsConfig,
+    pipeline: String,
+    transactional_id: String,
+    slot: String,
+    /// `system_id/timeline` of the current session's server.
+    origin: Mutex<(String, u32)>,
+    /// The last committed progress record, if any.
+    committed: Mutex<Option<Progress>>,
+    /// The position the slot may be confirmed to.
+    durable: Arc<AtomicU64>,
+    queued: Mutex<Vec<Queued>>,
+    wake: Notify,
+    /// The next transaction ends an initial snapshot: never split it.
+    snapshot: AtomicBool,
+    /// `init_transactions` succeeded.
+    ready: AtomicBool,
+}
+
+impl std::fmt::Debug for Eos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Eos")
+            .field("pipeline", &self.pipeline)
+            .field("transactional_id", &self.transactional_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Eos {
+    /// The state for `config`, the pipeline reading `slot`.
+    pub fn new(config: &TransactionsConfig, slot: &str) -> Eos {
+        Eos {
+            pipeline: config.pipeline_name(slot).to_owned(),
+            transactional_id: config.transactional_id_for(slot),
+            slot: slot.to_owned(),
+            config: config.clone(),
+            origin: Mutex::new((String::new(), 0)),
+            committed: Mutex::new(None),
+            durable: Arc::new(AtomicU64::new(0)),
+            queued: Mutex::new(Vec::new()),
+            wake: Notify::new(),
+            snapshot: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
+        }
+    }
+
+    /// The producer's `transactional.id`.
+    pub fn transactional_id(&self) -> &str {
+        &self.transactional_id
+    }
+
+    /// The pipeline name (the progress records' key).
+    pub fn pipeline(&self) -> &str {
+        &self.pipeline
+    }
+
+    /// The last committed progress record.
+    pub fn committed(&self) -> Option<Progress> {
+        self.committed.lock().expect("progress lock").clone()
+    }
+
+    fn set_committed(&self, p: Progress) {
+        self.durable.fetch_max(p.lsn.0, Ordering::AcqRel);
+        *self.committed.lock().expect("progress lock") = Some(p);
+    }
+
+    /// Queues a record for the next transaction (heartbeats).
+    pub(super) fn queue(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) {
+        self.queued.lock().expect("queue lock").push(Queued {
+            topic: topic.to_owned(),
+            partition,
+            key: key.map(<[u8]>::to_vec),
+            value: value.map(<[u8]>::to_vec),
+        });
+        self.wake.notify_one();
+    }
+
+    fn progress(&self, lsn: Lsn, commit_lsn: Lsn, events: u64, phase: Phase) -> Progress {
+        let (system_id, timeline) = self.origin.lock().expect("origin lock").clone();
+        Progress {
+            pipeline: self.pipeline.clone(),
+            system_id,
+            timeline,
+            slot: self.slot.clone(),
+            lsn,
+            commit_lsn,
+            events,
+            phase,
+            snapshot_rows: None,
+            ts_ms: crate::clock::unix_now_micros() / 1000,
+        }
+    }
+}
+
+/// The durable position of exactly-once mode: the last committed progress.
+#[derive(Debug, Clone)]
+pub struct EosFrontier(Arc<AtomicU64>);
+
+impl Frontier for EosFrontier {
+    fn durable(&self) -> Lsn {
+        Lsn(self.0.load(Ordering::Acquire))
+    }
+}
+
+/// The progress store of exactly-once mode: positions come from the
+/// progress topic (read at start, then from each commit).
+#[derive(Debug, Clone)]
+pub struct KafkaProgress {
+    eos: Arc<Eos>,
+}
+
+impl KafkaProgress {
+    /// The store of `sink`, which must be in exactly-once mode.
+    pub fn of(sink: &KafkaSink) -> Option<KafkaProgress> {
+        sink.eos.as_ref().map(|eos| KafkaProgress {
+            eos: Arc::clone(eos),
+        })
+    }
+
+    fn system_of(origin: &str) -> (&str, u32) {
+        let (system, timeline) = origin.split_once('/').unwrap_or((origin, "0"));
+        (system, timeline.parse().unwrap_or(0))
+    }
+}
+
+impl ProgressStore for KafkaProgress {
+    type Frontier = EosFrontier;
+
+    fn resume_after(&self, origin: &str) -> Option<Lsn> {
+        let (system, _) = Self::system_of(origin);
+        self.eos
+            .committed()
+            .filter(|p| p.system_id == system && p.phase == Phase::Stream)
+            .map(|p| p.resume_lsn())
+    }
+
+    fn begin_session(&mut self, _origin: &str, tracker: &SharedTracker) -> EosFrontier {
+        // Nothing before the session's start is produced again (the slot
+        // or the progress is there), so it is durable already.
+        self.eos
+            .durable
+            .fetch_max(tracker.confirmed().0, Ordering::AcqRel);
+        EosFrontier(Arc::clone(&self.eos.durable))
+    }
+
+    /// Checks the slot (its confirmed position, or `None` when it does not
+    /// exist) against the last committed progress on `origin`; the error
+    /// names both positions and the way out.
+    fn verify(&self, origin: &str, slot_at: Option<Lsn>) -> Result<SlotVerdict, String> {
+        let (system, timeline) = Self::system_of(origin);
+        *self.eos.origin.lock().expect("origin lock") = (system.to_owned(), timeline);
+        let Some(p) = self.eos.committed() else {
+            return Ok(SlotVerdict::Proceed);
+        };
+        let pipeline = &self.eos.pipeline;
+        let topic = &self.eos.config.progress_topic;
+        if p.system_id != system {
+            return Err(format!(
+                "the progress of pipeline {pipeline} in {topic} is from database system {} \
+                 but this server is system {system}: it is another database; use another \
+                 kafka.transactions.pipeline (or progress topic) for it",
+                p.system_id
+            ));
+        }
+        if p.phase == Phase::Snapshot {
+            return Ok(SlotVerdict::RedoSnapshot);
+        }
+        let ours = p.resume_lsn();
+        match slot_at {
+            None => Err(format!(
+                "slot {} does not exist, but the progress of pipeline {pipeline} in {topic} \
+                 says walrelay streamed from it up to {ours}: a new slot would miss the events \
+                 in between. Recreate nothing silently: to start this pipeline over, delete its \
+                 progress (produce a tombstone for its key) or use another \
+                 kafka.transactions.pipeline",
+                self.eos.slot
+            )),
+            Some(slot) if slot > ours => match self.eos.config.slot_ahead {
+                SlotAhead::Fail => Err(format!(
+                    "slot {}'s confirmed_flush_lsn {slot} is ahead of the last position pipeline \
+                     {pipeline} committed to Kafka, {ours} (progress topic {topic}): something \
+                     else consumed the slot, and the events between {ours} and {slot} are not in \
+                     Kafka from walrelay. To resume at the slot anyway, set \
+                     kafka.transactions.slot_ahead = \"trust_slot\"",
+                    self.eos.slot
+                )),
+                SlotAhead::TrustSlot => {
+                    warn!(
+                        slot = self.eos.slot,
+                        slot_confirmed = %slot,
+                        progress = %ours,
+                        "the slot is ahead of the committed progress; resuming at the slot \
+                         (kafka.transactions.slot_ahead = trust_slot)"
+                    );
+                    Ok(SlotVerdict::Proceed)
+                }
+            },
+            Some(_) => Ok(SlotVerdict::Proceed),
+        }
+    }
+}
+
+/// The source transaction the sink is in.
+#[derive(Debug, Clone, Copy)]
+struct Current {
+    seq: TxnSeq,
+    commit_lsn: Lsn,
+    /// Events of it seen so far (skipped ones included).
+    index: u64,
+    /// Of them, produced in the open Kafka transaction.
+    in_txn: u64,
+}
+
+/// The open Kafka transaction.
+#[derive(Debug, Default)]
+struct Open {
+    since: Option<Instant>,
+    records: u64,
+    bytes: u64,
+    /// Records per source transaction, acknowledged to the tracker on commit.
+    acks: Vec<(TxnSeq, u32)>,
+}
+
+impl Open {
+    fn is_open(&self) -> bool {
+        self.since.is_some()
+    }
+
+    fn ack(&mut self, seq: TxnSeq) {
+        match self.acks.last_mut() {
+            Some((s, n)) if *s == seq && *n < u32::MAX => *n += 1,
+            _ => self.acks.push((seq, 1)),
+        }
+    }
+}
+
+/// A transaction error as a sink error: fenced and fatal errors stop the
+/// pipeline, everything else is transient once the transaction is aborted.
+fn classify(e: &KafkaError, transactional_id: &str) -> (bool, SinkError) {
+    let code = e.rdkafka_error_code();
+    let fenced = matches!(
+        code,
+        Some(
+            RDKafkaErrorCode::Fenced
+                | RDKafkaErrorCode::ProducerFenced
+                | RDKafkaErrorCode::InvalidProducerEpoch
+        )
+    );
+    if fenced {
+        return (
+            true,
+            SinkError::Fenced {
+                transactional_id: transactional_id.to_owned(),
+            },
+        );
+    }
+    let fatal = match e {
+        KafkaError::Transaction(t) => t.is_fatal(),
+        _ => false,
+    } || matches!(
+        code,
+        Some(
+            RDKafkaErrorCode::TransactionalIdAuthorizationFailed
+                | RDKafkaErrorCode::ClusterAuthorizationFailed
+                | RDKafkaErrorCode::Fatal
+        )
+    );
+    if fatal {
+        return (
+            true,
+            SinkError::Cluster {
+                error: e.to_string(),
+            },
+        );
+    }
+    (
+        false,
+        SinkError::TransactionAborted {
+            reason: e.to_string(),
+        },
+    )
+}
+
+impl KafkaSink {
+    /// Exactly-once start: `init_transactions` (fencing any earlier
+    /// instance with the transactional id and aborting its open
+    /// transaction), the progress topic (created if missing), then the
+    /// last committed progress. Blocking calls run on blocking threads.
+    pub async fn start_exactly_once(&self) -> Result<(), SinkError> {
+        let Some(eos) = self.eos.clone() else {
+            return Ok(());
+        };
+        self.shared.metrics.exactly_once.set(1);
+        let producer = self.producer();
+        let timeout = Duration::from_millis(eos.config.timeout_ms).max(Duration::from_secs(30));
+        let id = eos.transactional_id.clone();
+        info!(
+            transactional_id = id,
+            pipeline = eos.pipeline,
+            "exactly-once: initialising the transactional producer"
+        );
+        let init = tokio::task::spawn_blocking(move || producer.init_transactions(timeout))
+            .await
+            .expect("init_transactions does not panic");
+        if let Err(e) = init {
+            let (_, err) = classify(&e, &id);
+            return Err(match err {
+                SinkError::TransactionAborted { reason } => SinkError::TransactionInit {
+                    transactional_id: id,
+                    reason,
+                },
+                other => other,
+            });
+        }
+        eos.ready.store(true, Ordering::Release);
+        super::progress_topic::ensure(&self.client_config, &eos.config)
+            .await
+            .map_err(|e| SinkError::ProgressTopic {
+                topic: eos.config.progress_topic.clone(),
+                reason: crate::chain::DisplayChain(&e).to_string(),
+            })?;
+        let cc = self.client_config.clone();
+        let topic = eos.config.progress_topic.clone();
+        let pipeline = eos.pipeline.clone();
+        let last = tokio::task::spawn_blocking(move || {
+            progress::read_last(&cc, &topic, &pipeline, READ_TIMEOUT)
+        })
+        .await
+        .expect("reading progress does not panic")
+        .map_err(SinkError::Progress)?;
+        match &last {
+            Some(p) => {
+                info!(
+                    pipeline = eos.pipeline,
+                    lsn = %p.lsn,
+                    commit_lsn = %p.commit_lsn,
+                    events = p.events,
+                    phase = ?p.phase,
+                    "exactly-once: resuming after the last committed progress"
+                );
+                self.shared
+                    .metrics
+                    .progress_committed_lsn
+                    .set(p.lsn.0 as i64);
+                self.shared
+                    .metrics
+                    .progress_committed_events
+                    .set(p.events as i64);
+                eos.set_committed(p.clone());
+            }
+            None => info!(
+                pipeline = eos.pipeline,
+                topic = eos.config.progress_topic,
+                "exactly-once: no progress committed yet; starting at the slot"
+            ),
+        }
+        Ok(())
+    }
+
+    /// Commits a transaction holding only a progress record that says an
+    /// initial snapshot begins: until the snapshot's own transaction
+    /// commits, a restart drops the slot and snapshots again.
+    pub async fn mark_snapshot_started(&self) -> Result<(), SinkError> {
+        let Some(eos) = self.eos.clone() else {
+            return Ok(());
+        };
+        let mut open = Open::default();
+        self.begin(&eos, &mut open)?;
+        let p = eos.progress(Lsn::ZERO, Lsn::ZERO, 0, Phase::Snapshot);
+        self.commit(&eos, &mut open, None, p).await?;
+        eos.snapshot.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    fn begin(&self, eos: &Eos, open: &mut Open) -> Result<(), SinkError> {
+        if open.is_open() {
+            return Ok(());
+        }
+        self.producer()
+            .begin_transaction()
+            .map_err(|e| classify(&e, &eos.transactional_id).1)?;
+        open.since = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Produces the progress record and commits. On success the tracker
+    /// hears of every record of the transaction and the frontier moves; on
+    /// failure the transaction is aborted and the error says whether the
+    /// pipeline may go on.
+    async fn commit(
+        &self,
+        eos: &Eos,
+        open: &mut Open,
+        tracker: Option<&SharedTracker>,
+        progress: Progress,
+    ) -> Result<(), SinkError> {
+        let key = progress.key();
+        let value = progress.value();
+        let producer = self.producer();
+        let ctx = Box::new(RecordContext::untracked());
+        let record: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
+            BaseRecord::with_opaque_to(&eos.config.progress_topic, ctx)
+                .key(key.as_slice())
+                .payload(value.as_slice());
+        if let Err((e, _)) = producer.send(record) {
+            return Err(self.abort(eos, open, e).await);
+        }
+        let started = Instant::now();
+        let timeout = Duration::from_millis(eos.config.timeout_ms);
+        let p = Arc::clone(&producer);
+        let result = tokio::task::spawn_blocking(move || p.commit_transaction(timeout))
+            .await
+            .expect("commit_transaction does not panic");
+        // A delivery that failed inside the transaction fails the commit
+        // too; say which record it was.
+        let failure = self.take_failure();
+        match result {
+            Ok(()) if failure.is_none() => {
+                let m = &self.shared.metrics;
+                m.kafka_transaction_commit
+                    .observe(started.elapsed().as_secs_f64());
+                m.kafka_transaction_records.observe(open.records as f64);
+                m.kafka_transactions
+                    .get_or_create(&ResultLabel {
+                        result: "committed",
+                    })
+                    .inc();
+                m.progress_committed_lsn.set(progress.lsn.0 as i64);
+                m.progress_committed_events.set(progress.events as i64);
+                debug!(lsn = %progress.lsn, events = progress.events, records = open.records, "kafka transaction committed");
+                eos.set_committed(progress);
+                if let Some(t) = tracker {
+                    let now_us = crate::clock::unix_now_micros();
+                    for &(seq, n) in &open.acks {
+                        if let Some(commit_us) = t.ack(seq, n) {
+                            m.commit_to_ack
+                                .observe((now_us - commit_us).max(0) as f64 / 1e6);
+                        }
+                    }
+                }
+                *open = Open::default();
+                Ok(())
+            }
+            Ok(()) => Err(failure.expect("checked above")),
+            Err(e) => {
+                let err = self.abort(eos, open, e).await;
+                Err(match failure {
+                    // The record's own error explains the abort better.
+                    Some(f) if matches!(err, SinkError::TransactionAborted { .. }) => {
+                        SinkError::TransactionAborted {
+                            reason: crate::chain::DisplayChain(&f).to_string(),
+                        }
+                    }
+                    _ => err,
+                })
+            }
+        }
+    }
+
+    /// Aborts the open transaction after `e`; returns the error to stop
+    /// the session with.
+    async fn abort(&self, eos: &Eos, open: &mut Open, e: KafkaError) -> SinkError {
+        let (fatal, err) = classify(&e, &eos.transactional_id);
+        *open = Open::default();
+        let _ = self.take_failure();
+        if fatal {
+            if matches!(err, SinkError::Fenced { .. }) {
+                self.shared.metrics.producer_fenced.set(1);
+            }
+            error!(error = %e, "kafka transaction failed fatally; nothing more is committed");
+            return err;
+        }
+        // Records still queued would fail the abort's flush: drop them.
+        let producer = self.producer();
+        producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
+        let timeout = Duration::from_millis(eos.config.timeout_ms);
+        let p = Arc::clone(&producer);
+        let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
+            .await
+            .expect("abort_transaction does not panic");
+        let _ = self.take_failure();
+        self.shared
+            .metrics
+            .kafka_transactions
+            .get_or_create(&ResultLabel { result: "aborted" })
+            .inc();
+        match aborted {
+            Ok(()) => {
+                warn!(error = %e, "kafka transaction aborted; resuming from the last committed progress");
+                err
+            }
+            Err(a) => {
+                let (_, abort_err) = classify(&a, &eos.transactional_id);
+                if matches!(abort_err, SinkError::Fenced { .. }) {
+                    self.shared.metrics.producer_fenced.set(1);
+                }
+                error!(error = %a, "aborting the kafka transaction failed");
+                abort_err
+            }
+        }
+    }
+
+    /// The transactional `run`: see the module documentation.
+    pub(super) async fn run_transactional(
+        &self,
+        eos: &Arc<Eos>,
+        router: &mut Router,
+        mut rx: mpsc::Receiver<Vec<OutboxEvent>>,
+    ) -> Result<(), SinkError> {
+        let tracker = self
+            .shared
+            .tracker
+            .lock()
+            .expect("tracker slot lock poisoned")
+            .as_ref()
+            .map(|(_, t)| t.clone());
+        let Some(tracker) = tracker else {
+            return Ok(());
+        };
+        let cfg = eos.config.clone();
+        let interval = Duration::from_millis(cfg.interval_ms);
+        let split_after = Duration::from_millis(cfg.timeout_ms) / 2;
+        let idle_progress = interval.max(Duration::from_secs(1));
+        let snapshot = eos.snapshot.load(Ordering::Acquire);
+        let resume = eos.committed().filter(|p| p.phase == Phase::Stream);
+        let mut open = Open::default();
+        let mut current: Option<Current> = None;
+        // End LSN of the last source transaction seen whole.
+        let start = tracker.confirmed();
+        let mut last_whole = resume.as_ref().map_or(start, |p| p.lsn.max(start));
+        let mut last_progress = Instant::now();
+        let mut producer = self.producer();
+        let mut sized: Vec<Arc<str>> = Vec::new();
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let batch = tokio::select! {
+                biased;
+                b = rx.recv() => match b {
+                    Some(b) => Some(b),
+                    None => break,
+                },
+                _ = eos.wake.notified() => None,
+                _ = ticker.tick() => None,
+            };
+            if let Some(batch) = batch {
+                for event in &batch {
+                    // A new source transaction: the one before is whole (its
+                    // commit was registered before this event was handed over).
+                    if current.is_none_or(|c| c.seq != event.seq) {
+                        if let Some(c) = current {
+                            if let Some((Some(end), _)) = tracker.registered(c.seq) {
+                                last_whole = last_whole.max(end);
+                            }
+                        }
+                        if open.is_open()
+                            && !snapshot
+                            && (open.records >= cfg.max_events
+                                || open.bytes >= cfg.max_bytes
+                                || open.since.is_some_and(|s| s.elapsed() >= interval))
+                        {
+                            let p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
+                            self.commit(eos, &mut open, Some(&tracker), p).await?;
+                            last_progress = Instant::now();
+                        }
+                        current = Some(Current {
+                            seq: event.seq,
+                            commit_lsn: event.meta.commit_lsn,
+                            index: 0,
+                            in_txn: 0,
+                        });
+                    }
+                    let cur = current.as_mut().expect("set above");
+                    let index = cur.index;
+                    cur.index += 1;
+                    if resume
+                        .as_ref()
+                        .is_some_and(|p| p.covers(event.meta.commit_lsn, index))
+                    {
+                        // Already in Kafka: settle it with the next commit.
+                        open.ack(event.seq);
+                        continue;
+                    }
+                    // A source transaction too large for one Kafka
+                    // transaction: commit inside it.
+                    if open.is_open()
+                        && !snapshot
+                        && cur.in_txn > 0
+                        && (cur.in_txn >= cfg.max_events
+                            || open.bytes >= cfg.max_bytes.saturating_mul(2)
+                            || open.since.is_some_and(|s| s.elapsed() >= split_after))
+                    {
+                        let p = eos.progress(last_whole, cur.commit_lsn, index, Phase::Stream);
+                        self.commit(eos, &mut open, Some(&tracker), p).await?;
+                        last_progress = Instant::now();
+                        let cur = current.as_mut().expect("set above");
+                        cur.in_txn = 0;
+                    }
+                    self.begin(eos, &mut open)?;
+                    let record = match router.route(&event.bound, &event.row, &event.meta) {
+                        Ok(record) => record,
+                        Err(e) => match &self.dead_letter {
+                            Some(dl) => {
+                                let letter = Letter {
+                                    kind: e.kind(),
+                                    class: "walrelay::router::RouteError",
+                                    message: crate::chain::DisplayChain(&e).to_string(),
+                                    stage: Stage::Transformation,
+                                    topic: e.topic().map(str::to_owned).or_else(|| {
+                                        router
+                                            .intended_topic(&event.bound, &event.row)
+                                            .map(|t| t.to_string())
+                                    }),
+                                    ..letter_for(event, UNTRACKED)
+                                };
+                                let (key, value, headers) = dl.record_parts(&letter);
+                                let base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
+                                    BaseRecord::with_opaque_to(
+                                        dl.topic(),
+                                        Box::new(RecordContext::untracked()),
+                                    )
+                                    .headers(headers);
+                                let base = match key.as_deref() {
+                                    Some(k) => base.key(k),
+                                    None => base,
+                                };
+                                let base = match value.as_deref() {
+                                    Some(v) => base.payload(v),
+                                    None => base,
+                                };
+                                self.send_in_txn(eos, &mut open, &producer, base).await?;
+                                self.shared
+                                    .metrics
+                                    .dead_lettered
+                                    .get_or_create(&crate::metrics::ReasonLabel {
+                                        reason: letter.kind,
+                                    })
+                                    .inc();
+                                open.records += 1;
+                                open.ack(event.seq);
+                                let cur = current.as_mut().expect("set above");
+                                cur.in_txn += 1;
+                                continue;
+                            }
+                            None => {
+                                // What is open is aborted: nothing of this
+                                // transaction or after it becomes visible.
+                                let err = SinkError::Route(e);
+                                let producer = self.producer();
+                                let timeout = Duration::from_millis(cfg.timeout_ms);
+                                let _ = tokio::task::spawn_blocking(move || {
+                                    producer.abort_transaction(timeout)
+                                })
+                                .await;
+                                return Err(err);
+                            }
+                        },
+                    };
+                    if !sized.iter().any(|t| **t == *record.topic) {
+                        sized.push(Arc::clone(&record.topic));
+                        // Reads the topic's limit; never replaces the
+                        // transactional producer (see `fit_batches`).
+                        self.note_limit(&record.topic).await;
+                    }
+                    let len = record.key.as_ref().map_or(0, |k| k.len())
+                        + record.value.as_ref().map_or(0, |v| v.len())
+                        + record
+                            .headers
+                            .iter()
+                            .map(|h| h.name.len() + h.value.as_ref().map_or(0, |v| v.len()))
+                            .sum::<usize>();
+                    let ctx = Box::new(RecordContext {
+                        tag: UNTRACKED,
+                        lsn: event.meta.lsn,
+                        commit_lsn: event.meta.commit_lsn,
+                        xid: event.meta.xid,
+                        event_id: event.bound.event_id(&event.row).map(String::into_boxed_str),
+                        original: None,
+                    });
+                    let base = base_record(&record, ctx);
+                    self.send_in_txn(eos, &mut open, &producer, base).await?;
+                    self.shared
+                        .metrics
+                        .events
+                        .get_or_create(&crate::metrics::TopicLabel {
+                            topic: record.topic.to_string(),
+                        })
+                        .inc();
+                    open.records += 1;
+                    open.bytes += len as u64;
+                    open.ack(event.seq);
+                    let cur = current.as_mut().expect("set above");
+                    cur.in_txn += 1;
+                }
+            }
+            if let Some(err) = self.take_failure() {
+                return Err(self.abort_with(eos, &mut open, err).await);
+            }
+            // Heartbeats queued meanwhile join the open transaction (or
+            // open one).
+            let queued = std::mem::take(&mut *eos.queued.lock().expect("queue lock"));
+            for q in &queued {
+                self.begin(eos, &mut open)?;
+                let mut base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
+                    BaseRecord::with_opaque_to(&q.topic, Box::new(RecordContext::untracked()));
+                if let Some(k) = q.key.as_deref() {
+                    base = base.key(k);
+                }
+                if let Some(v) = q.value.as_deref() {
+                    base = base.payload(v);
+                }
+                if let Some(p) = q.partition {
+                    base = base.partition(p);
+                }
+                self.send_in_txn(eos, &mut open, &producer, base).await?;
+                open.records += 1;
+            }
+            if snapshot {
+                continue;
+            }
+            // The source transaction seen whole: its commit is registered
+            // and every event it registered has come.
+            let whole = current.is_none_or(|c| {
+                matches!(tracker.registered(c.seq), Some((Some(_), sent)) if sent <= c.index)
+                    || tracker.registered(c.seq).is_none()
+            });
+            if let Some(c) = current {
+                if let Some((Some(end), sent)) = tracker.registered(c.seq) {
+                    if sent <= c.index {
+                        last_whole = last_whole.max(end);
+                    }
+                }
+            }
+            if open.is_open() {
+                let due = open.records >= cfg.max_events
+                    || open.bytes >= cfg.max_bytes
+                    || open.since.is_some_and(|s| s.elapsed() >= interval);
+                if due && whole {
+                    let p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
+                    self.commit(eos, &mut open, Some(&tracker), p).await?;
+                    last_progress = Instant::now();
+                } else if let Some(c) = current
+                    .filter(|_| !whole && open.since.is_some_and(|s| s.elapsed() >= split_after))
+                {
+                    // A source transaction that keeps the Kafka transaction
+                    // open too long: commit inside it.
+                    let p = eos.progress(last_whole, c.commit_lsn, c.index, Phase::Stream);
+                    self.commit(eos, &mut open, Some(&tracker), p).await?;
+                    last_progress = Instant::now();
+                    if let Some(c) = current.as_mut() {
+                        c.in_txn = 0;
+                    }
+                }
+            } else if whole && last_progress.elapsed() >= idle_progress {
+                // Idle: transactions without events and keepalives moved the
+                // tracker past the last progress; record that, so the slot
+                // can be confirmed there.
+                let confirmed = tracker.confirmed();
+                if confirmed > Lsn(eos.durable.load(Ordering::Acquire)) && open.acks.is_empty() {
+                    self.begin(eos, &mut open)?;
+                    let p = eos.progress(confirmed.max(last_whole), Lsn::ZERO, 0, Phase::Stream);
+                    self.commit(eos, &mut open, Some(&tracker), p).await?;
+                }
+                last_progress = Instant::now();
+            } else if !open.acks.is_empty() && whole {
+                // Only skipped events so far: settle them.
+                self.begin(eos, &mut open)?;
+                let p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
+                self.commit(eos, &mut open, Some(&tracker), p).await?;
+                last_progress = Instant::now();
+            }
+            producer = self.producer();
+        }
+        // The source stopped (shutdown or its own error): commit what was
+        // produced, at a boundary when the last transaction came whole,
+        // else inside it.
+        if let Some(err) = self.take_failure() {
+            return Err(self.abort_with(eos, &mut open, err).await);
+        }
+        if open.is_open() || !open.acks.is_empty() {
+            self.begin(eos, &mut open)?;
+            let p = match current {
+                _ if snapshot => {
+                    let mut p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
+                    p.snapshot_rows = Some(open.records);
+                    p
+                }
+                Some(c) => match tracker.registered(c.seq) {
+                    Some((Some(end), sent)) if sent <= c.index => {
+                        eos.progress(last_whole.max(end), Lsn::ZERO, 0, Phase::Stream)
+                    }
+                    None => eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream),
+                    _ => eos.progress(last_whole, c.commit_lsn, c.index, Phase::Stream),
+                },
+                None => eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream),
+            };
+            self.commit(eos, &mut open, Some(&tracker), p).await?;
+        }
+        if snapshot {
+            eos.snapshot.store(false, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Aborts after a failure recorded by a delivery report.
+    async fn abort_with(&self, eos: &Eos, open: &mut Open, err: SinkError) -> SinkError {
+        let fatal = matches!(err, SinkError::Cluster { .. });
+        if fatal {
+            *open = Open::default();
+            return err;
+        }
+        let producer = self.producer();
+        producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
+        let timeout = Duration::from_millis(eos.config.timeout_ms);
+        let p = Arc::clone(&producer);
+        let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
+            .await
+            .expect("abort_transaction does not panic");
+        *open = Open::default();
+        let _ = self.take_failure();
+        self.shared
+            .metrics
+            .kafka_transactions
+            .get_or_create(&ResultLabel { result: "aborted" })
+            .inc();
+        if let Err(a) = aborted {
+            let (_, e) = classify(&a, &eos.transactional_id);
+            return e;
+        }
+        warn!(error = %crate::chain::DisplayChain(&err), "kafka transaction aborted after a delivery failure; resuming from the last committed progress");
+        SinkError::TransactionAborted {
+            reason: crate::chain::DisplayChain(&err).to_string(),
+        }
+    }
+
+    /// Sends one record of the open transaction, waiting while the local
+    /// queue is full.
+    async fn send_in_txn<'a>(
+        &self,
+        eos: &Eos,
+        open: &mut Open,
+        producer: &Arc<rdkafka::producer::ThreadedProducer<super::DeliveryContext>>,
+        mut base: BaseRecord<'a, [u8], [u8], Box<RecordContext>>,
+    ) -> Result<(), SinkError> {
+        loop {
+            match producer.send(base) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    base = back;
+                    let _ = tokio::time::timeout(
+                        Duration::from_millis(10),
+                        self.shared.wake.notified(),
+                    )
+                    .await;
+                    if let Some(err) = self.take_failure() {
+                        return Err(self.abort_with(eos, open, err).await);
+                    }
+                }
+                Err((e, _)) => return Err(self.abort(eos, open, e).await),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fencing_and_fatal_errors_stop_others_abort() {
+        let fenced = KafkaError::MessageProduction(RDKafkaErrorCode::ProducerFenced);
+        let (fatal, e) = classify(&fenced, "walrelay-orders");
+        assert!(fatal);
+        assert!(e.to_string().contains("walrelay-orders"), "{e}");
+        let timeout = KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut);
+        let (fatal, e) = classify(&timeout, "walrelay-orders");
+        assert!(!fatal);
+        assert!(matches!(e, SinkError::TransactionAborted { .. }));
+    }
+
+    #[test]
+    fn acks_are_grouped_per_source_transaction() {
+        let mut open = Open::default();
+        open.ack(1);
+        open.ack(1);
+        open.ack(2);
+        open.ack(1);
+        assert_eq!(open.acks, vec![(1, 2), (2, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn verify_names_both_positions_when_the_slot_is_ahead() {
+        let eos = Arc::new(Eos::new(&TransactionsConfig::default(), "walrelay"));
+        let store = KafkaProgress {
+            eos: Arc::clone(&eos),
+        };
+        assert_eq!(store.verify("42/1", Some(Lsn(5))), Ok(SlotVerdict::Proceed));
+        let mut p = eos.progress(Lsn(0x100), Lsn::ZERO, 0, Phase::Stream);
+        p.system_id = "42".into();
+        eos.set_committed(p.clone());
+        assert_eq!(store.resume_after("42/2"), Some(Lsn(0x100)));
+        assert_eq!(store.resume_after("43/1"), None);
+        assert_eq!(
+            store.verify("42/1", Some(Lsn(0x80))),
+            Ok(SlotVerdict::Proceed)
+        );
+        let err = store.verify("42/1", Some(Lsn(0x200))).unwrap_err();
+        assert!(err.contains("0/200") && err.contains("0/100"), "{err}");
+        assert!(err.contains("slot_ahead"), "{err}");
+        let err = store.verify("43/1", Some(Lsn(0x80))).unwrap_err();
+        assert!(err.contains("43") && err.contains("42"), "{err}");
+        let err = store.verify("42/1", None).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
+        p.phase = Phase::Snapshot;
+        eos.set_committed(p);
+        assert_eq!(
+            store.verify("42/1", Some(Lsn(0x80))),
+            Ok(SlotVerdict::RedoSnapshot)
+        );
+    }
+}
