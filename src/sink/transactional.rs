@@ -89,7 +89,14 @@ pub struct Eos {
     snapshot: AtomicBool,
     /// `init_transactions` succeeded.
     ready: AtomicBool,
+    /// A Kafka transaction is open on the producer (begun, not yet
+    /// committed or aborted): a sink task cancelled mid-transaction leaves
+    /// one, which the next run aborts first.
+    in_txn: AtomicBool,
 }
+
+/// Heartbeats kept while no transaction takes them (between sessions).
+const MAX_QUEUED: usize = 64;
 
 impl std::fmt::Debug for Eos {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -115,6 +122,7 @@ impl Eos {
             wake: Notify::new(),
             snapshot: AtomicBool::new(false),
             ready: AtomicBool::new(false),
+            in_txn: AtomicBool::new(false),
         }
     }
 
@@ -146,12 +154,17 @@ impl Eos {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) {
-        self.queued.lock().expect("queue lock").push(Queued {
+        let mut queued = self.queued.lock().expect("queue lock");
+        if queued.len() >= MAX_QUEUED {
+            queued.remove(0);
+        }
+        queued.push(Queued {
             topic: topic.to_owned(),
             partition,
             key: key.map(<[u8]>::to_vec),
             value: value.map(<[u8]>::to_vec),
         });
+        drop(queued);
         self.wake.notify_one();
     }
 
@@ -459,6 +472,7 @@ impl KafkaSink {
         self.producer()
             .begin_transaction()
             .map_err(|e| classify(&e, &eos.transactional_id).1)?;
+        eos.in_txn.store(true, Ordering::Release);
         open.since = Some(Instant::now());
         Ok(())
     }
@@ -523,6 +537,7 @@ impl KafkaSink {
                 m.progress_committed_lsn.set(progress.lsn.0 as i64);
                 m.progress_committed_events.set(progress.events as i64);
                 debug!(lsn = %progress.lsn, events = progress.events, records = open.records, "kafka transaction committed");
+                eos.in_txn.store(false, Ordering::Release);
                 eos.set_committed(progress);
                 if let Some(t) = tracker {
                     let now_us = crate::clock::unix_now_micros();
@@ -583,6 +598,7 @@ impl KafkaSink {
             .inc();
         match aborted {
             Ok(()) => {
+                eos.in_txn.store(false, Ordering::Release);
                 warn!(error = %e, "kafka transaction aborted; resuming from the last committed progress");
                 err
             }
@@ -614,6 +630,19 @@ impl KafkaSink {
         let Some(tracker) = tracker else {
             return Ok(());
         };
+        if eos.in_txn.load(Ordering::Acquire) {
+            // A run cancelled mid-transaction: nothing of it was committed.
+            let p = self.producer();
+            let timeout = Duration::from_millis(eos.config.timeout_ms);
+            let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
+                .await
+                .expect("abort_transaction does not panic");
+            if let Err(e) = aborted {
+                return Err(classify(&e, &eos.transactional_id).1);
+            }
+            eos.in_txn.store(false, Ordering::Release);
+            let _ = self.take_failure();
+        }
         let cfg = eos.config.clone();
         let interval = Duration::from_millis(cfg.interval_ms);
         let split_after = Duration::from_millis(cfg.timeout_ms) / 2;
@@ -755,10 +784,13 @@ impl KafkaSink {
                                 let err = SinkError::Route(e);
                                 let producer = self.producer();
                                 let timeout = Duration::from_millis(cfg.timeout_ms);
-                                let _ = tokio::task::spawn_blocking(move || {
+                                let aborted = tokio::task::spawn_blocking(move || {
                                     producer.abort_transaction(timeout)
                                 })
                                 .await;
+                                if matches!(aborted, Ok(Ok(()))) {
+                                    eos.in_txn.store(false, Ordering::Release);
+                                }
                                 return Err(err);
                             }
                         },
@@ -921,6 +953,16 @@ impl KafkaSink {
         let fatal = matches!(err, SinkError::Cluster { .. } | SinkError::Fenced { .. })
             || unreplaceable
             || (refused && self.dead_letter.is_none());
+        if let SinkError::Cluster { error } = &err {
+            // librdkafka reports fencing as a fatal client error.
+            if error.to_ascii_lowercase().contains("fenced") {
+                self.shared.metrics.producer_fenced.set(1);
+                *open = Open::default();
+                return SinkError::Fenced {
+                    transactional_id: eos.transactional_id.clone(),
+                };
+            }
+        }
         if matches!(err, SinkError::Cluster { .. } | SinkError::Fenced { .. }) {
             *open = Open::default();
             return err;
@@ -943,6 +985,7 @@ impl KafkaSink {
             let (_, e) = classify(&a, &eos.transactional_id);
             return e;
         }
+        eos.in_txn.store(false, Ordering::Release);
         if fatal {
             return err;
         }
