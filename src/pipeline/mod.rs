@@ -131,8 +131,26 @@ pub async fn run(
             source,
         })?;
     }
-    // Exactly-once: fence any earlier instance, then read where it left off.
-    sink.start_exactly_once().await?;
+    // Exactly-once: fence any earlier instance, then read where it left off
+    // (Kafka away: retried, as a broker outage is otherwise).
+    {
+        let mut start_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+        let mut waiting = shutdown.clone();
+        loop {
+            match sink.start_exactly_once().await {
+                Ok(()) => break,
+                Err(e) if e.is_start_transient() => {
+                    let delay = start_backoff.next_delay();
+                    warn!(error = %DisplayChain(&e), retry_in = ?delay, "exactly-once start failed; retrying");
+                    tokio::select! {
+                        _ = waiting.changed() => return Ok(()),
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
     let (tracker_tx, tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
     let monitor = Some(tokio::spawn({
         let probe_sink = Arc::clone(&sink);

@@ -200,6 +200,19 @@ impl SinkError {
     pub fn is_transient(&self) -> bool {
         matches!(self, SinkError::TransactionAborted { .. })
     }
+
+    /// Whether exactly-once's start may be tried again: the brokers did
+    /// not answer (init or reading the progress timed out or failed to
+    /// connect). A fenced, refused or malformed start is not retried.
+    pub fn is_start_transient(&self) -> bool {
+        match self {
+            // Fatal init errors (fenced, unauthorised) are Fenced/Cluster.
+            SinkError::TransactionInit { .. }
+            | SinkError::Progress(progress::ProgressError::Timeout { .. })
+            | SinkError::Progress(progress::ProgressError::Consumer { .. }) => true,
+            _ => false,
+        }
+    }
 }
 
 /// Kind names of the delivery failures that are about one record (its
@@ -248,6 +261,29 @@ pub(crate) struct Shared {
     /// `max.message.bytes` of the topics produced to, as read when the
     /// sink first met them.
     limits: Mutex<HashMap<String, u64>>,
+    /// Exactly-once: events whose record Kafka refused for itself (its
+    /// size, its topic, a policy), by commit LSN and change LSN. Their
+    /// transaction was aborted; under `errors.tolerance = all` the retry
+    /// sends their dead-letter records instead.
+    pub(crate) refused: Mutex<Vec<Refused>>,
+}
+
+/// An event Kafka refused for itself, in exactly-once mode.
+#[derive(Debug, Clone)]
+pub(crate) struct Refused {
+    /// An outbox event's record (else a dead letter, heartbeat or progress
+    /// record, which no retry can replace).
+    pub(crate) event: bool,
+    /// Its transaction's commit record.
+    pub(crate) commit_lsn: Lsn,
+    /// Its change.
+    pub(crate) lsn: Lsn,
+    /// The kind of problem (metric label).
+    pub(crate) kind: &'static str,
+    /// The topic that refused it.
+    pub(crate) topic: String,
+    /// Kafka's error.
+    pub(crate) message: String,
 }
 
 impl Shared {
@@ -403,6 +439,26 @@ impl ProducerContext for DeliveryContext {
                 // dead-letter record replaces this one in the transaction's
                 // count, so the tracker hears nothing now.
                 let kind = code.and_then(per_record_failure);
+                // Exactly-once: the transaction aborts; remember the event
+                // so the retry dead-letters it (or the sink stops on it).
+                if let Some(kind) = kind {
+                    if ctx.tag == UNTRACKED {
+                        self.shared
+                            .refused
+                            .lock()
+                            .expect("refused lock poisoned")
+                            .push(Refused {
+                                event: ctx.event_id.is_some(),
+                                commit_lsn: ctx.commit_lsn,
+                                lsn: ctx.lsn,
+                                kind,
+                                topic: topic.clone(),
+                                message: format!(
+                                    "kafka could not deliver the record to {topic}: {err}"
+                                ),
+                            });
+                    }
+                }
                 if let (Some(dl), Some(original), Some(kind), Some(t)) =
                     (&self.dead_letter, &ctx.original, kind, &tracker)
                 {

@@ -89,7 +89,14 @@ pub struct Eos {
     snapshot: AtomicBool,
     /// `init_transactions` succeeded.
     ready: AtomicBool,
+    /// A Kafka transaction is open on the producer (begun, not yet
+    /// committed or aborted): a sink task cancelled mid-transaction leaves
+    /// one, which the next run aborts first.
+    in_txn: AtomicBool,
 }
+
+/// Heartbeats kept while no transaction takes them (between sessions).
+const MAX_QUEUED: usize = 64;
 
 impl std::fmt::Debug for Eos {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -115,6 +122,7 @@ impl Eos {
             wake: Notify::new(),
             snapshot: AtomicBool::new(false),
             ready: AtomicBool::new(false),
+            in_txn: AtomicBool::new(false),
         }
     }
 
@@ -146,12 +154,17 @@ impl Eos {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) {
-        self.queued.lock().expect("queue lock").push(Queued {
+        let mut queued = self.queued.lock().expect("queue lock");
+        if queued.len() >= MAX_QUEUED {
+            queued.remove(0);
+        }
+        queued.push(Queued {
             topic: topic.to_owned(),
             partition,
             key: key.map(<[u8]>::to_vec),
             value: value.map(<[u8]>::to_vec),
         });
+        drop(queued);
         self.wake.notify_one();
     }
 
@@ -459,6 +472,7 @@ impl KafkaSink {
         self.producer()
             .begin_transaction()
             .map_err(|e| classify(&e, &eos.transactional_id).1)?;
+        eos.in_txn.store(true, Ordering::Release);
         open.since = Some(Instant::now());
         Ok(())
     }
@@ -488,9 +502,24 @@ impl KafkaSink {
         let started = Instant::now();
         let timeout = Duration::from_millis(eos.config.timeout_ms);
         let p = Arc::clone(&producer);
-        let result = tokio::task::spawn_blocking(move || p.commit_transaction(timeout))
-            .await
-            .expect("commit_transaction does not panic");
+        let result = tokio::task::spawn_blocking(move || {
+            // A retriable error (a timeout while the coordinator moves)
+            // leaves the transaction committable: try again, a few times.
+            let mut attempt = 0;
+            loop {
+                match p.commit_transaction(timeout) {
+                    Err(KafkaError::Transaction(e))
+                        if e.is_retriable() && !e.txn_requires_abort() && attempt < 3 =>
+                    {
+                        attempt += 1;
+                        warn!(error = %e, attempt, "committing the kafka transaction: retrying");
+                    }
+                    other => return other,
+                }
+            }
+        })
+        .await
+        .expect("commit_transaction does not panic");
         // A delivery that failed inside the transaction fails the commit
         // too; say which record it was.
         let failure = self.take_failure();
@@ -508,6 +537,7 @@ impl KafkaSink {
                 m.progress_committed_lsn.set(progress.lsn.0 as i64);
                 m.progress_committed_events.set(progress.events as i64);
                 debug!(lsn = %progress.lsn, events = progress.events, records = open.records, "kafka transaction committed");
+                eos.in_txn.store(false, Ordering::Release);
                 eos.set_committed(progress);
                 if let Some(t) = tracker {
                     let now_us = crate::clock::unix_now_micros();
@@ -521,19 +551,21 @@ impl KafkaSink {
                 *open = Open::default();
                 Ok(())
             }
+            // A delivery failed although the commit went through: cannot
+            // be (librdkafka fails the commit), but never confirm past it.
             Ok(()) => Err(failure.expect("checked above")),
-            Err(e) => {
-                let err = self.abort(eos, open, e).await;
-                Err(match failure {
-                    // The record's own error explains the abort better.
-                    Some(f) if matches!(err, SinkError::TransactionAborted { .. }) => {
-                        SinkError::TransactionAborted {
-                            reason: crate::chain::DisplayChain(&f).to_string(),
-                        }
-                    }
-                    _ => err,
-                })
-            }
+            Err(e) => match failure {
+                // The record's own error decides (and explains) the abort.
+                Some(f)
+                    if !matches!(
+                        classify(&e, &eos.transactional_id).1,
+                        SinkError::Fenced { .. }
+                    ) =>
+                {
+                    Err(self.abort_with(eos, open, f).await)
+                }
+                _ => Err(self.abort(eos, open, e).await),
+            },
         }
     }
 
@@ -566,6 +598,7 @@ impl KafkaSink {
             .inc();
         match aborted {
             Ok(()) => {
+                eos.in_txn.store(false, Ordering::Release);
                 warn!(error = %e, "kafka transaction aborted; resuming from the last committed progress");
                 err
             }
@@ -597,6 +630,19 @@ impl KafkaSink {
         let Some(tracker) = tracker else {
             return Ok(());
         };
+        if eos.in_txn.load(Ordering::Acquire) {
+            // A run cancelled mid-transaction: nothing of it was committed.
+            let p = self.producer();
+            let timeout = Duration::from_millis(eos.config.timeout_ms);
+            let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
+                .await
+                .expect("abort_transaction does not panic");
+            if let Err(e) = aborted {
+                return Err(classify(&e, &eos.transactional_id).1);
+            }
+            eos.in_txn.store(false, Ordering::Release);
+            let _ = self.take_failure();
+        }
         let cfg = eos.config.clone();
         let interval = Duration::from_millis(cfg.interval_ms);
         let split_after = Duration::from_millis(cfg.timeout_ms) / 2;
@@ -677,9 +723,40 @@ impl KafkaSink {
                         cur.in_txn = 0;
                     }
                     self.begin(eos, &mut open)?;
-                    let record = match router.route(&event.bound, &event.row, &event.meta) {
+                    let refused = self.take_refused(event);
+                    let routed = match refused {
+                        None => router
+                            .route(&event.bound, &event.row, &event.meta)
+                            .map_err(Some),
+                        Some(_) => Err(None),
+                    };
+                    let record = match routed {
                         Ok(record) => record,
-                        Err(e) => match &self.dead_letter {
+                        Err(None) => {
+                            // Kafka refused this record before: its
+                            // dead-letter record takes its place.
+                            let r = refused.expect("refused above");
+                            let dl = self
+                                .dead_letter
+                                .as_ref()
+                                .expect("refusals are retried only with a dead-letter topic");
+                            let letter = Letter {
+                                kind: r.kind,
+                                class: "rdkafka::error::KafkaError",
+                                message: r.message.clone(),
+                                stage: Stage::Produce,
+                                topic: Some(r.topic.clone()),
+                                ..letter_for(event, UNTRACKED)
+                            };
+                            self.send_letter_in_txn(eos, &mut open, &producer, dl, &letter)
+                                .await?;
+                            open.records += 1;
+                            open.ack(event.seq);
+                            let cur = current.as_mut().expect("set above");
+                            cur.in_txn += 1;
+                            continue;
+                        }
+                        Err(Some(e)) => match &self.dead_letter {
                             Some(dl) => {
                                 let letter = Letter {
                                     kind: e.kind(),
@@ -693,29 +770,8 @@ impl KafkaSink {
                                     }),
                                     ..letter_for(event, UNTRACKED)
                                 };
-                                let (key, value, headers) = dl.record_parts(&letter);
-                                let base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
-                                    BaseRecord::with_opaque_to(
-                                        dl.topic(),
-                                        Box::new(RecordContext::untracked()),
-                                    )
-                                    .headers(headers);
-                                let base = match key.as_deref() {
-                                    Some(k) => base.key(k),
-                                    None => base,
-                                };
-                                let base = match value.as_deref() {
-                                    Some(v) => base.payload(v),
-                                    None => base,
-                                };
-                                self.send_in_txn(eos, &mut open, &producer, base).await?;
-                                self.shared
-                                    .metrics
-                                    .dead_lettered
-                                    .get_or_create(&crate::metrics::ReasonLabel {
-                                        reason: letter.kind,
-                                    })
-                                    .inc();
+                                self.send_letter_in_txn(eos, &mut open, &producer, dl, &letter)
+                                    .await?;
                                 open.records += 1;
                                 open.ack(event.seq);
                                 let cur = current.as_mut().expect("set above");
@@ -728,10 +784,13 @@ impl KafkaSink {
                                 let err = SinkError::Route(e);
                                 let producer = self.producer();
                                 let timeout = Duration::from_millis(cfg.timeout_ms);
-                                let _ = tokio::task::spawn_blocking(move || {
+                                let aborted = tokio::task::spawn_blocking(move || {
                                     producer.abort_transaction(timeout)
                                 })
                                 .await;
+                                if matches!(aborted, Ok(Ok(()))) {
+                                    eos.in_txn.store(false, Ordering::Release);
+                                }
                                 return Err(err);
                             }
                         },
@@ -882,10 +941,29 @@ impl KafkaSink {
         Ok(())
     }
 
-    /// Aborts after a failure recorded by a delivery report.
+    /// Aborts after a failure recorded by a delivery report. A record
+    /// Kafka refused for itself stops the pipeline under
+    /// `errors.tolerance = none` (retrying cannot help) and is retried as
+    /// its dead-letter record under `all`.
     async fn abort_with(&self, eos: &Eos, open: &mut Open, err: SinkError) -> SinkError {
-        let fatal = matches!(err, SinkError::Cluster { .. });
-        if fatal {
+        let (refused, unreplaceable) = {
+            let r = self.shared.refused.lock().expect("refused lock poisoned");
+            (!r.is_empty(), r.iter().any(|r| !r.event))
+        };
+        let fatal = matches!(err, SinkError::Cluster { .. } | SinkError::Fenced { .. })
+            || unreplaceable
+            || (refused && self.dead_letter.is_none());
+        if let SinkError::Cluster { error } = &err {
+            // librdkafka reports fencing as a fatal client error.
+            if error.to_ascii_lowercase().contains("fenced") {
+                self.shared.metrics.producer_fenced.set(1);
+                *open = Open::default();
+                return SinkError::Fenced {
+                    transactional_id: eos.transactional_id.clone(),
+                };
+            }
+        }
+        if matches!(err, SinkError::Cluster { .. } | SinkError::Fenced { .. }) {
             *open = Open::default();
             return err;
         }
@@ -907,10 +985,57 @@ impl KafkaSink {
             let (_, e) = classify(&a, &eos.transactional_id);
             return e;
         }
+        eos.in_txn.store(false, Ordering::Release);
+        if fatal {
+            return err;
+        }
         warn!(error = %crate::chain::DisplayChain(&err), "kafka transaction aborted after a delivery failure; resuming from the last committed progress");
         SinkError::TransactionAborted {
             reason: crate::chain::DisplayChain(&err).to_string(),
         }
+    }
+
+    /// The refusal recorded for `event`, if Kafka refused its record in an
+    /// aborted transaction (snapshot rows share one LSN: never matched).
+    fn take_refused(&self, event: &OutboxEvent) -> Option<super::Refused> {
+        let mut refused = self.shared.refused.lock().expect("refused lock poisoned");
+        if refused.is_empty() || event.meta.xid == 0 {
+            return None;
+        }
+        let i = refused
+            .iter()
+            .position(|r| r.commit_lsn == event.meta.commit_lsn && r.lsn == event.meta.lsn)?;
+        Some(refused.swap_remove(i))
+    }
+
+    /// Sends `letter`'s dead-letter record inside the open transaction.
+    async fn send_letter_in_txn(
+        &self,
+        eos: &Eos,
+        open: &mut Open,
+        producer: &Arc<rdkafka::producer::ThreadedProducer<super::DeliveryContext>>,
+        dl: &super::dlq::DeadLetter,
+        letter: &Letter,
+    ) -> Result<(), SinkError> {
+        let (key, value, headers) = dl.record_parts(letter);
+        let mut base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
+            BaseRecord::with_opaque_to(dl.topic(), Box::new(RecordContext::untracked()))
+                .headers(headers);
+        if let Some(k) = key.as_deref() {
+            base = base.key(k);
+        }
+        if let Some(v) = value.as_deref() {
+            base = base.payload(v);
+        }
+        self.send_in_txn(eos, open, producer, base).await?;
+        self.shared
+            .metrics
+            .dead_lettered
+            .get_or_create(&crate::metrics::ReasonLabel {
+                reason: letter.kind,
+            })
+            .inc();
+        Ok(())
     }
 
     /// Sends one record of the open transaction, waiting while the local
