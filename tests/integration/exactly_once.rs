@@ -412,6 +412,69 @@ async fn million_row_transaction_killed_mid_publication_exactly_once() {
     drop(pg);
 }
 
+/// The initial snapshot (`snapshot_mode = "initial"`, which creates the
+/// slot) is one Kafka transaction behind a committed snapshot marker:
+/// walrelay SIGKILLed while it runs does it again at the restart, and a
+/// `read_committed` consumer reads every row once, then what streams after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_killed_midway_is_done_again_exactly_once() {
+    const ROWS: u64 = 200_000;
+    const STREAMED: u64 = 10;
+    let ob = Outbox::new("eos_snapshot").await;
+    ob.insert_series(1, ROWS).await;
+    let bootstrap = kafka_bootstrap();
+    let topic = ob.topic("");
+    create_topic_on(&bootstrap, &topic, 3).await;
+    let progress = ProgressTopic::new(&bootstrap, &ob.name);
+    let config = progress.config(
+        &ob.config(&bootstrap).replace(
+            "reconnect_max_ms = 1000\n",
+            "reconnect_max_ms = 1000\nsnapshot_mode = \"initial\"\n",
+        ),
+        "",
+    );
+    let mut relay = Relay::start(&config);
+    progress
+        .wait_until("the snapshot marker", &mut relay, |p| {
+            p.phase.as_deref() == Some("snapshot")
+        })
+        .await;
+    relay.kill();
+    let at_kill = progress.last().await.expect("the snapshot marker");
+    assert_eq!(
+        at_kill.phase.as_deref(),
+        Some("snapshot"),
+        "the snapshot of {ROWS} rows ended before the kill: {at_kill:?}"
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let probe = ob.create_probe().await;
+    ob.insert_series(ROWS + 1, ROWS + STREAMED).await;
+    let ends = commit_ends(&ob.client, &probe, &ob.name).await;
+    let last = progress
+        .wait_for(*ends.last().expect("the streamed commit"), &mut relay)
+        .await;
+    let count = tokio::task::block_in_place(|| {
+        count_events(
+            &bootstrap,
+            &topic,
+            1..=ROWS + STREAMED,
+            Duration::from_secs(180),
+            &mut relay,
+        )
+    });
+    eprintln!("EXACTLY-ONCE SUMMARY eos_snapshot: killed at {at_kill:?}, then {last:?}; {count:?}");
+    assert_eq!(
+        (count.distinct, count.records, count.repeats, count.outside),
+        (ROWS + STREAMED, ROWS + STREAMED, 0, 0),
+        "every row exactly once: {count:?}\n{}",
+        tail(&relay.log(), 40)
+    );
+    progress.assert_monotonic(&progress.history().await);
+    ob.drop_probe(&probe).await;
+    ob.finish(relay).await;
+}
+
 /// Instance A is SIGSTOPped mid-load; once the server has dropped its
 /// connection, B (same configuration, same transactional id) takes the
 /// slot over and fences A. A, resumed, exits non-zero without committing
