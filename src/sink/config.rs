@@ -202,7 +202,8 @@ impl TransactionsConfig {
                 ));
             }
         }
-        if self.progress_topic_replication_factor == 0 || self.progress_topic_replication_factor < -1
+        if self.progress_topic_replication_factor == 0
+            || self.progress_topic_replication_factor < -1
         {
             return Err(SettingError::invalid(
                 "kafka.transactions.progress_topic_replication_factor",
