@@ -18,6 +18,7 @@
 pub mod config;
 pub mod dlq;
 pub mod limits;
+pub mod progress_topic;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
