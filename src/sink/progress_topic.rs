@@ -374,4 +374,64 @@ mod tests {
             started.elapsed()
         );
     }
+
+    /// Against a real broker (`scripts/env.sh up`): creation, a second
+    /// `ensure` on the existing topic, `inspect`, and a refused
+    /// non-compacted topic. Belongs in `tests/integration` once the
+    /// exactly-once tests are there.
+    #[tokio::test]
+    #[ignore = "needs a broker in WALRELAY_TEST_KAFKA"]
+    async fn against_a_broker() {
+        let bootstrap = std::env::var("WALRELAY_TEST_KAFKA").expect("WALRELAY_TEST_KAFKA");
+        let mut cc = ClientConfig::new();
+        cc.set("bootstrap.servers", &bootstrap);
+        let unique = format!(
+            "walrelay-progress-test-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+        );
+        assert_eq!(inspect(&cc, &unique).await.unwrap(), None);
+        let t = TransactionsConfig {
+            progress_topic: unique.clone(),
+            progress_topic_partitions: 2,
+            ..TransactionsConfig::default()
+        };
+        let facts = ensure(&cc, &t).await.unwrap();
+        assert!(facts.created && facts.compacted(), "{facts:?}");
+        assert_eq!(facts.partitions, 2);
+        assert!(facts.replication_factor >= 1);
+        let again = ensure(&cc, &t).await.unwrap();
+        assert!(!again.created, "{again:?}");
+        let seen = inspect(&cc, &unique).await.unwrap().expect("exists");
+        assert_eq!(seen.cleanup_policy, "compact");
+
+        // A topic created with the default (delete) policy is refused.
+        let plain = format!("{unique}-plain");
+        let admin = admin_client(&cc).unwrap();
+        let opts = AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT));
+        admin
+            .create_topics(
+                [&NewTopic::new(&plain, 1, TopicReplication::Fixed(-1))],
+                &opts,
+            )
+            .await
+            .unwrap();
+        let t = TransactionsConfig {
+            progress_topic: plain.clone(),
+            ..TransactionsConfig::default()
+        };
+        let err = ensure(&cc, &t).await.unwrap_err();
+        assert!(
+            matches!(&err, ProgressTopicError::NotCompacted { topic, .. } if *topic == plain),
+            "{err:?}"
+        );
+        admin
+            .delete_topics(&[unique.as_str(), plain.as_str()], &opts)
+            .await
+            .unwrap();
+        release(admin);
+    }
 }
