@@ -283,12 +283,15 @@ pub(super) fn translate_connect(
         None => format!("walrelay-{name}"),
     });
     t.pipeline = Some(name);
-    if let Some(topic) = topic.or(worker.topic) {
-        crate::router::check_topic_name(&topic).map_err(|reason| {
-            c.invalid(
-                "offsets.storage.topic",
-                format!("{topic:?} is not a legal kafka topic name: {reason}"),
-            )
+    let topic = match (topic, worker.topic) {
+        (Some(t), _) => Some((c.name("offsets.storage.topic"), t)),
+        (None, Some(t)) => Some(("offset.storage.topic".to_owned(), t)),
+        (None, None) => None,
+    };
+    if let Some((key, topic)) = topic {
+        crate::router::check_topic_name(&topic).map_err(|reason| ConfigError::Invalid {
+            key,
+            reason: format!("{topic:?} is not a legal kafka topic name: {reason}"),
         })?;
         t.progress_topic = topic;
     }
@@ -529,6 +532,12 @@ mod tests {
             &[("offsets.storage.topic", "bad topic")],
             &["offsets.storage.topic"],
         );
+        let text = refused(
+            &[ON, ("offset.storage.topic", "bad topic")],
+            &[],
+            &["offset.storage.topic"],
+        );
+        assert!(!text.contains("offsets.storage.topic"), "{text}");
         refused(
             &[ON, ("producer.transaction.timeout.ms", "10")],
             &[],
