@@ -352,7 +352,8 @@ pub(super) fn translate_connect(
                     format!(
                         "{ms} ms (Kafka Connect's default when unset is the worker's \
                          offset.flush.interval.ms, else 60000) is not below the transaction \
-                         timeout ({} ms), so the broker would abort every transaction; set \
+                         timeout ({} ms): a transaction open that long is aborted by the broker, \
+                         so walrelay could not keep this boundary; set \
                          transaction.boundary.interval.ms lower or raise {timeout_key}",
                         t.timeout_ms
                     ),
