@@ -8,8 +8,11 @@
 //! the stream will), the publication and the slot as walrelay would find
 //! them, failover slots and the standbys that keep them (PostgreSQL 17+),
 //! `max_slot_wal_keep_size`, Kafka reachability and the topics the
-//! router would produce to. It must never change anything: no slot, no
-//! publication, no topic is created or altered, and every statement it runs
+//! router would produce to, and in exactly-once mode the transactional id
+//! and the progress topic. It must never change anything: no slot, no
+//! publication, no topic is created or altered (the progress topic is only
+//! described, and `init_transactions` is never called: it would fence a
+//! running instance), and every statement it runs
 //! is a catalog read or a bounded `SELECT`, all of them in
 //! [`catalog::preflight`] and [`catalog::capability`] (this module builds no
 //! SQL). What the server lacks is worded by [`catalog::capability`], so
@@ -46,6 +49,7 @@ use crate::router::{
     KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
     KEY_TIMESTAMP_FIELD, KEY_TRACING_SPAN_CONTEXT_FIELD,
 };
+use crate::sink::progress_topic::{self, ProgressTopicError, TopicFacts};
 
 /// Row: an ordinary SQL connection with the configured credentials.
 pub const POSTGRES_CONNECTION: &str = "postgres connection";
@@ -86,6 +90,12 @@ pub const SLOT_SYNC: &str = "slot sync standby";
 pub const KAFKA_CONNECTION: &str = "kafka connection";
 /// Row: the topics the router would produce to.
 pub const KAFKA_TOPICS: &str = "kafka topics";
+/// Row: exactly-once mode (with `kafka.exactly_once`): transactional id
+/// and pipeline.
+pub const EXACTLY_ONCE: &str = "exactly-once";
+/// Row: the progress topic (with `kafka.exactly_once`): compacted, or
+/// missing and created at start.
+pub const PROGRESS_TOPIC: &str = "progress topic";
 
 /// Most distinct route values read from the outbox to name topics.
 pub const ROUTE_VALUE_LIMIT: i64 = 100;
@@ -317,7 +327,102 @@ pub async fn run_check(config: &Config) -> CheckReport {
     let mut report = pg.report;
     kafka.report_connection(&mut report);
     check_topics(config, route_values, &kafka, &mut report);
+    if config.kafka.exactly_once {
+        let progress = match &kafka.metadata {
+            Ok(_) => Some(
+                progress_topic::inspect(
+                    &kafka_client_config(config),
+                    &config.kafka.transactions.progress_topic,
+                )
+                .await,
+            ),
+            Err(_) => None,
+        };
+        exactly_once_rows(config, progress, &mut report);
+    }
     report
+}
+
+/// The client configuration of the producer's brokers and security
+/// settings.
+fn kafka_client_config(config: &Config) -> ClientConfig {
+    let kafka = &config.kafka;
+    let mut cc = ClientConfig::new();
+    for (k, v) in kafka.properties() {
+        cc.set(k, v);
+    }
+    cc.set("bootstrap.servers", &kafka.bootstrap_servers);
+    cc
+}
+
+/// The exactly-once rows: the mode, and the progress topic as
+/// [`progress_topic::inspect`] found it (`None`: Kafka unreachable).
+fn exactly_once_rows(
+    config: &Config,
+    progress: Option<Result<Option<TopicFacts>, ProgressTopicError>>,
+    report: &mut CheckReport,
+) {
+    let t = &config.kafka.transactions;
+    let slot = &config.replication.slot;
+    report.pass(
+        EXACTLY_ONCE,
+        format!(
+            "on: transactional id {}, pipeline {}; a Kafka transaction commits at {} events, {} \
+             or {} ms, timeout {} ms",
+            t.transactional_id_for(slot),
+            t.pipeline_name(slot),
+            t.max_events,
+            human_bytes(t.max_bytes),
+            t.interval_ms,
+            t.timeout_ms
+        ),
+    );
+    let topic = &t.progress_topic;
+    match progress {
+        None => report.skip(PROGRESS_TOPIC, "kafka unreachable"),
+        Some(Ok(None)) => {
+            let rf = match t.progress_topic_replication_factor {
+                -1 => "the broker's default replication factor".to_owned(),
+                n => format!("replication factor {n}"),
+            };
+            report.pass(
+                PROGRESS_TOPIC,
+                format!(
+                    "{topic} missing: walrelay creates it at start with {} partition(s), {rf}, \
+                     cleanup.policy=compact",
+                    t.progress_topic_partitions
+                ),
+            );
+        }
+        Some(Ok(Some(facts))) if facts.compacted() => report.pass(
+            PROGRESS_TOPIC,
+            format!(
+                "{topic}: {} partition(s), replication factor {}, cleanup.policy={}",
+                facts.partitions, facts.replication_factor, facts.cleanup_policy
+            ),
+        ),
+        Some(Ok(Some(facts))) => report.fail(
+            PROGRESS_TOPIC,
+            format!(
+                "{topic} has cleanup.policy={}, without compact: its progress records would be \
+                 deleted, and walrelay refuses to start",
+                facts.cleanup_policy
+            ),
+            format!(
+                "kafka-configs.sh --alter --entity-type topics --entity-name {topic} \
+                 --add-config cleanup.policy=compact, or name another topic in \
+                 kafka.transactions.progress_topic"
+            ),
+        ),
+        Some(Err(e)) => report.fail(
+            PROGRESS_TOPIC,
+            format!("cannot describe {topic}: {}", DisplayChain(&e)),
+            format!(
+                "walrelay needs DESCRIBE and DESCRIBE_CONFIGS on topic {topic} (and CREATE while \
+                 it does not exist)"
+            ),
+        ),
+    }
 }
 
 /// What the PostgreSQL checks found that the Kafka checks need.
@@ -1775,11 +1880,7 @@ async fn check_kafka(config: &Config) -> KafkaOutcome {
          (security.protocol, sasl.*, ssl.*); the brokers' advertised listeners must be reachable from this host",
         kafka.bootstrap_servers
     );
-    let mut cc = ClientConfig::new();
-    for (k, v) in kafka.properties() {
-        cc.set(k, v);
-    }
-    cc.set("bootstrap.servers", &kafka.bootstrap_servers);
+    let cc = kafka_client_config(config);
     let admin: AdminClient<DefaultClientContext> = match cc.create() {
         Ok(a) => a,
         Err(e) => {
@@ -2088,6 +2189,96 @@ mod tests {
         check_slot_sync(&mut r, &facts, "walrelay", "app");
         assert!(
             r.rows.iter().all(|row| row.status == CheckStatus::Pass),
+            "{r}"
+        );
+    }
+
+    fn exactly_once_config(extra: &str) -> Config {
+        let text = format!(
+            "[postgres]\nhost = \"127.0.0.1\"\nuser = \"walrelay\"\ndbname = \"app\"\n\n\
+             [outbox]\ntable = \"public.outbox\"\n\n\
+             [replication]\nslot = \"orders\"\n\n\
+             [kafka]\nbootstrap_servers = \"127.0.0.1:9092\"\nexactly_once = true\n{extra}"
+        );
+        Config::from_toml(&text, std::path::Path::new("f.toml")).expect("valid config")
+    }
+
+    fn facts(policy: &str) -> TopicFacts {
+        TopicFacts {
+            topic: "walrelay-progress".into(),
+            partitions: 1,
+            replication_factor: 3,
+            cleanup_policy: policy.into(),
+            created: false,
+        }
+    }
+
+    #[test]
+    fn exactly_once_rows_name_the_id_and_the_topic_state() {
+        let config = exactly_once_config("");
+        let mut r = CheckReport::default();
+        exactly_once_rows(&config, Some(Ok(None)), &mut r);
+        let mode = r.row(EXACTLY_ONCE).expect("row");
+        assert_eq!(mode.status, CheckStatus::Pass);
+        assert!(
+            mode.detail.contains("transactional id walrelay-orders")
+                && mode.detail.contains("pipeline orders"),
+            "{r}"
+        );
+        let topic = r.row(PROGRESS_TOPIC).expect("row");
+        assert_eq!(topic.status, CheckStatus::Pass, "{r}");
+        assert!(
+            topic
+                .detail
+                .contains("walrelay-progress missing: walrelay creates it at start")
+                && topic
+                    .detail
+                    .contains("the broker's default replication factor")
+                && topic.detail.contains("cleanup.policy=compact"),
+            "{r}"
+        );
+
+        let mut r = CheckReport::default();
+        exactly_once_rows(&config, Some(Ok(Some(facts("compact,delete")))), &mut r);
+        let topic = r.row(PROGRESS_TOPIC).expect("row");
+        assert_eq!(topic.status, CheckStatus::Pass, "{r}");
+        assert!(topic.detail.contains("replication factor 3"), "{r}");
+
+        let mut r = CheckReport::default();
+        exactly_once_rows(&config, Some(Ok(Some(facts("delete")))), &mut r);
+        let topic = r.row(PROGRESS_TOPIC).expect("row");
+        assert_eq!(topic.status, CheckStatus::Fail, "{r}");
+        assert!(!r.passed());
+        let fix = topic.fix.as_deref().expect("fix");
+        assert!(
+            fix.contains("--entity-name walrelay-progress")
+                && fix.contains("cleanup.policy=compact")
+                && fix.contains("kafka.transactions.progress_topic"),
+            "{fix}"
+        );
+
+        let mut r = CheckReport::default();
+        exactly_once_rows(&config, None, &mut r);
+        assert_eq!(
+            r.row(PROGRESS_TOPIC).expect("row").status,
+            CheckStatus::Skip
+        );
+
+        let config = exactly_once_config(
+            "\n[kafka.transactions]\npipeline = \"shop\"\ntransactional_id = \"tx-1\"\n\
+             progress_topic = \"shop-progress\"\nprogress_topic_replication_factor = 3\n",
+        );
+        let mut r = CheckReport::default();
+        exactly_once_rows(&config, Some(Ok(None)), &mut r);
+        let mode = r.row(EXACTLY_ONCE).expect("row");
+        assert!(
+            mode.detail.contains("transactional id tx-1") && mode.detail.contains("pipeline shop"),
+            "{r}"
+        );
+        let topic = r.row(PROGRESS_TOPIC).expect("row");
+        assert!(
+            topic.detail.contains("shop-progress missing")
+                && topic.detail.contains("replication factor 3"),
             "{r}"
         );
     }

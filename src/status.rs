@@ -26,6 +26,10 @@ use crate::metrics::{
     SLOT_WAL_STATUS, TRANSACTIONS, UP,
 };
 use crate::metrics::{
+    EXACTLY_ONCE, KAFKA_TRANSACTIONS, PRODUCER_FENCED, PROGRESS_COMMITTED_EVENTS,
+    PROGRESS_COMMITTED_LSN,
+};
+use crate::metrics::{
     PGOUTPUT_PROTO_VERSION, STREAMED_TRANSACTIONS, STREAM_ABORTS, SUBTRANSACTION_ABORTS,
 };
 use crate::postgres::wal::streaming_option;
@@ -282,6 +286,25 @@ impl Snapshot {
     fn flag(&self, name: &str) -> Option<bool> {
         self.value(name).map(|v| v != 0.0)
     }
+
+    /// Whether the process runs exactly-once (`None`: it does not say, an
+    /// older walrelay).
+    pub fn exactly_once(&self) -> Option<bool> {
+        self.flag(EXACTLY_ONCE)
+    }
+
+    /// The source position of the last committed progress record.
+    pub fn progress_lsn(&self) -> Option<Lsn> {
+        self.lsn(PROGRESS_COMMITTED_LSN)
+    }
+
+    /// Kafka transactions that ended with `result` (`committed`, `aborted`).
+    pub fn kafka_transactions(&self, result: &str) -> f64 {
+        self.named(&counter(KAFKA_TRANSACTIONS))
+            .filter(|s| s.label("result") == Some(result))
+            .map(|s| s.value)
+            .sum()
+    }
 }
 
 /// Rates between two snapshots of the same process.
@@ -537,6 +560,7 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
         _ => "unknown (no walrelay_up sample)".to_owned(),
     };
     let _ = writeln!(out, "{:<12} {state}", "state");
+    render_mode(s, &mut out);
     // The slot name is not a metric label; show what the metrics know.
     let slot = match (s.flag(SLOT_ACTIVE), s.wal_status()) {
         (Some(active), status) => format!(
@@ -678,6 +702,44 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
         let _ = writeln!(out, "{:<12} {}", "topics", shown.join(", "));
     }
     out
+}
+
+/// The delivery mode, and in exactly-once mode the last committed position,
+/// the transactions and whether the producer was fenced.
+fn render_mode(s: &Snapshot, out: &mut String) {
+    match s.exactly_once() {
+        None => {}
+        Some(false) => {
+            let _ = writeln!(out, "{:<12} at-least-once (idempotent producer)", "mode");
+        }
+        Some(true) => {
+            let _ = writeln!(out, "{:<12} exactly-once (transactional producer)", "mode");
+            let position = match s.progress_lsn().filter(|l| l.0 > 0) {
+                None => "nothing committed yet".to_owned(),
+                Some(lsn) => match s.integer(PROGRESS_COMMITTED_EVENTS).filter(|n| *n > 0) {
+                    Some(n) => format!(
+                        "committed {lsn} (inside the transaction ending there: {n} events committed)"
+                    ),
+                    None => format!("committed {lsn}"),
+                },
+            };
+            let _ = writeln!(
+                out,
+                "{:<12} {position}; {:.0} kafka transactions committed, {:.0} aborted",
+                "progress",
+                s.kafka_transactions("committed"),
+                s.kafka_transactions("aborted")
+            );
+            if s.flag(PRODUCER_FENCED) == Some(true) {
+                let _ = writeln!(
+                    out,
+                    "{:<12} FENCED: another instance with the same transactional id took over; \
+                     this one commits nothing more",
+                    ""
+                );
+            }
+        }
+    }
 }
 
 /// `walrelay status`: prints the view to stdout (see [`run_status_to`]).
@@ -835,6 +897,65 @@ walrelay_ready 1
             text.contains(
                 "protocol     pgoutput 4, streaming 'parallel'; 0 streamed, 2 aborted, 1 subtransactions rolled back"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn renders_the_delivery_mode() {
+        let s = Snapshot::parse("http://x/metrics", PAGE).unwrap();
+        let text = render(&s, None);
+        assert!(!text.contains("mode "), "no mode sample, no line: {text}");
+
+        let s = Snapshot::parse(
+            "http://x/metrics",
+            &format!("{PAGE}\nwalrelay_exactly_once 0\n"),
+        )
+        .unwrap();
+        let text = render(&s, None);
+        assert!(text.contains("mode         at-least-once"), "{text}");
+        assert!(!text.contains("progress"), "{text}");
+
+        let eos = format!(
+            "{PAGE}\nwalrelay_exactly_once 1\n\
+             walrelay_kafka_transactions_total{{result=\"committed\"}} 35\n\
+             walrelay_kafka_transactions_total{{result=\"aborted\"}} 2\n\
+             walrelay_progress_committed_lsn_bytes 22817176\n\
+             walrelay_progress_committed_events 0\n\
+             walrelay_producer_fenced 0\n"
+        );
+        let text = render(&Snapshot::parse("http://x/metrics", &eos).unwrap(), None);
+        assert!(text.contains("mode         exactly-once"), "{text}");
+        assert!(
+            text.contains(
+                "progress     committed 0/15C2998; 35 kafka transactions committed, 2 aborted"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("FENCED"), "{text}");
+
+        let split = eos
+            .replace(
+                "walrelay_progress_committed_events 0",
+                "walrelay_progress_committed_events 1200",
+            )
+            .replace("walrelay_producer_fenced 0", "walrelay_producer_fenced 1");
+        let text = render(&Snapshot::parse("http://x/metrics", &split).unwrap(), None);
+        assert!(
+            text.contains(
+                "committed 0/15C2998 (inside the transaction ending there: 1200 events committed)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("FENCED: another instance"), "{text}");
+
+        let fresh = eos.replace(
+            "walrelay_progress_committed_lsn_bytes 22817176",
+            "walrelay_progress_committed_lsn_bytes 0",
+        );
+        let text = render(&Snapshot::parse("http://x/metrics", &fresh).unwrap(), None);
+        assert!(
+            text.contains("progress     nothing committed yet; 35"),
             "{text}"
         );
     }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::kafka_connect::connector::{classify_rest, translate_connector};
+use super::kafka_connect::exactly_once::translate_server;
 use super::kafka_connect::producer::translate_producer;
 use super::kafka_connect::transforms::translate_transforms;
 use super::kafka_connect::{parse_bool, Draft, Keys, Notes, Translation};
@@ -375,6 +376,7 @@ fn translate(
 
     // Connector, transform.
     translate_connector(&mut source, &mut draft, notes)?;
+    translate_server(&mut source, &draft.kafka, notes)?;
     let mut transforms = BTreeMap::new();
     for (key, value) in all.take_prefixed("debezium.") {
         if key == "transforms"

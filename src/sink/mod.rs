@@ -180,6 +180,8 @@ pub enum SinkError {
         topic: String,
         /// What is wrong, with the fix.
         reason: String,
+        /// The brokers did not answer (retried at start).
+        transient: bool,
     },
     /// The last committed progress could not be read.
     #[error(transparent)]
@@ -210,6 +212,7 @@ impl SinkError {
             SinkError::TransactionInit { .. }
             | SinkError::Progress(progress::ProgressError::Timeout { .. })
             | SinkError::Progress(progress::ProgressError::Consumer { .. }) => true,
+            SinkError::ProgressTopic { transient, .. } => *transient,
             _ => false,
         }
     }

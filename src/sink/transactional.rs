@@ -411,6 +411,11 @@ impl KafkaSink {
             .map_err(|e| SinkError::ProgressTopic {
                 topic: eos.config.progress_topic.clone(),
                 reason: crate::chain::DisplayChain(&e).to_string(),
+                transient: matches!(
+                    e,
+                    super::progress_topic::ProgressTopicError::Timeout { .. }
+                        | super::progress_topic::ProgressTopicError::Request { .. }
+                ),
             })?;
         let cc = self.client_config.clone();
         let topic = eos.config.progress_topic.clone();

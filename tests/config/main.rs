@@ -4,4 +4,5 @@
 //! their own binary, which does not compile the integration tests' harness.
 
 mod debezium_forms;
+mod exactly_once;
 mod native;

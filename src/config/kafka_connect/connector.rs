@@ -67,7 +67,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("offset.storage.replication.factor", OFFSETS_IN_SLOT),
     ("offset.flush.interval.ms", OFFSETS_IN_SLOT),
     ("offset.flush.timeout.ms", OFFSETS_IN_SLOT),
-    ("offsets.storage.topic", OFFSETS_IN_SLOT),
     // The delete tombstones Debezium emits after a DELETE are dropped by
     // EventRouter either way.
     ("tombstones.on.delete", "ignored: EventRouter drops delete tombstones either way"),
@@ -112,8 +111,9 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     // Kafka Connect: walrelay does not create topics (broker auto-creation
     // or your own tooling does).
     ("topic.creation.enable", "ignored: walrelay does not create topics"),
-    ("exactly.once.support", "ignored: walrelay is at-least-once with an idempotent producer"),
-    ("transaction.boundary", "ignored: walrelay does not use Kafka transactions"),
+    // KIP-618's exactly.once.support, transaction.boundary,
+    // transaction.boundary.interval.ms and offsets.storage.topic are
+    // decided in super::exactly_once, never here.
     ("config.action.reload", "ignored"),
     // The schema-history store of other connectors; PostgreSQL has none.
     ("schema.history.internal", "ignored: the PostgreSQL connector has no schema history"),
@@ -241,7 +241,9 @@ pub(in crate::config) fn translate_connector(
             format!("walrelay replaces {POSTGRES_CONNECTOR} only, not {class}"),
         ));
     }
-    c.take("name");
+    // The pipeline's name and part of its transactional id in exactly-once
+    // mode (`super::exactly_once`).
+    draft.connector_name = c.take("name").filter(|n| !n.is_empty());
     if let Some(tasks) = c.take("tasks.max") {
         if tasks != "1" {
             return Err(c.unsupported(

@@ -18,6 +18,7 @@ pub(super) mod connector;
 mod converters;
 mod errors;
 pub(crate) mod event_router;
+pub(super) mod exactly_once;
 mod keystores;
 pub(super) mod producer;
 mod providers;
@@ -26,7 +27,7 @@ pub(super) mod transforms;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::connector_json::parse_connector_json;
+use super::connector_json::{parse_connector_json, ConnectorJson};
 use crate::config::{Config, ConfigError, RuntimeConfig};
 use crate::connect::config::ConvertersConfig;
 use crate::heartbeat::HeartbeatConfig;
@@ -34,7 +35,7 @@ use crate::postgres::config::{PostgresConfig, PublicationMode, ReplicationConfig
 use crate::properties::{decode_text, parse_properties};
 use crate::router::{DebeziumConfig, RouterConfig};
 use crate::secret::Secret;
-use crate::sink::config::{ErrorsConfig, KafkaConfig};
+use crate::sink::config::{ErrorsConfig, KafkaConfig, TransactionsConfig};
 use crate::txn::config::OutboxConfig;
 use connector::{classify_rest, translate_connector, DEBEZIUM_PUBLICATION, DEBEZIUM_SLOT};
 use converters::translate_converters;
@@ -221,6 +222,12 @@ pub(super) struct Draft {
     pub(super) heartbeat: HeartbeatConfig,
     pub(super) kafka: KafkaDraft,
     pub(super) errors: ErrorsConfig,
+    /// The connector's `name` (Kafka Connect requires one).
+    pub(super) connector_name: Option<String>,
+    /// Exactly-once mode, as `exactly_once` decided it.
+    pub(super) exactly_once: bool,
+    /// `[kafka.transactions]`, as `exactly_once` decided it.
+    pub(super) transactions: TransactionsConfig,
 }
 
 /// The Kafka part of a [`Draft`].
@@ -229,6 +236,13 @@ pub(super) struct KafkaDraft {
     pub(super) bootstrap: Option<String>,
     pub(super) producer: BTreeMap<String, String>,
     pub(super) secrets: BTreeMap<String, Secret>,
+    /// The producer's `transactional.id`, as the file spells the key (never
+    /// the value): every form refuses it (`exactly_once`).
+    pub(super) transactional_id_key: Option<String>,
+    /// The producer's `transaction.timeout.ms`: the key as the file spells
+    /// it and the value; the last one read wins (a connector's override
+    /// after the worker's).
+    pub(super) transaction_timeout: Option<(String, String)>,
 }
 
 impl Draft {
@@ -253,6 +267,9 @@ impl Draft {
             heartbeat: HeartbeatConfig::default(),
             kafka: KafkaDraft::default(),
             errors: ErrorsConfig::default(),
+            connector_name: None,
+            exactly_once: false,
+            transactions: TransactionsConfig::default(),
         }
     }
 
@@ -280,8 +297,8 @@ impl Draft {
                 secrets: self.kafka.secrets,
                 secrets_env: BTreeMap::new(),
                 secrets_file: BTreeMap::new(),
-                exactly_once: false,
-                transactions: Default::default(),
+                exactly_once: self.exactly_once,
+                transactions: self.transactions,
             },
             runtime: RuntimeConfig::default(),
             metrics: Default::default(),
@@ -329,12 +346,11 @@ pub fn load_connect(worker: &Path, connector: &Path) -> Result<Translation, Conf
     })?;
     let text = decode_text(&bytes);
     let connector_map = if connector.extension().is_some_and(|e| e == "json") {
-        parse_connector_json(&text)
-            .map_err(|source| ConfigError::Syntax {
-                path: connector.to_owned(),
-                source,
-            })?
-            .config
+        let json = parse_connector_json(&text).map_err(|source| ConfigError::Syntax {
+            path: connector.to_owned(),
+            source,
+        })?;
+        with_rest_name(json).map_err(in_file(connector))?
     } else {
         parse_properties(&text).map_err(|source| ConfigError::Syntax {
             path: connector.to_owned(),
@@ -346,6 +362,30 @@ pub fn load_connect(worker: &Path, connector: &Path) -> Result<Translation, Conf
         e @ ConfigError::InFile { .. } => e,
         other => in_file(connector)(other),
     })
+}
+
+/// The connector map of a JSON file, with the REST form's top-level `name`
+/// as the connector's `name` (Kafka Connect's REST API refuses a config
+/// whose `name` differs, and so does walrelay).
+fn with_rest_name(json: ConnectorJson) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut config = json.config;
+    if let Some(name) = json.name {
+        match config.get("name") {
+            Some(inner) if inner.trim() != name.trim() => {
+                return Err(ConfigError::Invalid {
+                    key: "name".into(),
+                    reason: "the config's name differs from the top-level name (Kafka Connect's \
+                             REST API refuses it too)"
+                        .into(),
+                })
+            }
+            Some(_) => {}
+            None => {
+                config.insert("name".into(), name);
+            }
+        }
+    }
+    Ok(config)
 }
 
 pub(super) fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
@@ -395,12 +435,19 @@ pub fn from_connect(
     );
     let producer = w.take_prefixed("producer.");
     translate_producer(producer, "producer.", &mut draft.kafka, &mut notes).map_err(worker_err)?;
+    exactly_once::check_connect_producer(&draft.kafka).map_err(worker_err)?;
+    let worker_eos = exactly_once::take_worker(&mut w).map_err(worker_err)?;
     for (key, _) in w.drain() {
         let why = IGNORED_WORKER_PREFIXES
             .iter()
             .find(|(p, _)| key.starts_with(p))
             .map(|(_, why)| *why)
             .unwrap_or("ignored: not a worker setting walrelay uses");
+        let why = if why == OFFSETS_IN_SLOT && worker_eos.enabled() {
+            exactly_once::OFFSETS_IN_PROGRESS_TOPIC
+        } else {
+            why
+        };
         notes.ignore(key, why);
     }
 
@@ -428,7 +475,10 @@ pub fn from_connect(
         &mut notes,
     )
     .map_err(connector_err)?;
+    exactly_once::check_connect_producer(&draft.kafka).map_err(connector_err)?;
     translate_connector(&mut c, &mut draft, &mut notes).map_err(connector_err)?;
+    exactly_once::translate_connect(worker_eos, &mut c, &mut draft, &mut notes)
+        .map_err(connector_err)?;
     translate_transforms(&mut c, &mut draft, &mut notes).map_err(connector_err)?;
     classify_rest(&mut c, &mut notes).map_err(connector_err)?;
     let config = draft.finish("bootstrap.servers")?;

@@ -3,7 +3,10 @@
 //! Debezium Server), translated into librdkafka properties: the lists of
 //! keys passed as they are, renamed, ignored or accepted at their default
 //! only, `acks` and idempotence, `buffer.memory`, the security protocol and
-//! SASL (with the JAAS line's username and password).
+//! SASL (with the JAAS line's username and password). `transactional.id`
+//! and `transaction.timeout.ms` are only collected: whether they are
+//! refused or used is the form's exactly-once decision
+//! (`super::exactly_once`).
 //!
 //! Owns the decision for every producer key walrelay knows of: read in
 //! [`translate_producer`] (trust and key stores in `super::keystores`) or
@@ -60,8 +63,6 @@ pub(super) const PRODUCER_IGNORED: &[(&str, &str)] = &[
     ("auto.include.jmx.reporter", "ignored"),
     ("enable.metrics.push", "ignored"),
     ("socket.connection.setup.timeout.max.ms", "ignored"),
-    ("transactional.id", "ignored: walrelay does not use Kafka transactions"),
-    ("transaction.timeout.ms", "ignored: walrelay does not use Kafka transactions"),
     // Keyless records only; an outbox record has a key unless the key
     // column is NULL.
     ("partitioner.adaptive.partitioning.enable", "ignored: affects only records without a key"),
@@ -196,6 +197,13 @@ pub(in crate::config) fn translate_producer(
         kafka
             .producer
             .insert("ssl.endpoint.identification.algorithm".into(), v.into());
+    }
+    // Transactions: the form decides (super::exactly_once), by name.
+    if p.take("transactional.id").is_some() {
+        kafka.transactional_id_key = Some(p.name("transactional.id"));
+    }
+    if let Some(v) = p.take("transaction.timeout.ms") {
+        kafka.transaction_timeout = Some((p.name("transaction.timeout.ms"), v));
     }
     translate_truststore(&mut p, kafka)?;
     translate_keystore(&mut p, kafka)?;
