@@ -29,7 +29,8 @@ use common::relay::{
 };
 use common::scene::{env_u64, Scene};
 use common::{
-    create_topic_on, env, kafka_bootstrap, pg_url, read_to_end_on, PrivateKafka, PrivatePg,
+    create_topic_on, create_topic_with, env, kafka_bootstrap, pg_url, read_to_end_on,
+    read_uncommitted_to_end_on, PrivateKafka, PrivatePg,
 };
 use rand::Rng;
 use walrelay::metrics::{EXACTLY_ONCE, KAFKA_TRANSACTIONS, PROGRESS_COMMITTED_LSN};
@@ -60,6 +61,24 @@ fn numbers_per_key(records: &[common::Record]) -> HashMap<Vec<u8>, Vec<u64>> {
             .push(n);
     }
     per_key
+}
+
+/// Events of an open-ended load: more than any scenario writes before
+/// [`stop_after`] ends it (the generator's own deadline bounds it too).
+const OPEN_ENDED: u64 = 1_000_000;
+
+/// Lets the open-ended `load` commit `more` events beyond what it has now
+/// (so the faults before lie inside the load), then stops it; returns the
+/// events it has committed at least.
+async fn stop_after(load: &Load, more: u64) -> u64 {
+    let target = load.committed() + more;
+    assert!(
+        load.wait_for(target, Duration::from_secs(120)).await,
+        "the load stopped at {} events, before {target}",
+        load.committed()
+    );
+    load.stop();
+    target
 }
 
 /// 1,000 events in 100 transactions: a `read_committed` consumer gets each
@@ -195,11 +214,12 @@ async fn sigkills_during_load_deliver_exactly_once() {
     scene.ob.finish(relay).await;
 }
 
-/// The broker stopped and started again mid-load: walrelay keeps running,
-/// confirms nothing while the broker is down, and once it is back every
-/// committed event arrives exactly once.
+/// The broker stopped and started again mid-load, then killed (SIGKILL,
+/// a crash with transactions open) and started again: walrelay keeps
+/// running, confirms nothing while the broker is down, and once it is back
+/// every committed event arrives exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kafka_restart_mid_load_delivers_exactly_once() {
+async fn kafka_restarts_mid_load_deliver_exactly_once() {
     let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
         .await
         .expect("start private kafka");
@@ -208,9 +228,9 @@ async fn kafka_restart_mid_load_delivers_exactly_once() {
     let mut relay = Relay::start(&progress.config(&scene.config("", ""), ""));
     scene.ob.wait_active(&mut relay).await;
     scene.start_probe().await;
-    let events = 10_000;
-    let mut spec = scene.spec(events);
-    spec.pause = Duration::from_millis(3);
+    let mut spec = scene.spec(OPEN_ENDED);
+    // Slow: the broker restarts take tens of seconds, the drain reads it all.
+    spec.pause = Duration::from_millis(10);
     let load = Load::start(spec).await;
     assert!(load.wait_for(2_000, WAIT).await, "the load did not start");
     let before = scene.confirmed().await;
@@ -224,7 +244,7 @@ async fn kafka_restart_mid_load_delivers_exactly_once() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let frozen = scene.confirmed().await;
     let outage = Instant::now();
-    while outage.elapsed() < Duration::from_secs(8) {
+    while outage.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_secs(1)).await;
         relay.assert_running();
         let now = scene.confirmed().await;
@@ -240,8 +260,94 @@ async fn kafka_restart_mid_load_delivers_exactly_once() {
     .await
     .expect("start kafka again");
     scene
-        .fault(format!("kafka stopped 10 s (frozen at {frozen})"), before)
+        .fault(format!("kafka stopped 7 s (frozen at {frozen})"), before)
         .await;
+    // Once walrelay committed a Kafka transaction after the restart (one
+    // progress record each), a crash of the broker.
+    let seen = progress.last().await.map_or(-1, |p| p.offset);
+    progress
+        .wait_until("a commit after the restart", &mut relay, |p| {
+            p.offset > seen
+        })
+        .await;
+    assert!(
+        load.wait_for(load.committed() + 1_000, WAIT).await,
+        "the load stopped"
+    );
+    let before = scene.confirmed().await;
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.kill();
+        std::thread::sleep(Duration::from_secs(3));
+        kafka.start_again();
+        kafka
+    })
+    .await
+    .expect("kill and start kafka");
+    scene.fault("kafka killed".to_string(), before).await;
+    let events = stop_after(&load, 1_000).await;
+    let summary = scene
+        .finish_exactly_once(load, events, &mut relay, &progress)
+        .await;
+    assert_eq!(summary.duplicates, 0);
+    relay.assert_running();
+    scene.ob.finish(relay).await;
+    drop(kafka);
+}
+
+/// The broker away for longer than the transaction timeout
+/// (`kafka.transactions.timeout_ms`) while a Kafka transaction is open:
+/// the broker aborts that transaction, and walrelay (the only instance)
+/// resumes from the committed progress rather than stopping as fenced;
+/// every committed event arrives exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_outage_beyond_the_transaction_timeout_resumes() {
+    let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
+        .await
+        .expect("start private kafka");
+    let mut scene = Scene::new(
+        "eos_kafka_timeout",
+        pg_url(),
+        env().pg_port,
+        kafka.bootstrap(),
+    )
+    .await;
+    let progress = ProgressTopic::new(&scene.bootstrap, &scene.ob.name);
+    let timeout = Duration::from_secs(5);
+    let mut relay = Relay::start(&progress.config(
+        &scene.config("", ""),
+        &format!("timeout_ms = {}\n", timeout.as_millis()),
+    ));
+    scene.ob.wait_active(&mut relay).await;
+    scene.start_probe().await;
+    let mut spec = scene.spec(OPEN_ENDED);
+    // Slow: the broker restarts take tens of seconds, the drain reads it all.
+    spec.pause = Duration::from_millis(10);
+    let load = Load::start(spec).await;
+    assert!(load.wait_for(2_000, WAIT).await, "the load did not start");
+    let before = scene.confirmed().await;
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.kill();
+        kafka
+    })
+    .await
+    .expect("kill kafka");
+    // Events keep coming: walrelay opens a transaction it cannot commit.
+    tokio::time::sleep(timeout * 3).await;
+    relay.assert_running();
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.start_again();
+        kafka
+    })
+    .await
+    .expect("start kafka again");
+    scene
+        .fault(format!("kafka down for more than 3 x {timeout:?}"), before)
+        .await;
+    let seen = progress.last().await.map_or(-1, |p| p.offset);
+    progress
+        .wait_until("a commit after the outage", &mut relay, |p| p.offset > seen)
+        .await;
+    let events = stop_after(&load, 1_000).await;
     let summary = scene
         .finish_exactly_once(load, events, &mut relay, &progress)
         .await;
@@ -264,8 +370,7 @@ async fn postgres_restart_mid_load_delivers_exactly_once() {
     let mut relay = Relay::start(&progress.config(&scene.config("", ""), ""));
     scene.ob.wait_active(&mut relay).await;
     scene.start_probe().await;
-    let events = 10_000;
-    let mut spec = scene.spec(events);
+    let mut spec = scene.spec(OPEN_ENDED);
     spec.pause = Duration::from_millis(2);
     let load = Load::start(spec).await;
     assert!(load.wait_for(3_000, WAIT).await, "the load did not start");
@@ -287,6 +392,7 @@ async fn postgres_restart_mid_load_delivers_exactly_once() {
     scene
         .fault("postgres fast restart".to_string(), before)
         .await;
+    let events = stop_after(&load, 2_000).await;
     let summary = scene
         .finish_exactly_once(load, events, &mut relay, &progress)
         .await;
@@ -495,8 +601,7 @@ async fn fenced_instance_commits_nothing_more() {
     let mut a = Relay::start(&config);
     scene.ob.wait_active(&mut a).await;
     scene.start_probe().await;
-    let events = 10_000;
-    let mut spec = scene.spec(events);
+    let mut spec = scene.spec(OPEN_ENDED);
     spec.pause = Duration::from_millis(3);
     let load = Load::start(spec).await;
     assert!(load.wait_for(2_000, WAIT).await, "the load did not start");
@@ -534,6 +639,7 @@ async fn fenced_instance_commits_nothing_more() {
             before,
         )
         .await;
+    let events = stop_after(&load, 2_000).await;
     let summary = scene
         .finish_exactly_once(load, events, &mut b, &progress)
         .await;
@@ -544,6 +650,99 @@ async fn fenced_instance_commits_nothing_more() {
     drop(b);
     drop(scene);
     drop(pg);
+}
+
+/// A Kafka transaction the broker fails (a record larger than its topic
+/// allows, in the middle of a source transaction) is aborted and done
+/// again from the committed progress with the refused record dead-lettered
+/// (`errors.tolerance = "all"`): a `read_committed` consumer reads every
+/// other event once and the dead letter once, nothing of the aborted try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_kafka_transaction_is_aborted_and_done_again() {
+    let ob = Outbox::new("eos_abort").await;
+    let bootstrap = kafka_bootstrap();
+    let (small, topic) = (ob.topic("a"), ob.topic("b"));
+    create_topic_with(&bootstrap, &small, 1, &[("max.message.bytes", "1024")]).await;
+    create_topic_on(&bootstrap, &topic, 1).await;
+    let dlq = format!("{}_dlq", ob.name);
+    create_topic_on(&bootstrap, &dlq, 1).await;
+    let progress = ProgressTopic::new(&bootstrap, &ob.name);
+    let port = free_port();
+    let errors = format!(
+        "{}\n[errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n",
+        metrics_on(port)
+    );
+    let mut relay = Relay::start(&progress.config(&ob.config_with(&bootstrap, &errors), ""));
+    ob.wait_active(&mut relay).await;
+    let probe = ob.create_probe().await;
+    ob.insert(1, "b", "k", r#"{"n": 1}"#).await;
+    let ends = commit_ends(&ob.client, &probe, &ob.name).await;
+    progress
+        .wait_for(*ends.last().expect("one commit"), &mut relay)
+        .await;
+    let row = |n: u64, agg: &str, payload: &str| {
+        format!(
+            "INSERT INTO {} VALUES ('{}', '{}', 'k', 'E', {payload});",
+            ob.name,
+            event_id(n),
+            ob.agg(agg)
+        )
+    };
+    ob.client
+        .batch_execute(&format!(
+            "BEGIN; {} {} {} COMMIT;",
+            row(2, "b", "'{\"n\": 2}'"),
+            row(
+                3,
+                "a",
+                "jsonb_build_object('n', 3, 'pad', repeat('x', 20000))"
+            ),
+            row(4, "b", "'{\"n\": 4}'")
+        ))
+        .await
+        .expect("the transaction with the oversized event");
+    ob.insert(5, "b", "k", r#"{"n": 5}"#).await;
+    let ends = commit_ends(&ob.client, &probe, &ob.name).await;
+    progress
+        .wait_for(*ends.last().expect("three commits"), &mut relay)
+        .await;
+    let records = read_to_end_on(&bootstrap, &topic, WAIT).await;
+    let got: Vec<u64> = records
+        .iter()
+        .map(|r| event_number(r.header("id").expect("id header")).expect("test id"))
+        .collect();
+    assert_eq!(
+        got,
+        vec![1, 2, 4, 5],
+        "each event once, in commit order:\n{}",
+        tail(&relay.log(), 40)
+    );
+    assert!(
+        read_to_end_on(&bootstrap, &small, WAIT).await.is_empty(),
+        "the oversized record reached its topic"
+    );
+    let letters = read_to_end_on(&bootstrap, &dlq, WAIT).await;
+    assert_eq!(letters.len(), 1, "{}", common::describe(&letters));
+    assert_eq!(
+        letters[0].header("walrelay.event.id"),
+        Some(event_id(3).as_bytes()),
+        "{}",
+        common::describe(&letters)
+    );
+    let m = scrape(port).await.expect("metrics endpoint");
+    let aborted = get(
+        &m,
+        &format!("{KAFKA_TRANSACTIONS}_total{{result=\"aborted\"}}"),
+    );
+    assert!(aborted >= 1.0, "no Kafka transaction aborted: {m:?}");
+    let uncommitted = read_uncommitted_to_end_on(&bootstrap, &topic, WAIT).await;
+    eprintln!(
+        "EXACTLY-ONCE SUMMARY eos_abort: {aborted} Kafka transactions aborted; read_committed {} records, read_uncommitted {}",
+        records.len(),
+        uncommitted.len()
+    );
+    ob.drop_probe(&probe).await;
+    ob.finish(relay).await;
 }
 
 /// The slot advanced behind walrelay's back while it was stopped: at the

@@ -251,13 +251,17 @@ impl Record {
 }
 
 fn metadata_client(bootstrap: &str) -> BaseConsumer {
+    // Only what transactional producers committed, as a real consumer sees it.
+    client_with(bootstrap, "read_committed")
+}
+
+fn client_with(bootstrap: &str, isolation: &str) -> BaseConsumer {
     ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", unique_name("test_reader"))
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
-        // Only what transactional producers committed, as a real consumer sees it.
-        .set("isolation.level", "read_committed")
+        .set("isolation.level", isolation)
         .create()
         .expect("consumer config is valid")
 }
@@ -340,14 +344,37 @@ pub async fn read_to_end_on(bootstrap: &str, topic: &str, timeout: Duration) -> 
         .expect("consumer thread panicked")
 }
 
+/// [`read_to_end_on`] as a `read_uncommitted` consumer: records of aborted
+/// and still open Kafka transactions too (what exactly-once hides).
+pub async fn read_uncommitted_to_end_on(
+    bootstrap: &str,
+    topic: &str,
+    timeout: Duration,
+) -> Vec<Record> {
+    let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
+    tokio::task::spawn_blocking(move || {
+        read_with(
+            client_with(&bootstrap, "read_uncommitted"),
+            &topic,
+            Stop::End,
+            timeout,
+        )
+    })
+    .await
+    .expect("consumer thread panicked")
+}
+
 enum Stop {
     Count(usize),
     End,
 }
 
 fn read(bootstrap: &str, topic: &str, stop: Stop, timeout: Duration) -> Vec<Record> {
+    read_with(metadata_client(bootstrap), topic, stop, timeout)
+}
+
+fn read_with(consumer: BaseConsumer, topic: &str, stop: Stop, timeout: Duration) -> Vec<Record> {
     let deadline = Instant::now() + timeout;
-    let consumer = metadata_client(bootstrap);
     let partitions = wait_for_partitions(&consumer, topic, timeout);
     let mut tpl = TopicPartitionList::new();
     for p in &partitions {
@@ -355,6 +382,24 @@ fn read(bootstrap: &str, topic: &str, stop: Stop, timeout: Duration) -> Vec<Reco
             .expect("offset Beginning is valid");
     }
     consumer.assign(&tpl).expect("assign partitions");
+    // The end as of now. A partition is read to it once the consumer
+    // reported its end (PartitionEOF: nothing more visible at that fetch)
+    // or handed over a record at or past the end offset the broker gave
+    // at the start: a producer committing transactions every few hundred
+    // milliseconds keeps every fetch non-empty, so a read_committed
+    // consumer may never see an EOF while it runs.
+    let ends: HashMap<i32, i64> = match stop {
+        Stop::Count(_) => HashMap::new(),
+        Stop::End => partitions
+            .iter()
+            .filter_map(|p| {
+                consumer
+                    .fetch_watermarks(topic, *p, Duration::from_secs(10))
+                    .ok()
+                    .map(|(_, high)| (*p, high))
+            })
+            .collect(),
+    };
     let mut at_end: HashSet<i32> = HashSet::new();
     let mut records = Vec::new();
     loop {
@@ -377,7 +422,12 @@ fn read(bootstrap: &str, topic: &str, stop: Stop, timeout: Duration) -> Vec<Reco
         match consumer.poll(left.min(Duration::from_millis(200))) {
             None => {}
             Some(Ok(m)) => {
-                at_end.remove(&m.partition());
+                if ends
+                    .get(&m.partition())
+                    .is_some_and(|end| m.offset() >= *end)
+                {
+                    at_end.insert(m.partition());
+                }
                 records.push(Record {
                     partition: m.partition(),
                     offset: m.offset(),
