@@ -237,6 +237,14 @@ impl Config {
                     .into(),
             });
         }
+        if self.kafka.exactly_once && self.replication.slot_drop_on_stop {
+            return Err(ConfigError::Invalid {
+                key: "replication.slot_drop_on_stop".into(),
+                reason: "dropping the slot at every stop loses the events written while \
+                         walrelay is down, which kafka.exactly_once = true cannot allow"
+                    .into(),
+            });
+        }
         Ok(())
     }
 }
@@ -286,6 +294,53 @@ bootstrap_servers = "127.0.0.1:9092"
     fn assert_refused_naming(extra: &str, key: &str) {
         let err = parse(&format!("{MINIMAL}\n{extra}")).unwrap_err();
         assert!(err.to_string().contains(key), "{err}");
+    }
+
+    #[test]
+    fn exactly_once_refuses_what_would_republish_or_lose_events() {
+        let on = "[kafka.transactions]\n";
+        let base = MINIMAL.replace(
+            "bootstrap_servers = \"127.0.0.1:9092\"",
+            "bootstrap_servers = \"127.0.0.1:9092\"\nexactly_once = true",
+        );
+        let c = Config::from_toml(&format!("{base}\n{on}"), Path::new("t.toml")).unwrap();
+        assert!(c.kafka.exactly_once);
+        assert_eq!(
+            c.kafka.transactions.transactional_id_for("s1"),
+            "walrelay-s1"
+        );
+        for (extra, key) in [
+            (
+                "[replication]\nsnapshot_mode = \"always\"\n",
+                "replication.snapshot_mode",
+            ),
+            (
+                "[replication]\nslot_drop_on_stop = true\n",
+                "replication.slot_drop_on_stop",
+            ),
+            (
+                "[kafka.transactions]\nprogress_topic = \"bad topic\"\n",
+                "kafka.transactions.progress_topic",
+            ),
+            (
+                "[kafka.transactions]\ntimeout_ms = 10\n",
+                "kafka.transactions.timeout_ms",
+            ),
+        ] {
+            let err =
+                Config::from_toml(&format!("{base}\n{extra}"), Path::new("t.toml")).unwrap_err();
+            assert!(err.to_string().contains(key), "{extra}: {err}");
+        }
+        // The producer's own transactional keys are refused in any mode.
+        assert_refused_naming(
+            "[kafka.producer]\n\"transactional.id\" = \"x\"\n",
+            "kafka.producer.transactional.id",
+        );
+        // Without exactly_once the same snapshot mode is fine.
+        parse(&format!(
+            "{MINIMAL}\n[replication]\nsnapshot_mode = \"always\"\n"
+        ))
+        .unwrap();
     }
 
     #[test]

@@ -139,10 +139,23 @@ pub(super) async fn run<P: ProgressStore>(
     let slot_at = slot_state
         .as_ref()
         .map(|s| s.confirmed_flush_lsn.unwrap_or(Lsn::ZERO));
-    match progress
-        .verify(&origin, slot_at)
-        .map_err(WalError::ExactlyOnce)?
-    {
+    let verdict = match progress.verify(&origin, slot_at) {
+        Ok(verdict) => verdict,
+        // The operator asked for a lost slot to be recreated.
+        Err(reason)
+            if slot_at.is_none()
+                && config.replication.slot_missing
+                    == crate::postgres::config::SlotMissing::Create =>
+        {
+            warn!(
+                slot,
+                reason, "recreating the slot anyway (replication.slot_missing = \"create\")"
+            );
+            SlotVerdict::Proceed
+        }
+        Err(reason) => return Err(WalError::ExactlyOnce(reason).into()),
+    };
+    match verdict {
         SlotVerdict::Proceed => {}
         SlotVerdict::RedoSnapshot => {
             if let Some(state) = slot_state.take() {

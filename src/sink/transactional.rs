@@ -662,6 +662,8 @@ impl KafkaSink {
         let mut last_progress = Instant::now();
         let mut producer = self.producer();
         let mut sized: Vec<Arc<str>> = Vec::new();
+        // Per-batch topic counts, flushed to the metrics once per batch.
+        let mut per_topic: Vec<(Arc<str>, u64)> = Vec::new();
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -823,19 +825,28 @@ impl KafkaSink {
                     });
                     let base = base_record(&record, ctx);
                     self.send_in_txn(eos, &mut open, &producer, base).await?;
-                    self.shared
-                        .metrics
-                        .events
-                        .get_or_create(&crate::metrics::TopicLabel {
-                            topic: record.topic.to_string(),
-                        })
-                        .inc();
+                    match per_topic
+                        .iter_mut()
+                        .find(|(t, _)| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
+                    {
+                        Some((_, n)) => *n += 1,
+                        None => per_topic.push((Arc::clone(&record.topic), 1)),
+                    }
                     open.records += 1;
                     open.bytes += len as u64;
                     open.ack(event.seq);
                     let cur = current.as_mut().expect("set above");
                     cur.in_txn += 1;
                 }
+            }
+            for (topic, n) in per_topic.drain(..) {
+                self.shared
+                    .metrics
+                    .events
+                    .get_or_create(&crate::metrics::TopicLabel {
+                        topic: topic.to_string(),
+                    })
+                    .inc_by(n);
             }
             if let Some(err) = self.take_failure() {
                 return Err(self.abort_with(eos, &mut open, err).await);

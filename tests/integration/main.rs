@@ -41,6 +41,8 @@ mod hosts;
 mod large_transactions;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
 mod operations;
+/// Exactly-once's progress topic: created compacted, refused otherwise.
+mod progress_topic;
 /// The replication connection: authentication and a decoded stream.
 mod replication_connection;
 /// TLS and SASL to both servers, and secrets kept out of every output.
