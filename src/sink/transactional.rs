@@ -392,9 +392,16 @@ impl KafkaSink {
             pipeline = eos.pipeline,
             "exactly-once: initialising the transactional producer"
         );
-        let init = tokio::task::spawn_blocking(move || producer.init_transactions(timeout))
-            .await
-            .expect("init_transactions does not panic");
+        // A retried start (the progress topic not readable yet) keeps the
+        // producer initialised by the first try: librdkafka refuses a
+        // second init_transactions ("Operation not valid in state Ready").
+        let init = if eos.ready.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            tokio::task::spawn_blocking(move || producer.init_transactions(timeout))
+                .await
+                .expect("init_transactions does not panic")
+        };
         if let Err(e) = init {
             let (_, err) = classify(&e, &id);
             return Err(match err {
@@ -415,6 +422,8 @@ impl KafkaSink {
                     e,
                     super::progress_topic::ProgressTopicError::Timeout { .. }
                         | super::progress_topic::ProgressTopicError::Request { .. }
+                        // Just created, not yet in the metadata a broker answers with.
+                        | super::progress_topic::ProgressTopicError::Missing { .. }
                 ),
             })?;
         let cc = self.client_config.clone();
