@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use rand::Rng;
 use tokio::sync::watch;
-use tracing::{error, warn, Instrument};
+use tracing::{error, info, warn, Instrument};
+
+use crate::postgres::catalog::{self, CatalogError};
 
 pub use self::plan::Plan;
 use self::session::SessionError;
@@ -131,26 +133,6 @@ pub async fn run(
             source,
         })?;
     }
-    // Exactly-once: fence any earlier instance, then read where it left off
-    // (Kafka away: retried, as a broker outage is otherwise).
-    {
-        let mut start_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-        let mut waiting = shutdown.clone();
-        loop {
-            match sink.start_exactly_once().await {
-                Ok(()) => break,
-                Err(e) if e.is_start_transient() => {
-                    let delay = start_backoff.next_delay();
-                    warn!(error = %DisplayChain(&e), retry_in = ?delay, "exactly-once start failed; retrying");
-                    tokio::select! {
-                        _ = waiting.changed() => return Ok(()),
-                        _ = tokio::time::sleep(delay) => {}
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
     let (tracker_tx, tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
     let monitor = Some(tokio::spawn({
         let probe_sink = Arc::clone(&sink);
@@ -222,6 +204,12 @@ async fn sessions<P: ProgressStore>(
 ) -> Result<(), PipelineError> {
     let mut slot_seen = false;
     loop {
+        // Exactly-once: before the first session, and after the producer
+        // became unusable, take the transactional id (fencing any zombie)
+        // and read where the pipeline left off.
+        if !prepare_exactly_once(plan, sink, &mut shutdown).await? {
+            return Ok(());
+        }
         let started = tokio::time::Instant::now();
         let result = {
             let session = session::run(
@@ -280,6 +268,71 @@ async fn sessions<P: ProgressStore>(
             Err(SessionError::SinkGone) => return Err(PipelineError::SinkStopped),
         }
     }
+}
+
+/// Exactly-once's start, when due: waits until no other process holds the
+/// slot (so a hot standby does not fence the active instance by starting),
+/// then `init_transactions` and the last committed progress; Kafka or
+/// PostgreSQL away is retried. Returns `false` on shutdown.
+async fn prepare_exactly_once(
+    plan: &Plan,
+    sink: &KafkaSink,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<bool, PipelineError> {
+    let Some(eos) = sink.exactly_once() else {
+        return Ok(true);
+    };
+    if !eos.needs_init() {
+        return Ok(true);
+    }
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+    let mut told = false;
+    loop {
+        let wait = match slot_held_elsewhere(plan, eos.slot()).await {
+            Ok(false) => match sink.start_exactly_once().await {
+                Ok(()) => return Ok(true),
+                Err(e) if e.is_start_transient() => {
+                    let delay = backoff.next_delay();
+                    warn!(error = %DisplayChain(&e), retry_in = ?delay, "exactly-once start failed; retrying");
+                    delay
+                }
+                Err(e) => return Err(e.into()),
+            },
+            Ok(true) => {
+                if !told {
+                    info!(
+                        slot = eos.slot(),
+                        "the slot is in use by another process: waiting as a standby before                          taking the transactional id (taking it would fence the active instance)"
+                    );
+                    told = true;
+                }
+                Duration::from_secs(1)
+            }
+            Err(e) => {
+                let delay = backoff.next_delay();
+                warn!(error = %DisplayChain(&e), retry_in = ?delay, "cannot read the slot's state; retrying");
+                delay
+            }
+        };
+        tokio::select! {
+            _ = shutdown.changed() => return Ok(false),
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Whether a walsender of another process holds `slot` now.
+async fn slot_held_elsewhere(plan: &Plan, slot: &str) -> Result<bool, CatalogError> {
+    let params = plan.params();
+    let bound = catalog::sql_timeout(params);
+    let client = catalog::connect(params).await?;
+    let state = catalog::bounded(
+        bound,
+        "reading the slot's state",
+        catalog::slot_state(&client, slot),
+    )
+    .await?;
+    Ok(state.is_some_and(|s| s.active))
 }
 
 #[cfg(test)]

@@ -47,7 +47,9 @@ use walrelay_proto::Lsn;
 
 use super::dlq::{Letter, Stage};
 use super::progress::{self, Phase, Progress};
-use super::{base_record, letter_for, KafkaSink, RecordContext, SinkError, UNTRACKED};
+use super::{
+    base_record, letter_for, transactional_config, KafkaSink, RecordContext, SinkError, UNTRACKED,
+};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::metrics::ResultLabel;
 use crate::router::Router;
@@ -89,6 +91,10 @@ pub struct Eos {
     snapshot: AtomicBool,
     /// `init_transactions` succeeded.
     ready: AtomicBool,
+    /// The producer is unusable (its transaction outlived the broker's
+    /// timeout, and librdkafka reports that as fatal): make a new one and
+    /// initialise it before the next session.
+    reinit: AtomicBool,
     /// A Kafka transaction is open on the producer (begun, not yet
     /// committed or aborted): a sink task cancelled mid-transaction leaves
     /// one, which the next run aborts first.
@@ -122,6 +128,7 @@ impl Eos {
             wake: Notify::new(),
             snapshot: AtomicBool::new(false),
             ready: AtomicBool::new(false),
+            reinit: AtomicBool::new(false),
             in_txn: AtomicBool::new(false),
         }
     }
@@ -134,6 +141,44 @@ impl Eos {
     /// The pipeline name (the progress records' key).
     pub fn pipeline(&self) -> &str {
         &self.pipeline
+    }
+
+    /// The replication slot the pipeline reads.
+    pub fn slot(&self) -> &str {
+        &self.slot
+    }
+
+    /// Whether the producer must be (re)initialised before the next
+    /// session: never initialised yet, or made unusable.
+    pub fn needs_init(&self) -> bool {
+        !self.ready.load(Ordering::Acquire) || self.reinit.load(Ordering::Acquire)
+    }
+
+    /// A fatal transaction error of a transaction open longer than the
+    /// timeout: the broker aborted it and bumped the producer's epoch,
+    /// which librdkafka reports as fencing. Not another instance: the
+    /// producer is made again before the next session (which reads the
+    /// committed progress anew). Returns the error to end the session with.
+    fn timed_out(&self, age: Option<Duration>, err: SinkError) -> SinkError {
+        let outlived = age.is_some_and(|a| a >= Duration::from_millis(self.config.timeout_ms));
+        if !outlived {
+            return err;
+        }
+        self.reinit.store(true, Ordering::Release);
+        self.in_txn.store(false, Ordering::Release);
+        warn!(
+            error = %crate::chain::DisplayChain(&err),
+            timeout_ms = self.config.timeout_ms,
+            "the kafka transaction outlived kafka.transactions.timeout_ms (the broker aborted it); \
+             making a new producer and resuming from the last committed progress"
+        );
+        SinkError::TransactionAborted {
+            reason: format!(
+                "the transaction was open longer than kafka.transactions.timeout_ms ({} ms) and the broker aborted it: {}",
+                self.config.timeout_ms,
+                crate::chain::DisplayChain(&err)
+            ),
+        }
     }
 
     /// The last committed progress record.
@@ -170,6 +215,14 @@ impl Eos {
 
     fn progress(&self, lsn: Lsn, commit_lsn: Lsn, events: u64, phase: Phase) -> Progress {
         let (system_id, timeline) = self.origin.lock().expect("origin lock").clone();
+        // Never behind a position already committed (an idle progress
+        // record may have moved past the session's start): progress only
+        // moves forward.
+        let lsn = if phase == Phase::Stream {
+            lsn.max(Lsn(self.durable.load(Ordering::Acquire)))
+        } else {
+            lsn
+        };
         Progress {
             pipeline: self.pipeline.clone(),
             system_id,
@@ -384,6 +437,32 @@ impl KafkaSink {
             return Ok(());
         };
         self.shared.metrics.exactly_once.set(1);
+        if eos.reinit.swap(false, Ordering::AcqRel) {
+            // The old producer is unusable: a new one with the same id.
+            let context = super::DeliveryContext {
+                shared: Arc::clone(&self.shared),
+                dead_letter: self.dead_letter.clone(),
+            };
+            let mut cc = transactional_config(&self.client_config, &eos, &eos.config);
+            cc.set(
+                "batch.size",
+                self.batch_size.load(Ordering::Relaxed).to_string(),
+            );
+            let fresh = Arc::new(cc.create_with_context(context).map_err(SinkError::Create)?);
+            let old = std::mem::replace(
+                &mut *self.producer.write().expect("producer lock poisoned"),
+                fresh,
+            );
+            // Dropping a producer joins its threads: not on a runtime thread.
+            tokio::task::spawn_blocking(move || drop(old));
+            eos.ready.store(false, Ordering::Release);
+            eos.in_txn.store(false, Ordering::Release);
+            let _ = self.take_failure();
+            info!(
+                transactional_id = eos.transactional_id,
+                "exactly-once: a new transactional producer"
+            );
+        }
         let producer = self.producer();
         let timeout = Duration::from_millis(eos.config.timeout_ms).max(Duration::from_secs(30));
         let id = eos.transactional_id.clone();
@@ -519,11 +598,18 @@ impl KafkaSink {
         let result = tokio::task::spawn_blocking(move || {
             // A retriable error (a timeout while the coordinator moves)
             // leaves the transaction committable: try again, a few times.
+            // Within one transaction timeout in all: past it the broker
+            // has aborted the transaction anyway.
+            let deadline = Instant::now() + timeout;
             let mut attempt = 0;
             loop {
-                match p.commit_transaction(timeout) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match p.commit_transaction(left.max(Duration::from_millis(100))) {
                     Err(KafkaError::Transaction(e))
-                        if e.is_retriable() && !e.txn_requires_abort() && attempt < 3 =>
+                        if e.is_retriable()
+                            && !e.txn_requires_abort()
+                            && attempt < 3
+                            && Instant::now() < deadline =>
                     {
                         attempt += 1;
                         warn!(error = %e, attempt, "committing the kafka transaction: retrying");
@@ -587,9 +673,14 @@ impl KafkaSink {
     /// the session with.
     async fn abort(&self, eos: &Eos, open: &mut Open, e: KafkaError) -> SinkError {
         let (fatal, err) = classify(&e, &eos.transactional_id);
+        let age = open.since.map(|s| s.elapsed());
         *open = Open::default();
         let _ = self.take_failure();
         if fatal {
+            let err = eos.timed_out(age, err);
+            if err.is_transient() {
+                return err;
+            }
             if matches!(err, SinkError::Fenced { .. }) {
                 self.shared.metrics.producer_fenced.set(1);
             }
@@ -618,8 +709,13 @@ impl KafkaSink {
             }
             Err(a) => {
                 let (_, abort_err) = classify(&a, &eos.transactional_id);
+                let abort_err = eos.timed_out(age, abort_err);
                 if matches!(abort_err, SinkError::Fenced { .. }) {
                     self.shared.metrics.producer_fenced.set(1);
+                }
+                if abort_err.is_transient() {
+                    // The producer's state is unknown now: make a new one.
+                    eos.reinit.store(true, Ordering::Release);
                 }
                 error!(error = %a, "aborting the kafka transaction failed");
                 abort_err
@@ -971,6 +1067,7 @@ impl KafkaSink {
     /// `errors.tolerance = none` (retrying cannot help) and is retried as
     /// its dead-letter record under `all`.
     async fn abort_with(&self, eos: &Eos, open: &mut Open, err: SinkError) -> SinkError {
+        let age = open.since.map(|s| s.elapsed());
         let (refused, unreplaceable) = {
             let r = self.shared.refused.lock().expect("refused lock poisoned");
             (!r.is_empty(), r.iter().any(|r| !r.event))
@@ -979,18 +1076,27 @@ impl KafkaSink {
             || unreplaceable
             || (refused && self.dead_letter.is_none());
         if let SinkError::Cluster { error } = &err {
-            // librdkafka reports fencing as a fatal client error.
-            if error.to_ascii_lowercase().contains("fenced") {
-                self.shared.metrics.producer_fenced.set(1);
+            // librdkafka reports fencing (and a transaction the broker
+            // timed out) as a fatal client error.
+            let lower = error.to_ascii_lowercase();
+            if lower.contains("fenced")
+                || lower.contains("invalid_txn_state")
+                || lower.contains("epoch")
+            {
                 *open = Open::default();
-                return SinkError::Fenced {
+                let fenced = SinkError::Fenced {
                     transactional_id: eos.transactional_id.clone(),
                 };
+                let err = eos.timed_out(age, fenced);
+                if !err.is_transient() {
+                    self.shared.metrics.producer_fenced.set(1);
+                }
+                return err;
             }
         }
         if matches!(err, SinkError::Cluster { .. } | SinkError::Fenced { .. }) {
             *open = Open::default();
-            return err;
+            return eos.timed_out(age, err);
         }
         let producer = self.producer();
         producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
@@ -1008,6 +1114,10 @@ impl KafkaSink {
             .inc();
         if let Err(a) = aborted {
             let (_, e) = classify(&a, &eos.transactional_id);
+            let e = eos.timed_out(age, e);
+            if e.is_transient() {
+                eos.reinit.store(true, Ordering::Release);
+            }
             return e;
         }
         eos.in_txn.store(false, Ordering::Release);
