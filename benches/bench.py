@@ -11,6 +11,11 @@ in turn:
                only reads frames (the walsender's own rate; pg_recvlogical's
                client side slows its walsender, see docs/benchmarks.md)
   walrelay     target/release/walrelay (acks=all, idempotence, lz4)
+  walrelay-eos the same in exactly-once mode ([kafka] exactly_once = true, a
+               progress topic of its own per drain); its records count once
+               committed, as a read_committed consumer sees them. Variants:
+               walrelay-eos:max_events=50000:interval_ms=200 sets those
+               [kafka.transactions] keys (A/B runs of the batching)
   dbz_tuned    Debezium 3.6.1.Final on Kafka Connect standalone, tuned
   dbz_default  the same with Debezium's and Kafka Connect's defaults
 
@@ -22,11 +27,13 @@ record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
 Only the standard library: the PostgreSQL and Kafka requests it needs are
-spoken directly (simple query; ListOffsets v1); reading records back uses
+spoken directly (simple query; ListOffsets v1 and v2, Fetch v4 for the
+record-batch headers of transactional topics); reading records back uses
 Kafka's own ConsoleConsumer from the broker's jars.
 """
 
 import argparse
+import bisect
 import datetime
 import json
 import os
@@ -41,21 +48,27 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
 BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench")
 TICK = os.sysconf("SC_CLK_TCK")
 PARTITIONS = 6
-SYSTEMS = ["ceiling", "walsender", "walrelay", "dbz_tuned", "dbz_default"]
+SYSTEMS = ["ceiling", "walsender", "walrelay", "walrelay-eos", "dbz_tuned", "dbz_default"]
 # Baselines drain the slot to the end LSN and exit; they write no Kafka topic.
 BASELINES = ("ceiling", "walsender")
 # Drained --rounds times (median reported): seconds per round.
-REPEATED = BASELINES + ("walrelay",)
+REPEATED = BASELINES + ("walrelay", "walrelay-eos")
+# Systems whose records are transactional: counted as committed records
+# (what a read_committed consumer reads), not by end offsets, which also
+# count transaction markers and records not committed yet.
+TRANSACTIONAL = ("walrelay-eos",)
 LABELS = {
     "ceiling": "pg_recvlogical (ceiling)",
     "walsender": "walsender, minimal Rust reader",
     "walrelay": "walrelay",
+    "walrelay-eos": "walrelay exactly-once",
     "dbz_tuned": "Debezium 3.6.1 tuned",
     "dbz_default": "Debezium 3.6.1 default",
 }
@@ -84,6 +97,35 @@ DBZ_TUNED_CONNECTOR = {
     "tombstones.on.delete": "false",
 }
 WALRELAY_PRODUCER = {"compression.type": "lz4"}
+# [kafka.transactions] keys a walrelay-eos variant may set.
+EOS_KEYS = ("max_events", "max_bytes", "interval_ms", "timeout_ms")
+
+
+def base_system(system):
+    """`walrelay-eos:max_events=50000` -> `walrelay-eos`."""
+    return system.split(":", 1)[0]
+
+
+def eos_settings(system):
+    """The [kafka.transactions] settings of a walrelay-eos variant."""
+    out = {}
+    for kv in system.split(":")[1:]:
+        k, _, v = kv.partition("=")
+        if k not in EOS_KEYS or not v.isdigit():
+            raise ValueError(f"{system}: variant settings are {', '.join(EOS_KEYS)}=<integer>, got {kv!r}")
+        out[k] = int(v)
+    return out
+
+
+def label(system):
+    name = LABELS[base_system(system)]
+    variant = eos_settings(system)
+    return f"{name} ({', '.join(f'{k} {v:,}' for k, v in variant.items())})" if variant else name
+
+
+def slug(system):
+    """A system's name as slot and topic names allow it."""
+    return re.sub(r"[^a-z0-9]+", "_", system.lower()).strip("_")
 
 
 def log(msg):
@@ -211,6 +253,174 @@ class KafkaOffsets:
                     raise BenchError(f"ListOffsets {topic}[{part}]: kafka error code {err}")
                 total += off
         return total
+
+    def close(self):
+        self.sock.close()
+
+
+def zigzag(data, pos):
+    """A Kafka varint (zigzag-encoded) at `pos`: (value, next position)."""
+    shift = value = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+
+
+class KafkaCommitted:
+    """What a read_committed consumer of a transactional topic gets, from the
+    record-batch headers alone (Fetch v4, isolation_level read_committed, so
+    nothing past the last stable offset; batches are never decompressed):
+    the count of committed data records, and each committed transaction's
+    marker (its offset and LogAppendTime), the moment its records became
+    visible. Data batches wait, per partition and producer, for their
+    producer's next marker: COMMIT counts them, ABORT drops them. End
+    offsets would count the markers (one per partition per transaction) and
+    records not committed yet."""
+
+    def __init__(self, bootstrap, topic, partitions=PARTITIONS):
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=60)
+        self.rf = self.sock.makefile("rb")
+        self.corr = 0
+        self.topic = topic
+        self.partitions = partitions
+        self.next = dict.fromkeys(range(partitions), 0)
+        self.pending = {}  # (partition, producer id) -> [(count, first ts ms)]
+        self.committed = 0
+        self.aborted = 0
+        self.first_ts = None
+        # partition -> [(marker offset, marker ts ms, producer id)], ascending
+        self.markers = {p: [] for p in range(partitions)}
+        self.marker_ts_types = set()
+
+    def _request(self, api_key, version, body):
+        self.corr += 1
+        client = b"walrelay-bench"
+        head = struct.pack(">hhih", api_key, version, self.corr, len(client)) + client
+        self.sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
+        size = struct.unpack(">i", self.rf.read(4))[0]
+        data = self.rf.read(size)
+        if struct.unpack_from(">i", data, 0)[0] != self.corr:
+            raise BenchError("kafka: response out of order")
+        return data
+
+    def stable_offsets(self):
+        """Sum of the partitions' last stable offsets (ListOffsets v2,
+        read_committed): an upper bound of the committed records."""
+        name = self.topic.encode()
+        body = struct.pack(">ibi", -1, 1, 1) + struct.pack(">h", len(name)) + name
+        body += struct.pack(">i", self.partitions)
+        for p in range(self.partitions):
+            body += struct.pack(">iq", p, -1)
+        data = self._request(2, 2, body)
+        pos = 8  # correlation id, throttle time
+        total = 0
+        (ntopics,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(ntopics):
+            (nlen,) = struct.unpack_from(">h", data, pos)
+            pos += 2 + nlen
+            (nparts,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            for _ in range(nparts):
+                part, err, _ts, off = struct.unpack_from(">ihqq", data, pos)
+                pos += 22
+                if err:
+                    raise BenchError(f"ListOffsets {self.topic}[{part}]: kafka error code {err}")
+                total += off
+        return total
+
+    def scan(self):
+        """Reads every batch up to the last stable offset not read yet."""
+        name = self.topic.encode()
+        while True:
+            body = struct.pack(">iiiib", -1, 0, 0, 64 << 20, 1) + struct.pack(">ih", 1, len(name)) + name
+            body += struct.pack(">i", self.partitions)
+            for p in range(self.partitions):
+                body += struct.pack(">iqi", p, self.next[p], 16 << 20)
+            data = self._request(1, 4, body)
+            pos = 8  # correlation id, throttle time
+            progressed = False
+            (ntopics,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            for _ in range(ntopics):
+                (nlen,) = struct.unpack_from(">h", data, pos)
+                pos += 2 + nlen
+                (nparts,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                for _ in range(nparts):
+                    part, err, _hw, _lso = struct.unpack_from(">ihqq", data, pos)
+                    pos += 22
+                    if err:
+                        raise BenchError(f"Fetch {self.topic}[{part}]: kafka error code {err}")
+                    (naborted,) = struct.unpack_from(">i", data, pos)
+                    pos += 4 + max(0, naborted) * 16
+                    (size,) = struct.unpack_from(">i", data, pos)
+                    pos += 4
+                    if size > 0:
+                        progressed |= self._batches(part, data, pos, pos + size)
+                        pos += size
+            if not progressed:
+                return
+
+    def _batches(self, part, data, pos, end):
+        progressed = False
+        while pos + 61 <= end:
+            base, length = struct.unpack_from(">qi", data, pos)
+            if pos + 12 + length > end:
+                break  # a partial batch at the end of the response
+            attrs, last_delta, _base_ts, max_ts, pid = struct.unpack_from(">hiqqq", data, pos + 21)
+            (count,) = struct.unpack_from(">i", data, pos + 57)
+            nxt = base + last_delta + 1
+            if nxt > self.next[part]:
+                self.next[part] = nxt
+                progressed = True
+                if attrs & 0x20:  # a control batch: one uncompressed record
+                    r = pos + 61
+                    _len, r = zigzag(data, r)
+                    r += 1  # attributes
+                    _ts, r = zigzag(data, r)
+                    _off, r = zigzag(data, r)
+                    _klen, r = zigzag(data, r)
+                    _version, kind = struct.unpack_from(">hh", data, r)
+                    waiting = self.pending.pop((part, pid), [])
+                    if kind == 1:
+                        self.committed += sum(c for c, _ in waiting)
+                        for _, ts in waiting:
+                            self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+                        self.markers[part].append((base, max_ts, pid))
+                        self.marker_ts_types.add("LogAppendTime" if attrs & 0x08 else "CreateTime")
+                    else:
+                        self.aborted += sum(c for c, _ in waiting)
+                elif attrs & 0x10:
+                    self.pending.setdefault((part, pid), []).append((count, max_ts))
+                else:
+                    self.committed += count
+            pos += 12 + length
+        return progressed
+
+    def count(self):
+        """Committed data records; fetches only once the stable offsets say
+        there can be enough of them since the last look."""
+        if self.stable_offsets() > sum(self.next.values()):
+            self.scan()
+        return self.committed
+
+    def last_commit_ms(self):
+        """LogAppendTime of the last COMMIT marker (the last record visible)."""
+        ts = [m[1] for ms in self.markers.values() for m in ms]
+        return max(ts) if ts else None
+
+    def visible_ms(self, part, offset):
+        """When the record at `offset` of `part` became visible to a
+        read_committed consumer: its transaction's COMMIT marker."""
+        ms = self.markers.get(part, [])
+        i = bisect.bisect_right(ms, (offset, float("inf")))
+        return ms[i][1] if i < len(ms) else None
 
     def close(self):
         self.sock.close()
@@ -411,6 +621,7 @@ class Env:
         self.kafka_dir = os.path.join(BENCH_DIR, "kafka")
         self.procs = []  # (kind, handle) to stop on exit
         self.kafka_libs = None
+        self.txn_views = {}  # topic -> KafkaCommitted
         # Topics are named after the run: a kept broker may hold older ones.
         self.stamp = os.path.basename(out_dir).lower()
 
@@ -492,15 +703,19 @@ class Env:
         return rows[0][0] == "t", int(rows[0][1]) if rows[0][1] else None
 
     # -- reading records back
-    def read_topic(self, topic, expect, headers=False):
-        """(LogAppendTime ms, id header or None) of every record of the topic."""
+    def read_topic(self, topic, expect, headers=False, committed=False):
+        """(LogAppendTime ms, id header or None, partition, offset) of every
+        record of the topic; `committed`: as a read_committed consumer reads
+        it (records of transactions not committed are not read)."""
         cmd = ["java", "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Xlog:disable", "-Xlog:all=error:stderr",
                f"-Dlog4j2.configurationFile={self.kafka_dir}/tools-log4j2.xml",
                "-cp", f"{self.kafka_libs}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
                "--bootstrap-server", self.bootstrap, "--topic", topic, "--from-beginning",
                "--timeout-ms", "15000", "--max-messages", str(expect),
+               "--isolation-level", "read_committed" if committed else "read_uncommitted",
                "--property", "print.timestamp=true", "--property", "print.value=false",
+               "--property", "print.partition=true", "--property", "print.offset=true",
                "--property", f"print.headers={'true' if headers else 'false'}"]
         out = []
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as p:
@@ -512,8 +727,44 @@ class Env:
                 if headers:
                     h = re.search(r"\bid:([0-9a-f-]{36})", line)
                     hid = h.group(1) if h else None
-                out.append((int(m.group(1)), hid))
+                part = re.search(r"\bPartition:(\d+)", line)
+                off = re.search(r"\bOffset:(\d+)", line)
+                out.append((int(m.group(1)), hid, int(part.group(1)) if part else None,
+                            int(off.group(1)) if off else None))
         return out
+
+    def committed(self, topic):
+        """The read_committed view of a transactional topic, kept between looks."""
+        c = self.txn_views.get(topic)
+        if c is None:
+            c = self.txn_views[topic] = KafkaCommitted(self.bootstrap, topic)
+        return c
+
+    def count(self, system, topic):
+        """Records of `topic` a consumer can read: committed ones for a
+        transactional system, end offsets otherwise."""
+        if base_system(system) in TRANSACTIONAL:
+            return self.committed(topic).count()
+        return self.offsets.count(topic)
+
+    def committed_progress(self, system, run_dir):
+        """Committed records of the progress topic a walrelay-eos run wrote
+        (named in its configuration): one per Kafka transaction."""
+        try:
+            with open(os.path.join(run_dir, "walrelay.toml")) as f:
+                topic = re.search(r'progress_topic = "([^"]+)"', f.read()).group(1)
+            view = KafkaCommitted(self.bootstrap, topic, partitions=1)
+            view.scan()
+            view.close()
+            return view.committed
+        except (OSError, AttributeError, BenchError) as e:
+            log(f"{system}: progress topic not read: {e}")
+            return None
+
+    def forget(self, topic):
+        c = self.txn_views.pop(topic, None)
+        if c:
+            c.close()
 
     def commit_times_us(self, lo, hi):
         """xid -> commit time (Unix µs) for xids lo..hi (COPY through psql)."""
@@ -612,6 +863,18 @@ def pgoutput_options(streaming, server_version_num):
     return opts
 
 
+def eos_lines(env, system, slot):
+    """walrelay-eos's lines of [kafka]: exactly-once, and a progress topic of
+    its own per drain (the slot is the pipeline, so the progress starts
+    empty); a variant's [kafka.transactions] settings."""
+    if base_system(system) != "walrelay-eos":
+        return ""
+    lines = ["exactly_once = true", "[kafka.transactions]",
+             f'progress_topic = "bench.{env.stamp}.progress.{slot}"']
+    lines += [f"{k} = {v}" for k, v in eos_settings(system).items()]
+    return "\n".join(lines) + "\n"
+
+
 class Running:
     """A started system: its process and how to stop it."""
 
@@ -642,7 +905,7 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
                              stderr=open(logf, "w"))
         env.procs.append(("popen", p))
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
-    if system == "walrelay":
+    if base_system(system) in ("walrelay", "walrelay-eos"):
         cfg = os.path.join(run_dir, "walrelay.toml")
         settings = dict(WALRELAY_PRODUCER)
         for kv in filter(None, env.args.walrelay_producer.split(",")):
@@ -667,7 +930,7 @@ create_publication = false
 route_topic_replacement = "{topic}"
 [kafka]
 bootstrap_servers = "{env.bootstrap}"
-[kafka.producer]
+{eos_lines(env, system, slot)}[kafka.producer]
 {producer}
 [metrics]
 listen = "127.0.0.1:0"
@@ -732,6 +995,27 @@ listen = "127.0.0.1:0"
         run([f"{SCRIPTS}/debezium.sh", "stop", dbz_dir], check=False,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return Running(system, pid, stop, lambda: cpu_of(pid) is not None, os.path.join(dbz_dir, "log"))
+
+
+def eos_metrics(logfile):
+    """walrelay's transaction metrics now (from its /metrics endpoint, whose
+    address its log names): Kafka transactions by result, the records per
+    transaction and the seconds spent in commit_transaction (sum, count)."""
+    try:
+        with open(logfile, errors="replace") as f:
+            text = re.sub(r"\x1b\[[0-9;]*m", "", f.read())
+        addr = re.search(r"metrics and health endpoints listen=(\S+)", text).group(1)
+        with urllib.request.urlopen(f"http://{addr}/metrics", timeout=5) as resp:
+            body = resp.read().decode()
+    except (OSError, AttributeError) as e:
+        log(f"no transaction metrics: {e}")
+        return None
+    out = {}
+    for line in body.splitlines():
+        m = re.match(r"(walrelay_kafka_transaction\w*?(?:_sum|_count|_total))(\{[^}]*\})? (\S+)", line)
+        if m:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
 
 
 def tail(path, n=15):
@@ -799,7 +1083,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
         while True:
             c = cpu_of(ws_pid)
             ws_last = c if c is not None else ws_last
-            count = env.offsets.count(topic)
+            count = env.count(system, topic)
             if count >= n:
                 break
             if not r.alive():
@@ -812,15 +1096,35 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
                 sut_threads |= threads_of([r.pid])
         parts = finish_profile(prof, env, sut_threads, ws_pid, run_dir,
                                {system: r.pid, "the walsender": ws_pid})
+        if base_system(system) in TRANSACTIONAL:
+            res["txn_metrics"] = eos_metrics(r.log)
         cpu = tree_cpu(r.pid) - cpu0
         rss_kb = tree_hwm_kb(r.pid)
         br1 = cpu_of(env.broker_pid)
         r.stop()
-        recs = env.read_topic(topic, n)
+        txn = base_system(system) in TRANSACTIONAL
+        recs = env.read_topic(topic, n, committed=txn)
         if len(recs) != n:
-            raise BenchError(f"{system}: read {len(recs)} records back from {topic}, expected {n}")
-        first = min(t for t, _ in recs) / 1000
-        t_end = max(t for t, _ in recs) / 1000
+            raise BenchError(f"{system}: read {len(recs)} records back from {topic}"
+                             f"{' (read_committed)' if txn else ''}, expected {n}")
+        first = min(t for t, *_ in recs) / 1000
+        t_end = max(t for t, *_ in recs) / 1000
+        if txn:
+            # The last record is readable once its transaction committed:
+            # the clock stops at the last COMMIT marker's append time.
+            view = env.committed(topic)
+            view.scan()
+            res["last_append_s"] = t_end - t_active
+            t_end = max(t_end, (view.last_commit_ms() or 0) / 1000)
+            res["commit_markers"] = sum(len(m) for m in view.markers.values())
+            res["marker_timestamps"] = sorted(view.marker_ts_types)
+            res["aborted_records"] = view.aborted
+            env.forget(topic)
+            # One progress record per Kafka transaction: their count.
+            progress = env.committed_progress(system, run_dir)
+            if progress is not None:
+                res["kafka_transactions"] = progress
+                res["events_per_transaction"] = n / progress if progress else None
         res["first_record_s"] = first - t_launch
     secs = t_end - t_active
     res.update({
@@ -843,10 +1147,10 @@ def workload_drain(env, name, n, load, systems, out):
     interleaved, and report the median round: on a shared machine one
     round can be half as fast as the next. Debezium drains it once."""
     prefix = f"bench_{name.lower()}_"
-    rounds = {s: (env.args.rounds if s in REPEATED else 1) for s in systems}
+    rounds = {s: (env.args.rounds if base_system(s) in REPEATED else 1) for s in systems}
     runs = [(k, s) for k in range(max(rounds.values())) for s in systems if k < rounds[s]]
-    slots = {(k, s): f"{prefix}{s}_{k}" for k, s in runs}
-    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{s}.{k}" for k, s in runs if s not in BASELINES}
+    slots = {(k, s): f"{prefix}{slug(s)}_{k}" for k, s in runs}
+    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{slug(s)}.{k}" for k, s in runs if s not in BASELINES}
     for slot in slots.values():
         env.create_slot(slot)
     for t in topics.values():
@@ -864,7 +1168,7 @@ def workload_drain(env, name, n, load, systems, out):
     for k, s in runs:
         label = f"{s} (round {k + 1} of {rounds[s]})" if rounds[s] > 1 else s
         log(f"{name}: draining with {label}")
-        run_dir = os.path.join(out, "runs", f"{name}-{s}" + (f"-r{k + 1}" if rounds[s] > 1 else ""))
+        run_dir = os.path.join(out, "runs", f"{name}-{slug(s)}" + (f"-r{k + 1}" if rounds[s] > 1 else ""))
         try:
             res = drain(env, s, slots[(k, s)], topics.get((k, s)), n, end_lsn, run_dir, timeout)
             log(f"{name}: {label}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
@@ -969,10 +1273,10 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
     for s in systems:
         if s in BASELINES:
             continue
-        slot, topic = f"bench_w3_{s}", f"bench.{env.stamp}.w3.{s}"
+        slot, topic = f"bench_w3_{slug(s)}", f"bench.{env.stamp}.w3.{slug(s)}"
         env.create_slot(slot)
         env.create_topic(topic)
-        run_dir = os.path.join(out, "runs", f"W3-{s}")
+        run_dir = os.path.join(out, "runs", f"W3-{slug(s)}")
         log(f"W3: starting {s}")
         try:
             t_launch = time.time()
@@ -1021,7 +1325,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 expected += done
                 hi = int(env.db.value("SELECT txid_current()"))
                 catch = time.time() + 120
-                while env.offsets.count(topic) < expected:
+                while env.count(s, topic) < expected:
                     if not r.alive():
                         raise BenchError(f"{s} exited during W3:\n{tail(r.log)}")
                     if time.time() > catch:
@@ -1049,6 +1353,8 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     levels_done[-1]["cpu_share"] = parts
                 time.sleep(3)
             rss = tree_hwm_kb(r.pid) / 1024
+            if base_system(s) in TRANSACTIONAL and levels_done:
+                levels_done[-1]["txn_metrics"] = eos_metrics(r.log)
         except BenchError as e:
             log(f"W3: {s} FAILED: {e}")
             levels_done.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
@@ -1058,28 +1364,44 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
             sampler.join()
             r.stop()
         if expected:
-            log(f"W3: {s}: reading {expected:,} records back")
-            recs = env.read_topic(topic, expected, headers=True)
+            txn = base_system(s) in TRANSACTIONAL
+            log(f"W3: {s}: reading {expected:,} records back" + (" (read_committed)" if txn else ""))
+            recs = env.read_topic(topic, expected, headers=True, committed=txn)
+            view = None
+            if txn:
+                view = env.committed(topic)
+                view.scan()
+            # xid -> (append ms, visible ms): a record of a transactional
+            # topic becomes visible to read_committed consumers at its
+            # transaction's COMMIT marker, any other at its append.
             xids = {}
-            for ts, hid in recs:
+            for ts, hid, part, off in recs:
                 if hid:
-                    xids[int(hid[-12:], 16)] = ts
+                    vis = view.visible_ms(part, off) if view else ts
+                    xids[int(hid[-12:], 16)] = (ts, vis if vis is not None else ts)
             if xids:
                 commits = env.commit_times_us(min(xids), max(xids))
             for lv in levels_done:
                 if "error" in lv:
                     continue
-                lat = sorted((ts * 1000 - commits[x]) / 1000 for x, ts in xids.items()
-                             if lv["xid_lo"] <= x <= lv["xid_hi"] and x in commits)
+                mine = [(commits[x], a, v) for x, (a, v) in xids.items()
+                        if lv["xid_lo"] <= x <= lv["xid_hi"] and x in commits]
+                lat = sorted((v * 1000 - c) / 1000 for c, a, v in mine)
                 lv.update({
                     "latency_n": len(lat),
+                    "visibility": "read_committed (COMMIT marker)" if txn else "append",
                     "p50_ms": percentile(lat, 0.50), "p99_ms": percentile(lat, 0.99),
                     "p999_ms": percentile(lat, 0.999), "max_ms": lat[-1] if lat else None,
                     "peak_rss_mb": rss,
                 })
+                if txn:
+                    app = sorted((a * 1000 - c) / 1000 for c, a, v in mine)
+                    lv.update({"append_p50_ms": percentile(app, 0.50), "append_p99_ms": percentile(app, 0.99),
+                               "append_p999_ms": percentile(app, 0.999)})
                 log(f"W3: {s} {lv['level_pct']} %: {lv['achieved_rate']:,.0f}/s p50 {lv['p50_ms']} ms "
                     f"p99 {lv['p99_ms']} ms p99.9 {lv['p999_ms']} ms, max lag {lv['max_lag_mib']:.1f} MiB")
         results.extend(levels_done)
+        env.forget(topic)
         env.drop_slots(slot)
     return results
 
@@ -1097,10 +1419,14 @@ def fmt(v, spec=",.0f", none="–"):
 
 
 def drain_table(results):
+    # With an exactly-once system in the run: its rate against walrelay's
+    # at-least-once rate of the same run.
+    eos = any(base_system(r["system"]) == "walrelay-eos" for r in results)
     lines = ["| workload | system | events | seconds | events/s | every round, events/s | vs ceiling | vs walsender | "
+             + ("vs walrelay at-least-once | " if eos else "") +
              "vs Debezium tuned | CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
              "start-up s: streaming / first record |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "|---|---|--:|--:|--:|--:|--:|--:|" + ("--:|" if eos else "") + "--:|--:|--:|--:|--:|--:|"]
     by = {}
     for r in results:
         by[(r["workload"], r["system"])] = r
@@ -1108,17 +1434,19 @@ def drain_table(results):
         if r["workload"] == "W3":
             continue
         if "error" in r:
-            lines.append(f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | failed: {r['error']} |"
-                         " | | | | | | | | | |")
+            lines.append(f"| {r['workload']} | {label(r['system'])} | {r['events']:,} | failed: {r['error']} |"
+                         " | | | | | | | | | |" + (" |" if eos else ""))
             continue
         ceil = by.get((r["workload"], "ceiling"), {}).get("events_per_s")
         wals = by.get((r["workload"], "walsender"), {}).get("events_per_s")
         dbz = by.get((r["workload"], "dbz_tuned"), {}).get("events_per_s")
+        alo = by.get((r["workload"], "walrelay"), {}).get("events_per_s")
         rate = r["events_per_s"]
+        vs_alo = f"{fmt(rate / alo if alo else None, '.2f')} | " if eos else ""
         lines.append(
-            f"| {r['workload']} | {LABELS[r['system']]} | {r['events']:,} | {r['seconds']:.2f} | {fmt(rate)} | "
+            f"| {r['workload']} | {label(r['system'])} | {r['events']:,} | {r['seconds']:.2f} | {fmt(rate)} | "
             f"{' / '.join(fmt(x) for x in r.get('rounds', [])) or '1 round'} | "
-            f"{fmt(rate / ceil if ceil else None, '.2f')} | {fmt(rate / wals if wals else None, '.2f')} | "
+            f"{fmt(rate / ceil if ceil else None, '.2f')} | {fmt(rate / wals if wals else None, '.2f')} | {vs_alo}"
             f"{fmt(rate / dbz if dbz else None, '.2f')} | "
             f"{fmt(r['cpu_s_per_m'], '.1f')} | {fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | "
             f"{fmt(r.get('broker_cpu_s_per_m'), '.1f')} | {fmt(r['peak_rss_mb'], '.1f')} | "
@@ -1127,19 +1455,29 @@ def drain_table(results):
 
 
 def w3_table(results):
+    # With an exactly-once system: its latencies are to visibility for a
+    # read_committed consumer (the COMMIT marker); its append latencies
+    # (what a read_uncommitted consumer sees) go in a column of their own.
+    eos = any(base_system(r["system"]) in TRANSACTIONAL for r in results if r["workload"] == "W3")
     lines = ["| system | load | target events/s | achieved events/s | p50 ms | p99 ms | p99.9 ms | max ms | "
+             + ("append p50 / p99 / p99.9 ms | " if eos else "") +
              "latencies | max slot lag MiB | lag bounded | catch-up s | CPU s / 1M events | peak RSS MB |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "|---|--:|--:|--:|--:|--:|--:|--:|" + ("--:|" if eos else "") + "--:|--:|--:|--:|--:|--:|"]
     for r in results:
         if r["workload"] != "W3":
             continue
         if "error" in r:
-            lines.append(f"| {LABELS[r['system']]} | failed: {r['error']} | | | | | | | | | | | | |")
+            lines.append(f"| {label(r['system'])} | failed: {r['error']} | | | | | | | | | | | | |"
+                         + (" |" if eos else ""))
             continue
+        append = ""
+        if eos:
+            append = (" / ".join(fmt(r.get(k), ".1f") for k in ("append_p50_ms", "append_p99_ms", "append_p999_ms"))
+                      if "append_p50_ms" in r else "same") + " | "
         lines.append(
-            f"| {LABELS[r['system']]} | {r['level_pct']} % | {fmt(r['target_rate'])} | {fmt(r['achieved_rate'])} | "
+            f"| {label(r['system'])} | {r['level_pct']} % | {fmt(r['target_rate'])} | {fmt(r['achieved_rate'])} | "
             f"{fmt(r.get('p50_ms'), '.1f')} | {fmt(r.get('p99_ms'), '.1f')} | {fmt(r.get('p999_ms'), '.1f')} | "
-            f"{fmt(r.get('max_ms'), '.1f')} | {fmt(r.get('latency_n'))} | {fmt(r['max_lag_mib'], '.1f')} | "
+            f"{fmt(r.get('max_ms'), '.1f')} | {append}{fmt(r.get('latency_n'))} | {fmt(r['max_lag_mib'], '.1f')} | "
             f"{fmt(r['lag_bounded'])} | {fmt(r['catch_up_s'], '.1f')} | {fmt(r.get('cpu_s_per_m'), '.1f')} | "
             f"{fmt(r.get('peak_rss_mb'), '.1f')} |")
     return "\n".join(lines)
@@ -1169,6 +1507,12 @@ def targets(results):
             add(f"{w} <= 1/5 of tuned Debezium CPU s / 1M", y <= 0.2, f"{y:.2f}")
         else:
             add(f"{w} >= 3x tuned Debezium events/s", None, "")
+    for w in ("W1", "W2"):
+        alo = by.get((w, "walrelay", None))
+        for (wl, sy, _), r in by.items():
+            if wl == w and base_system(sy) == "walrelay-eos" and alo:
+                x = r["events_per_s"] / alo["events_per_s"]
+                add(f"{w} {label(sy)} >= 0.9 of at-least-once", x >= 0.9, f"{x:.2f}")
     w3 = by.get(("W3", "walrelay", 50))
     add("W3 p99 <= 50 ms at 50 % of the ceiling, lag bounded",
         (w3["p99_ms"] is not None and w3["p99_ms"] <= 50 and w3["lag_bounded"]) if w3 else None,
@@ -1186,7 +1530,8 @@ def targets(results):
 
 def svg_plot(results):
     """Two panels, plain SVG: drain events/s per workload, W3 latency percentiles."""
-    colors = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "dbz_tuned": "#d62728",
+    colors = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "walrelay-eos": "#9467bd",
+              "dbz_tuned": "#d62728",
               "dbz_default": "#ff9896"}
     drains = [r for r in results if r["workload"] != "W3" and "error" not in r]
     lat = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p99_ms") is not None]
@@ -1217,7 +1562,7 @@ def svg_plot(results):
                 x = pad + gi * gw + gw * 0.1 + bi * bw
                 bh = h * v / vmax if vmax else 0
                 out.append(f'<rect x="{x:.1f}" y="{y0 + h - bh:.1f}" width="{bw - 2:.1f}" height="{bh:.1f}" '
-                           f'fill="{colors.get(sname.split("|")[0], "#555")}"/>')
+                           f'fill="{colors.get(base_system(sname.split("|")[0]), "#555")}"/>')
                 label = sname.split("|")[1] if "|" in sname else ""
                 out.append(f'<text x="{x + bw / 2:.1f}" y="{y0 + h - bh - 3:.1f}" text-anchor="middle" '
                            f'font-size="9">{value_key(v)}{label}</text>')
@@ -1237,7 +1582,10 @@ def svg_plot(results):
     panel(340, 200, "W3 commit-to-Kafka latency, p50 / p99 / p99.9 per system (lower is better)",
           sorted(lgroups.items()), None, "ms", lambda v: f"{v:.0f} ")
     x = pad
+    present = {base_system(r["system"]) for r in results}
     for s in SYSTEMS:
+        if s == "walrelay-eos" and s not in present:
+            continue
         out.append(f'<rect x="{x}" y="{H - 22}" width="12" height="12" fill="{colors[s]}"/>')
         out.append(f'<text x="{x + 16}" y="{H - 12}">{LABELS[s]}</text>')
         x += 36 + 6 * len(LABELS[s])
@@ -1327,7 +1675,7 @@ def cpu_table(results):
              "|---|---|" + "--:|" * len(PARTS)]
     for r in rows:
         w = r["workload"] + (f" {r['level_pct']} %" if r["workload"] == "W3" else "")
-        lines.append(f"| {w} | {LABELS[r['system']]} | " +
+        lines.append(f"| {w} | {label(r['system'])} | " +
                      " | ".join(f"{r['cpu_share'][k]:.0f} %" for k in PARTS) + " |")
     return ("Share of the machine's CPUs (all cores = 100 %) while each system drained or each W3 level ran, "
             "from `perf record -a`; each process's hottest symbols are in `runs/*/profile.txt`.\n\n" +
@@ -1368,6 +1716,8 @@ def main():
     ap.add_argument("--w3-warmup", type=int, help="W3 warm-up seconds at the lowest level, not measured "
                     "(default 30, --quick 5)")
     ap.add_argument("--levels", default="25,50,75", help="W3 load levels, %% of the ceiling")
+    ap.add_argument("--w3-systems", default=None, help="the systems W3 measures, comma-separated "
+                    "(default: those of --systems)")
     ap.add_argument("--ceiling-rate", type=float, help="W3 ceiling events/s when W1 is not run")
     ap.add_argument("--clients", type=int, default=4, help="pgbench clients for W3")
     ap.add_argument("--note-len", type=int, default=200, help="length of the payload's filler string")
@@ -1404,11 +1754,19 @@ def main():
     args.levels = [int(x) for x in args.levels.split(",")]
     only = args.only.upper().split(",")
     systems = [s for s in args.systems.split(",") if s]
-    for s in systems:
-        if s not in SYSTEMS:
+    w3_systems = [s for s in (args.w3_systems or args.systems).split(",") if s]
+    for s in systems + w3_systems:
+        if base_system(s) not in SYSTEMS:
             sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
+        if ":" in s and base_system(s) != "walrelay-eos":
+            sys.exit(f"{s}: only walrelay-eos takes settings (walrelay-eos:max_events=50000)")
+        try:
+            eos_settings(s)
+        except ValueError as e:
+            sys.exit(str(e))
     # Drained in the order given (the default lists the ceiling first).
     systems = list(dict.fromkeys(systems))
+    w3_systems = list(dict.fromkeys(w3_systems))
 
     load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -1445,7 +1803,7 @@ def main():
                                                  and "error" not in r), None)
             if not ceiling:
                 raise BenchError("W3 needs the W1 ceiling: run W1 too or pass --ceiling-rate")
-            results += workload_w3(env, ceiling, args.levels, args.w3_seconds, systems, out, args.clients,
+            results += workload_w3(env, ceiling, args.levels, args.w3_seconds, w3_systems, out, args.clients,
                                    args.w3_warmup)
     except (BenchError, KeyboardInterrupt) as e:
         log(f"stopped: {e}")
