@@ -304,7 +304,6 @@ async fn kafka_restarts_mid_load_deliver_exactly_once() {
 /// from the committed progress (the issue: "a failed or timed-out Kafka
 /// transaction is aborted and the pipeline resumes") instead of stopping.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails on the EOS core as of 9073846: after the broker timed the open transaction out, EndTxn fails fatally (INVALID_TXN_STATE, or _FENCED with the 60 s default) and walrelay exits 1; run with --ignored once the sink recreates its producer"]
 async fn kafka_outage_beyond_the_transaction_timeout_resumes() {
     let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
         .await
