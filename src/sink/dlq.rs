@@ -244,16 +244,7 @@ impl DeadLetter {
     /// Produces the dead-letter record for `letter`, waiting while the
     /// local queue is full. Its delivery report settles the event.
     pub fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
-        warn!(
-            event_id = letter.event_id.as_deref().unwrap_or("null"),
-            lsn = %letter.lsn,
-            reason = letter.kind,
-            topic = self.topic,
-            error = letter.message,
-            "bad event sent to the dead-letter topic"
-        );
-        let (key, value, dropped) = self.fit(letter);
-        let headers = self.headers(letter, dropped.as_deref());
+        let (key, value, headers) = self.record_parts(letter);
         let tag = Box::new(LetterTag {
             tag: letter.tag,
             kind: letter.kind,

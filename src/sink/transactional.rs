@@ -687,20 +687,7 @@ impl KafkaSink {
             error!(error = %e, "kafka transaction failed fatally; nothing more is committed");
             return err;
         }
-        // Records still queued would fail the abort's flush: drop them.
-        let producer = self.producer();
-        producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
-        let timeout = Duration::from_millis(eos.config.timeout_ms);
-        let p = Arc::clone(&producer);
-        let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
-            .await
-            .expect("abort_transaction does not panic");
-        let _ = self.take_failure();
-        self.shared
-            .metrics
-            .kafka_transactions
-            .get_or_create(&ResultLabel { result: "aborted" })
-            .inc();
+        let aborted = self.abort_open(eos).await;
         match aborted {
             Ok(()) => {
                 eos.in_txn.store(false, Ordering::Release);
@@ -742,16 +729,10 @@ impl KafkaSink {
         };
         if eos.in_txn.load(Ordering::Acquire) {
             // A run cancelled mid-transaction: nothing of it was committed.
-            let p = self.producer();
-            let timeout = Duration::from_millis(eos.config.timeout_ms);
-            let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
-                .await
-                .expect("abort_transaction does not panic");
-            if let Err(e) = aborted {
+            if let Err(e) = self.abort_open(eos).await {
                 return Err(classify(&e, &eos.transactional_id).1);
             }
             eos.in_txn.store(false, Ordering::Release);
-            let _ = self.take_failure();
         }
         let cfg = eos.config.clone();
         let interval = Duration::from_millis(cfg.interval_ms);
@@ -844,21 +825,52 @@ impl KafkaSink {
                     };
                     let record = match routed {
                         Ok(record) => record,
-                        Err(None) => {
-                            // Kafka refused this record before: its
-                            // dead-letter record takes its place.
-                            let r = refused.expect("refused above");
-                            let dl = self
-                                .dead_letter
-                                .as_ref()
-                                .expect("refusals are retried only with a dead-letter topic");
-                            let letter = Letter {
-                                kind: r.kind,
-                                class: "rdkafka::error::KafkaError",
-                                message: r.message.clone(),
-                                stage: Stage::Produce,
-                                topic: Some(r.topic.clone()),
-                                ..letter_for(event, UNTRACKED)
+                        Err(why) => {
+                            let (dl, letter) = match (why, &self.dead_letter) {
+                                // Kafka refused this record before: its
+                                // dead-letter record takes its place.
+                                (None, Some(dl)) => {
+                                    let r = refused.expect("refused above");
+                                    let letter = Letter {
+                                        kind: r.kind,
+                                        class: "rdkafka::error::KafkaError",
+                                        message: r.message,
+                                        stage: Stage::Produce,
+                                        topic: Some(r.topic),
+                                        ..letter_for(event, UNTRACKED)
+                                    };
+                                    (dl, letter)
+                                }
+                                (Some(e), Some(dl)) => {
+                                    let letter = Letter {
+                                        kind: e.kind(),
+                                        class: "walrelay::router::RouteError",
+                                        message: crate::chain::DisplayChain(&e).to_string(),
+                                        stage: Stage::Transformation,
+                                        topic: e.topic().map(str::to_owned).or_else(|| {
+                                            router
+                                                .intended_topic(&event.bound, &event.row)
+                                                .map(|t| t.to_string())
+                                        }),
+                                        ..letter_for(event, UNTRACKED)
+                                    };
+                                    (dl, letter)
+                                }
+                                (why, None) => {
+                                    // What is open is aborted: nothing of this
+                                    // transaction or after it becomes visible.
+                                    if self.abort_open(eos).await.is_ok() {
+                                        eos.in_txn.store(false, Ordering::Release);
+                                    }
+                                    return Err(match why {
+                                        Some(e) => SinkError::Route(e),
+                                        // `take_refused` finds none without
+                                        // a dead-letter topic; stop if it did.
+                                        None => SinkError::DeadLetter {
+                                            error: "a record Kafka refused has no dead-letter topic to go to".into(),
+                                        },
+                                    });
+                                }
                             };
                             self.send_letter_in_txn(eos, &mut open, &producer, dl, &letter)
                                 .await?;
@@ -868,44 +880,6 @@ impl KafkaSink {
                             cur.in_txn += 1;
                             continue;
                         }
-                        Err(Some(e)) => match &self.dead_letter {
-                            Some(dl) => {
-                                let letter = Letter {
-                                    kind: e.kind(),
-                                    class: "walrelay::router::RouteError",
-                                    message: crate::chain::DisplayChain(&e).to_string(),
-                                    stage: Stage::Transformation,
-                                    topic: e.topic().map(str::to_owned).or_else(|| {
-                                        router
-                                            .intended_topic(&event.bound, &event.row)
-                                            .map(|t| t.to_string())
-                                    }),
-                                    ..letter_for(event, UNTRACKED)
-                                };
-                                self.send_letter_in_txn(eos, &mut open, &producer, dl, &letter)
-                                    .await?;
-                                open.records += 1;
-                                open.ack(event.seq);
-                                let cur = current.as_mut().expect("set above");
-                                cur.in_txn += 1;
-                                continue;
-                            }
-                            None => {
-                                // What is open is aborted: nothing of this
-                                // transaction or after it becomes visible.
-                                let err = SinkError::Route(e);
-                                let producer = self.producer();
-                                let timeout = Duration::from_millis(cfg.timeout_ms);
-                                let aborted = tokio::task::spawn_blocking(move || {
-                                    producer.abort_transaction(timeout)
-                                })
-                                .await;
-                                if matches!(aborted, Ok(Ok(()))) {
-                                    eos.in_txn.store(false, Ordering::Release);
-                                }
-                                return Err(err);
-                            }
-                        },
                     };
                     if !sized.iter().any(|t| **t == *record.topic) {
                         sized.push(Arc::clone(&record.topic));
@@ -1062,6 +1036,24 @@ impl KafkaSink {
         Ok(())
     }
 
+    /// Drops what librdkafka still holds (it would fail the abort's flush)
+    /// and aborts the open transaction, counting it.
+    async fn abort_open(&self, eos: &Eos) -> Result<(), KafkaError> {
+        let producer = self.producer();
+        producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
+        let timeout = Duration::from_millis(eos.config.timeout_ms);
+        let aborted = tokio::task::spawn_blocking(move || producer.abort_transaction(timeout))
+            .await
+            .expect("abort_transaction does not panic");
+        let _ = self.take_failure();
+        self.shared
+            .metrics
+            .kafka_transactions
+            .get_or_create(&ResultLabel { result: "aborted" })
+            .inc();
+        aborted
+    }
+
     /// Aborts after a failure recorded by a delivery report. A record
     /// Kafka refused for itself stops the pipeline under
     /// `errors.tolerance = none` (retrying cannot help) and is retried as
@@ -1098,20 +1090,8 @@ impl KafkaSink {
             *open = Open::default();
             return eos.timed_out(age, err);
         }
-        let producer = self.producer();
-        producer.purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
-        let timeout = Duration::from_millis(eos.config.timeout_ms);
-        let p = Arc::clone(&producer);
-        let aborted = tokio::task::spawn_blocking(move || p.abort_transaction(timeout))
-            .await
-            .expect("abort_transaction does not panic");
+        let aborted = self.abort_open(eos).await;
         *open = Open::default();
-        let _ = self.take_failure();
-        self.shared
-            .metrics
-            .kafka_transactions
-            .get_or_create(&ResultLabel { result: "aborted" })
-            .inc();
         if let Err(a) = aborted {
             let (_, e) = classify(&a, &eos.transactional_id);
             let e = eos.timed_out(age, e);
@@ -1134,7 +1114,7 @@ impl KafkaSink {
     /// aborted transaction (snapshot rows share one LSN: never matched).
     fn take_refused(&self, event: &OutboxEvent) -> Option<super::Refused> {
         let mut refused = self.shared.refused.lock().expect("refused lock poisoned");
-        if refused.is_empty() || event.meta.xid == 0 {
+        if refused.is_empty() || event.meta.xid == 0 || self.dead_letter.is_none() {
             return None;
         }
         let i = refused
