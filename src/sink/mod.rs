@@ -165,6 +165,13 @@ pub enum SinkError {
         /// What failed.
         reason: String,
     },
+    /// The initial snapshot (one Kafka transaction) took longer than the
+    /// transaction timeout, so the broker aborted it (exactly-once).
+    #[error("the initial snapshot took longer than kafka.transactions.timeout_ms ({timeout_ms} ms), so the broker aborted its Kafka transaction and nothing of it is visible; raise timeout_ms (up to the broker's transaction.max.timeout.ms, 15 minutes by default), or start with replication.snapshot_mode = \"no_data\"")]
+    SnapshotTooLong {
+        /// The timeout.
+        timeout_ms: u64,
+    },
     /// `init_transactions` failed (exactly-once).
     #[error("cannot initialise the transactional producer (transactional.id {transactional_id}): {reason}; exactly-once needs brokers with transactions (Kafka 0.11+, transaction.state.log.replication.factor met) and the IdempotentWrite/transactional-id ACLs")]
     TransactionInit {

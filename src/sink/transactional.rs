@@ -164,6 +164,14 @@ impl Eos {
         if !outlived {
             return err;
         }
+        if self.snapshot.load(Ordering::Acquire) {
+            // The snapshot is one transaction: doing it again would time
+            // out again. Stop, naming the key.
+            self.reinit.store(true, Ordering::Release);
+            return SinkError::SnapshotTooLong {
+                timeout_ms: self.config.timeout_ms,
+            };
+        }
         self.reinit.store(true, Ordering::Release);
         self.in_txn.store(false, Ordering::Release);
         warn!(
