@@ -567,6 +567,27 @@ pub fn base_record<'a, O: rdkafka::util::IntoOpaque>(
     base
 }
 
+/// A record that belongs to no transaction (a heartbeat): `partition`
+/// `None` lets the partitioner hash the key.
+fn untracked_record<'a>(
+    topic: &'a str,
+    partition: Option<i32>,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+) -> BaseRecord<'a, [u8], [u8], Box<RecordContext>> {
+    let mut base = BaseRecord::with_opaque_to(topic, Box::new(RecordContext::untracked()));
+    if let Some(key) = key {
+        base = base.key(key);
+    }
+    if let Some(value) = value {
+        base = base.payload(value);
+    }
+    if let Some(p) = partition {
+        base = base.partition(p);
+    }
+    base
+}
+
 /// The producer, shared by every replication session of the process.
 pub struct KafkaSink {
     /// Replaced (only by [`KafkaSink::run`], after every record handed to
@@ -734,25 +755,7 @@ impl KafkaSink {
             eos.queue(topic, partition, key, value);
             return Ok(());
         }
-        let ctx = Box::new(RecordContext {
-            tag: UNTRACKED,
-            lsn: Lsn::ZERO,
-            commit_lsn: Lsn::ZERO,
-            xid: 0,
-            event_id: None,
-            original: None,
-        });
-        let mut base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
-            BaseRecord::with_opaque_to(topic, ctx);
-        if let Some(key) = key {
-            base = base.key(key);
-        }
-        if let Some(value) = value {
-            base = base.payload(value);
-        }
-        if let Some(p) = partition {
-            base = base.partition(p);
-        }
+        let base = untracked_record(topic, partition, key, value);
         self.producer().send(base).map_err(|(e, _)| e)
     }
 
@@ -969,24 +972,9 @@ impl KafkaSink {
         topic: &str,
         current: Arc<ThreadedProducer<DeliveryContext>>,
     ) -> Result<Arc<ThreadedProducer<DeliveryContext>>, SinkError> {
-        let limit = match limits::topic_limit(&self.client_config, topic).await {
-            Ok(Some(limit)) => limit,
-            Ok(None) => return Ok(current),
-            Err(why) => {
-                warn!(
-                    topic,
-                    why, "cannot read the topic's max.message.bytes; batches are not sized for it"
-                );
-                return Ok(current);
-            }
+        let Some((limit, wanted, batch_size)) = self.read_limit(topic).await else {
+            return Ok(current);
         };
-        self.shared
-            .limits
-            .lock()
-            .expect("limits lock poisoned")
-            .insert(topic.to_owned(), limit);
-        let wanted = limits::batch_size_for(limit);
-        let batch_size = self.batch_size.load(Ordering::Relaxed);
         if wanted >= batch_size {
             return Ok(current);
         }
@@ -1024,33 +1012,44 @@ impl KafkaSink {
     /// (a new one would fence it); a topic that needs smaller batches than
     /// the producer builds is reported, and `batch.size` is the fix.
     async fn note_limit(&self, topic: &str) {
-        match limits::topic_limit(&self.client_config, topic).await {
-            Ok(Some(limit)) => {
-                self.shared
-                    .limits
-                    .lock()
-                    .expect("limits lock poisoned")
-                    .insert(topic.to_owned(), limit);
-                let wanted = limits::batch_size_for(limit);
-                let batch_size = self.batch_size.load(Ordering::Relaxed);
-                if wanted < batch_size {
-                    warn!(
-                        topic,
-                        max_message_bytes = limit,
-                        batch_size,
-                        wanted,
-                        "the topic accepts smaller batches than the transactional producer builds; \
-                         set kafka.producer.\"batch.size\" to at most {wanted} (a refused batch \
-                         aborts the Kafka transaction)"
-                    );
-                }
+        if let Some((limit, wanted, batch_size)) = self.read_limit(topic).await {
+            if wanted < batch_size {
+                warn!(
+                    topic,
+                    max_message_bytes = limit,
+                    batch_size,
+                    wanted,
+                    "the topic accepts smaller batches than the transactional producer builds; \
+                     set kafka.producer.\"batch.size\" to at most {wanted} (a refused batch \
+                     aborts the Kafka transaction)"
+                );
             }
-            Ok(None) => {}
-            Err(why) => warn!(
-                topic,
-                why, "cannot read the topic's max.message.bytes; batches are not sized for it"
-            ),
         }
+    }
+
+    /// Reads `topic`'s batch limit and keeps it for the delivery reports;
+    /// returns it with the `batch.size` it needs and the producer's
+    /// current one. `None` when the topic does not exist yet or the limit
+    /// cannot be read (logged).
+    async fn read_limit(&self, topic: &str) -> Option<(u64, u64, u64)> {
+        let limit = match limits::topic_limit(&self.client_config, topic).await {
+            Ok(Some(limit)) => limit,
+            Ok(None) => return None,
+            Err(why) => {
+                warn!(
+                    topic,
+                    why, "cannot read the topic's max.message.bytes; batches are not sized for it"
+                );
+                return None;
+            }
+        };
+        self.shared
+            .limits
+            .lock()
+            .expect("limits lock poisoned")
+            .insert(topic.to_owned(), limit);
+        let batch_size = self.batch_size.load(Ordering::Relaxed);
+        Some((limit, limits::batch_size_for(limit), batch_size))
     }
 
     /// Sends the dead-letter record of an event the router refused.

@@ -365,6 +365,18 @@ struct Current {
     in_txn: u64,
 }
 
+/// Whether the sink has seen source transaction `c` whole (its commit is
+/// registered and every event it registered has come): `Some` with its
+/// commit end LSN, or `Some(None)` once it left the tracker complete;
+/// `None` while more of it may come.
+fn seen_whole(tracker: &SharedTracker, c: &Current) -> Option<Option<Lsn>> {
+    match tracker.registered(c.seq) {
+        Some((Some(end), sent)) if sent <= c.index => Some(Some(end)),
+        None => Some(None),
+        _ => None,
+    }
+}
+
 /// The open Kafka transaction.
 #[derive(Debug, Default)]
 struct Open {
@@ -943,35 +955,22 @@ impl KafkaSink {
             let queued = std::mem::take(&mut *eos.queued.lock().expect("queue lock"));
             for q in &queued {
                 self.begin(eos, &mut open)?;
-                let mut base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
-                    BaseRecord::with_opaque_to(&q.topic, Box::new(RecordContext::untracked()));
-                if let Some(k) = q.key.as_deref() {
-                    base = base.key(k);
-                }
-                if let Some(v) = q.value.as_deref() {
-                    base = base.payload(v);
-                }
-                if let Some(p) = q.partition {
-                    base = base.partition(p);
-                }
+                let base = super::untracked_record(
+                    &q.topic,
+                    q.partition,
+                    q.key.as_deref(),
+                    q.value.as_deref(),
+                );
                 self.send_in_txn(eos, &mut open, &producer, base).await?;
                 open.records += 1;
             }
             if snapshot {
                 continue;
             }
-            // The source transaction seen whole: its commit is registered
-            // and every event it registered has come.
-            let whole = current.is_none_or(|c| {
-                matches!(tracker.registered(c.seq), Some((Some(_), sent)) if sent <= c.index)
-                    || tracker.registered(c.seq).is_none()
-            });
-            if let Some(c) = current {
-                if let Some((Some(end), sent)) = tracker.registered(c.seq) {
-                    if sent <= c.index {
-                        last_whole = last_whole.max(end);
-                    }
-                }
+            let seen = current.map(|c| seen_whole(&tracker, &c));
+            let whole = seen.is_none_or(|s| s.is_some());
+            if let Some(Some(Some(end))) = seen {
+                last_whole = last_whole.max(end);
             }
             if open.is_open() {
                 let due = open.records >= cfg.max_events
@@ -1027,12 +1026,14 @@ impl KafkaSink {
                     p.snapshot_rows = Some(open.records);
                     p
                 }
-                Some(c) => match tracker.registered(c.seq) {
-                    Some((Some(end), sent)) if sent <= c.index => {
-                        eos.progress(last_whole.max(end), Lsn::ZERO, 0, Phase::Stream)
-                    }
-                    None => eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream),
-                    _ => eos.progress(last_whole, c.commit_lsn, c.index, Phase::Stream),
+                Some(c) => match seen_whole(&tracker, &c) {
+                    Some(end) => eos.progress(
+                        end.map_or(last_whole, |e| last_whole.max(e)),
+                        Lsn::ZERO,
+                        0,
+                        Phase::Stream,
+                    ),
+                    None => eos.progress(last_whole, c.commit_lsn, c.index, Phase::Stream),
                 },
                 None => eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream),
             };
