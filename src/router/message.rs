@@ -39,6 +39,7 @@ use crate::connect::expand::{
     EmptyArrayBehavior, FieldNameAdjustment, JsonSchemaData, NullBehavior,
 };
 use crate::connect::json::{parse, JsonNode};
+use crate::connect::message::{MessageEnvelope, MessageFacts};
 use crate::connect::pg::{names, ColumnType, PgType};
 use crate::connect::{Field, Schema, Text, Type, Value};
 use crate::txn::config::NonTransactional;
@@ -105,6 +106,9 @@ pub enum MessageForm {
         /// The transform's `fields.null.include`.
         null_include: bool,
     },
+    /// No decode transform: Debezium's `<topic.prefix>.message` record
+    /// (the EventRouter passes it through unchanged).
+    Envelope,
 }
 
 /// One member of a message's content, as the router reads a column.
@@ -127,9 +131,20 @@ struct Members {
 impl Router {
     /// Sets how message events are rendered and what a non-transactional
     /// one becomes (`Deliver` or `Error`; `Skip` never reaches the router).
-    pub fn set_message_form(&mut self, form: MessageForm, non_transactional: NonTransactional) {
+    /// `database` is `source.db` of the [`MessageForm::Envelope`] record.
+    pub fn set_message_form(
+        &mut self,
+        form: MessageForm,
+        non_transactional: NonTransactional,
+        database: &str,
+    ) {
         self.message_form = form;
         self.message_non_transactional = non_transactional;
+        self.message_envelope = (form == MessageForm::Envelope).then(|| {
+            let envelope = MessageEnvelope::new(&self.topic_prefix, database);
+            let topic: Arc<str> = Arc::from(envelope.topic());
+            (envelope, topic)
+        });
     }
 
     /// Turns one logical decoding message into a record, with its event id.
@@ -158,6 +173,7 @@ impl Router {
                 .map_err(|reason| content_error(reason, "invalid_message"))?,
             MessageForm::Native => native_members(&m.content)
                 .map_err(|reason| content_error(reason, "invalid_message"))?,
+            MessageForm::Envelope => return self.message_record(m, meta),
         };
         let bound = self.bind_members(m, meta, &members)?;
         let row = TupleData::default();
@@ -181,6 +197,9 @@ impl Router {
         let members = match self.message_form {
             MessageForm::Decode { null_include } => decode_members(m, null_include).ok()?,
             MessageForm::Native => native_members(&m.content).ok()?,
+            MessageForm::Envelope => {
+                return self.message_envelope.as_ref().map(|(_, t)| Arc::clone(t))
+            }
         };
         let i = members
             .fields
@@ -193,6 +212,58 @@ impl Router {
         let topic = self.rewrite.apply(std::str::from_utf8(route).ok()?);
         super::check_topic_name(&topic).ok()?;
         Some(Arc::from(topic))
+    }
+
+    /// Debezium's `<topic.prefix>.message` record of a message no decode
+    /// transform turned into an event: no headers, the producer's clock.
+    fn message_record(
+        &self,
+        m: &MessageEvent,
+        meta: &EventMeta,
+    ) -> Result<(KafkaRecord, Option<String>), RouteError> {
+        let Some((envelope, topic)) = &self.message_envelope else {
+            return Err(RouteError::MessageContent {
+                prefix: m.prefix.to_string(),
+                lsn: meta.lsn,
+                reason: "no message record is configured (set_message_form)".to_owned(),
+                what: "invalid_message",
+            });
+        };
+        let facts = MessageFacts {
+            prefix: &m.prefix,
+            content: &m.content,
+            lsn: meta.lsn,
+            xid: m.transactional.then_some(meta.xid),
+            source_time_us: m.source_time_us,
+            last_commit_lsn: m.last_commit_lsn,
+            origin: None,
+        };
+        let convert =
+            |what: &str, r: Result<Option<Bytes>, crate::connect::convert::ConvertError>| {
+                r.map_err(|source| RouteError::Convert {
+                    what: what.to_owned(),
+                    lsn: meta.lsn,
+                    event_id: "unknown".to_owned(),
+                    source,
+                })
+            };
+        let now_ms = crate::clock::unix_now_micros() / 1000;
+        let key = convert("key", envelope.key_bytes(self.key_converter, &facts))?;
+        let value = convert(
+            "value",
+            envelope.value_bytes(self.value_converter, &facts, now_ms),
+        )?;
+        Ok((
+            KafkaRecord {
+                topic: Arc::clone(topic),
+                key,
+                value,
+                headers: Vec::new(),
+                partition: None,
+                timestamp_ms: None,
+            },
+            None,
+        ))
     }
 
     /// Resolves the configured columns against the message's members.
@@ -502,7 +573,7 @@ mod tests {
             },
         )
         .unwrap();
-        r.set_message_form(form, NonTransactional::Error);
+        r.set_message_form(form, NonTransactional::Error, "app");
         r
     }
 
@@ -643,7 +714,7 @@ mod tests {
         m.transactional = false;
         let err = r.route_message(&m, &META).unwrap_err();
         assert_eq!(err.kind(), "non_transactional");
-        r.set_message_form(MessageForm::Native, NonTransactional::Deliver);
+        r.set_message_form(MessageForm::Native, NonTransactional::Deliver, "app");
         assert!(r.route_message(&m, &META).is_ok());
     }
 }

@@ -555,6 +555,8 @@ pub struct Router {
     message_form: MessageForm,
     /// What a non-transactional message becomes here (`Deliver` or `Error`).
     message_non_transactional: crate::txn::config::NonTransactional,
+    /// [`MessageForm::Envelope`]: Debezium's message record and its topic.
+    message_envelope: Option<(crate::connect::message::MessageEnvelope, Arc<str>)>,
 }
 
 impl Router {
@@ -658,6 +660,7 @@ impl Router {
             expansion_failures: 0,
             message_form: MessageForm::Native,
             message_non_transactional: crate::txn::config::NonTransactional::Error,
+            message_envelope: None,
             cfg,
         })
     }
