@@ -4,10 +4,11 @@
 //! (transactions and savepoints), exact prefixes, the records' bytes under
 //! the native defaults, rows and messages of one transaction in write order
 //! (`source = "both"`), walrelay's own heartbeat messages never taken for
-//! events (Debezium form, no prefix filter), SIGKILLs under a message load,
-//! a streamed million-message transaction under the memory bound, bad
-//! content and non-transactional messages under both error policies, and a
-//! streamed transaction whose rolled-back subtransactions held messages.
+//! events (native form, and the Debezium form with no prefix filter),
+//! SIGKILLs under a message load, a million-message transaction under the
+//! memory bound, bad content and non-transactional messages under both
+//! error policies, and a large transaction whose rolled-back
+//! subtransactions held messages.
 //!
 //! Every test selects its own prefix (`p_<outbox name>`): other tests emit
 //! messages into the same database at the same time. Tests that need a
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::database::{wait_slot_stat, TestDb};
+use common::database::{slot_stat, wait_slot_stat, TestDb};
 use common::relay::{
     connect_files, count_events, event_id, event_number, ids, read_until_ids, tail, Outbox, Relay,
     WAIT,
@@ -40,6 +41,12 @@ const EXIT_WAIT: Duration = Duration::from_secs(30);
 /// What walrelay's default heartbeat emits (`walrelay_heartbeat`, empty
 /// content: not JSON, so never a valid event either).
 const HEARTBEAT_PREFIX: &str = "walrelay_heartbeat";
+/// Transactions the walsender handled as large: streamed to walrelay or
+/// spilled to the server's disk (walrelay asks for no streaming while
+/// messages are events: a streamed message carries its top-level
+/// transaction's xid, so a rolled-back savepoint's messages could not be
+/// told apart). Subtransactions count in `spill_txns` too.
+const LARGE_TXNS: &str = "stream_txns + spill_txns";
 /// Debezium's content decoder, the first transform of the message outbox.
 const DECODE_TRANSFORM: &str =
     "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
@@ -358,22 +365,36 @@ async fn rows_and_messages_keep_their_order() {
     ob.finish(relay).await;
 }
 
-/// (3) The Debezium form, decode chain and no prefix filter (every prefix
-/// is an event source, as in Debezium), heartbeats every 200 ms: walrelay's
-/// own `walrelay_heartbeat` messages (empty content) are never taken for
-/// events: only the two events arrive, walrelay keeps running, and the
-/// slot is confirmed past a heartbeat written after the last event. A
-/// database of its own, so no other test's prefix is in its stream.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn heartbeat_messages_are_never_events() {
-    let (db, client) = TestDb::new("msg_heartbeat", &[]).await;
-    let ob = message_outbox("msg_heartbeat", client);
-    let topic = ob.topic("");
-    create_topic(&topic, 1).await;
-    let scratch = tempfile::tempdir().expect("scratch directory");
+/// How a heartbeat test runs walrelay.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `walrelay run`, `source = "messages"`, the test's prefix selected.
+    Native,
+    /// `walrelay connect-standalone`, the decode transform and the
+    /// EventRouter, no `message.prefix.*.list`: every prefix is an event
+    /// source, as in Debezium.
+    Debezium,
+}
+
+/// walrelay on `db` in `form`, heartbeats every 200 ms; `scratch` holds
+/// the Debezium files.
+fn start_with_heartbeats(ob: &Outbox, db: &TestDb, form: Form, scratch: &std::path::Path) -> Relay {
+    if form == Form::Native {
+        let config = with_outbox(
+            ob.config_for(
+                &kafka_bootstrap(),
+                env().pg_port,
+                &db.name,
+                &format!("{METRICS}\n[heartbeat]\ninterval_ms = 200\n"),
+            ),
+            ob,
+            &outbox_lines(ob, "messages", ""),
+        );
+        return Relay::start(&config);
+    }
     let (worker, connector) = connect_files(
-        scratch.path(),
-        &ob,
+        scratch,
+        ob,
         env().pg_port,
         &kafka_bootstrap(),
         "",
@@ -394,7 +415,7 @@ async fn heartbeat_messages_are_never_events() {
         .map(|l| format!("{l}\n"))
         .collect();
     std::fs::write(&connector, text).expect("write the connector file");
-    let mut relay = Relay::start_args(
+    Relay::start_args(
         &[
             OsStr::new("--metrics-addr"),
             OsStr::new("127.0.0.1:0"),
@@ -402,27 +423,34 @@ async fn heartbeat_messages_are_never_events() {
             worker.as_os_str(),
             connector.as_os_str(),
         ],
-        scratch.path().join("walrelay.log"),
-    );
+        scratch.join("walrelay.log"),
+    )
+}
+
+/// walrelay's own `walrelay_heartbeat` messages (empty content, so not
+/// even valid events) are never taken for events while events flow: only
+/// the two events arrive, walrelay keeps running, and the slot is
+/// confirmed past a heartbeat written after the last event. A database of
+/// its own, so the heartbeats are this walrelay's and no other test's
+/// prefix is in the stream.
+async fn heartbeat_case(test: &str, form: Form) {
+    let (db, client) = TestDb::new(test, &[]).await;
+    let ob = message_outbox(test, client);
+    let topic = ob.topic("");
+    create_topic(&topic, 1).await;
+    let scratch = tempfile::tempdir().expect("scratch directory");
+    let mut relay = start_with_heartbeats(&ob, &db, form, scratch.path());
     ob.wait_active(&mut relay).await;
     let probe = ob.create_probe().await;
-    let agg = ob.agg("");
-    emit(
-        &ob.client,
-        true,
-        "outbox",
-        &content(1, &agg, "k1", r#"{"n": 1}"#),
-    )
-    .await;
+    let (agg, c) = (ob.agg(""), &ob.client);
+    let p = match form {
+        Form::Native => prefix(&ob),
+        Form::Debezium => "outbox".to_owned(),
+    };
+    emit(c, true, &p, &content(1, &agg, "k1", r#"{"n": 1}"#)).await;
     // Heartbeats after the first event, then the second.
     let heartbeats = wait_heartbeats(&ob, &probe, Lsn::ZERO, 3, &mut relay).await;
-    let second = emit(
-        &ob.client,
-        true,
-        "outbox",
-        &content(2, &agg, "k2", r#"{"n": 2}"#),
-    )
-    .await;
+    let second = emit(c, true, &p, &content(2, &agg, "k2", r#"{"n": 2}"#)).await;
     let want: HashSet<String> = [1, 2].into_iter().map(event_id).collect();
     read_until_ids(&topic, &want, &mut relay).await;
     // A heartbeat after the last event: confirmed past it, walrelay took
@@ -443,6 +471,33 @@ async fn heartbeat_messages_are_never_events() {
     ob.drop_probe(&probe).await;
     ob.finish(relay).await;
     db.drop().await;
+}
+
+/// (3a) Heartbeats in the native form; and `walrelay_heartbeat` named in
+/// `message_prefixes` is refused at start, before any slot exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_messages_are_never_events() {
+    heartbeat_case("msg_heartbeat", Form::Native).await;
+    let ob = message_outbox("msg_heartbeat_prefix", connect().await);
+    let config = with_outbox(
+        ob.config_with(&kafka_bootstrap(), METRICS),
+        &ob,
+        &format!(
+            "source = \"messages\"\nmessage_prefixes = [\"{}\", \"{HEARTBEAT_PREFIX}\"]\n",
+            prefix(&ob)
+        ),
+    );
+    let mut relay = Relay::start(&config);
+    let code = relay.exit_code(WAIT);
+    assert_eq!(code, 2, "{}", relay.log());
+    assert!(!ob.slot_exists().await, "a refused start created the slot");
+    ob.finish_exited(relay).await;
+}
+
+/// (3b) Heartbeats in the Debezium form with no prefix filter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_messages_are_never_events_debezium_form() {
+    heartbeat_case("msg_heartbeat_dbz", Form::Debezium).await;
 }
 
 /// Waits (bounded) until the probe decoded `count` heartbeat messages past
@@ -586,9 +641,10 @@ async fn sigkill_under_message_load_loses_nothing() {
 }
 
 /// (5) One transaction of 1,000,000 messages (a database with
-/// `logical_decoding_work_mem = 64kB`, so it is streamed; walrelay spills
-/// it) is delivered completely, per key in order, with walrelay's peak
-/// RSS under 256 MB, and the slot confirmed past its commit.
+/// `logical_decoding_work_mem = 64kB`, so the walsender streams it, or
+/// spills it to its own disk when walrelay asked for no streaming) is
+/// delivered completely, per key in order, with walrelay's peak RSS under
+/// 256 MB, and the slot confirmed past its commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn million_message_transaction_with_bounded_memory() {
     const EVENTS: u64 = 1_000_000;
@@ -616,7 +672,7 @@ async fn million_message_transaction_with_bounded_memory() {
         &format!(
             "SELECT count(pg_logical_emit_message(true, '{}', json_build_object(\
                'id', {ID_SQL}, 'aggregatetype', '{}', 'aggregateid', 'k' || (g % 97), \
-               'type', 'E', 'payload', json_build_object('n', g, 'pad', md5(g::text)))::text)) \
+               'type', 'E', 'payload', json_build_object('n', g))::text)) \
              FROM generate_series(1, {EVENTS}) g",
             prefix(&ob),
             ob.agg("")
@@ -643,7 +699,7 @@ async fn million_message_transaction_with_bounded_memory() {
     ob.wait_confirmed(after_commit, &relay).await;
     let peak_kb = relay.peak_rss_kb();
     let poke = format!("{}_poke", prefix(&ob));
-    wait_slot_stat(&ob.client, &ob.name, "stream_txns", 1, &poke).await;
+    wait_slot_stat(&ob.client, &ob.name, LARGE_TXNS, 1, &poke).await;
     eprintln!(
         "million_message_transaction: emitted in {emitted:?}, delivered and confirmed at {:?}, \
          {} records, walrelay VmHWM {} MB",
@@ -875,15 +931,16 @@ async fn non_transactional_skip_drops_and_goes_on() {
 }
 
 /// (8) `source = "both"` in a database with `logical_decoding_work_mem =
-/// 64kB`: a streamed transaction of interleaved rows and messages whose
-/// rolled-back savepoints (one nested inside a released one) held rows and
-/// messages delivers exactly the surviving events, in order; a streamed
-/// transaction rolled back whole delivers nothing, and a later one is
-/// delivered and confirmed.
+/// 64kB`: a large transaction (streamed, or spilled by the server; see
+/// [`LARGE_TXNS`]) of interleaved rows and messages whose rolled-back
+/// savepoints (one nested inside a released one) held rows and messages
+/// delivers exactly the surviving events, in order; a large transaction
+/// rolled back whole once the walsender had decoded it delivers nothing,
+/// and a later one is delivered and confirmed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn streamed_transaction_with_rolled_back_messages() {
-    let (db, client) = TestDb::new("msg_streamed", &["logical_decoding_work_mem = '64kB'"]).await;
-    let ob = Outbox::new_with("msg_streamed", client).await;
+async fn large_transaction_with_rolled_back_messages() {
+    let (db, client) = TestDb::new("msg_large", &["logical_decoding_work_mem = '64kB'"]).await;
+    let ob = Outbox::new_with("msg_large", client).await;
     let topic = ob.topic("");
     create_topic(&topic, 1).await;
     let lines = format!(
@@ -919,11 +976,20 @@ async fn streamed_transaction_with_rolled_back_messages() {
         ins(5001, 6000),
     );
     exec(&ob.client, &script).await;
-    wait_slot_stat(&ob.client, &ob.name, "stream_txns", 1, &poke).await;
-    // Rolled back only once streamed: PostgreSQL 18 no longer streams a
-    // transaction that is already aborted when the walsender reaches it.
+    let after = ob.current_lsn().await;
+    let mut expected: Vec<u64> = (1..=1000).chain(2001..=4000).chain(5001..=6000).collect();
+    let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
+    let records = read_until_ids(&topic, &want, &mut relay).await;
+    assert_eq!(ids(&records), want, "only the surviving events");
+    ob.wait_confirmed(after, &relay).await;
+    wait_slot_stat(&ob.client, &ob.name, LARGE_TXNS, 1, &poke).await;
+
+    // Rolled back only once the walsender decoded past the memory limit
+    // (PostgreSQL 18 no longer streams a transaction that is already
+    // aborted when the walsender reaches it).
+    let large_before = slot_stat(&ob.client, &ob.name, LARGE_TXNS).await;
     exec(&ob.client, &format!("BEGIN; {}", ins(10_001, 13_000))).await;
-    wait_slot_stat(&ob.client, &ob.name, "stream_txns", 2, &poke).await;
+    wait_slot_stat(&ob.client, &ob.name, LARGE_TXNS, large_before + 1, &poke).await;
     exec(&ob.client, "ROLLBACK").await;
     exec(
         &ob.client,
@@ -931,11 +997,7 @@ async fn streamed_transaction_with_rolled_back_messages() {
     )
     .await;
     let after = ob.current_lsn().await;
-    let expected: Vec<u64> = (1..=1000)
-        .chain(2001..=4000)
-        .chain(5001..=6000)
-        .chain(20_001..=20_010)
-        .collect();
+    expected.extend(20_001..=20_010);
     let want: HashSet<String> = expected.iter().copied().map(event_id).collect();
     let records = read_until_ids(&topic, &want, &mut relay).await;
     assert_eq!(ids(&records), want, "only the committed events");
@@ -944,7 +1006,7 @@ async fn streamed_transaction_with_rolled_back_messages() {
     assert_eq!(
         got.len(),
         expected.len(),
-        "surviving events only, once each"
+        "committed events only, once each"
     );
     assert!(
         got == expected,
