@@ -476,3 +476,164 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for OrderedMembers<'a> {
         d.deserialize_map(V(std::marker::PhantomData))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connect::config::{ConverterKind, ConvertersConfig};
+    use crate::router::{DebeziumConfig, RouterConfig};
+    use walrelay_proto::Lsn;
+
+    fn router(form: MessageForm, converters: ConvertersConfig) -> Router {
+        let mut r = Router::new(
+            RouterConfig::default(),
+            converters,
+            DebeziumConfig {
+                extended_headers: true,
+                ..DebeziumConfig::default()
+            },
+        )
+        .unwrap();
+        r.set_message_form(form, NonTransactional::Error);
+        r
+    }
+
+    fn event(content: &str) -> MessageEvent {
+        MessageEvent {
+            prefix: Arc::from("outbox"),
+            content: Bytes::copy_from_slice(content.as_bytes()),
+            transactional: true,
+        }
+    }
+
+    const META: EventMeta = EventMeta {
+        lsn: Lsn(0x1_0000_0010),
+        commit_lsn: Lsn(0x1_0000_0100),
+        xid: 7,
+        commit_time_us: 0,
+    };
+
+    const EVENT: &str = r#"{"id": "e1", "type": "OrderPlaced", "payload": {"total": 10, "items": [1, 2]}, "aggregateid": "42", "aggregatetype": "Order"}"#;
+
+    #[test]
+    fn native_members_are_columns_and_objects_are_jsonb_text() {
+        let mut r = router(MessageForm::Native, ConvertersConfig::default());
+        let (rec, id) = r.route_message(&event(EVENT), &META).unwrap();
+        assert_eq!(id.as_deref(), Some("e1"));
+        assert_eq!(&*rec.topic, "outbox.event.Order");
+        assert_eq!(rec.key.as_deref(), Some(&b"42"[..]));
+        assert_eq!(
+            rec.value.as_deref(),
+            Some(&br#"{"total": 10, "items": [1, 2]}"#[..])
+        );
+        // Only the id header: no Debezium context headers on messages.
+        let names: Vec<&str> = rec.headers.iter().map(|h| &*h.name).collect();
+        assert_eq!(names, vec!["id"]);
+        assert_eq!(rec.headers[0].value.as_deref(), Some(&b"e1"[..]));
+        // A null payload is a null value; an integer key is its text.
+        let (rec, _) = r
+            .route_message(
+                &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":42,"payload":null}"#),
+                &META,
+            )
+            .unwrap();
+        assert_eq!(rec.key.as_deref(), Some(&b"42"[..]));
+        assert_eq!(rec.value, None);
+    }
+
+    #[test]
+    fn decode_form_builds_debeziums_struct() {
+        let converters = ConvertersConfig {
+            key: ConverterKind::Json,
+            value: ConverterKind::Json,
+            ..ConvertersConfig::default()
+        };
+        let mut r = router(
+            MessageForm::Decode {
+                null_include: false,
+            },
+            converters,
+        );
+        let (rec, _) = r.route_message(&event(EVENT), &META).unwrap();
+        assert_eq!(
+            rec.key.as_deref(),
+            Some(&br#"{"schema":{"type":"string","optional":true},"payload":"42"}"#[..])
+        );
+        assert_eq!(
+            String::from_utf8_lossy(rec.value.as_deref().unwrap()),
+            r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":true,"field":"total"},{"type":"array","items":{"type":"int32","optional":true},"optional":true,"field":"items"}],"optional":true,"name":"payload"},"payload":{"total":10,"items":[1,2]}}"#
+        );
+        // Without fields.null.include a null payload member is dropped,
+        // and the router then misses it, as Debezium's does.
+        let err = r
+            .route_message(
+                &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":"42","payload":null}"#),
+                &META,
+            )
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("\"payload\"") && text.contains("1/10") && text.contains("outbox"),
+            "{text}"
+        );
+        let mut r = router(MessageForm::Decode { null_include: true }, converters);
+        let (rec, _) = r
+            .route_message(
+                &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":"42","payload":null}"#),
+                &META,
+            )
+            .unwrap();
+        assert_eq!(
+            rec.value.as_deref(),
+            Some(&br#"{"schema":{"type":"bytes","optional":true},"payload":null}"#[..])
+        );
+    }
+
+    #[test]
+    fn bad_content_names_the_prefix_the_lsn_and_the_member() {
+        for form in [
+            MessageForm::Native,
+            MessageForm::Decode {
+                null_include: false,
+            },
+        ] {
+            let mut r = router(form, ConvertersConfig::default());
+            for (content, needle) in [
+                ("not json", "does not start"),
+                ("{not json", "not"),
+                ("[1, 2]", "array"),
+                (
+                    r#"{"id":"e","aggregatetype":"T","payload":"p"}"#,
+                    "\"aggregateid\"",
+                ),
+                (
+                    r#"{"id":"e","aggregatetype":5,"aggregateid":"k","payload":"p"}"#,
+                    "\"aggregatetype\"",
+                ),
+                (
+                    r#"{"aggregatetype":"T","aggregateid":"k","payload":"p"}"#,
+                    "\"id\"",
+                ),
+            ] {
+                let err = r.route_message(&event(content), &META).unwrap_err();
+                let text = err.to_string();
+                let needle = if form == MessageForm::Native && content == "not json" {
+                    "not JSON"
+                } else {
+                    needle
+                };
+                assert!(
+                    text.contains(needle) && text.contains("1/10") && text.contains("\"outbox\""),
+                    "{form:?} {content}: {text}"
+                );
+            }
+        }
+        let mut r = router(MessageForm::Native, ConvertersConfig::default());
+        let mut m = event(EVENT);
+        m.transactional = false;
+        let err = r.route_message(&m, &META).unwrap_err();
+        assert_eq!(err.kind(), "non_transactional");
+        r.set_message_form(MessageForm::Native, NonTransactional::Deliver);
+        assert!(r.route_message(&m, &META).is_ok());
+    }
+}

@@ -1305,6 +1305,126 @@ mod tests {
         assert_eq!(h.tracker.confirmed(), Lsn(4000));
     }
 
+    fn message(
+        xid: Option<u32>,
+        transactional: bool,
+        prefix: &str,
+        content: &str,
+    ) -> LogicalMessage {
+        LogicalMessage::Message(Message {
+            xid,
+            transactional,
+            lsn: Lsn(0),
+            prefix: Bytes::copy_from_slice(prefix.as_bytes()),
+            content: Bytes::copy_from_slice(content.as_bytes()),
+        })
+    }
+
+    fn with_messages(non_transactional: NonTransactional) -> Harness {
+        let mut h = Harness::new();
+        h.asm = assembler(OpInvalidBehavior::Warn).with_messages(Some(MessageSelection {
+            rule: config::PrefixRule::Exact(vec!["outbox".into()]),
+            non_transactional,
+        }));
+        h
+    }
+
+    #[test]
+    fn selected_messages_interleave_with_rows_in_order() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(5000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            relation(None, OUTBOX, "outbox", false),
+            insert(None, OUTBOX, "r1", "A"),
+            message(None, true, "outbox", "m1"),
+            message(None, true, "other", "ignored"),
+            // walrelay's own heartbeat is never an event.
+            message(None, true, "walrelay_heartbeat", ""),
+            insert(None, OUTBOX, "r2", "A"),
+            message(None, true, "outbox", "m2"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(5000),
+                end_lsn: Lsn(5008),
+                commit_time: 0,
+            }),
+        ]);
+        assert_eq!(h.ids(), vec!["r1", "m1", "r2", "m2"]);
+        assert!(
+            h.out.iter().all(|e| e.seq == h.out[0].seq),
+            "one transaction"
+        );
+        assert_eq!(h.out[1].meta.commit_lsn, Lsn(5000));
+        assert_eq!(h.out[1].meta.xid, 900);
+        assert_eq!(h.asm.stats().messages, 2);
+        assert_eq!(h.asm.stats().messages_ignored, 2);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(5008));
+    }
+
+    #[test]
+    fn messages_are_ignored_unless_selected() {
+        let mut h = Harness::new();
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(5000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            message(None, true, "outbox", "m1"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(5000),
+                end_lsn: Lsn(5008),
+                commit_time: 0,
+            }),
+            message(None, false, "outbox", "n1"),
+        ]);
+        assert!(h.out.is_empty());
+    }
+
+    #[test]
+    fn a_non_transactional_message_is_its_own_entry() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([message(None, false, "outbox", "n1")]);
+        assert_eq!(h.ids(), vec!["n1"]);
+        let EventBody::Message(m) = &h.out[0].body else {
+            panic!("a message event");
+        };
+        assert!(!m.transactional);
+        // Confirmed one byte past its start once delivered, not before.
+        assert_eq!(h.tracker.confirmed(), Lsn(1));
+        let at = h.out[0].meta.lsn;
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(at.0 + 1));
+        // "skip" drops it.
+        let mut h = with_messages(NonTransactional::Skip);
+        h.feed([message(None, false, "outbox", "n1")]);
+        assert!(h.out.is_empty());
+        assert_eq!(h.asm.stats().non_transactional_skipped, 1);
+    }
+
+    #[test]
+    fn streamed_messages_are_spilled_and_read_back() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "r1", "A"),
+            message(Some(700), true, "outbox", "m1"),
+            message(Some(700), true, "other", "x"),
+            LogicalMessage::StreamStop,
+            commit(700, 4000),
+        ]);
+        assert_eq!(h.ids(), vec!["r1", "m1"]);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(4000));
+    }
+
     #[test]
     fn rows_use_the_relation_binding_current_when_received() {
         let mut h = Harness::new();
