@@ -29,7 +29,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use walrelay_proto::pgoutput::{ColumnValue, Message, TupleData};
-use walrelay_proto::{RelationColumnInfo, RelationInfo};
+use walrelay_proto::{Lsn, RelationColumnInfo, RelationInfo};
 
 use super::{
     BoundColumn, BoundRelation, EventMeta, KafkaRecord, RouteError, Router,
@@ -52,6 +52,13 @@ pub struct MessageEvent {
     pub content: Bytes,
     /// Whether it was emitted as part of its transaction.
     pub transactional: bool,
+    /// For Debezium's `source.sequence`: the end LSN of the last Commit
+    /// (or the LSN of the last non-transactional message, any prefix)
+    /// seen before this message in the session.
+    pub last_commit_lsn: Option<Lsn>,
+    /// For Debezium's `source.ts_*`: the commit time of its transaction
+    /// (Unix µs); for a non-transactional message, the last one seen.
+    pub source_time_us: i64,
 }
 
 impl MessageEvent {
@@ -73,6 +80,8 @@ impl MessageEvent {
                 prefix: Arc::from(String::from_utf8_lossy(prefix).as_ref()),
                 content: content.clone(),
                 transactional: true,
+                last_commit_lsn: None,
+                source_time_us: 0,
             }),
             _ => None,
         }
@@ -482,7 +491,6 @@ mod tests {
     use super::*;
     use crate::connect::config::{ConverterKind, ConvertersConfig};
     use crate::router::{DebeziumConfig, RouterConfig};
-    use walrelay_proto::Lsn;
 
     fn router(form: MessageForm, converters: ConvertersConfig) -> Router {
         let mut r = Router::new(
@@ -503,6 +511,8 @@ mod tests {
             prefix: Arc::from("outbox"),
             content: Bytes::copy_from_slice(content.as_bytes()),
             transactional: true,
+            last_commit_lsn: None,
+            source_time_us: 0,
         }
     }
 

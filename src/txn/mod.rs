@@ -309,6 +309,11 @@ pub struct Assembler {
     messages: Option<MessageSelection>,
     /// The prefix of the last selected message, shared between its events.
     last_prefix: Option<Arc<str>>,
+    /// Debezium's `lastCommitLsn` (see [`MessageEvent::last_commit_lsn`]).
+    last_commit_lsn: Option<Lsn>,
+    /// The last transaction's commit time seen (Unix µs); the session
+    /// start before any.
+    last_commit_time_us: i64,
 }
 
 impl Assembler {
@@ -337,6 +342,10 @@ impl Assembler {
             spill_dir: None,
             messages: None,
             last_prefix: None,
+            last_commit_lsn: None,
+            last_commit_time_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64),
         }
     }
 
@@ -362,7 +371,7 @@ impl Assembler {
 
     /// The message as an event body, its prefix shared with the previous
     /// event of the same prefix.
-    fn message_body(&mut self, m: Message) -> MessageEvent {
+    fn message_body(&mut self, m: Message, source_time_us: i64) -> MessageEvent {
         let prefix = match &self.last_prefix {
             Some(p) if p.as_bytes() == m.prefix.as_ref() => Arc::clone(p),
             _ => {
@@ -375,6 +384,8 @@ impl Assembler {
             prefix,
             content: m.content,
             transactional: m.transactional,
+            last_commit_lsn: self.last_commit_lsn,
+            source_time_us,
         }
     }
 
@@ -389,6 +400,11 @@ impl Assembler {
         tracker: &SharedTracker,
         out: &mut Vec<OutboxEvent>,
     ) -> Result<(), TxnError> {
+        if !m.transactional {
+            // Debezium moves its lastCommitLsn to every non-transactional
+            // message, of any prefix.
+            self.last_commit_lsn = Some(lsn);
+        }
         if !self.selects(&m) {
             self.stats.messages_ignored += 1;
             return Ok(());
@@ -400,7 +416,8 @@ impl Assembler {
                     lsn,
                 });
             }
-            let body = self.message_body(m);
+            let time = self.current.as_ref().map_or(0, |t| t.commit_time_us);
+            let body = self.message_body(m, time);
             let txn = self.current.as_mut().expect("checked above");
             out.push(OutboxEvent {
                 seq: txn.seq,
@@ -441,7 +458,7 @@ impl Assembler {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as i64);
         let seq = tracker.begin(now_us);
-        let body = self.message_body(m);
+        let body = self.message_body(m, self.last_commit_time_us);
         out.push(OutboxEvent {
             seq,
             meta: EventMeta {
@@ -519,6 +536,7 @@ impl Assembler {
         match msg {
             LogicalMessage::Begin(b) => {
                 let commit_time_us = pg_micros_to_unix_micros(b.commit_time);
+                self.last_commit_time_us = commit_time_us;
                 let seq = tracker.begin(commit_time_us);
                 self.current = Some(OpenTxn {
                     seq,
@@ -535,6 +553,7 @@ impl Assembler {
                     lsn,
                 })?;
                 tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
+                self.last_commit_lsn = Some(c.end_lsn);
                 self.stats.transactions += 1;
                 if txn.events > 0 {
                     self.stats.relayed_transactions += 1;
