@@ -237,9 +237,10 @@ fn numbers(records: &[Record]) -> Vec<u64> {
 /// the same transaction is delivered), none for prefixes not selected
 /// (exact match: a longer prefix starting with the selected one is another
 /// prefix). Native defaults: topic from `aggregatetype`, key
-/// `aggregateid`, the `id` header only, and the payload member as its
-/// jsonb text (objects and arrays re-serialized in PostgreSQL's style,
-/// members in the order given) or, for a string, its text.
+/// `aggregateid`, the `id` header only, and the payload member as a jsonb
+/// column would give it: an object or array as its text exactly as written
+/// in the content (what `outbox_emit`'s `jsonb::text` writes is jsonb's
+/// own style), a string as its text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_record_per_committed_message() {
     let ob = message_outbox("msg_one", connect().await);
@@ -284,9 +285,9 @@ async fn one_record_per_committed_message() {
     let show = common::describe(&records);
     assert_eq!(numbers(&records), vec![1, 3, 5, 7], "{show}");
     let expected: [(&str, &[u8]); 4] = [
-        ("k-1", br#"{"zz": 1, "a": [1, 2, {"c": null}], "s": "x y"}"#),
-        ("k-3", br#"{"n": 3}"#),
-        ("k-5", br#"[1, "two", {"b": 2, "a": 1}]"#),
+        ("k-1", br#"{"zz":1, "a" :[1,2,{"c":null}],"s":"x y"}"#),
+        ("k-3", br#"{"n":3}"#),
+        ("k-5", br#"[1,"two",{"b":2,"a":1}]"#),
         ("k-7", br#"plain "text""#),
     ];
     for (r, (n, (key, value))) in records.iter().zip([1, 3, 5, 7].into_iter().zip(expected)) {
