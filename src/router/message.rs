@@ -380,6 +380,14 @@ fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, Strin
             doc.node_type().to_ascii_lowercase()
         ));
     }
+    if has_empty_name(&doc) {
+        // Debezium's SchemaBuilder refuses it ("fieldName cannot be null"):
+        // its task fails.
+        return Err(
+            "its content has a member with an empty name, which no Connect struct can hold"
+                .to_owned(),
+        );
+    }
     let data = JsonSchemaData {
         null_behavior: if null_include {
             NullBehavior::OptionalBytes
@@ -412,6 +420,17 @@ fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, Strin
         fields: schema.fields.clone(),
         cells,
     })
+}
+
+/// Whether any object in `node` has a member named `""`.
+fn has_empty_name(node: &JsonNode) -> bool {
+    match node {
+        JsonNode::Object(members) => members
+            .iter()
+            .any(|(name, v)| name.is_empty() || has_empty_name(v)),
+        JsonNode::Array(items) => items.iter().any(has_empty_name),
+        _ => false,
+    }
 }
 
 /// The text a `toString`-style converter prints for a scalar, where the
