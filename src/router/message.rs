@@ -111,6 +111,30 @@ pub enum MessageForm {
     Envelope,
 }
 
+/// Distinct message shapes whose bindings are kept; real outboxes have a
+/// handful, so this only bounds abuse.
+const BINDING_CACHE_LIMIT: usize = 1024;
+
+/// A message shape: member names in order with their schemas (primitive
+/// ones by a letter). Messages of equal shape bind alike.
+fn members_signature(members: &Members) -> String {
+    let mut sig = String::with_capacity(16 * members.fields.len());
+    for f in &members.fields {
+        sig.push_str(&f.name);
+        sig.push('\u{0}');
+        match (f.schema.kind, f.schema.name.is_none()) {
+            (Type::String, true) => sig.push('s'),
+            (Type::Int32, true) => sig.push('i'),
+            (Type::Int64, true) => sig.push('l'),
+            (Type::Boolean, true) => sig.push('b'),
+            (Type::Float64, true) => sig.push('d'),
+            _ => crate::connect::convert::write_json_schema(&mut sig, &f.schema),
+        }
+        sig.push('\u{1}');
+    }
+    sig
+}
+
 /// One member of a message's content, as the router reads a column.
 #[derive(Debug, Clone)]
 pub(super) struct Cell {
@@ -175,7 +199,19 @@ impl Router {
                 .map_err(|reason| content_error(reason, "invalid_message"))?,
             MessageForm::Envelope => return self.message_record(m, meta),
         };
-        let bound = self.bind_members(m, meta, &members)?;
+        // Messages of one shape share a binding (as rows of one relation do).
+        let signature = members_signature(&members);
+        let bound = match self.message_bindings.get(&signature) {
+            Some(b) => Arc::clone(b),
+            None => {
+                let b = Arc::new(self.bind_members(m, meta, &members)?);
+                if self.message_bindings.len() >= BINDING_CACHE_LIMIT {
+                    self.message_bindings.clear();
+                }
+                self.message_bindings.insert(signature, Arc::clone(&b));
+                b
+            }
+        };
         let row = TupleData::default();
         let r = super::Row {
             bound: &bound,

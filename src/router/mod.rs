@@ -557,6 +557,8 @@ pub struct Router {
     message_non_transactional: crate::txn::config::NonTransactional,
     /// [`MessageForm::Envelope`]: Debezium's message record and its topic.
     message_envelope: Option<(crate::connect::message::MessageEnvelope, Arc<str>)>,
+    /// Message bindings by shape (`message::members_signature`).
+    message_bindings: HashMap<String, Arc<BoundRelation>>,
 }
 
 impl Router {
@@ -661,6 +663,7 @@ impl Router {
             message_form: MessageForm::Native,
             message_non_transactional: crate::txn::config::NonTransactional::Error,
             message_envelope: None,
+            message_bindings: HashMap::new(),
             cfg,
         })
     }
