@@ -204,7 +204,7 @@ pub fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: 
         ),
         None if !streaming => info!(
             proto_version,
-            "as configured, large transactions arrive only after their commit"
+            "large transactions arrive only after their commit (replication.streaming = false, or logical decoding messages are events)"
         ),
         None => warn!(
             proto_version,
