@@ -941,10 +941,24 @@ class Running:
         self.popen = popen
 
 
+def message_options(streaming, server_version_num):
+    """The options walrelay sends when messages are events: the empty
+    publication, messages on, and no streaming when walrelay turns it off
+    for messages (src/pipeline/session.rs: a streamed message carries its
+    top-level transaction's xid)."""
+    try:
+        with open(os.path.join(REPO, "src", "pipeline", "session.rs")) as f:
+            if "plan.messages().is_none()" in f.read():
+                streaming = "off"
+    except OSError:
+        pass
+    return pgoutput_options(streaming, server_version_num, MESSAGES_PUBLICATION, messages=True)
+
+
 def slot_options(env, workload):
     """pgoutput options of the baselines for `workload`."""
     if workload in MESSAGE_WORKLOADS:
-        return pgoutput_options(env.args.streaming, env.server_version_num, MESSAGES_PUBLICATION, messages=True)
+        return message_options(env.args.streaming, env.server_version_num)
     return pgoutput_options(env.args.streaming, env.server_version_num)
 
 
@@ -1807,8 +1821,8 @@ def report(args, facts, results, command):
                 f"everything co-located on this machine.  \n"
                 f"pgoutput options (walrelay's, and the baselines'): "
                 f"{', '.join(f'{k}={v}' for k, v in facts['pgoutput_options'].items())}"
-                + (f"; W5: publication_names={MESSAGES_PUBLICATION}, messages=true" if "W5" in
-                   args.only.upper().split(",") else "") + "\n")
+                + (f"; W5: {', '.join(f'{k}={v}' for k, v in facts['pgoutput_options_w5'].items())}"
+                   if "W5" in args.only.upper().split(",") else "") + "\n")
     only = args.only.upper().split(",")
     parts = {
         "W1": f"W1 {args.w1:,} single-event transactions (insert + delete)",
@@ -2065,6 +2079,7 @@ def main():
     results = [r for r in results if r["workload"] != "-"]
     facts = machine_facts(args, load_at_start)
     facts["pgoutput_options"] = pgoutput_options(args.streaming, getattr(env, "server_version_num", 0))
+    facts["pgoutput_options_w5"] = message_options(args.streaming, getattr(env, "server_version_num", 0))
     block = report(args, facts, results, command)
     svg = svg_plot(results)
     with open(os.path.join(out, "results.json"), "w") as f:
