@@ -19,7 +19,18 @@ in turn:
   dbz_tuned    Debezium 3.6.1.Final on Kafka Connect standalone, tuned
   dbz_default  the same with Debezium's and Kafka Connect's defaults
 
-W1/W2/W4 are backlog drains: the clock starts when the system's slot turns
+W5 is W1's backlog written as logical decoding messages instead of outbox
+rows: each transaction is one outbox_emit() (deploy/postgresql/outbox_emit.sql,
+pg_logical_emit_message(true, 'outbox', <the event as a JSON object>)), on an
+empty publication; walrelay reads it with [outbox] source = "messages",
+Debezium with its decode chain (DecodeLogicalDecodingMessageContent, then the
+EventRouter), the baselines with pgoutput's messages 'true'. Before its
+backlog, the writer's cost of the two styles: pgbench transactions per second
+(same clients) writing single-event transactions as a table outbox (insert +
+delete) and as a message outbox, interleaved rounds, with PostgreSQL's CPU
+and WAL per transaction and the VACUUM the table style leaves behind.
+
+W1/W2/W4/W5 are backlog drains: the clock starts when the system's slot turns
 active (START_REPLICATION accepted) and stops at the Kafka LogAppendTime of the
 last record (for the two baselines: when they exit at the end LSN). W3 is an
 open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
@@ -99,6 +110,20 @@ DBZ_TUNED_CONNECTOR = {
 WALRELAY_PRODUCER = {"compression.type": "lz4"}
 # [kafka.transactions] keys a walrelay-eos variant may set.
 EOS_KEYS = ("max_events", "max_bytes", "interval_ms", "timeout_ms")
+# Backlog drains, and those written as logical decoding messages (no outbox
+# rows): their systems read the empty publication, with messages on.
+DRAINS = ("W1", "W2", "W4", "W5")
+MESSAGE_WORKLOADS = ("W5",)
+MESSAGES_PUBLICATION = "bench_messages"
+MESSAGE_PREFIX = "outbox"
+# The users' helper, installed into the bench database as it is shipped.
+EMIT_SQL = os.path.join(REPO, "deploy", "postgresql", "outbox_emit.sql")
+# The writer's cost (before W5): one single-event transaction per pgbench
+# transaction, each style as a function call so both pay one round trip.
+WRITERS = {
+    "table": ("insert + delete of an outbox row (W1's transaction)", "SELECT bench_write_table(:i);"),
+    "message": ("outbox_emit(), one pg_logical_emit_message (W5's transaction)", "SELECT bench_write_message(:i);"),
+}
 
 
 def base_system(system):
@@ -655,6 +680,9 @@ class Env:
         admin.close()
         self.db = Pg(self.pg_port, "bench")
         self.db.query(SCHEMA_SQL.replace("@NOTE@", str(self.args.note_len)))
+        with open(EMIT_SQL) as f:
+            self.db.query(f.read())
+        self.db.query(LOAD_MESSAGES_SQL)
         self.offsets = KafkaOffsets(self.bootstrap)
 
     def stop(self):
@@ -825,6 +853,35 @@ BEGIN
   INSERT INTO outbox VALUES (u, 'Order', 'order-' || (x % 1000), 'OrderCreated', bench_payload(x, x));
   DELETE FROM outbox WHERE id = u;
 END $$;
+-- W5 publishes no table: only logical decoding messages reach its slots.
+CREATE PUBLICATION bench_messages;
+-- The writer's cost, table style: W1's transaction for one pgbench call.
+CREATE FUNCTION bench_write_table(i bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE u uuid := gen_random_uuid();
+BEGIN
+  INSERT INTO outbox VALUES (u, 'Order', 'order-' || (i % 1000), 'OrderCreated', bench_payload(i, 0));
+  DELETE FROM outbox WHERE id = u;
+END $$;
+"""
+
+# After outbox_emit.sql is installed (it is the users' helper, not a copy).
+LOAD_MESSAGES_SQL = r"""
+-- W5: W1's events, each one transactional logical decoding message whose
+-- content is the event as a JSON object (id, aggregatetype, aggregateid,
+-- type, payload).
+CREATE PROCEDURE load_messages(n int) LANGUAGE plpgsql AS $$
+DECLARE i int;
+BEGIN
+  FOR i IN 1..n LOOP
+    PERFORM outbox_emit('Order', 'order-' || (i % 1000), 'OrderCreated', bench_payload(i, 0));
+    COMMIT;
+  END LOOP;
+END $$;
+-- The writer's cost, message style: W5's transaction for one pgbench call.
+CREATE FUNCTION bench_write_message(i bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM outbox_emit('Order', 'order-' || (i % 1000), 'OrderCreated', bench_payload(i, 0));
+END $$;
 """
 
 
@@ -832,11 +889,12 @@ END $$;
 # The systems under test.
 
 
-def pgoutput_options(streaming, server_version_num):
+def pgoutput_options(streaming, server_version_num, publication="bench", messages=False):
     """The START_REPLICATION options walrelay sends to a server of this version
     (src/pipeline/session.rs, src/postgres/wal.rs), so the baselines decode exactly
     what walrelay asks for: protocol 1, 2 with streaming 'on' (14, 15) or 4 with
-    streaming 'parallel' (16+)."""
+    streaming 'parallel' (16+). `messages`: logical decoding messages asked
+    for whatever walrelay's source says (a message workload)."""
     def read(*path):
         try:
             with open(os.path.join(REPO, *path)) as f:
@@ -849,8 +907,8 @@ def pgoutput_options(streaming, server_version_num):
         return int(m.group(1).replace("_", "")) if m else None
 
     relay, source = read("src", "pipeline", "session.rs"), read("src", "postgres", "wal.rs")
-    opts = {"proto_version": str(const(relay, "PROTO_VERSION") or 1), "publication_names": "bench"}
-    if '("messages", "true"' in relay:
+    opts = {"proto_version": str(const(relay, "PROTO_VERSION") or 1), "publication_names": publication}
+    if messages or '("messages", "true"' in relay:
         opts["messages"] = "true"
     if streaming == "off" or "streaming_option(proto_version)" not in relay:
         return opts
@@ -883,12 +941,34 @@ class Running:
         self.popen = popen
 
 
-def start_system(env, system, slot, topic, run_dir, end_lsn=None):
+def message_options(streaming, server_version_num):
+    """The options walrelay sends when messages are events: the empty
+    publication, messages on, and no streaming when walrelay turns it off
+    for messages (src/pipeline/session.rs: a streamed message carries its
+    top-level transaction's xid)."""
+    try:
+        with open(os.path.join(REPO, "src", "pipeline", "session.rs")) as f:
+            if "plan.messages().is_none()" in f.read():
+                streaming = "off"
+    except OSError:
+        pass
+    return pgoutput_options(streaming, server_version_num, MESSAGES_PUBLICATION, messages=True)
+
+
+def slot_options(env, workload):
+    """pgoutput options of the baselines for `workload`."""
+    if workload in MESSAGE_WORKLOADS:
+        return message_options(env.args.streaming, env.server_version_num)
+    return pgoutput_options(env.args.streaming, env.server_version_num)
+
+
+def start_system(env, system, slot, topic, run_dir, end_lsn=None, workload=None):
     os.makedirs(run_dir, exist_ok=True)
+    messages = workload in MESSAGE_WORKLOADS
     if system == "ceiling":
         cmd = ["pg_recvlogical", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
                "--slot", slot, "--start", "-f", "/dev/null", "-E", end_lsn, "--no-loop"]
-        for k, v in pgoutput_options(env.args.streaming, env.server_version_num).items():
+        for k, v in slot_options(env, workload).items():
             cmd += ["-o", f"{k}={v}"]
         logf = os.path.join(run_dir, "pg_recvlogical.log")
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
@@ -898,7 +978,7 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
         if not env.args.walsender_drain:
             raise BenchError("no walsender_drain binary: run through benches/run.sh or pass --walsender-drain")
         cmd = [env.args.walsender_drain, "127.0.0.1", str(env.pg_port), "postgres", "bench", slot, end_lsn]
-        cmd += [f"{k}={v}" for k, v in pgoutput_options(env.args.streaming, env.server_version_num).items()]
+        cmd += [f"{k}={v}" for k, v in slot_options(env, workload).items()]
         logf = os.path.join(run_dir, "walsender_drain.log")
         # Its one summary line (messages, bytes, seconds) goes to stdout.
         p = subprocess.Popen(cmd, stdout=open(os.path.join(run_dir, "walsender_drain.out"), "w"),
@@ -914,6 +994,10 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None):
         producer = "\n".join(f'"{k}" = "{v}"' for k, v in settings.items())
         streaming = "" if env.args.streaming == "auto" else \
             f"streaming = {'true' if env.args.streaming == 'on' else 'false'}\n"
+        # A message workload: walrelay reads messages only, from the empty
+        # publication.
+        outbox = (f'[outbox]\nsource = "messages"\nmessage_prefixes = ["{MESSAGE_PREFIX}"]\n'
+                  if messages else "")
         with open(cfg, "w") as f:
             f.write(f"""[postgres]
 host = "127.0.0.1"
@@ -922,11 +1006,11 @@ user = "postgres"
 dbname = "bench"
 [replication]
 slot = "{slot}"
-publication = "bench"
+publication = "{MESSAGES_PUBLICATION if messages else 'bench'}"
 create_slot = false
 create_publication = false
 {streaming}{env.args.walrelay_replication.replace(chr(92) + "n", chr(10))}
-[router]
+{outbox}[router]
 route_topic_replacement = "{topic}"
 [kafka]
 bootstrap_servers = "{env.bootstrap}"
@@ -978,6 +1062,18 @@ listen = "127.0.0.1:0"
         "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
         "transforms.outbox.route.topic.replacement": topic,
     }
+    if messages:
+        # Debezium's message outbox (docs/debezium-compat section 7): no
+        # table, messages of the prefix decoded into an `after` the
+        # EventRouter routes.
+        del cprops["table.include.list"]
+        cprops.update({
+            "publication.name": MESSAGES_PUBLICATION,
+            "publication.autocreate.mode": "no_tables",
+            "message.prefix.include.list": MESSAGE_PREFIX,
+            "transforms": "decode,outbox",
+            "transforms.decode.type": "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent",
+        })
     if system == "dbz_tuned":
         wprops.update(DBZ_TUNED_WORKER)
         cprops.update(DBZ_TUNED_CONNECTOR)
@@ -1042,9 +1138,9 @@ def wait_active(env, r, slot, timeout):
 # Backlog drains: W1, W2, W4.
 
 
-def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
+def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None):
     t_launch = time.time()
-    r = start_system(env, system, slot, topic, run_dir, end_lsn)
+    r = start_system(env, system, slot, topic, run_dir, end_lsn, workload)
     t_active, ws_pid = wait_active(env, r, slot, 300)
     cpu0 = tree_cpu(r.pid)
     ws0 = cpu_of(ws_pid) if ws_pid else None
@@ -1076,6 +1172,11 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout):
         if system == "walsender":
             summary = tail(os.path.join(os.path.dirname(r.log), "walsender_drain.out"), 1)
             res["reader"] = dict((k, float(v)) for k, v in re.findall(r"(\w+)=([\d.]+)", summary))
+            # What the walsender sent per event (pgoutput messages).
+            res["walsender_messages_per_event"] = res["reader"].get("messages", 0) / n
+            if workload in MESSAGE_WORKLOADS and res["reader"].get("logical_messages") != n:
+                raise BenchError(f"walsender_drain received {res['reader'].get('logical_messages')} logical "
+                                 f"decoding messages, {n} were written")
         cpu = ru.ru_utime + ru.ru_stime
         rss_kb = ru.ru_maxrss
         br1 = cpu_of(env.broker_pid)
@@ -1170,7 +1271,7 @@ def workload_drain(env, name, n, load, systems, out):
         log(f"{name}: draining with {label}")
         run_dir = os.path.join(out, "runs", f"{name}-{slug(s)}" + (f"-r{k + 1}" if rounds[s] > 1 else ""))
         try:
-            res = drain(env, s, slots[(k, s)], topics.get((k, s)), n, end_lsn, run_dir, timeout)
+            res = drain(env, s, slots[(k, s)], topics.get((k, s)), n, end_lsn, run_dir, timeout, name)
             log(f"{name}: {label}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
                 f"{res['peak_rss_mb']:.0f} MB")
         except BenchError as e:
@@ -1223,6 +1324,81 @@ def warm_broker(env, n, out):
     env.drop_slots(slot)
     env.db.query("TRUNCATE outbox")
     env.db.query("CHECKPOINT")
+
+
+def cluster_cpu(env):
+    """CPU seconds of the whole PostgreSQL cluster so far: the postmaster,
+    the children it has reaped (backends of finished connections,
+    autovacuum workers) and those alive now."""
+    with open(os.path.join(env.pg_dir, "data", "postmaster.pid")) as f:
+        pm = int(f.readline())
+    with open(f"/proc/{pm}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    own = sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
+    return own + sum(c for c in (cpu_of(p) for p in tree(pm) if p != pm) if c is not None)
+
+
+def writer_cost(env, clients, seconds, rounds, out):
+    """What each outbox style costs the service writing it: pgbench, no
+    rate limit, `clients` clients, one single-event transaction per call,
+    with nothing decoding the WAL. Rounds interleave the styles (the first
+    style alternates). Autovacuum is off for the outbox table meanwhile and
+    a VACUUM after each run measures what the run left to clean up (the
+    table style's dead tuples; the message style leaves none)."""
+    scripts = {}
+    for style, (_, stmt) in WRITERS.items():
+        scripts[style] = os.path.join(out, f"writer-{style}.sql")
+        with open(scripts[style], "w") as f:
+            f.write(f"\\set i random(1, 1000000)\n{stmt}\n")
+    env.db.query("ALTER TABLE outbox SET (autovacuum_enabled = false)")
+    done = {style: [] for style in WRITERS}
+    try:
+        for k in range(rounds):
+            order = list(WRITERS) if k % 2 == 0 else list(reversed(WRITERS))
+            for style in order:
+                env.db.query("TRUNCATE outbox")
+                env.db.query("CHECKPOINT")
+                lsn0 = env.db.value("SELECT pg_current_wal_lsn()")
+                cpu0 = cluster_cpu(env)
+                log(f"writer: {style} outbox, {clients} clients, {seconds} s (round {k + 1} of {rounds})")
+                pb = run(["pgbench", "-n", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres",
+                          "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)),
+                          "-T", str(seconds), "-f", scripts[style], "bench"], capture_output=True, text=True,
+                         check=False)
+                m = re.search(r"number of transactions actually processed: (\d+)", pb.stdout)
+                tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", pb.stdout)
+                failed = re.search(r"number of failed transactions: (\d+)", pb.stdout)
+                if pb.returncode != 0 or not m or not tps or (failed and int(failed.group(1))):
+                    raise BenchError(f"pgbench ({style}) failed: {pb.stdout[-500:]} {pb.stderr[-500:]}")
+                n = int(m.group(1))
+                # The backends of the finished run exit: give the postmaster a
+                # moment to reap them, so their CPU is in its cutime.
+                time.sleep(0.5)
+                cpu1 = cluster_cpu(env)
+                wal = float(env.db.value(f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{lsn0}')"))
+                t0, v0 = time.time(), cluster_cpu(env)
+                env.db.query("VACUUM outbox")
+                vac_s, vac_cpu = time.time() - t0, cluster_cpu(env) - v0
+                done[style].append({"tps": float(tps.group(1)), "transactions": n,
+                                    "pg_cpu_us_per_txn": (cpu1 - cpu0) / n * 1e6 if n else None,
+                                    "wal_bytes_per_txn": wal / n if n else None,
+                                    "vacuum_s": vac_s, "vacuum_cpu_s": vac_cpu})
+                log(f"writer: {style}: {done[style][-1]['tps']:,.0f} transactions/s, "
+                    f"{done[style][-1]['wal_bytes_per_txn']:.0f} WAL bytes each, VACUUM {vac_s:.2f} s")
+    finally:
+        env.db.query("ALTER TABLE outbox RESET (autovacuum_enabled)")
+        env.db.query("TRUNCATE outbox")
+        env.db.query("CHECKPOINT")
+    results = []
+    for style, runs in done.items():
+        if not runs:
+            continue
+        med = dict(sorted(runs, key=lambda x: x["tps"])[(len(runs) - 1) // 2])
+        med.update({"workload": "writer", "system": style, "clients": clients, "seconds": seconds,
+                    "rounds": [x["tps"] for x in runs]})
+        results.append(med)
+    return results
 
 
 # --------------------------------------------------------------------------
@@ -1431,7 +1607,7 @@ def drain_table(results):
     for r in results:
         by[(r["workload"], r["system"])] = r
     for r in results:
-        if r["workload"] == "W3":
+        if r["workload"] not in DRAINS:
             continue
         if "error" in r:
             lines.append(f"| {r['workload']} | {label(r['system'])} | {r['events']:,} | failed: {r['error']} |"
@@ -1533,7 +1709,7 @@ def svg_plot(results):
     colors = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "walrelay-eos": "#9467bd",
               "dbz_tuned": "#d62728",
               "dbz_default": "#ff9896"}
-    drains = [r for r in results if r["workload"] != "W3" and "error" not in r]
+    drains = [r for r in results if r["workload"] in DRAINS and "error" not in r]
     lat = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p99_ms") is not None]
     W, H, pad = 900, 620, 60
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
@@ -1644,7 +1820,9 @@ def report(args, facts, results, command):
                 f"{facts['postgres']}, Kafka 4.1.1 (single KRaft node), {facts['java']}; "
                 f"everything co-located on this machine.  \n"
                 f"pgoutput options (walrelay's, and the baselines'): "
-                f"{', '.join(f'{k}={v}' for k, v in facts['pgoutput_options'].items())}\n")
+                f"{', '.join(f'{k}={v}' for k, v in facts['pgoutput_options'].items())}"
+                + (f"; W5: {', '.join(f'{k}={v}' for k, v in facts['pgoutput_options_w5'].items())}"
+                   if "W5" in args.only.upper().split(",") else "") + "\n")
     only = args.only.upper().split(",")
     parts = {
         "W1": f"W1 {args.w1:,} single-event transactions (insert + delete)",
@@ -1652,6 +1830,9 @@ def report(args, facts, results, command):
         "W3": f"W3 {', '.join(f'{x} %' for x in args.levels)} of the W1 ceiling for {args.w3_seconds} s each "
               f"after a {args.w3_warmup} s warm-up (pgbench -R, {args.clients} clients, one event per transaction)",
         "W4": f"W4 one transaction of {args.w4:,} rows",
+        "W5": f"W5 {args.w5:,} single-event transactions, each one outbox_emit() "
+              f"(pg_logical_emit_message(true, '{MESSAGE_PREFIX}', <the event as JSON>)), after the writer's cost "
+              f"of both styles ({args.writer_rounds} x {args.writer_seconds} s each, {args.clients} pgbench clients)",
     }
     sizes = ("Sizes: " + "; ".join(v for k, v in parts.items() if k in only) +
              f". Payload: about {args.payload_bytes} bytes of JSON (jsonb).\n")
@@ -1660,11 +1841,76 @@ def report(args, facts, results, command):
         sizes += (f"\nW3's generator, pgbench with {args.clients} clients and no rate limit, committed "
                   f"{gen:,.0f} events/s at most in this run with nothing decoding the WAL: levels above "
                   f"that cannot be offered on this machine.\n")
-    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4)\n\n" + drain_table(results) + \
+    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + drain_table(results) + \
+        "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(results) + \
         "\n\n### Steady load (W3)\n\n" + w3_table(results) + \
         "\n\n### Where the CPU went\n\n" + cpu_table(results) + \
         "\n\n### Targets\n\n" + targets(results) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
+
+
+def styles_table(results):
+    """The writer's cost of each outbox style, and W5's drains next to W1's."""
+    writers = {r["system"]: r for r in results if r["workload"] == "writer"}
+    w1 = {r["system"]: r for r in results if r["workload"] == "W1" and "error" not in r}
+    w5 = {r["system"]: r for r in results if r["workload"] == "W5" and "error" not in r}
+    if not writers and not w5:
+        return "Not run (W5 not in `--only`)."
+    out = []
+    ok = {k: v for k, v in writers.items() if "error" not in v}
+    if writers:
+        base = ok.get("table", {}).get("tps")
+        lines = ["| outbox style | each transaction | transactions/s (median) | every round | vs table | "
+                 "PostgreSQL CPU µs / transaction | WAL bytes / transaction | VACUUM after the run: s / CPU s |",
+                 "|---|---|--:|--:|--:|--:|--:|--:|"]
+        for style, (what, _) in WRITERS.items():
+            w = writers.get(style)
+            if not w:
+                continue
+            if "error" in w:
+                lines.append(f"| {style} | {what} | failed: {w['error']} | | | | | |")
+                continue
+            lines.append(f"| {style} | {what} | {fmt(w['tps'])} | {' / '.join(fmt(x) for x in w['rounds'])} | "
+                         f"{fmt(w['tps'] / base if base else None, '.2f')} | {fmt(w['pg_cpu_us_per_txn'], '.0f')} | "
+                         f"{fmt(w['wal_bytes_per_txn'], ',.0f')} | {w['vacuum_s']:.2f} / {w['vacuum_cpu_s']:.2f} |")
+        any_w = next(iter(ok.values()), None)
+        head = (f"The writer's cost: pgbench without a rate limit, {any_w['clients']} clients, {any_w['seconds']} s "
+                f"per run, styles interleaved, nothing decoding the WAL; PostgreSQL's CPU is the whole cluster's "
+                f"(backends, WAL writer, checkpointer), autovacuum off for the outbox meanwhile, then one VACUUM "
+                f"of the outbox measured on its own.\n\n") if any_w else ""
+        out.append(head + "\n".join(lines))
+    if w5:
+        def per_event(r, key):
+            return r.get(key) if r else None
+
+        lines = ["| system | W1 events/s (table) | W5 events/s (messages) | W5 / W1 | CPU s / 1M events: W1 / W5 | "
+                 "walsender CPU s / 1M: W1 / W5 | broker CPU s / 1M: W1 / W5 | peak RSS MB: W1 / W5 |",
+                 "|---|--:|--:|--:|--:|--:|--:|--:|"]
+        for system, b in w5.items():
+            a = w1.get(system)
+            ra, rb = per_event(a, "events_per_s"), b["events_per_s"]
+
+            def pair(key, spec=".1f"):
+                return f"{fmt(per_event(a, key), spec)} / {fmt(b.get(key), spec)}"
+            lines.append(f"| {label(system)} | {fmt(ra)} | {fmt(rb)} | {fmt(rb / ra if ra else None, '.2f')} | "
+                         f"{pair('cpu_s_per_m')} | {pair('walsender_cpu_s_per_m')} | {pair('broker_cpu_s_per_m')} | "
+                         f"{pair('peak_rss_mb')} |")
+        facts = []
+        any1, any5 = next(iter(w1.values()), None), next(iter(w5.values()))
+        if any1:
+            facts.append(f"WAL per event in the backlog: W1 {any1['backlog_mib'] * 2**20 / any1['events']:,.0f} bytes, "
+                         f"W5 {any5['backlog_mib'] * 2**20 / any5['events']:,.0f} bytes")
+        ws1, ws5 = w1.get("walsender", {}), w5.get("walsender", {})
+        if ws5.get("walsender_messages_per_event") is not None:
+            facts.append(f"pgoutput messages the walsender sent per event (walsender reader): W1 "
+                         f"{fmt(ws1.get('walsender_messages_per_event'), '.2f')}, W5 "
+                         f"{fmt(ws5.get('walsender_messages_per_event'), '.2f')}; pgoutput bytes per event: W1 "
+                         f"{fmt(ws1.get('reader', {}).get('bytes', 0) / ws1['events'] if ws1 else None, ',.0f')}, W5 "
+                         f"{fmt(ws5['reader'].get('bytes', 0) / ws5['events'], ',.0f')}")
+        out.append("Drains of the two backlogs by the same systems (each row's W1 and W5 from this run; "
+                   "W1 and W5 may differ in size, the rates are per event).\n\n" + "\n".join(lines)
+                   + ("\n\n" + ".  \n".join(facts) + "." if facts else ""))
+    return "\n\n".join(out)
 
 
 def cpu_table(results):
@@ -1703,8 +1949,8 @@ def update_docs(block, svg):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke sizes: 20k events, W3 15 s per level")
-    ap.add_argument("--only", default="W1,W2,W3,W4", help="workloads, comma-separated (W3 needs W1's ceiling "
-                    "or --ceiling-rate)")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5", help="workloads, comma-separated (W3 needs W1's ceiling "
+                    "or --ceiling-rate; W5 also measures the writer's cost of both outbox styles)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="systems, comma-separated")
     ap.add_argument("--w1", type=int)
     ap.add_argument("--w2", type=int)
@@ -1712,6 +1958,12 @@ def main():
     ap.add_argument("--rounds", type=int, help="drains of each backlog by the baselines and walrelay, "
                     "interleaved; the median is reported (default 3, --quick 1)")
     ap.add_argument("--w4", type=int)
+    ap.add_argument("--w5", type=int, help="W5 (message outbox) backlog, single-event transactions "
+                    "(default 500,000, --quick 20,000)")
+    ap.add_argument("--writer-seconds", type=int, help="seconds per writer's-cost run before W5 (default 15, "
+                    "--quick 5)")
+    ap.add_argument("--writer-rounds", type=int, help="writer's-cost rounds per outbox style, interleaved "
+                    "(default 2, --quick 1)")
     ap.add_argument("--w3-seconds", type=int)
     ap.add_argument("--w3-warmup", type=int, help="W3 warm-up seconds at the lowest level, not measured "
                     "(default 30, --quick 5)")
@@ -1747,6 +1999,9 @@ def main():
     args.w1 = args.w1 or (20_000 if q else 500_000)
     args.w2 = args.w2 or (20_000 if q else 1_000_000)
     args.w4 = args.w4 or (20_000 if q else 1_000_000)
+    args.w5 = args.w5 or (20_000 if q else 500_000)
+    args.writer_seconds = args.writer_seconds or (5 if q else 15)
+    args.writer_rounds = max(1, args.writer_rounds or (1 if q else 2))
     args.w3_seconds = args.w3_seconds or (15 if q else 120)
     args.rounds = max(1, args.rounds or (1 if q else 3))
     if args.w3_warmup is None:
@@ -1797,6 +2052,14 @@ def main():
                 lambda: env.db.query("INSERT INTO outbox SELECT gen_random_uuid(), 'Order', 'order-' || (g % 1000), "
                                      f"'OrderCreated', bench_payload(g, 0) FROM generate_series(1, {args.w4}) g"),
                 systems, out)
+        if "W5" in only:
+            try:
+                results += writer_cost(env, args.clients, args.writer_seconds, args.writer_rounds, out)
+            except BenchError as e:
+                log(f"writer's cost FAILED: {e}")
+                results.append({"workload": "writer", "system": "table", "error": str(e).splitlines()[0]})
+            results += workload_drain(env, "W5", args.w5,
+                                      lambda: env.db.query(f"CALL load_messages({args.w5})"), systems, out)
         if "W3" in only:
             ceiling = args.ceiling_rate or next((r["events_per_s"] for r in results
                                                  if r["workload"] == "W1" and r["system"] == "ceiling"
@@ -1816,6 +2079,7 @@ def main():
     results = [r for r in results if r["workload"] != "-"]
     facts = machine_facts(args, load_at_start)
     facts["pgoutput_options"] = pgoutput_options(args.streaming, getattr(env, "server_version_num", 0))
+    facts["pgoutput_options_w5"] = message_options(args.streaming, getattr(env, "server_version_num", 0))
     block = report(args, facts, results, command)
     svg = svg_plot(results)
     with open(os.path.join(out, "results.json"), "w") as f:

@@ -3,8 +3,9 @@
 # binary and the walsender baseline (benches/walsender_drain.rs), resolves
 # Debezium once (scripts/debezium.sh fetch), then runs benches/bench.py, which
 # starts its own PostgreSQL and Kafka under .walrelay-env/bench and measures
-# W1-W4 for pg_recvlogical (the ceiling), the minimal walsender reader,
-# walrelay, tuned Debezium and default Debezium on the same backlogs.
+# W1-W5 for pg_recvlogical (the ceiling), the minimal walsender reader,
+# walrelay, tuned Debezium and default Debezium on the same backlogs (W5:
+# the message outbox, after the writer's cost of both outbox styles).
 #
 # Usage: benches/run.sh [--quick] [--docs] [bench.py options...]
 #   --quick   smoke sizes (20,000 events, W3 15 s per level): checks the tooling

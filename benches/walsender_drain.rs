@@ -10,18 +10,21 @@
 //! replication connection (256 KB reads), reads in batches (after a read
 //! that brought little it sleeps 1 ms, so the walsender is not woken to send
 //! every message; see [`DEFAULT_NAP`]), decodes only the replication frame
-//! headers (never the pgoutput inside), answers keepalives that ask for a
-//! reply, sends a status update about every 10 s (as `pg_recvlogical` does)
+//! headers and the first byte of each pgoutput message (its type, to count
+//! inserts, deletes and logical decoding messages; never the rest), answers
+//! keepalives that ask for a reply, sends a status update about every 10 s (as `pg_recvlogical` does)
 //! and stops as `pg_recvlogical -E` does: at the first XLogData whose
 //! `wal_start` passes the end LSN (not counted), at one equal to it (counted),
 //! or at a keepalive whose `wal_end` reaches it.
 //!
 //! Usage: `walsender_drain HOST PORT USER DBNAME SLOT ENDPOS [KEY=VALUE...]`,
 //! the pairs being pgoutput options (`proto_version=1`,
-//! `publication_names=bench`, ...); the password, if the server asks for one,
+//! `publication_names=bench`, `messages=true` for logical decoding
+//! messages, ...); the password, if the server asks for one,
 //! comes from `PGPASSWORD`, the pause from `WALSENDER_DRAIN_NAP_US`; no
-//! TLS. It prints nothing per message, one line
-//! at the end (`messages=... keepalives=... bytes=... seconds=...`), and exits
+//! TLS. It prints nothing per message, one line at the end
+//! (`messages=... keepalives=... bytes=... seconds=... begins=... commits=...
+//! inserts=... deletes=... logical_messages=...`), and exits
 //! non-zero on any error. Built by `benches/run.sh` with
 //! `cargo build --release --bench walsender_drain`. It never creates or drops
 //! slots: `bench.py` owns them.
@@ -94,10 +97,33 @@ struct Args {
 /// What was received, printed at the end.
 #[derive(Default)]
 struct Counts {
+    /// XLogData messages.
     messages: u64,
     keepalives: u64,
+    /// pgoutput bytes inside the XLogData messages.
     bytes: u64,
     seconds: f64,
+    /// pgoutput messages by type (their first byte): what the walsender
+    /// decoded, so the bench can check a drain carried what was written.
+    begins: u64,
+    commits: u64,
+    inserts: u64,
+    deletes: u64,
+    /// Logical decoding messages ('M'; sent only with `messages=true`).
+    logical_messages: u64,
+}
+
+impl Counts {
+    fn count_type(&mut self, data: &[u8]) {
+        match data.first() {
+            Some(b'B') => self.begins += 1,
+            Some(b'C') => self.commits += 1,
+            Some(b'I') => self.inserts += 1,
+            Some(b'D') => self.deletes += 1,
+            Some(b'M') => self.logical_messages += 1,
+            _ => {}
+        }
+    }
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, DrainError> {
@@ -187,6 +213,7 @@ async fn drain(args: &Args, nap: Duration) -> Result<Counts, DrainError> {
                     }
                     counts.messages += 1;
                     counts.bytes += x.data.len() as u64;
+                    counts.count_type(&x.data);
                     received = received.max(x.wal_start);
                     if x.wal_start == args.endpos {
                         break 'stream;
@@ -246,8 +273,17 @@ fn main() -> ExitCode {
     match run() {
         Ok(c) => {
             println!(
-                "messages={} keepalives={} bytes={} seconds={:.3}",
-                c.messages, c.keepalives, c.bytes, c.seconds
+                "messages={} keepalives={} bytes={} seconds={:.3} begins={} commits={} inserts={} \
+                 deletes={} logical_messages={}",
+                c.messages,
+                c.keepalives,
+                c.bytes,
+                c.seconds,
+                c.begins,
+                c.commits,
+                c.inserts,
+                c.deletes,
+                c.logical_messages
             );
             ExitCode::SUCCESS
         }

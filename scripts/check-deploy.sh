@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Static checks of deploy/: the Prometheus rules and their unit tests, the
 # metric names they and the dashboard use, the Grafana dashboard, the systemd
-# unit, the Kubernetes manifests, the PostgreSQL settings and the
-# Dockerfile's inputs. Prints one line per check and exits 1 if any failed.
+# unit, the Kubernetes manifests, the PostgreSQL settings, the Dockerfile's
+# inputs, and, when the test environment's PostgreSQL runs, outbox_emit.sql
+# for real. Prints one line per check and exits 1 if any failed.
 #
 # Usage: scripts/check-deploy.sh
 #
@@ -11,7 +12,8 @@
 # also start a Prometheus server); systemd-analyze (`systemd`) and PyYAML
 # (`python3-yaml`) are installed with apt-get, which needs root. Later runs
 # find them and take a few seconds. Owns nothing outside deploy/ and
-# .cache/deploy-tools/; never starts a service.
+# .cache/deploy-tools/ (and a throwaway database on the running test
+# cluster, dropped at the end); never starts a service.
 # shellcheck disable=SC2317 # the check functions run through check()
 set -euo pipefail
 
@@ -368,6 +370,78 @@ pg_settings_known() {
     }
 }
 
+# deploy/postgresql/outbox_emit.sql installs twice (CREATE OR REPLACE) into a
+# throwaway database of the running cluster $PG_DIR and does what it says:
+# a committed call emits one transactional message, prefix outbox, whose
+# content is the event as a JSON object (a fresh uuid id, the members given)
+# at the LSN it returned; a rolled-back call emits nothing; another prefix is
+# taken; a NULL aggregatetype or prefix is refused. Read back through a
+# temporary test_decoding slot (gone with the session), then the database is
+# dropped.
+outbox_emit_works() {
+    local db=check_deploy_outbox_emit_$$ rc=0 out
+    pg_sql -qc "CREATE DATABASE $db" || return 1
+    out=$(
+        pg_sql -d "$db" -qf "$DEPLOY/postgresql/outbox_emit.sql" &&
+            pg_sql -d "$db" -qf "$DEPLOY/postgresql/outbox_emit.sql" &&
+            pg_sql -d "$db" -At -v slot="$db" <<'SQL'
+SELECT 'slot', lsn FROM pg_create_logical_replication_slot(:'slot', 'test_decoding', true);
+BEGIN;
+SELECT 'emitted', outbox_emit('Order', '42', 'OrderPlaced', '{"total": 10, "items": [1, 2]}');
+COMMIT;
+BEGIN;
+SELECT 'rolled back', outbox_emit('Order', '43', 'OrderPlaced', '{}');
+ROLLBACK;
+SELECT 'billing', outbox_emit('Invoice', NULL, NULL, NULL, 'billing');
+SELECT 'change', lsn, data FROM pg_logical_slot_peek_changes(:'slot', NULL, NULL)
+    WHERE data LIKE 'message:%';
+DO $$ BEGIN
+    BEGIN PERFORM outbox_emit(NULL, '1', 't', '{}'); EXCEPTION WHEN raise_exception THEN RETURN; END;
+    RAISE EXCEPTION 'a NULL aggregatetype was accepted';
+END $$;
+DO $$ BEGIN
+    BEGIN PERFORM outbox_emit('A', '1', 't', '{}', NULL); EXCEPTION WHEN raise_exception THEN RETURN; END;
+    RAISE EXCEPTION 'a NULL prefix was accepted';
+END $$;
+SQL
+    ) || rc=1
+    pg_sql -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" || rc=1
+    ((rc == 0)) || {
+        printf '%s\n' "$out"
+        return 1
+    }
+    "$PY" - "$out" <<'PY'
+import json, re, sys, uuid
+rows = [l.split("|", 2) for l in sys.argv[1].splitlines()]
+lsns = {r[0]: r[1] for r in rows if len(r) == 2}
+changes = [(r[1], r[2]) for r in rows if len(r) == 3 and r[0] == "change"]
+bad = []
+if len(changes) != 2:
+    bad.append(f"expected 2 messages (committed outbox, billing), got {len(changes)}: {changes}")
+def check(i, lsn_key, prefix, want):
+    if i >= len(changes):
+        return
+    lsn, data = changes[i]
+    m = re.match(r"message: transactional: 1 prefix: (\S+), sz: (\d+) content:(.*)$", data, re.S)
+    if not m:
+        bad.append(f"not a transactional message: {data}")
+        return
+    if m.group(1) != prefix:
+        bad.append(f"prefix {m.group(1)}, expected {prefix}")
+    if lsn != lsns.get(lsn_key):
+        bad.append(f"message at {lsn}, outbox_emit returned {lsns.get(lsn_key)}")
+    doc = json.loads(m.group(3))
+    uuid.UUID(doc.pop("id"))
+    if doc != want:
+        bad.append(f"content {doc}, expected {want} and an id")
+check(0, "emitted", "outbox", {"aggregatetype": "Order", "aggregateid": "42", "type": "OrderPlaced",
+                               "payload": {"total": 10, "items": [1, 2]}})
+check(1, "billing", "billing", {"aggregatetype": "Invoice", "aggregateid": None, "type": None, "payload": None})
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
 # What the Dockerfile copies exists, and it copies every workspace member.
 dockerfile_inputs() {
     local src bad=0
@@ -426,5 +500,15 @@ else
     skip "postgresql/walrelay.conf settings exist" "no PostgreSQL server installed"
 fi
 check "Dockerfile COPY sources exist" dockerfile_inputs
+
+# outbox_emit.sql needs a server: the test environment's cluster when it
+# runs (scripts/env.sh up); this script never starts one.
+PG_DIR=${WALRELAY_TEST_PG_DIR:-$REPO_ROOT/.walrelay-env/pg}
+pg_sql() { "$SCRIPT_DIR/pg.sh" psql "$PG_DIR" -v ON_ERROR_STOP=1 "$@"; }
+if "$SCRIPT_DIR/pg.sh" status "$PG_DIR" >/dev/null 2>&1; then
+    check "postgresql/outbox_emit.sql installs and emits what it documents" outbox_emit_works
+else
+    skip "postgresql/outbox_emit.sql installs and emits what it documents" "no PostgreSQL running in $PG_DIR; scripts/env.sh up"
+fi
 
 exit "$FAILED"

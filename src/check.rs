@@ -77,6 +77,8 @@ pub const OUTBOX_TABLE: &str = "outbox table";
 pub const OUTBOX_PRIVILEGES: &str = "outbox privileges";
 /// Row: the publication.
 pub const PUBLICATION: &str = "publication";
+/// Row: which logical decoding messages are events, and what that implies.
+pub const MESSAGES: &str = "logical decoding messages";
 /// Row: the replication slot.
 pub const SLOT: &str = "replication slot";
 /// Row: the slot as a failover slot (with `replication.failover`, or when
@@ -564,6 +566,20 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     check_capacity(&mut report, config, &client, timeout, &check_app).await;
     check_keep_size(&mut report, &client, timeout).await;
 
+    check_messages(&mut report, config);
+    if !config.outbox.source.table() {
+        // A messages-only pipeline reads no table.
+        for name in [OUTBOX_TABLE, OUTBOX_PRIVILEGES] {
+            report.skip(name, "outbox.source = \"messages\": events come from logical decoding messages, no table is read");
+        }
+        check_message_publication(&mut report, config, &client, timeout).await;
+        check_slot(&mut report, config, &client, timeout).await;
+        check_failover(&mut report, config, &client, timeout, &server).await;
+        return PgOutcome {
+            report,
+            route_values: None,
+        };
+    }
     let facts = match outbox_facts(&client, timeout, &schema, &table).await {
         Ok(f) => f,
         Err(e) => {
@@ -625,6 +641,139 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     PgOutcome {
         report,
         route_values,
+    }
+}
+
+/// What the pipeline does with logical decoding messages, said plainly:
+/// the prefixes that are events, that large transactions then arrive
+/// whole, and what a non-transactional message becomes.
+fn check_messages(report: &mut CheckReport, config: &Config) {
+    use crate::txn::config::{NonTransactional, PrefixRule};
+    let Some(sel) = config.outbox.message_selection() else {
+        return;
+    };
+    let prefixes = match &sel.rule {
+        PrefixRule::Exact(list) => format!("prefix {}", list.join(", ")),
+        PrefixRule::Include(res) => format!(
+            "prefixes matching {} (message.prefix.include.list, case-insensitive)",
+            res.iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        PrefixRule::Exclude(res) => format!(
+            "every prefix except those matching {} (message.prefix.exclude.list)",
+            res.iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        PrefixRule::All => "every prefix (no message.prefix.include.list)".to_owned(),
+    };
+    if config.debezium.message_form == crate::router::MessageForm::Envelope {
+        report.pass(
+            MESSAGES,
+            format!(
+                "logical decoding messages with {prefixes} go to {}.message as Debezium's message \
+                 records (no decode transform: the EventRouter passes them through), \
+                 non-transactional ones too; large transactions arrive whole at their commit",
+                config.debezium.topic_prefix
+            ),
+        );
+        return;
+    }
+    let mut detail = format!(
+        "events from pg_logical_emit_message(true, ...) with {prefixes}, besides {}; large \
+         transactions arrive whole at their commit (pgoutput cannot tell a rolled-back \
+         savepoint's messages apart while streaming)",
+        if config.outbox.source.table() {
+            "the outbox table's rows"
+        } else {
+            "no table"
+        }
+    );
+    match sel.non_transactional {
+        NonTransactional::Error => {
+            detail.push_str(
+                "; a non-transactional message with such a prefix is refused as bad input ([errors] applies)",
+            );
+            report.pass(MESSAGES, detail);
+        }
+        NonTransactional::Skip => {
+            detail.push_str("; a non-transactional message with such a prefix is dropped (outbox.non_transactional = \"skip\")");
+            report.pass(MESSAGES, detail);
+        }
+        NonTransactional::Deliver => {
+            detail.push_str(
+                "; a non-transactional message (pg_logical_emit_message(false, ...)) is published \
+                 even when its transaction rolls back, as Debezium publishes it",
+            );
+            report.warn(
+                MESSAGES,
+                detail,
+                "write outbox events with pg_logical_emit_message(true, ...) only (the \
+                 deploy/postgresql/outbox_emit.sql helper does), or narrow \
+                 message.prefix.include.list to the prefixes your services write transactionally",
+            );
+        }
+    }
+}
+
+/// The publication of a messages-only pipeline: it must exist (or be
+/// creatable); tables in it only cost decoding.
+async fn check_message_publication(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+) {
+    let publication = &config.replication.publication;
+    let state = read(
+        "the publication",
+        timeout,
+        preflight::publication_state(client, publication, "", ""),
+    )
+    .await
+    .map(|state| state.map(|p| (p.all_tables, i64::from(p.table_count))));
+    match state {
+        Err(e) => report.fail(
+            PUBLICATION,
+            DisplayChain(&e).to_string(),
+            "make sure the role can read pg_publication",
+        ),
+        Ok(None) => {
+            let creatable = match config.replication.publication_mode {
+                crate::postgres::config::PublicationMode::Table => config.replication.create_publication,
+                crate::postgres::config::PublicationMode::NoTables
+                | crate::postgres::config::PublicationMode::AllTables => true,
+                _ => false,
+            };
+            if creatable {
+                report.pass(
+                    PUBLICATION,
+                    format!("{publication} does not exist yet; walrelay creates it without tables at start (messages need no table)"),
+                );
+            } else {
+                report.fail(
+                    PUBLICATION,
+                    format!("{publication} does not exist, and the configuration does not let walrelay create it"),
+                    format!("CREATE PUBLICATION {} (no tables: pgoutput sends messages whatever it publishes)", quote_ident(publication)),
+                );
+            }
+        }
+        Ok(Some((all, 0))) if !all => report.pass(
+            PUBLICATION,
+            format!("{publication} exists and publishes no table (messages need none)"),
+        ),
+        Ok(Some((all, tables))) => report.warn(
+            PUBLICATION,
+            if all {
+                format!("{publication} is FOR ALL TABLES; this pipeline reads logical decoding messages only")
+            } else {
+                format!("{publication} publishes {tables} table(s); this pipeline reads logical decoding messages only")
+            },
+            "the walsender decodes and sends those tables' changes for nothing: use a publication without tables",
+        ),
     }
 }
 
@@ -862,13 +1011,17 @@ fn check_server_version(
 
 /// "PostgreSQL 16.4: pgoutput protocol 4, streaming 'parallel'".
 fn server_version_detail(facts: &ServerFacts, config: &Config) -> String {
+    let messages = config.outbox.message_selection().is_some();
     let proto = crate::postgres::wal::proto_version_for(
         facts.version_num,
-        config.replication.streaming,
+        config.replication.streaming && !messages,
         crate::pipeline::PROTO_VERSION,
     );
     let streaming = match crate::postgres::wal::streaming_option(proto) {
         Some(mode) => format!("streaming '{mode}'"),
+        None if messages => {
+            "whole transactions after their commit (logical decoding messages are events)".into()
+        }
         None => "whole transactions after their commit (replication.streaming = false)".into(),
     };
     format!(

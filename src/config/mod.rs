@@ -214,6 +214,7 @@ impl Config {
         self.postgres.validate()?;
         self.replication.validate()?;
         self.outbox.qualified()?;
+        self.outbox.validate_messages()?;
         self.lag.validate().map_err(|reason| ConfigError::Invalid {
             key: "lag".into(),
             reason,
@@ -234,6 +235,18 @@ impl Config {
                 reason: "\"always\" publishes the current rows again at every start, which \
                          kafka.exactly_once = true cannot allow; use \"initial\" (the snapshot \
                          is then one Kafka transaction) or \"no_data\""
+                    .into(),
+            });
+        }
+        if !self.outbox.source.table()
+            && self.outbox.debezium_messages.is_none()
+            && self.replication.snapshot_mode != crate::postgres::config::SnapshotMode::NoData
+        {
+            return Err(ConfigError::Invalid {
+                key: "replication.snapshot_mode".into(),
+                reason: "a snapshot publishes the rows of the outbox table, and with \
+                         outbox.source = \"messages\" there is none: logical decoding messages \
+                         are only in the WAL; use \"no_data\""
                     .into(),
             });
         }

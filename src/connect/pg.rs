@@ -152,6 +152,9 @@ pub enum PgType {
     },
     /// `numeric` without modifier → VariableScaleDecimal struct.
     VariableNumeric,
+    /// A member of a logical decoding message's JSON content: its Connect
+    /// value comes with it and is never decoded from text.
+    Content,
 }
 
 impl PgType {
@@ -425,6 +428,11 @@ pub fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
                 Value::Bytes(Bytes::from(super::java::unscaled_bytes(&d))),
             ]))
         }
+        PgType::Content => Err(invalid(
+            "message content",
+            text,
+            "a content member has no text form",
+        )),
     }
 }
 

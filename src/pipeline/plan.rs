@@ -33,12 +33,19 @@ impl Plan {
     /// error names the setting.
     pub fn new(config: Config) -> Result<Plan, PipelineError> {
         // A bad regex or converter combination fails before connecting.
-        let router = Router::new(
+        let mut router = Router::new(
             config.router.clone(),
             config.converters,
             config.debezium.clone(),
         )
         .map_err(|e| PipelineError::Config(e.to_string()))?;
+        if let Some(selection) = config.outbox.message_selection() {
+            router.set_message_form(
+                config.debezium.message_form,
+                selection.non_transactional,
+                &config.postgres.dbname,
+            );
+        }
         // A spill directory walrelay cannot write to would fail only when the
         // first large transaction arrives, maybe weeks later: find out now.
         if let Some(dir) = &config.replication.spill_dir {
@@ -94,17 +101,29 @@ impl Plan {
 
     /// What the publication must look like.
     pub fn publication(&self) -> PublicationPlan {
-        PublicationPlan::new(
+        let mut plan = PublicationPlan::new(
             &self.config.postgres,
             &self.config.replication,
             self.outbox(),
-        )
+        );
+        plan.messages_only = !self.config.outbox.source.table();
+        plan
+    }
+
+    /// Which logical decoding messages are events, if any.
+    pub fn messages(&self) -> Option<crate::txn::config::MessageSelection> {
+        self.config.outbox.message_selection()
     }
 
     /// A fresh assembler for one session over an outbox table with columns
     /// `table_meta`.
     pub fn assembler(&self, table_meta: crate::connect::pg::TableMeta) -> Assembler {
-        let (schema, table) = self.outbox.clone();
+        // Without table events no relation is the outbox.
+        let (schema, table) = if self.config.outbox.source.table() {
+            self.outbox.clone()
+        } else {
+            (String::new(), String::new())
+        };
         Assembler::new(
             schema,
             table,
@@ -113,5 +132,6 @@ impl Plan {
             self.config.outbox.op_invalid_behavior,
         )
         .with_spill_dir(self.config.replication.spill_dir.clone())
+        .with_messages(self.messages())
     }
 }

@@ -55,16 +55,18 @@ pub(super) async fn publish(
     let read = pg_snapshot::read_rows(client, snapshot_name, &relation, |rows| {
         let events: Vec<OutboxEvent> = rows
             .into_iter()
-            .map(|row| OutboxEvent {
-                seq,
-                meta: EventMeta {
-                    lsn: start,
-                    commit_lsn: start,
-                    xid: 0,
-                    commit_time_us: now_us,
-                },
-                bound: Arc::clone(&bound),
-                row,
+            .map(|row| {
+                OutboxEvent::row(
+                    seq,
+                    EventMeta {
+                        lsn: start,
+                        commit_lsn: start,
+                        xid: 0,
+                        commit_time_us: now_us,
+                    },
+                    Arc::clone(&bound),
+                    row,
+                )
             })
             .collect();
         tracker.add_events(seq, events.len() as u32);

@@ -204,7 +204,7 @@ pub fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: 
         ),
         None if !streaming => info!(
             proto_version,
-            "as configured, large transactions arrive only after their commit"
+            "large transactions arrive only after their commit (replication.streaming = false, or logical decoding messages are events)"
         ),
         None => warn!(
             proto_version,
@@ -238,6 +238,16 @@ fn publish_progress(
         ("update", stats.updates_dropped, last.updates_dropped),
         ("other_table", stats.other_ignored, last.other_ignored),
         ("truncate", stats.truncates_ignored, last.truncates_ignored),
+        (
+            "message_prefix",
+            stats.messages_ignored,
+            last.messages_ignored,
+        ),
+        (
+            "non_transactional",
+            stats.non_transactional_skipped,
+            last.non_transactional_skipped,
+        ),
     ] {
         if now > before {
             m.filtered

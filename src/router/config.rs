@@ -395,6 +395,10 @@ pub struct DebeziumConfig {
     /// decide), as `KafkaChangeConsumer` does.
     #[serde(default)]
     pub server_mode: bool,
+    /// Debezium forms: how logical decoding messages become records (the
+    /// transforms chain decides); the native form's is always native.
+    #[serde(skip)]
+    pub message_form: super::MessageForm,
 }
 
 impl Default for DebeziumConfig {
@@ -403,6 +407,7 @@ impl Default for DebeziumConfig {
             topic_prefix: default_topic_prefix(),
             extended_headers: false,
             server_mode: false,
+            message_form: super::MessageForm::Native,
         }
     }
 }

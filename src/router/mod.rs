@@ -16,6 +16,7 @@
 //! plus caches (topics, envelope schemas) that mirror Debezium's.
 
 pub mod config;
+mod message;
 mod rewrite;
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use walrelay_proto::pgoutput::{ColumnValue, TupleData};
 use walrelay_proto::{Lsn, RelationInfo};
 
 pub use self::config::*;
+pub use self::message::{MessageEvent, MessageForm};
 use self::rewrite::TopicRewrite;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::connect::convert::{write_json_schema, ConvertError, Converter, HeaderConverter};
@@ -232,6 +234,30 @@ pub enum RouteError {
         #[source]
         source: Box<RouteError>,
     },
+    /// A logical decoding message whose content cannot be an event (not
+    /// JSON, not a JSON object, non-transactional where that is refused).
+    #[error("message with prefix {prefix:?} at lsn {lsn} is not an outbox event: {reason}")]
+    MessageContent {
+        /// The message's prefix.
+        prefix: String,
+        /// Its LSN.
+        lsn: Lsn,
+        /// What is wrong.
+        reason: String,
+        /// Metric label.
+        what: &'static str,
+    },
+    /// A logical decoding message whose JSON object does not fit the
+    /// routing configuration (a member missing or of the wrong type).
+    #[error("message with prefix {:?} at lsn {lsn} (event id {}) cannot be routed: member \"{}\" {}", .detail.prefix, .detail.event_id, .detail.member, .detail.reason)]
+    MessageLayout {
+        /// Its LSN.
+        lsn: Lsn,
+        /// The message, the member and what is wrong with it.
+        detail: Box<MessageProblem>,
+        /// The kind of the underlying problem.
+        what: &'static str,
+    },
     /// A converter refused the key, value or a header.
     #[error("cannot serialise the {what} of the event at lsn {lsn} (event id {event_id})")]
     Convert {
@@ -266,6 +292,9 @@ impl RouteError {
             RouteError::InvalidJsonPayload { .. } => "invalid_json",
             RouteError::InvalidTopic { .. } => "invalid_topic",
             RouteError::Layout { source, .. } => source.kind(),
+            RouteError::MessageContent { what, .. } | RouteError::MessageLayout { what, .. } => {
+                what
+            }
             RouteError::Convert { .. } => "convert",
         }
     }
@@ -287,7 +316,8 @@ impl RouteError {
             | RouteError::InvalidJsonPayload { column, .. }
             | RouteError::InvalidTopic { column, .. }
             | RouteError::Layout { column, .. } => Some(column),
-            RouteError::Convert { .. } => None,
+            RouteError::MessageLayout { detail, .. } => Some(&detail.member),
+            RouteError::Convert { .. } | RouteError::MessageContent { .. } => None,
         }
     }
 
@@ -322,6 +352,22 @@ pub fn check_topic_name(topic: &str) -> Result<(), &'static str> {
     }
     Ok(())
 }
+
+/// A message member that does not fit the routing configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageProblem {
+    /// The message's prefix.
+    pub prefix: String,
+    /// The `id` member's text, or `unknown`.
+    pub event_id: String,
+    /// The member at fault.
+    pub member: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Finds a configured column by name (and the key naming it) while binding.
+type ColumnLookup<'a> = dyn Fn(&str, &'static str) -> Result<Option<BoundColumn>, RouteError> + 'a;
 
 /// Where an event comes from; used for error context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -505,6 +551,14 @@ pub struct Router {
     traceparent_header: Arc<str>,
     tracestate_header: Arc<str>,
     expansion_failures: u64,
+    /// How logical decoding messages become records.
+    message_form: MessageForm,
+    /// What a non-transactional message becomes here (`Deliver` or `Error`).
+    message_non_transactional: crate::txn::config::NonTransactional,
+    /// [`MessageForm::Envelope`]: Debezium's message record and its topic.
+    message_envelope: Option<(crate::connect::message::MessageEnvelope, Arc<str>)>,
+    /// Message bindings by shape (`message::members_signature`).
+    message_bindings: HashMap<String, Arc<BoundRelation>>,
 }
 
 impl Router {
@@ -606,6 +660,10 @@ impl Router {
             traceparent_header: Arc::from(HEADER_TRACEPARENT),
             tracestate_header: Arc::from(HEADER_TRACESTATE),
             expansion_failures: 0,
+            message_form: MessageForm::Native,
+            message_non_transactional: crate::txn::config::NonTransactional::Error,
+            message_envelope: None,
+            message_bindings: HashMap::new(),
             cfg,
         })
     }
@@ -714,6 +772,19 @@ impl Router {
                 ty,
             }))
         };
+        let after_schema_name =
+            format!("{}.{}.{}.Value", self.topic_prefix, rel.namespace, rel.name);
+        self.bind_columns(rel, &column, after_schema_name)
+    }
+
+    /// The checks and resolution of [`Router::bind_strict`], for a relation
+    /// or a message's members: `column` finds a configured column by name.
+    fn bind_columns(
+        &self,
+        rel: &Arc<RelationInfo>,
+        column: &ColumnLookup<'_>,
+        after_schema_name: String,
+    ) -> Result<BoundRelation, RouteError> {
         let required = |name: &str, key: &'static str| -> Result<BoundColumn, RouteError> {
             column(name, key)?.ok_or_else(|| RouteError::MissingColumn {
                 table: rel.qualified_name(),
@@ -817,10 +888,7 @@ impl Router {
             payload_index: Some(payload.index),
             problem: None,
             relation: Arc::clone(rel),
-            after_schema_name: format!(
-                "{}.{}.{}.Value",
-                self.topic_prefix, rel.namespace, rel.name
-            ),
+            after_schema_name,
             id,
             key,
             payload,
@@ -848,7 +916,18 @@ impl Router {
                 source: Box::new(problem.clone()),
             });
         }
-        let r = Row { bound, row, meta };
+        let r = Row {
+            bound,
+            row,
+            meta,
+            cells: None,
+        };
+        self.route_row(&r)
+    }
+
+    /// [`Router::route`] once the row (or message) is in hand.
+    fn route_row(&mut self, r: &Row<'_>) -> Result<KafkaRecord, RouteError> {
+        let (bound, meta) = (r.bound, r.meta);
 
         // Topic: getString(route.by.field), no default, then RegexRouter.
         let route = r
@@ -858,7 +937,7 @@ impl Router {
                 lsn: meta.lsn,
                 event_id: r.event_id(),
             })?;
-        let topic = self.topic(&r, route)?;
+        let topic = self.topic(r, route)?;
 
         let timestamp_ms = match &bound.timestamp {
             None => None,
@@ -875,8 +954,8 @@ impl Router {
 
         let mut headers = Vec::with_capacity(self.inherited.len() + 1 + bound.placements.len());
         headers.extend(self.inherited.iter().cloned());
-        self.tracing_headers(&r, &mut headers)?;
-        let id = self.header_value(&r, &bound.id, ID_HEADER)?;
+        self.tracing_headers(r, &mut headers)?;
+        let id = self.header_value(r, &bound.id, ID_HEADER)?;
         if id.is_none() && self.cfg.null_id == NullPolicy::Error {
             return Err(RouteError::NullId {
                 column: bound.id.name.to_string(),
@@ -924,7 +1003,7 @@ impl Router {
                 .all(|p| p.placement == Placement::Header)
         {
             for p in &bound.placements {
-                let v = self.header_value(&r, &p.column, &p.alias)?;
+                let v = self.header_value(r, &p.column, &p.alias)?;
                 headers.push(RecordHeader {
                     name: Arc::clone(&p.alias),
                     value: v,
@@ -950,7 +1029,7 @@ impl Router {
                 )?
             }
         } else {
-            self.general_value(&r, &mut headers, &mut partition)?
+            self.general_value(r, &mut headers, &mut partition)?
         };
 
         if self.server_mode {
@@ -1112,7 +1191,10 @@ impl Router {
                     schema: Arc::clone(&p.column.ty.schema),
                 });
             }
+            // Debezium's getSchemaName: a message's decoded `after` has no
+            // name, and the route value alone names the envelope.
             let name = match bound.after_schema_name.rfind('.') {
+                _ if bound.after_schema_name.is_empty() => route.to_owned(),
                 Some(dot) => format!(
                     "{}{route}.{}",
                     &bound.after_schema_name[..=dot],
@@ -1342,10 +1424,21 @@ struct Row<'a> {
     bound: &'a BoundRelation,
     row: &'a TupleData,
     meta: &'a EventMeta,
+    /// A message's members, which stand in for `row` when set.
+    cells: Option<&'a [message::Cell]>,
 }
 
 impl Row<'_> {
     fn event_id(&self) -> String {
+        if let Some(cells) = self.cells {
+            return cells
+                .get(self.bound.id.index)
+                .and_then(|c| c.text.as_ref())
+                .map_or_else(
+                    || "unknown".to_owned(),
+                    |b| String::from_utf8_lossy(b).into_owned(),
+                );
+        }
         match self.row.get(self.bound.id.index) {
             Some(ColumnValue::Text(b)) => String::from_utf8_lossy(b).into_owned(),
             _ => "unknown".to_owned(),
@@ -1354,6 +1447,9 @@ impl Row<'_> {
 
     /// The text of a column; `None` for NULL.
     fn raw(&self, c: &BoundColumn) -> Result<Option<&Bytes>, RouteError> {
+        if let Some(cells) = self.cells {
+            return Ok(cells.get(c.index).and_then(|cell| cell.text.as_ref()));
+        }
         match self.row.get(c.index) {
             None => Err(RouteError::ShortRow {
                 column: self.bound.column_name(c.index),
@@ -1379,6 +1475,11 @@ impl Row<'_> {
     /// The Connect value as stored in the `after` struct (`getInt32` and
     /// friends: no default).
     fn value(&self, c: &BoundColumn) -> Result<Value, RouteError> {
+        if let Some(cells) = self.cells {
+            return Ok(cells
+                .get(c.index)
+                .map_or(Value::Null, |cell| cell.value.clone()));
+        }
         match self.raw(c)? {
             None => Ok(Value::Null),
             Some(text) => pg::decode(c.ty.pg, text).map_err(|source| RouteError::InvalidValue {

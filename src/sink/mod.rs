@@ -44,7 +44,7 @@ use self::limits::fits_alone;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
 use crate::metrics::{CodeLabel, Metrics, TopicLabel};
-use crate::router::{BoundRelation, KafkaRecord, RouteError, Router};
+use crate::router::{KafkaRecord, RouteError, Router};
 use crate::secret::is_secret_key;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
 use crate::txn::OutboxEvent;
@@ -356,7 +356,8 @@ impl RecordContext {
 
 /// An event's original bytes, for its dead-letter record.
 struct Original {
-    bound: Arc<BoundRelation>,
+    /// `schema.table` or `message prefix <prefix>`.
+    origin: String,
     key: Option<Bytes>,
     value: Option<Bytes>,
 }
@@ -478,7 +479,7 @@ impl ProducerContext for DeliveryContext {
                         commit_lsn: ctx.commit_lsn,
                         xid: ctx.xid,
                         event_id: ctx.event_id.as_deref().map(str::to_owned),
-                        table: original.bound.table_name(),
+                        table: original.origin.clone(),
                         key: original.key.clone(),
                         value: original.value.clone(),
                         topic: Some(topic.clone()),
@@ -840,11 +841,11 @@ impl KafkaSink {
             }
             for event in &batch {
                 let tag = generation | (event.seq & SEQ_MASK);
-                let record = match router.route(&event.bound, &event.row, &event.meta) {
-                    Ok(record) => record,
+                let (record, event_id) = match event.route(router) {
+                    Ok(routed) => routed,
                     Err(e) => match &self.dead_letter {
                         Some(dl) => {
-                            let topic = router.intended_topic(&event.bound, &event.row);
+                            let topic = event.intended_topic(router);
                             self.dead_letter_route(dl, event, tag, &e, topic)?;
                             continue;
                         }
@@ -871,9 +872,9 @@ impl KafkaSink {
                     }
                 }
                 let original = self.dead_letter.as_ref().map(|_| {
-                    let (key, value) = event.bound.original(&event.row);
+                    let (key, value) = event.original();
                     Original {
-                        bound: Arc::clone(&event.bound),
+                        origin: event.origin(),
                         key,
                         value,
                     }
@@ -883,7 +884,7 @@ impl KafkaSink {
                     lsn: event.meta.lsn,
                     commit_lsn: event.meta.commit_lsn,
                     xid: event.meta.xid,
-                    event_id: event.bound.event_id(&event.row).map(String::into_boxed_str),
+                    event_id: event_id.clone().map(String::into_boxed_str),
                     original,
                 });
                 let mut base = base_record(&record, ctx);
@@ -922,6 +923,7 @@ impl KafkaSink {
                                         ),
                                         stage: Stage::Produce,
                                         topic: Some(record.topic.to_string()),
+                                        event_id: event_id.clone(),
                                         ..letter_for(event, tag)
                                     };
                                     send_letter(dl, &letter)?;
@@ -930,9 +932,8 @@ impl KafkaSink {
                                     self.drain().await;
                                     return Err(SinkError::Produce {
                                         lsn: event.meta.lsn,
-                                        event_id: event
-                                            .bound
-                                            .event_id(&event.row)
+                                        event_id: event_id
+                                            .clone()
                                             .unwrap_or_else(|| "null".to_owned()),
                                         topic: record.topic.to_string(),
                                         source: Box::new(source),
@@ -1100,14 +1101,14 @@ fn transactional_config(
 
 /// The parts of a dead-letter record that come from the event itself.
 fn letter_for(event: &OutboxEvent, tag: u64) -> Letter {
-    let (key, value) = event.bound.original(&event.row);
+    let (key, value) = event.original();
     Letter {
         tag,
         lsn: event.meta.lsn,
         commit_lsn: event.meta.commit_lsn,
         xid: event.meta.xid,
-        event_id: event.bound.event_id(&event.row),
-        table: event.bound.table_name(),
+        event_id: event.event_id(),
+        table: event.origin(),
         key,
         value,
         topic: None,

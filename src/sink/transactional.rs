@@ -838,13 +838,11 @@ impl KafkaSink {
                     self.begin(eos, &mut open)?;
                     let refused = self.take_refused(event);
                     let routed = match refused {
-                        None => router
-                            .route(&event.bound, &event.row, &event.meta)
-                            .map_err(Some),
+                        None => event.route(router).map_err(Some),
                         Some(_) => Err(None),
                     };
-                    let record = match routed {
-                        Ok(record) => record,
+                    let (record, event_id) = match routed {
+                        Ok(routed) => routed,
                         Err(why) => {
                             let (dl, letter) = match (why, &self.dead_letter) {
                                 // Kafka refused this record before: its
@@ -868,9 +866,7 @@ impl KafkaSink {
                                         message: crate::chain::DisplayChain(&e).to_string(),
                                         stage: Stage::Transformation,
                                         topic: e.topic().map(str::to_owned).or_else(|| {
-                                            router
-                                                .intended_topic(&event.bound, &event.row)
-                                                .map(|t| t.to_string())
+                                            event.intended_topic(router).map(|t| t.to_string())
                                         }),
                                         ..letter_for(event, UNTRACKED)
                                     };
@@ -919,7 +915,7 @@ impl KafkaSink {
                         lsn: event.meta.lsn,
                         commit_lsn: event.meta.commit_lsn,
                         xid: event.meta.xid,
-                        event_id: event.bound.event_id(&event.row).map(String::into_boxed_str),
+                        event_id: event_id.map(String::into_boxed_str),
                         original: None,
                     });
                     let base = base_record(&record, ctx);

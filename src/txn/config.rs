@@ -1,13 +1,119 @@
-//! The outbox table's settings: which table is the outbox and what an
-//! UPDATE of one of its rows does (Debezium's `table.op.invalid.behavior`).
+//! The outbox's settings: where events come from (rows of the outbox
+//! table, logical decoding messages, or both), which table is the outbox,
+//! which message prefixes are events, and what an UPDATE of an outbox row
+//! does (Debezium's `table.op.invalid.behavior`).
 //!
-//! Owns the `[outbox]` section of the native TOML and the parsing of a
-//! qualified table name the way PostgreSQL folds it. It never connects and
-//! never reads a Debezium file.
+//! Owns the `[outbox]` section of the native TOML, the message selection
+//! both configuration forms compile to ([`MessageSelection`]) and the
+//! parsing of a qualified table name the way PostgreSQL folds it. It never
+//! connects and never reads a Debezium file.
 
 use serde::Deserialize;
 
 use crate::setting::SettingError;
+
+/// The prefix of walrelay's own heartbeat message
+/// (`pg_logical_emit_message(true, 'walrelay_heartbeat', '')`): never an
+/// event, whatever the configuration selects.
+pub const HEARTBEAT_MESSAGE_PREFIX: &str = "walrelay_heartbeat";
+
+/// Where a pipeline's events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OutboxSource {
+    /// Rows inserted into the outbox table.
+    #[default]
+    Table,
+    /// Transactional logical decoding messages with a selected prefix.
+    Messages,
+    /// Both, interleaved in commit and WAL order.
+    Both,
+}
+
+impl OutboxSource {
+    /// Whether rows of the outbox table are events.
+    pub fn table(self) -> bool {
+        matches!(self, OutboxSource::Table | OutboxSource::Both)
+    }
+
+    /// Whether logical decoding messages are events.
+    pub fn messages(self) -> bool {
+        matches!(self, OutboxSource::Messages | OutboxSource::Both)
+    }
+}
+
+/// What a selected non-transactional message
+/// (`pg_logical_emit_message(false, ...)`) becomes. PostgreSQL publishes
+/// such a message at once, even when the transaction that wrote it rolls
+/// back, so it breaks the outbox promise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NonTransactional {
+    /// A bad input: the `[errors]` policy applies (the native default).
+    #[default]
+    Error,
+    /// Dropped with a warning and counted.
+    Skip,
+    /// Delivered like a transactional one (Debezium's behaviour, and the
+    /// Debezium configuration forms').
+    Deliver,
+}
+
+/// How a message prefix is matched.
+#[derive(Debug, Clone)]
+pub enum PrefixRule {
+    /// The native form: exact prefixes.
+    Exact(Vec<String>),
+    /// Debezium's `message.prefix.include.list`: regexes matched against
+    /// the whole prefix, case-insensitively.
+    Include(Vec<regex::Regex>),
+    /// Debezium's `message.prefix.exclude.list`.
+    Exclude(Vec<regex::Regex>),
+    /// Debezium without either list: every prefix.
+    All,
+}
+
+/// Which logical decoding messages are events, compiled from either form.
+#[derive(Debug, Clone)]
+pub struct MessageSelection {
+    /// The prefix rule.
+    pub rule: PrefixRule,
+    /// Selected non-transactional messages.
+    pub non_transactional: NonTransactional,
+}
+
+impl MessageSelection {
+    /// Whether a message with this prefix is an event; walrelay's own
+    /// heartbeat never is.
+    pub fn selects(&self, prefix: &str) -> bool {
+        if prefix == HEARTBEAT_MESSAGE_PREFIX {
+            return false;
+        }
+        match &self.rule {
+            PrefixRule::Exact(list) => list.iter().any(|p| p == prefix),
+            PrefixRule::Include(res) => res.iter().any(|r| r.is_match(prefix)),
+            PrefixRule::Exclude(res) => !res.iter().any(|r| r.is_match(prefix)),
+            PrefixRule::All => true,
+        }
+    }
+
+    /// Compiles Debezium's comma-separated regex list the way
+    /// `Strings.setOfRegex(list, CASE_INSENSITIVE)` + `matches()` reads it.
+    pub fn debezium_regexes(list: &str) -> Result<Vec<regex::Regex>, String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                regex::RegexBuilder::new(&format!("^(?:{p})$"))
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| {
+                        format!("{p:?} is not a regular expression walrelay can compile: {e}")
+                    })
+            })
+            .collect()
+    }
+}
 
 /// Default outbox table.
 pub const DEFAULT_OUTBOX_TABLE: &str = "public.outbox";
@@ -34,6 +140,19 @@ pub struct OutboxConfig {
     /// Debezium's `table.op.invalid.behavior` for UPDATEs.
     #[serde(default)]
     pub op_invalid_behavior: OpInvalidBehavior,
+    /// Where events come from.
+    #[serde(default)]
+    pub source: OutboxSource,
+    /// Exact message prefixes whose messages are events (native form).
+    #[serde(default)]
+    pub message_prefixes: Vec<String>,
+    /// What a selected non-transactional message becomes.
+    #[serde(default)]
+    pub non_transactional: NonTransactional,
+    /// Debezium forms only: the compiled `message.prefix.*.list` (the
+    /// native keys above are then unused).
+    #[serde(skip)]
+    pub debezium_messages: Option<MessageSelection>,
 }
 
 impl Default for OutboxConfig {
@@ -41,11 +160,72 @@ impl Default for OutboxConfig {
         OutboxConfig {
             table: default_outbox_table(),
             op_invalid_behavior: OpInvalidBehavior::Warn,
+            source: OutboxSource::Table,
+            message_prefixes: Vec::new(),
+            non_transactional: NonTransactional::Error,
+            debezium_messages: None,
         }
     }
 }
 
 impl OutboxConfig {
+    /// The messages that are events, if any: the Debezium forms' compiled
+    /// lists, or the native `message_prefixes` when `source` takes messages.
+    pub fn message_selection(&self) -> Option<MessageSelection> {
+        if let Some(m) = &self.debezium_messages {
+            return Some(m.clone());
+        }
+        self.source.messages().then(|| MessageSelection {
+            rule: PrefixRule::Exact(self.message_prefixes.clone()),
+            non_transactional: self.non_transactional,
+        })
+    }
+
+    /// Checks the message keys of the native form.
+    pub fn validate_messages(&self) -> Result<(), SettingError> {
+        if self.debezium_messages.is_some() {
+            return Ok(());
+        }
+        if self.non_transactional == NonTransactional::Deliver {
+            return Err(SettingError::Invalid {
+                key: "outbox.non_transactional".into(),
+                reason: "\"deliver\" would publish events of transactions that rolled back; use \"error\" or \"skip\"".into(),
+            });
+        }
+        if !self.source.messages() {
+            if !self.message_prefixes.is_empty() {
+                return Err(SettingError::Invalid {
+                    key: "outbox.message_prefixes".into(),
+                    reason:
+                        "set outbox.source = \"messages\" or \"both\" for messages to be events"
+                            .into(),
+                });
+            }
+            return Ok(());
+        }
+        if self.message_prefixes.is_empty() {
+            return Err(SettingError::Invalid {
+                key: "outbox.message_prefixes".into(),
+                reason: "names no prefix: list the prefixes given to pg_logical_emit_message, e.g. [\"outbox\"]".into(),
+            });
+        }
+        for p in &self.message_prefixes {
+            if p.is_empty() {
+                return Err(SettingError::Invalid {
+                    key: "outbox.message_prefixes".into(),
+                    reason: "an empty prefix: pg_logical_emit_message refuses one".into(),
+                });
+            }
+            if p == HEARTBEAT_MESSAGE_PREFIX {
+                return Err(SettingError::Invalid {
+                    key: "outbox.message_prefixes".into(),
+                    reason: format!("{HEARTBEAT_MESSAGE_PREFIX} is walrelay's own heartbeat message, never an event"),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Splits `table` into schema and table name. Quoted identifiers
     /// (`"My Schema"."Outbox"`) keep their case; unquoted ones fold to lower
     /// case like PostgreSQL does.

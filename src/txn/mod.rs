@@ -28,27 +28,103 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use tracing::{debug, error, warn};
-use walrelay_proto::pgoutput::{LogicalMessage, StreamAbort, TupleData};
+use walrelay_proto::pgoutput::{LogicalMessage, Message, StreamAbort, TupleData};
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
-use self::config::OpInvalidBehavior;
+use self::config::{MessageSelection, NonTransactional, OpInvalidBehavior};
 use self::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::connect::pg::TableMeta;
-use crate::router::{BoundRelation, EventMeta, RouteError, Router};
+pub use crate::router::MessageEvent;
+use crate::router::{BoundRelation, EventMeta, KafkaRecord, RouteError, Router};
 
-/// One outbox row on its way to Kafka.
+/// One outbox event on its way to Kafka.
 #[derive(Debug, Clone)]
 pub struct OutboxEvent {
     /// The transaction's entry in the checkpoint tracker.
     pub seq: TxnSeq,
     /// Where it came from.
     pub meta: EventMeta,
-    /// The outbox relation with the router's columns resolved.
-    pub bound: Arc<BoundRelation>,
-    /// The inserted row.
-    pub row: TupleData,
+    /// The row or the message.
+    pub body: EventBody,
+}
+
+/// What an event carries.
+#[derive(Debug, Clone)]
+pub enum EventBody {
+    /// A row inserted into the outbox table.
+    Row {
+        /// The outbox relation with the router's columns resolved.
+        bound: Arc<BoundRelation>,
+        /// The inserted row.
+        row: TupleData,
+    },
+    /// A logical decoding message with a selected prefix.
+    Message(MessageEvent),
+}
+
+/// The routing outcome of one event: its record and, for error context
+/// later on, its event id.
+pub type Routed = (KafkaRecord, Option<String>);
+
+impl OutboxEvent {
+    /// A row event.
+    pub fn row(seq: TxnSeq, meta: EventMeta, bound: Arc<BoundRelation>, row: TupleData) -> Self {
+        OutboxEvent {
+            seq,
+            meta,
+            body: EventBody::Row { bound, row },
+        }
+    }
+
+    /// Routes the event to its record.
+    pub fn route(&self, router: &mut Router) -> Result<Routed, RouteError> {
+        match &self.body {
+            EventBody::Row { bound, row } => {
+                let record = router.route(bound, row, &self.meta)?;
+                Ok((record, bound.event_id(row)))
+            }
+            EventBody::Message(m) => router.route_message(m, &self.meta),
+        }
+    }
+
+    /// The topic the event was meant for, where it can be told; for the
+    /// context of an event the router refused.
+    pub fn intended_topic(&self, router: &mut Router) -> Option<Arc<str>> {
+        match &self.body {
+            EventBody::Row { bound, row } => router.intended_topic(bound, row),
+            EventBody::Message(m) => router.intended_message_topic(m),
+        }
+    }
+
+    /// The event's original bytes for a dead-letter record: the key
+    /// column's and payload column's text of a row, or no key and the
+    /// message's content as it was written.
+    pub fn original(&self) -> (Option<Bytes>, Option<Bytes>) {
+        match &self.body {
+            EventBody::Row { bound, row } => bound.original(row),
+            EventBody::Message(m) => (None, Some(m.content.clone())),
+        }
+    }
+
+    /// The event id, where the row or message has one (error context).
+    pub fn event_id(&self) -> Option<String> {
+        match &self.body {
+            EventBody::Row { bound, row } => bound.event_id(row),
+            EventBody::Message(m) => m.event_id(),
+        }
+    }
+
+    /// Where the event came from, for error context and dead-letter
+    /// headers: `schema.table`, or `message prefix <prefix>`.
+    pub fn origin(&self) -> String {
+        match &self.body {
+            EventBody::Row { bound, .. } => bound.table_name(),
+            EventBody::Message(m) => format!("message prefix {}", m.prefix),
+        }
+    }
 }
 
 /// Errors of transaction assembly; all of them stop the pipeline without
@@ -185,6 +261,14 @@ pub struct AssemblyStats {
     pub other_ignored: u64,
     /// TRUNCATEs ignored.
     pub truncates_ignored: u64,
+    /// Logical decoding messages turned into events (counted in `events`
+    /// too).
+    pub messages: u64,
+    /// Logical decoding messages whose prefix is not selected.
+    pub messages_ignored: u64,
+    /// Selected non-transactional messages dropped
+    /// (`outbox.non_transactional = "skip"`).
+    pub non_transactional_skipped: u64,
     /// Streamed transactions committed (counted in `transactions` too).
     pub streamed_transactions: u64,
     /// Streamed transactions aborted as a whole.
@@ -221,6 +305,15 @@ pub struct Assembler {
     stats: AssemblyStats,
     /// Where spill files go; `None`: the system temporary directory.
     spill_dir: Option<PathBuf>,
+    /// Which logical decoding messages are events; `None`: none.
+    messages: Option<MessageSelection>,
+    /// The prefix of the last selected message, shared between its events.
+    last_prefix: Option<Arc<str>>,
+    /// Debezium's `lastCommitLsn` (see [`MessageEvent::last_commit_lsn`]).
+    last_commit_lsn: Option<Lsn>,
+    /// The last transaction's commit time seen (Unix µs); the session
+    /// start before any.
+    last_commit_time_us: i64,
 }
 
 impl Assembler {
@@ -247,7 +340,141 @@ impl Assembler {
             replay: None,
             stats: AssemblyStats::default(),
             spill_dir: None,
+            messages: None,
+            last_prefix: None,
+            last_commit_lsn: None,
+            last_commit_time_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64),
         }
+    }
+
+    /// Logical decoding messages selected by `selection` become events too
+    /// (`None`: messages are ignored).
+    pub fn with_messages(mut self, selection: Option<MessageSelection>) -> Self {
+        self.messages = selection;
+        self
+    }
+
+    /// Whether a message is an event (its prefix selected).
+    fn selects(&self, m: &Message) -> bool {
+        match &self.messages {
+            None => false,
+            Some(sel) => match std::str::from_utf8(&m.prefix) {
+                Ok(p) => sel.selects(p),
+                // A prefix that is not UTF-8 cannot be listed natively;
+                // Debezium's regexes see it decoded lossily.
+                Err(_) => sel.selects(&String::from_utf8_lossy(&m.prefix)),
+            },
+        }
+    }
+
+    /// The message as an event body, its prefix shared with the previous
+    /// event of the same prefix.
+    fn message_body(&mut self, m: Message, source_time_us: i64) -> MessageEvent {
+        let prefix = match &self.last_prefix {
+            Some(p) if p.as_bytes() == m.prefix.as_ref() => Arc::clone(p),
+            _ => {
+                let p: Arc<str> = Arc::from(String::from_utf8_lossy(&m.prefix).as_ref());
+                self.last_prefix = Some(Arc::clone(&p));
+                p
+            }
+        };
+        MessageEvent {
+            prefix,
+            content: m.content,
+            transactional: m.transactional,
+            last_commit_lsn: self.last_commit_lsn,
+            source_time_us,
+        }
+    }
+
+    /// A logical decoding message outside a stream block: inside BEGIN ..
+    /// COMMIT for a transactional one, on its own for a non-transactional
+    /// one (PostgreSQL sends those at once, whatever becomes of their
+    /// transaction).
+    fn message(
+        &mut self,
+        m: Message,
+        lsn: Lsn,
+        tracker: &SharedTracker,
+        out: &mut Vec<OutboxEvent>,
+    ) -> Result<(), TxnError> {
+        if !m.transactional {
+            // Debezium moves its lastCommitLsn to every non-transactional
+            // message, of any prefix.
+            self.last_commit_lsn = Some(lsn);
+        }
+        if !self.selects(&m) {
+            self.stats.messages_ignored += 1;
+            return Ok(());
+        }
+        if m.transactional {
+            if self.current.is_none() {
+                return Err(TxnError::OutsideTransaction {
+                    what: "transactional MESSAGE",
+                    lsn,
+                });
+            }
+            let time = self.current.as_ref().map_or(0, |t| t.commit_time_us);
+            let body = self.message_body(m, time);
+            let txn = self.current.as_mut().expect("checked above");
+            out.push(OutboxEvent {
+                seq: txn.seq,
+                meta: EventMeta {
+                    lsn,
+                    commit_lsn: txn.final_lsn,
+                    xid: txn.xid,
+                    commit_time_us: txn.commit_time_us,
+                },
+                body: EventBody::Message(body),
+            });
+            txn.unregistered += 1;
+            txn.events += 1;
+            self.stats.events += 1;
+            self.stats.messages += 1;
+            return Ok(());
+        }
+        let policy = self
+            .messages
+            .as_ref()
+            .map_or(NonTransactional::Error, |s| s.non_transactional);
+        if policy == NonTransactional::Skip {
+            warn!(%lsn, prefix = %String::from_utf8_lossy(&m.prefix), "non-transactional message skipped (outbox.non_transactional = \"skip\")");
+            self.stats.non_transactional_skipped += 1;
+            return Ok(());
+        }
+        if self.current.is_some() {
+            return Err(TxnError::Protocol {
+                what: "non-transactional message inside BEGIN .. COMMIT",
+                lsn,
+            });
+        }
+        // Its own entry in the tracker: confirmed once delivered (or
+        // dead-lettered), one byte past its start so that a restart does
+        // not decode it again. A refused one (policy "error") goes to the
+        // router, which names it as the bad input it is.
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        let seq = tracker.begin(now_us);
+        let body = self.message_body(m, self.last_commit_time_us);
+        out.push(OutboxEvent {
+            seq,
+            meta: EventMeta {
+                lsn,
+                commit_lsn: lsn,
+                xid: 0,
+                commit_time_us: now_us,
+            },
+            body: EventBody::Message(body),
+        });
+        tracker.add_and_commit(seq, 1, Lsn(lsn.0 + 1));
+        self.stats.events += 1;
+        self.stats.messages += 1;
+        self.stats.transactions += 1;
+        self.stats.relayed_transactions += 1;
+        Ok(())
     }
 
     /// Spill files of streamed transactions go to `dir` instead of the
@@ -309,6 +536,7 @@ impl Assembler {
         match msg {
             LogicalMessage::Begin(b) => {
                 let commit_time_us = pg_micros_to_unix_micros(b.commit_time);
+                self.last_commit_time_us = commit_time_us;
                 let seq = tracker.begin(commit_time_us);
                 self.current = Some(OpenTxn {
                     seq,
@@ -325,6 +553,7 @@ impl Assembler {
                     lsn,
                 })?;
                 tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
+                self.last_commit_lsn = Some(c.end_lsn);
                 self.stats.transactions += 1;
                 if txn.events > 0 {
                     self.stats.relayed_transactions += 1;
@@ -338,17 +567,17 @@ impl Assembler {
                 })?;
                 match self.outbox.get(&ins.relation_id) {
                     Some(bound) => {
-                        out.push(OutboxEvent {
-                            seq: txn.seq,
-                            meta: EventMeta {
+                        out.push(OutboxEvent::row(
+                            txn.seq,
+                            EventMeta {
                                 lsn,
                                 commit_lsn: txn.final_lsn,
                                 xid: txn.xid,
                                 commit_time_us: txn.commit_time_us,
                             },
-                            bound: Arc::clone(bound),
-                            row: ins.new,
-                        });
+                            Arc::clone(bound),
+                            ins.new,
+                        ));
                         txn.unregistered += 1;
                         txn.events += 1;
                         self.stats.events += 1;
@@ -372,8 +601,9 @@ impl Assembler {
                 }
             }
             LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
-            // Logical decoding messages, origins and types carry no outbox events.
-            LogicalMessage::Message(_) | LogicalMessage::Origin(_) | LogicalMessage::Type(_) => {}
+            LogicalMessage::Message(m) => self.message(m, lsn, tracker, out)?,
+            // Origins and types carry no outbox events.
+            LogicalMessage::Origin(_) | LogicalMessage::Type(_) => {}
             LogicalMessage::StreamStart(s) => {
                 if self.current.is_some() {
                     return Err(TxnError::Protocol {
@@ -532,6 +762,28 @@ impl Assembler {
                             reason: "record names a relation binding that was never recorded",
                         })
                     })?;
+                    out.push(OutboxEvent::row(
+                        r.seq,
+                        EventMeta {
+                            lsn: change.lsn,
+                            commit_lsn: r.commit_lsn,
+                            xid,
+                            commit_time_us: r.commit_time_us,
+                        },
+                        Arc::clone(bound),
+                        change.row,
+                    ));
+                    r.unregistered += 1;
+                    r.events += 1;
+                    self.stats.events += 1;
+                }
+                ChangeKind::Message => {
+                    let Some(body) = MessageEvent::from_spilled(&change.row) else {
+                        return Err(spill_err(SpillError::Corrupt {
+                            offset: 0,
+                            reason: "message record without prefix and content",
+                        }));
+                    };
                     out.push(OutboxEvent {
                         seq: r.seq,
                         meta: EventMeta {
@@ -540,12 +792,12 @@ impl Assembler {
                             xid,
                             commit_time_us: r.commit_time_us,
                         },
-                        bound: Arc::clone(bound),
-                        row: change.row,
+                        body: EventBody::Message(body),
                     });
                     r.unregistered += 1;
                     r.events += 1;
                     self.stats.events += 1;
+                    self.stats.messages += 1;
                 }
                 ChangeKind::Update => self.outbox_update(change.lsn, xid)?,
             }
@@ -566,6 +818,7 @@ impl Assembler {
             LogicalMessage::Message(m) => m.xid,
             _ => None,
         };
+        let selected = matches!(&msg, LogicalMessage::Message(m) if self.selects(m));
         let streamed = self.streams.get_mut(&top).ok_or(TxnError::UnknownStream {
             what: msg.kind(),
             xid: top,
@@ -628,7 +881,30 @@ impl Assembler {
                 }
             }
             LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
-            LogicalMessage::Message(_) | LogicalMessage::Type(_) | LogicalMessage::Origin(_) => {}
+            LogicalMessage::Message(m) => {
+                if !selected {
+                    return Ok(());
+                }
+                if !m.transactional {
+                    // Not part of the streamed transaction: it is
+                    // published at once (and never streamed, but be safe).
+                    return Err(TxnError::Protocol {
+                        what: "non-transactional message inside a stream block",
+                        lsn,
+                    });
+                }
+                let row = MessageEvent::spill_row(&m);
+                let n = streamed
+                    .spill
+                    .append(ChangeKind::Message, lsn, subxid, 0, &row)
+                    .map_err(|source| TxnError::Spill {
+                        xid: top,
+                        lsn,
+                        source,
+                    })?;
+                self.stats.spilled_bytes += n;
+            }
+            LogicalMessage::Type(_) | LogicalMessage::Origin(_) => {}
             other => {
                 debug!(xid = top, %lsn, kind = other.kind(), "message not allowed inside a stream block");
                 return Err(TxnError::Protocol {
@@ -889,9 +1165,12 @@ mod tests {
         fn ids(&self) -> Vec<String> {
             self.out
                 .iter()
-                .map(|e| match e.row.get(0) {
-                    Some(ColumnValue::Text(b)) => String::from_utf8_lossy(b).into_owned(),
-                    other => panic!("id column {other:?}"),
+                .map(|e| match &e.body {
+                    EventBody::Row { row, .. } => match row.get(0) {
+                        Some(ColumnValue::Text(b)) => String::from_utf8_lossy(b).into_owned(),
+                        other => panic!("id column {other:?}"),
+                    },
+                    EventBody::Message(m) => String::from_utf8_lossy(&m.content).into_owned(),
                 })
                 .collect()
         }
@@ -1045,6 +1324,126 @@ mod tests {
         assert_eq!(h.tracker.confirmed(), Lsn(4000));
     }
 
+    fn message(
+        xid: Option<u32>,
+        transactional: bool,
+        prefix: &str,
+        content: &str,
+    ) -> LogicalMessage {
+        LogicalMessage::Message(Message {
+            xid,
+            transactional,
+            lsn: Lsn(0),
+            prefix: Bytes::copy_from_slice(prefix.as_bytes()),
+            content: Bytes::copy_from_slice(content.as_bytes()),
+        })
+    }
+
+    fn with_messages(non_transactional: NonTransactional) -> Harness {
+        let mut h = Harness::new();
+        h.asm = assembler(OpInvalidBehavior::Warn).with_messages(Some(MessageSelection {
+            rule: config::PrefixRule::Exact(vec!["outbox".into()]),
+            non_transactional,
+        }));
+        h
+    }
+
+    #[test]
+    fn selected_messages_interleave_with_rows_in_order() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(5000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            relation(None, OUTBOX, "outbox", false),
+            insert(None, OUTBOX, "r1", "A"),
+            message(None, true, "outbox", "m1"),
+            message(None, true, "other", "ignored"),
+            // walrelay's own heartbeat is never an event.
+            message(None, true, "walrelay_heartbeat", ""),
+            insert(None, OUTBOX, "r2", "A"),
+            message(None, true, "outbox", "m2"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(5000),
+                end_lsn: Lsn(5008),
+                commit_time: 0,
+            }),
+        ]);
+        assert_eq!(h.ids(), vec!["r1", "m1", "r2", "m2"]);
+        assert!(
+            h.out.iter().all(|e| e.seq == h.out[0].seq),
+            "one transaction"
+        );
+        assert_eq!(h.out[1].meta.commit_lsn, Lsn(5000));
+        assert_eq!(h.out[1].meta.xid, 900);
+        assert_eq!(h.asm.stats().messages, 2);
+        assert_eq!(h.asm.stats().messages_ignored, 2);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(5008));
+    }
+
+    #[test]
+    fn messages_are_ignored_unless_selected() {
+        let mut h = Harness::new();
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(5000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            message(None, true, "outbox", "m1"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(5000),
+                end_lsn: Lsn(5008),
+                commit_time: 0,
+            }),
+            message(None, false, "outbox", "n1"),
+        ]);
+        assert!(h.out.is_empty());
+    }
+
+    #[test]
+    fn a_non_transactional_message_is_its_own_entry() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([message(None, false, "outbox", "n1")]);
+        assert_eq!(h.ids(), vec!["n1"]);
+        let EventBody::Message(m) = &h.out[0].body else {
+            panic!("a message event");
+        };
+        assert!(!m.transactional);
+        // Confirmed one byte past its start once delivered, not before.
+        assert_eq!(h.tracker.confirmed(), Lsn(1));
+        let at = h.out[0].meta.lsn;
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(at.0 + 1));
+        // "skip" drops it.
+        let mut h = with_messages(NonTransactional::Skip);
+        h.feed([message(None, false, "outbox", "n1")]);
+        assert!(h.out.is_empty());
+        assert_eq!(h.asm.stats().non_transactional_skipped, 1);
+    }
+
+    #[test]
+    fn streamed_messages_are_spilled_and_read_back() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "r1", "A"),
+            message(Some(700), true, "outbox", "m1"),
+            message(Some(700), true, "other", "x"),
+            LogicalMessage::StreamStop,
+            commit(700, 4000),
+        ]);
+        assert_eq!(h.ids(), vec!["r1", "m1"]);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(4000));
+    }
+
     #[test]
     fn rows_use_the_relation_binding_current_when_received() {
         let mut h = Harness::new();
@@ -1074,13 +1473,7 @@ mod tests {
         let topics: Vec<String> = h
             .out
             .iter()
-            .map(|e| {
-                router
-                    .route(&e.bound, &e.row, &e.meta)
-                    .expect("routes")
-                    .topic
-                    .to_string()
-            })
+            .map(|e| e.route(&mut router).expect("routes").0.topic.to_string())
             .collect();
         // Row 1 came under the old layout (aggregatetype second); rows 3 and
         // 2 under the new one (aggregatetype third, "k").

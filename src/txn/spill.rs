@@ -87,6 +87,9 @@ pub enum ChangeKind {
     Insert,
     /// An UPDATE of an outbox row: the operation policy applies at commit.
     Update,
+    /// A selected transactional logical decoding message: becomes an
+    /// event; its row holds the prefix and the content as two text columns.
+    Message,
 }
 
 impl ChangeKind {
@@ -94,6 +97,7 @@ impl ChangeKind {
         match self {
             ChangeKind::Insert => b'I',
             ChangeKind::Update => b'U',
+            ChangeKind::Message => b'M',
         }
     }
 
@@ -101,6 +105,7 @@ impl ChangeKind {
         match tag {
             b'I' => Some(ChangeKind::Insert),
             b'U' => Some(ChangeKind::Update),
+            b'M' => Some(ChangeKind::Message),
             _ => None,
         }
     }

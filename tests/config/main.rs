@@ -5,4 +5,5 @@
 
 mod debezium_forms;
 mod exactly_once;
+mod messages;
 mod native;

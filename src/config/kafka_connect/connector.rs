@@ -23,7 +23,7 @@ use crate::postgres::config::{
 };
 use crate::secret::Secret;
 use crate::setting::SettingError;
-use crate::txn::config::parse_qualified_name;
+use crate::txn::config::{parse_qualified_name, MessageSelection, PrefixRule};
 
 /// The only connector walrelay replaces.
 const POSTGRES_CONNECTOR: &str = "io.debezium.connector.postgresql.PostgresConnector";
@@ -67,9 +67,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("offset.storage.replication.factor", OFFSETS_IN_SLOT),
     ("offset.flush.interval.ms", OFFSETS_IN_SLOT),
     ("offset.flush.timeout.ms", OFFSETS_IN_SLOT),
-    // The delete tombstones Debezium emits after a DELETE are dropped by
-    // EventRouter either way.
-    ("tombstones.on.delete", "ignored: EventRouter drops delete tombstones either way"),
     // Affects only UPDATE events, which EventRouter drops or fails on per
     // table.op.invalid.behavior.
     ("skip.messages.without.change", "ignored: updates are handled by table.op.invalid.behavior"),
@@ -104,10 +101,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("notification.sink.topic.name", "ignored: walrelay has no notifications"),
     ("incremental.snapshot.chunk.size", "ignored: walrelay has no incremental snapshots"),
     ("incremental.snapshot.watermarking.strategy", "ignored: walrelay has no incremental snapshots"),
-    // Logical decoding messages: Debezium forwards them to <prefix>.message,
-    // walrelay never forwards them.
-    ("message.prefix.include.list", "ignored: walrelay does not forward logical decoding messages"),
-    ("message.prefix.exclude.list", "ignored: walrelay does not forward logical decoding messages"),
     // Kafka Connect: walrelay does not create topics (broker auto-creation
     // or your own tooling does).
     ("topic.creation.enable", "ignored: walrelay does not create topics"),
@@ -408,11 +401,136 @@ pub(in crate::config) fn translate_connector(
         };
     }
 
-    // The outbox table.
-    let include = c.take_required(
-        "table.include.list",
-        "it must name the outbox table (schema.table); without it Debezium routes every table through EventRouter",
+    // Logical decoding messages (PostgreSQL 14+, which walrelay requires):
+    // Debezium reads every prefix unless one of these lists says otherwise.
+    let include_prefixes = c
+        .take("message.prefix.include.list")
+        .filter(|v| !v.trim().is_empty());
+    let exclude_prefixes = c
+        .take("message.prefix.exclude.list")
+        .filter(|v| !v.trim().is_empty());
+    draft.message_rule =
+        match (include_prefixes, exclude_prefixes) {
+            (Some(_), Some(_)) => return Err(c.invalid(
+                "message.prefix.exclude.list",
+                "cannot be used together with message.prefix.include.list (Debezium refuses both)",
+            )),
+            (Some(list), None) => PrefixRule::Include(
+                MessageSelection::debezium_regexes(&list)
+                    .map_err(|reason| c.unsupported("message.prefix.include.list", reason))?,
+            ),
+            (None, Some(list)) => PrefixRule::Exclude(
+                MessageSelection::debezium_regexes(&list)
+                    .map_err(|reason| c.unsupported("message.prefix.exclude.list", reason))?,
+            ),
+            (None, None) => PrefixRule::All,
+        };
+    // Table rows' delete tombstones never reach Kafka (EventRouter drops
+    // them), but DecodeLogicalDecodingMessageContent fails on them
+    // (`super::transforms`).
+    if c.map.contains_key("tombstones.on.delete") {
+        draft.tombstones_on_delete = Some(c.take_bool("tombstones.on.delete", true)?);
+    }
+
+    // The outbox table. Without one the connector captures what its
+    // publication publishes (nothing, with no_tables) and the logical
+    // decoding messages (`super::transforms` requires the decode transform
+    // then).
+    match c
+        .take("table.include.list")
+        .filter(|v| !v.trim().is_empty())
+    {
+        Some(include) => translate_outbox_table(c, draft, notes, &include)?,
+        None => {
+            if !matches!(
+                draft.replication.publication_mode,
+                PublicationMode::NoTables | PublicationMode::Disabled
+            ) {
+                return Err(c.unsupported(
+                    "table.include.list",
+                    "it must name the outbox table (schema.table); without it Debezium routes every \
+                     table of the publication through EventRouter. For an outbox of logical decoding \
+                     messages only, set publication.autocreate.mode=no_tables",
+                ));
+            }
+            draft.captures_table = false;
+            for key in ["schema.include.list", "schema.exclude.list"] {
+                if c.take(key).is_some_and(|v| !v.trim().is_empty()) {
+                    return Err(c.unsupported(
+                        key,
+                        "walrelay captures the outbox table of table.include.list (or, without it, \
+                         logical decoding messages only)",
+                    ));
+                }
+            }
+        }
+    }
+
+    // What the publication publishes.
+    if let Some(skipped) = c.take("skipped.operations") {
+        let mut ops = Vec::new();
+        for op in skipped.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            match op {
+                "c" => {
+                    return Err(c.unsupported(
+                        "skipped.operations",
+                        "skipping c (inserts) would skip every outbox event",
+                    ))
+                }
+                "u" | "d" | "t" | "none" => ops.push(op),
+                // `r` (snapshot reads) exists in newer Debezium; walrelay's
+                // snapshot emits reads only when snapshot.mode asks for them.
+                _ => {
+                    return Err(c.invalid(
+                        "skipped.operations",
+                        format!("{op:?} is not one of c, u, d, t, none"),
+                    ))
+                }
+            }
+        }
+        // Debezium sets publish explicitly whenever skipped.operations is set.
+        let publish: Vec<&str> = [
+            ("insert", "c"),
+            ("update", "u"),
+            ("delete", "d"),
+            ("truncate", "t"),
+        ]
+        .iter()
+        .filter(|(_, op)| !ops.contains(op))
+        .map(|(name, _)| *name)
+        .collect();
+        draft.replication.publish = Some(publish.join(", "));
+    }
+
+    // Naming and headers.
+    draft.debezium.topic_prefix = c.take_required(
+        "topic.prefix",
+        "Debezium requires it; it names envelope schemas, the __debezium.context.connectorLogicalName header and the heartbeat topic",
     )?;
+    draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
+
+    translate_errors(c, draft, notes)?;
+
+    // Heartbeats.
+    if let Some(ms) = c.take_u64("heartbeat.interval.ms")? {
+        draft.heartbeat.interval_ms = ms;
+    }
+    draft.heartbeat.action_query = c.take("heartbeat.action.query").filter(|q| !q.is_empty());
+    if let Some(prefix) = c.take("topic.heartbeat.prefix") {
+        draft.heartbeat.topic_prefix = prefix;
+    }
+
+    Ok(())
+}
+
+/// `table.include.list` naming the outbox table, and the schema lists
+/// around it.
+fn translate_outbox_table(
+    c: &mut Keys,
+    draft: &mut Draft,
+    notes: &mut Notes,
+    include: &str,
+) -> Result<(), ConfigError> {
     let tables: Vec<&str> = include
         .split(',')
         .map(str::trim)
@@ -476,61 +594,6 @@ pub(in crate::config) fn translate_connector(
             "ignored: walrelay reads only the outbox table",
         );
     }
-
-    // What the publication publishes.
-    if let Some(skipped) = c.take("skipped.operations") {
-        let mut ops = Vec::new();
-        for op in skipped.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-            match op {
-                "c" => {
-                    return Err(c.unsupported(
-                        "skipped.operations",
-                        "skipping c (inserts) would skip every outbox event",
-                    ))
-                }
-                "u" | "d" | "t" | "none" => ops.push(op),
-                // `r` (snapshot reads) exists in newer Debezium; walrelay's
-                // snapshot emits reads only when snapshot.mode asks for them.
-                _ => {
-                    return Err(c.invalid(
-                        "skipped.operations",
-                        format!("{op:?} is not one of c, u, d, t, none"),
-                    ))
-                }
-            }
-        }
-        // Debezium sets publish explicitly whenever skipped.operations is set.
-        let publish: Vec<&str> = [
-            ("insert", "c"),
-            ("update", "u"),
-            ("delete", "d"),
-            ("truncate", "t"),
-        ]
-        .iter()
-        .filter(|(_, op)| !ops.contains(op))
-        .map(|(name, _)| *name)
-        .collect();
-        draft.replication.publish = Some(publish.join(", "));
-    }
-
-    // Naming and headers.
-    draft.debezium.topic_prefix = c.take_required(
-        "topic.prefix",
-        "Debezium requires it; it names envelope schemas, the __debezium.context.connectorLogicalName header and the heartbeat topic",
-    )?;
-    draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
-
-    translate_errors(c, draft, notes)?;
-
-    // Heartbeats.
-    if let Some(ms) = c.take_u64("heartbeat.interval.ms")? {
-        draft.heartbeat.interval_ms = ms;
-    }
-    draft.heartbeat.action_query = c.take("heartbeat.action.query").filter(|q| !q.is_empty());
-    if let Some(prefix) = c.take("topic.heartbeat.prefix") {
-        draft.heartbeat.topic_prefix = prefix;
-    }
-
     Ok(())
 }
 

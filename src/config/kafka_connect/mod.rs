@@ -36,7 +36,7 @@ use crate::properties::{decode_text, parse_properties};
 use crate::router::{DebeziumConfig, RouterConfig};
 use crate::secret::Secret;
 use crate::sink::config::{ErrorsConfig, KafkaConfig, TransactionsConfig};
-use crate::txn::config::OutboxConfig;
+use crate::txn::config::{OutboxConfig, PrefixRule};
 use connector::{classify_rest, translate_connector, DEBEZIUM_PUBLICATION, DEBEZIUM_SLOT};
 use converters::translate_converters;
 use producer::translate_producer;
@@ -228,6 +228,14 @@ pub(super) struct Draft {
     pub(super) exactly_once: bool,
     /// `[kafka.transactions]`, as `exactly_once` decided it.
     pub(super) transactions: TransactionsConfig,
+    /// `message.prefix.include.list` / `.exclude.list`, compiled.
+    pub(super) message_rule: PrefixRule,
+    /// Whether `table.include.list` names the outbox table (without it the
+    /// connector captures logical decoding messages only).
+    pub(super) captures_table: bool,
+    /// `tombstones.on.delete` where the file sets it (Debezium's default
+    /// is true).
+    pub(super) tombstones_on_delete: Option<bool>,
 }
 
 /// The Kafka part of a [`Draft`].
@@ -270,6 +278,9 @@ impl Draft {
             connector_name: None,
             exactly_once: false,
             transactions: TransactionsConfig::default(),
+            message_rule: PrefixRule::All,
+            captures_table: true,
+            tombstones_on_delete: None,
         }
     }
 

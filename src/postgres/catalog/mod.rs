@@ -507,6 +507,9 @@ pub struct PublicationPlan {
     pub table: String,
     /// Database (for messages).
     pub dbname: String,
+    /// Events come from logical decoding messages only: no outbox table
+    /// is needed, and a publication without tables is what is wanted.
+    pub messages_only: bool,
 }
 
 impl PublicationPlan {
@@ -525,6 +528,7 @@ impl PublicationPlan {
             schema: schema.to_owned(),
             table: table.to_owned(),
             dbname: postgres.dbname.clone(),
+            messages_only: false,
         }
     }
 }
@@ -536,6 +540,9 @@ pub async fn prepare_publication(
     client: &Client,
     plan: &PublicationPlan,
 ) -> Result<(), CatalogError> {
+    if plan.messages_only {
+        return prepare_message_publication(client, plan).await;
+    }
     let (publication, schema, table) = (&plan.publication, &plan.schema, &plan.table);
     let exists = client
         .query_opt(
@@ -652,6 +659,82 @@ pub async fn prepare_publication(
     Ok(())
 }
 
+/// [`prepare_publication`] for a pipeline whose events are logical decoding
+/// messages only. pgoutput sends messages whatever the publication holds,
+/// but needs one to exist; every table in it only costs decoding.
+async fn prepare_message_publication(
+    client: &Client,
+    plan: &PublicationPlan,
+) -> Result<(), CatalogError> {
+    let publication = &plan.publication;
+    let mismatch = |reason: &str| CatalogError::PublicationMismatch {
+        publication: publication.clone(),
+        schema: String::new(),
+        table: String::new(),
+        reason: reason.to_owned(),
+    };
+    let row = client
+        .query_opt(
+            "SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(sql(format!("cannot look up publication {publication}")))?;
+    let Some(row) = row else {
+        let target =
+            match plan.mode {
+                PublicationMode::Table if plan.create => "",
+                PublicationMode::Table => {
+                    return Err(CatalogError::NoPublication {
+                        publication: publication.clone(),
+                        setting: "replication.create_publication is false",
+                    })
+                }
+                PublicationMode::NoTables => "",
+                PublicationMode::Disabled => {
+                    return Err(CatalogError::NoPublication {
+                        publication: publication.clone(),
+                        setting: "publication.autocreate.mode is disabled",
+                    })
+                }
+                PublicationMode::AllTables => "FOR ALL TABLES",
+                PublicationMode::Filtered => return Err(mismatch(
+                    "publication.autocreate.mode=filtered needs tables, and this pipeline reads \
+                     logical decoding messages only (Debezium fails the same way: \"No table \
+                     filters found for filtered publication\"); use no_tables",
+                )),
+            };
+        let stmt = format!("CREATE PUBLICATION {} {target}", quote_ident(publication));
+        client
+            .batch_execute(&stmt)
+            .await
+            .map_err(sql(format!("cannot create publication {publication}")))?;
+        info!(publication = %publication, mode = plan.mode.as_str(), "created publication for logical decoding messages");
+        return Ok(());
+    };
+    let all: bool = row.get(0);
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_catalog.pg_publication_tables WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(sql(format!(
+            "cannot list the tables of publication {publication}"
+        )))?
+        .get(0);
+    if all || tables > 0 {
+        warn!(
+            publication = %publication,
+            tables,
+            all_tables = all,
+            "the publication publishes tables, but this pipeline's events are logical decoding \
+             messages only: the walsender decodes and sends those tables' changes for nothing"
+        );
+    }
+    Ok(())
+}
+
 /// Makes sure the outbox table exists and the publication publishes its
 /// Makes sure the outbox table exists and the publication publishes its
 /// inserts, creating it `FOR TABLE <outbox>` when allowed (mode `table`).
@@ -672,6 +755,7 @@ pub async fn ensure_publication(
         schema: schema.to_owned(),
         table: table.to_owned(),
         dbname: dbname.to_owned(),
+        messages_only: false,
     };
     prepare_publication(client, &plan).await
 }
