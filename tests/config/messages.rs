@@ -238,7 +238,16 @@ fn debezium_messages_only_without_decode_are_message_records() {
     let mut c = message_connector();
     c.insert("transforms".into(), "outbox".into());
     c.remove("transforms.decode.type");
+    let t = translate(c.clone()).unwrap();
+    assert_eq!(t.config.outbox.source, OutboxSource::Messages);
+    assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+    // Nor any transform: the same records.
+    c.retain(|k, _| !k.starts_with("transforms"));
     let t = translate(c).unwrap();
     assert_eq!(t.config.outbox.source, OutboxSource::Messages);
     assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+    // With an outbox table, no transform would mean raw change events.
+    let mut table = props("outbox-connector.properties");
+    table.retain(|k, _| !k.starts_with("transforms"));
+    assert!(translate(table).is_err());
 }
