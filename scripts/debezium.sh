@@ -59,8 +59,13 @@ OFFSET_FLUSH_MS=${WALRELAY_DBZ_OFFSET_FLUSH_MS:-1000}
 # WALRELAY_DBZ_HEAP_OPTS replaces the heap and collector options (benches/
 # size Debezium's JVM for the machine); tests keep the small defaults.
 read -ra HEAP_OPTS <<<"${WALRELAY_DBZ_HEAP_OPTS:--Xms64m -Xmx512m -XX:+UseSerialGC}"
+# file.encoding: Debezium's DecodeLogicalDecodingMessageContent reads a
+# message's content with `new String(bytes)`, i.e. in the JVM's default
+# charset, which Java 17 takes from the locale (US-ASCII without LANG, so
+# every non-ASCII byte would become U+FFFD); pgoutput's content is the
+# database's bytes, UTF-8 here.
 WORKER_JAVA_OPTS=("${HEAP_OPTS[@]}" -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
-    -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
+    -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true -Dfile.encoding=UTF-8)
 
 usage() {
     sed -n '7,18p' "$0" | sed 's/^# \{0,1\}//' >&2

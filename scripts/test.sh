@@ -64,6 +64,7 @@ MATRIX_TESTS=(
     large_transactions::interleaved_streamed_transactions
     large_transactions::streamed_then_aborted_delivers_nothing
     large_transactions::subtransaction_rollback_inside_a_streamed_transaction
+    messages::one_record_per_committed_message
     faults::postgres_restart_mid_load
     operations::stops_and_takeover::hot_standby_takes_over_after_sigkill
     cli::check_passes_on_a_good_setup_and_changes_nothing

@@ -670,6 +670,18 @@ fn check_messages(report: &mut CheckReport, config: &Config) {
         ),
         PrefixRule::All => "every prefix (no message.prefix.include.list)".to_owned(),
     };
+    if config.debezium.message_form == crate::router::MessageForm::Envelope {
+        report.pass(
+            MESSAGES,
+            format!(
+                "logical decoding messages with {prefixes} go to {}.message as Debezium's message \
+                 records (no decode transform: the EventRouter passes them through), \
+                 non-transactional ones too; large transactions arrive whole at their commit",
+                config.debezium.topic_prefix
+            ),
+        );
+        return;
+    }
     let mut detail = format!(
         "events from pg_logical_emit_message(true, ...) with {prefixes}, besides {}; large \
          transactions arrive whole at their commit (pgoutput cannot tell a rolled-back \

@@ -330,7 +330,7 @@ impl Metrics {
         );
         registry.register(
             EVENTS_FILTERED,
-            "Outbox changes not relayed, by reason",
+            "Outbox changes and logical decoding messages not relayed, by reason",
             m.filtered.clone(),
         );
         registry.register(

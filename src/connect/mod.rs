@@ -15,6 +15,7 @@ pub mod convert;
 pub mod expand;
 pub mod java;
 pub mod json;
+pub mod message;
 pub mod pg;
 
 use std::fmt;

@@ -40,7 +40,11 @@ impl Plan {
         )
         .map_err(|e| PipelineError::Config(e.to_string()))?;
         if let Some(selection) = config.outbox.message_selection() {
-            router.set_message_form(config.debezium.message_form, selection.non_transactional);
+            router.set_message_form(
+                config.debezium.message_form,
+                selection.non_transactional,
+                &config.postgres.dbname,
+            );
         }
         // A spill directory walrelay cannot write to would fail only when the
         // first large transaction arrives, maybe weeks later: find out now.

@@ -238,6 +238,16 @@ fn publish_progress(
         ("update", stats.updates_dropped, last.updates_dropped),
         ("other_table", stats.other_ignored, last.other_ignored),
         ("truncate", stats.truncates_ignored, last.truncates_ignored),
+        (
+            "message_prefix",
+            stats.messages_ignored,
+            last.messages_ignored,
+        ),
+        (
+            "non_transactional",
+            stats.non_transactional_skipped,
+            last.non_transactional_skipped,
+        ),
     ] {
         if now > before {
             m.filtered

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use walrelay_proto::pgoutput::{ColumnValue, Message, TupleData};
-use walrelay_proto::{RelationColumnInfo, RelationInfo};
+use walrelay_proto::{Lsn, RelationColumnInfo, RelationInfo};
 
 use super::{
     BoundColumn, BoundRelation, EventMeta, KafkaRecord, RouteError, Router,
@@ -39,6 +39,7 @@ use crate::connect::expand::{
     EmptyArrayBehavior, FieldNameAdjustment, JsonSchemaData, NullBehavior,
 };
 use crate::connect::json::{parse, JsonNode};
+use crate::connect::message::{MessageEnvelope, MessageFacts};
 use crate::connect::pg::{names, ColumnType, PgType};
 use crate::connect::{Field, Schema, Text, Type, Value};
 use crate::txn::config::NonTransactional;
@@ -52,6 +53,13 @@ pub struct MessageEvent {
     pub content: Bytes,
     /// Whether it was emitted as part of its transaction.
     pub transactional: bool,
+    /// For Debezium's `source.sequence`: the end LSN of the last Commit
+    /// (or the LSN of the last non-transactional message, any prefix)
+    /// seen before this message in the session.
+    pub last_commit_lsn: Option<Lsn>,
+    /// For Debezium's `source.ts_*`: the commit time of its transaction
+    /// (Unix µs); for a non-transactional message, the last one seen.
+    pub source_time_us: i64,
 }
 
 impl MessageEvent {
@@ -73,6 +81,8 @@ impl MessageEvent {
                 prefix: Arc::from(String::from_utf8_lossy(prefix).as_ref()),
                 content: content.clone(),
                 transactional: true,
+                last_commit_lsn: None,
+                source_time_us: 0,
             }),
             _ => None,
         }
@@ -96,6 +106,33 @@ pub enum MessageForm {
         /// The transform's `fields.null.include`.
         null_include: bool,
     },
+    /// No decode transform: Debezium's `<topic.prefix>.message` record
+    /// (the EventRouter passes it through unchanged).
+    Envelope,
+}
+
+/// Distinct message shapes whose bindings are kept; real outboxes have a
+/// handful, so this only bounds abuse.
+const BINDING_CACHE_LIMIT: usize = 1024;
+
+/// A message shape: member names in order with their schemas (primitive
+/// ones by a letter). Messages of equal shape bind alike.
+fn members_signature(members: &Members) -> String {
+    let mut sig = String::with_capacity(16 * members.fields.len());
+    for f in &members.fields {
+        sig.push_str(&f.name);
+        sig.push('\u{0}');
+        match (f.schema.kind, f.schema.name.is_none()) {
+            (Type::String, true) => sig.push('s'),
+            (Type::Int32, true) => sig.push('i'),
+            (Type::Int64, true) => sig.push('l'),
+            (Type::Boolean, true) => sig.push('b'),
+            (Type::Float64, true) => sig.push('d'),
+            _ => crate::connect::convert::write_json_schema(&mut sig, &f.schema),
+        }
+        sig.push('\u{1}');
+    }
+    sig
 }
 
 /// One member of a message's content, as the router reads a column.
@@ -118,9 +155,20 @@ struct Members {
 impl Router {
     /// Sets how message events are rendered and what a non-transactional
     /// one becomes (`Deliver` or `Error`; `Skip` never reaches the router).
-    pub fn set_message_form(&mut self, form: MessageForm, non_transactional: NonTransactional) {
+    /// `database` is `source.db` of the [`MessageForm::Envelope`] record.
+    pub fn set_message_form(
+        &mut self,
+        form: MessageForm,
+        non_transactional: NonTransactional,
+        database: &str,
+    ) {
         self.message_form = form;
         self.message_non_transactional = non_transactional;
+        self.message_envelope = (form == MessageForm::Envelope).then(|| {
+            let envelope = MessageEnvelope::new(&self.topic_prefix, database);
+            let topic: Arc<str> = Arc::from(envelope.topic());
+            (envelope, topic)
+        });
     }
 
     /// Turns one logical decoding message into a record, with its event id.
@@ -149,8 +197,21 @@ impl Router {
                 .map_err(|reason| content_error(reason, "invalid_message"))?,
             MessageForm::Native => native_members(&m.content)
                 .map_err(|reason| content_error(reason, "invalid_message"))?,
+            MessageForm::Envelope => return self.message_record(m, meta),
         };
-        let bound = self.bind_members(m, meta, &members)?;
+        // Messages of one shape share a binding (as rows of one relation do).
+        let signature = members_signature(&members);
+        let bound = match self.message_bindings.get(&signature) {
+            Some(b) => Arc::clone(b),
+            None => {
+                let b = Arc::new(self.bind_members(m, meta, &members)?);
+                if self.message_bindings.len() >= BINDING_CACHE_LIMIT {
+                    self.message_bindings.clear();
+                }
+                self.message_bindings.insert(signature, Arc::clone(&b));
+                b
+            }
+        };
         let row = TupleData::default();
         let r = super::Row {
             bound: &bound,
@@ -172,6 +233,9 @@ impl Router {
         let members = match self.message_form {
             MessageForm::Decode { null_include } => decode_members(m, null_include).ok()?,
             MessageForm::Native => native_members(&m.content).ok()?,
+            MessageForm::Envelope => {
+                return self.message_envelope.as_ref().map(|(_, t)| Arc::clone(t))
+            }
         };
         let i = members
             .fields
@@ -184,6 +248,58 @@ impl Router {
         let topic = self.rewrite.apply(std::str::from_utf8(route).ok()?);
         super::check_topic_name(&topic).ok()?;
         Some(Arc::from(topic))
+    }
+
+    /// Debezium's `<topic.prefix>.message` record of a message no decode
+    /// transform turned into an event: no headers, the producer's clock.
+    fn message_record(
+        &self,
+        m: &MessageEvent,
+        meta: &EventMeta,
+    ) -> Result<(KafkaRecord, Option<String>), RouteError> {
+        let Some((envelope, topic)) = &self.message_envelope else {
+            return Err(RouteError::MessageContent {
+                prefix: m.prefix.to_string(),
+                lsn: meta.lsn,
+                reason: "no message record is configured (set_message_form)".to_owned(),
+                what: "invalid_message",
+            });
+        };
+        let facts = MessageFacts {
+            prefix: &m.prefix,
+            content: &m.content,
+            lsn: meta.lsn,
+            xid: m.transactional.then_some(meta.xid),
+            source_time_us: m.source_time_us,
+            last_commit_lsn: m.last_commit_lsn,
+            origin: None,
+        };
+        let convert =
+            |what: &str, r: Result<Option<Bytes>, crate::connect::convert::ConvertError>| {
+                r.map_err(|source| RouteError::Convert {
+                    what: what.to_owned(),
+                    lsn: meta.lsn,
+                    event_id: "unknown".to_owned(),
+                    source,
+                })
+            };
+        let now_ms = crate::clock::unix_now_micros() / 1000;
+        let key = convert("key", envelope.key_bytes(self.key_converter, &facts))?;
+        let value = convert(
+            "value",
+            envelope.value_bytes(self.value_converter, &facts, now_ms),
+        )?;
+        Ok((
+            KafkaRecord {
+                topic: Arc::clone(topic),
+                key,
+                value,
+                headers: Vec::new(),
+                partition: None,
+                timestamp_ms: None,
+            },
+            None,
+        ))
     }
 
     /// Resolves the configured columns against the message's members.
@@ -300,6 +416,14 @@ fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, Strin
             doc.node_type().to_ascii_lowercase()
         ));
     }
+    if has_empty_name(&doc) {
+        // Debezium's SchemaBuilder refuses it ("fieldName cannot be null"):
+        // its task fails.
+        return Err(
+            "its content has a member with an empty name, which no Connect struct can hold"
+                .to_owned(),
+        );
+    }
     let data = JsonSchemaData {
         null_behavior: if null_include {
             NullBehavior::OptionalBytes
@@ -332,6 +456,17 @@ fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, Strin
         fields: schema.fields.clone(),
         cells,
     })
+}
+
+/// Whether any object in `node` has a member named `""`.
+fn has_empty_name(node: &JsonNode) -> bool {
+    match node {
+        JsonNode::Object(members) => members
+            .iter()
+            .any(|(name, v)| name.is_empty() || has_empty_name(v)),
+        JsonNode::Array(items) => items.iter().any(has_empty_name),
+        _ => false,
+    }
 }
 
 /// The text a `toString`-style converter prints for a scalar, where the
@@ -474,5 +609,167 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for OrderedMembers<'a> {
             }
         }
         d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connect::config::{ConverterKind, ConvertersConfig};
+    use crate::router::{DebeziumConfig, RouterConfig};
+
+    fn router(form: MessageForm, converters: ConvertersConfig) -> Router {
+        let mut r = Router::new(
+            RouterConfig::default(),
+            converters,
+            DebeziumConfig {
+                extended_headers: true,
+                ..DebeziumConfig::default()
+            },
+        )
+        .unwrap();
+        r.set_message_form(form, NonTransactional::Error, "app");
+        r
+    }
+
+    fn event(content: &str) -> MessageEvent {
+        MessageEvent {
+            prefix: Arc::from("outbox"),
+            content: Bytes::copy_from_slice(content.as_bytes()),
+            transactional: true,
+            last_commit_lsn: None,
+            source_time_us: 0,
+        }
+    }
+
+    const META: EventMeta = EventMeta {
+        lsn: Lsn(0x1_0000_0010),
+        commit_lsn: Lsn(0x1_0000_0100),
+        xid: 7,
+        commit_time_us: 0,
+    };
+
+    const EVENT: &str = r#"{"id": "e1", "type": "OrderPlaced", "payload": {"total": 10, "items": [1, 2]}, "aggregateid": "42", "aggregatetype": "Order"}"#;
+
+    #[test]
+    fn native_members_are_columns_and_objects_are_jsonb_text() {
+        let mut r = router(MessageForm::Native, ConvertersConfig::default());
+        let (rec, id) = r.route_message(&event(EVENT), &META).unwrap();
+        assert_eq!(id.as_deref(), Some("e1"));
+        assert_eq!(&*rec.topic, "outbox.event.Order");
+        assert_eq!(rec.key.as_deref(), Some(&b"42"[..]));
+        assert_eq!(
+            rec.value.as_deref(),
+            Some(&br#"{"total": 10, "items": [1, 2]}"#[..])
+        );
+        // Only the id header: no Debezium context headers on messages.
+        let names: Vec<&str> = rec.headers.iter().map(|h| &*h.name).collect();
+        assert_eq!(names, vec!["id"]);
+        assert_eq!(rec.headers[0].value.as_deref(), Some(&b"e1"[..]));
+        // A null payload is a null value; an integer key is its text.
+        let (rec, _) = r
+            .route_message(
+                &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":42,"payload":null}"#),
+                &META,
+            )
+            .unwrap();
+        assert_eq!(rec.key.as_deref(), Some(&b"42"[..]));
+        assert_eq!(rec.value, None);
+    }
+
+    #[test]
+    fn decode_form_builds_debeziums_struct() {
+        let converters = ConvertersConfig {
+            key: ConverterKind::Json,
+            value: ConverterKind::Json,
+            ..ConvertersConfig::default()
+        };
+        let mut r = router(
+            MessageForm::Decode {
+                null_include: false,
+            },
+            converters,
+        );
+        let (rec, _) = r.route_message(&event(EVENT), &META).unwrap();
+        assert_eq!(
+            rec.key.as_deref(),
+            Some(&br#"{"schema":{"type":"string","optional":true},"payload":"42"}"#[..])
+        );
+        assert_eq!(
+            String::from_utf8_lossy(rec.value.as_deref().unwrap()),
+            r#"{"schema":{"type":"struct","fields":[{"type":"int32","optional":true,"field":"total"},{"type":"array","items":{"type":"int32","optional":true},"optional":true,"field":"items"}],"optional":true,"name":"payload"},"payload":{"total":10,"items":[1,2]}}"#
+        );
+        // Without fields.null.include a null payload member is dropped,
+        // and the router then misses it, as Debezium's does.
+        let err = r
+            .route_message(
+                &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":"42","payload":null}"#),
+                &META,
+            )
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("\"payload\"") && text.contains("1/10") && text.contains("outbox"),
+            "{text}"
+        );
+        let mut r = router(MessageForm::Decode { null_include: true }, converters);
+        let (rec, _) = r
+            .route_message(
+                &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":"42","payload":null}"#),
+                &META,
+            )
+            .unwrap();
+        assert_eq!(
+            rec.value.as_deref(),
+            Some(&br#"{"schema":{"type":"bytes","optional":true},"payload":null}"#[..])
+        );
+    }
+
+    #[test]
+    fn bad_content_names_the_prefix_the_lsn_and_the_member() {
+        for form in [
+            MessageForm::Native,
+            MessageForm::Decode {
+                null_include: false,
+            },
+        ] {
+            let mut r = router(form, ConvertersConfig::default());
+            for (content, needle) in [
+                ("not json", "does not start"),
+                ("{not json", "not"),
+                ("[1, 2]", "array"),
+                (
+                    r#"{"id":"e","aggregatetype":"T","payload":"p"}"#,
+                    "\"aggregateid\"",
+                ),
+                (
+                    r#"{"id":"e","aggregatetype":5,"aggregateid":"k","payload":"p"}"#,
+                    "\"aggregatetype\"",
+                ),
+                (
+                    r#"{"aggregatetype":"T","aggregateid":"k","payload":"p"}"#,
+                    "\"id\"",
+                ),
+            ] {
+                let err = r.route_message(&event(content), &META).unwrap_err();
+                let text = err.to_string();
+                let needle = if form == MessageForm::Native && content == "not json" {
+                    "not JSON"
+                } else {
+                    needle
+                };
+                assert!(
+                    text.contains(needle) && text.contains("1/10") && text.contains("\"outbox\""),
+                    "{form:?} {content}: {text}"
+                );
+            }
+        }
+        let mut r = router(MessageForm::Native, ConvertersConfig::default());
+        let mut m = event(EVENT);
+        m.transactional = false;
+        let err = r.route_message(&m, &META).unwrap_err();
+        assert_eq!(err.kind(), "non_transactional");
+        r.set_message_form(MessageForm::Native, NonTransactional::Deliver, "app");
+        assert!(r.route_message(&m, &META).is_ok());
     }
 }

@@ -555,6 +555,10 @@ pub struct Router {
     message_form: MessageForm,
     /// What a non-transactional message becomes here (`Deliver` or `Error`).
     message_non_transactional: crate::txn::config::NonTransactional,
+    /// [`MessageForm::Envelope`]: Debezium's message record and its topic.
+    message_envelope: Option<(crate::connect::message::MessageEnvelope, Arc<str>)>,
+    /// Message bindings by shape (`message::members_signature`).
+    message_bindings: HashMap<String, Arc<BoundRelation>>,
 }
 
 impl Router {
@@ -658,6 +662,8 @@ impl Router {
             expansion_failures: 0,
             message_form: MessageForm::Native,
             message_non_transactional: crate::txn::config::NonTransactional::Error,
+            message_envelope: None,
+            message_bindings: HashMap::new(),
             cfg,
         })
     }

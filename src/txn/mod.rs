@@ -309,6 +309,11 @@ pub struct Assembler {
     messages: Option<MessageSelection>,
     /// The prefix of the last selected message, shared between its events.
     last_prefix: Option<Arc<str>>,
+    /// Debezium's `lastCommitLsn` (see [`MessageEvent::last_commit_lsn`]).
+    last_commit_lsn: Option<Lsn>,
+    /// The last transaction's commit time seen (Unix µs); the session
+    /// start before any.
+    last_commit_time_us: i64,
 }
 
 impl Assembler {
@@ -337,6 +342,10 @@ impl Assembler {
             spill_dir: None,
             messages: None,
             last_prefix: None,
+            last_commit_lsn: None,
+            last_commit_time_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64),
         }
     }
 
@@ -362,7 +371,7 @@ impl Assembler {
 
     /// The message as an event body, its prefix shared with the previous
     /// event of the same prefix.
-    fn message_body(&mut self, m: Message) -> MessageEvent {
+    fn message_body(&mut self, m: Message, source_time_us: i64) -> MessageEvent {
         let prefix = match &self.last_prefix {
             Some(p) if p.as_bytes() == m.prefix.as_ref() => Arc::clone(p),
             _ => {
@@ -375,6 +384,8 @@ impl Assembler {
             prefix,
             content: m.content,
             transactional: m.transactional,
+            last_commit_lsn: self.last_commit_lsn,
+            source_time_us,
         }
     }
 
@@ -389,6 +400,11 @@ impl Assembler {
         tracker: &SharedTracker,
         out: &mut Vec<OutboxEvent>,
     ) -> Result<(), TxnError> {
+        if !m.transactional {
+            // Debezium moves its lastCommitLsn to every non-transactional
+            // message, of any prefix.
+            self.last_commit_lsn = Some(lsn);
+        }
         if !self.selects(&m) {
             self.stats.messages_ignored += 1;
             return Ok(());
@@ -400,7 +416,8 @@ impl Assembler {
                     lsn,
                 });
             }
-            let body = self.message_body(m);
+            let time = self.current.as_ref().map_or(0, |t| t.commit_time_us);
+            let body = self.message_body(m, time);
             let txn = self.current.as_mut().expect("checked above");
             out.push(OutboxEvent {
                 seq: txn.seq,
@@ -441,7 +458,7 @@ impl Assembler {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as i64);
         let seq = tracker.begin(now_us);
-        let body = self.message_body(m);
+        let body = self.message_body(m, self.last_commit_time_us);
         out.push(OutboxEvent {
             seq,
             meta: EventMeta {
@@ -519,6 +536,7 @@ impl Assembler {
         match msg {
             LogicalMessage::Begin(b) => {
                 let commit_time_us = pg_micros_to_unix_micros(b.commit_time);
+                self.last_commit_time_us = commit_time_us;
                 let seq = tracker.begin(commit_time_us);
                 self.current = Some(OpenTxn {
                     seq,
@@ -535,6 +553,7 @@ impl Assembler {
                     lsn,
                 })?;
                 tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
+                self.last_commit_lsn = Some(c.end_lsn);
                 self.stats.transactions += 1;
                 if txn.events > 0 {
                     self.stats.relayed_transactions += 1;
@@ -1301,6 +1320,126 @@ mod tests {
         ]);
         assert_eq!(h.ids(), vec!["p1", "b1", "b2"]);
         assert!(!h.asm.in_transaction());
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(4000));
+    }
+
+    fn message(
+        xid: Option<u32>,
+        transactional: bool,
+        prefix: &str,
+        content: &str,
+    ) -> LogicalMessage {
+        LogicalMessage::Message(Message {
+            xid,
+            transactional,
+            lsn: Lsn(0),
+            prefix: Bytes::copy_from_slice(prefix.as_bytes()),
+            content: Bytes::copy_from_slice(content.as_bytes()),
+        })
+    }
+
+    fn with_messages(non_transactional: NonTransactional) -> Harness {
+        let mut h = Harness::new();
+        h.asm = assembler(OpInvalidBehavior::Warn).with_messages(Some(MessageSelection {
+            rule: config::PrefixRule::Exact(vec!["outbox".into()]),
+            non_transactional,
+        }));
+        h
+    }
+
+    #[test]
+    fn selected_messages_interleave_with_rows_in_order() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(5000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            relation(None, OUTBOX, "outbox", false),
+            insert(None, OUTBOX, "r1", "A"),
+            message(None, true, "outbox", "m1"),
+            message(None, true, "other", "ignored"),
+            // walrelay's own heartbeat is never an event.
+            message(None, true, "walrelay_heartbeat", ""),
+            insert(None, OUTBOX, "r2", "A"),
+            message(None, true, "outbox", "m2"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(5000),
+                end_lsn: Lsn(5008),
+                commit_time: 0,
+            }),
+        ]);
+        assert_eq!(h.ids(), vec!["r1", "m1", "r2", "m2"]);
+        assert!(
+            h.out.iter().all(|e| e.seq == h.out[0].seq),
+            "one transaction"
+        );
+        assert_eq!(h.out[1].meta.commit_lsn, Lsn(5000));
+        assert_eq!(h.out[1].meta.xid, 900);
+        assert_eq!(h.asm.stats().messages, 2);
+        assert_eq!(h.asm.stats().messages_ignored, 2);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(5008));
+    }
+
+    #[test]
+    fn messages_are_ignored_unless_selected() {
+        let mut h = Harness::new();
+        h.feed([
+            LogicalMessage::Begin(Begin {
+                final_lsn: Lsn(5000),
+                commit_time: 0,
+                xid: 900,
+            }),
+            message(None, true, "outbox", "m1"),
+            LogicalMessage::Commit(Commit {
+                flags: 0,
+                commit_lsn: Lsn(5000),
+                end_lsn: Lsn(5008),
+                commit_time: 0,
+            }),
+            message(None, false, "outbox", "n1"),
+        ]);
+        assert!(h.out.is_empty());
+    }
+
+    #[test]
+    fn a_non_transactional_message_is_its_own_entry() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([message(None, false, "outbox", "n1")]);
+        assert_eq!(h.ids(), vec!["n1"]);
+        let EventBody::Message(m) = &h.out[0].body else {
+            panic!("a message event");
+        };
+        assert!(!m.transactional);
+        // Confirmed one byte past its start once delivered, not before.
+        assert_eq!(h.tracker.confirmed(), Lsn(1));
+        let at = h.out[0].meta.lsn;
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(at.0 + 1));
+        // "skip" drops it.
+        let mut h = with_messages(NonTransactional::Skip);
+        h.feed([message(None, false, "outbox", "n1")]);
+        assert!(h.out.is_empty());
+        assert_eq!(h.asm.stats().non_transactional_skipped, 1);
+    }
+
+    #[test]
+    fn streamed_messages_are_spilled_and_read_back() {
+        let mut h = with_messages(NonTransactional::Error);
+        h.feed([
+            start(700, true),
+            relation(Some(700), OUTBOX, "outbox", false),
+            insert(Some(700), OUTBOX, "r1", "A"),
+            message(Some(700), true, "outbox", "m1"),
+            message(Some(700), true, "other", "x"),
+            LogicalMessage::StreamStop,
+            commit(700, 4000),
+        ]);
+        assert_eq!(h.ids(), vec!["r1", "m1"]);
         h.ack_all();
         assert_eq!(h.tracker.confirmed(), Lsn(4000));
     }

@@ -181,10 +181,14 @@ fn debezium_decode_chain() {
     assert_eq!(t.config.outbox.source, OutboxSource::Both);
     assert_eq!(t.config.outbox.table, "public.outbox");
 
-    // Without the decode transform the table outbox is unchanged.
+    // Without the decode transform messages go out as Debezium's message
+    // records, of every prefix but walrelay's heartbeat.
     let t = translate(props("outbox-connector.properties")).unwrap();
-    assert_eq!(t.config.outbox.source, OutboxSource::Table);
-    assert_eq!(t.config.debezium.message_form, MessageForm::Native);
+    assert_eq!(t.config.outbox.source, OutboxSource::Both);
+    assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+    let sel = t.config.outbox.message_selection().unwrap();
+    assert!(sel.selects("anything") && !sel.selects("walrelay_heartbeat"));
+    assert_eq!(sel.non_transactional, NonTransactional::Deliver);
 }
 
 #[test]
@@ -236,9 +240,14 @@ fn debezium_message_refusals_name_the_key() {
         c.insert("publication.autocreate.mode".into(), "filtered".into());
         c.remove("tombstones.on.delete");
     });
-    // Messages only need the decode transform to be events.
-    refused("transforms", |c| {
-        c.insert("transforms".into(), "outbox".into());
-        c.remove("transforms.decode.type");
-    });
+}
+
+#[test]
+fn debezium_messages_only_without_decode_are_message_records() {
+    let mut c = message_connector();
+    c.insert("transforms".into(), "outbox".into());
+    c.remove("transforms.decode.type");
+    let t = translate(c).unwrap();
+    assert_eq!(t.config.outbox.source, OutboxSource::Messages);
+    assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
 }

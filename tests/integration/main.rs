@@ -39,6 +39,9 @@ mod faults;
 mod hosts;
 /// Streamed (protocol v2) and spilled large transactions.
 mod large_transactions;
+/// The logical-message outbox (`pg_logical_emit_message`): records, order
+/// with rows, heartbeats, kills, a million messages, bad input, streaming.
+mod messages;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
 mod operations;
 /// Exactly-once's progress topic: created compacted, refused otherwise.

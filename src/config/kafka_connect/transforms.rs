@@ -219,15 +219,20 @@ fn decide_messages(
                 "ignored: EventRouter drops delete tombstones either way",
             );
         }
-        if !draft.captures_table {
-            return Err(c.unsupported(
-                "transforms",
-                "without table.include.list the connector captures logical decoding messages \
-                 only, and without DecodeLogicalDecodingMessageContent before the EventRouter \
-                 they are not outbox events: set transforms=decode,outbox and \
-                 transforms.decode.type=io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent",
-            ));
-        }
+        // The EventRouter passes message records through unchanged:
+        // Debezium's `<topic.prefix>.message` records, of every selected
+        // prefix, as Debezium sends them.
+        draft.outbox.debezium_messages = Some(MessageSelection {
+            rule: std::mem::replace(&mut draft.message_rule, crate::txn::config::PrefixRule::All),
+            non_transactional: NonTransactional::Deliver,
+        });
+        draft.debezium.message_form = MessageForm::Envelope;
+        draft.outbox.source = if draft.captures_table {
+            OutboxSource::Both
+        } else {
+            draft.replication.snapshot_mode = SnapshotMode::NoData;
+            OutboxSource::Messages
+        };
         return Ok(());
     };
     if draft.captures_table && draft.tombstones_on_delete != Some(false) {

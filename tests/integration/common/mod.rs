@@ -8,6 +8,7 @@
 //! started only through `scripts/pg.sh` and `scripts/kafka.sh`, so tests,
 //! demo and CI share one way of running them.
 
+pub mod database;
 pub mod load;
 pub mod metrics;
 pub mod progress;

@@ -480,6 +480,17 @@ impl Relay {
         self.child.id()
     }
 
+    /// The child's peak resident set so far (`VmHWM`, kB).
+    pub fn peak_rss_kb(&self) -> u64 {
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmHWM in {path}"))
+    }
+
     /// Kills with SIGKILL and starts the same configuration again.
     pub fn kill_and_restart(self) -> Relay {
         let mut this = self;
