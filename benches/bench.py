@@ -1135,7 +1135,7 @@ def wait_active(env, r, slot, timeout):
 
 
 # --------------------------------------------------------------------------
-# Backlog drains: W1, W2, W4.
+# Backlog drains: W1, W2, W4, W5.
 
 
 def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None):
