@@ -494,6 +494,20 @@ def tree_cpu(pid):
     return sum(c for c in (cpu_of(p) for p in tree(pid)) if c is not None)
 
 
+def hwm_kb(pid):
+    """VmHWM of one process, KiB (0 if gone). Unlike getrusage's
+    ru_maxrss, which keeps the high-water mark of the forked Python from
+    before the exec, VmHWM belongs to the running program."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def tree_hwm_kb(pid):
     """Sum of VmHWM over the process tree, KiB."""
     total = 0
@@ -1154,6 +1168,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
     if system in BASELINES:
         # Same clock for both baselines: slot active to process exit.
         prog = "pg_recvlogical" if system == "ceiling" else "walsender_drain"
+        hwm = 0
         while True:
             pid, status, ru = os.wait4(r.pid, os.WNOHANG)
             if pid:
@@ -1161,6 +1176,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
                 break
             c = cpu_of(ws_pid)
             ws_last = c if c is not None else ws_last
+            hwm = max(hwm, hwm_kb(r.pid))
             if time.time() > deadline:
                 raise BenchError(f"{prog} did not reach {end_lsn} in {timeout} s")
             time.sleep(0.01)
@@ -1178,7 +1194,8 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
                 raise BenchError(f"walsender_drain received {res['reader'].get('logical_messages')} logical "
                                  f"decoding messages, {n} were written")
         cpu = ru.ru_utime + ru.ru_stime
-        rss_kb = ru.ru_maxrss
+        # The last VmHWM seen while it ran: its peak up to 10 ms before exit.
+        rss_kb = hwm or ru.ru_maxrss
         br1 = cpu_of(env.broker_pid)
     else:
         while True:
