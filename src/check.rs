@@ -1011,10 +1011,10 @@ fn check_server_version(
 
 /// "PostgreSQL 16.4: pgoutput protocol 4, streaming 'parallel'".
 fn server_version_detail(facts: &ServerFacts, config: &Config) -> String {
-    let messages = config.outbox.message_selection().is_some();
+    let messages = config.outbox.messages_are_events();
     let proto = crate::postgres::wal::proto_version_for(
         facts.version_num,
-        config.replication.streaming && !messages,
+        config.streaming(),
         crate::pipeline::PROTO_VERSION,
     );
     let streaming = match crate::postgres::wal::streaming_option(proto) {

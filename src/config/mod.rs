@@ -208,6 +208,14 @@ impl Config {
         Ok(())
     }
 
+    /// Whether the session asks pgoutput to stream large transactions:
+    /// `replication.streaming`, unless logical decoding messages are
+    /// events (a streamed message carries its top-level transaction's xid,
+    /// so a rolled-back savepoint's messages could not be told apart).
+    pub fn streaming(&self) -> bool {
+        self.replication.streaming && !self.outbox.messages_are_events()
+    }
+
     /// Checks every section, then what only the whole can check; the error
     /// names the key and why.
     pub fn validate(&self) -> Result<(), ConfigError> {

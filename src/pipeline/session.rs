@@ -297,17 +297,11 @@ pub(super) async fn run<P: ProgressStore>(
     }
     // Best effort; a dead connection shows in the next bounded step.
     let _ = tokio::time::timeout(bound, slot::record_slot(&client, publication, slot)).await;
-    // No streaming when messages are events: in a streamed transaction
-    // pgoutput tags a message with its top-level transaction's xid (rows
-    // carry their subtransaction's), so a rolled-back savepoint's messages
-    // could not be told apart. The server then sends each transaction
-    // whole at its commit, without its rolled-back subtransactions, and
-    // walrelay relays it as it arrives (never holding it whole).
-    let proto_version = wal::choose_proto_version(
-        server.version_num,
-        config.replication.streaming && plan.messages().is_none(),
-        PROTO_VERSION,
-    );
+    // No streaming while messages are events (`Config::streaming`): the
+    // server then sends each transaction whole at its commit, without its
+    // rolled-back subtransactions, and walrelay relays it as it arrives.
+    let proto_version =
+        wal::choose_proto_version(server.version_num, config.streaming(), PROTO_VERSION);
     let mut options = vec![
         ("proto_version", proto_version.to_string()),
         ("publication_names", publication.clone()),

@@ -87,12 +87,6 @@ impl MessageEvent {
             _ => None,
         }
     }
-
-    /// The event id is only known once the content is read
-    /// ([`Router::route_message`] returns it).
-    pub fn event_id(&self) -> Option<String> {
-        None
-    }
 }
 
 /// How message events become records.
@@ -220,11 +214,7 @@ impl Router {
             cells: Some(&members.cells),
         };
         let event_id = Some(r.event_id()).filter(|id| id != "unknown");
-        // Debezium adds its context headers to table rows only.
-        let inherited = std::mem::take(&mut self.inherited);
-        let routed = self.route_row(&r);
-        self.inherited = inherited;
-        Ok((routed?, event_id))
+        Ok((self.route_row(&r)?, event_id))
     }
 
     /// The topic a message was meant for, where its route member gives a

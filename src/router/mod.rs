@@ -952,8 +952,15 @@ impl Router {
             },
         };
 
-        let mut headers = Vec::with_capacity(self.inherited.len() + 1 + bound.placements.len());
-        headers.extend(self.inherited.iter().cloned());
+        // Debezium adds its context headers to table rows only, never to
+        // a decoded message.
+        let inherited: &[RecordHeader] = if r.cells.is_some() {
+            &[]
+        } else {
+            &self.inherited
+        };
+        let mut headers = Vec::with_capacity(inherited.len() + 1 + bound.placements.len());
+        headers.extend(inherited.iter().cloned());
         self.tracing_headers(r, &mut headers)?;
         let id = self.header_value(r, &bound.id, ID_HEADER)?;
         if id.is_none() && self.cfg.null_id == NullPolicy::Error {

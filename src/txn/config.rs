@@ -154,6 +154,11 @@ impl Default for OutboxConfig {
 }
 
 impl OutboxConfig {
+    /// Whether any logical decoding message can be an event.
+    pub fn messages_are_events(&self) -> bool {
+        self.debezium_messages.is_some() || self.source.messages()
+    }
+
     /// The messages that are events, if any: the Debezium forms' compiled
     /// lists, or the native `message_prefixes` when `source` takes messages.
     pub fn message_selection(&self) -> Option<MessageSelection> {

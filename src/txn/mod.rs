@@ -113,7 +113,9 @@ impl OutboxEvent {
     pub fn event_id(&self) -> Option<String> {
         match &self.body {
             EventBody::Row { bound, row } => bound.event_id(row),
-            EventBody::Message(m) => m.event_id(),
+            // Only known once the router has read the content
+            // (`Router::route_message` returns it).
+            EventBody::Message(_) => None,
         }
     }
 

@@ -215,43 +215,37 @@ fn decide_messages(
     decode: Option<bool>,
     notes: &mut Notes,
 ) -> Result<(), ConfigError> {
-    let Some(null_include) = decode else {
-        if draft.tombstones_on_delete.is_some() {
-            notes.ignore(
-                c.name("tombstones.on.delete"),
-                "ignored: EventRouter drops delete tombstones either way",
-            );
-        }
+    let form = match decode {
         // The EventRouter passes message records through unchanged:
         // Debezium's `<topic.prefix>.message` records, of every selected
         // prefix, as Debezium sends them.
-        draft.outbox.debezium_messages = Some(MessageSelection {
-            rule: std::mem::replace(&mut draft.message_rule, crate::txn::config::PrefixRule::All),
-            non_transactional: NonTransactional::Deliver,
-        });
-        draft.debezium.message_form = MessageForm::Envelope;
-        draft.outbox.source = if draft.captures_table {
-            OutboxSource::Both
-        } else {
-            draft.replication.snapshot_mode = SnapshotMode::NoData;
-            OutboxSource::Messages
-        };
-        return Ok(());
+        None => {
+            if draft.tombstones_on_delete.is_some() {
+                notes.ignore(
+                    c.name("tombstones.on.delete"),
+                    "ignored: EventRouter drops delete tombstones either way",
+                );
+            }
+            MessageForm::Envelope
+        }
+        Some(null_include) => {
+            if draft.captures_table && draft.tombstones_on_delete != Some(false) {
+                return Err(c.unsupported(
+                    "tombstones.on.delete",
+                    "with DecodeLogicalDecodingMessageContent in the chain and an outbox table captured, \
+                     Debezium's task fails on the tombstone of the first DELETE (the outbox pattern \
+                     deletes its rows); set tombstones.on.delete=false",
+                ));
+            }
+            MessageForm::Decode { null_include }
+        }
     };
-    if draft.captures_table && draft.tombstones_on_delete != Some(false) {
-        return Err(c.unsupported(
-            "tombstones.on.delete",
-            "with DecodeLogicalDecodingMessageContent in the chain and an outbox table captured, \
-             Debezium's task fails on the tombstone of the first DELETE (the outbox pattern \
-             deletes its rows); set tombstones.on.delete=false",
-        ));
-    }
     draft.outbox.debezium_messages = Some(MessageSelection {
         rule: std::mem::replace(&mut draft.message_rule, crate::txn::config::PrefixRule::All),
         // Debezium publishes them, rolled back or not.
         non_transactional: NonTransactional::Deliver,
     });
-    draft.debezium.message_form = MessageForm::Decode { null_include };
+    draft.debezium.message_form = form;
     draft.outbox.source = if draft.captures_table {
         OutboxSource::Both
     } else {
