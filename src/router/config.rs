@@ -450,3 +450,20 @@ mod tests {
         assert!(serde_json::from_str::<RouterConfig>(r#"{"nope": 1}"#).is_err());
     }
 }
+
+/// What a selected non-transactional message
+/// (`pg_logical_emit_message(false, ...)`) becomes. PostgreSQL publishes
+/// such a message at once, even when the transaction that wrote it rolls
+/// back, so it breaks the outbox promise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NonTransactional {
+    /// A bad input: the `[errors]` policy applies (the native default).
+    #[default]
+    Error,
+    /// Dropped with a warning and counted.
+    Skip,
+    /// Delivered like a transactional one (Debezium's behaviour, and the
+    /// Debezium configuration forms').
+    Deliver,
+}

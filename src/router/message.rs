@@ -31,6 +31,7 @@ use serde_json::value::RawValue;
 use walrelay_proto::pgoutput::{ColumnValue, Message, TupleData};
 use walrelay_proto::{Lsn, RelationColumnInfo, RelationInfo};
 
+use super::NonTransactional;
 use super::{
     BoundColumn, BoundRelation, EventMeta, KafkaRecord, RouteError, Router,
     KEY_ADDITIONAL_PLACEMENT,
@@ -42,7 +43,6 @@ use crate::connect::json::{parse, JsonNode};
 use crate::connect::message::{MessageEnvelope, MessageFacts};
 use crate::connect::pg::{names, ColumnType, PgType};
 use crate::connect::{Field, Schema, Text, Type, Value};
-use crate::txn::config::NonTransactional;
 
 /// A selected logical decoding message on its way to Kafka.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -554,7 +554,7 @@ pub struct Router {
     /// How logical decoding messages become records.
     message_form: MessageForm,
     /// What a non-transactional message becomes here (`Deliver` or `Error`).
-    message_non_transactional: crate::txn::config::NonTransactional,
+    message_non_transactional: NonTransactional,
     /// [`MessageForm::Envelope`]: Debezium's message record and its topic.
     message_envelope: Option<(crate::connect::message::MessageEnvelope, Arc<str>)>,
     /// Message bindings by shape (`message::members_signature`).
@@ -661,7 +661,7 @@ impl Router {
             tracestate_header: Arc::from(HEADER_TRACESTATE),
             expansion_failures: 0,
             message_form: MessageForm::Native,
-            message_non_transactional: crate::txn::config::NonTransactional::Error,
+            message_non_transactional: NonTransactional::Error,
             message_envelope: None,
             message_bindings: HashMap::new(),
             cfg,

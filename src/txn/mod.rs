@@ -219,6 +219,18 @@ struct OpenTxn {
     events: u32,
 }
 
+impl OpenTxn {
+    /// Where a change of this transaction at `lsn` comes from.
+    fn meta(&self, lsn: Lsn) -> EventMeta {
+        EventMeta {
+            lsn,
+            commit_lsn: self.final_lsn,
+            xid: self.xid,
+            commit_time_us: self.commit_time_us,
+        }
+    }
+}
+
 /// A streamed transaction between its first Stream Start and its Stream
 /// Commit or Stream Abort.
 #[derive(Debug)]
@@ -242,6 +254,18 @@ struct Replay {
     /// Events handed out but not yet registered with the tracker.
     unregistered: u32,
     events: u64,
+}
+
+impl Replay {
+    /// Where a change of this transaction at `lsn` comes from.
+    fn meta(&self, lsn: Lsn) -> EventMeta {
+        EventMeta {
+            lsn,
+            commit_lsn: self.commit_lsn,
+            xid: self.xid,
+            commit_time_us: self.commit_time_us,
+        }
+    }
 }
 
 /// Counters the assembler keeps for metrics.
@@ -421,12 +445,7 @@ impl Assembler {
             let txn = self.current.as_mut().expect("checked above");
             out.push(OutboxEvent {
                 seq: txn.seq,
-                meta: EventMeta {
-                    lsn,
-                    commit_lsn: txn.final_lsn,
-                    xid: txn.xid,
-                    commit_time_us: txn.commit_time_us,
-                },
+                meta: txn.meta(lsn),
                 body: EventBody::Message(body),
             });
             txn.unregistered += 1;
@@ -569,12 +588,7 @@ impl Assembler {
                     Some(bound) => {
                         out.push(OutboxEvent::row(
                             txn.seq,
-                            EventMeta {
-                                lsn,
-                                commit_lsn: txn.final_lsn,
-                                xid: txn.xid,
-                                commit_time_us: txn.commit_time_us,
-                            },
+                            txn.meta(lsn),
                             Arc::clone(bound),
                             ins.new,
                         ));
@@ -764,12 +778,7 @@ impl Assembler {
                     })?;
                     out.push(OutboxEvent::row(
                         r.seq,
-                        EventMeta {
-                            lsn: change.lsn,
-                            commit_lsn: r.commit_lsn,
-                            xid,
-                            commit_time_us: r.commit_time_us,
-                        },
+                        r.meta(change.lsn),
                         Arc::clone(bound),
                         change.row,
                     ));
@@ -786,12 +795,7 @@ impl Assembler {
                     };
                     out.push(OutboxEvent {
                         seq: r.seq,
-                        meta: EventMeta {
-                            lsn: change.lsn,
-                            commit_lsn: r.commit_lsn,
-                            xid,
-                            commit_time_us: r.commit_time_us,
-                        },
+                        meta: r.meta(change.lsn),
                         body: EventBody::Message(body),
                     });
                     r.unregistered += 1;

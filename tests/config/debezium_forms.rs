@@ -19,13 +19,13 @@ use walrelay::postgres::config::{PortSetting, PublicationMode, SnapshotMode, Tar
 use walrelay::properties::parse_properties;
 use walrelay::txn::config::OpInvalidBehavior;
 
-fn data(name: &str) -> PathBuf {
+pub(crate) fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/debezium")
         .join(name)
 }
 
-fn props(name: &str) -> BTreeMap<String, String> {
+pub(crate) fn props(name: &str) -> BTreeMap<String, String> {
     parse_properties(&std::fs::read_to_string(data(name)).unwrap()).unwrap()
 }
 

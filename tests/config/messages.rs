@@ -5,15 +5,16 @@
 //! its key. No servers.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use walrelay::chain::DisplayChain;
 use walrelay::config::kafka_connect::{from_connect, Translation};
 use walrelay::config::{Config, ConfigError};
 use walrelay::postgres::config::{PublicationMode, SnapshotMode};
-use walrelay::properties::parse_properties;
 use walrelay::router::MessageForm;
 use walrelay::txn::config::{NonTransactional, OutboxSource};
+
+use crate::debezium_forms::props;
 
 const NATIVE: &str = r#"
 [postgres]
@@ -85,16 +86,6 @@ fn native_message_refusals_name_the_key() {
         "[outbox]\nsource = \"messages\"\nmessage_prefixes = [\"o\"]\n[replication]\nsnapshot_mode = \"initial\"\n",
         "replication.snapshot_mode",
     );
-}
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/debezium")
-        .join(name)
-}
-
-fn props(name: &str) -> BTreeMap<String, String> {
-    parse_properties(&std::fs::read_to_string(data(name)).unwrap()).unwrap()
 }
 
 /// The example connector turned into a logical-message outbox.
@@ -247,7 +238,16 @@ fn debezium_messages_only_without_decode_are_message_records() {
     let mut c = message_connector();
     c.insert("transforms".into(), "outbox".into());
     c.remove("transforms.decode.type");
+    let t = translate(c.clone()).unwrap();
+    assert_eq!(t.config.outbox.source, OutboxSource::Messages);
+    assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+    // Nor any transform: the same records.
+    c.retain(|k, _| !k.starts_with("transforms"));
     let t = translate(c).unwrap();
     assert_eq!(t.config.outbox.source, OutboxSource::Messages);
     assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+    // With an outbox table, no transform would mean raw change events.
+    let mut table = props("outbox-connector.properties");
+    table.retain(|k, _| !k.starts_with("transforms"));
+    assert!(translate(table).is_err());
 }

@@ -11,7 +11,7 @@
 //! with `worker.properties` and `connector.properties` (or the REST-form
 //! `connector.json`), plus SQL files shared between cases: the table it
 //! creates and the writes it feeds. Placeholders (`@BOOTSTRAP@`, `@PGPORT@`,
-//! `@SLOT@`, `@TABLE@`, `@AGG@`) are replaced per run; every case owns its
+//! `@SLOT@`, `@TABLE@`, `@AGG@`, `@DB@`) are replaced per run; every case owns its
 //! table, two slots and publications, and topics (all named after a unique
 //! token) and removes the database objects afterwards (an inactive slot
 //! would pin WAL in the shared cluster). The `example*` cases use the
@@ -52,6 +52,21 @@
 //!
 //! Fatal cases (`End::Fatal`) wait until Debezium's task has failed and
 //! walrelay has exited, then compare what each delivered before.
+//!
+//! The `msg-*` cases feed the logical-message outbox
+//! (`pg_logical_emit_message`, `tests/compat/cases/msg-*.sql`). The shared
+//! database gets messages from every other test running at the same time
+//! (walrelay's `walrelay_heartbeat`, other `outbox` prefixes, some of them
+//! deliberately not JSON), so each case's prefixes, `topic.prefix` and route
+//! values carry the run token and its connector includes only its own
+//! prefixes; the one that needs an exclude list gets a database of its own
+//! ([`Database::Private`]). Every feed starts with a committed transaction
+//! whose prefix is not included: Debezium's `source.sequence` names the
+//! previous commit, which must be one both relays decoded. The
+//! `<topic.prefix>.message` records (no decode transform) carry Debezium's
+//! wall clock in their top-level `ts_ms`, masked like a heartbeat's
+//! ([`mask_message_clock`]); `source.ts_ms` is the commit time and is
+//! compared.
 //!
 //! Observed while building the matrix, not differences of walrelay:
 //! Kafka Connect refuses a worker without `key.converter`/`value.converter`
@@ -115,6 +130,17 @@ enum Mode {
     Server,
 }
 
+/// Which database a case's relays and feed use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Database {
+    /// `postgres`, shared with every other test.
+    Shared,
+    /// A database named after the run token, created for the case and
+    /// dropped afterwards: nothing else writes there, so a case can let
+    /// every message prefix but a few through (`message.prefix.exclude.list`).
+    Private,
+}
+
 /// One comparison.
 struct Case {
     /// Directory under `tests/compat/cases/`.
@@ -132,6 +158,8 @@ struct Case {
     /// Instead of the case directory: `config/debezium/connect-standalone.properties`
     /// and this connector file from there, pointed at the test servers.
     example: Option<&'static str>,
+    /// `@DB@` in the connector file, and where setup and feed run.
+    database: Database,
 }
 
 const DEFAULT_TOPICS: &[(&str, i32)] = &[
@@ -149,6 +177,7 @@ const fn case(name: &'static str, end: End) -> Case {
         mode: Mode::ConnectStandalone,
         compare_timestamps: false,
         example: None,
+        database: Database::Shared,
     }
 }
 
@@ -179,6 +208,24 @@ const HEARTBEAT_TOPICS: &[(&str, i32)] = &[
     ("outbox.event.V_@AGG@", PARTITIONS),
     ("__debezium-heartbeat.@AGG@.test", PARTITIONS),
 ];
+
+/// A logical-message case: no table (`msg-none.sql`), `feed` under `cases/`.
+const fn msg(
+    name: &'static str,
+    end: End,
+    feed: &'static str,
+    topics: &'static [(&'static str, i32)],
+) -> Case {
+    with_topics(with_sql(case(name, end), "msg-none.sql", feed), topics)
+}
+
+/// The routes of `msg-feed.sql` (and the bad-content feeds).
+const MSG_TOPICS: &[(&str, i32)] = &[
+    ("outbox.event.M_@AGG@", PARTITIONS),
+    ("outbox.event.N_@AGG@", PARTITIONS),
+];
+/// Debezium's own message topic (`topic.prefix=m_@AGG@`, no decode transform).
+const MSG_ENVELOPE_TOPICS: &[(&str, i32)] = &[("m_@AGG@.message", PARTITIONS)];
 
 /// The matrix. Record counts are what Debezium 3.6.1 delivered.
 const CASES: &[Case] = &[
@@ -400,6 +447,169 @@ const CASES: &[Case] = &[
         example: Some("outbox-connector.json"),
         ..case("example-json", End::Records(6))
     },
+    // The logical-message outbox: DecodeLogicalDecodingMessageContent, then
+    // the EventRouter (tests/compat/observed.md, "Logical decoding messages").
+    // Payloads of every JSON type, numbers, escapes, keys and ids of other
+    // types, duplicate members, a rollback, a savepoint, a non-transactional
+    // message in a transaction that rolls back.
+    msg(
+        "msg-json-schemas",
+        End::Records(15),
+        "msg-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg(
+        "msg-json-noschemas",
+        End::Records(15),
+        "msg-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg("msg-string", End::Records(15), "msg-feed.sql", MSG_TOPICS),
+    // Header, envelope and partition placements of content members; the
+    // envelope schema is named after the route value.
+    msg(
+        "msg-placements-schemas",
+        End::Records(4),
+        "msg-placements-feed.sql",
+        &[
+            ("outbox.event.P_@AGG@", PARTITIONS),
+            ("outbox.event.Q_@AGG@", PARTITIONS),
+        ],
+    ),
+    msg(
+        "msg-placements-noschemas",
+        End::Records(4),
+        "msg-placements-feed.sql",
+        &[
+            ("outbox.event.P_@AGG@", PARTITIONS),
+            ("outbox.event.Q_@AGG@", PARTITIONS),
+        ],
+    ),
+    // table.expand.json.payload on JSON string members.
+    msg(
+        "msg-expand-schemas",
+        End::Records(5),
+        "msg-expand-feed.sql",
+        &[("outbox.event.E_@AGG@", PARTITIONS)],
+    ),
+    msg(
+        "msg-expand-noschemas",
+        End::Records(5),
+        "msg-expand-feed.sql",
+        &[("outbox.event.E_@AGG@", PARTITIONS)],
+    ),
+    // route.tombstone.on.empty.payload with fields.null.include.
+    msg(
+        "msg-tombstone",
+        End::Records(6),
+        "msg-tombstone-feed.sql",
+        &[("outbox.event.T_@AGG@", PARTITIONS)],
+    ),
+    // fields.null.include: JSON nulls as optional bytes, a null id and key
+    // (a null key goes to any partition: that route has one).
+    msg(
+        "msg-nulls",
+        End::Records(4),
+        "msg-nulls-feed.sql",
+        &[
+            ("outbox.event.M_@AGG@", PARTITIONS),
+            ("outbox.event.N_@AGG@", 1),
+        ],
+    ),
+    msg(
+        "msg-nulls-string",
+        End::Records(4),
+        "msg-nulls-feed.sql",
+        &[
+            ("outbox.event.M_@AGG@", PARTITIONS),
+            ("outbox.event.N_@AGG@", 1),
+        ],
+    ),
+    // No decode transform: Debezium's <topic.prefix>.message records
+    // (MessageKey/MessageValue), transactional and not, committed and
+    // rolled back, empty and binary content; with no transform at all, with
+    // the EventRouter alone (it passes them through), and StringConverter.
+    msg(
+        "msg-envelope-schemas",
+        End::Records(11),
+        "msg-envelope-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
+    msg(
+        "msg-envelope-noschemas",
+        End::Records(11),
+        "msg-envelope-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
+    msg(
+        "msg-envelope-string",
+        End::Records(11),
+        "msg-envelope-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
+    // message.prefix.include.list: regexes, whole prefix, any case.
+    msg(
+        "msg-filter",
+        End::Records(4),
+        "msg-filter-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
+    // message.prefix.exclude.list, in a database of its own.
+    Case {
+        database: Database::Private,
+        ..msg(
+            "msg-exclude",
+            End::Records(6),
+            "msg-filter-feed.sql",
+            MSG_ENVELOPE_TOPICS,
+        )
+    },
+    // Bad content stops both, after the event before it.
+    msg(
+        "msg-bad-notjson",
+        End::Fatal(1),
+        "msg-bad-notjson-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg(
+        "msg-bad-array",
+        End::Fatal(1),
+        "msg-bad-array-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg(
+        "msg-bad-empty",
+        End::Fatal(1),
+        "msg-bad-empty-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg(
+        "msg-bad-route",
+        End::Fatal(1),
+        "msg-bad-route-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg(
+        "msg-bad-mixed-array",
+        End::Fatal(1),
+        "msg-bad-mixed-array-feed.sql",
+        MSG_TOPICS,
+    ),
+    msg(
+        "msg-bad-empty-key",
+        End::Fatal(1),
+        "msg-bad-empty-key-feed.sql",
+        MSG_TOPICS,
+    ),
+    // Outbox table rows and messages in one connector (tombstones.on.delete=false).
+    with_topics(
+        with_sql(
+            case("msg-mixed", End::Records(4)),
+            "outbox.sql",
+            "msg-mixed-feed.sql",
+        ),
+        &[("outbox.event.U_@AGG@", PARTITIONS)],
+    ),
 ];
 
 /// Differences walrelay is known to have, each with its reason. Every
@@ -460,17 +670,26 @@ struct Outcome {
 }
 
 fn pg_url() -> String {
+    pg_url_of("postgres")
+}
+
+fn pg_url_of(database: &str) -> String {
     format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        "host=127.0.0.1 port={} user=postgres dbname={database}",
         env().pg_port
     )
 }
 
 /// Runs SQL through psql (one statement at a time, as a client would).
 fn psql(args: &[&OsStr]) -> Result<String, String> {
+    psql_in("postgres", args)
+}
+
+/// [`psql`] in `database`.
+fn psql_in(database: &str, args: &[&OsStr]) -> Result<String, String> {
     let out = Command::new("psql")
         .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d"])
-        .arg(pg_url())
+        .arg(pg_url_of(database))
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -503,6 +722,8 @@ struct Running {
     walrelay: Option<Child>,
     slots: Vec<String>,
     table: String,
+    /// A private database to drop last (after the slots on it).
+    database: Option<String>,
 }
 
 impl Drop for Running {
@@ -548,6 +769,11 @@ impl Drop for Running {
         }
         if let Err(e) = psql_c(&format!("drop table if exists public.{}", self.table)) {
             eprintln!("warning: cleanup of table {}: {e}", self.table);
+        }
+        if let Some(db) = &self.database {
+            if let Err(e) = psql_c(&format!("drop database if exists {db} with (force)")) {
+                eprintln!("warning: cleanup of database {db}: {e}");
+            }
         }
     }
 }
@@ -653,7 +879,30 @@ async fn read_all_async(bootstrap: &str, token: &str) -> Topics {
     let topics = tokio::task::spawn_blocking(move || read_all(&b, &t))
         .await
         .expect("reader thread panicked");
-    heartbeats_only_first(topics)
+    mask_message_clock(heartbeats_only_first(topics))
+}
+
+/// Debezium's `<topic.prefix>.message` records (no decode transform) with
+/// the top-level `ts_ms` masked: it is the relay's wall clock when it
+/// dispatched the message (`LogicalDecodingMessageMonitor`), so it differs
+/// between any two runs. Only that field: it directly follows `op` (`m`) in
+/// JsonConverter and StringConverter text alike, while `source.ts_ms` is the
+/// commit time both relays decoded and stays compared.
+fn mask_message_clock(mut topics: Topics) -> Topics {
+    let ts = regex::Regex::new(r#"^(\{"schema":.*?"payload":\{"op":"m","ts_ms":|\{"op":"m","ts_ms":|Struct\{op=m,ts_ms=)-?[0-9]+"#)
+        .expect("valid regex");
+    for ((topic, _), recs) in topics.iter_mut() {
+        if !topic.ends_with(".message") {
+            continue;
+        }
+        for r in recs.iter_mut() {
+            if let Some(v) = r.value.as_mut() {
+                let text = String::from_utf8_lossy(v).into_owned();
+                *v = ts.replace(&text, "${1}<ts_ms>").into_owned().into_bytes();
+            }
+        }
+    }
+    topics
 }
 
 /// Heartbeat partitions cut to their first [`HEARTBEATS_COMPARED`]
@@ -947,6 +1196,10 @@ async fn run_case_in(
 ) -> Result<Vec<Diff>, String> {
     let token = unique_name(&case.name.replace('-', "_"));
     let (slot_d, slot_w) = (format!("{token}_d"), format!("{token}_w"));
+    let database = match case.database {
+        Database::Shared => "postgres".to_string(),
+        Database::Private => token.clone(),
+    };
     let src = cases_dir().join(case.name);
     let port = ctx.pg_port.to_string();
     let vars = |bootstrap: &str, slot: &str| -> Vec<(String, String)> {
@@ -956,6 +1209,7 @@ async fn run_case_in(
             ("@SLOT@".into(), slot.into()),
             ("@TABLE@".into(), token.clone()),
             ("@AGG@".into(), token.clone()),
+            ("@DB@".into(), database.clone()),
         ]
     };
     let dbz_vars = vars(&ctx.dbz_kafka, &slot_d);
@@ -1021,7 +1275,6 @@ async fn run_case_in(
         common::create_topic_on(&ctx.dbz_kafka, &topic, *partitions).await;
         common::create_topic_on(&ctx.wr_kafka, &topic, *partitions).await;
     }
-    psql(&[OsStr::new("-f"), setup.as_os_str()])?;
     let dbz_dir = work.join("debezium");
     let mut running = Running {
         dbz_dir: dbz_dir.clone(),
@@ -1029,7 +1282,12 @@ async fn run_case_in(
         walrelay: None,
         slots: vec![slot_d.clone(), slot_w.clone()],
         table: token.clone(),
+        database: (case.database == Database::Private).then(|| database.clone()),
     };
+    if case.database == Database::Private {
+        psql_c(&format!("create database {database}"))?;
+    }
+    psql_in(&database, &[OsStr::new("-f"), setup.as_os_str()])?;
 
     // Both relays start at once; each must be streaming (not merely hold an
     // active slot, which it does while waiting for a consistent point)
@@ -1134,7 +1392,7 @@ async fn run_case_in(
         .await
         .map_err(|e| format!("debezium did not start streaming: {e}"))?;
 
-    psql(&[OsStr::new("-f"), feed.as_os_str()])?;
+    psql_in(&database, &[OsStr::new("-f"), feed.as_os_str()])?;
 
     let dbz_log = dbz_dir.join("log");
     match case.end {

@@ -44,6 +44,9 @@ pub(in crate::config) fn translate_transforms(
     let (decode_name, name) = match names.as_slice() {
         [one] => (None, (*one).to_owned()),
         [first, second] => (Some((*first).to_owned()), (*second).to_owned()),
+        // A connector of logical decoding messages only, without any
+        // transform: Debezium's `<topic.prefix>.message` records.
+        [] if !draft.captures_table => return decide_messages(c, draft, None, notes),
         [] => {
             return Err(c.unsupported(
                 "transforms",
