@@ -192,6 +192,14 @@ pub fn java_to_string(
     schema: Option<&Schema>,
     value: &Value,
 ) -> Result<(), ConvertError> {
+    if let Some(text) = super::pg_time::connect_logical_text(
+        schema.and_then(|s| s.name.as_deref()),
+        value,
+        super::pg_time::JavaText::ToString,
+    ) {
+        out.push_str(&text);
+        return Ok(());
+    }
     match value {
         Value::Null => out.push_str("null"),
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -266,6 +274,14 @@ pub fn values_append(
     value: &Value,
     embedded: bool,
 ) -> Result<(), ConvertError> {
+    if let Some(text) = super::pg_time::connect_logical_text(
+        schema.and_then(|s| s.name.as_deref()),
+        value,
+        super::pg_time::JavaText::Values,
+    ) {
+        out.push_str(&text);
+        return Ok(());
+    }
     match value {
         Value::Null => out.push_str("null"),
         Value::Boolean(_)

@@ -17,6 +17,9 @@ pub mod java;
 pub mod json;
 pub mod message;
 pub mod pg;
+pub mod pg_modes;
+pub mod pg_time;
+pub mod pg_values;
 
 use std::fmt;
 use std::sync::Arc;

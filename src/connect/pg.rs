@@ -2,17 +2,23 @@
 //!
 //! Owns the per-column facts pgoutput does not send ([`TableMeta`]:
 //! `NOT NULL` and the default expression, read from the catalog by the
-//! caller), the type mapping under Debezium's defaults
-//! (`decimal.handling.mode=precise`, `time.precision.mode=adaptive`,
-//! `binary.handling.mode=bytes`) and the decoding of pgoutput's text values
-//! (`proto_version=1`, text mode, `DateStyle=ISO`, `bytea_output=hex`) into
-//! Connect values. It never talks to the database.
+//! caller), the type mapping under Debezium's type-mapping options
+//! ([`TypeModes`]: `decimal.handling.mode`, `time.precision.mode`,
+//! `binary.handling.mode`, `interval.handling.mode`, `hstore.handling.mode`,
+//! `money.fraction.digits`; the conversions of the non-default ones live in
+//! `pg_time` and `pg_values`) and the decoding of pgoutput's text values
+//! (`proto_version=1`, text mode, `DateStyle=ISO`, `IntervalStyle=postgres`,
+//! `bytea_output=hex`) into Connect values. It never talks to the database.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use regex::Regex;
 
+pub use super::pg_modes::TypeModes;
+use super::pg_modes::{BinaryMode, DecimalMode, HstoreMode, IntervalMode, TimePrecisionMode};
+use super::pg_time::{self, TimeUnit};
+use super::pg_values;
 use super::{Decimal, Field, Schema, Text, Type, Value, DECIMAL_NAME};
 
 /// Catalog facts about one column.
@@ -86,6 +92,14 @@ pub mod oid {
     pub const TIMESTAMPTZ: u32 = 1184;
     /// `numeric`.
     pub const NUMERIC: u32 = 1700;
+    /// `money`.
+    pub const MONEY: u32 = 790;
+    /// `time`.
+    pub const TIME: u32 = 1083;
+    /// `timetz`.
+    pub const TIMETZ: u32 = 1266;
+    /// `interval`.
+    pub const INTERVAL: u32 = 1186;
     /// `uuid`.
     pub const UUID: u32 = 2950;
     /// `jsonb`.
@@ -111,6 +125,30 @@ pub mod names {
     pub const DATE: &str = "io.debezium.time.Date";
     /// `numeric` without a type modifier.
     pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
+    /// `time(0..3)`: milliseconds past midnight (INT32).
+    pub const TIME: &str = "io.debezium.time.Time";
+    /// `time(4..6)`: microseconds past midnight.
+    pub const MICRO_TIME: &str = "io.debezium.time.MicroTime";
+    /// Nanoseconds past midnight (`time.precision.mode=nanoseconds`).
+    pub const NANO_TIME: &str = "io.debezium.time.NanoTime";
+    /// `timetz`: ISO-8601 time at UTC.
+    pub const ZONED_TIME: &str = "io.debezium.time.ZonedTime";
+    /// `time.precision.mode=isostring` dates.
+    pub const ISO_DATE: &str = "io.debezium.time.IsoDate";
+    /// `time.precision.mode=isostring` times.
+    pub const ISO_TIME: &str = "io.debezium.time.IsoTime";
+    /// `time.precision.mode=isostring` timestamps.
+    pub const ISO_TIMESTAMP: &str = "io.debezium.time.IsoTimestamp";
+    /// Kafka Connect's date (`time.precision.mode=connect`).
+    pub const CONNECT_DATE: &str = "org.apache.kafka.connect.data.Date";
+    /// Kafka Connect's time (`time.precision.mode=connect`).
+    pub const CONNECT_TIME: &str = "org.apache.kafka.connect.data.Time";
+    /// Kafka Connect's timestamp (`time.precision.mode=connect`).
+    pub const CONNECT_TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
+    /// `interval.handling.mode=numeric`: approximate microseconds.
+    pub const MICRO_DURATION: &str = "io.debezium.time.MicroDuration";
+    /// `interval.handling.mode=string`: ISO-8601 duration.
+    pub const INTERVAL: &str = "io.debezium.time.Interval";
 }
 
 /// How a column's text value becomes a Connect value.
@@ -152,6 +190,39 @@ pub enum PgType {
     },
     /// `numeric` without modifier → VariableScaleDecimal struct.
     VariableNumeric,
+    /// `numeric` under `decimal.handling.mode` double (FLOAT64) or string.
+    NumericLoose {
+        /// Double or string.
+        mode: DecimalMode,
+    },
+    /// `money` → Decimal at `digits` scale, FLOAT64 or STRING.
+    Money {
+        /// `decimal.handling.mode`.
+        mode: DecimalMode,
+        /// `money.fraction.digits`.
+        digits: u8,
+    },
+    /// `bytea` → STRING (`binary.handling.mode` base64, base64-url-safe, hex).
+    ByteaText(BinaryMode),
+    /// `date` → `IsoDate` STRING.
+    DateIso,
+    /// `time(p)` in a unit.
+    Time(TimeUnit),
+    /// `timetz` → `ZonedTime` STRING at UTC.
+    Timetz,
+    /// `timestamp(p)` in nanoseconds or ISO text (milliseconds and
+    /// microseconds are [`PgType::Timestamp`]).
+    TimestampIn(TimeUnit),
+    /// `interval` → `MicroDuration` INT64 or `Interval` STRING.
+    Interval {
+        /// `interval.handling.mode=string`.
+        iso: bool,
+    },
+    /// `hstore` → `Json` STRING or MAP.
+    Hstore {
+        /// `hstore.handling.mode=map`.
+        map: bool,
+    },
     /// A member of a logical decoding message's JSON content: its Connect
     /// value comes with it and is never decoded from text.
     Content,
@@ -204,6 +275,10 @@ pub fn type_name(type_oid: u32) -> Option<&'static str> {
         oid::TIMESTAMP => "timestamp",
         oid::TIMESTAMPTZ => "timestamptz",
         oid::NUMERIC => "numeric",
+        oid::MONEY => "money",
+        oid::TIME => "time",
+        oid::TIMETZ => "timetz",
+        oid::INTERVAL => "interval",
         oid::UUID => "uuid",
         oid::JSONB => "jsonb",
         _ => return None,
@@ -217,7 +292,116 @@ pub fn column_type(
     type_modifier: i32,
     meta: Option<&ColumnMeta>,
 ) -> Option<ColumnType> {
+    column_type_with(type_oid, type_modifier, meta, TypeModes::default())
+}
+
+/// Whether the catalog calls the column's type hstore (an extension type
+/// whose OID differs per database; `format_type` qualifies it when its
+/// schema is not on the search path).
+fn is_hstore(meta: Option<&ColumnMeta>) -> bool {
+    meta.and_then(|m| m.type_name.as_deref())
+        .is_some_and(|t| t == "hstore" || t.ends_with(".hstore"))
+}
+
+/// Maps a column as Debezium does under `modes`; `None` for a type
+/// walrelay cannot map.
+pub fn column_type_with(
+    type_oid: u32,
+    type_modifier: i32,
+    meta: Option<&ColumnMeta>,
+    modes: TypeModes,
+) -> Option<ColumnType> {
+    let time_mode = modes.time_precision_mode;
+    // Debezium's column precision: pgjdbc reports 6 without a modifier.
+    let precision = if type_modifier < 0 { 6 } else { type_modifier };
     let (pg, schema) = match type_oid {
+        _ if is_hstore(meta) => match modes.hstore_handling_mode {
+            HstoreMode::Json => (
+                PgType::Hstore { map: false },
+                Schema::new(Type::String).named(names::JSON, Some(1)),
+            ),
+            HstoreMode::Map => (PgType::Hstore { map: true }, {
+                let mut m = Schema::new(Type::Map);
+                m.key_schema = Some(Arc::new(Schema::new(Type::String)));
+                m.value_schema = Some(Arc::new(Schema::optional(Type::String)));
+                m
+            }),
+        },
+        oid::BYTEA if modes.binary_handling_mode != BinaryMode::Bytes => (
+            PgType::ByteaText(modes.binary_handling_mode),
+            Schema::new(Type::String),
+        ),
+        oid::NUMERIC if modes.decimal_handling_mode != DecimalMode::Precise => (
+            PgType::NumericLoose {
+                mode: modes.decimal_handling_mode,
+            },
+            loose_decimal_schema(modes.decimal_handling_mode),
+        ),
+        oid::MONEY => {
+            let mode = modes.decimal_handling_mode;
+            let schema = match mode {
+                DecimalMode::Precise => Schema::new(Type::Bytes)
+                    .named(DECIMAL_NAME, Some(1))
+                    .with_parameter("scale", &modes.money_fraction_digits.to_string()),
+                _ => loose_decimal_schema(mode),
+            };
+            (
+                PgType::Money {
+                    mode,
+                    digits: modes.money_fraction_digits,
+                },
+                schema,
+            )
+        }
+        oid::DATE if time_mode == TimePrecisionMode::Isostring => (
+            PgType::DateIso,
+            Schema::new(Type::String).named(names::ISO_DATE, Some(1)),
+        ),
+        oid::DATE if time_mode == TimePrecisionMode::Connect => (
+            PgType::Date,
+            Schema::new(Type::Int32).named(names::CONNECT_DATE, Some(1)),
+        ),
+        oid::TIME => {
+            let (unit, kind, name) = time_schema(time_mode, precision);
+            (PgType::Time(unit), Schema::new(kind).named(name, Some(1)))
+        }
+        oid::TIMETZ => (
+            PgType::Timetz,
+            Schema::new(Type::String).named(names::ZONED_TIME, Some(1)),
+        ),
+        oid::TIMESTAMP
+            if time_mode != TimePrecisionMode::Adaptive
+                && time_mode != TimePrecisionMode::AdaptiveTimeMicroseconds =>
+        {
+            match time_mode {
+                TimePrecisionMode::Isostring => (
+                    PgType::TimestampIn(TimeUnit::Iso),
+                    Schema::new(Type::String).named(names::ISO_TIMESTAMP, Some(1)),
+                ),
+                TimePrecisionMode::Connect => (
+                    PgType::Timestamp { millis: true },
+                    Schema::new(Type::Int64).named(names::CONNECT_TIMESTAMP, Some(1)),
+                ),
+                TimePrecisionMode::Microseconds => (
+                    PgType::Timestamp { millis: false },
+                    Schema::new(Type::Int64).named(names::MICRO_TIMESTAMP, Some(1)),
+                ),
+                _ => (
+                    PgType::TimestampIn(TimeUnit::Nanos),
+                    Schema::new(Type::Int64).named(names::NANO_TIMESTAMP, Some(1)),
+                ),
+            }
+        }
+        oid::INTERVAL => match modes.interval_handling_mode {
+            IntervalMode::Numeric => (
+                PgType::Interval { iso: false },
+                Schema::new(Type::Int64).named(names::MICRO_DURATION, Some(1)),
+            ),
+            IntervalMode::String => (
+                PgType::Interval { iso: true },
+                Schema::new(Type::String).named(names::INTERVAL, Some(1)),
+            ),
+        },
         oid::BOOL => (PgType::Bool, Schema::new(Type::Boolean)),
         oid::INT2 => (PgType::Int2, Schema::new(Type::Int16)),
         oid::INT4 => (PgType::Int4, Schema::new(Type::Int32)),
@@ -239,9 +423,7 @@ pub fn column_type(
             Schema::new(Type::Int32).named(names::DATE, Some(1)),
         ),
         oid::TIMESTAMP => {
-            // pgjdbc reports scale 6 without a modifier; adaptive mode picks
-            // milliseconds up to precision 3.
-            let precision = if type_modifier < 0 { 6 } else { type_modifier };
+            // Adaptive modes pick milliseconds up to precision 3.
             if precision <= 3 {
                 (
                     PgType::Timestamp { millis: true },
@@ -294,6 +476,30 @@ pub fn column_type(
         pg,
         schema: Arc::new(schema),
     })
+}
+
+/// numeric or money under `decimal.handling.mode` double or string.
+fn loose_decimal_schema(mode: DecimalMode) -> Schema {
+    match mode {
+        DecimalMode::String => Schema::new(Type::String),
+        _ => Schema::new(Type::Float64),
+    }
+}
+
+/// `TemporalPrecisionMode.getTimeBuilder(precision)`.
+fn time_schema(mode: TimePrecisionMode, precision: i32) -> (TimeUnit, Type, &'static str) {
+    let millis = (TimeUnit::Millis, Type::Int32, names::TIME);
+    let micros = (TimeUnit::Micros, Type::Int64, names::MICRO_TIME);
+    let nanos = (TimeUnit::Nanos, Type::Int64, names::NANO_TIME);
+    match mode {
+        TimePrecisionMode::Adaptive if precision <= 3 => millis,
+        TimePrecisionMode::Adaptive if precision <= 6 => micros,
+        TimePrecisionMode::Adaptive => nanos,
+        TimePrecisionMode::AdaptiveTimeMicroseconds | TimePrecisionMode::Microseconds => micros,
+        TimePrecisionMode::Nanoseconds => nanos,
+        TimePrecisionMode::Isostring => (TimeUnit::Iso, Type::String, names::ISO_TIME),
+        TimePrecisionMode::Connect => (TimeUnit::Millis, Type::Int32, names::CONNECT_TIME),
+    }
 }
 
 /// `io.debezium.data.VariableScaleDecimal.schema()`.
@@ -360,34 +566,70 @@ pub fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
         PgType::Bytea => decode_bytea(s)
             .map(|b| Value::Bytes(Bytes::from(b)))
             .ok_or_else(|| invalid("bytea", text, "expected \\x hex format")),
-        PgType::Date => parse_date(s)
-            .map(|(days, rest)| (days, rest.is_empty()))
-            .filter(|(_, done)| *done)
-            .and_then(|(days, _)| i32::try_from(days).ok())
+        PgType::Date => pg_time::date_days(s)
+            .and_then(|days| i32::try_from(days).ok())
             .map(Value::Int32)
+            .ok_or_else(|| invalid("date", text, "expected YYYY-MM-DD[ BC]")),
+        PgType::DateIso => pg_time::date_days(s)
+            .map(|days| Value::String(Text::from(pg_time::iso_date(days))))
+            .ok_or_else(|| invalid("date", text, "expected YYYY-MM-DD[ BC]")),
+        PgType::Timestamp { millis } => {
+            let micros = timestamp_micros(s, text)?;
+            Ok(pg_time::timestamp_value(
+                if millis {
+                    TimeUnit::Millis
+                } else {
+                    TimeUnit::Micros
+                },
+                micros,
+            ))
+        }
+        PgType::TimestampIn(unit) => Ok(pg_time::timestamp_value(unit, timestamp_micros(s, text)?)),
+        PgType::Time(unit) => pg_time::time_value(unit, s)
+            .ok_or_else(|| invalid("time", text, "expected HH:MM:SS[.ffffff]")),
+        PgType::Timetz => pg_time::zoned_time(s)
+            .map(|t| Value::String(Text::from(t)))
             .ok_or_else(|| {
                 invalid(
-                    "date",
+                    "timetz",
                     text,
-                    "expected YYYY-MM-DD (infinity is not supported)",
+                    "expected HH:MM:SS[.ffffff]+HH[:MM] before 24:00 (Debezium cannot read 24:00 or an offset with seconds either)",
                 )
             }),
-        PgType::Timestamp { millis } => {
-            let micros = parse_timestamp(s)
-                .filter(|(_, offset)| offset.is_none())
-                .map(|(m, _)| m)
-                .ok_or_else(|| {
-                    invalid(
-                        "timestamp",
-                        text,
-                        "expected YYYY-MM-DD HH:MM:SS[.ffffff] (infinity is not supported)",
-                    )
-                })?;
-            Ok(Value::Int64(if millis {
-                micros.div_euclid(1000)
-            } else {
-                micros
-            }))
+        PgType::Interval { iso } => pg_time::PgInterval::parse(s)
+            .map(|iv| {
+                if iso {
+                    Value::String(Text::from(iv.iso()))
+                } else {
+                    Value::Int64(iv.micro_duration())
+                }
+            })
+            .ok_or_else(|| {
+                invalid(
+                    "interval",
+                    text,
+                    "expected IntervalStyle postgres text (1 year 2 mons -3 days +04:05:06)",
+                )
+            }),
+        PgType::NumericLoose { mode } => pg_values::numeric_loose(mode, s)
+            .ok_or_else(|| invalid("numeric", text, "not a number")),
+        PgType::Money { mode, digits } => pg_values::money_value(mode, digits, s)
+            .ok_or_else(|| invalid("money", text, "expected lc_monetary C text ($1,234.56)")),
+        PgType::ByteaText(mode) => decode_bytea(s)
+            .map(|b| Value::String(Text::from(pg_values::binary_text(mode, &b))))
+            .ok_or_else(|| invalid("bytea", text, "expected \\x hex format")),
+        PgType::Hstore { map } => pg_values::parse_hstore(s)
+            .map(|entries| {
+                if map {
+                    pg_values::hstore_map(entries)
+                } else {
+                    Value::String(Text::from(pg_values::hstore_json(&entries)))
+                }
+            })
+            .ok_or_else(|| invalid("hstore", text, "expected hstore text (\"k\"=>\"v\")")),
+        PgType::Timestamptz { .. } if s == "infinity" || s == "-infinity" => {
+            // convertTimestampWithZone passes PostgreSQL's text through.
+            Ok(Value::string(s))
         }
         PgType::Timestamptz { fraction } => {
             let (micros, offset) = parse_timestamp(s).ok_or_else(|| {
@@ -433,6 +675,25 @@ pub fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
             text,
             "a content member has no text form",
         )),
+    }
+}
+
+/// `timestamp` text (or `[-]infinity`) → epoch microseconds, as
+/// Debezium's `asInstant` reads it (UTC).
+fn timestamp_micros(s: &str, text: &Bytes) -> Result<i64, InvalidText> {
+    match s {
+        "infinity" => Ok(pg_time::POSITIVE_INFINITY_MICROS),
+        "-infinity" => Ok(pg_time::NEGATIVE_INFINITY_MICROS),
+        _ => parse_timestamp(s)
+            .filter(|(_, offset)| offset.is_none())
+            .map(|(m, _)| m)
+            .ok_or_else(|| {
+                invalid(
+                    "timestamp",
+                    text,
+                    "expected YYYY-MM-DD HH:MM:SS[.ffffff][ BC]",
+                )
+            }),
     }
 }
 
@@ -494,7 +755,7 @@ fn rescale(mut d: Decimal, scale: i32) -> Decimal {
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (ISO year, 0 = 1 BC).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(super) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -504,7 +765,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(super) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -526,7 +787,7 @@ fn num(s: &str, len: usize) -> Option<(u32, &str)> {
 }
 
 /// `YYYY-MM-DD[ BC]` → (days since epoch, rest).
-fn parse_date(s: &str) -> Option<(i64, &str)> {
+pub(super) fn parse_date(s: &str) -> Option<(i64, &str)> {
     let dash = s.find('-')?;
     let year: i64 = s[..dash].parse().ok().filter(|_| dash >= 4)?;
     let rest = &s[dash + 1..];
@@ -821,6 +1082,83 @@ mod tests {
     }
 
     #[test]
+    fn schemas_follow_the_type_modes() {
+        let modes = |f: &dyn Fn(&mut TypeModes)| {
+            let mut m = TypeModes::default();
+            f(&mut m);
+            m
+        };
+        let name = |oid: u32, typmod: i32, m: TypeModes| {
+            let c = column_type_with(oid, typmod, None, m).unwrap();
+            (c.schema.kind, c.schema.name.as_deref().map(str::to_owned))
+        };
+        let d = TypeModes::default();
+        assert_eq!(
+            name(oid::TIME, -1, d),
+            (Type::Int64, Some(names::MICRO_TIME.into()))
+        );
+        assert_eq!(
+            name(oid::TIME, 3, d),
+            (Type::Int32, Some(names::TIME.into()))
+        );
+        assert_eq!(
+            name(oid::TIMETZ, -1, d),
+            (Type::String, Some(names::ZONED_TIME.into()))
+        );
+        assert_eq!(
+            name(oid::INTERVAL, -1, d),
+            (Type::Int64, Some(names::MICRO_DURATION.into()))
+        );
+        let connect = modes(&|m| m.time_precision_mode = TimePrecisionMode::Connect);
+        assert_eq!(
+            name(oid::DATE, -1, connect),
+            (Type::Int32, Some(names::CONNECT_DATE.into()))
+        );
+        assert_eq!(
+            name(oid::TIME, 6, connect),
+            (Type::Int32, Some(names::CONNECT_TIME.into()))
+        );
+        assert_eq!(
+            name(oid::TIMESTAMP, 6, connect),
+            (Type::Int64, Some(names::CONNECT_TIMESTAMP.into()))
+        );
+        let nanos = modes(&|m| m.time_precision_mode = TimePrecisionMode::Nanoseconds);
+        assert_eq!(
+            name(oid::TIMESTAMP, 3, nanos),
+            (Type::Int64, Some(names::NANO_TIMESTAMP.into()))
+        );
+        let iso = modes(&|m| m.time_precision_mode = TimePrecisionMode::Isostring);
+        assert_eq!(
+            name(oid::TIMESTAMP, 3, iso),
+            (Type::String, Some(names::ISO_TIMESTAMP.into()))
+        );
+        let dbl = modes(&|m| m.decimal_handling_mode = DecimalMode::Double);
+        assert_eq!(name(oid::NUMERIC, -1, dbl), (Type::Float64, None));
+        assert_eq!(name(oid::MONEY, -1, dbl), (Type::Float64, None));
+        let money = column_type_with(oid::MONEY, -1, None, d).unwrap();
+        assert_eq!(money.schema.decimal_scale(), Some(2));
+        assert_eq!(money.schema.parameters.len(), 1, "no precision parameter");
+        let hex = modes(&|m| m.binary_handling_mode = BinaryMode::Hex);
+        assert_eq!(name(oid::BYTEA, -1, hex), (Type::String, None));
+        let hstore = ColumnMeta {
+            name: "h".into(),
+            not_null: false,
+            type_name: Some("hstore".into()),
+            default_expr: None,
+        };
+        let map = modes(&|m| m.hstore_handling_mode = HstoreMode::Map);
+        let c = column_type_with(16_385, -1, Some(&hstore), map).unwrap();
+        assert_eq!(c.schema.kind, Type::Map);
+        assert!(c.schema.value_schema.as_ref().unwrap().optional);
+        let c = column_type_with(16_385, -1, Some(&hstore), d).unwrap();
+        assert_eq!(c.schema.name.as_deref(), Some(names::JSON));
+        assert_eq!(
+            decode(c.pg, &t(r#""a"=>"1", "b"=>NULL"#)).unwrap(),
+            Value::string(r#"{"a":"1","b":null}"#)
+        );
+    }
+
+    #[test]
     fn text_values_decode() {
         assert_eq!(decode(PgType::Bool, &t("t")).unwrap(), Value::Boolean(true));
         assert_eq!(decode(PgType::Int4, &t("-7")).unwrap(), Value::Int32(-7));
@@ -869,7 +1207,10 @@ mod tests {
             .unwrap(),
             Value::Int64(-500_000)
         );
-        assert!(decode(PgType::Timestamp { millis: false }, &t("infinity")).is_err());
+        assert_eq!(
+            decode(PgType::Timestamp { millis: false }, &t("infinity")).unwrap(),
+            Value::Int64(pg_time::POSITIVE_INFINITY_MICROS)
+        );
         assert_eq!(
             dec("123.45"),
             Value::Decimal(Decimal {

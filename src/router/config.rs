@@ -399,6 +399,12 @@ pub struct DebeziumConfig {
     /// transforms chain decides); the native form's is always native.
     #[serde(skip)]
     pub message_form: super::MessageForm,
+    /// Debezium's type-mapping options (`decimal.handling.mode`,
+    /// `time.precision.mode`, `binary.handling.mode`,
+    /// `interval.handling.mode`, `hstore.handling.mode`,
+    /// `money.fraction.digits`): `[debezium.column_types]`.
+    #[serde(default)]
+    pub column_types: crate::connect::pg::TypeModes,
 }
 
 impl Default for DebeziumConfig {
@@ -408,6 +414,7 @@ impl Default for DebeziumConfig {
             extended_headers: false,
             server_mode: false,
             message_form: super::MessageForm::Native,
+            column_types: Default::default(),
         }
     }
 }

@@ -559,6 +559,8 @@ pub struct Router {
     message_envelope: Option<(crate::connect::message::MessageEnvelope, Arc<str>)>,
     /// Message bindings by shape (`message::members_signature`).
     message_bindings: HashMap<String, Arc<BoundRelation>>,
+    /// Debezium's type-mapping options for the table's columns.
+    type_modes: pg::TypeModes,
 }
 
 impl Router {
@@ -650,6 +652,7 @@ impl Router {
                 HeaderConverterKind::Simple | HeaderConverterKind::String
             ),
             server_mode: debezium.server_mode,
+            type_modes: debezium.column_types,
             topic_prefix: debezium.topic_prefix,
             inherited,
             expand,
@@ -750,22 +753,23 @@ impl Router {
             };
             let info = &rel.columns[index];
             let meta = table.column(name);
-            let ty = pg::column_type(info.type_oid, info.type_modifier, meta).ok_or_else(|| {
-                RouteError::UnmappableType {
-                    table: rel.qualified_name(),
-                    column: name.to_owned(),
-                    key,
-                    // The catalog facts are read at session start; after an
-                    // ALTER while streaming only the OID is current.
-                    type_name: match meta.and_then(|m| m.type_name.as_deref()) {
-                        Some(name) => format!(
-                            "oid {} (the catalog said {name} at session start)",
-                            info.type_oid
-                        ),
-                        None => format!("oid {}", info.type_oid),
-                    },
-                }
-            })?;
+            let ty = pg::column_type_with(info.type_oid, info.type_modifier, meta, self.type_modes)
+                .ok_or_else(|| {
+                    RouteError::UnmappableType {
+                        table: rel.qualified_name(),
+                        column: name.to_owned(),
+                        key,
+                        // The catalog facts are read at session start; after an
+                        // ALTER while streaming only the OID is current.
+                        type_name: match meta.and_then(|m| m.type_name.as_deref()) {
+                            Some(name) => format!(
+                                "oid {} (the catalog said {name} at session start)",
+                                info.type_oid
+                            ),
+                            None => format!("oid {}", info.type_oid),
+                        },
+                    }
+                })?;
             Ok(Some(BoundColumn {
                 index,
                 name: Arc::from(name),

@@ -227,6 +227,11 @@ const MSG_TOPICS: &[(&str, i32)] = &[
 /// Debezium's own message topic (`topic.prefix=m_@AGG@`, no decode transform).
 const MSG_ENVELOPE_TOPICS: &[(&str, i32)] = &[("m_@AGG@.message", PARTITIONS)];
 
+/// A column-type case (`types-*`): one table, the Y_@AGG@ route.
+const fn types_case(name: &'static str, end: End, setup: &'static str, feed: &'static str) -> Case {
+    with_topics(with_sql(case(name, end), setup, feed), TYPES_TOPICS)
+}
+
 /// The matrix. Record counts are what Debezium 3.6.1 delivered.
 const CASES: &[Case] = &[
     // Worker without converters (Connect's default: JsonConverter with
@@ -609,6 +614,110 @@ const CASES: &[Case] = &[
             "msg-mixed-feed.sql",
         ),
         &[("outbox.event.U_@AGG@", PARTITIONS)],
+    ),
+    // Column types under Debezium's type-mapping options
+    // (decimal/time/interval/binary/hstore handling, money.fraction.digits).
+    types_case(
+        "types-num-double",
+        End::Records(6),
+        "types-num.sql",
+        "types-num-special-feed.sql",
+    ),
+    types_case(
+        "types-num-string",
+        End::Records(6),
+        "types-num.sql",
+        "types-num-special-feed.sql",
+    ),
+    types_case(
+        "types-num-precise",
+        End::Records(6),
+        "types-num.sql",
+        "types-num-feed.sql",
+    ),
+    types_case(
+        "types-num-precise-string",
+        End::Records(6),
+        "types-num.sql",
+        "types-num-feed.sql",
+    ),
+    types_case(
+        "types-time-adaptive",
+        End::Records(8),
+        "types-time.sql",
+        "types-time-all-feed.sql",
+    ),
+    types_case(
+        "types-time-adaptive-micro",
+        End::Records(8),
+        "types-time.sql",
+        "types-time-all-feed.sql",
+    ),
+    types_case(
+        "types-time-connect",
+        End::Records(5),
+        "types-time.sql",
+        "types-time-connect-feed.sql",
+    ),
+    types_case(
+        "types-time-iso",
+        End::Records(8),
+        "types-time.sql",
+        "types-time-all-feed.sql",
+    ),
+    types_case(
+        "types-time-micro",
+        End::Records(8),
+        "types-time.sql",
+        "types-time-all-feed.sql",
+    ),
+    types_case(
+        "types-time-nano",
+        End::Records(8),
+        "types-time.sql",
+        "types-time-all-feed.sql",
+    ),
+    types_case(
+        "types-interval-numeric",
+        End::Records(6),
+        "types-interval.sql",
+        "types-interval-feed.sql",
+    ),
+    types_case(
+        "types-interval-string",
+        End::Records(6),
+        "types-interval.sql",
+        "types-interval-feed.sql",
+    ),
+    types_case(
+        "types-bin-base64",
+        End::Records(4),
+        "types-bin.sql",
+        "types-bin-feed.sql",
+    ),
+    types_case(
+        "types-bin-urlsafe",
+        End::Records(4),
+        "types-bin.sql",
+        "types-bin-feed.sql",
+    ),
+    types_case(
+        "types-bin-hex",
+        End::Records(4),
+        "types-bin.sql",
+        "types-bin-feed.sql",
+    ),
+    types_case(
+        "types-hstore-json",
+        End::Records(4),
+        "types-hstore.sql",
+        "types-hstore-feed.sql",
+    ),
+    types_case(
+        "types-hstore-map",
+        End::Records(4),
+        "types-hstore.sql",
+        "types-hstore-feed.sql",
     ),
 ];
 

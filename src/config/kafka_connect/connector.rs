@@ -88,7 +88,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("schema.refresh.mode", "ignored"),
     ("include.unknown.datatypes", "ignored: outbox columns have known types"),
     ("unavailable.value.placeholder", "ignored: only affects TOASTed values in updates"),
-    ("money.fraction.digits", "ignored: only affects money columns"),
     ("table.ignore.builtin", "ignored"),
     ("read.only", "ignored: walrelay writes nothing to the source database"),
     ("replica.identity.autoset.values", "ignored: walrelay never alters replica identity"),
@@ -130,14 +129,6 @@ const IGNORED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
 /// or values equivalent for an outbox); any other value is refused.
 #[rustfmt::skip]
 pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
-    // Decimal, time, binary, hstore and interval handling change how column
-    // values are represented; a bytea payload or a timestamp column would
-    // come out differently.
-    ("decimal.handling.mode", &["precise"], "walrelay renders columns as Debezium's defaults do"),
-    ("time.precision.mode", &["adaptive"], "walrelay converts timestamps as Debezium's adaptive mode does"),
-    ("binary.handling.mode", &["bytes"], "walrelay passes bytea columns as bytes"),
-    ("hstore.handling.mode", &["json"], "walrelay renders hstore as Debezium's default (json) does"),
-    ("interval.handling.mode", &["numeric"], "walrelay renders intervals as Debezium's default does"),
     ("schema.name.adjustment.mode", &["none"], "schema names would change"),
     ("field.name.adjustment.mode", &["none"], "expanded JSON field names would change"),
     // Debezium's failure handling: `warn`/`skip` would drop events walrelay
@@ -500,6 +491,25 @@ pub(in crate::config) fn translate_connector(
         .map(|(name, _)| *name)
         .collect();
         draft.replication.publish = Some(publish.join(", "));
+    }
+
+    // Column types (decimal, time, binary, interval and hstore handling,
+    // money.fraction.digits), as the connector maps them.
+    for key in [
+        crate::connect::pg_modes::KEY_DECIMAL_HANDLING_MODE,
+        crate::connect::pg_modes::KEY_TIME_PRECISION_MODE,
+        crate::connect::pg_modes::KEY_BINARY_HANDLING_MODE,
+        crate::connect::pg_modes::KEY_INTERVAL_HANDLING_MODE,
+        crate::connect::pg_modes::KEY_HSTORE_HANDLING_MODE,
+        crate::connect::pg_modes::KEY_MONEY_FRACTION_DIGITS,
+    ] {
+        if let Some(value) = c.take(key) {
+            draft
+                .debezium
+                .column_types
+                .set(key, &value)
+                .map_err(|e| c.invalid(key, e.to_string()))?;
+        }
     }
 
     // Naming and headers.

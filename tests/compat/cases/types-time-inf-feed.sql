@@ -1,0 +1,2 @@
+insert into @TABLE@ values ('7e000000-0000-4000-8000-000000000007', 'Y_@AGG@', 'k7', 'G', '{}', 'infinity', null, null, null, null, null, 'infinity', 'infinity', 'infinity', 'infinity', 'infinity', null);
+insert into @TABLE@ values ('7e000000-0000-4000-8000-000000000008', 'Y_@AGG@', 'k8', 'H', '{}', '-infinity', null, null, null, null, null, '-infinity', '-infinity', '-infinity', '-infinity', '-infinity', null);
