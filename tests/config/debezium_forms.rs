@@ -352,13 +352,13 @@ fn connector_refusals_name_the_key() {
 #[test]
 fn accepted_defaults_are_warned_not_refused() {
     let mut connector = props("outbox-connector.properties");
-    connector.insert("decimal.handling.mode".into(), "precise".into());
-    connector.insert("time.precision.mode".into(), "adaptive".into());
+    connector.insert("publish.via.partition.root".into(), "false".into());
+    connector.insert("include.schema.comments".into(), "false".into());
     connector.insert("some.future.key".into(), "x".into());
     let t = connect(props("connect-standalone.properties"), connector).unwrap();
     for key in [
-        "decimal.handling.mode",
-        "time.precision.mode",
+        "publish.via.partition.root",
+        "include.schema.comments",
         "some.future.key",
     ] {
         assert!(t.ignored(key), "{key}: {:?}", t.ignored);
@@ -646,7 +646,7 @@ fn debezium_server_refusals_name_the_key() {
             "debezium.source.plugin.name",
         ),
         (
-            "debezium.source.decimal.handling.mode=double",
+            "debezium.source.decimal.handling.mode=float",
             "debezium.source.decimal.handling.mode",
         ),
         ("debezium.predicates=isOutbox", "debezium.predicates"),
