@@ -665,6 +665,8 @@ pub fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
                     "not a finite number (NaN and infinity cannot be represented)",
                 )
             })?;
+            // convertDecimal: stripTrailingZeros, a negative scale set to 0.
+            let d = strip_trailing_zeros(d);
             Ok(Value::Struct(vec![
                 Value::Int32(d.scale),
                 Value::Bytes(Bytes::from(super::java::unscaled_bytes(&d))),
@@ -738,6 +740,22 @@ fn parse_numeric(s: &str) -> Option<Decimal> {
         digits: digits.into(),
         scale: i32::try_from(frac.len()).ok()?,
     })
+}
+
+/// `BigDecimal.stripTrailingZeros()` with a negative scale set back to 0.
+fn strip_trailing_zeros(mut d: Decimal) -> Decimal {
+    if &*d.digits == "0" {
+        d.scale = 0;
+        return d;
+    }
+    let keep = d.digits.trim_end_matches('0').len();
+    let strip = (d.digits.len() - keep).min(usize::try_from(d.scale.max(0)).unwrap_or(0));
+    if strip > 0 {
+        let digits = d.digits[..d.digits.len() - strip].to_owned();
+        d.digits = digits.into();
+        d.scale -= strip as i32;
+    }
+    d
 }
 
 /// Raises the scale to the column's (`withScaleAdjustedIfNeeded`).
@@ -1228,11 +1246,26 @@ mod tests {
             })
         );
         assert!(decode(PgType::Numeric { scale: 2 }, &t("NaN")).is_err());
+        // Debezium strips trailing zeros: 1.50 is 15 at scale 1, 100 stays 100.
         assert_eq!(
             decode(PgType::VariableNumeric, &t("1.50")).unwrap(),
             Value::Struct(vec![
-                Value::Int32(2),
-                Value::Bytes(Bytes::from_static(&[0x00, 0x96]))
+                Value::Int32(1),
+                Value::Bytes(Bytes::from_static(&[0x0f]))
+            ])
+        );
+        assert_eq!(
+            decode(PgType::VariableNumeric, &t("100")).unwrap(),
+            Value::Struct(vec![
+                Value::Int32(0),
+                Value::Bytes(Bytes::from_static(&[0x64]))
+            ])
+        );
+        assert_eq!(
+            decode(PgType::VariableNumeric, &t("0.000")).unwrap(),
+            Value::Struct(vec![
+                Value::Int32(0),
+                Value::Bytes(Bytes::from_static(&[0x00]))
             ])
         );
     }
