@@ -19,6 +19,8 @@ mod converters;
 mod errors;
 pub(crate) mod event_router;
 pub(super) mod exactly_once;
+#[cfg(test)]
+mod keys_doc;
 mod keystores;
 pub(super) mod producer;
 mod providers;
