@@ -17,6 +17,7 @@ pub mod java;
 pub mod json;
 pub mod message;
 pub mod pg;
+pub mod transaction;
 
 use std::fmt;
 use std::sync::Arc;
