@@ -213,7 +213,12 @@ impl Config {
     /// events (a streamed message carries its top-level transaction's xid,
     /// so a rolled-back savepoint's messages could not be told apart).
     pub fn streaming(&self) -> bool {
-        self.replication.streaming && !self.outbox.messages_are_events()
+        // Transaction metadata needs whole transactions too: Debezium's
+        // BEGIN names the Begin message's position, which a streamed
+        // transaction never has.
+        self.replication.streaming
+            && !self.outbox.messages_are_events()
+            && !self.outbox.transaction_metadata
     }
 
     /// Checks every section, then what only the whole can check; the error
@@ -223,6 +228,7 @@ impl Config {
         self.replication.validate()?;
         self.outbox.qualified()?;
         self.outbox.validate_messages()?;
+        self.outbox.validate_transaction_metadata()?;
         self.lag.validate().map_err(|reason| ConfigError::Invalid {
             key: "lag".into(),
             reason,

@@ -40,8 +40,8 @@ pub const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.MessageVal
 pub const BLOCK_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Message";
 /// Logical name of the `source` block schema.
 pub const SOURCE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Source";
-/// Logical name of the `transaction` block schema (always null here).
-pub const TRANSACTION_SCHEMA_NAME: &str = "event.block";
+/// Logical name of the `transaction` block schema.
+pub const TRANSACTION_SCHEMA_NAME: &str = super::transaction::BLOCK_SCHEMA_NAME;
 /// `source.version`: the Debezium release walrelay reproduces.
 pub const DEBEZIUM_VERSION: &str = "3.6.1.Final";
 /// `source.connector`.
@@ -106,6 +106,9 @@ pub struct MessageFacts<'a> {
     /// `None` when pgoutput sent none. Debezium clears it at every Begin,
     /// so a non-transactional message carries the previous transaction's.
     pub origin: Option<Origin<'a>>,
+    /// The `transaction` block (`provide.transaction.metadata=true`, a
+    /// transactional message); `None` writes null.
+    pub transaction: Option<&'a super::transaction::Block>,
 }
 
 /// Debezium's message record for one connector: topic, schemas and the
@@ -168,16 +171,7 @@ fn source_schema() -> Schema {
 
 /// `transaction`'s schema (`SchemaFactory.transactionBlockSchema()`).
 fn transaction_schema() -> Schema {
-    Schema::structure(
-        None,
-        vec![
-            field("id", Schema::new(Type::String)),
-            field("total_order", Schema::new(Type::Int64)),
-            field("data_collection_order", Schema::new(Type::Int64)),
-        ],
-    )
-    .with_optional(true)
-    .named(TRANSACTION_SCHEMA_NAME, Some(1))
+    super::transaction::block_schema()
 }
 
 /// `message`'s schema, for `binary.handling.mode=bytes` (the only mode the
@@ -277,8 +271,7 @@ impl MessageEnvelope {
                 Value::string(OP_MESSAGE),
                 Value::Int64(now_ms),
                 source,
-                // provide.transaction.metadata=false (walrelay refuses true).
-                Value::Null,
+                super::transaction::block_value(m.transaction),
                 message,
             ]),
         )
@@ -309,8 +302,8 @@ impl MessageEnvelope {
         if converter.kind != ConverterKind::String {
             return converter.from_connect_data(Some(&schema), &value);
         }
-        // Struct.toString of op, ts_ms, source (and the null transaction,
-        // which it skips), then the message block by hand.
+        // Struct.toString of op, ts_ms, source and transaction (skipped
+        // when null), then the message block by hand.
         let Value::Struct(mut fields) = value else {
             return converter.from_connect_data(Some(&schema), &value);
         };
@@ -533,6 +526,7 @@ mod tests {
                 source_time_us: f.time_us,
                 last_commit_lsn: f.last_commit,
                 origin: None,
+                transaction: None,
             };
             let key = envelope.key_bytes(converter, &m).expect("key converts");
             assert_eq!(
@@ -621,6 +615,7 @@ mod tests {
                 name: "node_b",
                 lsn: Lsn(9),
             }),
+            transaction: None,
         };
         let noschemas = Converter {
             schemas_enable: false,

@@ -20,6 +20,7 @@ pub mod pg;
 pub mod pg_modes;
 pub mod pg_time;
 pub mod pg_values;
+pub mod transaction;
 
 use std::fmt;
 use std::sync::Arc;

@@ -10,10 +10,13 @@ use std::sync::Arc;
 
 use crate::chain::DisplayChain;
 use crate::config::Config;
+use crate::connect::convert::Converter;
+use crate::connect::transaction::TransactionTopic;
 use crate::heartbeat::HeartbeatRecord;
 use crate::postgres::catalog::PublicationPlan;
 use crate::postgres::replication::ConnectParams;
 use crate::router::Router;
+use crate::txn::metadata::Metadata;
 use crate::txn::spill::SpillFile;
 use crate::txn::Assembler;
 
@@ -26,6 +29,8 @@ pub struct Plan {
     outbox: (String, String),
     params: ConnectParams,
     heartbeat: Option<HeartbeatRecord>,
+    /// Transaction metadata, when `outbox.transaction_metadata` is on.
+    metadata: Option<Metadata>,
 }
 
 impl Plan {
@@ -60,6 +65,7 @@ impl Plan {
         } else {
             None
         };
+        let metadata = transaction_metadata(&config)?;
         let outbox = config
             .outbox
             .qualified()
@@ -71,6 +77,7 @@ impl Plan {
             outbox,
             params,
             heartbeat,
+            metadata,
         })
     }
 
@@ -133,5 +140,41 @@ impl Plan {
         )
         .with_spill_dir(self.config.replication.spill_dir.clone())
         .with_messages(self.messages())
+        .with_transaction_metadata(self.metadata.clone())
     }
+}
+
+/// The transaction topic (`<debezium.topic_prefix>.<outbox.transaction_topic>`)
+/// with its converters checked, when transaction metadata is on.
+fn transaction_metadata(config: &Config) -> Result<Option<Metadata>, PipelineError> {
+    let outbox = &config.outbox;
+    if !outbox.transaction_metadata {
+        return Ok(None);
+    }
+    let c = &config.converters;
+    let key = Converter {
+        kind: c.key,
+        schemas_enable: c.key_schemas_enable,
+    };
+    let value = Converter {
+        kind: c.value,
+        schemas_enable: c.value_schemas_enable,
+    };
+    let topic = format!(
+        "{}.{}",
+        config.debezium.topic_prefix, outbox.transaction_topic
+    );
+    let topic = TransactionTopic::new(&topic, key, value).map_err(|e| {
+        PipelineError::Config(format!(
+            "outbox.transaction_metadata: Debezium's BEGIN and END records are structs, which the \
+             configured key or value converter cannot write (Debezium's task would fail at the \
+             first transaction): {}",
+            DisplayChain(&e)
+        ))
+    })?;
+    Ok(Some(Metadata {
+        topic: Arc::new(topic),
+        count_updates: !outbox.skipped_operations.updates,
+        count_deletes: !outbox.skipped_operations.deletes,
+    }))
 }

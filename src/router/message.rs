@@ -60,6 +60,9 @@ pub struct MessageEvent {
     /// For Debezium's `source.ts_*`: the commit time of its transaction
     /// (Unix µs); for a non-transactional message, the last one seen.
     pub source_time_us: i64,
+    /// Its `transaction` block when transaction metadata is on (a
+    /// transactional message); `None` otherwise.
+    pub transaction: Option<crate::connect::transaction::Block>,
 }
 
 impl MessageEvent {
@@ -83,6 +86,7 @@ impl MessageEvent {
                 transactional: true,
                 last_commit_lsn: None,
                 source_time_us: 0,
+                transaction: None,
             }),
             _ => None,
         }
@@ -263,6 +267,7 @@ impl Router {
             source_time_us: m.source_time_us,
             last_commit_lsn: m.last_commit_lsn,
             origin: None,
+            transaction: m.transaction.as_ref(),
         };
         let convert =
             |what: &str, r: Result<Option<Bytes>, crate::connect::convert::ConvertError>| {
@@ -629,6 +634,7 @@ mod tests {
             transactional: true,
             last_commit_lsn: None,
             source_time_us: 0,
+            transaction: None,
         }
     }
 

@@ -138,6 +138,34 @@ pub struct OutboxConfig {
     /// native keys above are then unused).
     #[serde(skip)]
     pub debezium_messages: Option<MessageSelection>,
+    /// Debezium's `provide.transaction.metadata`: a BEGIN and an END record
+    /// for every transaction decoded, to
+    /// `<debezium.topic_prefix>.<transaction_topic>`, as Debezium sends
+    /// them. Off by default.
+    #[serde(default)]
+    pub transaction_metadata: bool,
+    /// Debezium's `topic.transaction`: the transaction topic after
+    /// `<debezium.topic_prefix>.`.
+    #[serde(default = "default_transaction_topic")]
+    pub transaction_topic: String,
+    /// Debezium forms only: `skipped.operations` as far as the counts of
+    /// transaction metadata care (updates, deletes skipped).
+    #[serde(skip)]
+    pub skipped_operations: SkippedOperations,
+}
+
+/// Operations Debezium's dispatcher skips (`skipped.operations`), so that
+/// transaction metadata does not count them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SkippedOperations {
+    /// `u` listed.
+    pub updates: bool,
+    /// `d` listed.
+    pub deletes: bool,
+}
+
+fn default_transaction_topic() -> String {
+    crate::connect::transaction::DEFAULT_TOPIC.into()
 }
 
 impl Default for OutboxConfig {
@@ -149,6 +177,9 @@ impl Default for OutboxConfig {
             message_prefixes: Vec::new(),
             non_transactional: NonTransactional::Error,
             debezium_messages: None,
+            transaction_metadata: false,
+            transaction_topic: default_transaction_topic(),
+            skipped_operations: SkippedOperations::default(),
         }
     }
 }
@@ -169,6 +200,25 @@ impl OutboxConfig {
             rule: PrefixRule::Exact(self.message_prefixes.clone()),
             non_transactional: self.non_transactional,
         })
+    }
+
+    /// Checks the transaction metadata keys.
+    pub fn validate_transaction_metadata(&self) -> Result<(), SettingError> {
+        let t = &self.transaction_topic;
+        // Debezium's CommonConnectorConfig.validateTopicName.
+        if t.is_empty()
+            || !t
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
+            return Err(SettingError::Invalid {
+                key: "outbox.transaction_topic".into(),
+                reason: format!(
+                    "{t:?} is not a topic name: letters, digits, '.', '_' and '-' only"
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Checks the message keys of the native form.

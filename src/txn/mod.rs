@@ -22,6 +22,7 @@
 //! says so, so that keepalives do not confirm past it.
 
 pub mod config;
+pub mod metadata;
 pub mod spill;
 
 use std::collections::HashMap;
@@ -30,13 +31,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use tracing::{debug, error, warn};
-use walrelay_proto::pgoutput::{LogicalMessage, Message, StreamAbort, TupleData};
+use walrelay_proto::pgoutput::{LogicalMessage, Message, OldTuple, StreamAbort, TupleData};
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
 use self::config::{MessageSelection, NonTransactional, OpInvalidBehavior};
+use self::metadata::{message_collection, Counts, Metadata};
 use self::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::connect::pg::TableMeta;
+use crate::connect::transaction::{Block, Marker, TransactionTopic};
 pub use crate::router::MessageEvent;
 use crate::router::{BoundRelation, EventMeta, KafkaRecord, RouteError, Router};
 
@@ -63,6 +66,14 @@ pub enum EventBody {
     },
     /// A logical decoding message with a selected prefix.
     Message(MessageEvent),
+    /// A BEGIN or END record of transaction metadata
+    /// (`outbox.transaction_metadata`).
+    Transaction {
+        /// The transaction topic and its converters.
+        topic: Arc<TransactionTopic>,
+        /// Which record.
+        marker: Marker,
+    },
 }
 
 /// The routing outcome of one event: its record and, for error context
@@ -87,6 +98,25 @@ impl OutboxEvent {
                 Ok((record, bound.event_id(row)))
             }
             EventBody::Message(m) => router.route_message(m, &self.meta),
+            EventBody::Transaction { topic, marker } => {
+                let r = topic.render(marker).map_err(|source| RouteError::Convert {
+                    what: "transaction metadata record".to_owned(),
+                    lsn: self.meta.lsn,
+                    event_id: "unknown".to_owned(),
+                    source,
+                })?;
+                let record = KafkaRecord {
+                    topic: Arc::clone(topic.topic()),
+                    key: r.key,
+                    value: r.value,
+                    // Debezium's TransactionMonitor adds no headers, and
+                    // leaves partition and timestamp to the producer.
+                    headers: Vec::new(),
+                    partition: None,
+                    timestamp_ms: None,
+                };
+                Ok((record, None))
+            }
         }
     }
 
@@ -96,6 +126,7 @@ impl OutboxEvent {
         match &self.body {
             EventBody::Row { bound, row } => router.intended_topic(bound, row),
             EventBody::Message(m) => router.intended_message_topic(m),
+            EventBody::Transaction { topic, .. } => Some(Arc::clone(topic.topic())),
         }
     }
 
@@ -106,6 +137,7 @@ impl OutboxEvent {
         match &self.body {
             EventBody::Row { bound, row } => bound.original(row),
             EventBody::Message(m) => (None, Some(m.content.clone())),
+            EventBody::Transaction { .. } => (None, None),
         }
     }
 
@@ -116,6 +148,7 @@ impl OutboxEvent {
             // Only known once the router has read the content
             // (`Router::route_message` returns it).
             EventBody::Message(_) => None,
+            EventBody::Transaction { .. } => None,
         }
     }
 
@@ -125,6 +158,7 @@ impl OutboxEvent {
         match &self.body {
             EventBody::Row { bound, .. } => bound.table_name(),
             EventBody::Message(m) => format!("message prefix {}", m.prefix),
+            EventBody::Transaction { .. } => "transaction metadata".to_owned(),
         }
     }
 }
@@ -219,9 +253,53 @@ struct OpenTxn {
     unregistered: u32,
     /// Events of this transaction so far.
     events: u32,
+    /// Transaction metadata's counters, when it is on.
+    counts: Option<Counts>,
 }
 
 impl OpenTxn {
+    /// Hands out a transaction metadata marker as an event of this
+    /// transaction.
+    fn push_marker(
+        &mut self,
+        topic: &Arc<TransactionTopic>,
+        marker: Marker,
+        lsn: Lsn,
+        out: &mut Vec<OutboxEvent>,
+    ) {
+        out.push(OutboxEvent {
+            seq: self.seq,
+            meta: self.meta(lsn),
+            body: EventBody::Transaction {
+                topic: Arc::clone(topic),
+                marker,
+            },
+        });
+        self.unregistered += 1;
+    }
+
+    /// A change of Debezium's stream at `lsn` (anything but walrelay's
+    /// heartbeat): the BEGIN marker goes out first if it has not.
+    fn changed(&mut self, metadata: Option<&Metadata>, out: &mut Vec<OutboxEvent>) {
+        let (Some(md), Some(c)) = (metadata, self.counts.as_mut()) else {
+            return;
+        };
+        if let Some(m) = c.begin() {
+            let at = c.begin_lsn();
+            self.push_marker(&md.topic, m, at, out);
+        }
+    }
+
+    /// Counts `n` events of `collection` at `lsn`; the last one's block.
+    fn count(&mut self, collection: &Arc<str>, lsn: Lsn, n: u32) -> Option<Block> {
+        let c = self.counts.as_mut()?;
+        let mut block = None;
+        for _ in 0..n {
+            block = Some(c.event(collection, lsn));
+        }
+        block
+    }
+
     /// Where a change of this transaction at `lsn` comes from.
     fn meta(&self, lsn: Lsn) -> EventMeta {
         EventMeta {
@@ -340,6 +418,10 @@ pub struct Assembler {
     /// The last transaction's commit time seen (Unix µs); the session
     /// start before any.
     last_commit_time_us: i64,
+    /// Transaction metadata, when it is on.
+    metadata: Option<Metadata>,
+    /// Debezium's data collection of the outbox table (`schema.table`).
+    table_collection: Arc<str>,
 }
 
 impl Assembler {
@@ -352,7 +434,10 @@ impl Assembler {
         table_meta: TableMeta,
         op_invalid: OpInvalidBehavior,
     ) -> Self {
+        let table_collection: Arc<str> = Arc::from(format!("{schema}.{table}"));
         Assembler {
+            table_collection,
+            metadata: None,
             schema,
             table,
             router,
@@ -379,6 +464,13 @@ impl Assembler {
     /// (`None`: messages are ignored).
     pub fn with_messages(mut self, selection: Option<MessageSelection>) -> Self {
         self.messages = selection;
+        self
+    }
+
+    /// Transaction metadata's BEGIN and END records around every
+    /// transaction (`None`: off). Needs whole transactions (no streaming).
+    pub fn with_transaction_metadata(mut self, metadata: Option<Metadata>) -> Self {
+        self.metadata = metadata;
         self
     }
 
@@ -412,6 +504,7 @@ impl Assembler {
             transactional: m.transactional,
             last_commit_lsn: self.last_commit_lsn,
             source_time_us,
+            transaction: None,
         }
     }
 
@@ -430,6 +523,14 @@ impl Assembler {
             // Debezium moves its lastCommitLsn to every non-transactional
             // message, of any prefix.
             self.last_commit_lsn = Some(lsn);
+        } else if let Some(txn) = self.current.as_mut() {
+            if m.prefix.as_ref() == config::HEARTBEAT_MESSAGE_PREFIX.as_bytes() {
+                if let Some(c) = txn.counts.as_mut() {
+                    c.heartbeat();
+                }
+            } else {
+                txn.changed(self.metadata.as_ref(), out);
+            }
         }
         if !self.selects(&m) {
             self.stats.messages_ignored += 1;
@@ -443,8 +544,11 @@ impl Assembler {
                 });
             }
             let time = self.current.as_ref().map_or(0, |t| t.commit_time_us);
-            let body = self.message_body(m, time);
+            let mut body = self.message_body(m, time);
             let txn = self.current.as_mut().expect("checked above");
+            if txn.counts.is_some() {
+                body.transaction = txn.count(&message_collection(lsn), lsn, 1);
+            }
             out.push(OutboxEvent {
                 seq: txn.seq,
                 meta: txn.meta(lsn),
@@ -566,13 +670,22 @@ impl Assembler {
                     commit_time_us,
                     unregistered: 0,
                     events: 0,
+                    counts: self
+                        .metadata
+                        .as_ref()
+                        .map(|_| Counts::new(b.xid, lsn, commit_time_us)),
                 });
             }
             LogicalMessage::Commit(c) => {
-                let txn = self.current.take().ok_or(TxnError::OutsideTransaction {
+                let mut txn = self.current.take().ok_or(TxnError::OutsideTransaction {
                     what: "COMMIT",
                     lsn,
                 })?;
+                if let (Some(md), Some(counts)) = (self.metadata.as_ref(), txn.counts.take()) {
+                    for m in counts.end(lsn) {
+                        txn.push_marker(&md.topic, m, lsn, out);
+                    }
+                }
                 tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
                 self.last_commit_lsn = Some(c.end_lsn);
                 self.stats.transactions += 1;
@@ -586,8 +699,10 @@ impl Assembler {
                     what: "INSERT",
                     lsn,
                 })?;
+                txn.changed(self.metadata.as_ref(), out);
                 match self.outbox.get(&ins.relation_id) {
                     Some(bound) => {
+                        txn.count(&self.table_collection, lsn, 1);
                         out.push(OutboxEvent::row(
                             txn.seq,
                             txn.meta(lsn),
@@ -602,6 +717,19 @@ impl Assembler {
                 }
             }
             LogicalMessage::Update(upd) => {
+                let counted = self.metadata.as_ref().is_some_and(|m| m.count_updates);
+                if let Some(txn) = self.current.as_mut() {
+                    txn.changed(self.metadata.as_ref(), out);
+                    if counted && self.outbox.contains_key(&upd.relation_id) {
+                        // A new primary key: Debezium's delete and create.
+                        let n = if matches!(upd.old, Some(OldTuple::Key(_))) {
+                            2
+                        } else {
+                            1
+                        };
+                        txn.count(&self.table_collection, lsn, n);
+                    }
+                }
                 if self.outbox.contains_key(&upd.relation_id) {
                     let xid = self.current.as_ref().map(|t| t.xid).unwrap_or_default();
                     self.outbox_update(lsn, xid)?;
@@ -610,13 +738,27 @@ impl Assembler {
                 }
             }
             LogicalMessage::Delete(del) => {
+                let counted = self.metadata.as_ref().is_some_and(|m| m.count_deletes);
+                if let Some(txn) = self.current.as_mut() {
+                    txn.changed(self.metadata.as_ref(), out);
+                    if counted && self.outbox.contains_key(&del.relation_id) {
+                        txn.count(&self.table_collection, lsn, 1);
+                    }
+                }
                 if self.outbox.contains_key(&del.relation_id) {
                     self.stats.deletes_dropped += 1;
                 } else {
                     self.ignore_other(del.relation_id, lsn)?;
                 }
             }
-            LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
+            LogicalMessage::Truncate(_) => {
+                // Debezium skips truncates (`skipped.operations` has `t`
+                // by default) but its transaction still has BEGIN/END.
+                if let Some(txn) = self.current.as_mut() {
+                    txn.changed(self.metadata.as_ref(), out);
+                }
+                self.stats.truncates_ignored += 1
+            }
             LogicalMessage::Message(m) => self.message(m, lsn, tracker, out)?,
             // Origins and types carry no outbox events.
             LogicalMessage::Origin(_) | LogicalMessage::Type(_) => {}
@@ -1177,6 +1319,10 @@ mod tests {
                         other => panic!("id column {other:?}"),
                     },
                     EventBody::Message(m) => String::from_utf8_lossy(&m.content).into_owned(),
+                    EventBody::Transaction { marker, .. } => match marker {
+                        Marker::Begin { id, .. } => format!("BEGIN {id}"),
+                        Marker::End { id, .. } => format!("END {id}"),
+                    },
                 })
                 .collect()
         }
@@ -1609,5 +1755,146 @@ mod tests {
             })),
             Err(TxnError::Protocol { .. })
         ));
+    }
+    fn with_metadata() -> Harness {
+        use crate::connect::config::ConverterKind;
+        use crate::connect::convert::Converter;
+        let json = Converter {
+            kind: ConverterKind::Json,
+            schemas_enable: false,
+        };
+        let topic =
+            TransactionTopic::new("app.transaction", json, json).expect("json writes structs");
+        let mut h = Harness::new();
+        h.asm = assembler(OpInvalidBehavior::Warn)
+            .with_messages(Some(MessageSelection {
+                rule: config::PrefixRule::Exact(vec!["outbox".into()]),
+                non_transactional: NonTransactional::Deliver,
+            }))
+            .with_transaction_metadata(Some(Metadata {
+                topic: Arc::new(topic),
+                count_updates: true,
+                count_deletes: true,
+            }));
+        h
+    }
+
+    fn begin(xid: u32) -> LogicalMessage {
+        LogicalMessage::Begin(Begin {
+            final_lsn: Lsn(0),
+            commit_time: 0,
+            xid,
+        })
+    }
+
+    fn end_commit(end: u64) -> LogicalMessage {
+        LogicalMessage::Commit(Commit {
+            flags: 0,
+            commit_lsn: Lsn(end - 8),
+            end_lsn: Lsn(end),
+            commit_time: 0,
+        })
+    }
+
+    fn delete(relation_id: u32) -> LogicalMessage {
+        LogicalMessage::Delete(walrelay_proto::pgoutput::Delete {
+            xid: None,
+            relation_id,
+            old: OldTuple::Key(TupleData::default()),
+        })
+    }
+
+    #[test]
+    fn transaction_metadata_brackets_every_transaction_and_counts_as_debezium() {
+        let mut h = with_metadata();
+        // The harness's XLogData starts: each message 10 past the one
+        // before, from 110.
+        h.feed([
+            relation(None, OUTBOX, "outbox", false),
+            relation(None, OTHER, "other", false),
+            // 130..170: insert and delete (2 events), another table (none).
+            begin(7),
+            insert(None, OUTBOX, "1", "A"),
+            delete(OUTBOX),
+            insert(None, OTHER, "x", "x"),
+            end_commit(170),
+            // 180..200: only another table: BEGIN and END, no events.
+            begin(8),
+            insert(None, OTHER, "y", "y"),
+            end_commit(200),
+            // 210..230: only walrelay's heartbeat: nothing.
+            begin(9),
+            message(None, true, config::HEARTBEAT_MESSAGE_PREFIX, ""),
+            end_commit(230),
+            // 240..270: two messages, each a collection of its own.
+            begin(10),
+            message(None, true, "outbox", "m1"),
+            message(None, true, "outbox", "m2"),
+            end_commit(270),
+        ]);
+        assert_eq!(
+            h.ids(),
+            vec![
+                "BEGIN 7:130",
+                "1",
+                "END 7:170",
+                "BEGIN 8:180",
+                "END 8:200",
+                "BEGIN 10:240",
+                "m1",
+                "m2",
+                "END 10:270",
+            ]
+        );
+        let end = |i: usize| match &h.out[i].body {
+            EventBody::Transaction {
+                marker:
+                    Marker::End {
+                        event_count,
+                        data_collections,
+                        ..
+                    },
+                ..
+            } => (*event_count, data_collections.clone()),
+            other => panic!("not an END: {other:?}"),
+        };
+        assert_eq!(end(2), (2, vec![(Arc::from("public.outbox"), 2)]));
+        assert_eq!(end(4), (0, vec![]));
+        let (n, per) = end(8);
+        assert_eq!(n, 2);
+        assert_eq!(per.len(), 2, "a collection per message: {per:?}");
+        assert!(per
+            .iter()
+            .all(|(c, n)| *n == 1 && c.starts_with(metadata::MESSAGE_COLLECTION_CLASS)));
+        let block = |i: usize| match &h.out[i].body {
+            EventBody::Message(m) => m.transaction.clone().expect("a block"),
+            other => panic!("not a message: {other:?}"),
+        };
+        assert_eq!(
+            (
+                block(6).id.as_str(),
+                block(6).total_order,
+                block(6).data_collection_order
+            ),
+            ("10:250", 1, 1)
+        );
+        assert_eq!(
+            (block(7).total_order, block(7).data_collection_order),
+            (2, 1)
+        );
+        // Every record belongs to its transaction: confirmed only once all
+        // of them, BEGIN and END included, were acknowledged.
+        let t7 = h.out[0].seq;
+        assert!(h.out[..3].iter().all(|e| e.seq == t7));
+        for e in &h.out[..2] {
+            h.tracker.ack(e.seq, 1);
+        }
+        assert_eq!(
+            h.tracker.confirmed(),
+            Lsn(1),
+            "END of xid 7 not acknowledged"
+        );
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(270));
     }
 }

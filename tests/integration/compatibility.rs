@@ -66,7 +66,9 @@
 //! `<topic.prefix>.message` records (no decode transform) carry Debezium's
 //! wall clock in their top-level `ts_ms`, masked like a heartbeat's
 //! ([`mask_message_clock`]); `source.ts_ms` is the commit time and is
-//! compared.
+//! compared. Transaction metadata's END records name each message's data
+//! collection with a random identity hash, masked too
+//! ([`mask_message_collections`]).
 //!
 //! Observed while building the matrix, not differences of walrelay:
 //! Kafka Connect refuses a worker without `key.converter`/`value.converter`
@@ -231,6 +233,59 @@ const MSG_ENVELOPE_TOPICS: &[(&str, i32)] = &[("m_@AGG@.message", PARTITIONS)];
 const fn types_case(name: &'static str, end: End, setup: &'static str, feed: &'static str) -> Case {
     with_topics(with_sql(case(name, end), setup, feed), TYPES_TOPICS)
 }
+
+/// A `txmeta-*` case (`provide.transaction.metadata=true`): in a database
+/// of its own, since Debezium then sends BEGIN and END records for every
+/// transaction pgoutput delivers, and in the shared database other tests'
+/// logical decoding messages bring theirs.
+const fn txmeta(
+    name: &'static str,
+    records: usize,
+    setup: &'static str,
+    feed: &'static str,
+    topics: &'static [(&'static str, i32)],
+) -> Case {
+    Case {
+        database: Database::Private,
+        ..with_topics(
+            with_sql(case(name, End::Records(records)), setup, feed),
+            topics,
+        )
+    }
+}
+
+/// Transaction metadata's END records with the identity hash in each
+/// logical decoding message's data collection masked: Debezium names it
+/// `...LogicalDecodingMessageMonitor$LogicalDecodingMessageId@<hash>`
+/// (`Object.toString` of a new instance per message, random per JVM run),
+/// so only the rest can be compared. With every entry of a transaction
+/// masked alike, their order (a `HashMap`'s, by those random names) no
+/// longer shows either.
+fn mask_message_collections(mut topics: Topics) -> Topics {
+    let re = regex::Regex::new(r"(LogicalDecodingMessageId@)[0-9a-f]+").expect("valid regex");
+    for recs in topics.values_mut() {
+        for r in recs.iter_mut() {
+            if let Some(v) = r.value.as_mut() {
+                if v.windows(24).any(|w| w == b"LogicalDecodingMessageId") {
+                    let text = String::from_utf8_lossy(v).into_owned();
+                    *v = re
+                        .replace_all(&text, "${1}<hash>")
+                        .into_owned()
+                        .into_bytes();
+                }
+            }
+        }
+    }
+    topics
+}
+
+/// The routes of `txmeta-feed.sql` and the transaction topic of
+/// `topic.prefix=t_@AGG@`.
+const TXMETA_TOPICS: &[(&str, i32)] = &[
+    ("outbox.event.U_@AGG@", PARTITIONS),
+    ("outbox.event.V_@AGG@", PARTITIONS),
+    ("t_@AGG@.transaction", PARTITIONS),
+];
 
 /// The matrix. Record counts are what Debezium 3.6.1 delivered.
 const CASES: &[Case] = &[
@@ -719,6 +774,58 @@ const CASES: &[Case] = &[
         "types-hstore.sql",
         "types-hstore-feed.sql",
     ),
+    // provide.transaction.metadata=true (docs/migration.md, "Transaction
+    // metadata"): BEGIN and END of every transaction,
+    // whether its events survive the EventRouter or not.
+    txmeta(
+        "txmeta-schemas",
+        16,
+        "outbox.sql",
+        "txmeta-feed.sql",
+        TXMETA_TOPICS,
+    ),
+    txmeta(
+        "txmeta-noschemas",
+        16,
+        "outbox.sql",
+        "txmeta-feed.sql",
+        TXMETA_TOPICS,
+    ),
+    // StringConverter, topic.transaction set.
+    txmeta(
+        "txmeta-string",
+        16,
+        "outbox.sql",
+        "txmeta-feed.sql",
+        &[
+            ("outbox.event.U_@AGG@", PARTITIONS),
+            ("outbox.event.V_@AGG@", PARTITIONS),
+            ("t_@AGG@.txn_@AGG@", PARTITIONS),
+        ],
+    ),
+    // Logical decoding messages: the <topic.prefix>.message records carry
+    // the transaction block; then the decode,outbox chain.
+    txmeta(
+        "txmeta-msg-envelope",
+        25,
+        "msg-none.sql",
+        "msg-envelope-feed.sql",
+        &[
+            ("m_@AGG@.message", PARTITIONS),
+            ("m_@AGG@.transaction", PARTITIONS),
+        ],
+    ),
+    txmeta(
+        "txmeta-msg-decode",
+        33,
+        "msg-none.sql",
+        "msg-feed.sql",
+        &[
+            ("outbox.event.M_@AGG@", PARTITIONS),
+            ("outbox.event.N_@AGG@", PARTITIONS),
+            ("m_@AGG@.transaction", PARTITIONS),
+        ],
+    ),
 ];
 
 /// Differences walrelay is known to have, each with its reason. Every
@@ -988,7 +1095,7 @@ async fn read_all_async(bootstrap: &str, token: &str) -> Topics {
     let topics = tokio::task::spawn_blocking(move || read_all(&b, &t))
         .await
         .expect("reader thread panicked");
-    mask_message_clock(heartbeats_only_first(topics))
+    mask_message_collections(mask_message_clock(heartbeats_only_first(topics)))
 }
 
 /// Debezium's `<topic.prefix>.message` records (no decode transform) with

@@ -52,6 +52,8 @@ mod replication_connection;
 mod security;
 /// Debezium's `snapshot.mode`.
 mod snapshot;
+/// Transaction metadata (Debezium's BEGIN and END records) under SIGKILL.
+mod transaction_metadata;
 /// Behaviour per PostgreSQL major, 13 to 18: the protocol chosen, streamed
 /// aborts and their LSNs, restarts, and refusing servers below 14.
 mod versions;

@@ -23,7 +23,7 @@ use crate::postgres::config::{
 };
 use crate::secret::Secret;
 use crate::setting::SettingError;
-use crate::txn::config::{parse_qualified_name, MessageSelection, PrefixRule};
+use crate::txn::config::{parse_qualified_name, MessageSelection, PrefixRule, SkippedOperations};
 
 /// The only connector walrelay replaces.
 const POSTGRES_CONNECTOR: &str = "io.debezium.connector.postgresql.PostgresConnector";
@@ -82,7 +82,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     // before EventRouter) or metrics.
     ("topic.naming.strategy", "ignored: walrelay writes no data-change topics"),
     ("topic.cache.size", "ignored"),
-    ("topic.transaction", "ignored: walrelay writes no transaction topic"),
     ("custom.metric.tags", "ignored: walrelay exposes its own metrics"),
     ("sourceinfo.struct.maker", "ignored: the source block never reaches the outbox record"),
     ("schema.refresh.mode", "ignored"),
@@ -137,8 +136,6 @@ pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
     // LSN flushing must stay on: `manual` never confirms.
     ("lsn.flush.mode", &["connector", "connector_and_driver"], "walrelay always confirms the slot position itself"),
     ("flush.lsn.source", &["true"], "walrelay always confirms the slot position itself"),
-    // Transaction metadata records would be extra records in Kafka.
-    ("provide.transaction.metadata", &["false"], "walrelay emits no transaction metadata records"),
     ("include.schema.comments", &["false"], "schemas would carry comments"),
     ("datatype.propagate.source.type", &[""], "schemas would carry source type parameters"),
     ("publish.via.partition.root", &["false"], "walrelay does not create partition-root publications"),
@@ -491,6 +488,11 @@ pub(in crate::config) fn translate_connector(
         .map(|(name, _)| *name)
         .collect();
         draft.replication.publish = Some(publish.join(", "));
+        // Debezium's dispatcher does not count what it skips.
+        draft.outbox.skipped_operations = SkippedOperations {
+            updates: ops.contains(&"u"),
+            deletes: ops.contains(&"d"),
+        };
     }
 
     // Column types (decimal, time, binary, interval and hstore handling,
@@ -518,6 +520,19 @@ pub(in crate::config) fn translate_connector(
         "Debezium requires it; it names envelope schemas, the __debezium.context.connectorLogicalName header and the heartbeat topic",
     )?;
     draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
+
+    // Transaction metadata: BEGIN and END records to
+    // <topic.prefix>.<topic.transaction>.
+    draft.outbox.transaction_metadata = c.take_bool("provide.transaction.metadata", false)?;
+    if let Some(topic) = c.take("topic.transaction") {
+        draft.outbox.transaction_topic = topic;
+    }
+    if draft.outbox.transaction_metadata && c.take("topic.delimiter").is_some_and(|d| d != ".") {
+        return Err(c.unsupported(
+            "topic.delimiter",
+            "with provide.transaction.metadata=true walrelay names the transaction topic <topic.prefix>.<topic.transaction>; leave topic.delimiter at \".\"",
+        ));
+    }
 
     translate_errors(c, draft, notes)?;
 
