@@ -399,6 +399,16 @@ pub struct DebeziumConfig {
     /// transforms chain decides); the native form's is always native.
     #[serde(skip)]
     pub message_form: super::MessageForm,
+    /// Debezium forms: the connector's `schema.name.adjustment.mode`, which
+    /// adjusts the table's value schema name
+    /// (`<prefix>.<schema>.<table>.Value`, and so the envelope's).
+    #[serde(skip)]
+    pub schema_name_adjustment: FieldNameAdjustment,
+    /// Debezium forms: the connector's `field.name.adjustment.mode`, which
+    /// adjusts the column names of the `after` struct: the EventRouter's
+    /// options name the adjusted fields.
+    #[serde(skip)]
+    pub field_name_adjustment: FieldNameAdjustment,
 }
 
 impl Default for DebeziumConfig {
@@ -408,6 +418,8 @@ impl Default for DebeziumConfig {
             extended_headers: false,
             server_mode: false,
             message_form: super::MessageForm::Native,
+            schema_name_adjustment: FieldNameAdjustment::None,
+            field_name_adjustment: FieldNameAdjustment::None,
         }
     }
 }

@@ -20,6 +20,7 @@ mod errors;
 pub(crate) mod event_router;
 pub(super) mod exactly_once;
 mod keystores;
+mod predicates;
 pub(super) mod producer;
 mod providers;
 pub(super) mod transforms;
