@@ -96,12 +96,15 @@ const ENV_OTHER_KEYS: &[&str] = &[
     "debezium.format.value.schemas.enable",
     "debezium.format.header.schemas.enable",
     "debezium.transforms",
+    "debezium.predicates",
 ];
 
 /// EventRouter option names an environment variable may set without the
 /// file, once `debezium.transforms` names the transform.
 const ENV_ROUTER_KEYS: &[&str] = &[
     "type",
+    "predicate",
+    "negate",
     "table.field.event.id",
     "table.field.event.key",
     "table.field.event.type",

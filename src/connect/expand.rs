@@ -5,8 +5,11 @@
 //! numbers, homogeneous arrays, merged struct elements, the null and
 //! empty-array behaviours, `field.name.adjustment.mode`) and the value
 //! conversion with Connect's `Struct.put` validation. Any failure is an
-//! [`ExpandError`]; the router then keeps the payload string, as Debezium
-//! does after logging "JSON expansion failed". It never logs.
+//! [`ExpandError`] saying how far expansion got ([`ExpandStage`]): before
+//! the schema was inferred Debezium keeps the payload string (after logging
+//! "JSON expansion failed"); after it, Debezium sends the string under the
+//! inferred schema, which fails its task unless the converter is
+//! StringConverter. The router decides which. It never logs.
 
 use std::sync::Arc;
 
@@ -54,53 +57,108 @@ impl FieldNameAdjustment {
     /// Debezium's `SchemaNameAdjuster` for field names (`AVRO_FIELD_NAMER`,
     /// `AVRO_UNICODE_FIELD_NAMER`), applied per UTF-16 unit like Java.
     pub fn adjust(self, name: &str) -> String {
-        if self == FieldNameAdjustment::None || name.is_empty() {
-            return name.to_owned();
-        }
-        let valid_first =
-            |c: u16| c == u16::from(b'_') || (c < 128 && (c as u8).is_ascii_alphabetic());
-        let valid = |c: u16| valid_first(c) || (c < 128 && (c as u8).is_ascii_digit());
-        let mut out = String::with_capacity(name.len());
-        let units: Vec<u16> = name.encode_utf16().collect();
-        let mut pending: Vec<u16> = Vec::new();
-        let flush = |pending: &mut Vec<u16>, out: &mut String| {
-            out.push_str(&String::from_utf16_lossy(pending));
-            pending.clear();
-        };
-        for (i, &u) in units.iter().enumerate() {
-            let ok = if i == 0 { valid_first(u) } else { valid(u) };
-            if ok {
-                pending.push(u);
-                continue;
-            }
-            flush(&mut pending, &mut out);
-            match self {
-                FieldNameAdjustment::Avro => {
-                    out.push('_');
-                    // A leading digit is kept after the underscore.
-                    if i == 0 && u < 128 && (u as u8).is_ascii_digit() {
-                        out.push(u as u8 as char);
-                    }
-                }
-                _ => out.push_str(&format!("_u{u:04x}")),
-            }
-        }
-        flush(&mut pending, &mut out);
-        out
+        adjust_name(self, name, false)
+    }
+
+    /// Debezium's `SchemaNameAdjuster` for schema names (`AVRO`,
+    /// `AVRO_UNICODE`: the connector's `schema.name.adjustment.mode`), which
+    /// also keeps `.` after the first character.
+    pub fn adjust_schema_name(self, name: &str) -> String {
+        adjust_name(self, name, true)
     }
 }
 
+/// `SchemaNameAdjuster.validFullname` with Debezium's replacement functions:
+/// a first character must be an ASCII letter (or `_`, except in
+/// `avro_unicode`), later ones may also be ASCII digits (and `.` in schema
+/// names). `avro` replaces an invalid unit by `_` (a leading digit is kept
+/// after it); `avro_unicode` by `_u` and Java's `Integer.toHexString`,
+/// padded with `00` only when it has one or two digits. Each UTF-16 unit
+/// is judged alone, as Java's `charAt` sees it.
+fn adjust_name(mode: FieldNameAdjustment, name: &str, schema_name: bool) -> String {
+    if mode == FieldNameAdjustment::None || name.is_empty() {
+        return name.to_owned();
+    }
+    let unicode = mode == FieldNameAdjustment::AvroUnicode;
+    let letter = |u: u16| u < 128 && (u as u8).is_ascii_alphabetic();
+    let valid_first = |u: u16| letter(u) || (!unicode && u == u16::from(b'_'));
+    let valid = |u: u16| {
+        valid_first(u)
+            || (u < 128 && (u as u8).is_ascii_digit())
+            || (schema_name && u == u16::from(b'.'))
+    };
+    let mut out = String::with_capacity(name.len() + 8);
+    let units: Vec<u16> = name.encode_utf16().collect();
+    for (i, &u) in units.iter().enumerate() {
+        let ok = if i == 0 { valid_first(u) } else { valid(u) };
+        if ok {
+            // Only ASCII units are valid.
+            out.push(u as u8 as char);
+            continue;
+        }
+        if unicode {
+            let hex = format!("{u:x}");
+            out.push_str("_u");
+            if hex.len() <= 2 {
+                out.push_str("00");
+            }
+            out.push_str(&hex);
+        } else {
+            out.push('_');
+            // Java's Character.isDigit: a leading digit is kept after it.
+            if i == 0 && char::from_u32(u32::from(u)).is_some_and(|c| c.is_numeric()) {
+                out.push(char::from_u32(u32::from(u)).unwrap_or('_'));
+            }
+        }
+    }
+    out
+}
+
 /// Why a payload could not be expanded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("json expansion failed: {reason}")]
 pub struct ExpandError {
     /// Debezium's (or Kafka's) message.
     pub reason: String,
+    /// How far `EventRouterDelegate` got before it failed.
+    pub stage: ExpandStage,
+}
+
+/// Where expansion failed, which decides what Debezium sends: it replaces
+/// the payload's schema with the inferred one before it converts the
+/// value, and keeps the replaced schema when the value then fails.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExpandStage {
+    /// The text does not start with `{` or `[`, or is not JSON: Debezium
+    /// keeps the text and its column schema.
+    Parse,
+    /// No schema could be inferred (an array mixing types): the text and
+    /// its column schema are kept.
+    Schema,
+    /// The schema was inferred (`None`: the document has none, as the empty
+    /// array with `ignore`) but the value does not fit it (a top-level
+    /// array; an element of another type than the first): Debezium goes on
+    /// with the text under the inferred schema, so its envelope struct or
+    /// its converter fails the task, unless StringConverter prints the text
+    /// (or JsonConverter writes it schemaless, where no schema was inferred).
+    Value {
+        /// The inferred schema.
+        schema: Option<Arc<Schema>>,
+    },
 }
 
 fn fail<T>(reason: impl Into<String>) -> Result<T, ExpandError> {
     Err(ExpandError {
         reason: reason.into(),
+        stage: ExpandStage::Parse,
+    })
+}
+
+/// Sets the stage of an error from a later step.
+fn at<T>(r: Result<T, ExpandError>, stage: &ExpandStage) -> Result<T, ExpandError> {
+    r.map_err(|mut e| {
+        e.stage = stage.clone();
+        e
     })
 }
 
@@ -129,11 +187,20 @@ impl JsonSchemaData {
         }
         let doc = parse(payload).map_err(|e| ExpandError {
             reason: e.to_string(),
+            stage: ExpandStage::Parse,
         })?;
-        let Some(schema) = self.to_connect_schema(Some(column), &doc)? else {
-            return fail("payload has no schema");
+        let schema = at(
+            self.to_connect_schema(Some(column), &doc),
+            &ExpandStage::Schema,
+        )?;
+        let stage = ExpandStage::Value {
+            schema: schema.clone(),
         };
-        let value = self.to_connect_data(&doc, &schema)?;
+        // `new Struct(null)` fails where the document has no schema.
+        let Some(schema) = schema else {
+            return at(fail("payload has no schema"), &stage);
+        };
+        let value = at(self.to_connect_data(&doc, &schema), &stage)?;
         Ok((schema, value))
     }
 
@@ -608,6 +675,26 @@ mod tests {
         assert_eq!(FieldNameAdjustment::Avro.adjust("1abc"), "_1abc");
         assert_eq!(FieldNameAdjustment::AvroUnicode.adjust("a-b"), "a_u002db");
         assert_eq!(FieldNameAdjustment::None.adjust("a-b"), "a-b");
+        // avro_unicode: `_` is not valid anywhere, Java's unpadded hex.
+        assert_eq!(
+            FieldNameAdjustment::AvroUnicode.adjust("event_id"),
+            "event_u005fid"
+        );
+        assert_eq!(FieldNameAdjustment::AvroUnicode.adjust("1a"), "_u0031a");
+        assert_eq!(
+            FieldNameAdjustment::AvroUnicode.adjust("a\u{100}"),
+            "a_u100"
+        );
+        assert_eq!(FieldNameAdjustment::AvroUnicode.adjust("a\t"), "a_u009");
+        assert_eq!(FieldNameAdjustment::Avro.adjust("a\u{1F600}"), "a__");
+        assert_eq!(
+            FieldNameAdjustment::Avro.adjust_schema_name("p-1.public.t-x.Value"),
+            "p_1.public.t_x.Value"
+        );
+        assert_eq!(
+            FieldNameAdjustment::AvroUnicode.adjust_schema_name("p-1.my_t.Value"),
+            "p_u002d1.my_u005ft.Value"
+        );
         // the adjusted name is looked up in the document, so the value is lost (as in Debezium)
         let d = JsonSchemaData {
             field_names: FieldNameAdjustment::Avro,

@@ -405,6 +405,16 @@ pub struct DebeziumConfig {
     /// `money.fraction.digits`): `[debezium.column_types]`.
     #[serde(default)]
     pub column_types: crate::connect::pg::TypeModes,
+    /// Debezium forms: the connector's `schema.name.adjustment.mode`, which
+    /// adjusts the table's value schema name
+    /// (`<prefix>.<schema>.<table>.Value`, and so the envelope's).
+    #[serde(skip)]
+    pub schema_name_adjustment: FieldNameAdjustment,
+    /// Debezium forms: the connector's `field.name.adjustment.mode`, which
+    /// adjusts the column names of the `after` struct: the EventRouter's
+    /// options name the adjusted fields.
+    #[serde(skip)]
+    pub field_name_adjustment: FieldNameAdjustment,
 }
 
 impl Default for DebeziumConfig {
@@ -415,6 +425,8 @@ impl Default for DebeziumConfig {
             server_mode: false,
             message_form: super::MessageForm::Native,
             column_types: Default::default(),
+            schema_name_adjustment: FieldNameAdjustment::None,
+            field_name_adjustment: FieldNameAdjustment::None,
         }
     }
 }

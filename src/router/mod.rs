@@ -31,7 +31,7 @@ pub use self::message::{MessageEvent, MessageForm};
 use self::rewrite::TopicRewrite;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::connect::convert::{write_json_schema, ConvertError, Converter, HeaderConverter};
-use crate::connect::expand::JsonSchemaData;
+use crate::connect::expand::{ExpandStage, JsonSchemaData};
 use crate::connect::pg::{self, names, ColumnType, InvalidText, PgType};
 pub use crate::connect::pg::{ColumnMeta, TableMeta};
 use crate::connect::{Field, Schema, Text, Type, Value};
@@ -205,6 +205,22 @@ pub enum RouteError {
         /// The JSON parser's message.
         reason: String,
     },
+    /// With JSON expansion on, the payload's schema was inferred but its
+    /// value does not fit it (a top-level array, elements of mixed types
+    /// below the first): Debezium sends the text under the inferred schema
+    /// and its task fails on it (every converter but StringConverter, and
+    /// every converter with an envelope placement).
+    #[error("payload column \"{column}\" at lsn {lsn} (event id {event_id}) cannot be expanded: {reason}")]
+    JsonExpansion {
+        /// The payload column.
+        column: String,
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+        /// What failed, and why Debezium cannot send it either.
+        reason: String,
+    },
     /// The topic computed from the route column is not a legal Kafka topic name.
     #[error("route column \"{column}\" gives topic {topic:?} at lsn {lsn} (event id {event_id}), which is not a legal kafka topic name: {reason}")]
     InvalidTopic {
@@ -290,6 +306,7 @@ impl RouteError {
             RouteError::NullKey { .. } => "null_key",
             RouteError::NullId { .. } => "null_id",
             RouteError::InvalidJsonPayload { .. } => "invalid_json",
+            RouteError::JsonExpansion { .. } => "json_expansion",
             RouteError::InvalidTopic { .. } => "invalid_topic",
             RouteError::Layout { source, .. } => source.kind(),
             RouteError::MessageContent { what, .. } | RouteError::MessageLayout { what, .. } => {
@@ -314,6 +331,7 @@ impl RouteError {
             | RouteError::NullKey { column, .. }
             | RouteError::NullId { column, .. }
             | RouteError::InvalidJsonPayload { column, .. }
+            | RouteError::JsonExpansion { column, .. }
             | RouteError::InvalidTopic { column, .. }
             | RouteError::Layout { column, .. } => Some(column),
             RouteError::MessageLayout { detail, .. } => Some(&detail.member),
@@ -561,6 +579,11 @@ pub struct Router {
     message_bindings: HashMap<String, Arc<BoundRelation>>,
     /// Debezium's type-mapping options for the table's columns.
     type_modes: pg::TypeModes,
+    /// The connector's `schema.name.adjustment.mode`.
+    schema_names: crate::connect::expand::FieldNameAdjustment,
+    /// The connector's `field.name.adjustment.mode`: relations are bound
+    /// under their adjusted column names.
+    column_names: crate::connect::expand::FieldNameAdjustment,
 }
 
 impl Router {
@@ -667,6 +690,8 @@ impl Router {
             message_non_transactional: NonTransactional::Error,
             message_envelope: None,
             message_bindings: HashMap::new(),
+            schema_names: debezium.schema_name_adjustment,
+            column_names: debezium.field_name_adjustment,
             cfg,
         })
     }
@@ -695,6 +720,11 @@ impl Router {
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
     ) -> Result<BoundRelation, RouteError> {
+        let adjusted = self.adjusted_columns(rel, table);
+        let (rel, table) = match &adjusted {
+            Some((r, t)) => (r, t),
+            None => (rel, table),
+        };
         match self.bind_strict(rel, table) {
             Ok(bound) => Ok(bound),
             Err(problem) => Ok(self.broken(rel, problem)),
@@ -708,7 +738,33 @@ impl Router {
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
     ) -> Result<(), RouteError> {
-        self.bind_strict(rel, table).map(drop)
+        match self.adjusted_columns(rel, table) {
+            Some((rel, table)) => self.bind_strict(&rel, &table).map(drop),
+            None => self.bind_strict(rel, table).map(drop),
+        }
+    }
+
+    /// The relation and catalog facts under the column names Debezium's
+    /// `field.name.adjustment.mode` gives the `after` struct's fields
+    /// (`event-id` becomes `event_id`); `None` when names are kept.
+    fn adjusted_columns(
+        &self,
+        rel: &Arc<RelationInfo>,
+        table: &TableMeta,
+    ) -> Option<(Arc<RelationInfo>, TableMeta)> {
+        let mode = self.column_names;
+        if mode == crate::connect::expand::FieldNameAdjustment::None {
+            return None;
+        }
+        let mut r = RelationInfo::clone(rel);
+        for c in &mut r.columns {
+            c.name = mode.adjust(&c.name);
+        }
+        let mut t = table.clone();
+        for c in &mut t.columns {
+            c.name = mode.adjust(&c.name);
+        }
+        Some((Arc::new(r), t))
     }
 
     /// A binding whose every event fails with `problem`; it keeps the
@@ -776,8 +832,10 @@ impl Router {
                 ty,
             }))
         };
-        let after_schema_name =
-            format!("{}.{}.{}.Value", self.topic_prefix, rel.namespace, rel.name);
+        let after_schema_name = self.schema_names.adjust_schema_name(&format!(
+            "{}.{}.{}.Value",
+            self.topic_prefix, rel.namespace, rel.name
+        ));
         self.bind_columns(rel, &column, after_schema_name)
     }
 
@@ -1092,12 +1150,48 @@ impl Router {
         let mut payload_schema = Arc::clone(&bound.payload.ty.schema);
         let mut payload = r.get(&bound.payload)?;
         let mut expanded = false;
+        // The payload goes out without a schema (JsonConverter writes
+        // `"schema":null`): Debezium's empty array under `ignore`.
+        let mut schemaless = false;
         if let (Some(expand), Value::String(text)) = (&self.expand, &payload) {
             match expand.expand(&bound.payload.name, text.as_str()) {
                 Ok((schema, value)) => {
                     payload_schema = schema;
                     payload = value;
                     expanded = true;
+                }
+                Err(e) if matches!(e.stage, ExpandStage::Value { .. }) => {
+                    let ExpandStage::Value { schema } = &e.stage else {
+                        unreachable!("matched above")
+                    };
+                    let inferred = schema
+                        .as_ref()
+                        .map_or("no".to_owned(), |s| s.kind.java_name().to_owned());
+                    let refuse = |why: &str| RouteError::JsonExpansion {
+                        column: bound.payload.name.to_string(),
+                        lsn: r.meta.lsn,
+                        event_id: r.event_id(),
+                        reason: format!(
+                            "{e} after the payload's schema was replaced by the inferred one \
+                             ({inferred} schema); {why}"
+                        ),
+                    };
+                    if self.envelope {
+                        return Err(refuse(
+                            "debezium's envelope struct refuses the text there and its task fails",
+                        ));
+                    }
+                    match (self.value_converter.kind, schema) {
+                        // toString() of the text: what walrelay sends anyway.
+                        (ConverterKind::String, _) => {}
+                        (ConverterKind::Json, None) => schemaless = true,
+                        _ => {
+                            return Err(refuse(
+                                "debezium's value converter refuses the text under it and its task fails",
+                            ))
+                        }
+                    }
+                    self.expansion_failures += 1
                 }
                 Err(_) => {
                     // Debezium sends what it cannot expand as text; text
@@ -1172,7 +1266,7 @@ impl Router {
             }
             None => self
                 .value_converter
-                .from_connect_data(Some(&payload_schema), &payload),
+                .from_connect_data((!schemaless).then_some(&*payload_schema), &payload),
         };
         r.convert("value", converted)
     }

@@ -2027,3 +2027,44 @@ fn topic_name_rules() {
         assert!(check_topic_name(bad).is_err(), "{bad:?}");
     }
 }
+
+/// Expansion that fails after the schema was inferred: Debezium sends the
+/// text under the inferred schema, which only StringConverter (without an
+/// envelope) prints; the empty array has no schema and goes out schemaless.
+#[test]
+fn json_expansion_failing_after_the_schema() {
+    let expand = |p: Option<&str>| RouterConfig {
+        expand_json_payload: true,
+        additional_placement: p.map(str::to_owned),
+        ..RouterConfig::default()
+    };
+    let json = |schemas| converters(ConverterKind::String, ConverterKind::Json, schemas);
+    for schemas in [false, true] {
+        let mut router = router_with(expand(None), json(schemas), it_debezium());
+        for payload in ["[1, 2]", r#"[{"a": 1}]"#, r#"{"a": [[1], ["x"]]}"#] {
+            let err = route_it(&mut router, &it_row("User", Some(payload))).unwrap_err();
+            assert_eq!(err.kind(), "json_expansion", "{payload}");
+            assert_eq!(err.column(), Some("payload"));
+        }
+        let rec = route_it(&mut router, &it_row("User", Some("[]"))).unwrap();
+        let want = if schemas {
+            r#"{"schema":null,"payload":"[]"}"#
+        } else {
+            r#""[]""#
+        };
+        assert_eq!(s(&rec.value), want);
+        // A mixed array has no schema at all: the text, with its schema.
+        let rec = route_it(&mut router, &it_row("User", Some("[1, \"x\"]"))).unwrap();
+        assert!(s(&rec.value).contains(r#"[1, \"x\"]"#), "{}", s(&rec.value));
+    }
+    let mut router = router_with(expand(None), ConvertersConfig::default(), it_debezium());
+    let rec = route_it(&mut router, &it_row("User", Some("[1, 2]"))).unwrap();
+    assert_eq!(s(&rec.value), "[1, 2]");
+    let mut router = router_with(
+        expand(Some("type:envelope:eventType")),
+        ConvertersConfig::default(),
+        it_debezium(),
+    );
+    let err = route_it(&mut router, &it_row("User", Some("[1, 2]"))).unwrap_err();
+    assert_eq!(err.kind(), "json_expansion");
+}

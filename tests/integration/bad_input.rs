@@ -1,6 +1,7 @@
 //! Bad input against the real PostgreSQL and Kafka of `scripts/test.sh`:
 //! one test per kind of bad event (NULL route, key or id, a payload that is
-//! not JSON with expansion on, a record larger than the topic allows, a
+//! not JSON with expansion on, one whose expansion fails after its schema
+//! was inferred, a record larger than the topic allows, a
 //! route value that is not a legal topic name, a column type walrelay
 //! cannot map, a needed column dropped while streaming).
 //!
@@ -367,6 +368,32 @@ async fn payload_not_json_with_expansion() {
         intended: Some("a"),
         key: Some("k3"),
         value: Some("{not json".into()),
+    })
+    .await;
+}
+
+/// A top-level JSON array: its schema is inferred, its value cannot become
+/// a struct, and Debezium's JsonConverter fails the task on the text under
+/// the ARRAY schema (`expand-fail-*` compat cases). With
+/// `errors.tolerance=all` Kafka Connect would skip it; walrelay
+/// dead-letters it and moves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payload_expansion_fails_after_the_schema() {
+    run_case(Case {
+        name: "bad_expansion",
+        setup: &["ALTER TABLE {t} ALTER payload TYPE text"],
+        extra: "[router]\nexpand_json_payload = true\n\n[converters]\nvalue = \"json\"\nvalue_schemas_enable = false\n",
+        before_2: &[],
+        before_bad: &[],
+        bad: "INSERT INTO {t} (id, aggregatetype, aggregateid, type, payload) VALUES ('{id}', '{agg}', 'k3', 'E', '[1, 2, 3]')",
+        after_bad: &[],
+        topic_max_bytes: None,
+        names: &["\"payload\"", "cannot be expanded", "ARRAY"],
+        has_id: true,
+        kind: "json_expansion",
+        intended: Some("a"),
+        key: Some("k3"),
+        value: Some("[1, 2, 3]".into()),
     })
     .await;
 }

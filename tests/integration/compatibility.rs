@@ -287,6 +287,18 @@ const TXMETA_TOPICS: &[(&str, i32)] = &[
     ("t_@AGG@.transaction", PARTITIONS),
 ];
 
+/// The route of `names-feed.sql`.
+const NAMES_TOPICS: &[(&str, i32)] = &[("outbox.event.N_@AGG@", PARTITIONS)];
+
+/// A JSON-expansion failure case: the text-payload table, `feed`, the
+/// `E_@AGG@` topic.
+const fn expand_fail(name: &'static str, end: End, feed: &'static str) -> Case {
+    with_topics(
+        with_sql(case(name, end), "tombstone-empty.sql", feed),
+        EXPAND_TOPICS,
+    )
+}
+
 /// The matrix. Record counts are what Debezium 3.6.1 delivered.
 const CASES: &[Case] = &[
     // Worker without converters (Connect's default: JsonConverter with
@@ -825,6 +837,87 @@ const CASES: &[Case] = &[
             ("outbox.event.N_@AGG@", PARTITIONS),
             ("m_@AGG@.transaction", PARTITIONS),
         ],
+    ),
+    // JSON expansion failures (text payload): where Debezium has replaced
+    // the payload's schema before the value failed, the text goes out under
+    // the inferred schema and the task fails, unless StringConverter prints it.
+    expand_fail(
+        "expand-fail-array-schemas",
+        End::Fatal(1),
+        "expand-fail-array-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-array-noschemas",
+        End::Fatal(1),
+        "expand-fail-array-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-objects-schemas",
+        End::Fatal(1),
+        "expand-fail-objects-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-nested-noschemas",
+        End::Fatal(1),
+        "expand-fail-nested-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-envelope",
+        End::Fatal(1),
+        "expand-fail-array-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-pass-schemas",
+        End::Records(11),
+        "expand-fail-pass-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-pass-noschemas",
+        End::Records(11),
+        "expand-fail-pass-feed.sql",
+    ),
+    expand_fail(
+        "expand-fail-string",
+        End::Records(6),
+        "expand-fail-string-feed.sql",
+    ),
+    // Predicates decided per kind of record: the router kept on the outbox
+    // table's events by topic or by Debezium's context header, the decode
+    // transform kept off tombstones (tombstones.on.delete=true) or off the
+    // messages (Debezium's `<topic.prefix>.message` records).
+    case("pred-topic", End::Records(6)),
+    case("pred-header", End::Records(6)),
+    with_topics(
+        with_sql(
+            case("pred-tombstone", End::Records(4)),
+            "outbox.sql",
+            "msg-mixed-feed.sql",
+        ),
+        &[("outbox.event.U_@AGG@", PARTITIONS)],
+    ),
+    msg(
+        "pred-decode-skip",
+        End::Records(11),
+        "msg-envelope-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
+    // The connector's name adjustment: the envelope schema's name and the
+    // after struct's field names, which the EventRouter options name.
+    with_topics(
+        with_sql(
+            case("names-avro", End::Records(3)),
+            "names.sql",
+            "names-feed.sql",
+        ),
+        NAMES_TOPICS,
+    ),
+    with_topics(
+        with_sql(
+            case("names-unicode", End::Records(3)),
+            "names.sql",
+            "names-feed.sql",
+        ),
+        NAMES_TOPICS,
     ),
 ];
 

@@ -21,6 +21,7 @@ use crate::postgres::config::{
     validate_slot_name, PostgresConfig, PublicationMode, SnapshotMode, SslMode, TargetSessionAttrs,
     DEFAULT_PG_PORT,
 };
+use crate::router::FieldNameAdjustment;
 use crate::secret::Secret;
 use crate::setting::SettingError;
 use crate::txn::config::{parse_qualified_name, MessageSelection, PrefixRule, SkippedOperations};
@@ -128,8 +129,6 @@ const IGNORED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
 /// or values equivalent for an outbox); any other value is refused.
 #[rustfmt::skip]
 pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
-    ("schema.name.adjustment.mode", &["none"], "schema names would change"),
-    ("field.name.adjustment.mode", &["none"], "expanded JSON field names would change"),
     // Debezium's failure handling: `warn`/`skip` would drop events walrelay
     // stops on.
     ("event.processing.failure.handling.mode", &["fail"], "walrelay stops on an event it cannot process"),
@@ -143,7 +142,6 @@ pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
     ("converters", &[""], "custom converters change column values"),
     ("post.processors", &[""], "post processors change events"),
     ("message.key.columns", &[""], "it changes the keys of data-change events walrelay never emits; remove it"),
-    ("predicates", &[""], "walrelay applies EventRouter to the outbox table unconditionally"),
     ("slot.stream.params", &[""], "walrelay sets the pgoutput options itself"),
     ("table.exclude.list", &[""], "walrelay relays exactly table.include.list"),
     ("column.include.list", &[""], "columns would be missing from the outbox row"),
@@ -155,7 +153,6 @@ pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
 const REFUSED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
     // Column transformations change values in the outbox row.
     ("column.", "column transformations change the outbox row; walrelay relays columns as they are"),
-    ("predicates.", "walrelay applies EventRouter to the outbox table unconditionally"),
     ("snapshot.select.statement.overrides.", "walrelay snapshots the whole outbox table"),
     ("snapshot.mode.", "walrelay implements snapshot.mode no_data, initial, always and when_needed only"),
     ("converters.", "custom converters change column values"),
@@ -520,6 +517,12 @@ pub(in crate::config) fn translate_connector(
         "Debezium requires it; it names envelope schemas, the __debezium.context.connectorLogicalName header and the heartbeat topic",
     )?;
     draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
+    // Name adjustment: the table's value schema name (and so the envelope
+    // schema's) and the `after` struct's field names, which the EventRouter
+    // options then name. Message and heartbeat schema names are Debezium's
+    // constants, valid already.
+    draft.debezium.schema_name_adjustment = take_adjustment(c, "schema.name.adjustment.mode")?;
+    draft.debezium.field_name_adjustment = take_adjustment(c, "field.name.adjustment.mode")?;
 
     // Transaction metadata: BEGIN and END records to
     // <topic.prefix>.<topic.transaction>.
@@ -546,6 +549,20 @@ pub(in crate::config) fn translate_connector(
     }
 
     Ok(())
+}
+
+/// A connector `*.name.adjustment.mode`: none (the default), avro or
+/// avro_unicode, as Debezium parses it (trimmed, any case).
+fn take_adjustment(c: &mut Keys, key: &str) -> Result<FieldNameAdjustment, ConfigError> {
+    match c.take(key).map(|v| v.to_ascii_lowercase()).as_deref() {
+        None | Some("none") => Ok(FieldNameAdjustment::None),
+        Some("avro") => Ok(FieldNameAdjustment::Avro),
+        Some("avro_unicode") => Ok(FieldNameAdjustment::AvroUnicode),
+        Some(other) => Err(c.invalid(
+            key,
+            format!("{other:?} is not one of none, avro, avro_unicode"),
+        )),
+    }
 }
 
 /// `table.include.list` naming the outbox table, and the schema lists

@@ -22,6 +22,7 @@ pub(super) mod exactly_once;
 #[cfg(test)]
 mod keys_doc;
 mod keystores;
+mod predicates;
 pub(super) mod producer;
 mod providers;
 pub(super) mod transforms;

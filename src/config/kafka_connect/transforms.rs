@@ -1,10 +1,13 @@
 //! The connector's `transforms=` chain: one Debezium outbox EventRouter,
 //! optionally preceded by the PostgreSQL connector's
 //! `DecodeLogicalDecodingMessageContent` (the logical-message outbox), the
-//! router's options read by [`super::event_router`], and refusal of
-//! predicates (walrelay applies the chain unconditionally). It also
-//! decides which logical decoding messages become events: the decoded
-//! ones, with the connector's `message.prefix.*.list`.
+//! router's options read by [`super::event_router`], and what the
+//! transforms' predicates ([`super::predicates`]) mean for each kind of
+//! record: accepted where walrelay emits what Debezium would, refused by
+//! name where Debezium would publish plain change events or undecodable
+//! records. It also decides which logical decoding messages become events,
+//! and how: decoded and routed, or Debezium's `<topic.prefix>.message`
+//! records, with the connector's `message.prefix.*.list`.
 //!
 //! Owns which transform keys are read, ignored (other transforms' keys, as
 //! Kafka Connect ignores them) or refused. It never logs a value, never puts
@@ -12,6 +15,9 @@
 
 use std::collections::BTreeMap;
 
+use super::predicates::{
+    read_predicates, runs, sanitized_topic, take_condition, Condition, Record,
+};
 use super::{Draft, Keys, Notes};
 use crate::config::ConfigError;
 use crate::postgres::config::SnapshotMode;
@@ -33,6 +39,8 @@ pub(in crate::config) fn translate_transforms(
     draft: &mut Draft,
     notes: &mut Notes,
 ) -> Result<(), ConfigError> {
+    // Predicates are read (and checked) whether or not a transform uses one.
+    let predicates = read_predicates(c, notes)?;
     let list = c.take("transforms").unwrap_or_default();
     let names: Vec<&str> = list
         .split(',')
@@ -46,7 +54,7 @@ pub(in crate::config) fn translate_transforms(
         [first, second] => (Some((*first).to_owned()), (*second).to_owned()),
         // A connector of logical decoding messages only, without any
         // transform: Debezium's `<topic.prefix>.message` records.
-        [] if !draft.captures_table => return decide_messages(c, draft, None, notes),
+        [] if !draft.captures_table => return decide_messages(c, draft, None, false, notes),
         [] => {
             return Err(c.unsupported(
                 "transforms",
@@ -57,7 +65,7 @@ pub(in crate::config) fn translate_transforms(
     };
     let decode = match &decode_name {
         None => None,
-        Some(d) => Some(decode_options(c, d, &name, notes)?),
+        Some(d) => Some(decode_options(c, d, &name, &predicates, notes)?),
     };
     let prefix = format!("transforms.{name}.");
     let mut options = c.take_prefixed(&prefix);
@@ -89,14 +97,7 @@ pub(in crate::config) fn translate_transforms(
             })
         }
     }
-    for conditional in ["predicate", "negate"] {
-        if options.remove(conditional).is_some() {
-            return Err(c.unsupported(
-                &format!("{prefix}{conditional}"),
-                "walrelay applies EventRouter to the outbox table unconditionally",
-            ));
-        }
-    }
+    let router_condition = take_condition(c, &mut options, &prefix, &predicates)?;
     let parsed =
         super::event_router::event_router_options(&options).map_err(|e| ConfigError::Invalid {
             key: c.name(&format!("transforms.{name}")),
@@ -123,7 +124,14 @@ pub(in crate::config) fn translate_transforms(
     {
         draft.outbox.op_invalid_behavior = OpInvalidBehavior::Warn;
     }
-    decide_messages(c, draft, decode, notes)?;
+    let chain = Chain {
+        decode: decode.as_ref().map(|(d, n, _)| (d.as_str(), *n)),
+        decode_condition: decode.as_ref().and_then(|(_, _, cond)| cond.as_ref()),
+        router: &name,
+        router_condition: router_condition.as_ref(),
+    };
+    let (message_decode, decode_sees_tombstones) = decide_chain(c, draft, &chain)?;
+    decide_messages(c, draft, message_decode, decode_sees_tombstones, notes)?;
     // Other transforms' keys are ignored by Kafka Connect too.
     for key in c.take_prefixed("transforms.").into_keys() {
         notes.ignore(
@@ -131,30 +139,141 @@ pub(in crate::config) fn translate_transforms(
             "ignored: the transform is not listed in transforms",
         );
     }
-    if let Some(key) = ["predicates"].into_iter().find(|k| c.map.contains_key(*k)) {
-        return Err(c.unsupported(
-            key,
-            "walrelay applies EventRouter to the outbox table unconditionally",
-        ));
-    }
-    if let Some(key) = c.map.keys().find(|k| k.starts_with("predicates.")).cloned() {
-        return Err(c.unsupported(
-            &key,
-            "walrelay applies EventRouter to the outbox table unconditionally",
-        ));
-    }
     Ok(())
 }
 
+/// The chain as configured: the decode transform (name,
+/// `fields.null.include`) and the router, each with its condition.
+struct Chain<'a> {
+    decode: Option<(&'a str, bool)>,
+    decode_condition: Option<&'a Condition>,
+    router: &'a str,
+    router_condition: Option<&'a Condition>,
+}
+
+/// Decides, for each kind of record that reaches the chain, what the
+/// transforms' predicates make of it (Kafka Connect's
+/// `TransformationStage`: a transform runs when `negate ^ test(record)`):
+///
+/// - the outbox table's change events must reach the router, or they would
+///   be published as plain Debezium change events;
+/// - a delete tombstone (`tombstones.on.delete`, default true) that reaches
+///   the decode transform fails Debezium's task, and one the router skips
+///   is published on the table's topic: both are refused;
+/// - a message the decode transform decodes must reach the router (a
+///   decoded record left unrouted is not something walrelay emits); one the
+///   decode transform skips passes the router unchanged, as Debezium's
+///   `<topic.prefix>.message` record.
+///
+/// Heartbeats and transaction metadata records pass both transforms
+/// unchanged, whatever a predicate says. Returns the decode options that
+/// apply to messages and whether tombstones reach the decode transform.
+fn decide_chain(
+    c: &Keys,
+    draft: &Draft,
+    chain: &Chain<'_>,
+) -> Result<(Option<bool>, bool), ConfigError> {
+    let prefix = &draft.debezium.topic_prefix;
+    let table_topic = sanitized_topic(&format!("{prefix}.{}", draft.outbox.table));
+    let message_topic = sanitized_topic(&format!("{prefix}.message"));
+    let change = Record {
+        topic: &table_topic,
+        context_headers: draft.debezium.extended_headers,
+        tombstone: false,
+    };
+    let tombstone = Record {
+        tombstone: true,
+        ..change
+    };
+    let message = Record {
+        topic: &message_topic,
+        context_headers: false,
+        tombstone: false,
+    };
+    let router_key = format!("transforms.{}.predicate", chain.router);
+    if let Some(cond) = chain.router_condition {
+        if draft.captures_table && cond.predicate.per_record() {
+            return Err(c.unsupported(
+                &router_key,
+                format!(
+                    "{} is true only for the change events of an UPDATE that changes the                      primary key, so it cannot keep the EventRouter on every outbox row;                      walrelay applies the EventRouter to every row of the outbox table",
+                    cond.describe()
+                ),
+            ));
+        }
+    }
+    if draft.captures_table && !runs(chain.router_condition, &change) {
+        let cond = chain
+            .router_condition
+            .map(Condition::describe)
+            .unwrap_or_default();
+        return Err(c.unsupported(
+            &router_key,
+            format!(
+                "{cond} keeps the EventRouter off the outbox table's change events (topic                  {table_topic}): Debezium would publish them as plain change events, which                  walrelay does not emit (a connector that captures other tables stays refused)"
+            ),
+        ));
+    }
+    let tombstones = draft.captures_table && draft.tombstones_on_delete != Some(false);
+    let mut decode_sees_tombstones = false;
+    if let Some((decode, _)) = chain.decode {
+        if let Some(cond) = chain.decode_condition {
+            if draft.captures_table && cond.predicate.per_record() {
+                return Err(c.unsupported(
+                    &format!("transforms.{decode}.predicate"),
+                    format!(
+                        "{} depends on the row (an UPDATE that changes the primary key),                          not on the kind of record",
+                        cond.describe()
+                    ),
+                ));
+            }
+        }
+        decode_sees_tombstones = tombstones && runs(chain.decode_condition, &tombstone);
+    }
+    if tombstones && !decode_sees_tombstones && !runs(chain.router_condition, &tombstone) {
+        let cond = chain
+            .router_condition
+            .map(Condition::describe)
+            .unwrap_or_default();
+        return Err(c.unsupported(
+            &router_key,
+            format!(
+                "{cond} keeps the EventRouter off the delete tombstones (tombstones.on.delete                  is on): Debezium would publish them on {table_topic}, which walrelay does                  not; set tombstones.on.delete=false"
+            ),
+        ));
+    }
+    let Some((decode, null_include)) = chain.decode else {
+        return Ok((None, false));
+    };
+    if !runs(chain.decode_condition, &message) {
+        // Messages pass the router unchanged: Debezium's message records.
+        return Ok((None, decode_sees_tombstones));
+    }
+    if !runs(chain.router_condition, &message) {
+        let cond = chain
+            .router_condition
+            .map(Condition::describe)
+            .unwrap_or_default();
+        return Err(c.unsupported(
+            &router_key,
+            format!(
+                "{cond} keeps the EventRouter off the messages {decode} decodes (topic                  {message_topic}): Debezium would publish the decoded records unrouted, which                  walrelay does not emit"
+            ),
+        ));
+    }
+    Ok((Some(null_include), decode_sees_tombstones))
+}
+
 /// Reads the options of the decode transform named `name`, which must
-/// come right before the EventRouter (`router`); returns its
-/// `fields.null.include`.
+/// come right before the EventRouter (`router`); returns its name, its
+/// `fields.null.include` and its condition.
 fn decode_options(
     c: &mut Keys,
     name: &str,
     router: &str,
+    predicates: &BTreeMap<String, super::predicates::Predicate>,
     notes: &mut Notes,
-) -> Result<bool, ConfigError> {
+) -> Result<(String, bool, Option<Condition>), ConfigError> {
     let prefix = format!("transforms.{name}.");
     let mut options: BTreeMap<String, String> = c.take_prefixed(&prefix);
     let type_key = format!("{prefix}type");
@@ -183,14 +302,7 @@ fn decode_options(
             })
         }
     }
-    for conditional in ["predicate", "negate"] {
-        if options.remove(conditional).is_some() {
-            return Err(c.unsupported(
-                &format!("{prefix}{conditional}"),
-                "walrelay applies the transforms unconditionally",
-            ));
-        }
-    }
+    let condition = take_condition(c, &mut options, &prefix, predicates)?;
     let null_include = match options.remove("fields.null.include") {
         None => false,
         Some(v) => super::parse_bool(v.trim()).ok_or_else(|| ConfigError::Invalid {
@@ -204,7 +316,7 @@ fn decode_options(
             "ignored: not an option of DecodeLogicalDecodingMessageContent",
         );
     }
-    Ok(null_include)
+    Ok((name.to_owned(), null_include, condition))
 }
 
 /// Which messages are events and how they are rendered, from the chain
@@ -213,6 +325,7 @@ fn decide_messages(
     c: &mut Keys,
     draft: &mut Draft,
     decode: Option<bool>,
+    decode_sees_tombstones: bool,
     notes: &mut Notes,
 ) -> Result<(), ConfigError> {
     let form = match decode {
@@ -220,7 +333,7 @@ fn decide_messages(
         // Debezium's `<topic.prefix>.message` records, of every selected
         // prefix, as Debezium sends them.
         None => {
-            if draft.tombstones_on_delete.is_some() {
+            if draft.tombstones_on_delete.is_some() && !decode_sees_tombstones {
                 notes.ignore(
                     c.name("tombstones.on.delete"),
                     "ignored: EventRouter drops delete tombstones either way",
@@ -228,18 +341,17 @@ fn decide_messages(
             }
             MessageForm::Envelope
         }
-        Some(null_include) => {
-            if draft.captures_table && draft.tombstones_on_delete != Some(false) {
-                return Err(c.unsupported(
-                    "tombstones.on.delete",
-                    "with DecodeLogicalDecodingMessageContent in the chain and an outbox table captured, \
-                     Debezium's task fails on the tombstone of the first DELETE (the outbox pattern \
-                     deletes its rows); set tombstones.on.delete=false",
-                ));
-            }
-            MessageForm::Decode { null_include }
-        }
+        Some(null_include) => MessageForm::Decode { null_include },
     };
+    if decode_sees_tombstones {
+        return Err(c.unsupported(
+            "tombstones.on.delete",
+            "with DecodeLogicalDecodingMessageContent in the chain and an outbox table captured, \
+             Debezium's task fails on the tombstone of the first DELETE (the outbox pattern \
+             deletes its rows); set tombstones.on.delete=false, or give the decode transform a \
+             predicate that skips tombstones (RecordIsTombstone, negate=true)",
+        ));
+    }
     draft.outbox.debezium_messages = Some(MessageSelection {
         rule: std::mem::replace(&mut draft.message_rule, crate::txn::config::PrefixRule::All),
         // Debezium publishes them, rolled back or not.
@@ -254,4 +366,233 @@ fn decide_messages(
         OutboxSource::Messages
     };
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::tests::data_props;
+    use super::super::{from_connect, Translation};
+    use crate::config::ConfigError;
+    use crate::router::MessageForm;
+    use crate::txn::config::OutboxSource;
+
+    fn translate(edit: &[(&str, &str)]) -> Result<Translation, ConfigError> {
+        let mut c = data_props("outbox-connector.properties");
+        for (k, v) in edit {
+            if v.is_empty() {
+                c.remove(*k);
+            } else {
+                c.insert((*k).into(), (*v).into());
+            }
+        }
+        from_connect(
+            data_props("connect-standalone.properties"),
+            c,
+            Path::new("w.properties"),
+            Path::new("c.properties"),
+        )
+    }
+
+    fn refusal(edit: &[(&str, &str)], key: &str) -> String {
+        let err = translate(edit).expect_err("refused");
+        let text = crate::chain::DisplayChain(&err).to_string();
+        assert!(text.contains(key), "{key} not named in: {text}");
+        text
+    }
+
+    const DECODE: &str =
+        "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
+    const TOPIC: &str = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches";
+    const HEADER: &str = "org.apache.kafka.connect.transforms.predicates.HasHeaderKey";
+    const TOMBSTONE: &str = "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone";
+
+    #[test]
+    fn a_router_predicate_true_for_the_outbox_topic_is_accepted() {
+        let t = translate(&[
+            ("predicates", "isOutbox"),
+            ("predicates.isOutbox.type", TOPIC),
+            ("predicates.isOutbox.pattern", "shop\\.public\\..*"),
+            ("transforms.outbox.predicate", "isOutbox"),
+        ])
+        .unwrap();
+        assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+        for pattern in ["shop\\.message", "shop"] {
+            let text = refusal(
+                &[
+                    ("predicates", "p"),
+                    ("predicates.p.type", TOPIC),
+                    ("predicates.p.pattern", pattern),
+                    ("transforms.outbox.predicate", "p"),
+                ],
+                "transforms.outbox.predicate",
+            );
+            assert!(text.contains("plain change events"), "{text}");
+        }
+    }
+
+    #[test]
+    fn header_and_tombstone_predicates_follow_the_record_kind() {
+        // Change events carry the context headers; messages do not.
+        translate(&[
+            ("predicates", "h"),
+            ("predicates.h.type", HEADER),
+            (
+                "predicates.h.name",
+                "__debezium.context.connectorLogicalName",
+            ),
+            ("transforms.outbox.predicate", "h"),
+        ])
+        .unwrap();
+        refusal(
+            &[
+                ("extended.headers.enabled", "false"),
+                ("predicates", "h"),
+                ("predicates.h.type", HEADER),
+                (
+                    "predicates.h.name",
+                    "__debezium.context.connectorLogicalName",
+                ),
+                ("transforms.outbox.predicate", "h"),
+            ],
+            "transforms.outbox.predicate",
+        );
+        refusal(
+            &[
+                ("predicates", "h"),
+                ("predicates.h.type", HEADER),
+                ("predicates.h.name", "__debezium.newkey"),
+                ("transforms.outbox.predicate", "h"),
+                ("transforms.outbox.negate", "true"),
+            ],
+            "transforms.outbox.predicate",
+        );
+        // Skipping tombstones only matters where there are tombstones.
+        let skip_tombstones = [
+            ("predicates", "t"),
+            ("predicates.t.type", TOMBSTONE),
+            ("transforms.outbox.predicate", "t"),
+            ("transforms.outbox.negate", "true"),
+        ];
+        translate(&skip_tombstones).unwrap();
+        let mut with = skip_tombstones.to_vec();
+        with.push(("tombstones.on.delete", "true"));
+        let text = refusal(&with, "transforms.outbox.predicate");
+        assert!(text.contains("tombstones"), "{text}");
+    }
+
+    #[test]
+    fn the_decode_transform_may_skip_tombstones_or_messages() {
+        let decode = |extra: &[(&'static str, &'static str)]| {
+            let mut e = vec![
+                ("transforms", "decode,outbox"),
+                ("transforms.decode.type", DECODE),
+                ("tombstones.on.delete", "true"),
+                ("predicates", "t,m"),
+                ("predicates.t.type", TOMBSTONE),
+                ("predicates.m.type", TOPIC),
+                ("predicates.m.pattern", "shop\\.message"),
+            ];
+            e.extend_from_slice(extra);
+            e
+        };
+        // Without a predicate the decode transform fails on tombstones.
+        refusal(&decode(&[]), "tombstones.on.delete");
+        let t = translate(&decode(&[
+            ("transforms.decode.predicate", "t"),
+            ("transforms.decode.negate", "true"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            t.config.debezium.message_form,
+            MessageForm::Decode {
+                null_include: false
+            }
+        );
+        assert_eq!(t.config.outbox.source, OutboxSource::Both);
+        // Decoding only the messages' topic skips tombstones too.
+        let t = translate(&decode(&[("transforms.decode.predicate", "m")])).unwrap();
+        assert!(matches!(
+            t.config.debezium.message_form,
+            MessageForm::Decode { .. }
+        ));
+        // Decoding nothing but tombstones: messages stay Debezium's records,
+        // and the tombstones fail the task.
+        refusal(
+            &decode(&[("transforms.decode.predicate", "t")]),
+            "tombstones.on.delete",
+        );
+        let t = translate(&decode(&[
+            ("transforms.decode.predicate", "m"),
+            ("transforms.decode.negate", "true"),
+            ("tombstones.on.delete", "false"),
+        ]))
+        .unwrap();
+        assert_eq!(t.config.debezium.message_form, MessageForm::Envelope);
+        // The router skipping decoded messages would publish them unrouted.
+        let text = refusal(
+            &decode(&[
+                ("transforms.decode.predicate", "t"),
+                ("transforms.decode.negate", "true"),
+                ("transforms.outbox.predicate", "m"),
+                ("transforms.outbox.negate", "true"),
+            ]),
+            "transforms.outbox.predicate",
+        );
+        assert!(text.contains("unrouted"), "{text}");
+    }
+
+    #[test]
+    fn predicate_keys_are_checked_as_connect_does() {
+        refusal(&[("predicates", "p")], "predicates.p.type");
+        refusal(
+            &[("predicates", "p"), ("predicates.p.type", TOPIC)],
+            "predicates.p.pattern",
+        );
+        refusal(
+            &[("predicates", "p"), ("predicates.p.type", HEADER)],
+            "predicates.p.name",
+        );
+        refusal(
+            &[
+                ("predicates", "p"),
+                ("predicates.p.type", "com.example.Custom"),
+            ],
+            "predicates.p.type",
+        );
+        refusal(
+            &[
+                ("predicates", "p"),
+                ("predicates.p.type", TOPIC),
+                ("predicates.p.pattern", "(?<=a)b"),
+            ],
+            "predicates.p.pattern",
+        );
+        refusal(
+            &[("transforms.outbox.predicate", "nope")],
+            "transforms.outbox.predicate",
+        );
+        refusal(
+            &[("transforms.outbox.negate", "true")],
+            "transforms.outbox.negate",
+        );
+        refusal(
+            &[
+                ("predicates", "p"),
+                ("predicates.p.type", TOMBSTONE),
+                ("transforms.outbox.predicate", "p"),
+                ("transforms.outbox.negate", "maybe"),
+            ],
+            "transforms.outbox.negate",
+        );
+        // A listed predicate no transform uses is checked, then unused.
+        let t = translate(&[
+            ("predicates", "p"),
+            ("predicates.p.type", TOMBSTONE),
+            ("predicates.q.type", TOMBSTONE),
+        ])
+        .unwrap();
+        assert!(t.ignored("predicates.q.type"));
+    }
 }
