@@ -26,29 +26,6 @@ const DOC: &str = include_str!("../../../docs/migration.md");
 const FIXTURE: &str = include_str!("../../../tests/data/debezium-keys.txt");
 const SERVER_BASE: &str = include_str!("../../../tests/data/debezium/application.properties");
 
-/// Keys issue 16 is making honoured (marked `@issue16` in the fixture): the
-/// behaviour check skips them while they are listed here. Once that work
-/// is merged, empty this list; a listed key that already behaves as its
-/// row says fails the test, so the list cannot outlive the work.
-const BEING_HONOURED: &[&str] = &[
-    "decimal.handling.mode",
-    "time.precision.mode",
-    "binary.handling.mode",
-    "interval.handling.mode",
-    "hstore.handling.mode",
-    "money.fraction.digits",
-    "schema.name.adjustment.mode",
-    "field.name.adjustment.mode",
-    "provide.transaction.metadata",
-    "topic.transaction",
-    "predicates",
-    "predicates.*",
-    "transforms.<router>.predicate",
-    "transforms.<router>.negate",
-    "debezium.predicates",
-    "debezium.predicates.*",
-];
-
 /// The translation's source files, each with the prefixes its keys carry
 /// in the rows (a producer key `acks` is the row `producer.acks`).
 const SOURCES: &[(&str, &str, &[&str])] = &[
@@ -231,7 +208,6 @@ struct Entry {
     tried: String,
     refused: Option<String>,
     setup: Vec<(String, String)>,
-    issue16: bool,
     line: usize,
 }
 
@@ -262,10 +238,6 @@ fn fixture() -> Vec<Entry> {
             continue;
         }
         let file = file.unwrap_or_else(|| panic!("debezium-keys.txt:{}: no section", i + 1));
-        let (line, issue16) = match line.strip_suffix("@issue16") {
-            Some(l) => (l.trim_end(), true),
-            None => (line, false),
-        };
         let (key, sample) = match line.split_once(" = ") {
             Some((k, s)) => (k.trim(), Some(s)),
             None => (line, None),
@@ -284,7 +256,6 @@ fn fixture() -> Vec<Entry> {
             tried,
             refused,
             setup,
-            issue16,
             line: i + 1,
         });
     }
@@ -426,13 +397,6 @@ fn every_fixture_key_has_a_row_that_says_what_the_translation_does() {
     let rows = doc_rows();
     let entries = fixture();
     let mut problems = Vec::new();
-    for listed in BEING_HONOURED {
-        if !entries.iter().any(|e| e.key == *listed && e.issue16) {
-            problems.push(format!(
-                "BEING_HONOURED lists {listed}, which the fixture does not mark @issue16"
-            ));
-        }
-    }
     // Each entry translates one to three configurations; spread them over
     // threads.
     let found: Vec<Vec<String>> = std::thread::scope(|scope| {
@@ -465,21 +429,6 @@ fn every_fixture_key_has_a_row_that_says_what_the_translation_does() {
             ));
             continue;
         };
-        if entry.issue16 && row.treatment != Treatment::Honoured {
-            problems.push(format!(
-                "{at}: issue 16 makes it honoured, but docs/migration.md:{} says {:?}",
-                row.line, row.treatment
-            ));
-        }
-        if BEING_HONOURED.contains(&entry.key.as_str()) {
-            if found.is_empty() {
-                problems.push(format!(
-                    "{at}: behaves as docs/migration.md:{} says; remove it from BEING_HONOURED",
-                    row.line
-                ));
-            }
-            continue;
-        }
         for p in found {
             problems.push(format!("{at} (docs/migration.md:{}): {p}", row.line));
         }

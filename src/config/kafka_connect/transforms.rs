@@ -238,7 +238,9 @@ fn decide_chain(
         return Err(c.unsupported(
             &router_key,
             format!(
-                "{cond} keeps the EventRouter off the delete tombstones (tombstones.on.delete                  is on): Debezium would publish them on {table_topic}, which walrelay does                  not; set tombstones.on.delete=false"
+                "{cond} keeps the EventRouter off the delete tombstones (tombstones.on.delete \
+                 is on): Debezium would publish them on {table_topic}, which walrelay does \
+                 not; set tombstones.on.delete=false"
             ),
         ));
     }
