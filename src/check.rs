@@ -2179,10 +2179,7 @@ fn check_topics(
         None => source.push_str("route values not checked"),
     }
     if config.heartbeat.interval_ms > 0 {
-        wanted.insert(format!(
-            "{}.{}",
-            config.heartbeat.topic_prefix, config.debezium.topic_prefix
-        ));
+        wanted.insert(config.heartbeat.topic(&config.debezium.topic_prefix));
     }
     let missing: Vec<&String> = wanted.iter().filter(|t| !md.topics.contains(*t)).collect();
     let existing = wanted.len() - missing.len();

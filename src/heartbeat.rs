@@ -107,7 +107,7 @@ impl HeartbeatRecord {
                 source,
             })?;
         let record = HeartbeatRecord {
-            topic: format!("{}.{}", heartbeat.topic_prefix, debezium.topic_prefix),
+            topic: heartbeat.topic(&debezium.topic_prefix),
             key,
             value_schema: struct_of(VALUE_SCHEMA_NAME, "ts_ms", Type::Int64),
             value_converter: Converter {
@@ -239,6 +239,10 @@ pub struct HeartbeatConfig {
     /// `topic.heartbeat.prefix`.
     #[serde(default = "default_heartbeat_topic_prefix")]
     pub topic_prefix: String,
+    /// `topic.heartbeat.name`: the whole topic name, instead of
+    /// `<topic_prefix>.<debezium.topic_prefix>`.
+    #[serde(default)]
+    pub topic_name: Option<String>,
 }
 
 impl Default for HeartbeatConfig {
@@ -247,6 +251,7 @@ impl Default for HeartbeatConfig {
             interval_ms: 0,
             action_query: None,
             topic_prefix: default_heartbeat_topic_prefix(),
+            topic_name: None,
         }
     }
 }
@@ -256,8 +261,27 @@ fn default_heartbeat_topic_prefix() -> String {
 }
 
 impl HeartbeatConfig {
+    /// The heartbeat topic of a connector whose `topic.prefix` is
+    /// `topic_prefix`: `topic_name`, else `<self.topic_prefix>.<topic_prefix>`.
+    pub fn topic(&self, topic_prefix: &str) -> String {
+        match &self.topic_name {
+            Some(name) => name.clone(),
+            None => format!("{}.{topic_prefix}", self.topic_prefix),
+        }
+    }
+
     /// Checks the section; the error names the key.
     pub fn validate(&self) -> Result<(), SettingError> {
+        if self
+            .topic_name
+            .as_deref()
+            .is_some_and(|n| n.trim().is_empty())
+        {
+            return Err(SettingError::invalid(
+                "heartbeat.topic_name",
+                "must not be empty",
+            ));
+        }
         if self.topic_prefix.trim().is_empty() {
             return Err(SettingError::invalid(
                 "heartbeat.topic_prefix",

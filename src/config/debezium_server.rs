@@ -62,6 +62,7 @@ const ENV_SOURCE_KEYS: &[&str] = &[
     "heartbeat.interval.ms",
     "heartbeat.action.query",
     "topic.heartbeat.prefix",
+    "topic.heartbeat.name",
 ];
 
 /// Producer keys an environment variable may set without the file.
@@ -481,11 +482,27 @@ fn translate_format(
     if let Some(v) = bool_of(&mut f, "header.schemas.enable")? {
         c.header_schemas_enable = v;
     }
-    for key in f.drain().into_keys() {
-        notes.ignore(
-            format!("debezium.format.{key}"),
-            "ignored: not a converter setting walrelay implements",
-        );
+    for (key, value) in f.drain() {
+        let setting = ["key.", "value.", "header."]
+            .iter()
+            .find_map(|role| key.strip_prefix(role))
+            .unwrap_or(&key);
+        match crate::config::kafka_connect::converters::byte_setting(setting, &value) {
+            Some(Err(why)) => {
+                return Err(ConfigError::Unsupported {
+                    key: format!("debezium.format.{key}"),
+                    reason: why,
+                })
+            }
+            Some(Ok(())) => notes.ignore(
+                format!("debezium.format.{key}"),
+                "ignored: it is at the value walrelay implements",
+            ),
+            None => notes.ignore(
+                format!("debezium.format.{key}"),
+                "ignored: not a converter setting walrelay implements",
+            ),
+        }
     }
     Ok(c)
 }

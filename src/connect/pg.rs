@@ -999,9 +999,26 @@ fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
             let d = parse_numeric(text("0.0")?)?;
             match pg {
                 PgType::Numeric { scale } => Value::Decimal(rescale(d, scale)),
+                // decimal.handling.mode double or string: Debezium converts
+                // the default as it converts a value.
+                PgType::NumericLoose { .. } => {
+                    decode(pg, &Bytes::copy_from_slice(text("0.0")?.as_bytes())).ok()?
+                }
                 // Structs cannot be defaults (KAFKA-12694): Debezium drops it.
                 _ => return None,
             }
+        }
+        // interval.handling.mode=numeric: Debezium's default converter
+        // parses the literal into a MicroDuration; under `string` it gives
+        // none (observed).
+        "interval" if pg == (PgType::Interval { iso: false }) => {
+            decode(pg, &Bytes::copy_from_slice(text("00:00:00")?.as_bytes())).ok()?
+        }
+        "date" if pg != PgType::Date => {
+            decode(pg, &Bytes::copy_from_slice(text("1970-01-01")?.as_bytes())).ok()?
+        }
+        "timestamp" if matches!(pg, PgType::TimestampIn(_)) => {
+            decode(pg, &Bytes::copy_from_slice(text("1970-01-01")?.as_bytes())).ok()?
         }
         "date" => {
             let (days, rest) = parse_date(text("1970-01-01")?)?;
@@ -1097,6 +1114,32 @@ mod tests {
             PgType::VariableNumeric
         );
         assert!(column_type(600, -1, None).is_none(), "point is not mapped");
+    }
+
+    #[test]
+    fn defaults_follow_the_type_modes() {
+        let with = |oid: u32, typmod: i32, expr: &str, m: TypeModes| {
+            column_type_with(oid, typmod, Some(&meta(true, Some(expr))), m)
+                .unwrap()
+                .schema
+                .default
+                .clone()
+        };
+        let mut double = TypeModes::default();
+        double.decimal_handling_mode = DecimalMode::Double;
+        let numeric_10_2 = ((10 << 16) | 2) + 4;
+        assert_eq!(
+            with(oid::NUMERIC, numeric_10_2, "1.5", double),
+            Some(Value::Float64(1.5))
+        );
+        let d = TypeModes::default();
+        assert_eq!(
+            with(oid::INTERVAL, -1, "'1 day'::interval", d),
+            Some(Value::Int64(86_400_000_000))
+        );
+        let mut iso = TypeModes::default();
+        iso.interval_handling_mode = IntervalMode::String;
+        assert_eq!(with(oid::INTERVAL, -1, "'1 day'::interval", iso), None);
     }
 
     #[test]

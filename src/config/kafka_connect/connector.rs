@@ -77,11 +77,11 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("snapshot.delay.ms", "ignored"),
     ("snapshot.max.threads", "ignored"),
     ("snapshot.isolation.mode", "ignored"),
+    ("snapshot.query.mode.custom.name", "ignored: only used with snapshot.query.mode=custom, which walrelay refuses"),
     ("snapshot.locking.mode", "ignored"),
     ("streaming.delay.ms", "ignored"),
     // Only the names of topics walrelay never writes (data-change topics
     // before EventRouter) or metrics.
-    ("topic.naming.strategy", "ignored: walrelay writes no data-change topics"),
     ("topic.cache.size", "ignored"),
     ("custom.metric.tags", "ignored: walrelay exposes its own metrics"),
     ("sourceinfo.struct.maker", "ignored: the source block never reaches the outbox record"),
@@ -96,7 +96,6 @@ pub(super) const IGNORED_CONNECTOR_KEYS: &[(&str, &str)] = &[
     ("signal.data.collection", "ignored: walrelay has no signal channel"),
     ("signal.enabled.channels", "ignored: walrelay has no signal channel"),
     ("signal.poll.interval.ms", "ignored: walrelay has no signal channel"),
-    ("notification.enabled.channels", "ignored: walrelay has no notifications"),
     ("notification.sink.topic.name", "ignored: walrelay has no notifications"),
     ("incremental.snapshot.chunk.size", "ignored: walrelay has no incremental snapshots"),
     ("incremental.snapshot.watermarking.strategy", "ignored: walrelay has no incremental snapshots"),
@@ -118,7 +117,6 @@ const IGNORED_CONNECTOR_PREFIXES: &[(&str, &str)] = &[
     ("topic.creation.", "ignored: walrelay does not create topics"),
     ("offset.storage.", OFFSETS_IN_SLOT),
     ("schema.history.internal.", "ignored: the PostgreSQL connector has no schema history"),
-    ("snapshot.include.collection.list", "ignored"),
     ("incremental.snapshot.", "ignored: walrelay has no incremental snapshots"),
     ("database.ssl", "ignored: walrelay reads database.sslmode, sslrootcert, sslcert, sslkey and sslpassword only"),
     ("driver.", "ignored: walrelay does not use JDBC"),
@@ -136,6 +134,14 @@ pub(super) const DEFAULT_ONLY_CONNECTOR_KEYS: &[(&str, &[&str], &str)] = &[
     ("lsn.flush.mode", &["connector", "connector_and_driver"], "walrelay always confirms the slot position itself"),
     ("flush.lsn.source", &["true"], "walrelay always confirms the slot position itself"),
     ("include.schema.comments", &["false"], "schemas would carry comments"),
+    // The strategy and the delimiter name the heartbeat and transaction
+    // topics and the table topic predicates see; walrelay names them as
+    // Debezium's two built-in strategies do with ".".
+    ("topic.naming.strategy", &["io.debezium.schema.SchemaTopicNamingStrategy", "io.debezium.schema.DefaultTopicNamingStrategy"], "another strategy names the heartbeat and transaction topics differently"),
+    ("topic.delimiter", &["."], "walrelay joins the heartbeat and transaction topic names (and the table topic predicates see) with \".\""),
+    ("transaction.metadata.factory", &["io.debezium.pipeline.txmetadata.DefaultTransactionMetadataFactory"], "another factory shapes the transaction records and blocks differently"),
+    // A custom snapshot query selects other rows than the whole table.
+    ("snapshot.query.mode", &["select_all"], "walrelay's snapshot selects every row of the outbox table"),
     ("datatype.propagate.source.type", &[""], "schemas would carry source type parameters"),
     ("publish.via.partition.root", &["false"], "walrelay does not create partition-root publications"),
     ("snapshot.select.statement.overrides", &[""], "walrelay snapshots the whole outbox table"),
@@ -530,12 +536,6 @@ pub(in crate::config) fn translate_connector(
     if let Some(topic) = c.take("topic.transaction") {
         draft.outbox.transaction_topic = topic;
     }
-    if draft.outbox.transaction_metadata && c.take("topic.delimiter").is_some_and(|d| d != ".") {
-        return Err(c.unsupported(
-            "topic.delimiter",
-            "with provide.transaction.metadata=true walrelay names the transaction topic <topic.prefix>.<topic.transaction>; leave topic.delimiter at \".\"",
-        ));
-    }
 
     translate_errors(c, draft, notes)?;
 
@@ -546,6 +546,50 @@ pub(in crate::config) fn translate_connector(
     draft.heartbeat.action_query = c.take("heartbeat.action.query").filter(|q| !q.is_empty());
     if let Some(prefix) = c.take("topic.heartbeat.prefix") {
         draft.heartbeat.topic_prefix = prefix;
+    }
+    // Debezium 3.6's full heartbeat topic name, which wins over the prefix.
+    draft.heartbeat.topic_name = c
+        .take("topic.heartbeat.name")
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty());
+
+    // A snapshot that leaves the outbox table out takes no rows in Debezium.
+    if let Some(list) = c.take("snapshot.include.collection.list") {
+        let list = list.trim();
+        let table = draft.outbox.table.as_str();
+        let harmless = list.is_empty()
+            || table.is_empty()
+            || draft.replication.snapshot_mode == SnapshotMode::NoData
+            || list
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case(table));
+        if !harmless {
+            return Err(c.unsupported(
+                "snapshot.include.collection.list",
+                format!("it does not name the outbox table {table}, so Debezium's snapshot would take none of its rows where walrelay's takes them all; remove it, list {table}, or set snapshot.mode=no_data"),
+            ));
+        }
+        notes.ignore(
+            c.name("snapshot.include.collection.list"),
+            "ignored: it names the outbox table (or nothing is snapshotted)",
+        );
+    }
+
+    // Notifications: the `sink` channel writes records to Kafka.
+    if let Some(channels) = c.take("notification.enabled.channels") {
+        if channels
+            .split(',')
+            .any(|ch| ch.trim().eq_ignore_ascii_case("sink"))
+        {
+            return Err(c.unsupported(
+                "notification.enabled.channels",
+                "the sink channel writes Debezium's notification records to Kafka, which walrelay does not; remove sink (log and jmx change nothing that reaches Kafka)",
+            ));
+        }
+        notes.ignore(
+            c.name("notification.enabled.channels"),
+            "ignored: walrelay has no notifications",
+        );
     }
 
     Ok(())

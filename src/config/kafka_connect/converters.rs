@@ -4,7 +4,9 @@
 //! [`ConvertersConfig`].
 //!
 //! Owns which converter classes walrelay implements; any other class is
-//! refused, other `<role>.converter.*` keys are ignored with a warning. It
+//! refused; `<role>.converter.*` settings that change the bytes
+//! (`decimal.format`, `replace.null.with.default`, `converter.encoding`) are
+//! accepted at Kafka's defaults only, the others ignored with a warning. It
 //! never logs a value, never puts a possibly secret value in an error, and
 //! never connects.
 
@@ -35,6 +37,30 @@ const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
 const BYTE_ARRAY_CONVERTER: &str = "org.apache.kafka.connect.converters.ByteArrayConverter";
 const BINARY_DATA_CONVERTER: &str = "io.debezium.converters.BinaryDataConverter";
 const SIMPLE_HEADER_CONVERTER: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
+
+/// Converter settings that change the bytes written, accepted only at the
+/// value walrelay's converters implement (Kafka's defaults).
+#[rustfmt::skip]
+const BYTE_SETTINGS: &[(&str, &[&str], &str)] = &[
+    ("decimal.format", &["BASE64"], "JsonConverter would write Decimal values as JSON numbers"),
+    ("replace.null.with.default", &["true"], "JsonConverter would write null where a field's schema has a default"),
+    ("converter.encoding", &["UTF-8", "UTF8"], "StringConverter would encode strings in another charset"),
+];
+
+/// `None` unless `setting` (a converter setting without the role) changes
+/// the bytes; then whether `value` is the one walrelay implements, or why not.
+pub(in crate::config) fn byte_setting(setting: &str, value: &str) -> Option<Result<(), String>> {
+    let (_, allowed, why) = BYTE_SETTINGS.iter().find(|(k, _, _)| *k == setting)?;
+    let value = value.trim();
+    Some(if allowed.iter().any(|a| a.eq_ignore_ascii_case(value)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{why}; walrelay implements {}",
+            allowed.join(" or ")
+        ))
+    })
+}
 
 /// Which converter roles a file set (so a connector's override can be told
 /// from the worker's).
@@ -67,9 +93,21 @@ pub(super) fn translate_converters(
                 c.invalid(&schemas_key, format!("{:?} is not true or false", v.trim()))
             })?),
         };
-        for extra in extras.keys() {
+        for (extra, value) in &extras {
+            let key = format!("{class_key}.{extra}");
+            match byte_setting(extra, value) {
+                Some(Err(why)) => return Err(c.unsupported(&key, why)),
+                Some(Ok(())) => {
+                    notes.ignore(
+                        c.name(&key),
+                        "ignored: it is at the value walrelay implements",
+                    );
+                    continue;
+                }
+                None => {}
+            }
             notes.ignore(
-                c.name(&format!("{class_key}.{extra}")),
+                c.name(&key),
                 "ignored: not a converter setting walrelay implements",
             );
         }

@@ -15,7 +15,7 @@
 //! value, puts a possibly secret value in an error, or connects to anything.
 
 pub(super) mod connector;
-mod converters;
+pub(super) mod converters;
 mod errors;
 pub(crate) mod event_router;
 pub(super) mod exactly_once;
@@ -324,6 +324,69 @@ impl Draft {
     }
 }
 
+/// The worker's `connector.client.config.override.policy`: which
+/// `producer.override.*` keys Kafka Connect lets a connector set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OverridePolicy {
+    /// `All`, Kafka Connect's default since 3.0.
+    All,
+    /// `None`: no override at all.
+    None,
+    /// `Principal`: the SASL JAAS config, mechanism and security protocol.
+    Principal,
+}
+
+impl OverridePolicy {
+    fn name(self) -> &'static str {
+        match self {
+            OverridePolicy::All => "All",
+            OverridePolicy::None => "None",
+            OverridePolicy::Principal => "Principal",
+        }
+    }
+
+    fn allows(self, key: &str) -> bool {
+        match self {
+            OverridePolicy::All => true,
+            OverridePolicy::None => false,
+            OverridePolicy::Principal => {
+                matches!(
+                    key,
+                    "sasl.jaas.config" | "sasl.mechanism" | "security.protocol"
+                )
+            }
+        }
+    }
+}
+
+/// Reads `connector.client.config.override.policy` (an alias or the class
+/// name of one of Kafka's three policies); another class is refused.
+fn override_policy(w: &mut Keys) -> Result<OverridePolicy, ConfigError> {
+    const KEY: &str = "connector.client.config.override.policy";
+    let Some(value) = w.take(KEY) else {
+        return Ok(OverridePolicy::All);
+    };
+    let alias = value
+        .trim()
+        .strip_prefix("org.apache.kafka.connect.connector.policy.")
+        .map(|c| {
+            c.strip_suffix("ConnectorClientConfigOverridePolicy")
+                .unwrap_or(c)
+        })
+        .unwrap_or(value.trim());
+    Ok(match alias {
+        "All" => OverridePolicy::All,
+        "None" => OverridePolicy::None,
+        "Principal" => OverridePolicy::Principal,
+        _ => {
+            return Err(w.unsupported(
+                KEY,
+                "walrelay implements Kafka Connect's All, None and Principal policies",
+            ))
+        }
+    })
+}
+
 /// Worker keys with a specific reason to be ignored.
 #[rustfmt::skip]
 const IGNORED_WORKER_PREFIXES: &[(&str, &str)] = &[
@@ -451,6 +514,7 @@ pub fn from_connect(
     translate_producer(producer, "producer.", &mut draft.kafka, &mut notes).map_err(worker_err)?;
     exactly_once::check_connect_producer(&draft.kafka).map_err(worker_err)?;
     let worker_eos = exactly_once::take_worker(&mut w).map_err(worker_err)?;
+    let policy = override_policy(&mut w).map_err(worker_err)?;
     for (key, _) in w.drain() {
         let why = IGNORED_WORKER_PREFIXES
             .iter()
@@ -482,6 +546,15 @@ pub fn from_connect(
         }
     }
     let overrides = c.take_prefixed("producer.override.");
+    if let Some(key) = overrides.keys().find(|k| !policy.allows(k)) {
+        return Err(connector_err(c.unsupported(
+            &format!("producer.override.{key}"),
+            format!(
+                "the worker's connector.client.config.override.policy={} does not allow it, so Kafka Connect refuses this connector; remove it or change the policy",
+                policy.name()
+            ),
+        )));
+    }
     translate_producer(
         overrides,
         "producer.override.",
