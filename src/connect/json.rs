@@ -15,6 +15,17 @@ pub const MAX_DEPTH: usize = 1000;
 /// surrogate pair (`\uD83D\uDE00`), everything else (including `/`, DEL
 /// and other non-ASCII) as is.
 pub fn write_string(out: &mut String, s: &str) {
+    write_jackson_string(out, s, true);
+}
+
+/// Like [`write_string`], as Jackson's character-based generator
+/// (`ObjectMapper.writeValueAsString`) writes it: characters outside the
+/// BMP as they are (only the UTF-8 byte generator escapes them).
+pub fn write_string_chars(out: &mut String, s: &str) {
+    write_jackson_string(out, s, false);
+}
+
+fn write_jackson_string(out: &mut String, s: &str, surrogates: bool) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
     let bytes = s.as_bytes();
@@ -31,7 +42,7 @@ pub fn write_string(out: &mut String, s: &str) {
             0..=0x1f => Some(""),
             // The lead byte of a character outside the BMP: Jackson's
             // generator writes it as an escaped UTF-16 surrogate pair.
-            0xf0..=0xf4 => Some("surrogates"),
+            0xf0..=0xf4 if surrogates => Some("surrogates"),
             _ => None,
         };
         if let Some(esc) = escape {

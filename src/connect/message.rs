@@ -28,6 +28,8 @@ use walrelay_proto::Lsn;
 
 use super::config::ConverterKind;
 use super::convert::{java_to_string, ConvertError, Converter};
+use super::pg_modes::BinaryMode;
+use super::pg_values::binary_text;
 use super::{Field, Schema, Type, Value};
 
 /// Suffix of the message topic after `topic.prefix`.
@@ -120,6 +122,8 @@ pub struct MessageEnvelope {
     database: Arc<str>,
     key_schema: Arc<Schema>,
     value_schema: Arc<Schema>,
+    /// `binary.handling.mode`: how the content is rendered.
+    binary: BinaryMode,
 }
 
 fn field(name: &str, schema: Schema) -> Field {
@@ -174,14 +178,19 @@ fn transaction_schema() -> Schema {
     super::transaction::block_schema()
 }
 
-/// `message`'s schema, for `binary.handling.mode=bytes` (the only mode the
-/// decode transform accepts and the only one walrelay supports).
-fn block_schema() -> Schema {
+/// `message`'s schema: the content is BYTES under
+/// `binary.handling.mode=bytes` (the only mode the decode transform
+/// accepts), a STRING under the others.
+fn block_schema(binary: BinaryMode) -> Schema {
+    let content = match binary {
+        BinaryMode::Bytes => Type::Bytes,
+        _ => Type::String,
+    };
     Schema::structure(
         None,
         vec![
             field("prefix", Schema::optional(Type::String)),
-            field("content", Schema::optional(Type::Bytes)),
+            field("content", Schema::optional(content)),
         ],
     )
     .named(BLOCK_SCHEMA_NAME, Some(1))
@@ -198,6 +207,12 @@ impl MessageEnvelope {
     /// The record of a connector with this `topic.prefix` on the database
     /// `database` (`database.dbname`, written as `source.db`).
     pub fn new(topic_prefix: &str, database: &str) -> Self {
+        MessageEnvelope::with_binary(topic_prefix, database, BinaryMode::Bytes)
+    }
+
+    /// Likewise, with the content rendered as `binary.handling.mode` says
+    /// (`LogicalDecodingMessageMonitor.convertContent`).
+    pub fn with_binary(topic_prefix: &str, database: &str, binary: BinaryMode) -> Self {
         let key_schema =
             Schema::structure(None, vec![field("prefix", Schema::optional(Type::String))])
                 .named(KEY_SCHEMA_NAME, Some(1));
@@ -208,7 +223,7 @@ impl MessageEnvelope {
                 field("ts_ms", Schema::optional(Type::Int64)),
                 field("source", source_schema()),
                 field("transaction", transaction_schema()),
-                field("message", block_schema()),
+                field("message", block_schema(binary)),
             ],
         )
         .named(VALUE_SCHEMA_NAME, Some(1));
@@ -218,6 +233,7 @@ impl MessageEnvelope {
             database: Arc::from(database),
             key_schema: Arc::new(key_schema),
             value_schema: Arc::new(value_schema),
+            binary,
         }
     }
 
@@ -263,7 +279,10 @@ impl MessageEnvelope {
         ]);
         let message = Value::Struct(vec![
             Value::string(m.prefix),
-            Value::Bytes(Bytes::copy_from_slice(m.content)),
+            match self.binary {
+                BinaryMode::Bytes => Value::Bytes(Bytes::copy_from_slice(m.content)),
+                mode => Value::string(binary_text(mode, m.content)),
+            },
         ]);
         (
             self.value_schema.clone(),
@@ -299,7 +318,7 @@ impl MessageEnvelope {
         now_ms: i64,
     ) -> Result<Option<Bytes>, ConvertError> {
         let (schema, value) = self.value(m, now_ms);
-        if converter.kind != ConverterKind::String {
+        if converter.kind != ConverterKind::String || self.binary != BinaryMode::Bytes {
             return converter.from_connect_data(Some(&schema), &value);
         }
         // Struct.toString of op, ts_ms, source and transaction (skipped

@@ -1014,6 +1014,8 @@ fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
         "interval" if pg == (PgType::Interval { iso: false }) => {
             decode(pg, &Bytes::copy_from_slice(text("00:00:00")?.as_bytes())).ok()?
         }
+        // A time default is converted as a value is, in every mode.
+        "time" => decode(pg, &Bytes::copy_from_slice(text("00:00:00")?.as_bytes())).ok()?,
         "date" if pg != PgType::Date => {
             decode(pg, &Bytes::copy_from_slice(text("1970-01-01")?.as_bytes())).ok()?
         }
@@ -1136,6 +1138,10 @@ mod tests {
         assert_eq!(
             with(oid::INTERVAL, -1, "'1 day'::interval", d),
             Some(Value::Int64(86_400_000_000))
+        );
+        assert_eq!(
+            with(oid::TIME, -1, "'12:34:56.789'::time without time zone", d),
+            Some(Value::Int64(45_296_789_000))
         );
         let mut iso = TypeModes::default();
         iso.interval_handling_mode = IntervalMode::String;

@@ -275,17 +275,18 @@ fn java_hash_map_order<V>(entries: Vec<(String, V)>) -> Vec<(String, V)> {
     keyed.into_iter().map(|(_, _, e)| e).collect()
 }
 
-/// The hstore as Debezium's json mode writes it (Jackson, compact).
+/// The hstore as Debezium's json mode writes it (Jackson's
+/// `writeValueAsString`, compact: characters outside the BMP unescaped).
 pub fn hstore_json(entries: &[(String, Option<String>)]) -> String {
     let mut out = String::from("{");
     for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        super::json::write_string(&mut out, k);
+        super::json::write_string_chars(&mut out, k);
         out.push(':');
         match v {
-            Some(v) => super::json::write_string(&mut out, v),
+            Some(v) => super::json::write_string_chars(&mut out, v),
             None => out.push_str("null"),
         }
     }

@@ -163,7 +163,11 @@ impl Router {
         self.message_form = form;
         self.message_non_transactional = non_transactional;
         self.message_envelope = (form == MessageForm::Envelope).then(|| {
-            let envelope = MessageEnvelope::new(&self.topic_prefix, database);
+            let envelope = MessageEnvelope::with_binary(
+                &self.topic_prefix,
+                database,
+                self.type_modes.binary_handling_mode,
+            );
             let topic: Arc<str> = Arc::from(envelope.topic());
             (envelope, topic)
         });

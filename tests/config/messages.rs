@@ -251,3 +251,20 @@ fn debezium_messages_only_without_decode_are_message_records() {
     table.retain(|k, _| !k.starts_with("transforms"));
     assert!(translate(table).is_err());
 }
+
+/// The decode transform reads a message's content as bytes: under another
+/// `binary.handling.mode` Debezium's task fails at the first message, so
+/// walrelay refuses the combination by the key's name; without the
+/// transform every mode is accepted (the `<prefix>.message` records then
+/// carry the content as Debezium's mode renders it).
+#[test]
+fn debezium_decode_needs_binary_bytes() {
+    for mode in ["base64", "base64-url-safe", "hex"] {
+        refused("binary.handling.mode", |m| {
+            m.insert("binary.handling.mode".into(), mode.into());
+        });
+    }
+    let mut bytes = message_connector();
+    bytes.insert("binary.handling.mode".into(), "bytes".into());
+    translate(bytes).expect("bytes is what the decode transform reads");
+}

@@ -786,6 +786,20 @@ const CASES: &[Case] = &[
         "types-hstore.sql",
         "types-hstore-feed.sql",
     ),
+    // binary.handling.mode on the `<topic.prefix>.message` records: the
+    // content as a Base64 or hex STRING.
+    msg(
+        "types-msg-base64",
+        End::Records(11),
+        "msg-envelope-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
+    msg(
+        "types-msg-hex",
+        End::Records(11),
+        "msg-envelope-feed.sql",
+        MSG_ENVELOPE_TOPICS,
+    ),
     // provide.transaction.metadata=true (docs/migration.md, "Transaction
     // metadata"): BEGIN and END of every transaction,
     // whether its events survive the EventRouter or not.

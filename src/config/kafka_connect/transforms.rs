@@ -67,6 +67,18 @@ pub(in crate::config) fn translate_transforms(
         None => None,
         Some(d) => Some(decode_options(c, d, &name, &predicates, notes)?),
     };
+    // The decode transform reads the content as bytes; under another
+    // binary.handling.mode Debezium gives it a string and its task fails
+    // at the first message.
+    if decode.is_some()
+        && draft.debezium.column_types.binary_handling_mode
+            != crate::connect::pg_modes::BinaryMode::Bytes
+    {
+        return Err(c.unsupported(
+            "binary.handling.mode",
+            "DecodeLogicalDecodingMessageContent needs the message content as bytes (Debezium's task fails at the first message otherwise); leave binary.handling.mode at bytes",
+        ));
+    }
     let prefix = format!("transforms.{name}.");
     let mut options = c.take_prefixed(&prefix);
     let type_key = format!("{prefix}type");
