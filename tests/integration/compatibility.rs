@@ -25,7 +25,8 @@
 //! walrelay to a private one started for this test, and the two worker files
 //! differ only in `bootstrap.servers`, the two connector files only in
 //! `slot.name`/`publication.name` (one slot each on the same database: both
-//! decode the same transactions). Topics are created beforehand with 6
+//! decode the same transactions) and, on a shared worker, Debezium's
+//! connector `name` (below). Topics are created beforehand with 6
 //! partitions on both brokers, so the partition shows which key bytes each
 //! producer hashed.
 //!
@@ -76,9 +77,9 @@
 //! worker of its own started with the file, so Java reads it, as before.
 //! Debezium names its JMX beans after `topic.prefix`, so two cases with the
 //! same prefix never run on one worker at once; the scheduler runs the
-//! longest such chain first. A worker that dies fails its cases with the end
-//! of its log. Each case's `debezium/log` holds its connector's lines of the
-//! worker's log; the workers' own directories (`walrelay-compat-workers-*`:
+//! longest work first (such chains, and cases that start a worker). A
+//! worker that dies fails its cases with the end of its log. Each case's
+//! `debezium/log` holds its connector's lines of the worker's log; the workers' own directories (`walrelay-compat-workers-*`:
 //! worker file, log, offsets) are kept with `WALRELAY_COMPAT_KEEP=1` or
 //! when the suite fails.
 //!
@@ -2124,9 +2125,12 @@ async fn run_all(
         plans.len(),
         workers.len()
     );
-    // Cases of one worker with one topic.prefix run one after another: the
-    // longest such chain goes first, then cases whose worker is up (or
-    // starting), then the order of CASES.
+    // Cases of one worker with one topic.prefix run one after another.
+    // Longest work first: a chain of such cases weighs WARM each, a case
+    // whose worker nobody has started yet COLD more (the JVM start; about
+    // the seconds each took on 2 busy cores); ties go by the order of CASES.
+    const WARM: usize = 10;
+    const COLD: usize = 30;
     let lane = |i: usize| (keys[i].clone(), plans[i].prefix.clone());
     let mut pending: Vec<usize> = (0..plans.len()).collect();
     let mut busy: HashSet<(String, String)> = HashSet::new();
@@ -2141,7 +2145,8 @@ async fn run_all(
                 .filter(|(_, &i)| !busy.contains(&lane(i)))
                 .max_by_key(|(pos, &i)| {
                     let chain = pending.iter().filter(|&&j| lane(j) == lane(i)).count();
-                    (chain, workers[&keys[i]].used, std::cmp::Reverse(*pos))
+                    let cold = if workers[&keys[i]].used { 0 } else { COLD };
+                    (chain * WARM + cold, std::cmp::Reverse(*pos))
                 })
                 .map(|(pos, &i)| (pos, i));
             let Some((pos, i)) = best else { break };
