@@ -113,7 +113,7 @@
 //! Environment: `scripts/env.sh up`, then
 //! `cargo test --test integration compatibility::`.
 //! `WALRELAY_COMPAT_CASES=a,b` runs only those cases,
-//! `WALRELAY_COMPAT_PARALLEL` sets how many cases run at once (default 3),
+//! `WALRELAY_COMPAT_PARALLEL` sets how many cases run at once (default 4),
 //! `WALRELAY_COMPAT_KEEP=1` keeps every case's files and logs and the
 //! workers' directories.
 
@@ -2248,7 +2248,7 @@ async fn debezium_and_walrelay_produce_identical_records() {
     let parallel: usize = std::env::var("WALRELAY_COMPAT_PARALLEL")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(4)
         .max(1);
     let t0 = Instant::now();
     let plans: Vec<Arc<Plan>> = selected
@@ -2312,4 +2312,40 @@ async fn debezium_and_walrelay_produce_identical_records() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Connector files are read here only where the reading is beyond doubt;
+/// everything else is left to Java (a worker of its own).
+#[test]
+fn connector_files_read_here_or_left_to_java() {
+    let props = simple_properties("# c\n! c\n\n  name=\t a b \r\nk=\nx=y=z\n").expect("simple");
+    assert_eq!(props["name"], "a b ");
+    assert_eq!(props["k"], "");
+    assert_eq!(props["x"], "y=z");
+    for doubtful in [
+        "a\\\n=b",
+        "a:b",
+        "a b",
+        "a = b",
+        "a\n=b",
+        "flag",
+        "a=\\u0041",
+        "a=\u{e9}",
+        "a=b\rc=d",
+    ] {
+        assert_eq!(simple_properties(doubtful), None, "{doubtful:?}");
+    }
+    let flat = json_connector(r#"{"name": "n", "k": "v"}"#).expect("flat");
+    assert_eq!((flat["name"].as_str(), flat["k"].as_str()), ("n", "v"));
+    let rest = json_connector(r#"{"name": "n", "config": {"k": "v"}}"#).expect("REST form");
+    assert_eq!((rest["name"].as_str(), rest["k"].as_str()), ("n", "v"));
+    for doubtful in [
+        r#"{"name": "n", "k": 1}"#,
+        r#"{"k": "v"}"#,
+        r#"{"name": "n", "config": {"name": "m"}}"#,
+        r#"{"name": "n", "config": {}, "initial_state": "PAUSED"}"#,
+        r#"{"name": "n", "config": {"k": true}}"#,
+    ] {
+        assert_eq!(json_connector(doubtful), None, "{doubtful}");
+    }
 }
