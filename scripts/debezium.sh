@@ -6,8 +6,11 @@
 #
 # Usage:
 #   debezium.sh fetch                       resolve the jars once (offline afterwards)
-#   debezium.sh standalone DIR WORKER CONN  start ConnectStandalone in the background;
-#                                           CONN is a .properties or REST-form .json file
+#   debezium.sh standalone DIR WORKER [CONN ...]
+#                                           start ConnectStandalone in the background;
+#                                           each CONN is a .properties or REST-form .json
+#                                           file; with none, connectors come through the
+#                                           REST API (http://127.0.0.1:$(cat DIR/rest_port))
 #   debezium.sh stop DIR                    SIGTERM, up to 30 s, then SIGKILL
 #   debezium.sh kill DIR                    SIGKILL (fault tests)
 #   debezium.sh status DIR                  prints "running PID" (exit 0) or "stopped" (exit 3)
@@ -18,6 +21,9 @@
 #
 # DIR layout: worker.properties (WORKER plus the overrides below), log4j2.xml,
 # log (stdout of the JVM), pid, rest_port, offsets (offset.storage.file.filename).
+# Log lines of a connector or task carry Connect's connector context after the
+# level, e.g. `[NAME|task-0] ` (Debezium's own threads inherit it), so several
+# connectors on one worker can be told apart in DIR/log.
 # The overrides: offset.storage.file.filename=DIR/offsets and a loopback REST
 # listener on a free port, always; unless WORKER sets them, plugin.path=
 # <cache>/plugin, plugin.discovery=service_load (skips a reflection scan of
@@ -68,7 +74,7 @@ WORKER_JAVA_OPTS=("${HEAP_OPTS[@]}" -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true -Dfile.encoding=UTF-8)
 
 usage() {
-    sed -n '7,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '7,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -238,7 +244,7 @@ write_worker_config() {
 <Configuration status="warn">
   <Appenders>
     <Console name="stdout" target="SYSTEM_OUT">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+      <PatternLayout pattern="[%d] %p %X{connector.context}%m (%c)%n"/>
     </Console>
   </Appenders>
   <Loggers>
@@ -281,15 +287,20 @@ wait_exit() {
 
 cmd_standalone() {
     local dir worker connector rest_port pid
+    local -a connectors=()
     dir=$(abs_path "$1")
     worker=$(abs_path "$2")
-    connector=$(abs_path "$3")
+    shift 2
     [[ -f "$worker" ]] || die "worker file $worker does not exist"
-    [[ -f "$connector" ]] || die "connector file $connector does not exist"
-    case "$connector" in
-        *.properties | *.json) ;;
-        *) die "connector file $connector must end in .properties or .json" ;;
-    esac
+    for connector in "$@"; do
+        connector=$(abs_path "$connector")
+        [[ -f "$connector" ]] || die "connector file $connector does not exist"
+        case "$connector" in
+            *.properties | *.json) ;;
+            *) die "connector file $connector must end in .properties or .json" ;;
+        esac
+        connectors+=("$connector")
+    done
     mkdir -p "$dir"
     [[ "$worker" != "$dir/worker.properties" ]] ||
         die "$worker is the file this script writes; keep the worker file outside $dir or rename it"
@@ -309,7 +320,7 @@ cmd_standalone() {
         trap '' HUP
         exec java "${WORKER_JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$dir/log4j2.xml" \
             -cp "$CONNECT_LIBS/*" org.apache.kafka.connect.cli.ConnectStandalone \
-            "$dir/worker.properties" "$connector"
+            "$dir/worker.properties" "${connectors[@]}"
     ) </dev/null >>"$dir/log" 2>&1 &
     pid=$!
     printf '%s\n' "$pid" >"$dir/pid"
@@ -422,7 +433,7 @@ main() {
             printf 'classpath=%s/*\nplugin.path=%s\n' "$CONNECT_LIBS" "$PLUGIN_PATH"
             ;;
         standalone)
-            (($# == 3)) || usage
+            (($# >= 2)) || usage
             cmd_standalone "$@"
             ;;
         stop | kill | status)

@@ -365,7 +365,7 @@ run_msg_scenario() {
     fi
     dump 100000 30000 "${dump_topics[@]}" 2>/dev/null | sort_records >"$dir/records.jsonl" || true
     # The task's failure, if any: the first exception and its causes.
-    grep -E '^([a-z0-9_$]+\.)+[A-Za-z0-9_$]*(Exception|Error)|^Caused by: |ERROR WorkerSourceTask' "$dir/worker/log" |
+    grep -E '^([a-z0-9_$]+\.)+[A-Za-z0-9_$]*(Exception|Error)|^Caused by: |ERROR (\[[^]]*\] )?WorkerSourceTask' "$dir/worker/log" |
         grep -vE "$NOISE" | head -n 12 >"$dir/errors.txt" || true
     psql -X -At -d "$PG_URL" -c "select lsn, coalesce(xid::text, ''), encode(data, 'hex') from pg_logical_slot_peek_binary_changes('$peek', null, null, 'proto_version', '1', 'publication_names', '$slot', 'messages', 'true')" |
         decode_pgoutput >"$dir/pgoutput.txt" || true

@@ -25,7 +25,8 @@
 //! walrelay to a private one started for this test, and the two worker files
 //! differ only in `bootstrap.servers`, the two connector files only in
 //! `slot.name`/`publication.name` (one slot each on the same database: both
-//! decode the same transactions). Topics are created beforehand with 6
+//! decode the same transactions) and, on a shared worker, Debezium's
+//! connector `name` (below). Topics are created beforehand with 6
 //! partitions on both brokers, so the partition shows which key bytes each
 //! producer hashed.
 //!
@@ -50,8 +51,37 @@
 //! relay); topic, partition, key bytes, the rest of the value bytes and the
 //! headers must be equal.
 //!
-//! Fatal cases (`End::Fatal`) wait until Debezium's task has failed and
-//! walrelay has exited, then compare what each delivered before.
+//! Fatal cases (`End::Fatal`) wait until Connect reports Debezium's task
+//! FAILED (REST status) and walrelay has exited, then compare what each
+//! delivered before.
+//!
+//! Debezium's workers. Starting a Kafka Connect worker is most of a case's
+//! time (about 12 s of JVM start-up before the connector even starts), so
+//! cases whose Debezium worker file reads the same after substitution share
+//! one long-lived standalone worker (`debezium.sh standalone DIR WORKER`
+//! with no connector file), started by the first case that needs it and
+//! stopped after the last ([`run_all`]; drop guards stop it on a panic, and
+//! the script's watchdog if this process dies). Each case adds its connector
+//! through Connect's REST API (`PUT /connectors/<name>/config`), waits until
+//! the slot is active and the connector's task logged Debezium's
+//! "Processing messages" (log lines carry Connect's `[<name>|task-0]`
+//! context), watches `GET /connectors/<name>/status` for a FAILED connector
+//! or task, and deletes the connector afterwards (`DELETE`, which stops the
+//! task and frees the slot) before dropping its slots. What the worker got
+//! is the case's files unchanged but for the connector's `name`, made unique
+//! per case (Connect's name reaches no record: `__debezium.context.connectorName`
+//! is the connector type, and walrelay's files keep the old name, so the
+//! comparison would show it). The connector file is read here only where
+//! the reading is beyond doubt (`key=value` ASCII properties, JSON of
+//! strings; [`simple_properties`], [`json_connector`]); any other file gets a
+//! worker of its own started with the file, so Java reads it, as before.
+//! Debezium names its JMX beans after `topic.prefix`, so two cases with the
+//! same prefix never run on one worker at once; the scheduler runs the
+//! longest work first (such chains, and cases that start a worker). A
+//! worker that dies fails its cases with the end of its log. Each case's
+//! `debezium/log` holds its connector's lines of the worker's log; the workers' own directories (`walrelay-compat-workers-*`:
+//! worker file, log, offsets) are kept with `WALRELAY_COMPAT_KEEP=1` or
+//! when the suite fails.
 //!
 //! The `msg-*` cases feed the logical-message outbox
 //! (`pg_logical_emit_message`, `tests/compat/cases/msg-*.sql`). The shared
@@ -85,13 +115,14 @@
 //! Environment: `scripts/env.sh up`, then
 //! `cargo test --test integration compatibility::`.
 //! `WALRELAY_COMPAT_CASES=a,b` runs only those cases,
-//! `WALRELAY_COMPAT_PARALLEL` sets how many run at once (default 3),
-//! `WALRELAY_COMPAT_KEEP=1` keeps every case's files and logs.
+//! `WALRELAY_COMPAT_PARALLEL` sets how many cases run at once (default 4),
+//! `WALRELAY_COMPAT_KEEP=1` keeps every case's files and logs and the
+//! workers' directories.
 
 use crate::common;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::ffi::OsStr;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -992,10 +1023,6 @@ struct Outcome {
     seconds: f64,
 }
 
-fn pg_url() -> String {
-    pg_url_of("postgres")
-}
-
 fn pg_url_of(database: &str) -> String {
     format!(
         "host=127.0.0.1 port={} user=postgres dbname={database}",
@@ -1030,18 +1057,20 @@ fn psql_c(sql: &str) -> Result<String, String> {
     psql(&[OsStr::new("-c"), OsStr::new(sql)])
 }
 
-fn substitute(text: &str, vars: &[(&str, &str)]) -> String {
+fn substitute<V: AsRef<str>>(text: &str, vars: &[(&str, V)]) -> String {
     let mut out = text.to_string();
     for (k, v) in vars {
-        out = out.replace(k, v);
+        out = out.replace(k, v.as_ref());
     }
     out
 }
 
 /// A case's processes and database objects; removed on drop, panics or not.
 struct Running {
-    dbz_dir: PathBuf,
-    dbz_started: bool,
+    /// Debezium's connector: deleted (its task stops and lets go of the
+    /// slot), its lines of the worker's log copied to `dbz_log`.
+    connector: Option<Connector>,
+    dbz_log: PathBuf,
     walrelay: Option<Child>,
     slots: Vec<String>,
     table: String,
@@ -1051,6 +1080,19 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // Blocking work (a DELETE waits for the task to stop): off the
+        // runtime's threads when there is one.
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.clean_up())
+            }
+            _ => self.clean_up(),
+        }
+    }
+}
+
+impl Running {
+    fn clean_up(&mut self) {
         if let Some(child) = &mut self.walrelay {
             if matches!(child.try_wait(), Ok(None)) {
                 let _ = Command::new("kill")
@@ -1065,13 +1107,30 @@ impl Drop for Running {
             let _ = child.kill();
             let _ = child.wait();
         }
-        if self.dbz_started {
-            let _ = Command::new(repo().join("scripts/debezium.sh"))
-                .arg("stop")
-                .arg(&self.dbz_dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .status();
+        if let Some(c) = self.connector.take() {
+            if c.worker.alive() {
+                match rest(
+                    c.worker.port,
+                    "DELETE",
+                    &format!("/connectors/{}", c.name),
+                    None,
+                ) {
+                    Ok((204 | 200, _)) => {}
+                    Ok((status, body)) => {
+                        eprintln!("warning: DELETE connector {}: {status} {body}", c.name)
+                    }
+                    Err(e) => eprintln!("warning: DELETE connector {}: {e}", c.name),
+                }
+            }
+            let text = format!(
+                "# The lines of connector {} in {}\n{}",
+                c.name,
+                c.worker.log().display(),
+                c.log()
+            );
+            if let Err(e) = std::fs::write(&self.dbz_log, text) {
+                eprintln!("warning: write {}: {e}", self.dbz_log.display());
+            }
         }
         for slot in &self.slots {
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -1485,13 +1544,564 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-async fn run_case(case: &'static Case, ctx: Arc<Ctx>) -> Outcome {
+/// The line Debezium's PostgreSQL connector logs once `START_REPLICATION`
+/// is out (the slot is already active while it waits for a consistent
+/// point, and what commits before that point is never decoded).
+const STREAMING_LINE: &str =
+    "Processing messages (io.debezium.connector.postgresql.PostgresStreamingChangeEventSource)";
+/// How long a worker has to answer on REST, and a connector to stream.
+const WORKER_START: Duration = Duration::from_secs(180);
+const CONNECTOR_START: Duration = Duration::from_secs(120);
+
+/// One request to a worker's REST API: HTTP/1.0 on loopback, so one
+/// connection per request and the body runs to EOF. Blocking.
+fn rest(port: u16, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String), String> {
+    use std::io::{Read, Write};
+    let what = format!("{method} http://127.0.0.1:{port}{path}");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("{what}: {e}"))?;
+    // Connect answers within its own request timeout (90 s).
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .map_err(|e| format!("{what}: {e}"))?;
+    let body = body.unwrap_or("");
+    let request = format!(
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes())
+        .map_err(|e| format!("{what}: {e}"))?;
+    let mut response = Vec::new();
+    s.read_to_end(&mut response)
+        .map_err(|e| format!("{what}: {e}"))?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("{what}: not an HTTP response: {text:?}"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("{what}: no status in {head:?}"))?;
+    Ok((status, body.to_string()))
+}
+
+/// [`rest`] off the runtime's threads (a DELETE waits for the task to stop).
+async fn rest_async(
+    port: u16,
+    method: &'static str,
+    path: String,
+    body: Option<String>,
+) -> Result<(u16, String), String> {
+    tokio::task::spawn_blocking(move || rest(port, method, &path, body.as_deref()))
+        .await
+        .map_err(|e| format!("REST call panicked: {e}"))?
+}
+
+/// A connector `.properties` file as `java.util.Properties` reads it, for
+/// the subset whose reading is beyond doubt: ASCII, `key=value` lines,
+/// `#`/`!` comments and blank lines. Anything else (a backslash escape or
+/// continuation, a `:` or blank separator, a lone CR, non-ASCII bytes, which
+/// Java reads as ISO-8859-1) gives None: the case then gets a worker of its
+/// own started with the file, so Java's reading of it stays the reference.
+fn simple_properties(text: &str) -> Option<BTreeMap<String, String>> {
+    if !text.is_ascii() || text.contains('\\') {
+        return None;
+    }
+    let text = text.replace("\r\n", "\n");
+    if text.contains('\r') {
+        return None;
+    }
+    let blank = |c: char| matches!(c, ' ' | '\t' | '\x0c');
+    let mut out = BTreeMap::new();
+    for line in text.split('\n') {
+        let line = line.trim_start_matches(blank);
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let end = line.find(|c: char| c == '=' || c == ':' || blank(c))?;
+        if end == 0 || !line[end..].starts_with('=') {
+            return None;
+        }
+        let value = line[end + 1..].trim_start_matches(blank);
+        out.insert(line[..end].to_string(), value.to_string());
+    }
+    Some(out)
+}
+
+/// A connector `.json` file as ConnectStandalone reads it: a flat object of
+/// strings with `name`, or the REST form `{"name", "config"}`. Anything else
+/// (numbers or booleans Jackson would turn into text, `initial_state`, a
+/// `config.name` that differs) gives None, as [`simple_properties`] does.
+fn json_connector(text: &str) -> Option<BTreeMap<String, String>> {
+    use serde_json::{Map, Value};
+    let strings = |o: &Map<String, Value>| -> Option<BTreeMap<String, String>> {
+        o.iter()
+            .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+            .collect()
+    };
+    let value: Value = serde_json::from_str(text).ok()?;
+    let object = value.as_object()?;
+    if let Some(flat) = strings(object) {
+        return flat.contains_key("name").then_some(flat);
+    }
+    if object.keys().any(|k| k != "name" && k != "config") {
+        return None;
+    }
+    let name = object.get("name")?.as_str()?.to_string();
+    let mut config = strings(object.get("config")?.as_object()?)?;
+    if config.get("name").is_some_and(|n| *n != name) {
+        return None;
+    }
+    config.insert("name".into(), name);
+    Some(config)
+}
+
+/// A Kafka Connect standalone worker started by `debezium.sh standalone`;
+/// stopped on drop (and by the script's watchdog if this process dies).
+struct Worker {
+    dir: PathBuf,
+    port: u16,
+    pid: u32,
+}
+
+impl Worker {
+    /// Starts a worker in `dir` from the worker file `worker` and the
+    /// connector files `connectors` (none: connectors come through REST),
+    /// and waits until its REST API answers. Blocking.
+    fn start(dir: &Path, worker: &Path, connectors: &[PathBuf]) -> Result<Worker, String> {
+        let t0 = Instant::now();
+        for attempt in 1.. {
+            let out = Command::new(repo().join("scripts/debezium.sh"))
+                .arg("standalone")
+                .arg(dir)
+                .arg(worker)
+                .args(connectors)
+                .env("WALRELAY_OWNER_PID", std::process::id().to_string())
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run debezium.sh: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "debezium.sh standalone {} failed ({}):\n{}",
+                    dir.display(),
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            let read = |f: &str| -> Result<String, String> {
+                std::fs::read_to_string(dir.join(f))
+                    .map(|s| s.trim().to_string())
+                    .map_err(|e| format!("read {}/{f}: {e}", dir.display()))
+            };
+            let number = |f: &str| -> Result<u64, String> {
+                let text = read(f)?;
+                text.parse()
+                    .map_err(|_| format!("{}/{f} holds no number: {text:?}", dir.display()))
+            };
+            let w = Worker {
+                dir: dir.to_path_buf(),
+                port: number("rest_port")? as u16,
+                pid: number("pid")? as u32,
+            };
+            let deadline = Instant::now() + WORKER_START;
+            loop {
+                if !w.alive() {
+                    let log = w.log_tail(40);
+                    // debezium.sh picks a free port; another process may take
+                    // it before Jetty binds.
+                    if log.contains("Address already in use") && attempt < 3 {
+                        break;
+                    }
+                    return Err(format!(
+                        "the Debezium worker in {} exited before its REST API answered:\n{log}",
+                        dir.display()
+                    ));
+                }
+                if let Ok((200, body)) = rest(w.port, "GET", "/connectors", None) {
+                    // A worker started with connector files has created them
+                    // (or exited) before it lists them.
+                    if connectors.is_empty() || body.trim() != "[]" {
+                        eprintln!(
+                            "debezium worker {} ready in {:.0} s",
+                            dir.display(),
+                            t0.elapsed().as_secs_f64()
+                        );
+                        return Ok(w);
+                    }
+                }
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "the Debezium worker in {} did not answer on REST within {} s:\n{}",
+                        dir.display(),
+                        WORKER_START.as_secs(),
+                        w.log_tail(40)
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        }
+        unreachable!("the start loop returns")
+    }
+
+    /// The JVM still runs (the pid is not recycled: its command line names
+    /// this worker's file, as `debezium.sh status` checks).
+    fn alive(&self) -> bool {
+        let file = format!("{}/worker.properties", self.dir.display());
+        std::fs::read(format!("/proc/{}/cmdline", self.pid))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&file))
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.join("log")
+    }
+
+    fn log_len(&self) -> u64 {
+        std::fs::metadata(self.log()).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// The log from byte `offset` on.
+    fn log_since(&self, offset: u64) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut text = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(self.log()) {
+            if f.seek(SeekFrom::Start(offset)).is_ok() {
+                let _ = f.read_to_end(&mut text);
+            }
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        tail(&self.log(), lines)
+    }
+
+    /// An error unless the JVM runs, with the end of its log.
+    fn check_alive(&self) -> Result<(), String> {
+        if self.alive() {
+            return Ok(());
+        }
+        Err(format!(
+            "the Debezium worker in {} (pid {}) died; the end of its log:\n{}",
+            self.dir.display(),
+            self.pid,
+            self.log_tail(40)
+        ))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("scripts/debezium.sh"))
+            .arg("stop")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status();
+    }
+}
+
+/// A worker shared by cases: started by the first case that needs it.
+type WorkerCell = Arc<tokio::sync::OnceCell<Result<Arc<Worker>, String>>>;
+
+/// Where a case's worker comes from.
+#[derive(Clone)]
+struct WorkerSlot {
+    cell: WorkerCell,
+    /// The worker's directory; its worker file sits next to it.
+    dir: PathBuf,
+}
+
+/// A case's connector on a worker.
+struct Connector {
+    worker: Arc<Worker>,
+    name: String,
+    /// Where the worker's log stood when the connector was created.
+    log_from: u64,
+}
+
+impl Connector {
+    /// The worker's log since the connector was created, cut to the lines
+    /// of this connector (its context `[NAME|...]` or its name) and the
+    /// lines that continue them (stack traces, multi-line config dumps).
+    fn log(&self) -> String {
+        let text = self.worker.log_since(self.log_from);
+        let mut out = String::new();
+        let mut keep = false;
+        for line in text.lines() {
+            if line.starts_with('[') {
+                keep = line.contains(&self.name);
+            }
+            if keep {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn log_tail(&self, lines: usize) -> String {
+        let text = self.log();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// The trace of the connector or its task if Connect reports it FAILED.
+    async fn failure(&self) -> Result<Option<String>, String> {
+        self.worker.check_alive()?;
+        let (status, body) = rest_async(
+            self.worker.port,
+            "GET",
+            format!("/connectors/{}/status", self.name),
+            None,
+        )
+        .await?;
+        if status != 200 {
+            // Not listed yet, or the worker is busy: ask again.
+            return Ok(None);
+        }
+        let v: serde_json::Value = serde_json::from_str(&body)
+            .map_err(|e| format!("status of {}: {e}: {body}", self.name))?;
+        let states =
+            std::iter::once(&v["connector"]).chain(v["tasks"].as_array().into_iter().flatten());
+        for s in states {
+            if s["state"] == "FAILED" {
+                return Ok(Some(
+                    s["trace"].as_str().unwrap_or("(no trace)").to_string(),
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Waits until the connector streams from `slot`: the slot is active and
+    /// the connector's task logged [`STREAMING_LINE`]; a FAILED status or a
+    /// dead worker ends the wait.
+    async fn wait_streaming(&self, slot: &str) -> Result<(), String> {
+        let deadline = Instant::now() + CONNECTOR_START;
+        let line = format!("|task-0] {STREAMING_LINE}");
+        let context = format!("[{}|", self.name);
+        loop {
+            if let Some(trace) = self.failure().await? {
+                return Err(format!(
+                    "Debezium's connector {} failed before streaming:\n{trace}\n--- its log ---\n{}",
+                    self.name,
+                    self.log_tail(40)
+                ));
+            }
+            let active = psql_c(&format!(
+                "select active from pg_replication_slots where slot_name = '{slot}'"
+            ))
+            .unwrap_or_default();
+            let active = active.trim();
+            if active == "t"
+                && self
+                    .worker
+                    .log_since(self.log_from)
+                    .lines()
+                    .any(|l| l.contains(&context) && l.contains(&line))
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "Debezium's connector {} was not streaming from slot {slot} within {} s (slot active: {:?}):\n{}",
+                    self.name,
+                    CONNECTOR_START.as_secs(),
+                    if active.is_empty() { "absent" } else { active },
+                    self.log_tail(40)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+/// Gets the case's worker (starting it if it is the first case of its
+/// worker file) and creates the case's connector on it.
+async fn start_connector(
+    plan: Arc<Plan>,
+    slot: WorkerSlot,
+    input: PathBuf,
+) -> Result<Connector, String> {
+    let shared = plan.rest.is_some();
+    let init = || async {
+        let (dir, worker_file) = (slot.dir.clone(), slot.dir.with_extension("properties"));
+        std::fs::write(&worker_file, &plan.dbz_worker)
+            .map_err(|e| format!("write {}: {e}", worker_file.display()))?;
+        let connectors = if shared {
+            Vec::new()
+        } else {
+            vec![input.join(&plan.conn_name)]
+        };
+        tokio::task::spawn_blocking(move || Worker::start(&dir, &worker_file, &connectors))
+            .await
+            .map_err(|e| format!("worker start panicked: {e}"))?
+            .map(Arc::new)
+    };
+    let worker = slot.cell.get_or_init(init).await.clone()?;
+    worker.check_alive()?;
+    match &plan.rest {
+        Some(config) => {
+            let name = config["name"].clone();
+            let log_from = worker.log_len();
+            let body = serde_json::to_string(config).expect("a map of strings serializes");
+            let (status, answer) = rest_async(
+                worker.port,
+                "PUT",
+                format!("/connectors/{name}/config"),
+                Some(body),
+            )
+            .await?;
+            let connector = Connector {
+                worker,
+                name,
+                log_from,
+            };
+            if status != 201 {
+                return Err(format!(
+                    "the Debezium worker refused connector {} ({status}): {answer}\n--- its log ---\n{}",
+                    connector.name,
+                    connector.log_tail(40)
+                ));
+            }
+            Ok(connector)
+        }
+        None => {
+            let (_, listed) = rest_async(worker.port, "GET", "/connectors".into(), None).await?;
+            let names: Vec<String> = serde_json::from_str(&listed)
+                .map_err(|e| format!("GET /connectors: {e}: {listed}"))?;
+            let [name] = <[String; 1]>::try_from(names)
+                .map_err(|n| format!("the worker started with one connector file lists {n:?}"))?;
+            Ok(Connector {
+                worker,
+                name,
+                log_from: 0,
+            })
+        }
+    }
+}
+
+/// A case prepared for a run: its token and files, and what decides which
+/// worker it runs on and what it may run beside.
+struct Plan {
+    case: &'static Case,
+    token: String,
+    /// `@DB@`: where setup and feed run.
+    database: String,
+    worker_tpl: String,
+    conn_tpl: String,
+    conn_name: OsString,
+    /// Debezium's worker file as written: cases whose text is the same
+    /// share one worker.
+    dbz_worker: String,
+    /// Debezium's connector as the REST API gets it, `name` made unique, or
+    /// None for a file [`simple_properties`] or [`json_connector`] leave to
+    /// Java: that case gets a worker of its own started with the file.
+    rest: Option<BTreeMap<String, String>>,
+    /// Its `topic.prefix`: Debezium names its JMX beans after it, so two
+    /// connectors with the same one never run on a worker at once (the
+    /// second would wait for the first's beans, 5 s at a time).
+    prefix: String,
+}
+
+impl Plan {
+    fn new(case: &'static Case, ctx: &Ctx) -> Plan {
+        let token = unique_name(&case.name.replace('-', "_"));
+        let database = match case.database {
+            Database::Shared => "postgres".to_string(),
+            Database::Private => token.clone(),
+        };
+        let src = cases_dir().join(case.name);
+        let (worker_tpl, conn_tpl, conn_name) = match case.example {
+            None => {
+                let connector = connector_file(&src);
+                (
+                    file_text(&src.join("worker.properties")),
+                    file_text(&connector),
+                    connector.file_name().expect("file name").to_owned(),
+                )
+            }
+            Some(file) => {
+                let examples = repo().join("config/debezium");
+                (
+                    example_template(
+                        &file_text(&examples.join("connect-standalone.properties")),
+                        &ctx.plugin_path,
+                    ),
+                    example_template(&file_text(&examples.join(file)), &ctx.plugin_path),
+                    file.into(),
+                )
+            }
+        };
+        let mut plan = Plan {
+            case,
+            token,
+            database,
+            worker_tpl,
+            conn_tpl,
+            conn_name,
+            dbz_worker: String::new(),
+            rest: None,
+            prefix: String::new(),
+        };
+        let vars = plan.vars(ctx, true);
+        plan.dbz_worker = substitute(&plan.worker_tpl, &vars);
+        let connector = substitute(&plan.conn_tpl, &vars);
+        plan.rest = if Path::new(&plan.conn_name).extension() == Some(OsStr::new("json")) {
+            json_connector(&connector)
+        } else {
+            simple_properties(&connector).filter(|c| c.contains_key("name"))
+        };
+        if let Some(config) = &mut plan.rest {
+            plan.prefix = config.get("topic.prefix").cloned().unwrap_or_default();
+            // Connect's connector name reaches no record (the records
+            // compared against walrelay's, whose files keep the name, show it).
+            config.insert("name".into(), plan.token.clone());
+        }
+        plan
+    }
+
+    /// The placeholders of Debezium's files (`debezium`) or walrelay's.
+    fn vars(&self, ctx: &Ctx, debezium: bool) -> Vec<(&'static str, String)> {
+        let (bootstrap, slot) = if debezium {
+            (&ctx.dbz_kafka, format!("{}_d", self.token))
+        } else {
+            (&ctx.wr_kafka, format!("{}_w", self.token))
+        };
+        vec![
+            ("@BOOTSTRAP@", bootstrap.clone()),
+            ("@PGPORT@", ctx.pg_port.to_string()),
+            ("@SLOT@", slot),
+            ("@TABLE@", self.token.clone()),
+            ("@AGG@", self.token.clone()),
+            ("@DB@", self.database.clone()),
+        ]
+    }
+
+    /// Cases with the same key share a worker.
+    fn worker_key(&self) -> String {
+        match self.rest {
+            Some(_) => self.dbz_worker.clone(),
+            None => format!("the worker of {} alone", self.case.name),
+        }
+    }
+}
+
+async fn run_case(plan: Arc<Plan>, ctx: Arc<Ctx>, slot: WorkerSlot) -> Outcome {
+    let case = plan.case;
     let t0 = Instant::now();
     let work = tempfile::Builder::new()
         .prefix(&format!("walrelay-compat-{}-", case.name))
         .tempdir()
         .expect("create a temporary directory");
-    let result = tokio::spawn(run_case_in(case, ctx.clone(), work.path().to_path_buf())).await;
+    let result = tokio::spawn(run_case_in(
+        plan,
+        ctx.clone(),
+        slot,
+        work.path().to_path_buf(),
+    ))
+    .await;
     let (diffs, error) = match result {
         Ok(Ok(diffs)) => (diffs, None),
         Ok(Err(e)) => (Vec::new(), Some(e)),
@@ -1513,65 +2123,46 @@ async fn run_case(case: &'static Case, ctx: Arc<Ctx>) -> Outcome {
 }
 
 async fn run_case_in(
-    case: &'static Case,
+    plan: Arc<Plan>,
     ctx: Arc<Ctx>,
+    slot: WorkerSlot,
     work: PathBuf,
 ) -> Result<Vec<Diff>, String> {
-    let token = unique_name(&case.name.replace('-', "_"));
+    let case = plan.case;
+    let token = plan.token.clone();
     let (slot_d, slot_w) = (format!("{token}_d"), format!("{token}_w"));
-    let database = match case.database {
-        Database::Shared => "postgres".to_string(),
-        Database::Private => token.clone(),
-    };
+    let database = plan.database.clone();
     let src = cases_dir().join(case.name);
-    let port = ctx.pg_port.to_string();
-    let vars = |bootstrap: &str, slot: &str| -> Vec<(String, String)> {
-        vec![
-            ("@BOOTSTRAP@".into(), bootstrap.into()),
-            ("@PGPORT@".into(), port.clone()),
-            ("@SLOT@".into(), slot.into()),
-            ("@TABLE@".into(), token.clone()),
-            ("@AGG@".into(), token.clone()),
-            ("@DB@".into(), database.clone()),
-        ]
-    };
-    let dbz_vars = vars(&ctx.dbz_kafka, &slot_d);
-    let wr_vars = vars(&ctx.wr_kafka, &slot_w);
+    let conn_name = plan.conn_name.clone();
+    let dbz_vars = plan.vars(&ctx, true);
+    let wr_vars = plan.vars(&ctx, false);
     let (dbz_in, wr_in) = (work.join("debezium-input"), work.join("walrelay"));
     std::fs::create_dir_all(&dbz_in).expect("mkdir");
+    std::fs::create_dir_all(work.join("debezium")).expect("mkdir");
     std::fs::create_dir_all(&wr_in).expect("mkdir");
-    let (worker_tpl, conn_tpl, conn_name) = match case.example {
-        None => {
-            let connector = connector_file(&src);
-            (
-                file_text(&src.join("worker.properties")),
-                file_text(&connector),
-                connector.file_name().expect("file name").to_owned(),
-            )
-        }
-        Some(file) => {
-            let examples = repo().join("config/debezium");
-            (
-                example_template(
-                    &file_text(&examples.join("connect-standalone.properties")),
-                    &ctx.plugin_path,
-                ),
-                example_template(&file_text(&examples.join(file)), &ctx.plugin_path),
-                file.into(),
-            )
-        }
-    };
-    let write = |text: &str, to: &Path, vars: &[(String, String)]| {
-        let v: Vec<(&str, &str)> = vars.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-        std::fs::write(to, substitute(text, &v))
+    let write = |text: &str, to: &Path, vars: &[(&str, String)]| {
+        std::fs::write(to, substitute(text, vars))
             .unwrap_or_else(|e| panic!("write {}: {e}", to.display()));
     };
-    write(&worker_tpl, &dbz_in.join("worker.properties"), &dbz_vars);
-    write(&conn_tpl, &dbz_in.join(&conn_name), &dbz_vars);
+    // Debezium's files as written, for the record; a shared worker got its
+    // worker file from the first case and this connector through REST.
+    write(
+        &plan.worker_tpl,
+        &dbz_in.join("worker.properties"),
+        &dbz_vars,
+    );
+    write(&plan.conn_tpl, &dbz_in.join(&conn_name), &dbz_vars);
+    if let Some(config) = &plan.rest {
+        std::fs::write(
+            dbz_in.join("connector-rest.json"),
+            serde_json::to_string_pretty(config).expect("a map of strings serializes"),
+        )
+        .expect("write connector-rest.json");
+    }
     match case.mode {
         Mode::ConnectStandalone => {
-            write(&worker_tpl, &wr_in.join("worker.properties"), &wr_vars);
-            write(&conn_tpl, &wr_in.join(&conn_name), &wr_vars);
+            write(&plan.worker_tpl, &wr_in.join("worker.properties"), &wr_vars);
+            write(&plan.conn_tpl, &wr_in.join(&conn_name), &wr_vars);
         }
         Mode::Server => write(
             &file_text(&src.join("application.properties")),
@@ -1598,10 +2189,9 @@ async fn run_case_in(
         common::create_topic_on(&ctx.dbz_kafka, &topic, *partitions).await;
         common::create_topic_on(&ctx.wr_kafka, &topic, *partitions).await;
     }
-    let dbz_dir = work.join("debezium");
     let mut running = Running {
-        dbz_dir: dbz_dir.clone(),
-        dbz_started: false,
+        connector: None,
+        dbz_log: work.join("debezium/log"),
         walrelay: None,
         slots: vec![slot_d.clone(), slot_w.clone()],
         table: token.clone(),
@@ -1615,24 +2205,7 @@ async fn run_case_in(
     // Both relays start at once; each must be streaming (not merely hold an
     // active slot, which it does while waiting for a consistent point)
     // before anything is written.
-    let dbz_start = {
-        let (dir, worker, conn) = (
-            dbz_dir.clone(),
-            dbz_in.join("worker.properties"),
-            dbz_in.join(&conn_name),
-        );
-        tokio::task::spawn_blocking(move || {
-            run_script(
-                "debezium.sh",
-                &[
-                    OsStr::new("standalone"),
-                    dir.as_os_str(),
-                    worker.as_os_str(),
-                    conn.as_os_str(),
-                ],
-            );
-        })
-    };
+    let dbz_start = tokio::spawn(start_connector(plan.clone(), slot, dbz_in.clone()));
     let wr_log = wr_in.join("walrelay.log");
     let log = std::fs::File::create(&wr_log).expect("walrelay log");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_walrelay"));
@@ -1652,25 +2225,22 @@ async fn run_case_in(
             cmd.args(["run", "--config", "application.properties"]);
         }
     }
-    running.walrelay = Some(cmd.spawn().map_err(|e| format!("spawn walrelay: {e}"))?);
-    // Awaited before anything can fail, so the drop guard knows to stop it.
-    let started = dbz_start.await;
-    running.dbz_started = started.is_ok();
-    started.map_err(|e| format!("debezium.sh standalone failed: {e}"))?;
-    let dbz_wait = {
-        let (dir, slot) = (dbz_dir.clone(), slot_d.clone());
-        tokio::task::spawn_blocking(move || {
-            run_script(
-                "debezium.sh",
-                &[
-                    OsStr::new("wait-streaming"),
-                    dir.as_os_str(),
-                    OsStr::new(&slot),
-                    OsStr::new(&pg_url()),
-                ],
-            );
-        })
+    let spawned = cmd.spawn().map_err(|e| format!("spawn walrelay: {e}"));
+    // Awaited before anything can fail, so the drop guard knows to delete it.
+    let started = dbz_start
+        .await
+        .map_err(|e| format!("starting Debezium's connector panicked: {e}"));
+    let spawn_error = match spawned {
+        Ok(child) => {
+            running.walrelay = Some(child);
+            None
+        }
+        Err(e) => Some(e),
     };
+    running.connector = Some(started??);
+    if let Some(e) = spawn_error {
+        return Err(e);
+    }
     let mut notes = Vec::new();
     // walrelay refusing the files, or dying, is a difference, not an error:
     // Debezium's records are still produced and compared against nothing.
@@ -1711,13 +2281,11 @@ async fn run_case_in(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    dbz_wait
-        .await
-        .map_err(|e| format!("debezium did not start streaming: {e}"))?;
+    let dbz = running.connector.as_ref().expect("set above");
+    dbz.wait_streaming(&slot_d).await?;
 
     psql_in(&database, &[OsStr::new("-f"), feed.as_os_str()])?;
 
-    let dbz_log = dbz_dir.join("log");
     match case.end {
         End::Records(n) => {
             // Both reach the count (or walrelay falls short: that is a
@@ -1744,6 +2312,7 @@ async fn run_case_in(
                         wr_alive = false;
                     }
                 }
+                dbz.worker.check_alive()?;
                 if Instant::now() > deadline {
                     break;
                 }
@@ -1755,10 +2324,8 @@ async fn run_case_in(
             let deadline = Instant::now() + Duration::from_secs(60);
             let (mut dbz_failed, mut wr_exit) = (false, None);
             while Instant::now() < deadline && !(dbz_failed && wr_exit.is_some()) {
-                dbz_failed = dbz_failed
-                    || std::fs::read_to_string(&dbz_log)
-                        .unwrap_or_default()
-                        .contains("will not recover until manually restarted");
+                // Connect reports the task FAILED (the worker keeps running).
+                dbz_failed = dbz_failed || dbz.failure().await?.is_some();
                 if wr_exit.is_none() {
                     wr_exit = running
                         .walrelay
@@ -1768,7 +2335,10 @@ async fn run_case_in(
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             if !dbz_failed {
-                return Err("debezium's task did not fail on the UPDATE within 60 s".into());
+                return Err(format!(
+                    "Debezium's task did not fail within 60 s:\n--- its log ---\n{}",
+                    dbz.log_tail(40)
+                ));
             }
             match wr_exit {
                 None => notes.push(Diff::fact("run", "stop", "task failed", "kept running")),
@@ -1783,26 +2353,26 @@ async fn run_case_in(
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
     }
-    let dbz = read_all_async(&ctx.dbz_kafka, &token).await;
+    let dbz_topics = read_all_async(&ctx.dbz_kafka, &token).await;
     let wr = read_all_async(&ctx.wr_kafka, &token).await;
     let expected = match case.end {
         End::Records(n) | End::Fatal(n) => n,
     };
-    if count(&dbz) != expected {
+    if count(&dbz_topics) != expected {
         return Err(format!(
             "debezium delivered {} records, the case expects {expected}:\n{}\n--- debezium log ---\n{}",
-            count(&dbz),
-            describe(&dbz),
-            tail(&dbz_log, 40)
+            count(&dbz_topics),
+            describe(&dbz_topics),
+            dbz.log_tail(40)
         ));
     }
     let mut diffs = notes;
-    diffs.extend(compare(&dbz, &wr, case.compare_timestamps));
+    diffs.extend(compare(&dbz_topics, &wr, case.compare_timestamps));
     if !diffs.is_empty() {
         eprintln!(
             "{}: debezium records:\n{}walrelay records:\n{}--- walrelay log ---\n{}",
             case.name,
-            describe(&dbz),
+            describe(&dbz_topics),
             describe(&wr),
             tail(&wr_log, 30)
         );
@@ -1836,6 +2406,115 @@ fn describe(t: &Topics) -> String {
         }
     }
     s
+}
+
+/// Runs the cases, `parallel` at a time, on as few Debezium workers as
+/// their worker files allow: one per distinct text, started by the first
+/// case that needs it and stopped after the last. Returns the outcomes in
+/// the order of `plans` and the directory of the workers' files and logs.
+async fn run_all(
+    plans: &[Arc<Plan>],
+    ctx: &Arc<Ctx>,
+    parallel: usize,
+) -> (Vec<Outcome>, tempfile::TempDir) {
+    struct Shared {
+        slot: WorkerSlot,
+        /// Cases not finished yet.
+        remaining: usize,
+        used: bool,
+    }
+    let root = tempfile::Builder::new()
+        .prefix("walrelay-compat-workers-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let keys: Vec<String> = plans.iter().map(|p| p.worker_key()).collect();
+    let mut workers: HashMap<String, Shared> = HashMap::new();
+    for (p, key) in plans.iter().zip(&keys) {
+        let n = workers.len();
+        workers
+            .entry(key.clone())
+            .or_insert_with(|| Shared {
+                slot: WorkerSlot {
+                    cell: Arc::default(),
+                    dir: root.path().join(format!("w{n}-{}", p.case.name)),
+                },
+                remaining: 0,
+                used: false,
+            })
+            .remaining += 1;
+    }
+    eprintln!(
+        "{} case(s) on {} Debezium worker(s), {parallel} at a time",
+        plans.len(),
+        workers.len()
+    );
+    // Cases of one worker with one topic.prefix run one after another.
+    // Longest work first: a chain of such cases weighs WARM each, a case
+    // whose worker nobody has started yet COLD more (the JVM start; about
+    // the seconds each took on 2 busy cores); ties go by the order of CASES.
+    const WARM: usize = 10;
+    const COLD: usize = 30;
+    let lane = |i: usize| (keys[i].clone(), plans[i].prefix.clone());
+    let mut pending: Vec<usize> = (0..plans.len()).collect();
+    let mut busy: HashSet<(String, String)> = HashSet::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut outcomes: Vec<Option<Outcome>> = plans.iter().map(|_| None).collect();
+    let mut stops = Vec::new();
+    loop {
+        while tasks.len() < parallel {
+            let best = pending
+                .iter()
+                .enumerate()
+                .filter(|(_, &i)| !busy.contains(&lane(i)))
+                .max_by_key(|(pos, &i)| {
+                    let chain = pending.iter().filter(|&&j| lane(j) == lane(i)).count();
+                    let cold = if workers[&keys[i]].used { 0 } else { COLD };
+                    (chain * WARM + cold, std::cmp::Reverse(*pos))
+                })
+                .map(|(pos, &i)| (pos, i));
+            let Some((pos, i)) = best else { break };
+            pending.remove(pos);
+            busy.insert(lane(i));
+            let shared = workers.get_mut(&keys[i]).expect("every key has a worker");
+            shared.used = true;
+            let (plan, ctx, slot) = (plans[i].clone(), ctx.clone(), shared.slot.clone());
+            tasks.spawn(async move {
+                let outcome = run_case(plan, ctx, slot).await;
+                eprintln!(
+                    "{}: {} ({:.0} s)",
+                    outcome.name,
+                    match (&outcome.error, outcome.diffs.len()) {
+                        (Some(_), _) => "ERROR".to_string(),
+                        (None, 0) => "identical".to_string(),
+                        (None, n) => format!("{n} difference(s)"),
+                    },
+                    outcome.seconds
+                );
+                (i, outcome)
+            });
+        }
+        let Some(joined) = tasks.join_next().await else {
+            break;
+        };
+        let (i, outcome) = joined.expect("case task");
+        outcomes[i] = Some(outcome);
+        busy.remove(&lane(i));
+        let shared = workers.get_mut(&keys[i]).expect("every key has a worker");
+        shared.remaining -= 1;
+        if shared.remaining == 0 {
+            // Its last case is done: stop the JVM (blocking, off the runtime).
+            let done = workers.remove(&keys[i]).expect("present");
+            stops.push(tokio::task::spawn_blocking(move || drop(done.slot)));
+        }
+    }
+    for stop in stops {
+        stop.await.expect("worker stop");
+    }
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| o.expect("every case ran"))
+        .collect();
+    (outcomes, root)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1892,32 +2571,20 @@ async fn debezium_and_walrelay_produce_identical_records() {
     let parallel: usize = std::env::var("WALRELAY_COMPAT_PARALLEL")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let permits = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
-    let mut tasks = Vec::new();
-    for case in selected {
-        let (ctx, permits) = (ctx.clone(), permits.clone());
-        tasks.push(tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await.expect("semaphore open");
-            let outcome = run_case(case, ctx).await;
-            eprintln!(
-                "{}: {} ({:.0} s)",
-                outcome.name,
-                match (&outcome.error, outcome.diffs.len()) {
-                    (Some(_), _) => "ERROR".to_string(),
-                    (None, 0) => "identical".to_string(),
-                    (None, n) => format!("{n} difference(s)"),
-                },
-                outcome.seconds
-            );
-            outcome
-        }));
-    }
-    let mut outcomes = Vec::new();
-    for t in tasks {
-        outcomes.push(t.await.expect("case task"));
-    }
+        .unwrap_or(4)
+        .max(1);
+    let t0 = Instant::now();
+    let plans: Vec<Arc<Plan>> = selected
+        .iter()
+        .map(|c| Arc::new(Plan::new(c, &ctx)))
+        .collect();
+    let (outcomes, workers_root) = run_all(&plans, &ctx, parallel).await;
     drop(broker);
+    eprintln!(
+        "--- {} case(s) in {:.0} s, {parallel} at a time ---",
+        outcomes.len(),
+        t0.elapsed().as_secs_f64()
+    );
 
     let mut failures = Vec::new();
     let mut report = String::new();
@@ -1955,10 +2622,53 @@ async fn debezium_and_walrelay_produce_identical_records() {
         }
     }
     eprintln!("--- all differences ---\n{report}");
+    if ctx.keep || !failures.is_empty() {
+        let kept = workers_root.keep();
+        eprintln!(
+            "Debezium workers' files and logs kept in {}",
+            kept.display()
+        );
+    }
     assert!(
         failures.is_empty(),
         "{} failure(s):\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Connector files are read here only where the reading is beyond doubt;
+/// everything else is left to Java (a worker of its own).
+#[test]
+fn connector_files_read_here_or_left_to_java() {
+    let props = simple_properties("# c\n! c\n\n  name=\t a b \r\nk=\nx=y=z\n").expect("simple");
+    assert_eq!(props["name"], "a b ");
+    assert_eq!(props["k"], "");
+    assert_eq!(props["x"], "y=z");
+    for doubtful in [
+        "a\\\n=b",
+        "a:b",
+        "a b",
+        "a = b",
+        "a\n=b",
+        "flag",
+        "a=\\u0041",
+        "a=\u{e9}",
+        "a=b\rc=d",
+    ] {
+        assert_eq!(simple_properties(doubtful), None, "{doubtful:?}");
+    }
+    let flat = json_connector(r#"{"name": "n", "k": "v"}"#).expect("flat");
+    assert_eq!((flat["name"].as_str(), flat["k"].as_str()), ("n", "v"));
+    let rest = json_connector(r#"{"name": "n", "config": {"k": "v"}}"#).expect("REST form");
+    assert_eq!((rest["name"].as_str(), rest["k"].as_str()), ("n", "v"));
+    for doubtful in [
+        r#"{"name": "n", "k": 1}"#,
+        r#"{"k": "v"}"#,
+        r#"{"name": "n", "config": {"name": "m"}}"#,
+        r#"{"name": "n", "config": {}, "initial_state": "PAUSED"}"#,
+        r#"{"name": "n", "config": {"k": true}}"#,
+    ] {
+        assert_eq!(json_connector(doubtful), None, "{doubtful}");
+    }
 }
