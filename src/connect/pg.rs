@@ -1127,8 +1127,10 @@ mod tests {
                 .default
                 .clone()
         };
-        let mut double = TypeModes::default();
-        double.decimal_handling_mode = DecimalMode::Double;
+        let double = TypeModes {
+            decimal_handling_mode: DecimalMode::Double,
+            ..TypeModes::default()
+        };
         let numeric_10_2 = ((10 << 16) | 2) + 4;
         assert_eq!(
             with(oid::NUMERIC, numeric_10_2, "1.5", double),
@@ -1143,8 +1145,10 @@ mod tests {
             with(oid::TIME, -1, "'12:34:56.789'::time without time zone", d),
             Some(Value::Int64(45_296_789_000))
         );
-        let mut iso = TypeModes::default();
-        iso.interval_handling_mode = IntervalMode::String;
+        let iso = TypeModes {
+            interval_handling_mode: IntervalMode::String,
+            ..TypeModes::default()
+        };
         assert_eq!(with(oid::INTERVAL, -1, "'1 day'::interval", iso), None);
     }
 
