@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::connect::expand::{EmptyArrayBehavior, FieldNameAdjustment, NullBehavior};
+use crate::connect::expand::{FieldNameAdjustment, NullBehavior};
 use crate::router::*;
 use crate::txn::config::OpInvalidBehavior;
 
@@ -130,17 +130,11 @@ pub(crate) fn event_router_options(
                     "ignore or optional_bytes",
                 )?
             }
-            KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR => {
-                router.json_payload_empty_array_behavior = parse_enum(
-                    KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR,
-                    &value,
-                    &[
-                        ("ignore", EmptyArrayBehavior::Ignore),
-                        ("optional_string", EmptyArrayBehavior::OptionalString),
-                    ],
-                    "ignore or optional_string",
-                )?
-            }
+            // Debezium 3.6.1's EventRouter does not define it (an empty
+            // array has no schema and is dropped), so the Debezium forms
+            // leave it at `ignore` and warn, as Debezium ignores it; the
+            // native `router.json_payload_empty_array_behavior` has it.
+            KEY_JSON_PAYLOAD_EMPTY_ARRAY_BEHAVIOR => unknown.push(k.clone()),
             KEY_TRACING_SPAN_CONTEXT_FIELD => router.tracing_span_context_field = value,
             KEY_TRACING_OPERATION_NAME => router.tracing_operation_name = value,
             KEY_TRACING_WITH_CONTEXT_FIELD_ONLY => {
@@ -206,7 +200,6 @@ mod tests {
             ("table.op.invalid.behavior", "fatal"),
             ("table.expand.json.payload", "true"),
             ("table.json.payload.null.behavior", "optional_bytes"),
-            ("table.json.payload.empty.array.behavior", "optional_string"),
             ("tracing.span.context.field", "sc"),
             ("tracing.operation.name", "op"),
             ("tracing.with.context.field.only", "false"),
@@ -230,7 +223,7 @@ mod tests {
         assert_eq!(r.json_payload_null_behavior, NullBehavior::OptionalBytes);
         assert_eq!(
             r.json_payload_empty_array_behavior,
-            EmptyArrayBehavior::OptionalString
+            crate::connect::expand::EmptyArrayBehavior::Ignore
         );
         assert_eq!(r.tracing_with_context_field_only, Some(false));
         assert_eq!(
