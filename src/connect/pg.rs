@@ -719,8 +719,9 @@ fn decode_bytea(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// `[-]digits[.digits]` → BigDecimal with the text's scale.
-fn parse_numeric(s: &str) -> Option<Decimal> {
+/// `[-]digits[.digits]` → BigDecimal with the text's scale (leading zeros
+/// dropped, no negative zero).
+pub(super) fn parse_numeric(s: &str) -> Option<Decimal> {
     let (negative, body) = match s.strip_prefix('-') {
         Some(b) => (true, b),
         None => (false, s),

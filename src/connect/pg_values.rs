@@ -28,33 +28,10 @@ pub fn numeric_loose(mode: DecimalMode, s: &str) -> Option<Value> {
             _ => Value::Float64(d),
         });
     }
-    let d = plain_decimal(s)?;
+    let d = super::pg::parse_numeric(s)?;
     Some(match mode {
         DecimalMode::String => Value::String(Text::from(plain_string(&d))),
         _ => Value::Float64(to_double(&d)?),
-    })
-}
-
-/// `[-]digits[.digits]` → (negative, digits without leading zeros, scale).
-fn plain_decimal(s: &str) -> Option<Decimal> {
-    let (negative, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s),
-    };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
-    if int.is_empty()
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let all = format!("{int}{frac}");
-    let trimmed = all.trim_start_matches('0');
-    let digits = if trimmed.is_empty() { "0" } else { trimmed };
-    Some(Decimal {
-        negative: negative && digits != "0",
-        digits: digits.into(),
-        scale: i32::try_from(frac.len()).ok()?,
     })
 }
 
@@ -105,7 +82,7 @@ pub fn parse_money(s: &str) -> Option<Decimal> {
         }
     }
     let body: String = v.chars().filter(|c| *c != ',').collect();
-    let mut d = plain_decimal(&body)?;
+    let mut d = super::pg::parse_numeric(&body)?;
     d.negative = negative && &*d.digits != "0";
     Some(d)
 }

@@ -302,7 +302,8 @@ async fn prepare_exactly_once(
                 if !told {
                     info!(
                         slot = eos.slot(),
-                        "the slot is in use by another process: waiting as a standby before                          taking the transactional id (taking it would fence the active instance)"
+                        "the slot is in use by another process: waiting as a standby before \
+                         taking the transactional id (taking it would fence the active instance)"
                     );
                     told = true;
                 }

@@ -208,7 +208,9 @@ fn decide_chain(
             return Err(c.unsupported(
                 &router_key,
                 format!(
-                    "{} is true only for the change events of an UPDATE that changes the                      primary key, so it cannot keep the EventRouter on every outbox row;                      walrelay applies the EventRouter to every row of the outbox table",
+                    "{} is true only for the change events of an UPDATE that changes the \
+                     primary key, so it cannot keep the EventRouter on every outbox row; \
+                     walrelay applies the EventRouter to every row of the outbox table",
                     cond.describe()
                 ),
             ));
@@ -222,7 +224,9 @@ fn decide_chain(
         return Err(c.unsupported(
             &router_key,
             format!(
-                "{cond} keeps the EventRouter off the outbox table's change events (topic                  {table_topic}): Debezium would publish them as plain change events, which                  walrelay does not emit (a connector that captures other tables stays refused)"
+                "{cond} keeps the EventRouter off the outbox table's change events (topic \
+                 {table_topic}): Debezium would publish them as plain change events, which \
+                 walrelay does not emit (a connector that captures other tables stays refused)"
             ),
         ));
     }
@@ -234,7 +238,8 @@ fn decide_chain(
                 return Err(c.unsupported(
                     &format!("transforms.{decode}.predicate"),
                     format!(
-                        "{} depends on the row (an UPDATE that changes the primary key),                          not on the kind of record",
+                        "{} depends on the row (an UPDATE that changes the primary key), \
+                         not on the kind of record",
                         cond.describe()
                     ),
                 ));
@@ -271,7 +276,9 @@ fn decide_chain(
         return Err(c.unsupported(
             &router_key,
             format!(
-                "{cond} keeps the EventRouter off the messages {decode} decodes (topic                  {message_topic}): Debezium would publish the decoded records unrouted, which                  walrelay does not emit"
+                "{cond} keeps the EventRouter off the messages {decode} decodes (topic \
+                 {message_topic}): Debezium would publish the decoded records unrouted, which \
+                 walrelay does not emit"
             ),
         ));
     }
