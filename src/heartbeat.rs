@@ -93,10 +93,7 @@ impl HeartbeatRecord {
             .named(name, Some(1))
         };
         let key_schema = struct_of(KEY_SCHEMA_NAME, "serverName", Type::String);
-        let key_converter = Converter {
-            kind: converters.key,
-            schemas_enable: converters.key_schemas_enable,
-        };
+        let key_converter = converters.key_converter();
         let key = key_converter
             .from_connect_data(
                 Some(&key_schema),
@@ -110,10 +107,7 @@ impl HeartbeatRecord {
             topic: heartbeat.topic(&debezium.topic_prefix),
             key,
             value_schema: struct_of(VALUE_SCHEMA_NAME, "ts_ms", Type::Int64),
-            value_converter: Converter {
-                kind: converters.value,
-                schemas_enable: converters.value_schemas_enable,
-            },
+            value_converter: converters.value_converter(),
         };
         record.value(0)?;
         Ok(record)

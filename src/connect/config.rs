@@ -75,6 +75,32 @@ impl Default for ConvertersConfig {
     }
 }
 
+impl ConvertersConfig {
+    /// The key converter these settings describe.
+    pub fn key_converter(&self) -> super::convert::Converter {
+        super::convert::Converter {
+            kind: self.key,
+            schemas_enable: self.key_schemas_enable,
+        }
+    }
+
+    /// The value converter these settings describe.
+    pub fn value_converter(&self) -> super::convert::Converter {
+        super::convert::Converter {
+            kind: self.value,
+            schemas_enable: self.value_schemas_enable,
+        }
+    }
+
+    /// The header converter these settings describe.
+    pub fn header_converter(&self) -> super::convert::HeaderConverter {
+        super::convert::HeaderConverter {
+            kind: self.header,
+            schemas_enable: self.header_schemas_enable,
+        }
+    }
+}
+
 fn default_true() -> bool {
     true
 }

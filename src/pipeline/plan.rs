@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use crate::chain::DisplayChain;
 use crate::config::Config;
-use crate::connect::convert::Converter;
 use crate::connect::transaction::TransactionTopic;
 use crate::heartbeat::HeartbeatRecord;
 use crate::postgres::catalog::PublicationPlan;
@@ -151,15 +150,8 @@ fn transaction_metadata(config: &Config) -> Result<Option<Metadata>, PipelineErr
     if !outbox.transaction_metadata {
         return Ok(None);
     }
-    let c = &config.converters;
-    let key = Converter {
-        kind: c.key,
-        schemas_enable: c.key_schemas_enable,
-    };
-    let value = Converter {
-        kind: c.value,
-        schemas_enable: c.value_schemas_enable,
-    };
+    let key = config.converters.key_converter();
+    let value = config.converters.value_converter();
     let topic = format!(
         "{}.{}",
         config.debezium.topic_prefix, outbox.transaction_topic

@@ -31,7 +31,7 @@ pub use self::message::{MessageEvent, MessageForm};
 use self::rewrite::TopicRewrite;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::connect::convert::{write_json_schema, ConvertError, Converter, HeaderConverter};
-use crate::connect::expand::{ExpandStage, JsonSchemaData};
+use crate::connect::expand::{ExpandError, ExpandStage, JsonSchemaData};
 use crate::connect::pg::{self, names, ColumnType, InvalidText, PgType};
 pub use crate::connect::pg::{ColumnMeta, TableMeta};
 use crate::connect::{Field, Schema, Text, Type, Value};
@@ -612,18 +612,9 @@ impl Router {
         let envelope = placements
             .iter()
             .any(|p| p.placement == Placement::Envelope);
-        let key_converter = Converter {
-            kind: converters.key,
-            schemas_enable: converters.key_schemas_enable,
-        };
-        let value_converter = Converter {
-            kind: converters.value,
-            schemas_enable: converters.value_schemas_enable,
-        };
-        let header_converter = HeaderConverter {
-            kind: converters.header,
-            schemas_enable: converters.header_schemas_enable,
-        };
+        let key_converter = converters.key_converter();
+        let value_converter = converters.value_converter();
+        let header_converter = converters.header_converter();
         let mut inherited = Vec::new();
         if debezium.extended_headers {
             let now_ms = std::time::SystemTime::now()
@@ -1160,10 +1151,12 @@ impl Router {
                     payload = value;
                     expanded = true;
                 }
-                Err(e) if matches!(e.stage, ExpandStage::Value { .. }) => {
-                    let ExpandStage::Value { schema } = &e.stage else {
-                        unreachable!("matched above")
-                    };
+                Err(
+                    ref e @ ExpandError {
+                        stage: ExpandStage::Value { ref schema },
+                        ..
+                    },
+                ) => {
                     let inferred = schema
                         .as_ref()
                         .map_or("no".to_owned(), |s| s.kind.java_name().to_owned());

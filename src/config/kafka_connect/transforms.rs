@@ -203,6 +203,18 @@ fn decide_chain(
         tombstone: false,
     };
     let router_key = format!("transforms.{}.predicate", chain.router);
+    // The router's predicate keeps it off records walrelay must route:
+    // refused, `what` saying which and what Debezium would do instead.
+    let router_off = |what: String| {
+        let cond = chain
+            .router_condition
+            .map(Condition::describe)
+            .unwrap_or_default();
+        c.unsupported(
+            &router_key,
+            format!("{cond} keeps the EventRouter off {what}"),
+        )
+    };
     if let Some(cond) = chain.router_condition {
         if draft.captures_table && cond.predicate.per_record() {
             return Err(c.unsupported(
@@ -217,18 +229,11 @@ fn decide_chain(
         }
     }
     if draft.captures_table && !runs(chain.router_condition, &change) {
-        let cond = chain
-            .router_condition
-            .map(Condition::describe)
-            .unwrap_or_default();
-        return Err(c.unsupported(
-            &router_key,
-            format!(
-                "{cond} keeps the EventRouter off the outbox table's change events (topic \
-                 {table_topic}): Debezium would publish them as plain change events, which \
-                 walrelay does not emit (a connector that captures other tables stays refused)"
-            ),
-        ));
+        return Err(router_off(format!(
+            "the outbox table's change events (topic {table_topic}): Debezium would publish \
+             them as plain change events, which walrelay does not emit (a connector that \
+             captures other tables stays refused)"
+        )));
     }
     let tombstones = draft.captures_table && draft.tombstones_on_delete != Some(false);
     let mut decode_sees_tombstones = false;
@@ -248,18 +253,10 @@ fn decide_chain(
         decode_sees_tombstones = tombstones && runs(chain.decode_condition, &tombstone);
     }
     if tombstones && !decode_sees_tombstones && !runs(chain.router_condition, &tombstone) {
-        let cond = chain
-            .router_condition
-            .map(Condition::describe)
-            .unwrap_or_default();
-        return Err(c.unsupported(
-            &router_key,
-            format!(
-                "{cond} keeps the EventRouter off the delete tombstones (tombstones.on.delete \
-                 is on): Debezium would publish them on {table_topic}, which walrelay does \
-                 not; set tombstones.on.delete=false"
-            ),
-        ));
+        return Err(router_off(format!(
+            "the delete tombstones (tombstones.on.delete is on): Debezium would publish them \
+             on {table_topic}, which walrelay does not; set tombstones.on.delete=false"
+        )));
     }
     let Some((decode, null_include)) = chain.decode else {
         return Ok((None, false));
@@ -269,18 +266,10 @@ fn decide_chain(
         return Ok((None, decode_sees_tombstones));
     }
     if !runs(chain.router_condition, &message) {
-        let cond = chain
-            .router_condition
-            .map(Condition::describe)
-            .unwrap_or_default();
-        return Err(c.unsupported(
-            &router_key,
-            format!(
-                "{cond} keeps the EventRouter off the messages {decode} decodes (topic \
-                 {message_topic}): Debezium would publish the decoded records unrouted, which \
-                 walrelay does not emit"
-            ),
-        ));
+        return Err(router_off(format!(
+            "the messages {decode} decodes (topic {message_topic}): Debezium would publish \
+             the decoded records unrouted, which walrelay does not emit"
+        )));
     }
     Ok((Some(null_include), decode_sees_tombstones))
 }
