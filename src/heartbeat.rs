@@ -307,6 +307,34 @@ mod tests {
             .expect("converter writes structs")
     }
 
+    /// `topic.heartbeat.name` (`heartbeat.topic_name`) names the whole
+    /// topic, instead of `<topic.heartbeat.prefix>.<topic.prefix>`.
+    #[test]
+    fn topic_name_replaces_prefix_and_topic_prefix() {
+        let debezium = DebeziumConfig {
+            topic_prefix: "test".into(),
+            ..DebeziumConfig::default()
+        };
+        let named = HeartbeatConfig {
+            topic_prefix: "hb".into(),
+            topic_name: Some("shared-heartbeats".into()),
+            ..HeartbeatConfig::default()
+        };
+        let r = HeartbeatRecord::new(&named, &debezium, ConvertersConfig::default()).unwrap();
+        assert_eq!(r.topic(), "shared-heartbeats");
+        let prefixed = HeartbeatConfig {
+            topic_name: None,
+            ..named.clone()
+        };
+        let r = HeartbeatRecord::new(&prefixed, &debezium, ConvertersConfig::default()).unwrap();
+        assert_eq!(r.topic(), "hb.test");
+        let empty = HeartbeatConfig {
+            topic_name: Some(" ".into()),
+            ..named
+        };
+        assert!(empty.validate().is_err());
+    }
+
     // Bytes observed from Debezium 3.6.1 (heartbeat.interval.ms=1000).
     #[test]
     fn string_converter_matches_debezium() {

@@ -549,6 +549,35 @@ mod tests {
         assert!(exp("${open", &[], &env).is_err());
     }
 
+    /// The converter settings that change the bytes are refused away
+    /// from Kafka's defaults under `debezium.format.*`, per role or for
+    /// all, as in a worker file; the others are warned about.
+    #[test]
+    fn format_settings_that_change_bytes() {
+        const BASE: &str = include_str!("../../tests/data/debezium/application.properties");
+        let translate = |line: &str| {
+            from_server_text(
+                &format!("{BASE}\n{line}\n"),
+                Path::new("application.properties"),
+                &|name: &str| (name == "PG_HOST").then(|| "db.internal".to_owned()),
+            )
+        };
+        for line in [
+            "debezium.format.value.decimal.format=NUMERIC",
+            "debezium.format.replace.null.with.default=false",
+            "debezium.format.key.converter.encoding=UTF-16",
+        ] {
+            let err = translate(line).expect_err(line);
+            let key = line.split('=').next().unwrap();
+            let text = crate::chain::DisplayChain(&err).to_string();
+            assert!(text.contains(key), "{key} not named: {text}");
+        }
+        let t = translate("debezium.format.value.decimal.format=BASE64").unwrap();
+        assert!(t.ignored("debezium.format.value.decimal.format"));
+        let t = translate("debezium.format.value.schemas.cache.size=10").unwrap();
+        assert!(t.ignored("debezium.format.value.schemas.cache.size"));
+    }
+
     #[test]
     fn env_name_mapping() {
         let env = env_of(&[("DEBEZIUM_SOURCE_DATABASE_PASSWORD", "pw")]);

@@ -593,6 +593,44 @@ mod tests {
         parse_properties(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
+    /// The worker's `connector.client.config.override.policy` decides
+    /// which `producer.override.*` a connector may set, as Kafka Connect
+    /// decides when it creates the connector.
+    #[test]
+    fn override_policy_refuses_what_connect_refuses() {
+        let translate = |policy: Option<&str>, override_key: &str| {
+            let mut worker = data_props("connect-standalone.properties");
+            if let Some(p) = policy {
+                worker.insert("connector.client.config.override.policy".into(), p.into());
+            }
+            let mut connector = data_props("outbox-connector.properties");
+            connector.insert(format!("producer.override.{override_key}"), "1000".into());
+            from_connect(worker, connector, Path::new("w"), Path::new("c"))
+                .map_err(|e| crate::chain::DisplayChain(&e).to_string())
+        };
+        for policy in [None, Some("All")] {
+            translate(policy, "linger.ms").expect("All allows every override");
+        }
+        for policy in [
+            "None",
+            "org.apache.kafka.connect.connector.policy.NoneConnectorClientConfigOverridePolicy",
+        ] {
+            let err = translate(Some(policy), "linger.ms").unwrap_err();
+            assert!(err.contains("producer.override.linger.ms"), "{err}");
+        }
+        let err = translate(Some("Principal"), "linger.ms").unwrap_err();
+        assert!(err.contains("producer.override.linger.ms"), "{err}");
+        let principal = OverridePolicy::Principal;
+        assert!(["sasl.jaas.config", "sasl.mechanism", "security.protocol"]
+            .iter()
+            .all(|k| principal.allows(k)));
+        let err = translate(Some("com.example.Policy"), "linger.ms").unwrap_err();
+        assert!(
+            err.contains("connector.client.config.override.policy"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn postgres_tls_and_kafka_sasl_keys() {
         let dir = tempfile::tempdir().unwrap();
