@@ -18,6 +18,7 @@
 //! events or none. walrelay's own heartbeat message is no change of
 //! Debezium's stream: a transaction holding nothing else gets no records.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use walrelay_proto::Lsn;
@@ -75,6 +76,10 @@ pub struct Counts {
     total: u64,
     /// Per data collection in first-seen order.
     per: Vec<(Arc<str>, u64)>,
+    /// Where a table's collection is in `per` (a message's collection is
+    /// new every time and never looked up: a transaction of a million
+    /// messages must not search a million entries per message).
+    tables: HashMap<Arc<str>, usize>,
 }
 
 impl Counts {
@@ -90,6 +95,7 @@ impl Counts {
             other: false,
             total: 0,
             per: Vec::new(),
+            tables: HashMap::new(),
         }
     }
 
@@ -118,19 +124,33 @@ impl Counts {
         self.heartbeat = true;
     }
 
-    /// Counts one event of `collection` at `lsn`; returns its block.
+    /// Counts one event of the table collection `collection` at `lsn`;
+    /// returns its block.
     pub fn event(&mut self, collection: &Arc<str>, lsn: Lsn) -> Block {
-        self.total += 1;
-        let n = match self.per.iter_mut().find(|(c, _)| c == collection) {
-            Some((_, n)) => {
-                *n += 1;
-                *n
+        let n = match self.tables.get(collection) {
+            Some(&i) => {
+                self.per[i].1 += 1;
+                self.per[i].1
             }
             None => {
+                self.tables.insert(Arc::clone(collection), self.per.len());
                 self.per.push((Arc::clone(collection), 1));
                 1
             }
         };
+        self.block(lsn, n)
+    }
+
+    /// Counts the logical decoding message at `lsn`, a data collection of
+    /// its own ([`message_collection`]); returns its block.
+    pub fn message_event(&mut self, lsn: Lsn) -> Block {
+        self.per.push((message_collection(lsn), 1));
+        self.block(lsn, 1)
+    }
+
+    /// The block of the next event, the `n`th of its collection.
+    fn block(&mut self, lsn: Lsn, n: u64) -> Block {
+        self.total += 1;
         Block {
             id: transaction_id(self.xid, lsn),
             total_order: self.total,

@@ -35,11 +35,11 @@ use walrelay_proto::pgoutput::{LogicalMessage, Message, OldTuple, StreamAbort, T
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
 use self::config::{MessageSelection, NonTransactional, OpInvalidBehavior};
-use self::metadata::{message_collection, Counts, Metadata};
+use self::metadata::{Counts, Metadata};
 use self::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::connect::pg::TableMeta;
-use crate::connect::transaction::{Block, Marker, TransactionTopic};
+use crate::connect::transaction::{Marker, TransactionTopic};
 pub use crate::router::MessageEvent;
 use crate::router::{BoundRelation, EventMeta, KafkaRecord, RouteError, Router};
 
@@ -290,14 +290,13 @@ impl OpenTxn {
         }
     }
 
-    /// Counts `n` events of `collection` at `lsn`; the last one's block.
-    fn count(&mut self, collection: &Arc<str>, lsn: Lsn, n: u32) -> Option<Block> {
-        let c = self.counts.as_mut()?;
-        let mut block = None;
-        for _ in 0..n {
-            block = Some(c.event(collection, lsn));
+    /// Counts `n` events of the table collection `collection` at `lsn`.
+    fn count(&mut self, collection: &Arc<str>, lsn: Lsn, n: u32) {
+        if let Some(c) = self.counts.as_mut() {
+            for _ in 0..n {
+                c.event(collection, lsn);
+            }
         }
-        block
     }
 
     /// Where a change of this transaction at `lsn` comes from.
@@ -546,9 +545,7 @@ impl Assembler {
             let time = self.current.as_ref().map_or(0, |t| t.commit_time_us);
             let mut body = self.message_body(m, time);
             let txn = self.current.as_mut().expect("checked above");
-            if txn.counts.is_some() {
-                body.transaction = txn.count(&message_collection(lsn), lsn, 1);
-            }
+            body.transaction = txn.counts.as_mut().map(|c| c.message_event(lsn));
             out.push(OutboxEvent {
                 seq: txn.seq,
                 meta: txn.meta(lsn),
