@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The shared test environment: one PostgreSQL cluster and one Kafka broker
-# under .walrelay-env/ at the repository root, described by .walrelay-env/env
+# The shared test environment: one PostgreSQL cluster with logical decoding,
+# one with wal_level=replica (the polling source's tests, in pg-replica/)
+# and one Kafka broker under .walrelay-env/ at the repository root, described by .walrelay-env/env
 # (a shell file the test harness sources).
 #
 # Usage:
@@ -25,6 +26,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 
 ENV_ROOT=$REPO_ROOT/.walrelay-env
 PG_DIR=$ENV_ROOT/pg
+PG_REPLICA_DIR=$ENV_ROOT/pg-replica
 KAFKA_DIR=$ENV_ROOT/kafka
 ENV_FILE=$ENV_ROOT/env
 
@@ -51,7 +53,9 @@ cmd_pg() {
     mkdir -p "$ENV_ROOT"
     chmod 755 "$ENV_ROOT"
     WALRELAY_PG_MAJOR=$major "$SCRIPT_DIR/pg.sh" start "$dir"
+    WALRELAY_PG_MAJOR=$major WALRELAY_PG_WAL_LEVEL=replica "$SCRIPT_DIR/pg.sh" start "$dir-replica"
     printf 'export WALRELAY_TEST_PG_PORT=%s\n' "$(cat "$dir/port")"
+    printf 'export WALRELAY_TEST_PG_REPLICA_PORT=%s\n' "$(cat "$dir-replica/port")"
     printf 'export WALRELAY_TEST_PG_DIR=%s\n' "$dir"
     printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$major"
 }
@@ -63,6 +67,8 @@ cmd_up() {
     # A failed or interrupted `up` must not leave half an environment running.
     trap 'trap - ERR INT TERM; cmd_down || true; exit 1' ERR INT TERM
     "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+    # The polling source's tests: a cluster without logical decoding.
+    WALRELAY_PG_WAL_LEVEL=replica "$SCRIPT_DIR/pg.sh" start "$PG_REPLICA_DIR"
     # Every integration test uses this broker at once, and none kills it: a
     # JVM stalled for a few seconds on a busy machine must not fence it (its
     # partitions would lose their leader under every client).
@@ -74,6 +80,7 @@ cmd_up() {
         printf '# Written by scripts/env.sh up; source it before cargo test.\n'
         printf 'export WALRELAY_TEST_PG_PORT=%s\n' "$(cat "$PG_DIR/port")"
         printf 'export WALRELAY_TEST_PG_DIR=%s\n' "$PG_DIR"
+        printf 'export WALRELAY_TEST_PG_REPLICA_PORT=%s\n' "$(cat "$PG_REPLICA_DIR/port")"
         printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$("$SCRIPT_DIR/pg.sh" major "$PG_DIR")"
         printf 'export WALRELAY_TEST_KAFKA=127.0.0.1:%s\n' "$(cat "$KAFKA_DIR/port")"
         printf 'export WALRELAY_TEST_KAFKA_DIR=%s\n' "$KAFKA_DIR"
@@ -87,6 +94,8 @@ cmd_status() {
     local rc=0 s
     s=$("$SCRIPT_DIR/pg.sh" status "$PG_DIR" 2>/dev/null) || rc=1
     printf 'postgresql: %s (%s)\n' "${s:-stopped}" "$PG_DIR"
+    s=$("$SCRIPT_DIR/pg.sh" status "$PG_REPLICA_DIR" 2>/dev/null) || rc=1
+    printf 'replica:    %s (%s)\n' "${s:-stopped}" "$PG_REPLICA_DIR"
     s=$("$SCRIPT_DIR/kafka.sh" status "$KAFKA_DIR" 2>/dev/null) || rc=1
     printf 'kafka:      %s (%s)\n' "${s:-stopped}" "$KAFKA_DIR"
     return "$rc"

@@ -27,6 +27,10 @@
 #                                 (fetching them first if needed)
 #   pg.sh major DIR               prints DIR's major version
 #
+# wal_level: logical, or replica (the polling source's tests) with
+# WALRELAY_PG_WAL_LEVEL=replica in the environment of `start`; a cluster
+# keeps the level it was started with first (DIR/wal_level).
+#
 # Major version: WALRELAY_PG_MAJOR=<13..18> in the environment of `start`
 # picks the server a new cluster is made with (default: Debian's installed
 # PostgreSQL, 15). An existing DIR keeps its own (data/PG_VERSION); asking for
@@ -236,7 +240,9 @@ EOF
 }
 
 write_config() {
-    local dir=$1 port=$2
+    local dir=$1 port=$2 wal_level=logical
+    # A cluster made with WALRELAY_PG_WAL_LEVEL keeps it (DIR/wal_level).
+    [[ -f "$dir/wal_level" ]] && wal_level=$(cat "$dir/wal_level")
     # Written as the cluster owner so the server can always read it.
     as_pg_write "$dir/data/walrelay.conf" <<EOF
 # Written by scripts/pg.sh on every start; edits are overwritten.
@@ -244,7 +250,7 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 200
-wal_level = logical
+wal_level = $wal_level
 max_replication_slots = 32
 max_wal_senders = 32
 max_prepared_transactions = 20
@@ -297,6 +303,11 @@ cmd_start() {
         return 0
     fi
     init_cluster "$dir"
+    if [[ -n "${WALRELAY_PG_WAL_LEVEL:-}" ]]; then
+        [[ "$WALRELAY_PG_WAL_LEVEL" == replica || "$WALRELAY_PG_WAL_LEVEL" == logical ]] ||
+            die "WALRELAY_PG_WAL_LEVEL must be replica or logical, got '$WALRELAY_PG_WAL_LEVEL'"
+        printf '%s\n' "$WALRELAY_PG_WAL_LEVEL" >"$dir/wal_level"
+    fi
     for _ in 1 2 3; do
         auto_port=0
         if [[ -n "$port_arg" ]]; then

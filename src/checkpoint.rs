@@ -399,6 +399,9 @@ pub struct TrackerStats {
 #[derive(Debug, Clone)]
 pub struct SharedTracker {
     inner: Arc<Mutex<Tracker>>,
+    /// Woken whenever the confirmed position moves, for a source that
+    /// waits on its batch (the polling source); waking never blocks.
+    advanced: Arc<tokio::sync::Notify>,
 }
 
 impl SharedTracker {
@@ -406,6 +409,7 @@ impl SharedTracker {
     pub fn new(start: Lsn) -> Self {
         SharedTracker {
             inner: Arc::new(Mutex::new(Tracker::new(start))),
+            advanced: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -447,14 +451,48 @@ impl SharedTracker {
         self.lock().discard(seq)
     }
 
-    /// See [`Tracker::ack`].
+    /// See [`Tracker::ack`]. Wakes [`SharedTracker::wait_confirmed`] when
+    /// the confirmed position moved.
     pub fn ack(&self, seq: TxnSeq, n: u32) -> Option<i64> {
-        self.lock().ack(seq, n)
+        let (result, moved) = {
+            let mut t = self.lock();
+            let before = t.confirmed();
+            let result = t.ack(seq, n);
+            (result, t.confirmed() != before)
+        };
+        if moved {
+            self.advanced.notify_waiters();
+        }
+        result
     }
 
-    /// See [`Tracker::fail`].
+    /// See [`Tracker::fail`]. Wakes the waiters too: a failure is news
+    /// for them (see [`SharedTracker::failed`]).
     pub fn fail(&self, seq: TxnSeq) {
-        self.lock().fail(seq)
+        self.lock().fail(seq);
+        self.advanced.notify_waiters();
+    }
+
+    /// Waits until the confirmed position reaches `at_least` (returns
+    /// `true`) or the tracker holds a permanent failure (returns `false`).
+    /// Cancel-safe; callers bound it with their own timeout.
+    pub async fn wait_confirmed(&self, at_least: Lsn) -> bool {
+        loop {
+            let notified = self.advanced.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so no wake-up is lost between.
+            notified.as_mut().enable();
+            {
+                let t = self.lock();
+                if t.confirmed() >= at_least {
+                    return true;
+                }
+                if t.failed() {
+                    return false;
+                }
+            }
+            notified.await;
+        }
     }
 
     /// See [`Tracker::aborted`].

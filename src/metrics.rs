@@ -118,6 +118,27 @@ pub const PROGRESS_COMMITTED_LSN: &str = "walrelay_progress_committed_lsn_bytes"
 /// record was written inside it (a split large transaction); 0 otherwise.
 pub const PROGRESS_COMMITTED_EVENTS: &str = "walrelay_progress_committed_events";
 
+/// Unpublished rows in the outbox table (polling source).
+pub const POLL_UNPUBLISHED: &str = "walrelay_poll_unpublished_rows";
+/// Age of the oldest unpublished row (polling source).
+pub const POLL_OLDEST_UNPUBLISHED_AGE: &str = "walrelay_poll_oldest_unpublished_age_seconds";
+/// Rows published and marked (or deleted) by the polling source.
+pub const POLL_PUBLISHED: &str = "walrelay_poll_published_rows";
+/// Claimed batches, by result.
+pub const POLL_BATCHES: &str = "walrelay_poll_batches";
+/// Seconds a claim statement took.
+pub const POLL_CLAIM: &str = "walrelay_poll_claim_seconds";
+/// Seconds the mark (or delete) and commit took.
+pub const POLL_MARK: &str = "walrelay_poll_mark_seconds";
+/// Errors of the polling source, by kind.
+pub const POLL_ERRORS: &str = "walrelay_poll_errors";
+/// Shard locks this process holds (0 on a hot standby).
+pub const POLL_SHARDS_HELD: &str = "walrelay_poll_shards_held";
+/// Published rows deleted by retention.
+pub const POLL_RETENTION_DELETED: &str = "walrelay_poll_retention_deleted_rows";
+/// LISTEN notifications received.
+pub const POLL_NOTIFICATIONS: &str = "walrelay_poll_notifications";
+
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
 
@@ -269,6 +290,26 @@ pub struct Metrics {
     pub progress_committed_lsn: Gauge,
     /// See [`PROGRESS_COMMITTED_EVENTS`].
     pub progress_committed_events: Gauge,
+    /// See [`POLL_UNPUBLISHED`].
+    pub poll_unpublished: Gauge,
+    /// See [`POLL_OLDEST_UNPUBLISHED_AGE`].
+    pub poll_oldest_unpublished_age: FloatGauge,
+    /// See [`POLL_PUBLISHED`].
+    pub poll_published: Counter,
+    /// See [`POLL_BATCHES`].
+    pub poll_batches: Family<ResultLabel, Counter>,
+    /// See [`POLL_CLAIM`].
+    pub poll_claim: Histogram,
+    /// See [`POLL_MARK`].
+    pub poll_mark: Histogram,
+    /// See [`POLL_ERRORS`].
+    pub poll_errors: Family<KindLabel, Counter>,
+    /// See [`POLL_SHARDS_HELD`].
+    pub poll_shards_held: Gauge,
+    /// See [`POLL_RETENTION_DELETED`].
+    pub poll_retention_deleted: Counter,
+    /// See [`POLL_NOTIFICATIONS`].
+    pub poll_notifications: Counter,
 }
 
 impl Metrics {
@@ -317,6 +358,17 @@ impl Metrics {
             producer_fenced: Gauge::default(),
             progress_committed_lsn: Gauge::default(),
             progress_committed_events: Gauge::default(),
+            poll_unpublished: Gauge::default(),
+            poll_oldest_unpublished_age: FloatGauge::default(),
+            poll_published: Counter::default(),
+            poll_batches: Family::default(),
+            // 0.1 ms .. ~6.5 s
+            poll_claim: Histogram::new(exponential_buckets(0.0001, 2.0, 17)),
+            poll_mark: Histogram::new(exponential_buckets(0.0001, 2.0, 17)),
+            poll_errors: Family::default(),
+            poll_shards_held: Gauge::default(),
+            poll_retention_deleted: Counter::default(),
+            poll_notifications: Counter::default(),
         };
         registry.register(
             EVENTS,
@@ -492,6 +544,56 @@ impl Metrics {
             PROGRESS_COMMITTED_EVENTS,
             "Events of a split source transaction already committed at the last progress record; 0 at a transaction boundary",
             m.progress_committed_events.clone(),
+        );
+        registry.register(
+            POLL_UNPUBLISHED,
+            "Unpublished rows in the outbox table (polling source; read every poll.stats_interval_ms)",
+            m.poll_unpublished.clone(),
+        );
+        registry.register(
+            POLL_OLDEST_UNPUBLISHED_AGE,
+            "Seconds the oldest unpublished row has waited (polling source; from poll.created_column, or since walrelay first saw it)",
+            m.poll_oldest_unpublished_age.clone(),
+        );
+        registry.register(
+            POLL_PUBLISHED,
+            "Rows acknowledged by Kafka and marked published (or deleted) by the polling source",
+            m.poll_published.clone(),
+        );
+        registry.register(
+            POLL_BATCHES,
+            "Claims of the polling source, by result (published, empty, rolled_back)",
+            m.poll_batches.clone(),
+        );
+        registry.register(
+            POLL_CLAIM,
+            "Seconds a claim (BEGIN and SELECT ... FOR UPDATE SKIP LOCKED) took",
+            m.poll_claim.clone(),
+        );
+        registry.register(
+            POLL_MARK,
+            "Seconds the mark (or delete) and commit of an acknowledged batch took",
+            m.poll_mark.clone(),
+        );
+        registry.register(
+            POLL_ERRORS,
+            "Errors of the polling source, by kind",
+            m.poll_errors.clone(),
+        );
+        registry.register(
+            POLL_SHARDS_HELD,
+            "Shard locks this process holds (0 while a hot standby)",
+            m.poll_shards_held.clone(),
+        );
+        registry.register(
+            POLL_RETENTION_DELETED,
+            "Published rows deleted by poll.retention_seconds",
+            m.poll_retention_deleted.clone(),
+        );
+        registry.register(
+            POLL_NOTIFICATIONS,
+            "LISTEN notifications received on poll.listen_channel",
+            m.poll_notifications.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -23,6 +23,7 @@ use crate::heartbeat::HeartbeatConfig;
 use crate::lag::LagConfig;
 use crate::metrics::MetricsConfig;
 use crate::postgres::config::{PostgresConfig, ReplicationConfig};
+use crate::postgres::poll::config::{PollConfig, SourceConfig, SourceKind};
 use crate::router::{DebeziumConfig, RouterConfig};
 use crate::setting::SettingError;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
@@ -36,9 +37,15 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
 pub struct Config {
     /// Connection to the database holding the outbox table.
     pub postgres: PostgresConfig,
+    /// Which source the pipeline reads: the WAL (default) or polling.
+    #[serde(default)]
+    pub source: SourceConfig,
     /// Slot, publication and stream settings.
     #[serde(default)]
     pub replication: ReplicationConfig,
+    /// The polling source (`source.kind = "poll"`).
+    #[serde(default)]
+    pub poll: PollConfig,
     /// Which table is the outbox and what to do with non-insert changes.
     #[serde(default)]
     pub outbox: OutboxConfig,
@@ -264,6 +271,9 @@ impl Config {
                     .into(),
             });
         }
+        if self.source.kind == SourceKind::Poll {
+            self.validate_poll()?;
+        }
         if self.kafka.exactly_once && self.replication.slot_drop_on_stop {
             return Err(ConfigError::Invalid {
                 key: "replication.slot_drop_on_stop".into(),
@@ -271,6 +281,51 @@ impl Config {
                          walrelay is down, which kafka.exactly_once = true cannot allow"
                     .into(),
             });
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The polling source: its section, and what it cannot do refused by
+    /// name.
+    fn validate_poll(&self) -> Result<(), ConfigError> {
+        self.poll.validate()?;
+        let refuse = |key: &str, reason: &str| {
+            Err(ConfigError::Unsupported {
+                key: key.to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        if self.kafka.exactly_once {
+            return refuse(
+                "kafka.exactly_once",
+                "with source.kind = \"poll\" the published marker is in PostgreSQL and the \
+                 records in Kafka, and no transaction spans both: a crash between Kafka's \
+                 commit and the mark publishes the batch again, so walrelay cannot promise \
+                 exactly-once here; use the WAL source for exactly-once, or consumers that \
+                 deduplicate by the id header",
+            );
+        }
+        if self.outbox.source != crate::txn::config::OutboxSource::Table {
+            return refuse(
+                "outbox.source",
+                "logical decoding messages exist only in the WAL; the polling source reads \
+                 rows of the outbox table (source.kind = \"wal\" relays messages)",
+            );
+        }
+        if self.outbox.transaction_metadata {
+            return refuse(
+                "outbox.transaction_metadata",
+                "Debezium's BEGIN/END records describe WAL transactions, which the polling \
+                 source does not see",
+            );
+        }
+        if self.heartbeat.interval_ms > 0 {
+            return refuse(
+                "heartbeat.interval_ms",
+                "heartbeats keep a replication slot moving, and the polling source has none",
+            );
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! so that one process can run several.
 
 mod plan;
+mod poll;
 mod session;
 mod snapshot;
 
@@ -46,6 +47,9 @@ pub enum PipelineError {
     /// The source failed fatally.
     #[error(transparent)]
     Source(#[from] WalError),
+    /// The polling source failed fatally.
+    #[error(transparent)]
+    Poll(#[from] crate::postgres::poll::PollError),
     /// The sink failed fatally.
     #[error(transparent)]
     Sink(#[from] SinkError),
@@ -109,6 +113,9 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), PipelineError> {
+    if plan.config().source.kind == crate::postgres::poll::config::SourceKind::Poll {
+        return poll::run(plan, metrics, shutdown).await;
+    }
     let config = plan.config();
     let sink = Arc::new(KafkaSink::with_errors(
         &config.kafka,

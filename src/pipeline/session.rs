@@ -359,7 +359,7 @@ pub(super) async fn run<P: ProgressStore>(
 /// stream, and the end of the session. On shutdown returns the sink's own
 /// result once the final durable position went to the origin.
 #[allow(clippy::too_many_arguments)]
-async fn drive<S: Source, P: ProgressStore>(
+pub(super) async fn drive<S: Source, P: ProgressStore>(
     plan: &Plan,
     sink: &Arc<KafkaSink>,
     metrics: &Metrics,

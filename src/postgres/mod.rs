@@ -35,6 +35,7 @@
 pub mod catalog;
 pub mod config;
 pub mod hosts;
+pub mod poll;
 pub mod replication;
 pub mod slot;
 pub mod tls;

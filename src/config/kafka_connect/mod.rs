@@ -299,6 +299,9 @@ impl Draft {
         })?;
         let config = Config {
             postgres,
+            // Debezium's forms read the WAL; polling is native TOML only.
+            source: Default::default(),
+            poll: Default::default(),
             replication: self.replication,
             outbox: self.outbox,
             router: self.router,

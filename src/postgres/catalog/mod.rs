@@ -16,7 +16,6 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use tokio_postgres::config::{ChannelBinding, SslMode as PgSslMode};
 use tokio_postgres::{Client, NoTls};
 use tracing::{info, warn};
@@ -228,11 +227,32 @@ pub async fn connect(params: &ConnectParams) -> Result<Client, CatalogError> {
 /// `prefer-standby`, its error keeps only the last host's, and the `sslmode`
 /// fallbacks below are per host.
 pub async fn connect_with_host(params: &ConnectParams) -> Result<(Client, Endpoint), CatalogError> {
+    connect_choosing(params, None).await
+}
+
+/// Where a listening connection's notifications go (`LISTEN`).
+pub type NotificationSender = tokio::sync::mpsc::UnboundedSender<tokio_postgres::Notification>;
+
+/// [`connect`] for a connection that `LISTEN`s: its notifications go to
+/// `notifications`, which is dropped when the connection ends.
+pub async fn connect_listening(
+    params: &ConnectParams,
+    notifications: NotificationSender,
+) -> Result<Client, CatalogError> {
+    connect_choosing(params, Some(&notifications))
+        .await
+        .map(|(client, _)| client)
+}
+
+async fn connect_choosing(
+    params: &ConnectParams,
+    notifications: Option<&NotificationSender>,
+) -> Result<(Client, Endpoint), CatalogError> {
     hosts::choose(
         "catalog",
         &params.hosts,
         params.target_session_attrs,
-        |endpoint, test| connect_host(params, endpoint, test),
+        |endpoint, test| connect_host(params, endpoint, test, notifications),
     )
     .await
     .map_err(|e| e.collapse(|e| CatalogError::Hosts(Box::new(e))))
@@ -245,9 +265,10 @@ async fn connect_host(
     params: &ConnectParams,
     endpoint: Endpoint,
     test: TargetSessionAttrs,
+    notifications: Option<&NotificationSender>,
 ) -> Result<Client, Refusal<CatalogError>> {
     let attempt = async {
-        let client = connect_unbounded(params, &endpoint).await?;
+        let client = connect_unbounded(params, &endpoint, notifications).await?;
         let yes = match hosts::query(hosts::need(test)) {
             None => false,
             Some(sql) => ask(&client, sql, &endpoint).await?,
@@ -287,6 +308,7 @@ async fn ask(client: &Client, sql: &str, endpoint: &Endpoint) -> Result<bool, Ca
 async fn connect_unbounded(
     params: &ConnectParams,
     endpoint: &Endpoint,
+    notifications: Option<&NotificationSender>,
 ) -> Result<Client, CatalogError> {
     let mut config = tokio_postgres::Config::new();
     config
@@ -317,32 +339,44 @@ async fn connect_unbounded(
         )
     };
     let connector = match tls.connector()? {
-        None => return attempt(&config, params, endpoint, None, &context).await,
+        None => return attempt(&config, params, endpoint, None, &context, notifications).await,
         Some(connector) => connector,
     };
     match tls.mode {
         // libpq's allow: plain first, TLS when the server refuses that.
-        SslMode::Allow => match attempt(&config, params, endpoint, None, &context).await {
-            Err(e) if is_server_refusal(&e) => {
-                tracing::debug!(error = %e, "plain refused, retrying over tls (sslmode allow)");
-                attempt(
-                    &config,
-                    params,
-                    endpoint,
-                    Some((connector, false)),
-                    &context,
-                )
-                .await
+        SslMode::Allow => {
+            match attempt(&config, params, endpoint, None, &context, notifications).await {
+                Err(e) if is_server_refusal(&e) => {
+                    tracing::debug!(error = %e, "plain refused, retrying over tls (sslmode allow)");
+                    attempt(
+                        &config,
+                        params,
+                        endpoint,
+                        Some((connector, false)),
+                        &context,
+                        notifications,
+                    )
+                    .await
+                }
+                other => other,
             }
-            other => other,
-        },
+        }
         // libpq's prefer: TLS when offered; plain again when the handshake
         // or the session over TLS is refused.
         SslMode::Prefer => {
-            match attempt(&config, params, endpoint, Some((connector, true)), &context).await {
+            match attempt(
+                &config,
+                params,
+                endpoint,
+                Some((connector, true)),
+                &context,
+                notifications,
+            )
+            .await
+            {
                 Err(e) if is_server_refusal(&e) || is_tls_refusal(&e) => {
                     tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
-                    attempt(&config, params, endpoint, None, &context).await
+                    attempt(&config, params, endpoint, None, &context, notifications).await
                 }
                 other => other,
             }
@@ -354,6 +388,7 @@ async fn connect_unbounded(
                 endpoint,
                 Some((connector, false)),
                 &context,
+                notifications,
             )
             .await
         }
@@ -368,13 +403,15 @@ async fn attempt(
     endpoint: &Endpoint,
     tls: Option<(openssl::ssl::SslConnector, bool)>,
     context: &(dyn Fn() -> String + Sync),
+    notifications: Option<&NotificationSender>,
 ) -> Result<Client, CatalogError> {
     let mut config = config.clone();
-    let (client, connection) = match tls {
+    match tls {
         None => {
             config.ssl_mode(PgSslMode::Disable);
             let (client, connection) = config.connect(NoTls).await.map_err(sql(context()))?;
-            (client, connection.boxed())
+            drive_connection(connection, notifications.cloned());
+            Ok(client)
         }
         Some((connector, plain_if_refused)) => {
             config.ssl_mode(if plain_if_refused {
@@ -384,15 +421,46 @@ async fn attempt(
             });
             let make = MakeTls::new(params.tls.clone(), connector, endpoint.to_string());
             let (client, connection) = config.connect(make).await.map_err(sql(context()))?;
-            (client, connection.boxed())
+            drive_connection(connection, notifications.cloned());
+            Ok(client)
         }
+    }
+}
+
+/// Spawns the task that drives a SQL connection; with `notifications`, its
+/// `LISTEN` notifications are forwarded there.
+fn drive_connection<S, T>(
+    mut connection: tokio_postgres::Connection<S, T>,
+    notifications: Option<NotificationSender>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let Some(tx) = notifications else {
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "catalog connection ended");
+            }
+        });
+        return;
     };
     tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "catalog connection ended");
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = futures_util::StreamExt::next(&mut messages).await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                    if tx.send(n).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "listening connection ended");
+                    break;
+                }
+            }
         }
     });
-    Ok(client)
 }
 
 /// A replication slot as `pg_replication_slots` shows it.

@@ -1,0 +1,218 @@
+//! The pipeline over the polling source (`[source] kind = "poll"`): the
+//! outbox table's columns read and bound to the router, the shard workers
+//! driven through the [`crate::source`] seam like the WAL source, the
+//! backlog monitor beside them, reconnects with backoff.
+//!
+//! Owns the order of a polling session's steps. It never marks a row
+//! itself: the source marks a claim only after its acknowledgements.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tracing::{error, info, warn, Instrument};
+
+use super::session::{drive, SessionError};
+use super::{Backoff, PipelineError, Plan};
+use crate::chain::DisplayChain;
+use crate::checkpoint::SharedTracker;
+use crate::metrics::Metrics;
+use crate::postgres::catalog::snapshot as pg_snapshot;
+use crate::postgres::catalog::{self, CatalogError};
+use crate::postgres::poll::config::OnPublish;
+use crate::postgres::poll::sql::PollSql;
+use crate::postgres::poll::{self, PollError, PollSource};
+use crate::sink::KafkaSink;
+use crate::source::{SourceFailure, TrackerProgress};
+
+/// Runs the polling pipeline of `plan` until shutdown (Ok) or a fatal error.
+pub(super) async fn run(
+    plan: Plan,
+    metrics: Arc<Metrics>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), PipelineError> {
+    let config = plan.config();
+    let sink = Arc::new(KafkaSink::with_errors(
+        &config.kafka,
+        &config.errors,
+        config.replication.status_interval(),
+        Arc::clone(&metrics),
+        &config.replication.slot,
+    )?);
+    if !config.metrics.listen.is_empty() {
+        crate::metrics::serve(
+            &config.metrics.listen,
+            Arc::clone(&metrics),
+            shutdown.clone(),
+        )
+        .await
+        .map_err(|source| PipelineError::MetricsListen {
+            addr: config.metrics.listen.clone(),
+            source,
+        })?;
+    }
+    let (schema, table) = plan.outbox();
+    let stats_sql = PollSql::new(
+        schema,
+        table,
+        &[],
+        &config.poll,
+        config.poll.shard_column_or(&config.router.key_field),
+    );
+    tokio::spawn({
+        let probe_sink = Arc::clone(&sink);
+        poll::monitor(
+            config.poll.clone(),
+            stats_sql,
+            plan.params().clone(),
+            Arc::clone(&metrics),
+            move || {
+                let s = Arc::clone(&probe_sink);
+                async move {
+                    tokio::task::spawn_blocking(move || s.probe(Duration::from_secs(2)))
+                        .await
+                        .unwrap_or(false)
+                }
+            },
+            shutdown.clone(),
+        )
+        .instrument(tracing::info_span!("poll_monitor"))
+    });
+    let mut backoff = Backoff::new(
+        Duration::from_millis(config.replication.reconnect_min_ms),
+        Duration::from_millis(config.replication.reconnect_max_ms),
+    );
+    let mut progress = TrackerProgress::default();
+    // No slot lag monitor reads it; drive() announces each session's tracker.
+    let (tracker_tx, _tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
+    loop {
+        let started = tokio::time::Instant::now();
+        let result = match open(&plan, &metrics).await {
+            Ok(source) => drive(
+                &plan,
+                &sink,
+                &metrics,
+                source,
+                &mut progress,
+                "poll",
+                &mut shutdown,
+                &tracker_tx,
+            )
+            .await
+            .and_then(|stopped| stopped.map_err(SessionError::Sink)),
+            Err(e) => Err(SessionError::Source(e)),
+        };
+        metrics.streaming.store(false, Ordering::Relaxed);
+        match result {
+            Ok(()) => return Ok(()),
+            Err(SessionError::Sink(e)) => return Err(e.into()),
+            Err(SessionError::SinkGone) => return Err(PipelineError::SinkStopped),
+            Err(SessionError::Source(e)) if e.is_transient() => {
+                metrics.reconnects.inc();
+                if started.elapsed() > Duration::from_secs(30) {
+                    backoff.reset();
+                }
+                let delay = backoff.next_delay();
+                warn!(error = %DisplayChain(&e), retry_in = ?delay, "polling session ended; reconnecting");
+                tokio::select! {
+                    _ = shutdown.changed() => return Ok(()),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+            }
+            Err(SessionError::Source(e)) => {
+                error!(error = %DisplayChain(&e), "polling stopped");
+                return Err(e.into());
+            }
+        }
+    }
+}
+
+/// Opens one polling session: the table's columns from the catalog, the
+/// router bound to them, and the configured columns checked against them.
+async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollError> {
+    let config = plan.config();
+    let params = plan.params();
+    let (schema, table) = plan.outbox();
+    let bound = catalog::sql_timeout(params);
+    let client =
+        catalog::bounded(bound, "opening a sql connection", catalog::connect(params)).await?;
+    let relation = catalog::bounded(bound, "reading the outbox table's columns", async {
+        pg_snapshot::relation_info(&client, schema, table)
+            .await
+            .map_err(PollError::from)
+    })
+    .await?;
+    if relation.columns.is_empty() {
+        return Err(CatalogError::NoOutboxTable {
+            schema: schema.to_owned(),
+            table: table.to_owned(),
+            dbname: params.dbname.clone(),
+        }
+        .into());
+    }
+    let poll = &config.poll;
+    let shard_column = poll.shard_column_or(&config.router.key_field);
+    let mut wanted: Vec<(String, &str)> = poll
+        .order_by
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("poll.order_by[{i}]"), c.as_str()))
+        .collect();
+    if poll.on_publish == OnPublish::Mark {
+        wanted.push((
+            "poll.published_column".to_owned(),
+            poll.published_column.as_str(),
+        ));
+    }
+    if poll.shards > 1 {
+        wanted.push(("poll.shard_column".to_owned(), shard_column));
+    }
+    if !poll.created_column.is_empty() {
+        wanted.push((
+            "poll.created_column".to_owned(),
+            poll.created_column.as_str(),
+        ));
+    }
+    for (key, column) in wanted {
+        if !relation.columns.iter().any(|c| c.name == column) {
+            return Err(PollError::MissingColumn {
+                key,
+                column: column.to_owned(),
+                table: format!("{schema}.{table}"),
+            });
+        }
+    }
+    let table_meta = catalog::bounded(
+        bound,
+        "reading the outbox table's columns",
+        catalog::table_meta(&client, schema, table),
+    )
+    .await
+    .map_err(PollError::from)?;
+    let relation = Arc::new(relation);
+    let bound_relation = plan
+        .router()
+        .bind(&relation, &table_meta)
+        .map_err(|source| PollError::Layout {
+            table: format!("{schema}.{table}"),
+            source: Box::new(source),
+        })?;
+    let columns: Vec<String> = relation.columns.iter().map(|c| c.name.clone()).collect();
+    let sql = PollSql::new(schema, table, &columns, poll, shard_column);
+    info!(
+        table = %format!("{schema}.{table}"),
+        shards = poll.shards,
+        batch_size = poll.batch_size,
+        listen = %poll.listen_channel,
+        "polling the outbox table"
+    );
+    Ok(PollSource::new(
+        poll.clone(),
+        sql,
+        Arc::new(bound_relation),
+        params.clone(),
+        Arc::clone(metrics),
+        Duration::from_millis(config.runtime.shutdown_timeout_ms),
+    ))
+}

@@ -1,0 +1,410 @@
+//! Every SQL statement of the polling source, in one place, so another
+//! database can follow by writing this module again: the claim, the mark
+//! (or delete), the shard locks, the statistics, retention and replay.
+//!
+//! Owns the text of these statements and the parsing of their answers. It
+//! runs nothing itself except through the small async helpers at the end,
+//! and never decides when to run a statement.
+//!
+//! Rows are read with the simple query protocol, so every value arrives as
+//! its type's text output, exactly as pgoutput sends it: the router sees
+//! the same bytes from both sources. A claimed row is identified by its
+//! `ctid` for the mark: the claim's `FOR UPDATE` lock keeps the row where it
+//! is until the claiming transaction ends, and no key column is needed.
+
+use bytes::Bytes;
+use tokio_postgres::{Client, SimpleQueryMessage};
+use walrelay_proto::pgoutput::{ColumnValue, TupleData};
+
+use super::config::{OnPublish, PollConfig};
+use crate::postgres::replication::{quote_ident, quote_literal};
+
+/// The first of the two keys of the shard locks (`pg_try_advisory_lock(int,
+/// int)`): a hash of this prefix and the lock name; the second key is the
+/// shard number.
+pub const LOCK_PREFIX: &str = "walrelay.poll:";
+
+/// The statements of one outbox table and one `[poll]` section.
+#[derive(Debug, Clone)]
+pub struct PollSql {
+    table: String,
+    columns: String,
+    unpublished: String,
+    order: String,
+    on_publish: OnPublish,
+    published: String,
+    shard_expr: String,
+    shards: u32,
+    batch_size: u32,
+    lock_name: String,
+    created: Option<String>,
+}
+
+/// One claimed row: its position for the mark, its inserting transaction,
+/// and its values in the table's column order.
+#[derive(Debug, Clone)]
+pub struct ClaimedRow {
+    /// `ctid` as text, `(page,item)`.
+    pub ctid: String,
+    /// `xmin`, the inserting transaction's id (32 bits, as pgoutput's xid).
+    pub xmin: u32,
+    /// The values, as text, in column order.
+    pub tuple: TupleData,
+}
+
+impl PollSql {
+    /// The statements for `schema.table` with `columns` (the table's
+    /// columns in attribute order), `config`, and the shard column
+    /// `shard_column`.
+    pub fn new(
+        schema: &str,
+        table: &str,
+        columns: &[String],
+        config: &PollConfig,
+        shard_column: &str,
+    ) -> PollSql {
+        let qualified = format!("{}.{}", quote_ident(schema), quote_ident(table));
+        let published = quote_ident(&config.published_column);
+        let unpublished = match config.on_publish {
+            OnPublish::Mark => format!("{published} IS NULL"),
+            OnPublish::Delete => "true".to_owned(),
+        };
+        let order = config
+            .order_by
+            .iter()
+            .map(|c| quote_ident(c))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let lock_name = if config.lock_name.is_empty() {
+            format!("{schema}.{table}")
+        } else {
+            config.lock_name.clone()
+        };
+        PollSql {
+            columns: columns
+                .iter()
+                .map(|c| quote_ident(c))
+                .collect::<Vec<_>>()
+                .join(", "),
+            table: qualified,
+            unpublished,
+            order,
+            on_publish: config.on_publish,
+            published,
+            // A NULL key hashes to shard 0, so no row is left in no shard.
+            shard_expr: format!(
+                "abs(coalesce(hashtext({}::text), 0) % {})",
+                quote_ident(shard_column),
+                config.shards
+            ),
+            shards: config.shards,
+            batch_size: config.batch_size,
+            lock_name,
+            created: (!config.created_column.is_empty())
+                .then(|| quote_ident(&config.created_column)),
+        }
+    }
+
+    /// The name the shard locks are derived from.
+    pub fn lock_name(&self) -> &str {
+        &self.lock_name
+    }
+
+    /// The quoted, qualified table.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn shard_filter(&self, shard: u32) -> String {
+        if self.shards <= 1 {
+            String::new()
+        } else {
+            format!(" AND {} = {shard}", self.shard_expr)
+        }
+    }
+
+    /// Opens the claiming transaction and claims up to `batch_size`
+    /// unpublished rows of `shard`, oldest first, skipping rows another
+    /// transaction holds. One round trip; the transaction stays open.
+    pub fn claim(&self, shard: u32) -> String {
+        format!(
+            "BEGIN; SELECT ctid::text, xmin::text, {cols} FROM {table} WHERE {unpub}{shard} \
+             ORDER BY {order} LIMIT {n} FOR UPDATE SKIP LOCKED",
+            cols = self.columns,
+            table = self.table,
+            unpub = self.unpublished,
+            shard = self.shard_filter(shard),
+            order = self.order,
+            n = self.batch_size,
+        )
+    }
+
+    /// Marks (or deletes) the claimed rows at `ctids` and commits. One round
+    /// trip.
+    pub fn finish(&self, ctids: &[String]) -> String {
+        let array = tid_array(ctids);
+        match self.on_publish {
+            OnPublish::Mark => format!(
+                "UPDATE {table} SET {published} = clock_timestamp() WHERE ctid = ANY({array}); \
+                 COMMIT",
+                table = self.table,
+                published = self.published,
+            ),
+            OnPublish::Delete => format!(
+                "DELETE FROM {table} WHERE ctid = ANY({array}); COMMIT",
+                table = self.table,
+            ),
+        }
+    }
+
+    /// Takes shard `shard`'s lock if it is free; answers `t` or `f`.
+    pub fn try_lock(&self, shard: u32) -> String {
+        format!(
+            "SELECT pg_try_advisory_lock(hashtext({}), {shard})",
+            quote_literal(&format!("{LOCK_PREFIX}{}", self.lock_name))
+        )
+    }
+
+    /// The backends holding each shard's lock: rows of (shard, pid,
+    /// application_name).
+    pub fn lock_holders(&self) -> String {
+        format!(
+            "SELECT l.objid::int, l.pid, coalesce(a.application_name, '') \
+             FROM pg_catalog.pg_locks l \
+             LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 \
+               AND l.database = (SELECT oid FROM pg_catalog.pg_database \
+                                 WHERE datname = current_database()) \
+               AND l.classid::int = hashtext({}) \
+             ORDER BY 1",
+            quote_literal(&format!("{LOCK_PREFIX}{}", self.lock_name))
+        )
+    }
+
+    /// The unpublished rows: their count, the identity (`ctid/xmin`) of the
+    /// oldest in claim order, and with `poll.created_column` the age in
+    /// seconds of the earliest created.
+    pub fn stats(&self) -> String {
+        let age = match &self.created {
+            Some(c) => format!(
+                "(SELECT extract(epoch FROM clock_timestamp() - min({c}))::float8::text \
+                 FROM {t} WHERE {u})",
+                t = self.table,
+                u = self.unpublished
+            ),
+            None => "NULL".to_owned(),
+        };
+        format!(
+            "SELECT (SELECT count(*) FROM {t} WHERE {u}), \
+             (SELECT ctid::text || '/' || xmin::text FROM {t} WHERE {u} ORDER BY {o} LIMIT 1), \
+             {age}",
+            t = self.table,
+            u = self.unpublished,
+            o = self.order,
+        )
+    }
+
+    /// Deletes up to `batch` published rows marked more than `seconds`
+    /// ago, skipping rows in use; answers with the rows deleted.
+    pub fn retention(&self, seconds: u64, batch: u32) -> String {
+        format!(
+            "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} \
+             WHERE {p} < clock_timestamp() - make_interval(secs => {seconds}) \
+             LIMIT {batch} FOR UPDATE SKIP LOCKED))",
+            t = self.table,
+            p = self.published,
+        )
+    }
+
+    /// The published rows matching `condition` (an operator's SQL
+    /// condition, in parentheses): counted.
+    pub fn replay_count(&self, condition: &str) -> String {
+        format!(
+            "SELECT count(*) FROM {t} WHERE {p} IS NOT NULL AND ({condition})",
+            t = self.table,
+            p = self.published,
+        )
+    }
+
+    /// The published rows matching `condition`: unpublished again.
+    pub fn replay(&self, condition: &str) -> String {
+        format!(
+            "UPDATE {t} SET {p} = NULL WHERE {p} IS NOT NULL AND ({condition})",
+            t = self.table,
+            p = self.published,
+        )
+    }
+
+    /// The condition `--since` stands for: published at or after `since`
+    /// (a timestamp PostgreSQL parses).
+    pub fn since_condition(&self, since: &str) -> String {
+        format!(
+            "{} >= {}::timestamptz",
+            self.published,
+            quote_literal(since)
+        )
+    }
+}
+
+/// `'{"(0,1)","(0,2)"}'::tid[]` from the server's own ctid texts.
+fn tid_array(ctids: &[String]) -> String {
+    let mut array = String::with_capacity(ctids.len() * 12 + 16);
+    array.push('{');
+    for (i, ctid) in ctids.iter().enumerate() {
+        if i > 0 {
+            array.push(',');
+        }
+        array.push('"');
+        array.push_str(ctid);
+        array.push('"');
+    }
+    array.push('}');
+    format!("{}::tid[]", quote_literal(&array))
+}
+
+/// The rows of a claim's answer. `None`: a row without its ctid or xmin,
+/// which the server never sends for this statement.
+pub fn claimed_rows(messages: Vec<SimpleQueryMessage>) -> Option<Vec<ClaimedRow>> {
+    let mut rows = Vec::new();
+    for m in messages {
+        if let SimpleQueryMessage::Row(row) = m {
+            let ctid = row.get(0)?.to_owned();
+            let xmin = row.get(1)?.parse().ok()?;
+            let columns = (2..row.len())
+                .map(|i| match row.get(i) {
+                    Some(text) => ColumnValue::Text(Bytes::copy_from_slice(text.as_bytes())),
+                    None => ColumnValue::Null,
+                })
+                .collect();
+            rows.push(ClaimedRow {
+                ctid,
+                xmin,
+                tuple: TupleData { columns },
+            });
+        }
+    }
+    Some(rows)
+}
+
+/// The row count of the last command of a simple query's answer.
+pub fn affected(messages: &[SimpleQueryMessage]) -> u64 {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(n) => Some(*n),
+            _ => None,
+        })
+        .next()
+        .unwrap_or(0)
+}
+
+/// The first value of the first row, if any.
+pub fn first_value(messages: &[SimpleQueryMessage]) -> Option<Vec<Option<String>>> {
+    messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => Some(
+            (0..row.len())
+                .map(|i| row.get(i).map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+/// Runs one simple query.
+pub async fn run(
+    client: &Client,
+    sql: &str,
+) -> Result<Vec<SimpleQueryMessage>, tokio_postgres::Error> {
+    client.simple_query(sql).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sql(config: PollConfig) -> PollSql {
+        PollSql::new(
+            "public",
+            "Outbox",
+            &["id".into(), "aggregateid".into(), "published_at".into()],
+            &config,
+            "aggregateid",
+        )
+    }
+
+    fn ordered() -> PollConfig {
+        PollConfig {
+            order_by: vec!["seq".into(), "id".into()],
+            ..PollConfig::default()
+        }
+    }
+
+    #[test]
+    fn claim_orders_locks_and_skips() {
+        let s = sql(ordered()).claim(0);
+        assert_eq!(
+            s,
+            "BEGIN; SELECT ctid::text, xmin::text, \"id\", \"aggregateid\", \"published_at\" \
+             FROM \"public\".\"Outbox\" WHERE \"published_at\" IS NULL \
+             ORDER BY \"seq\", \"id\" LIMIT 1000 FOR UPDATE SKIP LOCKED"
+        );
+    }
+
+    #[test]
+    fn shards_filter_by_hash_of_the_key() {
+        let s = sql(PollConfig {
+            shards: 4,
+            ..ordered()
+        })
+        .claim(3);
+        assert!(
+            s.contains("AND abs(coalesce(hashtext(\"aggregateid\"::text), 0) % 4) = 3"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn finish_marks_or_deletes_by_ctid_and_commits() {
+        let ctids = vec!["(0,1)".to_owned(), "(12,40)".to_owned()];
+        assert_eq!(
+            sql(ordered()).finish(&ctids),
+            "UPDATE \"public\".\"Outbox\" SET \"published_at\" = clock_timestamp() \
+             WHERE ctid = ANY('{\"(0,1)\",\"(12,40)\"}'::tid[]); COMMIT"
+        );
+        let delete = sql(PollConfig {
+            on_publish: OnPublish::Delete,
+            ..ordered()
+        });
+        assert_eq!(
+            delete.finish(&ctids),
+            "DELETE FROM \"public\".\"Outbox\" WHERE ctid = ANY('{\"(0,1)\",\"(12,40)\"}'::tid[]); COMMIT"
+        );
+        assert!(delete.claim(0).contains("WHERE true"));
+    }
+
+    #[test]
+    fn lock_keys_quote_the_name() {
+        let s = sql(PollConfig {
+            lock_name: "it's".into(),
+            ..ordered()
+        });
+        assert_eq!(
+            s.try_lock(2),
+            "SELECT pg_try_advisory_lock(hashtext('walrelay.poll:it''s'), 2)"
+        );
+        assert_eq!(sql(ordered()).lock_name(), "public.Outbox");
+    }
+
+    #[test]
+    fn replay_since_quotes_the_timestamp() {
+        let s = sql(ordered());
+        let cond = s.since_condition("2026-01-01'; DROP TABLE x; --");
+        assert_eq!(
+            cond,
+            "\"published_at\" >= '2026-01-01''; DROP TABLE x; --'::timestamptz"
+        );
+        assert!(s.replay(&cond).starts_with(
+            "UPDATE \"public\".\"Outbox\" SET \"published_at\" = NULL WHERE \"published_at\" IS NOT NULL AND ("
+        ));
+    }
+}
