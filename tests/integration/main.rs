@@ -44,6 +44,10 @@ mod large_transactions;
 mod messages;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
 mod operations;
+/// The polling source on a `wal_level = replica` server: records and
+/// marks, kills between publish and mark, late commits, hot standbys and
+/// shards, retention, delete-on-publish, bad rows.
+mod poll;
 /// Exactly-once's progress topic: created compacted, refused otherwise.
 mod progress_topic;
 /// The replication connection: authentication and a decoded stream.
