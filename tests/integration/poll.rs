@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use crate::common::metrics::{free_port, metric, scrape};
 use crate::common::relay::{event_id, event_number, tail, Outbox, Relay, WAIT};
 use crate::common::{
-    connect_url, create_topic, env, kafka_bootstrap, read_to_end, unique_name, Record,
+    connect_url, create_topic, create_topic_on, env, kafka_bootstrap, read_to_end, read_to_end_on,
+    unique_name, PrivateKafka, Record,
 };
 
 /// Port of the shared `wal_level = replica` cluster
@@ -95,6 +96,17 @@ impl PollBox {
     /// The polling configuration; `poll_extra` goes into `[poll]`, `extra`
     /// after everything (its own tables).
     fn config(&self, metrics_port: u16, poll_extra: &str, extra: &str) -> String {
+        self.config_on(&kafka_bootstrap(), metrics_port, poll_extra, extra)
+    }
+
+    /// [`PollBox::config`] for the broker at `bootstrap`.
+    fn config_on(
+        &self,
+        bootstrap: &str,
+        metrics_port: u16,
+        poll_extra: &str,
+        extra: &str,
+    ) -> String {
         format!(
             r#"
 [source]
@@ -106,7 +118,6 @@ interval_ms = 100
 listen_channel = "{name}"
 lock_retry_ms = 200
 stats_interval_ms = 200
-ack_timeout_ms = 5000
 {poll_extra}
 
 [postgres]
@@ -135,7 +146,6 @@ listen = "127.0.0.1:{metrics_port}"
 "#,
             name = self.name,
             port = self.port,
-            bootstrap = kafka_bootstrap(),
         )
     }
 
@@ -836,4 +846,77 @@ async fn an_unroutable_row_stops_or_is_dead_lettered() {
     assert_eq!(numbers(&records), vec![1, 3]);
     relay.signal("TERM");
     relay.exit_code(WAIT);
+}
+
+/// Kafka down: a claim that waits longer than `poll.ack_timeout_ms` is
+/// rolled back (no row locks or open transaction held through the outage),
+/// nothing is marked, and once the broker is back every row is delivered
+/// and marked.
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_down_rolls_back_claims_and_loses_nothing() {
+    let kafka = tokio::task::spawn_blocking(PrivateKafka::start)
+        .await
+        .unwrap();
+    let ob = PollBox::new("poll_kafka_down").await;
+    create_topic_on(&kafka.bootstrap(), &ob.topic(), 1).await;
+    let port = free_port();
+    let mut relay =
+        Relay::start(&ob.config_on(&kafka.bootstrap(), port, "ack_timeout_ms = 1000", ""));
+    ob.insert(1, "k").await;
+    ob.wait_published(1, &mut relay).await;
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.stop();
+        kafka
+    })
+    .await
+    .unwrap();
+    for i in 2..=6 {
+        ob.insert(i, "k").await;
+    }
+    wait_metric(
+        port,
+        "walrelay_poll_batches_total{result=\"rolled_back\"}",
+        |v| v >= 1.0,
+        &mut relay,
+    )
+    .await;
+    // Nothing marked, and no claim left open holding the rows.
+    assert_eq!(ob.counts().await, (1, 6));
+    let open: i64 = ob
+        .client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' \
+             AND application_name LIKE 'walrelay%' AND query LIKE $1",
+            &[&format!("%{}%", ob.name)],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 0, "a claim stayed open through the outage");
+    let locked: i64 = ob
+        .client
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM (SELECT 1 FROM {} FOR UPDATE SKIP LOCKED) unlocked",
+                ob.name
+            ),
+            &[],
+        )
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(-1);
+    assert_eq!(locked, 6, "rows still locked by a claim");
+    let kafka = tokio::task::spawn_blocking(move || {
+        kafka.start_again();
+        kafka
+    })
+    .await
+    .unwrap();
+    ob.wait_published(6, &mut relay).await;
+    // Marked only after acknowledged: everything is in Kafka now.
+    let records = read_to_end_on(&kafka.bootstrap(), &ob.topic(), WAIT).await;
+    check_order(&records, 6, |_| "k".into());
+    relay.signal("TERM");
+    relay.exit_code(WAIT);
+    drop(kafka);
 }
