@@ -2,8 +2,10 @@
 # Static checks of deploy/: the Prometheus rules and their unit tests, the
 # metric names they and the dashboard use, the Grafana dashboard, the systemd
 # unit, the Kubernetes manifests, the PostgreSQL settings, the Dockerfile's
-# inputs, and, when the test environment's PostgreSQL runs, outbox_emit.sql
-# for real. Prints one line per check and exits 1 if any failed.
+# inputs, the example configurations in config/ (when walrelay is built),
+# and, when the test environment's PostgreSQL runs, outbox_emit.sql,
+# outbox_poll.sql and outbox_notify.sql for real. Prints one line per check
+# and exits 1 if any failed.
 #
 # Usage: scripts/check-deploy.sh
 #
@@ -12,8 +14,8 @@
 # also start a Prometheus server); systemd-analyze (`systemd`) and PyYAML
 # (`python3-yaml`) are installed with apt-get, which needs root. Later runs
 # find them and take a few seconds. Owns nothing outside deploy/ and
-# .cache/deploy-tools/ (and a throwaway database on the running test
-# cluster, dropped at the end); never starts a service.
+# .cache/deploy-tools/ (and throwaway databases and a throwaway role on the
+# running test clusters, dropped at the end); never starts a service.
 # shellcheck disable=SC2317 # the check functions run through check()
 set -euo pipefail
 
@@ -196,9 +198,9 @@ sys.exit(1 if bad else 0)
 PY
 }
 
-# Panels use the datasource variable and their PromQL parses: the queries,
-# with Grafana's variables substituted, become recording rules for
-# `promtool check rules`.
+# Panels use the datasource variable, their ids are unique, their gridPos
+# cells do not overlap, and their PromQL parses: the queries, with Grafana's
+# variables substituted, become recording rules for `promtool check rules`.
 dashboard_queries() {
     "$PY" - "$DASHBOARD" "$WORK/dashboard-rules.yml" <<'PY' || return 1
 import json, sys, yaml
@@ -214,10 +216,23 @@ def walk(panels):
     for p in panels:
         yield p
         yield from walk(p.get("panels", []))
+cells = {}
 for p in walk(d["panels"]):
     if p["id"] in ids:
         bad.append(f"duplicate panel id {p['id']}")
     ids.add(p["id"])
+    g = p["gridPos"]
+    if g["x"] + g["w"] > 24:
+        bad.append(f"panel {p['title']!r} reaches past the 24 grid columns")
+    for x in range(g["x"], g["x"] + g["w"]):
+        for y in range(g["y"], g["y"] + g["h"]):
+            if (x, y) in cells:
+                bad.append(f"panel {p['title']!r} overlaps {cells[(x, y)]!r}")
+                break
+            cells[(x, y)] = p["title"]
+        else:
+            continue
+        break
     if p["type"] == "row":
         continue
     if p.get("datasource", {}).get("uid") != "${datasource}":
@@ -359,6 +374,17 @@ PY
     "$WALRELAY_BIN" validate --config "$WORK/walrelay.toml"
 }
 
+# Every native example in config/ (walrelay.toml, walrelay-poll.toml, ...)
+# passes `walrelay validate`, with its password variable set to a
+# placeholder. No test of `cargo test` enumerates config/*.toml.
+config_examples_validate() {
+    local f bad=0
+    for f in "$REPO_ROOT"/config/*.toml; do
+        WALRELAY_PG_PASSWORD=placeholder "$WALRELAY_BIN" validate --config "$f" || bad=1
+    done
+    return "$bad"
+}
+
 # Every setting in walrelay.conf is a parameter this PostgreSQL knows.
 pg_settings_known() {
     local names unknown
@@ -442,6 +468,135 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# deploy/postgresql/outbox_poll.sql (with a throwaway role for -v role) and
+# outbox_notify.sql install twice into a throwaway database of the running
+# cluster $POLL_PG_DIR and do what they say: the table has the columns
+# config/walrelay-poll.toml names (seq an identity column that refuses
+# explicit values, published_at a nullable timestamptz), the partial index's
+# predicate is the claim's WHERE and the claim uses it; as the role, the
+# statements walrelay runs (shard lock, claim FOR UPDATE SKIP LOCKED in seq
+# order, mark, backlog statistics) pass with the grants, DELETE is refused
+# until the file's commented GRANT DELETE runs, then retention deletes the
+# marked rows; the trigger is AFTER INSERT FOR EACH STATEMENT on the given
+# channel, and an insert's commit notifies the role's LISTEN. Then the
+# database and the role are dropped.
+outbox_poll_works() {
+    local db=check_deploy_outbox_poll_$$ role=check_deploy_poll_$$ rc=0 out grant_delete
+    local poll=$DEPLOY/postgresql/outbox_poll.sql notify=$DEPLOY/postgresql/outbox_notify.sql
+    grant_delete=$(sed -n 's/^-- \(GRANT DELETE ON TABLE .*;\)$/\1/p' "$poll")
+    [[ -n $grant_delete ]] || {
+        echo "outbox_poll.sql has no commented GRANT DELETE line"
+        return 1
+    }
+    poll_sql -qc "CREATE DATABASE $db" || return 1
+    out=$(
+        # Installed twice: the second run must be a no-op (its "already
+        # exists, skipping" notices silenced).
+        export PGOPTIONS="-c client_min_messages=warning"
+        poll_sql -d "$db" -v role="$role" -f "$poll" &&
+            poll_sql -d "$db" -v role="$role" -f "$poll" &&
+            poll_sql -d "$db" -v table=public.outbox -v channel="$db" -f "$notify" &&
+            poll_sql -d "$db" -v table=public.outbox -v channel="$db" -f "$notify" &&
+            unset PGOPTIONS &&
+            {
+                cat <<'SQL'
+SELECT 'column', attname, format_type(atttypid, atttypmod), attnotnull, attidentity
+    FROM pg_attribute WHERE attrelid = 'public.outbox'::regclass AND attnum > 0 AND NOT attisdropped;
+SELECT 'index', c.relname, pg_get_indexdef(i.indexrelid), pg_get_expr(i.indpred, i.indrelid)
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    WHERE i.indrelid = 'public.outbox'::regclass AND i.indpred IS NOT NULL;
+SELECT 'trigger', tgname, pg_get_triggerdef(oid)
+    FROM pg_trigger WHERE tgrelid = 'public.outbox'::regclass AND NOT tgisinternal;
+SET ROLE :"role";
+LISTEN :"channel";
+RESET ROLE;
+INSERT INTO public.outbox (aggregatetype, aggregateid, type, payload)
+    VALUES ('Order', '1', 'first', '{}'), ('Order', '2', 'second', '{}'), ('Order', '1', 'third', '{}');
+DO $$ BEGIN
+    INSERT INTO public.outbox (seq, aggregatetype, aggregateid, type) VALUES (1, 'x', 'x', 'x');
+    RAISE EXCEPTION 'an explicit seq was accepted';
+EXCEPTION WHEN generated_always THEN NULL;
+END $$;
+SET ROLE :"role";
+SELECT 'lock', pg_try_advisory_lock(hashtext('walrelay.poll:public.outbox'), 0);
+BEGIN;
+SELECT 'claim', seq, type FROM "public"."outbox" WHERE "published_at" IS NULL
+    ORDER BY "seq" LIMIT 2 FOR UPDATE SKIP LOCKED;
+UPDATE "public"."outbox" SET "published_at" = clock_timestamp()
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM "public"."outbox" WHERE "published_at" IS NULL ORDER BY "seq" LIMIT 2));
+COMMIT;
+SELECT 'stats', (SELECT count(*) FROM "public"."outbox" WHERE "published_at" IS NULL),
+    (SELECT ctid::text || '/' || xmin::text FROM "public"."outbox" WHERE "published_at" IS NULL ORDER BY "seq" LIMIT 1) IS NOT NULL,
+    (SELECT extract(epoch FROM clock_timestamp() - min("created_at")) >= 0 FROM "public"."outbox" WHERE "published_at" IS NULL);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT ctid::text FROM "public"."outbox" WHERE "published_at" IS NULL
+    ORDER BY "seq" LIMIT 1000 FOR UPDATE SKIP LOCKED;
+RESET enable_seqscan;
+DO $$ BEGIN
+    BEGIN DELETE FROM public.outbox WHERE false; EXCEPTION WHEN insufficient_privilege THEN RETURN; END;
+    RAISE EXCEPTION 'the role may DELETE without GRANT DELETE';
+END $$;
+RESET ROLE;
+SQL
+                printf '%s\n' "$grant_delete"
+                cat <<'SQL'
+SET ROLE :"role";
+WITH deleted AS (
+    DELETE FROM "public"."outbox" WHERE ctid = ANY(ARRAY(SELECT ctid FROM "public"."outbox"
+        WHERE "published_at" < clock_timestamp() - make_interval(secs => 0) LIMIT 5000 FOR UPDATE SKIP LOCKED))
+    RETURNING 1)
+SELECT 'retention', count(*) FROM deleted;
+SQL
+            } | poll_sql -d "$db" -At -v role="$role" -v channel="$db" 2>&1
+    ) || rc=1
+    poll_sql -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" || rc=1
+    poll_sql -qc "DROP ROLE IF EXISTS $role" || rc=1
+    ((rc == 0)) || {
+        printf '%s\n' "$out"
+        return 1
+    }
+    "$PY" - "$out" "$db" <<'PY'
+import sys
+out, channel = sys.argv[1], sys.argv[2]
+rows = {}
+for line in out.splitlines():
+    if "|" in line:
+        kind, *rest = line.split("|")
+        rows.setdefault(kind, []).append(rest)
+bad = []
+cols = {c[0]: c[1:] for c in rows.get("column", [])}
+want = {"id": ("uuid", "t", ""), "seq": ("bigint", "t", "a"), "aggregatetype": ("character varying(255)", "t", ""),
+        "aggregateid": ("character varying(255)", "t", ""), "type": ("character varying(255)", "t", ""),
+        "payload": ("jsonb", "f", ""), "published_at": ("timestamp with time zone", "f", ""),
+        "created_at": ("timestamp with time zone", "t", "")}
+for name, spec in want.items():
+    if tuple(cols.get(name, ())) != spec:
+        bad.append(f"column {name}: {cols.get(name)}, expected (type, not null, identity) {spec}")
+idx = rows.get("index", [])
+if len(idx) != 1 or idx[0][2] != "(published_at IS NULL)" or not idx[0][1].endswith("btree (seq) WHERE (published_at IS NULL)"):
+    bad.append(f"expected one partial index on (seq) WHERE published_at IS NULL, got {idx}")
+trig = rows.get("trigger", [])
+if len(trig) != 1 or trig[0][0] != "walrelay_outbox_notify" or not all(
+        s in trig[0][1] for s in ("AFTER INSERT ON public.outbox FOR EACH STATEMENT", f"walrelay_outbox_notify('{channel}')")):
+    bad.append(f"expected the trigger walrelay_outbox_notify AFTER INSERT FOR EACH STATEMENT on {channel}, got {trig}")
+if f'Asynchronous notification "{channel}" received' not in out:
+    bad.append(f"no notification on {channel} after an insert committed")
+if rows.get("lock") != [["t"]]:
+    bad.append(f"the role could not take the shard lock: {rows.get('lock')}")
+if rows.get("claim") != [["1", "first"], ["2", "second"]]:
+    bad.append(f"claimed {rows.get('claim')}, expected seq 1 and 2 in order")
+if rows.get("stats") != [["1", "t", "t"]]:
+    bad.append(f"backlog statistics {rows.get('stats')}, expected 1 unpublished row with an identity and an age")
+plan = [l for l in out.splitlines() if "Index Scan" in l or "Seq Scan" in l]
+if not idx or not any(f"using {idx[0][0]} on outbox" in l for l in plan):
+    bad.append(f"the claim does not use the partial index: {plan}")
+if rows.get("retention") != [["2"]]:
+    bad.append(f"retention deleted {rows.get('retention')}, expected the 2 marked rows")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
 # What the Dockerfile copies exists, and it copies every workspace member.
 dockerfile_inputs() {
     local src bad=0
@@ -489,8 +644,10 @@ if [[ -z $WALRELAY_BIN ]]; then
 fi
 if [[ -n $WALRELAY_BIN ]]; then
     check "kubernetes ConfigMap passes walrelay validate" k8s_config_validates
+    check "config/*.toml examples pass walrelay validate" config_examples_validate
 else
     skip "kubernetes ConfigMap passes walrelay validate" "no walrelay binary built; set WALRELAY_BIN"
+    skip "config/*.toml examples pass walrelay validate" "no walrelay binary built; set WALRELAY_BIN"
 fi
 
 PG_POSTGRES=$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -n 1 || true)
@@ -501,14 +658,26 @@ else
 fi
 check "Dockerfile COPY sources exist" dockerfile_inputs
 
-# outbox_emit.sql needs a server: the test environment's cluster when it
-# runs (scripts/env.sh up); this script never starts one.
+# The SQL snippets need a server: the test environment's clusters when they
+# run (scripts/env.sh up); this script never starts one. outbox_emit.sql
+# needs logical decoding; the polling snippets run on the wal_level=replica
+# cluster beside it (where the polling source is tested), else on the
+# logical one.
 PG_DIR=${WALRELAY_TEST_PG_DIR:-$REPO_ROOT/.walrelay-env/pg}
 pg_sql() { "$SCRIPT_DIR/pg.sh" psql "$PG_DIR" -v ON_ERROR_STOP=1 "$@"; }
-if "$SCRIPT_DIR/pg.sh" status "$PG_DIR" >/dev/null 2>&1; then
+pg_running() { "$SCRIPT_DIR/pg.sh" status "$1" >/dev/null 2>&1; }
+if pg_running "$PG_DIR"; then
     check "postgresql/outbox_emit.sql installs and emits what it documents" outbox_emit_works
 else
     skip "postgresql/outbox_emit.sql installs and emits what it documents" "no PostgreSQL running in $PG_DIR; scripts/env.sh up"
+fi
+POLL_PG_DIR=$PG_DIR-replica
+pg_running "$POLL_PG_DIR" || POLL_PG_DIR=$PG_DIR
+poll_sql() { "$SCRIPT_DIR/pg.sh" psql "$POLL_PG_DIR" -v ON_ERROR_STOP=1 "$@"; }
+if pg_running "$POLL_PG_DIR"; then
+    check "postgresql/outbox_poll.sql and outbox_notify.sql install and work as walrelay's polling source uses them" outbox_poll_works
+else
+    skip "postgresql/outbox_poll.sql and outbox_notify.sql install and work as walrelay's polling source uses them" "no PostgreSQL running in $PG_DIR(-replica); scripts/env.sh up"
 fi
 
 exit "$FAILED"
