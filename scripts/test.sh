@@ -68,6 +68,9 @@ MATRIX_TESTS=(
     faults::postgres_restart_mid_load
     operations::stops_and_takeover::hot_standby_takes_over_after_sigkill
     cli::check_passes_on_a_good_setup_and_changes_nothing
+    poll::rows_become_records_and_are_marked_published
+    poll::kill_between_publish_and_mark_publishes_again
+    poll::standby_takes_over_after_sigkill_and_keeps_per_aggregate_order
 )
 
 # Runs MATRIX_TESTS against a cluster of each of MATRIX_MAJORS, two majors
