@@ -5,7 +5,12 @@
 # transaction), shows the events as a Kafka consumer sees them, and stops
 # everything.
 #
-# Usage: scripts/demo.sh [N_ORDERS]     (default 5)
+# With --poll, the same through the polling source on a wal_level=replica
+# server: the outbox row stays (the service does not delete it), walrelay
+# claims it, publishes it and marks it published; the demo shows the rows'
+# published_at.
+#
+# Usage: scripts/demo.sh [--poll] [N_ORDERS]     (default 5)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -13,9 +18,19 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$SCRIPT_DIR/lib.sh"
 
+POLL=0
+if [[ "${1:-}" == --poll ]]; then
+    POLL=1
+    shift
+fi
 N_ORDERS=${1:-5}
 DEMO_DIR=$REPO_ROOT/.walrelay-env/demo
 PG_DIR=$DEMO_DIR/pg
+WAL_LEVEL=logical
+if ((POLL)); then
+    PG_DIR=$DEMO_DIR/pg-replica
+    WAL_LEVEL=replica
+fi
 KAFKA_DIR=$DEMO_DIR/kafka
 WALRELAY_PID=
 
@@ -45,10 +60,10 @@ step "building walrelay"
 cargo build --release --bin walrelay
 WALRELAY=$REPO_ROOT/target/release/walrelay
 
-step "starting PostgreSQL 15 (wal_level=logical) and Apache Kafka (KRaft)"
+step "starting PostgreSQL 15 (wal_level=$WAL_LEVEL) and Apache Kafka (KRaft)"
 # A fresh broker each time, so the consumer below shows only this run's events.
 "$SCRIPT_DIR/kafka.sh" rm "$KAFKA_DIR"
-"$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+WALRELAY_PG_WAL_LEVEL=$WAL_LEVEL "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
 PG_PORT=$(cat "$PG_DIR/port")
 BOOTSTRAP=$("$SCRIPT_DIR/kafka.sh" bootstrap "$KAFKA_DIR")
@@ -66,6 +81,15 @@ CREATE TABLE orders (
     total_cents bigint NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now()
 );
+SQL
+if ((POLL)); then
+    # The polling outbox: an order column and the published marker, the
+    # partial index the claims use, and the LISTEN trigger.
+    psql_demo -d shop -f "$REPO_ROOT/deploy/postgresql/outbox_poll.sql" -v role=walrelay_demo >/dev/null
+    psql_demo -d shop -f "$REPO_ROOT/deploy/postgresql/outbox_notify.sql" >/dev/null 2>&1
+    psql_demo -d shop -c '\d outbox'
+else
+    psql_demo -d shop <<'SQL'
 -- The outbox table in Debezium's shape.
 CREATE TABLE outbox (
     id            uuid PRIMARY KEY,
@@ -75,6 +99,7 @@ CREATE TABLE outbox (
     payload       jsonb
 );
 SQL
+fi
 "$SCRIPT_DIR/kafka.sh" topics "$KAFKA_DIR" --create --if-not-exists --topic outbox.event.Order --partitions 3 --replication-factor 1 >/dev/null
 
 step "starting walrelay"
@@ -96,17 +121,44 @@ table = "public.outbox"
 [kafka]
 bootstrap_servers = "$BOOTSTRAP"
 TOML
+if ((POLL)); then
+    cat >>"$CONFIG" <<TOML
+
+[source]
+kind = "poll"
+
+[poll]
+order_by = ["seq"]
+listen_channel = "walrelay_outbox"
+TOML
+fi
 cat "$CONFIG"
 "$WALRELAY" run --config "$CONFIG" &
 WALRELAY_PID=$!
-for _ in $(seq 1 50); do
-    active=$(psql_demo -d shop -Atc "SELECT active FROM pg_replication_slots WHERE slot_name = 'walrelay_demo'")
-    [[ "$active" == t ]] && break
-    sleep 0.2
-done
-[[ "$active" == t ]] || die "walrelay did not start streaming"
+if ((POLL)); then
+    # Publishing once it holds the shard lock.
+    for _ in $(seq 1 50); do
+        held=$(psql_demo -d shop -Atc "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+        [[ "$held" -ge 1 ]] && break
+        sleep 0.2
+    done
+    [[ "$held" -ge 1 ]] || die "walrelay did not take the shard lock"
+else
+    for _ in $(seq 1 50); do
+        active=$(psql_demo -d shop -Atc "SELECT active FROM pg_replication_slots WHERE slot_name = 'walrelay_demo'")
+        [[ "$active" == t ]] && break
+        sleep 0.2
+    done
+    [[ "$active" == t ]] || die "walrelay did not start streaming"
+fi
 
-step "writing $N_ORDERS orders the way a service does: order row + outbox insert + outbox delete, one transaction each"
+OUTBOX_DELETE="DELETE FROM outbox;"
+if ((POLL)); then
+    OUTBOX_DELETE=""
+    step "writing $N_ORDERS orders the way a service does: order row + outbox insert, one transaction each"
+else
+    step "writing $N_ORDERS orders the way a service does: order row + outbox insert + outbox delete, one transaction each"
+fi
 for i in $(seq 1 "$N_ORDERS"); do
     psql_demo -d shop <<SQL
 BEGIN;
@@ -117,7 +169,7 @@ INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload)
 SELECT gen_random_uuid(), 'Order', o.id::text, 'OrderCreated',
        jsonb_build_object('orderId', o.id, 'customer', o.customer, 'totalCents', o.total_cents)
 FROM o;
-DELETE FROM outbox;
+$OUTBOX_DELETE
 COMMIT;
 SQL
 done
@@ -140,6 +192,12 @@ java -cp "$REPO_ROOT/.cache/kafka/$KAFKA_VERSION/libs/*" \
     --property print.partition=true --property print.headers=true --property print.key=true \
     2> >(grep -v -E 'SLF4J|log4j' >&2)
 
+if ((POLL)); then
+    step "the outbox rows: marked published once Kafka acknowledged them"
+    sleep 1
+    psql_demo -d shop -c "SELECT seq, aggregateid, type, published_at FROM outbox ORDER BY seq"
+    exit 0
+fi
 step "the slot: confirmed position follows the server once Kafka acknowledged everything"
 sleep 2
 psql_demo -d shop -c "SELECT slot_name, active, confirmed_flush_lsn, pg_current_wal_lsn(),
