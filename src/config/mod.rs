@@ -426,6 +426,41 @@ bootstrap_servers = "127.0.0.1:9092"
     }
 
     #[test]
+    fn poll_source_refuses_what_needs_the_wal() {
+        let poll = "[source]\nkind = \"poll\"\n[poll]\norder_by = [\"seq\"]\n";
+        let c = parse(&format!("{MINIMAL}\n{poll}")).unwrap();
+        assert_eq!(c.source.kind, SourceKind::Poll);
+        assert_eq!(c.poll.order_by, ["seq"]);
+        // The WAL stays the default, and [poll] is not checked for it.
+        assert_eq!(parse(MINIMAL).unwrap().source.kind, SourceKind::Wal);
+        assert_refused_naming("[source]\nkind = \"poll\"\n", "poll.order_by");
+        assert_refused_naming("[source]\nkind = \"trigger\"\n", "expected `wal` or `poll`");
+        for (extra, key) in [
+            (
+                "[outbox]\nsource = \"messages\"\nmessage_prefixes = [\"outbox\"]\n",
+                "outbox.source",
+            ),
+            (
+                "[outbox]\ntransaction_metadata = true\n",
+                "outbox.transaction_metadata",
+            ),
+            ("[heartbeat]\ninterval_ms = 1000\n", "heartbeat.interval_ms"),
+        ] {
+            let err = parse(&format!("{MINIMAL}\n{poll}{extra}")).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::Unsupported { .. }) && err.to_string().contains(key),
+                "{extra}: {err}"
+            );
+        }
+        let eos = MINIMAL.replace(
+            "bootstrap_servers = \"127.0.0.1:9092\"",
+            "bootstrap_servers = \"127.0.0.1:9092\"\nexactly_once = true",
+        );
+        let err = parse(&format!("{eos}\n{poll}")).unwrap_err();
+        assert!(err.to_string().contains("kafka.exactly_once"), "{err}");
+    }
+
+    #[test]
     fn minimal_config_gets_defaults() {
         let c = parse(MINIMAL).unwrap();
         assert_eq!(c.replication.slot, DEFAULT_SLOT);

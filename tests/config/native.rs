@@ -171,6 +171,25 @@ fn documented_example_config_validates() {
     );
 }
 
+/// The polling source's example validates, and names what it needs.
+#[test]
+fn documented_poll_example_validates() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walrelay-poll.toml");
+    let out = run_walrelay(
+        &["validate"],
+        &example,
+        &[("WALRELAY_PG_PASSWORD", "example-password")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ok"), "{stdout}");
+}
+
 /// `[replication] failover` parses to the flag, defaults to false, and
 /// refuses anything but a boolean (TOML's error points at its line).
 #[test]
