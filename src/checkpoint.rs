@@ -562,6 +562,40 @@ mod tests {
         Lsn(n)
     }
 
+    #[tokio::test]
+    async fn wait_confirmed_wakes_on_the_acknowledgement_or_a_failure() {
+        let t = SharedTracker::new(lsn(0));
+        let a = t.begin(0);
+        t.add_and_commit(a, 2, lsn(1));
+        let b = t.begin(0);
+        t.add_and_commit(b, 1, lsn(2));
+        let waiter = tokio::spawn({
+            let t = t.clone();
+            async move { t.wait_confirmed(lsn(2)).await }
+        });
+        tokio::task::yield_now().await;
+        // b alone is not enough: a is still in flight before it.
+        t.ack(b, 1);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        t.ack(a, 1);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        t.ack(a, 1);
+        assert!(waiter.await.unwrap(), "confirmed past 2");
+        // Already there: returns at once.
+        assert!(t.wait_confirmed(lsn(1)).await);
+        let c = t.begin(0);
+        t.add_and_commit(c, 1, lsn(3));
+        let waiter = tokio::spawn({
+            let t = t.clone();
+            async move { t.wait_confirmed(lsn(3)).await }
+        });
+        tokio::task::yield_now().await;
+        t.fail(c);
+        assert!(!waiter.await.unwrap(), "a failure ends the wait");
+    }
+
     #[test]
     fn starts_at_slot_position() {
         let t = Tracker::new(lsn(100));
