@@ -9,13 +9,19 @@
 //! them, failover slots and the standbys that keep them (PostgreSQL 17+),
 //! `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to, and in exactly-once mode the transactional id
-//! and the progress topic. It must never change anything: no slot, no
+//! and the progress topic. With the polling source (`source.kind = "poll"`)
+//! the WAL rows give way to the polling source's own: a server that takes
+//! writes (no `wal_level = logical`, no slot, no publication), the `[poll]`
+//! columns and their types, whether the order follows insertion, the index
+//! a claim uses, the privileges its statements need, and who holds each
+//! shard lock. It must never change anything: no slot, no
 //! publication, no topic is created or altered (the progress topic is only
 //! described, and `init_transactions` is never called: it would fence a
-//! running instance), and every statement it runs
+//! running instance; no shard lock is taken), and every statement it runs
 //! is a catalog read or a bounded `SELECT`, all of them in
-//! [`catalog::preflight`] and [`catalog::capability`] (this module builds no
-//! SQL). What the server lacks is worded by [`catalog::capability`], so
+//! [`catalog::preflight`], [`catalog::capability`] and, for the polling
+//! source, [`poll_sql`] (this module builds no SQL). What the server lacks is
+//! worded by [`catalog::capability`], so
 //! `walrelay check` and a refused start say the same thing. Every network step is
 //! bounded by a timeout, so an unreachable server costs one row, not a hang.
 
@@ -35,12 +41,18 @@ use walrelay_proto::{RelationColumnInfo, RelationInfo};
 use crate::config::Config;
 
 use crate::chain::DisplayChain;
+use crate::connect::pg::oid;
 use crate::human::human_bytes;
 use crate::postgres::catalog::capability::{self, ServerFacts, Unsupported};
 use crate::postgres::catalog::preflight::{self, OutboxTable};
 use crate::postgres::catalog::{self, SlotState};
 use crate::postgres::config::{PublicationMode, SlotMissing};
 use crate::postgres::hosts::{HostsError, Refusal};
+use crate::postgres::poll::config::{OnPublish, PollConfig, SourceKind};
+use crate::postgres::poll::sql::{
+    self as poll_sql, LockHolder, PollSql, TableColumn, TableIndex, TablePrivileges,
+};
+use crate::postgres::poll::PollError;
 use crate::postgres::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
@@ -73,7 +85,9 @@ pub const WAL_SENDERS: &str = "wal senders";
 pub const MAX_SLOT_WAL_KEEP_SIZE: &str = "max_slot_wal_keep_size";
 /// Row: the outbox table and the columns the router reads.
 pub const OUTBOX_TABLE: &str = "outbox table";
-/// Row: SELECT on the outbox, and ownership when walrelay creates the publication.
+/// Row: SELECT on the outbox, and ownership when walrelay creates the
+/// publication; with the polling source, the privileges its statements
+/// need (SELECT, UPDATE, and DELETE when rows are deleted).
 pub const OUTBOX_PRIVILEGES: &str = "outbox privileges";
 /// Row: the publication.
 pub const PUBLICATION: &str = "publication";
@@ -98,6 +112,28 @@ pub const EXACTLY_ONCE: &str = "exactly-once";
 /// Row: the progress topic (with `kafka.exactly_once`): compacted, or
 /// missing and created at start.
 pub const PROGRESS_TOPIC: &str = "progress topic";
+/// Row (polling source): the server takes the polling source's writes; no
+/// replication slot, publication or `wal_level = logical` is needed.
+pub const POLL_SOURCE: &str = "polling source";
+/// Row (polling source): every column a `[poll]` key names exists.
+pub const POLL_COLUMNS: &str = "poll columns";
+/// Row (polling source): the published marker is a nullable time without a
+/// default (mark mode), or there is none (delete mode).
+pub const PUBLISHED_COLUMN: &str = "published column";
+/// Row (polling source, with `poll.created_column`): a time.
+pub const CREATED_COLUMN: &str = "created column";
+/// Row (polling source): whether `poll.order_by` follows insertion order.
+pub const CLAIM_ORDER: &str = "claim order";
+/// Row (polling source): an index that serves the claim.
+pub const CLAIM_INDEX: &str = "claim index";
+/// Row (polling source): who holds each shard's lock now (read, never taken).
+pub const SHARD_LOCKS: &str = "shard locks";
+
+/// Why the order column must follow insertion order, for the claim order
+/// warnings.
+const ORDER_WHY: &str = "rows are claimed in poll.order_by order, so an aggregate's events reach \
+     Kafka in that order; the leading order column must grow as rows are inserted, or an \
+     aggregate's later event can sort (and be published) before its earlier one";
 
 /// Most distinct route values read from the outbox to name topics.
 pub const ROUTE_VALUE_LIMIT: i64 = 100;
@@ -466,20 +502,28 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     };
     let qualified = format!("{schema}.{table}");
 
+    let poll = config.source.kind == SourceKind::Poll;
     // Under its own application_name, so the WAL sender count below can
     // leave it out if its walsender has not exited yet.
     let check_app = format!("{}-check", params.application_name);
     let mut repl_params = params.clone();
     repl_params.application_name = check_app.clone();
     // Both connections (and, with several hosts, a look at each) at once:
-    // an unreachable server costs one timeout.
+    // an unreachable server costs one timeout. The polling source opens no
+    // replication connection.
     let (client, replication, hosts) = tokio::join!(
         bounded(
             "the sql connection",
             params.connect_bound(),
             catalog::connect_with_host(&params)
         ),
-        check_replication_connection(&repl_params, &addr),
+        async {
+            if poll {
+                None
+            } else {
+                Some(check_replication_connection(&repl_params, &addr).await)
+            }
+        },
         describe_hosts(&params)
     );
     let client = match client {
@@ -527,9 +571,30 @@ async fn check_postgres(config: &Config) -> PgOutcome {
             None
         }
     };
-    report.rows.push(replication);
+    if let Some(row) = replication {
+        report.rows.push(row);
+    }
 
     let Some(client) = client else {
+        if poll {
+            for name in [
+                SERVER_VERSION,
+                POLL_SOURCE,
+                OUTBOX_TABLE,
+                POLL_COLUMNS,
+                PUBLISHED_COLUMN,
+                CLAIM_ORDER,
+                CLAIM_INDEX,
+                OUTBOX_PRIVILEGES,
+                SHARD_LOCKS,
+            ] {
+                report.skip(name, "no sql connection");
+            }
+            return PgOutcome {
+                report,
+                route_values: None,
+            };
+        }
         for name in [
             SERVER_VERSION,
             WAL_LEVEL,
@@ -559,6 +624,22 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         capability::server_facts(&client),
     )
     .await;
+    if poll {
+        let route_values = check_poll(
+            &mut report,
+            config,
+            &client,
+            timeout,
+            &server,
+            &schema,
+            &table,
+        )
+        .await;
+        return PgOutcome {
+            report,
+            route_values,
+        };
+    }
     check_server_version(&mut report, config, &server);
     check_wal_level(&mut report, &client, timeout).await;
     let superuser = check_role(&mut report, &client, timeout, &pg.user).await;
@@ -1304,6 +1385,21 @@ async fn check_columns(
             .ok()
             .flatten()
             .map(|names| names.into_iter().collect());
+    bind_columns(report, config, facts.oid, rows, published, schema, table)
+}
+
+/// Binds the router to `rows`, the columns the source will hand it (of
+/// those, only the ones in `published` when a publication lists columns).
+/// Returns whether the route column is usable.
+fn bind_columns(
+    report: &mut CheckReport,
+    config: &Config,
+    table_oid: u32,
+    rows: Vec<preflight::OutboxColumn>,
+    published: Option<BTreeSet<String>>,
+    schema: &str,
+    table: &str,
+) -> bool {
     let mut columns = Vec::new();
     let mut metas = Vec::new();
     let mut types = BTreeMap::new();
@@ -1328,7 +1424,7 @@ async fn check_columns(
         types.insert(name, type_name);
     }
     let relation = Arc::new(RelationInfo {
-        id: facts.oid,
+        id: table_oid,
         namespace: schema.to_owned(),
         name: table.to_owned(),
         replica_identity: b'd',
@@ -1996,6 +2092,727 @@ async fn check_missing_slot(
     }
 }
 
+/// The PostgreSQL rows of the polling source (`source.kind = "poll"`): no
+/// replication connection, slot, publication or `wal_level = logical`;
+/// instead a server that takes writes, the outbox table and the router's
+/// columns, the `[poll]` columns, the claim's order and index, the
+/// privileges its statements need, and the shard locks. Returns the route
+/// values for the topic check.
+async fn check_poll(
+    report: &mut CheckReport,
+    config: &Config,
+    client: &Client,
+    timeout: Duration,
+    server: &Result<ServerFacts, CheckError>,
+    schema: &str,
+    table: &str,
+) -> Option<Result<Vec<String>, String>> {
+    let poll = &config.poll;
+    let qualified = format!("{schema}.{table}");
+    let shard_column = poll.shard_column_or(&config.router.key_field);
+    let sql = PollSql::new(schema, table, &[], poll, shard_column);
+    match server {
+        Ok(f) => report.pass(
+            SERVER_VERSION,
+            format!(
+                "PostgreSQL {}: the polling source reads the table (no pgoutput)",
+                f.version
+            ),
+        ),
+        Err(e) => report.fail(
+            SERVER_VERSION,
+            DisplayChain(e).to_string(),
+            "run SHOW server_version_num as this role to see why it fails",
+        ),
+    }
+    let role = read("the server's role", timeout, preflight::server_role(client)).await;
+    poll_source_row(
+        report,
+        config,
+        &sql,
+        server.as_ref().ok().map(|f| f.wal_level.as_str()),
+        role,
+    );
+
+    let after_table = [
+        POLL_COLUMNS,
+        PUBLISHED_COLUMN,
+        CLAIM_ORDER,
+        CLAIM_INDEX,
+        OUTBOX_PRIVILEGES,
+    ];
+    let facts = match outbox_facts(client, timeout, schema, table).await {
+        Ok(Some(f)) => Some(f),
+        Ok(None) => {
+            report.fail(
+                OUTBOX_TABLE,
+                format!(
+                    "{qualified} does not exist in database {} (or is not a table)",
+                    config.postgres.dbname
+                ),
+                "create the outbox table, or set outbox.table to the table your services write to (schema.table)",
+            );
+            None
+        }
+        Err(e) => {
+            report.fail(
+                OUTBOX_TABLE,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read the catalog (pg_class, pg_attribute)",
+            );
+            None
+        }
+    };
+    let columns = match &facts {
+        None => None,
+        Some(f) => match read(
+            "the outbox table's columns",
+            timeout,
+            poll_sql::table_columns(client, f.oid),
+        )
+        .await
+        {
+            Ok(columns) => Some((f.oid, columns)),
+            Err(e) => {
+                report.fail(
+                    OUTBOX_TABLE,
+                    DisplayChain(&e).to_string(),
+                    "make sure the role can read pg_attribute",
+                );
+                None
+            }
+        },
+    };
+    let Some((table_oid, columns)) = columns else {
+        for name in after_table {
+            report.skip(name, "the outbox table was not found");
+        }
+        shard_locks_row(
+            report,
+            poll,
+            &sql,
+            shard_holders(client, timeout, &sql).await,
+        );
+        return None;
+    };
+
+    // The claim hands the router every column, generated ones included.
+    let rows = columns
+        .iter()
+        .map(|c| preflight::OutboxColumn {
+            name: c.name.clone(),
+            type_oid: c.type_oid,
+            type_modifier: c.type_modifier,
+            not_null: c.not_null,
+            type_name: c.type_name.clone(),
+            default_expr: c.default_expr.clone(),
+        })
+        .collect();
+    let route_known = bind_columns(report, config, table_oid, rows, None, schema, table);
+    let route_values = if route_known {
+        Some(
+            read_route_values(client, timeout, config, schema, table)
+                .await
+                .map_err(|e| DisplayChain(&e).to_string()),
+        )
+    } else {
+        None
+    };
+
+    let order_present = poll_column_rows(report, poll, shard_column, &columns, &qualified, &sql);
+    let indexes = read(
+        "the outbox table's indexes",
+        timeout,
+        poll_sql::table_indexes(client, table_oid, &poll.published_column),
+    )
+    .await;
+    claim_index_row(report, poll, &sql, order_present, indexes);
+    let privileges = read(
+        "the role's privileges on the outbox",
+        timeout,
+        poll_sql::table_privileges(client, table_oid, &poll.published_column),
+    )
+    .await;
+    poll_privileges_row(
+        report,
+        poll,
+        privileges,
+        &config.postgres.user,
+        &sql,
+        &qualified,
+    );
+    shard_locks_row(
+        report,
+        poll,
+        &sql,
+        shard_holders(client, timeout, &sql).await,
+    );
+    route_values
+}
+
+async fn shard_holders(
+    client: &Client,
+    timeout: Duration,
+    sql: &PollSql,
+) -> Result<Vec<LockHolder>, CheckError> {
+    read(
+        "the shard locks",
+        timeout,
+        poll_sql::lock_holders(client, sql),
+    )
+    .await
+}
+
+/// The polling source's needs of the server: it marks (or deletes) rows,
+/// so the server must take writes; it needs no slot, publication, WAL
+/// sender or `wal_level = logical`. `role`: `(in recovery, read-only)`.
+fn poll_source_row(
+    report: &mut CheckReport,
+    config: &Config,
+    sql: &PollSql,
+    wal_level: Option<&str>,
+    role: Result<(bool, bool), CheckError>,
+) {
+    let poll = &config.poll;
+    let action = match poll.on_publish {
+        OnPublish::Mark => format!("marks {} on published rows", poll.published_column),
+        OnPublish::Delete => "deletes published rows".to_owned(),
+    };
+    match role {
+        Ok((true, _)) => {
+            report.fail(
+                POLL_SOURCE,
+                format!("the server is a standby (in recovery): the polling source {action}, which a standby refuses"),
+                "point postgres.host at the primary (with several hosts: postgres.target_session_attrs = \"primary\")",
+            );
+            return;
+        }
+        Ok((false, true)) => {
+            report.fail(
+                POLL_SOURCE,
+                format!("sessions of {} are read-only (default_transaction_read_only): the polling source {action}", config.postgres.user),
+                format!(
+                    "ALTER ROLE {} SET default_transaction_read_only = off, or connect to a writable primary",
+                    quote_ident(&config.postgres.user)
+                ),
+            );
+            return;
+        }
+        Ok((false, false)) => {}
+        Err(e) => {
+            report.warn(
+                POLL_SOURCE,
+                format!(
+                    "cannot tell whether the server takes writes: {}",
+                    DisplayChain(&e)
+                ),
+                "run SELECT pg_is_in_recovery() as this role to see why it fails",
+            );
+            return;
+        }
+    }
+    let shards = match poll.shards {
+        1 => "1 shard".to_owned(),
+        n => format!("{n} shards"),
+    };
+    let wake = if poll.listen_channel.is_empty() {
+        format!("polls every {} ms", poll.interval_ms)
+    } else {
+        format!(
+            "woken by NOTIFY on {}, at least every {} ms",
+            poll.listen_channel, poll.interval_ms
+        )
+    };
+    report.pass(
+        POLL_SOURCE,
+        format!(
+            "claims up to {} rows at a time, {wake}, {shards} under lock {}, and {action}; no \
+             replication slot, publication or WAL sender, so wal_level {} is enough",
+            poll.batch_size,
+            sql.lock_name(),
+            wal_level.unwrap_or("replica")
+        ),
+    );
+}
+
+/// The `[poll]` columns against the table's: every column a key names
+/// exists, the published and created columns are times, the order follows
+/// insertion. Returns whether every `poll.order_by` column exists.
+fn poll_column_rows(
+    report: &mut CheckReport,
+    poll: &PollConfig,
+    shard_column: &str,
+    columns: &[TableColumn],
+    qualified: &str,
+    sql: &PollSql,
+) -> bool {
+    let find = |name: &str| columns.iter().find(|c| c.name == name);
+    let mut wanted: Vec<(String, &str)> = poll
+        .order_by
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("poll.order_by[{i}]"), c.as_str()))
+        .collect();
+    if poll.on_publish == OnPublish::Mark {
+        wanted.push((
+            "poll.published_column".to_owned(),
+            poll.published_column.as_str(),
+        ));
+    }
+    if poll.shards > 1 {
+        let key = if poll.shard_column.is_empty() {
+            "poll.shard_column (unset: router.key_field)"
+        } else {
+            "poll.shard_column"
+        };
+        wanted.push((key.to_owned(), shard_column));
+    }
+    if !poll.created_column.is_empty() {
+        wanted.push((
+            "poll.created_column".to_owned(),
+            poll.created_column.as_str(),
+        ));
+    }
+    let missing: Vec<(&String, &str)> = wanted
+        .iter()
+        .filter(|(_, column)| find(column).is_none())
+        .map(|(key, column)| (key, *column))
+        .collect();
+    if missing.is_empty() {
+        let found = wanted
+            .iter()
+            .filter_map(|(key, column)| {
+                find(column).map(|c| format!("{key} {column} ({})", c.type_name))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        report.pass(POLL_COLUMNS, format!("{qualified}: {found}"));
+    } else {
+        let detail = missing
+            .iter()
+            .map(|(key, column)| {
+                PollError::MissingColumn {
+                    key: (*key).clone(),
+                    column: (*column).to_owned(),
+                    table: qualified.to_owned(),
+                }
+                .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let fix = missing
+            .iter()
+            .map(|(key, column)| {
+                format!("add column {column} to {qualified}, or set {key} to a column it has")
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        report.fail(POLL_COLUMNS, detail, fix);
+    }
+
+    match poll.on_publish {
+        OnPublish::Delete => report.pass(
+            PUBLISHED_COLUMN,
+            "none: poll.on_publish = \"delete\" deletes each row once Kafka acknowledged it",
+        ),
+        OnPublish::Mark => match find(&poll.published_column) {
+            None => report.skip(PUBLISHED_COLUMN, "poll.published_column is missing"),
+            Some(c) => published_row(report, c, sql),
+        },
+    }
+    if !poll.created_column.is_empty() {
+        match find(&poll.created_column) {
+            None => report.skip(CREATED_COLUMN, "poll.created_column is missing"),
+            Some(c) if is_time(c) => report.pass(
+                CREATED_COLUMN,
+                format!(
+                    "{} ({}): the age of the oldest unpublished row is measured from it",
+                    c.name, c.type_name
+                ),
+            ),
+            Some(c) => report.fail(
+                CREATED_COLUMN,
+                format!(
+                    "poll.created_column {} is {}, not a timestamp: the age of the oldest \
+                     unpublished row is now minus its value",
+                    c.name, c.type_name
+                ),
+                "set poll.created_column to a timestamptz column, or leave it unset (the age \
+                 is then measured from when walrelay first saw the row)",
+            ),
+        }
+    }
+    claim_order_row(report, poll, columns, sql);
+    poll.order_by.iter().all(|c| find(c).is_some())
+}
+
+fn is_time(c: &TableColumn) -> bool {
+    matches!(c.type_oid, oid::TIMESTAMPTZ | oid::TIMESTAMP)
+}
+
+/// The published marker: a nullable time, NULL when a row is inserted.
+fn published_row(report: &mut CheckReport, c: &TableColumn, sql: &PollSql) {
+    let column = quote_ident(&c.name);
+    let table = sql.table();
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
+    if !is_time(c) {
+        problems.push(format!(
+            "is {}, not timestamptz: walrelay writes clock_timestamp() into it, and retention \
+             and replay --since compare it with a time",
+            c.type_name
+        ));
+        fixes.push(format!(
+            "ALTER TABLE {table} ALTER COLUMN {column} TYPE timestamptz USING <conversion>, or \
+             set poll.published_column to a nullable timestamptz column"
+        ));
+    }
+    if c.not_null {
+        problems.push(
+            "is NOT NULL: a row is unpublished while its published column is NULL".to_owned(),
+        );
+        fixes.push(format!(
+            "ALTER TABLE {table} ALTER COLUMN {column} DROP NOT NULL"
+        ));
+    }
+    if let Some(default) = c
+        .default_expr
+        .as_deref()
+        .filter(|d| !d.trim_start().to_ascii_uppercase().starts_with("NULL"))
+    {
+        problems.push(format!(
+            "defaults to {default}: a row inserted without naming it is born published and \
+             never relayed"
+        ));
+        fixes.push(format!(
+            "ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT"
+        ));
+    }
+    if problems.is_empty() {
+        report.pass(
+            PUBLISHED_COLUMN,
+            format!(
+                "{} ({}), nullable, NULL until walrelay marks the row published",
+                c.name, c.type_name
+            ),
+        );
+    } else {
+        report.fail(
+            PUBLISHED_COLUMN,
+            format!(
+                "poll.published_column {} {}",
+                c.name,
+                problems.join("; it ")
+            ),
+            fixes.join("; "),
+        );
+    }
+}
+
+/// Whether a default expression is the transaction's start time, which
+/// every row of a transaction shares.
+fn is_transaction_time(default: &str) -> bool {
+    let d = default.trim().to_ascii_lowercase();
+    [
+        "now()",
+        "transaction_timestamp()",
+        "current_timestamp",
+        "localtimestamp",
+    ]
+    .iter()
+    .any(|f| d.starts_with(f))
+}
+
+/// Whether the leading order column follows insertion order.
+fn claim_order_row(
+    report: &mut CheckReport,
+    poll: &PollConfig,
+    columns: &[TableColumn],
+    sql: &PollSql,
+) {
+    let Some(first) = poll.order_by.first() else {
+        return;
+    };
+    let Some(c) = columns.iter().find(|c| c.name == *first) else {
+        report.skip(CLAIM_ORDER, "poll.order_by[0] is missing");
+        return;
+    };
+    let filled = match (&c.default_expr, c.identity) {
+        (_, true) => ", identity".to_owned(),
+        (Some(d), false) => format!(", default {d}"),
+        (None, false) => String::new(),
+    };
+    let subject = format!("poll.order_by[0] {} ({}{filled})", c.name, c.type_name);
+    let ties = if poll.order_by.len() > 1 {
+        format!("; ties are broken by {}", poll.order_by[1..].join(", "))
+    } else {
+        String::new()
+    };
+    let default = c.default_expr.as_deref().unwrap_or("");
+    let sequence = c.identity || default.trim_start().starts_with("nextval(");
+    let integer = matches!(c.type_oid, oid::INT2 | oid::INT4 | oid::INT8);
+    let problem = match c.type_oid {
+        _ if integer && sequence => {
+            report.pass(
+                CLAIM_ORDER,
+                format!(
+                    "{subject}: a sequence hands out growing values as rows are inserted{ties}"
+                ),
+            );
+            return;
+        }
+        oid::UUID => "uuid values follow insertion order only when they are time-ordered \
+                      (UUIDv7) and taken by the inserting transaction; gen_random_uuid() and \
+                      other v4 ids are random"
+            .to_owned(),
+        oid::TIMESTAMPTZ | oid::TIMESTAMP if is_transaction_time(default) => format!(
+            "{default} is the start time of the inserting transaction: the rows of one \
+             transaction share it, and a transaction that started earlier can insert and \
+             commit later"
+        ),
+        oid::TIMESTAMPTZ | oid::TIMESTAMP => "a time taken when (or before) a row is inserted \
+             does not follow the order in which rows are inserted and committed"
+            .to_owned(),
+        _ if integer => "no sequence or identity default fills it, so nothing says its values \
+                         grow as rows are inserted"
+            .to_owned(),
+        _ => format!(
+            "a {} column does not say whether its values grow as rows are inserted",
+            c.type_name
+        ),
+    };
+    report.warn(
+        CLAIM_ORDER,
+        format!("{subject}: {problem}; {ORDER_WHY}{ties}"),
+        format!(
+            "order by a column a sequence fills: ALTER TABLE {} ADD COLUMN seq bigint GENERATED \
+             ALWAYS AS IDENTITY, then poll.order_by = [\"seq\"]",
+            sql.table()
+        ),
+    );
+}
+
+/// Whether `index` leads with the `poll.order_by` columns.
+fn leads_with(index: &TableIndex, order_by: &[String]) -> bool {
+    index.columns.len() >= order_by.len()
+        && index
+            .columns
+            .iter()
+            .zip(order_by)
+            .all(|(c, o)| c.as_deref() == Some(o.as_str()))
+}
+
+/// The index a claim uses: on the order columns, over the unpublished rows
+/// only in mark mode.
+fn claim_index_row(
+    report: &mut CheckReport,
+    poll: &PollConfig,
+    sql: &PollSql,
+    order_present: bool,
+    indexes: Result<Vec<TableIndex>, CheckError>,
+) {
+    if !order_present {
+        report.skip(CLAIM_INDEX, "a poll.order_by column is missing");
+        return;
+    }
+    let indexes = match indexes {
+        Ok(i) => i,
+        Err(e) => {
+            report.warn(
+                CLAIM_INDEX,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read pg_index",
+            );
+            return;
+        }
+    };
+    let order = poll.order_by.join(", ");
+    let leading: Vec<&TableIndex> = indexes
+        .iter()
+        .filter(|i| leads_with(i, &poll.order_by))
+        .collect();
+    let whole = leading.iter().find(|i| i.predicate.is_none());
+    match poll.on_publish {
+        OnPublish::Mark => {
+            let published = &poll.published_column;
+            if let Some(i) = leading.iter().find(|i| i.unpublished_only) {
+                report.pass(
+                    CLAIM_INDEX,
+                    format!(
+                        "{} on ({order}) WHERE {published} IS NULL: a claim reads only unpublished rows",
+                        i.name
+                    ),
+                );
+            } else if let Some(i) = whole {
+                report.warn(
+                    CLAIM_INDEX,
+                    format!(
+                        "{} on ({order}) has no WHERE {published} IS NULL: every claim reads past \
+                         the published rows ahead of the first unpublished one, more as the \
+                         table grows",
+                        i.name
+                    ),
+                    sql.claim_index(),
+                );
+            } else {
+                report.warn(
+                    CLAIM_INDEX,
+                    format!(
+                        "no index on ({order}) WHERE {published} IS NULL: every claim reads the \
+                         whole table to find the oldest unpublished rows"
+                    ),
+                    sql.claim_index(),
+                );
+            }
+        }
+        OnPublish::Delete => match whole {
+            Some(i) => report.pass(
+                CLAIM_INDEX,
+                format!(
+                    "{} on ({order}): a claim reads the oldest rows first",
+                    i.name
+                ),
+            ),
+            None => report.warn(
+                CLAIM_INDEX,
+                format!(
+                    "no index on ({order}): every claim reads the whole table to find the \
+                     oldest rows"
+                ),
+                sql.claim_index(),
+            ),
+        },
+    }
+}
+
+/// The privileges the polling source's statements need: SELECT (the
+/// claim), UPDATE (the mark; in delete mode the claim's `FOR UPDATE`),
+/// DELETE (delete mode, retention).
+fn poll_privileges_row(
+    report: &mut CheckReport,
+    poll: &PollConfig,
+    privileges: Result<TablePrivileges, CheckError>,
+    user: &str,
+    sql: &PollSql,
+    qualified: &str,
+) {
+    let p = match privileges {
+        Ok(p) => p,
+        Err(e) => {
+            report.fail(
+                OUTBOX_PRIVILEGES,
+                DisplayChain(&e).to_string(),
+                "run SELECT has_table_privilege('<outbox table>', 'SELECT') as this role to see why it fails",
+            );
+            return;
+        }
+    };
+    let published = &poll.published_column;
+    let mut needed: Vec<(&str, String, bool)> =
+        vec![("SELECT", "the claim reads the rows".to_owned(), p.select)];
+    match poll.on_publish {
+        OnPublish::Mark => needed.push((
+            "UPDATE",
+            format!("the mark sets {published}"),
+            p.update_published.unwrap_or(p.update_any),
+        )),
+        OnPublish::Delete => {
+            needed.push((
+                "UPDATE",
+                "the claim locks its rows with SELECT ... FOR UPDATE, which needs it".to_owned(),
+                p.update_any,
+            ));
+            needed.push((
+                "DELETE",
+                "acknowledged rows are deleted (poll.on_publish = \"delete\")".to_owned(),
+                p.delete,
+            ));
+        }
+    }
+    if poll.retention_seconds > 0 {
+        needed.push((
+            "DELETE",
+            "poll.retention_seconds deletes expired published rows".to_owned(),
+            p.delete,
+        ));
+    }
+    let missing: Vec<&(&str, String, bool)> = needed.iter().filter(|(_, _, has)| !has).collect();
+    if missing.is_empty() {
+        let mut names: Vec<&str> = needed.iter().map(|(n, _, _)| *n).collect();
+        names.dedup();
+        report.pass(
+            OUTBOX_PRIVILEGES,
+            format!("{} on {qualified}", names.join(", ")),
+        );
+        return;
+    }
+    let mut names: Vec<&str> = missing.iter().map(|(n, _, _)| *n).collect();
+    names.dedup();
+    let why = missing
+        .iter()
+        .map(|(n, why, _)| format!("{n}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    report.fail(
+        OUTBOX_PRIVILEGES,
+        format!("{user} has no {} on {qualified} ({why})", names.join(", ")),
+        format!(
+            "GRANT {} ON {} TO {}",
+            names.join(", "),
+            sql.table(),
+            quote_ident(user)
+        ),
+    );
+}
+
+/// Who holds each shard's lock now, read from `pg_locks`; the lock is never
+/// taken.
+fn shard_locks_row(
+    report: &mut CheckReport,
+    poll: &PollConfig,
+    sql: &PollSql,
+    holders: Result<Vec<LockHolder>, CheckError>,
+) {
+    let holders = match holders {
+        Ok(h) => h,
+        Err(e) => {
+            report.warn(
+                SHARD_LOCKS,
+                DisplayChain(&e).to_string(),
+                "make sure the role can read pg_locks and pg_stat_activity",
+            );
+            return;
+        }
+    };
+    let mut held = 0;
+    let shards = (0..poll.shards)
+        .map(|shard| match holders.iter().find(|h| h.shard == shard) {
+            Some(h) => {
+                held += 1;
+                let app = if h.application_name.is_empty() {
+                    "no application_name"
+                } else {
+                    h.application_name.as_str()
+                };
+                format!("shard {shard}: held by pid {} ({app})", h.pid)
+            }
+            None => format!("shard {shard}: free"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let meaning = if held == 0 {
+        "no walrelay publishes this outbox now"
+    } else if held == poll.shards {
+        "a walrelay started now waits as a hot standby"
+    } else {
+        "a walrelay started now takes the free shards"
+    };
+    report.pass(
+        SHARD_LOCKS,
+        format!("lock {}: {shards}; {meaning}", sql.lock_name()),
+    );
+}
+
 /// What Kafka answered.
 struct KafkaOutcome {
     /// Brokers and topics, or why not.
@@ -2341,6 +3158,455 @@ mod tests {
             r.rows.iter().all(|row| row.status == CheckStatus::Pass),
             "{r}"
         );
+    }
+
+    fn column(name: &str, type_oid: u32, type_name: &str, default: Option<&str>) -> TableColumn {
+        TableColumn {
+            name: name.into(),
+            type_oid,
+            type_modifier: -1,
+            not_null: false,
+            type_name: type_name.into(),
+            default_expr: default.map(str::to_owned),
+            identity: false,
+        }
+    }
+
+    /// The columns of the usual polling outbox.
+    fn poll_table() -> Vec<TableColumn> {
+        vec![
+            TableColumn {
+                not_null: true,
+                ..column(
+                    "seq",
+                    oid::INT8,
+                    "bigint",
+                    Some("nextval('outbox_seq_seq'::regclass)"),
+                )
+            },
+            column("id", oid::UUID, "uuid", Some("gen_random_uuid()")),
+            column("aggregateid", oid::TEXT, "text", None),
+            column(
+                "published_at",
+                oid::TIMESTAMPTZ,
+                "timestamp with time zone",
+                None,
+            ),
+            column(
+                "created_at",
+                oid::TIMESTAMPTZ,
+                "timestamp with time zone",
+                Some("now()"),
+            ),
+        ]
+    }
+
+    fn poll_config(order_by: &[&str]) -> PollConfig {
+        PollConfig {
+            order_by: order_by.iter().map(|c| (*c).to_owned()).collect(),
+            ..PollConfig::default()
+        }
+    }
+
+    fn poll_sql(poll: &PollConfig) -> PollSql {
+        PollSql::new("public", "outbox", &[], poll, "aggregateid")
+    }
+
+    fn poll_rows(poll: &PollConfig, columns: &[TableColumn]) -> (CheckReport, bool) {
+        let mut r = CheckReport::default();
+        let present = poll_column_rows(
+            &mut r,
+            poll,
+            poll.shard_column_or("aggregateid"),
+            columns,
+            "public.outbox",
+            &poll_sql(poll),
+        );
+        (r, present)
+    }
+
+    #[test]
+    fn poll_columns_name_the_key_and_the_missing_column() {
+        let (r, present) = poll_rows(&poll_config(&["seq"]), &poll_table());
+        assert!(present && r.passed(), "{r}");
+        assert!(
+            row_detail(&r, POLL_COLUMNS)
+                .contains("poll.order_by[0] seq (bigint), poll.published_column published_at"),
+            "{r}"
+        );
+
+        let poll = PollConfig {
+            shards: 4,
+            shard_column: "tenant".into(),
+            created_column: "born".into(),
+            ..poll_config(&["sequence"])
+        };
+        let (r, present) = poll_rows(&poll, &poll_table());
+        assert!(!present);
+        let columns = r.row(POLL_COLUMNS).expect("row");
+        assert_eq!(columns.status, CheckStatus::Fail, "{r}");
+        for text in [
+            "poll.order_by[0] names column sequence, which public.outbox does not have",
+            "poll.shard_column names column tenant, which public.outbox does not have",
+            "poll.created_column names column born, which public.outbox does not have",
+        ] {
+            assert!(columns.detail.contains(text), "{text}: {r}");
+        }
+        let fix = columns.fix.as_deref().expect("fix");
+        assert!(
+            fix.contains("add column sequence to public.outbox, or set poll.order_by[0]"),
+            "{fix}"
+        );
+        assert_eq!(r.row(CLAIM_ORDER).expect("row").status, CheckStatus::Skip);
+        assert_eq!(
+            r.row(CREATED_COLUMN).expect("row").status,
+            CheckStatus::Skip
+        );
+
+        // The shard column only matters with shards, and defaults to the key.
+        let poll = PollConfig {
+            shards: 2,
+            ..poll_config(&["seq"])
+        };
+        let (r, _) = poll_rows(&poll, &poll_table()[..2]);
+        let detail = row_detail(&r, POLL_COLUMNS);
+        assert!(
+            detail.contains("poll.shard_column (unset: router.key_field) names column aggregateid")
+                && detail.contains("poll.published_column names column published_at"),
+            "{r}"
+        );
+    }
+
+    fn row_detail<'a>(r: &'a CheckReport, name: &str) -> &'a str {
+        &r.row(name)
+            .unwrap_or_else(|| panic!("no row {name}:\n{r}"))
+            .detail
+    }
+
+    #[test]
+    fn the_published_column_is_a_nullable_time_without_default() {
+        let mut table = poll_table();
+        table[3] = TableColumn {
+            not_null: true,
+            default_expr: Some("now()".into()),
+            ..column("published_at", oid::TEXT, "text", None)
+        };
+        let (r, _) = poll_rows(&poll_config(&["seq"]), &table);
+        let published = r.row(PUBLISHED_COLUMN).expect("row");
+        assert_eq!(published.status, CheckStatus::Fail, "{r}");
+        for text in [
+            "is text, not timestamptz",
+            "is NOT NULL",
+            "defaults to now()",
+        ] {
+            assert!(published.detail.contains(text), "{text}: {r}");
+        }
+        let fix = published.fix.as_deref().expect("fix");
+        assert!(
+            fix.contains(
+                "ALTER TABLE \"public\".\"outbox\" ALTER COLUMN \"published_at\" DROP NOT NULL"
+            ) && fix.contains("DROP DEFAULT"),
+            "{fix}"
+        );
+
+        // A plain timestamp is fine; a NULL default is no default.
+        table[3] = column(
+            "published_at",
+            oid::TIMESTAMP,
+            "timestamp without time zone",
+            Some("NULL::timestamp without time zone"),
+        );
+        let (r, _) = poll_rows(&poll_config(&["seq"]), &table);
+        assert_eq!(
+            r.row(PUBLISHED_COLUMN).expect("row").status,
+            CheckStatus::Pass,
+            "{r}"
+        );
+
+        // Delete mode has none, and needs none.
+        let poll = PollConfig {
+            on_publish: OnPublish::Delete,
+            ..poll_config(&["seq"])
+        };
+        let (r, _) = poll_rows(&poll, &table[..3]);
+        assert!(r.passed(), "{r}");
+        assert!(
+            row_detail(&r, PUBLISHED_COLUMN).contains("deletes each row"),
+            "{r}"
+        );
+
+        // created_column must be a time.
+        let poll = PollConfig {
+            created_column: "aggregateid".into(),
+            ..poll_config(&["seq"])
+        };
+        let (r, _) = poll_rows(&poll, &poll_table());
+        assert_eq!(
+            r.row(CREATED_COLUMN).expect("row").status,
+            CheckStatus::Fail,
+            "{r}"
+        );
+        let poll = PollConfig {
+            created_column: "created_at".into(),
+            ..poll_config(&["seq"])
+        };
+        let (r, _) = poll_rows(&poll, &poll_table());
+        assert_eq!(
+            r.row(CREATED_COLUMN).expect("row").status,
+            CheckStatus::Pass,
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn the_claim_order_must_follow_insertion() {
+        let order = |order_by: &[&str], table: &[TableColumn]| {
+            let (r, _) = poll_rows(&poll_config(order_by), table);
+            r.row(CLAIM_ORDER).expect("row").clone()
+        };
+        let seq = order(&["seq", "id"], &poll_table());
+        assert_eq!(seq.status, CheckStatus::Pass, "{seq:?}");
+        assert!(
+            seq.detail.contains("nextval") && seq.detail.contains("ties are broken by id"),
+            "{seq:?}"
+        );
+
+        let mut identity = poll_table();
+        identity[0] = TableColumn {
+            identity: true,
+            ..column("seq", oid::INT8, "bigint", None)
+        };
+        assert_eq!(order(&["seq"], &identity).status, CheckStatus::Pass);
+
+        let uuid = order(&["id"], &poll_table());
+        assert_eq!(uuid.status, CheckStatus::Warn, "{uuid:?}");
+        assert!(
+            uuid.detail.contains("random") && uuid.detail.contains(ORDER_WHY),
+            "{uuid:?}"
+        );
+        assert!(uuid
+            .fix
+            .as_deref()
+            .is_some_and(|f| f.contains("GENERATED ALWAYS AS IDENTITY")));
+
+        for default in ["now()", "CURRENT_TIMESTAMP", "transaction_timestamp()"] {
+            let mut table = poll_table();
+            table[4].default_expr = Some(default.into());
+            let at = order(&["created_at"], &table);
+            assert_eq!(at.status, CheckStatus::Warn, "{at:?}");
+            assert!(
+                at.detail.contains("rows of one transaction share it")
+                    && at
+                        .detail
+                        .contains("started earlier can insert and commit later")
+                    && at.detail.contains("must grow as rows are inserted"),
+                "{at:?}"
+            );
+        }
+        let mut table = poll_table();
+        table[4].default_expr = Some("clock_timestamp()".into());
+        let at = order(&["created_at"], &table);
+        assert_eq!(at.status, CheckStatus::Warn);
+        assert!(at.detail.contains("does not follow the order"), "{at:?}");
+
+        let mut table = poll_table();
+        table[0].default_expr = None;
+        let plain = order(&["seq"], &table);
+        assert_eq!(plain.status, CheckStatus::Warn);
+        assert!(
+            plain.detail.contains("no sequence or identity default"),
+            "{plain:?}"
+        );
+        let text = order(&["aggregateid"], &poll_table());
+        assert_eq!(text.status, CheckStatus::Warn);
+        assert!(text.detail.contains("a text column"), "{text:?}");
+    }
+
+    fn index(name: &str, columns: &[&str], predicate: Option<&str>) -> TableIndex {
+        TableIndex {
+            name: name.into(),
+            columns: columns.iter().map(|c| Some((*c).to_owned())).collect(),
+            predicate: predicate.map(str::to_owned),
+            unpublished_only: predicate == Some("(published_at IS NULL)"),
+        }
+    }
+
+    #[test]
+    fn the_claim_index_is_partial_over_the_order() {
+        let judge = |poll: &PollConfig, indexes: Vec<TableIndex>| {
+            let mut r = CheckReport::default();
+            claim_index_row(&mut r, poll, &poll_sql(poll), true, Ok(indexes));
+            r.row(CLAIM_INDEX).expect("row").clone()
+        };
+        let mark = poll_config(&["seq"]);
+        let partial = index("outbox_seq_idx", &["seq"], Some("(published_at IS NULL)"));
+        let whole = index("outbox_seq_all", &["seq", "id"], None);
+        let other = index("outbox_id", &["id", "seq"], Some("(published_at IS NULL)"));
+
+        let pass = judge(&mark, vec![whole.clone(), partial.clone()]);
+        assert_eq!(pass.status, CheckStatus::Pass, "{pass:?}");
+        assert!(pass
+            .detail
+            .starts_with("outbox_seq_idx on (seq) WHERE published_at IS NULL"));
+
+        let warn = judge(&mark, vec![whole.clone(), other.clone()]);
+        assert_eq!(warn.status, CheckStatus::Warn, "{warn:?}");
+        assert!(
+            warn.detail
+                .contains("every claim reads past the published rows"),
+            "{warn:?}"
+        );
+
+        let none = judge(&mark, vec![other]);
+        assert_eq!(none.status, CheckStatus::Warn, "{none:?}");
+        assert_eq!(
+            none.fix.as_deref(),
+            Some("CREATE INDEX CONCURRENTLY ON \"public\".\"outbox\" (\"seq\") WHERE \"published_at\" IS NULL")
+        );
+
+        let delete = PollConfig {
+            on_publish: OnPublish::Delete,
+            ..mark
+        };
+        assert_eq!(judge(&delete, vec![whole]).status, CheckStatus::Pass);
+        let missing = judge(&delete, vec![partial]);
+        assert_eq!(missing.status, CheckStatus::Warn);
+        assert_eq!(
+            missing.fix.as_deref(),
+            Some("CREATE INDEX CONCURRENTLY ON \"public\".\"outbox\" (\"seq\")")
+        );
+
+        let mut r = CheckReport::default();
+        claim_index_row(&mut r, &delete, &poll_sql(&delete), false, Ok(vec![]));
+        assert_eq!(r.row(CLAIM_INDEX).expect("row").status, CheckStatus::Skip);
+    }
+
+    #[test]
+    fn poll_privileges_follow_the_mode() {
+        let judge = |poll: &PollConfig, p: TablePrivileges| {
+            let mut r = CheckReport::default();
+            poll_privileges_row(
+                &mut r,
+                poll,
+                Ok(p),
+                "relay",
+                &poll_sql(poll),
+                "public.outbox",
+            );
+            r.row(OUTBOX_PRIVILEGES).expect("row").clone()
+        };
+        let all = TablePrivileges {
+            select: true,
+            delete: true,
+            update_any: true,
+            update_published: Some(true),
+        };
+        let select_only = TablePrivileges {
+            select: true,
+            delete: false,
+            update_any: false,
+            update_published: Some(false),
+        };
+        let mark = poll_config(&["seq"]);
+        assert_eq!(judge(&mark, all).status, CheckStatus::Pass);
+        let row = judge(&mark, select_only);
+        assert_eq!(row.status, CheckStatus::Fail, "{row:?}");
+        assert!(
+            row.detail
+                .starts_with("relay has no UPDATE on public.outbox")
+                && row.detail.contains("the mark sets published_at"),
+            "{row:?}"
+        );
+        assert_eq!(
+            row.fix.as_deref(),
+            Some("GRANT UPDATE ON \"public\".\"outbox\" TO \"relay\"")
+        );
+
+        let retention = PollConfig {
+            retention_seconds: 3600,
+            ..mark.clone()
+        };
+        let row = judge(
+            &retention,
+            TablePrivileges {
+                delete: false,
+                ..all
+            },
+        );
+        assert_eq!(row.status, CheckStatus::Fail);
+        assert!(
+            row.detail.contains("no DELETE") && row.detail.contains("retention"),
+            "{row:?}"
+        );
+
+        let delete = PollConfig {
+            on_publish: OnPublish::Delete,
+            ..mark
+        };
+        let row = judge(&delete, select_only);
+        assert_eq!(row.status, CheckStatus::Fail);
+        assert!(
+            row.detail.contains("no UPDATE, DELETE") && row.detail.contains("FOR UPDATE"),
+            "{row:?}"
+        );
+        assert_eq!(
+            judge(
+                &delete,
+                TablePrivileges {
+                    update_published: None,
+                    ..all
+                }
+            )
+            .status,
+            CheckStatus::Pass
+        );
+    }
+
+    #[test]
+    fn shard_locks_are_reported_never_taken() {
+        let poll = PollConfig {
+            shards: 3,
+            ..poll_config(&["seq"])
+        };
+        let mut r = CheckReport::default();
+        let holders = vec![LockHolder {
+            shard: 1,
+            pid: 4242,
+            application_name: "walrelay".into(),
+        }];
+        shard_locks_row(&mut r, &poll, &poll_sql(&poll), Ok(holders));
+        let row = r.row(SHARD_LOCKS).expect("row");
+        assert_eq!(row.status, CheckStatus::Pass);
+        assert_eq!(
+            row.detail,
+            "lock public.outbox: shard 0: free; shard 1: held by pid 4242 (walrelay); shard 2: \
+             free; a walrelay started now takes the free shards"
+        );
+    }
+
+    #[test]
+    fn the_polling_source_needs_a_writable_server_not_logical_wal() {
+        let config = poll_source_config();
+        let sql = poll_sql(&config.poll);
+        let mut r = CheckReport::default();
+        poll_source_row(&mut r, &config, &sql, Some("replica"), Ok((false, false)));
+        let row = r.row(POLL_SOURCE).expect("row");
+        assert_eq!(row.status, CheckStatus::Pass, "{r}");
+        assert!(row.detail.contains("wal_level replica is enough"), "{r}");
+
+        let mut r = CheckReport::default();
+        poll_source_row(&mut r, &config, &sql, Some("replica"), Ok((true, true)));
+        let row = r.row(POLL_SOURCE).expect("row");
+        assert_eq!(row.status, CheckStatus::Fail, "{r}");
+        assert!(row.detail.contains("standby"), "{r}");
+    }
+
+    fn poll_source_config() -> Config {
+        let text = "[source]\nkind = \"poll\"\n\n[poll]\norder_by = [\"seq\"]\n\n\
+             [postgres]\nhost = \"127.0.0.1\"\nuser = \"walrelay\"\ndbname = \"app\"\n\n\
+             [outbox]\ntable = \"public.outbox\"\n\n\
+             [kafka]\nbootstrap_servers = \"127.0.0.1:9092\"\n";
+        Config::from_toml(text, std::path::Path::new("poll.toml")).expect("valid config")
     }
 
     fn exactly_once_config(extra: &str) -> Config {

@@ -64,6 +64,27 @@ enum Command {
         #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
         watch: Option<u64>,
     },
+    /// Publish rows of the polling source's outbox again: set the published
+    /// column back to NULL on the published rows that match, so the running
+    /// walrelay publishes them once more. Without --yes only counts them.
+    /// Needs source.kind = "poll" and poll.on_publish = "mark".
+    #[command(group(clap::ArgGroup::new("rows").required(true).args(["condition", "since"])))]
+    Replay {
+        /// Configuration file (either form).
+        #[arg(long, short)]
+        config: PathBuf,
+        /// The rows to replay, as an SQL condition on the outbox table's
+        /// columns, e.g. "aggregatetype = 'order' AND seq > 1000".
+        #[arg(long = "where", value_name = "SQL")]
+        condition: Option<String>,
+        /// The rows published at or after this time (a timestamp PostgreSQL
+        /// reads, e.g. "2026-03-01 12:00+00").
+        #[arg(long, value_name = "TIMESTAMP")]
+        since: Option<String>,
+        /// Reset the rows (one transaction); without it nothing is changed.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Validate a configuration file (either form) and exit.
     Validate {
         /// Configuration file.
@@ -149,6 +170,56 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!("error: {}", DisplayChain(&e));
                     ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Replay {
+            config,
+            condition,
+            since,
+            yes,
+        } => {
+            use walrelay::postgres::poll::replay::{replay, ReplayCondition};
+            let config = match Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {}", DisplayChain(&e));
+                    return ExitCode::from(2);
+                }
+            };
+            let condition = match ReplayCondition::from_options(condition, since) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {}", DisplayChain(&e));
+                    return ExitCode::from(2);
+                }
+            };
+            let result = match runtime() {
+                Ok(rt) => rt.block_on(replay(
+                    &config.postgres,
+                    &config.outbox,
+                    &config.source,
+                    &config.poll,
+                    &condition,
+                    yes,
+                )),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match result {
+                Ok(outcome) => {
+                    println!("{outcome}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {}", DisplayChain(&e));
+                    if e.is_refusal() {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::FAILURE
+                    }
                 }
             }
         }

@@ -5,9 +5,10 @@
 //! a timeout), the parsing of the Prometheus/OpenMetrics text format into a
 //! [`Snapshot`], rates between two snapshots, and the rendering of the
 //! view, including the catch-up line the source logs while it drains a
-//! backlog. It only reads: it never talks to PostgreSQL or Kafka and never
-//! changes the process it looks at. The metric names are the constants of
-//! [`crate::metrics`].
+//! backlog; for the polling source, its shards, backlog, batches and errors
+//! instead of the slot and WAL lines. It only reads: it never talks to
+//! PostgreSQL or Kafka and never changes the process it looks at. The metric
+//! names are the constants of [`crate::metrics`].
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -18,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::signal::unix::{signal, SignalKind};
 use walrelay_proto::Lsn;
 
-use crate::human::{catch_up_line, human_bytes};
+use crate::human::{catch_up_line, human_bytes, human_duration};
 use crate::metrics::{
     BUILD_INFO, COMMIT_TO_ACK, CONFIRMED_LSN, DELIVERY_ERRORS, EVENTS, EVENTS_FILTERED,
     EVENTS_IN_FLIGHT, OLDEST_UNACKED_AGE, READY, RECEIVED_LSN, RECONNECTS, REPLICATION_LAG,
@@ -31,6 +32,10 @@ use crate::metrics::{
 };
 use crate::metrics::{
     PGOUTPUT_PROTO_VERSION, STREAMED_TRANSACTIONS, STREAM_ABORTS, SUBTRANSACTION_ABORTS,
+};
+use crate::metrics::{
+    POLL_BATCHES, POLL_ERRORS, POLL_NOTIFICATIONS, POLL_OLDEST_UNPUBLISHED_AGE, POLL_PUBLISHED,
+    POLL_RETENTION_DELETED, POLL_SHARDS_HELD, POLL_UNPUBLISHED,
 };
 use crate::postgres::wal::streaming_option;
 
@@ -305,6 +310,31 @@ impl Snapshot {
             .map(|s| s.value)
             .sum()
     }
+
+    /// Whether the process runs the polling source: it exports the poll
+    /// metrics and shows nothing of a replication session (no pgoutput
+    /// protocol, no received WAL position, no slot read by the lag monitor).
+    /// The registry holds the poll metrics in either mode, so their presence
+    /// alone does not tell; a WAL instance that has not streamed yet looks
+    /// like a polling one.
+    pub fn is_poll(&self) -> bool {
+        let wal_seen = self.integer(PGOUTPUT_PROTO_VERSION).is_some_and(|v| v > 0)
+            || self.received_lsn().is_some_and(|l| l.0 > 0)
+            || self.named(SLOT_WAL_STATUS).next().is_some()
+            || self.named(SLOT_ALERT_LEVEL).next().is_some();
+        self.value(POLL_SHARDS_HELD).is_some() && !wal_seen
+    }
+
+    /// The values of `name` by the value of its label `label`, ordered by
+    /// label.
+    pub fn by_label(&self, name: &str, label: &str) -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = self
+            .named(name)
+            .map(|s| (s.label(label).unwrap_or("?").to_owned(), s.value))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
 }
 
 /// Rates between two snapshots of the same process.
@@ -314,6 +344,8 @@ pub struct Rates {
     pub events_per_s: Option<f64>,
     /// Confirmed WAL bytes per second.
     pub confirmed_bytes_per_s: Option<f64>,
+    /// Rows the polling source published per second.
+    pub published_rows_per_s: Option<f64>,
 }
 
 impl Rates {
@@ -336,6 +368,10 @@ impl Rates {
             confirmed_bytes_per_s: rate(
                 previous.confirmed_lsn().map(|l| l.0 as f64),
                 current.confirmed_lsn().map(|l| l.0 as f64),
+            ),
+            published_rows_per_s: rate(
+                previous.value(&counter(POLL_PUBLISHED)),
+                current.value(&counter(POLL_PUBLISHED)),
             ),
         }
     }
@@ -561,52 +597,11 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
     };
     let _ = writeln!(out, "{:<12} {state}", "state");
     render_mode(s, &mut out);
-    // The slot name is not a metric label; show what the metrics know.
-    let slot = match (s.flag(SLOT_ACTIVE), s.wal_status()) {
-        (Some(active), status) => format!(
-            "{}, wal_status {}",
-            if active { "active" } else { "inactive" },
-            status.unwrap_or_else(|| "unknown".to_owned())
-        ),
-        (None, _) => "not polled yet".to_owned(),
-    };
-    let _ = writeln!(out, "{:<12} {slot}", "slot");
-    let _ = writeln!(
-        out,
-        "{:<12} {}   received {}",
-        "confirmed",
-        s.confirmed_lsn().map_or_else(na, |l| l.to_string()),
-        s.received_lsn().map_or_else(na, |l| l.to_string())
-    );
-    let bytes = |name: &str| {
-        s.integer(name)
-            .map_or_else(na, |b| human_bytes(b.max(0) as u64))
-    };
-    let lag_s = s
-        .value(REPLICATION_LAG)
-        .map_or_else(na, |v| format!("{v:.1} s"));
-    let _ = writeln!(
-        out,
-        "{:<12} retained {}, confirmed lag {}, replication lag {}",
-        "lag",
-        bytes(SLOT_RETAINED_WAL),
-        bytes(SLOT_CONFIRMED_LAG),
-        lag_s
-    );
-    if let Some(safe) = s.integer(SLOT_SAFE_WAL_SIZE).filter(|v| *v > 0) {
-        let _ = writeln!(
-            out,
-            "{:<12} {} of WAL before the slot is invalidated",
-            "",
-            human_bytes(safe as u64)
-        );
-    }
-    if let (Some(behind), Some(rate)) = (
-        s.integer(SLOT_CONFIRMED_LAG)
-            .filter(|b| *b >= CATCH_UP_THRESHOLD_BYTES),
-        rates.confirmed_bytes_per_s,
-    ) {
-        let _ = writeln!(out, "{:<12} {}", "", catch_up_line(behind as u64, rate));
+    let poll = s.is_poll();
+    if poll {
+        render_poll(s, &rates, &mut out);
+    } else {
+        render_slot(s, &rates, &mut out);
     }
     let events = s.events().map_or_else(na, |v| format!("{v:.0}"));
     let per_s = rates
@@ -656,6 +651,154 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
         count(RECONNECTS),
         count(EVENTS_FILTERED)
     );
+    if !poll {
+        render_protocol(s, &mut out);
+    }
+    let topics = s.events_by_topic();
+    if !topics.is_empty() {
+        const SHOWN: usize = 10;
+        let mut shown: Vec<String> = topics
+            .iter()
+            .take(SHOWN)
+            .map(|(t, n)| format!("{t} {n:.0}"))
+            .collect();
+        if topics.len() > SHOWN {
+            shown.push(format!("{} more", topics.len() - SHOWN));
+        }
+        let _ = writeln!(out, "{:<12} {}", "topics", shown.join(", "));
+    }
+    out
+}
+
+/// The polling source: the shards this process holds, the backlog and its
+/// oldest row, rows published, batches by result, errors by kind.
+fn render_poll(s: &Snapshot, rates: &Rates, out: &mut String) {
+    let na = || "n/a".to_owned();
+    let source = match s.value(POLL_SHARDS_HELD).map(|v| v.max(0.0) as u64) {
+        Some(0) | None => "polling; no shard held: a hot standby (another walrelay holds the \
+                           shard locks), or not connected yet"
+            .to_owned(),
+        Some(1) => "polling; 1 shard held: publishing".to_owned(),
+        Some(n) => format!("polling; {n} shards held: publishing"),
+    };
+    let _ = writeln!(out, "{:<12} {source}", "source");
+    let unpublished = s.value(POLL_UNPUBLISHED);
+    let mut backlog = unpublished.map_or_else(na, |v| format!("{v:.0} unpublished rows"));
+    match (unpublished, s.value(POLL_OLDEST_UNPUBLISHED_AGE)) {
+        (Some(n), Some(age)) if n > 0.0 => {
+            let _ = write!(backlog, ", the oldest waiting {}", human_duration(age));
+        }
+        _ => {}
+    }
+    if let (Some(n), Some(rate)) = (unpublished.filter(|n| *n > 0.0), rates.published_rows_per_s) {
+        if rate > 0.0 {
+            let _ = write!(
+                backlog,
+                "; about {} to publish at {rate:.1} rows/s",
+                human_duration(n / rate)
+            );
+        }
+    }
+    let _ = writeln!(out, "{:<12} {backlog}", "backlog");
+    let published = s
+        .value(&counter(POLL_PUBLISHED))
+        .map_or_else(na, |v| format!("{v:.0} rows"));
+    let per_s = rates
+        .published_rows_per_s
+        .map_or_else(|| "rate n/a".to_owned(), |r| format!("{r:.1}/s"));
+    let mut line = format!("{published}, {per_s}");
+    if let Some(deleted) = s
+        .value(&counter(POLL_RETENTION_DELETED))
+        .filter(|v| *v > 0.0)
+    {
+        let _ = write!(line, "; {deleted:.0} deleted by retention");
+    }
+    let _ = writeln!(out, "{:<12} {line}", "published");
+    let joined = |pairs: Vec<(String, f64)>| {
+        pairs
+            .iter()
+            .map(|(label, n)| format!("{n:.0} {label}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let batches = s.by_label(&counter(POLL_BATCHES), "result");
+    let mut line = if batches.is_empty() {
+        "none yet".to_owned()
+    } else {
+        joined(batches)
+    };
+    if let Some(n) = s.value(&counter(POLL_NOTIFICATIONS)).filter(|v| *v > 0.0) {
+        let _ = write!(line, "; {n:.0} notifications");
+    }
+    let _ = writeln!(out, "{:<12} {line}", "batches");
+    let errors = s.by_label(&counter(POLL_ERRORS), "kind");
+    let line = if errors.iter().all(|(_, n)| *n == 0.0) {
+        "none".to_owned()
+    } else {
+        joined(errors.into_iter().filter(|(_, n)| *n > 0.0).collect())
+    };
+    let _ = writeln!(out, "{:<12} {line}", "poll errors");
+}
+
+/// The replication slot, the confirmed and received positions, the lag and
+/// the catch-up line.
+fn render_slot(s: &Snapshot, rates: &Rates, out: &mut String) {
+    let na = || "n/a".to_owned();
+    // The slot name is not a metric label; show what the metrics know.
+    let slot = match (s.flag(SLOT_ACTIVE), s.wal_status()) {
+        (Some(active), status) => format!(
+            "{}, wal_status {}",
+            if active { "active" } else { "inactive" },
+            status.unwrap_or_else(|| "unknown".to_owned())
+        ),
+        (None, _) => "not polled yet".to_owned(),
+    };
+    let _ = writeln!(out, "{:<12} {slot}", "slot");
+    let _ = writeln!(
+        out,
+        "{:<12} {}   received {}",
+        "confirmed",
+        s.confirmed_lsn().map_or_else(na, |l| l.to_string()),
+        s.received_lsn().map_or_else(na, |l| l.to_string())
+    );
+    let bytes = |name: &str| {
+        s.integer(name)
+            .map_or_else(na, |b| human_bytes(b.max(0) as u64))
+    };
+    let lag_s = s
+        .value(REPLICATION_LAG)
+        .map_or_else(na, |v| format!("{v:.1} s"));
+    let _ = writeln!(
+        out,
+        "{:<12} retained {}, confirmed lag {}, replication lag {}",
+        "lag",
+        bytes(SLOT_RETAINED_WAL),
+        bytes(SLOT_CONFIRMED_LAG),
+        lag_s
+    );
+    if let Some(safe) = s.integer(SLOT_SAFE_WAL_SIZE).filter(|v| *v > 0) {
+        let _ = writeln!(
+            out,
+            "{:<12} {} of WAL before the slot is invalidated",
+            "",
+            human_bytes(safe as u64)
+        );
+    }
+    if let (Some(behind), Some(rate)) = (
+        s.integer(SLOT_CONFIRMED_LAG)
+            .filter(|b| *b >= CATCH_UP_THRESHOLD_BYTES),
+        rates.confirmed_bytes_per_s,
+    ) {
+        let _ = writeln!(out, "{:<12} {}", "", catch_up_line(behind as u64, rate));
+    }
+}
+
+/// The pgoutput protocol of the session and the slot's lag alerts.
+fn render_protocol(s: &Snapshot, out: &mut String) {
+    let count = |name: &str| {
+        s.sum(&counter(name))
+            .map_or_else(|| "0".to_owned(), |v| format!("{v:.0}"))
+    };
     if let Some(proto) = s
         .integer(PGOUTPUT_PROTO_VERSION)
         .and_then(|v| u32::try_from(v).ok())
@@ -688,20 +831,6 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
     if !alerts.is_empty() {
         let _ = writeln!(out, "{:<12} {}", "alerts", alerts.join(", "));
     }
-    let topics = s.events_by_topic();
-    if !topics.is_empty() {
-        const SHOWN: usize = 10;
-        let mut shown: Vec<String> = topics
-            .iter()
-            .take(SHOWN)
-            .map(|(t, n)| format!("{t} {n:.0}"))
-            .collect();
-        if topics.len() > SHOWN {
-            shown.push(format!("{} more", topics.len() - SHOWN));
-        }
-        let _ = writeln!(out, "{:<12} {}", "topics", shown.join(", "));
-    }
-    out
 }
 
 /// The delivery mode, and in exactly-once mode the last committed position,
@@ -958,6 +1087,103 @@ walrelay_ready 1
             text.contains("progress     nothing committed yet; 35"),
             "{text}"
         );
+    }
+
+    /// A polling instance's page, from the real registry (so the names are
+    /// the ones walrelay writes).
+    fn poll_page(shards: i64, configure: impl FnOnce(&crate::metrics::Metrics)) -> String {
+        let m = crate::metrics::Metrics::new();
+        m.poll_shards_held.set(shards);
+        configure(&m);
+        m.render()
+    }
+
+    #[test]
+    fn renders_the_polling_source() {
+        use crate::metrics::{KindLabel, ResultLabel};
+        let m = crate::metrics::Metrics::new();
+        m.poll_shards_held.set(2);
+        m.poll_unpublished.set(1200);
+        m.poll_oldest_unpublished_age.set(185.0);
+        m.poll_published.inc_by(5000);
+        for (result, n) in [("published", 40), ("empty", 300), ("rolled_back", 1)] {
+            m.poll_batches
+                .get_or_create(&ResultLabel { result })
+                .inc_by(n);
+        }
+        for (kind, n) in [("claim", 2), ("mark", 1)] {
+            m.poll_errors.get_or_create(&KindLabel { kind }).inc_by(n);
+        }
+        m.poll_retention_deleted.inc_by(10);
+        m.poll_notifications.inc_by(12);
+        let a = Snapshot::parse("http://x/metrics", &m.render()).unwrap();
+        m.poll_published.inc_by(200);
+        let mut b = Snapshot::parse("http://x/metrics", &m.render()).unwrap();
+        b.taken = a.taken + Duration::from_secs(2);
+        assert!(b.is_poll());
+        let text = render(&b, Some(&a));
+        for line in [
+            "source       polling; 2 shards held: publishing",
+            "backlog      1200 unpublished rows, the oldest waiting 3 min 5 s; about 12 s to \
+             publish at 100.0 rows/s",
+            "published    5200 rows, 100.0/s; 10 deleted by retention",
+            "batches      300 empty, 40 published, 1 rolled_back; 12 notifications",
+            "poll errors  2 claim, 1 mark",
+        ] {
+            assert!(text.contains(line), "no {line:?} in:\n{text}");
+        }
+        // Nothing of a slot or the WAL.
+        for wal in [
+            "slot",
+            "confirmed",
+            "received",
+            "replication lag",
+            "pgoutput",
+        ] {
+            assert!(!text.contains(wal), "{wal:?} in a polling view:\n{text}");
+        }
+    }
+
+    #[test]
+    fn renders_a_polling_hot_standby() {
+        let page = poll_page(0, |_| {});
+        let s = Snapshot::parse("http://x/metrics", &page).unwrap();
+        assert!(s.is_poll());
+        let text = render(&s, None);
+        assert!(
+            text.contains("source       polling; no shard held: a hot standby"),
+            "{text}"
+        );
+        assert!(text.contains("backlog      0 unpublished rows\n"), "{text}");
+        assert!(text.contains("published    0 rows, rate n/a"), "{text}");
+        assert!(text.contains("batches      none yet"), "{text}");
+        assert!(text.contains("poll errors  none"), "{text}");
+        assert!(!text.contains("slot"), "{text}");
+    }
+
+    #[test]
+    fn a_wal_instance_keeps_its_slot_lines() {
+        // The registry exports the poll metrics in either mode: once a
+        // replication session shows, the view is the WAL one.
+        let page = format!(
+            "{}walrelay_poll_shards_held 0\nwalrelay_poll_unpublished_rows 0\n",
+            PAGE.trim_end_matches("# EOF\n")
+        );
+        let s = Snapshot::parse("http://x/metrics", &page).unwrap();
+        assert!(!s.is_poll());
+        let text = render(&s, None);
+        assert!(text.contains("active, wal_status reserved"), "{text}");
+        assert!(
+            !text.contains("poll errors") && !text.contains("backlog"),
+            "{text}"
+        );
+
+        let page = poll_page(0, |m| {
+            m.received_lsn.set(22817176);
+        });
+        let s = Snapshot::parse("http://x/metrics", &page).unwrap();
+        assert!(!s.is_poll(), "a received WAL position is a WAL session");
+        assert!(render(&s, None).contains("received 0/15C2998"));
     }
 
     #[test]

@@ -48,6 +48,8 @@ mod operations;
 /// marks, kills between publish and mark, late commits, hot standbys and
 /// shards, retention, delete-on-publish, bad rows.
 mod poll;
+/// `walrelay check` and `walrelay replay` with the polling source.
+mod poll_cli;
 /// Exactly-once's progress topic: created compacted, refused otherwise.
 mod progress_topic;
 /// The replication connection: authentication and a decoded stream.

@@ -38,6 +38,7 @@
 //! from the tracker.
 
 pub mod config;
+pub mod replay;
 pub mod sql;
 
 use std::sync::atomic::Ordering;

@@ -1,6 +1,8 @@
 //! Every SQL statement of the polling source, in one place, so another
 //! database can follow by writing this module again: the claim, the mark
-//! (or delete), the shard locks, the statistics, retention and replay.
+//! (or delete), the shard locks, the statistics, retention and replay, and
+//! the catalog reads of `walrelay check`'s `[poll]` rows (columns, indexes,
+//! privileges, lock holders).
 //!
 //! Owns the text of these statements and the parsing of their answers. It
 //! runs nothing itself except through the small async helpers at the end,
@@ -244,6 +246,116 @@ impl PollSql {
             quote_literal(since)
         )
     }
+
+    /// The index a claim wants: on the order columns, and in mark mode only
+    /// over the unpublished rows, so a claim reads no published row. Built
+    /// `CONCURRENTLY`, so writers to the outbox are not blocked meanwhile.
+    pub fn claim_index(&self) -> String {
+        let predicate = match self.on_publish {
+            OnPublish::Mark => format!(" WHERE {}", self.unpublished),
+            OnPublish::Delete => String::new(),
+        };
+        format!(
+            "CREATE INDEX CONCURRENTLY ON {t} ({o}){predicate}",
+            t = self.table,
+            o = self.order,
+        )
+    }
+}
+
+/// The columns of the table with OID `$1` (not dropped), in column order:
+/// name, type OID, type modifier, `NOT NULL`, `format_type`'s spelling, the
+/// default expression, and whether it is an identity column. Generated
+/// columns are included: the claim reads them like any other.
+pub const TABLE_COLUMNS: &str = "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull, \
+     format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), a.attidentity <> '' \
+     FROM pg_catalog.pg_attribute a \
+     LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+     WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped \
+     ORDER BY a.attnum";
+
+/// The valid btree indexes of the table with OID `$1`: name, key columns in
+/// order (NULL for an expression; `INCLUDE` columns left out), the
+/// predicate of a partial index, and whether that predicate is exactly
+/// `<$2> IS NULL` (`$2` the published column; `format`'s `%I` quotes as
+/// `pg_get_expr` does).
+pub const TABLE_INDEXES: &str = "SELECT c.relname::text, \
+     ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) \
+           LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+           WHERE k.n <= i.indnkeyatts ORDER BY k.n), \
+     pg_get_expr(i.indpred, i.indrelid), \
+     coalesce(pg_get_expr(i.indpred, i.indrelid) = format('(%I IS NULL)', $2::text), false) \
+     FROM pg_catalog.pg_index i \
+     JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
+     JOIN pg_catalog.pg_am am ON am.oid = c.relam \
+     WHERE i.indrelid = $1 AND i.indisvalid AND am.amname = 'btree' \
+     ORDER BY 1";
+
+/// The current role's privileges on the table with OID `$1`: `SELECT`,
+/// `DELETE`, `UPDATE` on any column (what the claim's `FOR UPDATE` needs),
+/// and `UPDATE` on column `$2` (the published column; NULL when the table
+/// has no such column).
+pub const TABLE_PRIVILEGES: &str = "SELECT has_table_privilege($1::oid, 'SELECT'), \
+     has_table_privilege($1::oid, 'DELETE'), has_any_column_privilege($1::oid, 'UPDATE'), \
+     (SELECT has_column_privilege($1::oid, a.attnum, 'UPDATE') FROM pg_catalog.pg_attribute a \
+      WHERE a.attrelid = $1::oid AND a.attname = $2::text AND a.attnum > 0 \
+        AND NOT a.attisdropped)";
+
+/// One column of the outbox table, as `walrelay check` judges the `[poll]`
+/// columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableColumn {
+    /// Column name.
+    pub name: String,
+    /// OID of its type.
+    pub type_oid: u32,
+    /// Type modifier, -1 when none.
+    pub type_modifier: i32,
+    /// `NOT NULL`.
+    pub not_null: bool,
+    /// The declared type, `format_type`'s spelling.
+    pub type_name: String,
+    /// The default expression, if any (`nextval(...)`, `now()`, ...).
+    pub default_expr: Option<String>,
+    /// `GENERATED ... AS IDENTITY`.
+    pub identity: bool,
+}
+
+/// One valid btree index of the outbox table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableIndex {
+    /// Index name.
+    pub name: String,
+    /// Key columns in order; `None` for an expression.
+    pub columns: Vec<Option<String>>,
+    /// The predicate of a partial index, as `pg_get_expr` prints it.
+    pub predicate: Option<String>,
+    /// Whether the predicate is exactly "the published column IS NULL".
+    pub unpublished_only: bool,
+}
+
+/// The connected role's privileges on the outbox table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TablePrivileges {
+    /// `SELECT` on the table.
+    pub select: bool,
+    /// `DELETE` on the table.
+    pub delete: bool,
+    /// `UPDATE` on at least one column.
+    pub update_any: bool,
+    /// `UPDATE` on the published column; `None` when it does not exist.
+    pub update_published: Option<bool>,
+}
+
+/// A backend holding one shard's lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The shard.
+    pub shard: u32,
+    /// The backend's pid.
+    pub pid: i32,
+    /// Its `application_name` (empty when unset or not visible).
+    pub application_name: String,
 }
 
 /// `'{"(0,1)","(0,2)"}'::tid[]` from the server's own ctid texts.
@@ -316,6 +428,84 @@ pub async fn run(
     sql: &str,
 ) -> Result<Vec<SimpleQueryMessage>, tokio_postgres::Error> {
     client.simple_query(sql).await
+}
+
+/// [`TABLE_COLUMNS`] of the table with OID `table_oid`.
+pub async fn table_columns(
+    client: &Client,
+    table_oid: u32,
+) -> Result<Vec<TableColumn>, tokio_postgres::Error> {
+    let rows = client.query(TABLE_COLUMNS, &[&table_oid]).await?;
+    Ok(rows
+        .iter()
+        .map(|r| TableColumn {
+            name: r.get(0),
+            type_oid: r.get(1),
+            type_modifier: r.get(2),
+            not_null: r.get(3),
+            type_name: r.get(4),
+            default_expr: r.get(5),
+            identity: r.get(6),
+        })
+        .collect())
+}
+
+/// [`TABLE_INDEXES`] of the table with OID `table_oid`, judged against the
+/// published column `published`.
+pub async fn table_indexes(
+    client: &Client,
+    table_oid: u32,
+    published: &str,
+) -> Result<Vec<TableIndex>, tokio_postgres::Error> {
+    let rows = client
+        .query(TABLE_INDEXES, &[&table_oid, &published])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| TableIndex {
+            name: r.get(0),
+            columns: r.get(1),
+            predicate: r.get(2),
+            unpublished_only: r.get(3),
+        })
+        .collect())
+}
+
+/// [`TABLE_PRIVILEGES`] of the current role on the table with OID
+/// `table_oid`, with `published` as the published column.
+pub async fn table_privileges(
+    client: &Client,
+    table_oid: u32,
+    published: &str,
+) -> Result<TablePrivileges, tokio_postgres::Error> {
+    let row = client
+        .query_one(TABLE_PRIVILEGES, &[&table_oid, &published])
+        .await?;
+    Ok(TablePrivileges {
+        select: row.get(0),
+        delete: row.get(1),
+        update_any: row.get(2),
+        update_published: row.get(3),
+    })
+}
+
+/// Who holds the shard locks of `sql` now ([`PollSql::lock_holders`]);
+/// reads `pg_locks`, takes no lock.
+pub async fn lock_holders(
+    client: &Client,
+    sql: &PollSql,
+) -> Result<Vec<LockHolder>, tokio_postgres::Error> {
+    let rows = client.query(&sql.lock_holders(), &[]).await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            Some(LockHolder {
+                shard: u32::try_from(r.get::<_, i32>(0)).ok()?,
+                pid: r.get(1),
+                application_name: r.get(2),
+            })
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -393,6 +583,58 @@ mod tests {
             "SELECT pg_try_advisory_lock(hashtext('walrelay.poll:it''s'), 2)"
         );
         assert_eq!(sql(ordered()).lock_name(), "public.Outbox");
+    }
+
+    #[test]
+    fn claim_index_covers_the_claim() {
+        assert_eq!(
+            sql(ordered()).claim_index(),
+            "CREATE INDEX CONCURRENTLY ON \"public\".\"Outbox\" (\"seq\", \"id\") \
+             WHERE \"published_at\" IS NULL"
+        );
+        let delete = sql(PollConfig {
+            on_publish: OnPublish::Delete,
+            ..ordered()
+        });
+        assert_eq!(
+            delete.claim_index(),
+            "CREATE INDEX CONCURRENTLY ON \"public\".\"Outbox\" (\"seq\", \"id\")"
+        );
+    }
+
+    #[test]
+    fn catalog_reads_take_their_names_as_parameters() {
+        // Names reach these statements as bind parameters, never as text.
+        for (statement, params) in [
+            (TABLE_COLUMNS, 1),
+            (TABLE_INDEXES, 2),
+            (TABLE_PRIVILEGES, 2),
+        ] {
+            assert!(statement.contains(&format!("${params}")), "{statement}");
+            assert!(
+                !statement.contains(&format!("${}", params + 1)),
+                "{statement}"
+            );
+            assert!(!statement.contains(';'), "{statement}");
+        }
+        assert!(TABLE_INDEXES.contains("format('(%I IS NULL)', $2::text)"));
+        assert!(TABLE_INDEXES.contains("k.n <= i.indnkeyatts"));
+        assert!(TABLE_PRIVILEGES.contains("has_any_column_privilege($1::oid, 'UPDATE')"));
+    }
+
+    #[test]
+    fn lock_holders_read_the_shard_locks_of_the_lock_name() {
+        let s = sql(PollConfig {
+            lock_name: "orders".into(),
+            ..ordered()
+        })
+        .lock_holders();
+        assert!(s.contains("hashtext('walrelay.poll:orders')"), "{s}");
+        assert!(s.contains("l.locktype = 'advisory' AND l.granted"), "{s}");
+        assert!(
+            !s.contains("pg_try_advisory_lock") && !s.contains("pg_advisory_lock"),
+            "{s}"
+        );
     }
 
     #[test]

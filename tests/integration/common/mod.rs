@@ -133,6 +133,37 @@ fn pg_url_for_port(port: u16) -> String {
     format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
 }
 
+/// Port of the shared `wal_level = replica` cluster, the polling source's:
+/// `WALRELAY_TEST_PG_REPLICA_PORT`, falling back to `.walrelay-env/env`.
+/// Panics when neither has it.
+pub fn pg_replica_port() -> u16 {
+    const KEY: &str = "WALRELAY_TEST_PG_REPLICA_PORT";
+    let file = repo_root().join(".walrelay-env/env");
+    let value = std::env::var(KEY).ok().or_else(|| {
+        let text = std::fs::read_to_string(&file).ok()?;
+        text.lines().find_map(|line| {
+            let line = line.trim();
+            let line = line.strip_prefix("export ").unwrap_or(line);
+            line.strip_prefix(KEY)?.strip_prefix('=').map(str::to_owned)
+        })
+    });
+    let value = value.unwrap_or_else(|| {
+        panic!(
+            "{KEY} is not set and {} does not provide it: {ENV_HINT}",
+            file.display()
+        )
+    });
+    value
+        .parse()
+        .unwrap_or_else(|_| panic!("{KEY}={value:?} is not a port"))
+}
+
+/// libpq key/value connection string of the shared `wal_level = replica`
+/// cluster, as superuser.
+pub fn pg_replica_url() -> String {
+    pg_url_for_port(pg_replica_port())
+}
+
 /// Bootstrap address of the shared Kafka broker.
 pub fn kafka_bootstrap() -> String {
     env().kafka.clone()
