@@ -118,6 +118,8 @@ pub const PROGRESS_COMMITTED_LSN: &str = "walrelay_progress_committed_lsn_bytes"
 /// record was written inside it (a split large transaction); 0 otherwise.
 pub const PROGRESS_COMMITTED_EVENTS: &str = "walrelay_progress_committed_events";
 
+/// Which source the pipeline reads: `{kind="wal"}` or `{kind="poll"}`, 1.
+pub const SOURCE_INFO: &str = "walrelay_source_info";
 /// Unpublished rows in the outbox table (polling source).
 pub const POLL_UNPUBLISHED: &str = "walrelay_poll_unpublished_rows";
 /// Age of the oldest unpublished row (polling source).
@@ -290,6 +292,8 @@ pub struct Metrics {
     pub progress_committed_lsn: Gauge,
     /// See [`PROGRESS_COMMITTED_EVENTS`].
     pub progress_committed_events: Gauge,
+    /// See [`SOURCE_INFO`].
+    pub source_info: Family<KindLabel, Gauge>,
     /// See [`POLL_UNPUBLISHED`].
     pub poll_unpublished: Gauge,
     /// See [`POLL_OLDEST_UNPUBLISHED_AGE`].
@@ -358,6 +362,7 @@ impl Metrics {
             producer_fenced: Gauge::default(),
             progress_committed_lsn: Gauge::default(),
             progress_committed_events: Gauge::default(),
+            source_info: Family::default(),
             poll_unpublished: Gauge::default(),
             poll_oldest_unpublished_age: FloatGauge::default(),
             poll_published: Counter::default(),
@@ -544,6 +549,11 @@ impl Metrics {
             PROGRESS_COMMITTED_EVENTS,
             "Events of a split source transaction already committed at the last progress record; 0 at a transaction boundary",
             m.progress_committed_events.clone(),
+        );
+        registry.register(
+            SOURCE_INFO,
+            "Which source the pipeline reads (kind: wal or poll), 1",
+            m.source_info.clone(),
         );
         registry.register(
             POLL_UNPUBLISHED,

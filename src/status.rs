@@ -24,7 +24,7 @@ use crate::metrics::{
     BUILD_INFO, COMMIT_TO_ACK, CONFIRMED_LSN, DELIVERY_ERRORS, EVENTS, EVENTS_FILTERED,
     EVENTS_IN_FLIGHT, OLDEST_UNACKED_AGE, READY, RECEIVED_LSN, RECONNECTS, REPLICATION_LAG,
     SLOT_ACTIVE, SLOT_ALERT_LEVEL, SLOT_CONFIRMED_LAG, SLOT_RETAINED_WAL, SLOT_SAFE_WAL_SIZE,
-    SLOT_WAL_STATUS, TRANSACTIONS, UP,
+    SLOT_WAL_STATUS, SOURCE_INFO, TRANSACTIONS, UP,
 };
 use crate::metrics::{
     EXACTLY_ONCE, KAFKA_TRANSACTIONS, PRODUCER_FENCED, PROGRESS_COMMITTED_EVENTS,
@@ -311,13 +311,17 @@ impl Snapshot {
             .sum()
     }
 
-    /// Whether the process runs the polling source: it exports the poll
-    /// metrics and shows nothing of a replication session (no pgoutput
-    /// protocol, no received WAL position, no slot read by the lag monitor).
-    /// The registry holds the poll metrics in either mode, so their presence
-    /// alone does not tell; a WAL instance that has not streamed yet looks
+    /// Whether the process runs the polling source: `walrelay_source_info`
+    /// says so. A walrelay without that metric (older) runs it when it
+    /// exports the poll metrics and shows nothing of a replication session
+    /// (no pgoutput protocol, no received WAL position, no slot read by the
+    /// lag monitor); there a WAL instance that has not streamed yet looks
     /// like a polling one.
     pub fn is_poll(&self) -> bool {
+        // Since walrelay_source_info, the process says so.
+        if let Some(s) = self.named(SOURCE_INFO).find(|s| s.value > 0.0) {
+            return s.label("kind") == Some("poll");
+        }
         let wal_seen = self.integer(PGOUTPUT_PROTO_VERSION).is_some_and(|v| v > 0)
             || self.received_lsn().is_some_and(|l| l.0 > 0)
             || self.named(SLOT_WAL_STATUS).next().is_some()
@@ -1184,6 +1188,18 @@ walrelay_ready 1
         let s = Snapshot::parse("http://x/metrics", &page).unwrap();
         assert!(!s.is_poll(), "a received WAL position is a WAL session");
         assert!(render(&s, None).contains("received 0/15C2998"));
+
+        // The process's own word wins: a WAL instance that has not streamed
+        // yet, and a polling one.
+        for (kind, poll) in [("wal", false), ("poll", true)] {
+            let page = poll_page(0, |m| {
+                m.source_info
+                    .get_or_create(&crate::metrics::KindLabel { kind })
+                    .set(1);
+            });
+            let s = Snapshot::parse("http://x/metrics", &page).unwrap();
+            assert_eq!(s.is_poll(), poll, "{kind}");
+        }
     }
 
     #[test]

@@ -113,7 +113,14 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), PipelineError> {
-    if plan.config().source.kind == crate::postgres::poll::config::SourceKind::Poll {
+    let kind = plan.config().source.kind;
+    metrics
+        .source_info
+        .get_or_create(&crate::metrics::KindLabel {
+            kind: kind.as_str(),
+        })
+        .set(1);
+    if kind == crate::postgres::poll::config::SourceKind::Poll {
         return poll::run(plan, metrics, shutdown).await;
     }
     let config = plan.config();

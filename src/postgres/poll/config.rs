@@ -127,8 +127,9 @@ pub struct PollConfig {
     #[serde(default = "default_ack_timeout_ms")]
     pub ack_timeout_ms: u64,
     /// A `timestamptz` column with the row's creation time, for the age of
-    /// the oldest unpublished row; empty: the age is measured from when
-    /// walrelay first saw that row unpublished.
+    /// the oldest unpublished row; empty: its transaction's commit time when
+    /// the server has `track_commit_timestamp = on`, otherwise the age is
+    /// measured from when walrelay first saw that row unpublished.
     #[serde(default)]
     pub created_column: String,
     /// Delete published rows whose published time is older than this many

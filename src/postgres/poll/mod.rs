@@ -711,7 +711,7 @@ pub async fn monitor<P, Fut>(
 {
     let interval = Duration::from_millis(config.stats_interval_ms);
     let bound = catalog::sql_timeout(&params);
-    let statement = sql.stats();
+    let mut statement = sql.stats(false);
     let mut client: Option<tokio_postgres::Client> = None;
     // The oldest row's identity and when it was first seen unpublished.
     let mut oldest: Option<(String, Instant)> = None;
@@ -731,6 +731,21 @@ pub async fn monitor<P, Fut>(
                 warn!(error = %DisplayChain(e), "cannot read the outbox backlog");
             })
             .ok();
+            // Commit times, when the server keeps them, date the oldest row
+            // without poll.created_column.
+            if let Some(c) = &client {
+                let on = catalog::bounded(bound, "asking for commit timestamps", async {
+                    sql::run(c, sql::COMMIT_TIMESTAMPS)
+                        .await
+                        .map_err(|e| sql_error("cannot read track_commit_timestamp", e))
+                })
+                .await
+                .ok()
+                .and_then(|a| sql::first_value(&a))
+                .and_then(|row| row.into_iter().next().flatten())
+                .is_some_and(|v| v == "t");
+                statement = sql.stats(on);
+            }
         }
         if let Some(c) = &client {
             let answer = catalog::bounded(bound, "reading the outbox backlog", async {

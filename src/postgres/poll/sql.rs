@@ -21,6 +21,13 @@ use walrelay_proto::pgoutput::{ColumnValue, TupleData};
 use super::config::{OnPublish, PollConfig};
 use crate::postgres::replication::{quote_ident, quote_literal};
 
+/// How many of the next rows to be claimed the age of the oldest
+/// unpublished row is read from.
+pub const AGE_WINDOW: u32 = 1000;
+
+/// Whether the server records commit times (`pg_xact_commit_timestamp`).
+pub const COMMIT_TIMESTAMPS: &str = "SELECT current_setting('track_commit_timestamp')::bool";
+
 /// The first of the two keys of the shard locks (`pg_try_advisory_lock(int,
 /// int)`): a hash of this prefix and the lock name; the second key is the
 /// shard number.
@@ -184,15 +191,28 @@ impl PollSql {
     }
 
     /// The unpublished rows: their count, the identity (`ctid/xmin`) of the
-    /// oldest in claim order, and with `poll.created_column` the age in
-    /// seconds of the earliest created.
-    pub fn stats(&self) -> String {
-        let age = match &self.created {
-            Some(c) => format!(
-                "(SELECT extract(epoch FROM clock_timestamp() - min({c}))::float8::text \
-                 FROM {t} WHERE {u})",
-                t = self.table,
-                u = self.unpublished
+    /// oldest in claim order, and the age in seconds of the oldest among
+    /// the next [`AGE_WINDOW`] to be claimed: by `poll.created_column`, or
+    /// with `commit_timestamps` (`track_commit_timestamp = on`) by their
+    /// transactions' commit times, or NULL (walrelay then measures from when
+    /// it first saw the oldest row).
+    pub fn stats(&self, commit_timestamps: bool) -> String {
+        let time = match &self.created {
+            Some(c) => Some(c.clone()),
+            None if commit_timestamps => {
+                Some("pg_catalog.pg_xact_commit_timestamp(xmin)".to_owned())
+            }
+            None => None,
+        };
+        // The window keeps the read bounded however long the backlog: the
+        // oldest rows are at the front of the claim order.
+        let age = match time {
+            Some(time) => format!(
+                "(SELECT extract(epoch FROM clock_timestamp() - min(t))::float8::text \
+                 FROM (SELECT {time} AS t FROM {table} WHERE {u} ORDER BY {o} LIMIT {AGE_WINDOW}) w)",
+                table = self.table,
+                u = self.unpublished,
+                o = self.order,
             ),
             None => "NULL".to_owned(),
         };
@@ -570,6 +590,35 @@ mod tests {
             "DELETE FROM \"public\".\"Outbox\" WHERE ctid = ANY('{\"(0,1)\",\"(12,40)\"}'::tid[]); COMMIT"
         );
         assert!(delete.claim(0).contains("WHERE true"));
+    }
+
+    #[test]
+    fn the_age_comes_from_the_created_column_or_commit_times() {
+        let plain = sql(ordered());
+        let no_time = plain.stats(false);
+        assert!(no_time.ends_with(", NULL"), "{no_time}");
+        assert!(no_time.contains(
+            "(SELECT count(*) FROM \"public\".\"Outbox\" WHERE \"published_at\" IS NULL)"
+        ));
+        let commit = plain.stats(true);
+        assert!(
+            commit.contains(
+                "min(t))::float8::text FROM (SELECT pg_catalog.pg_xact_commit_timestamp(xmin) AS t \
+                 FROM \"public\".\"Outbox\" WHERE \"published_at\" IS NULL ORDER BY \"seq\", \"id\" LIMIT 1000) w"
+            ),
+            "{commit}"
+        );
+        // The created column wins over commit times.
+        let created = sql(PollConfig {
+            created_column: "created_at".into(),
+            ..ordered()
+        })
+        .stats(true);
+        assert!(
+            created.contains("(SELECT \"created_at\" AS t FROM"),
+            "{created}"
+        );
+        assert!(!created.contains("pg_xact_commit_timestamp"), "{created}");
     }
 
     #[test]
