@@ -135,9 +135,17 @@ impl PollSql {
     /// Opens the claiming transaction and claims up to `batch_size`
     /// unpublished rows of `shard`, oldest first, skipping rows another
     /// transaction holds. One round trip; the transaction stays open.
+    ///
+    /// `enable_sort = off` for the claim: between `LIMIT` and the sort sits
+    /// `LockRows`, so a sort cannot stop at the first n rows, and where the
+    /// statistics underestimate the unpublished rows (a table never
+    /// analysed) the planner reads and sorts every unpublished row for each
+    /// claim (measured: 68 ms against 0.8 ms for 1,000 of 100,000 rows).
+    /// Without a sort, the index on the order columns is walked in order
+    /// and stops after n rows; with no such index the sort is still used.
     pub fn claim(&self, shard: u32) -> String {
         format!(
-            "BEGIN; SELECT ctid::text, xmin::text, {cols} FROM {table} WHERE {unpub}{shard} \
+            "BEGIN; SET LOCAL enable_sort = off; SELECT ctid::text, xmin::text, {cols} FROM {table} WHERE {unpub}{shard} \
              ORDER BY {order} LIMIT {n} FOR UPDATE SKIP LOCKED",
             cols = self.columns,
             table = self.table,
@@ -554,7 +562,8 @@ mod tests {
         let s = sql(ordered()).claim(0);
         assert_eq!(
             s,
-            "BEGIN; SELECT ctid::text, xmin::text, \"id\", \"aggregateid\", \"published_at\" \
+            "BEGIN; SET LOCAL enable_sort = off; \
+             SELECT ctid::text, xmin::text, \"id\", \"aggregateid\", \"published_at\" \
              FROM \"public\".\"Outbox\" WHERE \"published_at\" IS NULL \
              ORDER BY \"seq\", \"id\" LIMIT 1000 FOR UPDATE SKIP LOCKED"
         );
