@@ -140,6 +140,18 @@ WRITE_SQL = ("INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload)
              "VALUES (%s, 'Order', %s, 'OrderCreated', bench_payload(%s))")
 
 
+def claim_plan(env, batch_size):
+    """The plan of walrelay's claim as walrelay runs it (sorting off for the
+    claim: src/postgres/poll/sql.rs, PollSql::claim)."""
+    env.db.execute("SET enable_sort = off")
+    try:
+        return "\n".join(r[0] for r in env.q(
+            "EXPLAIN SELECT ctid::text, xmin::text, * FROM outbox WHERE published_at IS NULL "
+            f"ORDER BY seq LIMIT {batch_size} FOR UPDATE SKIP LOCKED"))
+    finally:
+        env.db.execute("RESET enable_sort")
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -576,9 +588,7 @@ def drain(env, system, settings, n, tag, out):
     t0, c0 = time.time(), env.cluster_cpu()
     env.db.execute("CALL bench_backlog(1, %s, %s)", (n, env.args.txn_rows))
     insert_s, insert_cpu = time.time() - t0, env.cluster_cpu() - c0
-    plan = "\n".join(r[0] for r in env.q(
-        "EXPLAIN SELECT ctid::text, xmin::text, * FROM outbox WHERE published_at IS NULL "
-        f"ORDER BY seq LIMIT {int(settings.get('batch_size', 1000))} FOR UPDATE SKIP LOCKED"))
+    plan = claim_plan(env, int(settings.get("batch_size", 1000)))
     env.db.execute("CHECKPOINT")
     relay = Relay(env, system, topic, run_dir, settings)
     env.db.execute("SELECT pg_stat_statements_reset()")
@@ -763,9 +773,7 @@ def steady(env, system, settings, tag, rates, seconds, warmup, out):
             stm = s1["stmts"]["calls"] - s0["stmts"]["calls"]
             by_query = {qt: c - s0["stmts"]["by_query"].get(qt, 0) for qt, c in s1["stmts"]["by_query"].items()
                         if c != s0["stmts"]["by_query"].get(qt, 0)}
-            plan = "\n".join(r[0] for r in env.q(
-                "EXPLAIN SELECT ctid::text, xmin::text, * FROM outbox WHERE published_at IS NULL "
-                "ORDER BY seq LIMIT 1000 FOR UPDATE SKIP LOCKED"))
+            plan = claim_plan(env, 1000)
             dead = env.v("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'outbox'")
             vac_s, vac_cpu = env.vacuum()
             res = {

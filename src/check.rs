@@ -2347,32 +2347,7 @@ fn poll_column_rows(
     sql: &PollSql,
 ) -> bool {
     let find = |name: &str| columns.iter().find(|c| c.name == name);
-    let mut wanted: Vec<(String, &str)> = poll
-        .order_by
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("poll.order_by[{i}]"), c.as_str()))
-        .collect();
-    if poll.on_publish == OnPublish::Mark {
-        wanted.push((
-            "poll.published_column".to_owned(),
-            poll.published_column.as_str(),
-        ));
-    }
-    if poll.shards > 1 {
-        let key = if poll.shard_column.is_empty() {
-            "poll.shard_column (unset: router.key_field)"
-        } else {
-            "poll.shard_column"
-        };
-        wanted.push((key.to_owned(), shard_column));
-    }
-    if !poll.created_column.is_empty() {
-        wanted.push((
-            "poll.created_column".to_owned(),
-            poll.created_column.as_str(),
-        ));
-    }
+    let wanted = poll.named_columns(shard_column);
     let missing: Vec<(&String, &str)> = wanted
         .iter()
         .filter(|(_, column)| find(column).is_none())

@@ -120,33 +120,11 @@ pub async fn run(
             kind: kind.as_str(),
         })
         .set(1);
+    let (sink, backoff) = start(&plan, &metrics, &shutdown).await?;
     if kind == crate::postgres::poll::config::SourceKind::Poll {
-        return poll::run(plan, metrics, shutdown).await;
+        return poll::run(plan, sink, metrics, shutdown, backoff).await;
     }
     let config = plan.config();
-    let sink = Arc::new(KafkaSink::with_errors(
-        &config.kafka,
-        &config.errors,
-        config.replication.status_interval(),
-        Arc::clone(&metrics),
-        &config.replication.slot,
-    )?);
-    let backoff = Backoff::new(
-        Duration::from_millis(config.replication.reconnect_min_ms),
-        Duration::from_millis(config.replication.reconnect_max_ms),
-    );
-    if !config.metrics.listen.is_empty() {
-        crate::metrics::serve(
-            &config.metrics.listen,
-            Arc::clone(&metrics),
-            shutdown.clone(),
-        )
-        .await
-        .map_err(|source| PipelineError::MetricsListen {
-            addr: config.metrics.listen.clone(),
-            source,
-        })?;
-    }
     let (tracker_tx, tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
     let monitor = Some(tokio::spawn({
         let probe_sink = Arc::clone(&sink);
@@ -201,6 +179,41 @@ pub async fn run(
             .await
         }
     }
+}
+
+/// What every pipeline starts with, whatever its source: the Kafka sink,
+/// the metrics listener when `metrics.listen` is set, and the reconnect
+/// backoff.
+async fn start(
+    plan: &Plan,
+    metrics: &Arc<Metrics>,
+    shutdown: &watch::Receiver<bool>,
+) -> Result<(Arc<KafkaSink>, Backoff), PipelineError> {
+    let config = plan.config();
+    let sink = Arc::new(KafkaSink::with_errors(
+        &config.kafka,
+        &config.errors,
+        config.replication.status_interval(),
+        Arc::clone(metrics),
+        &config.replication.slot,
+    )?);
+    if !config.metrics.listen.is_empty() {
+        crate::metrics::serve(
+            &config.metrics.listen,
+            Arc::clone(metrics),
+            shutdown.clone(),
+        )
+        .await
+        .map_err(|source| PipelineError::MetricsListen {
+            addr: config.metrics.listen.clone(),
+            source,
+        })?;
+    }
+    let backoff = Backoff::new(
+        Duration::from_millis(config.replication.reconnect_min_ms),
+        Duration::from_millis(config.replication.reconnect_max_ms),
+    );
+    Ok((sink, backoff))
 }
 
 /// Runs sessions until shutdown or a fatal error, reconnecting after

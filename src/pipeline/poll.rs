@@ -20,38 +20,22 @@ use crate::checkpoint::SharedTracker;
 use crate::metrics::Metrics;
 use crate::postgres::catalog::snapshot as pg_snapshot;
 use crate::postgres::catalog::{self, CatalogError};
-use crate::postgres::poll::config::OnPublish;
 use crate::postgres::poll::sql::PollSql;
 use crate::postgres::poll::{self, PollError, PollSource};
 use crate::sink::KafkaSink;
 use crate::source::{SourceFailure, TrackerProgress};
 
 /// Runs the polling pipeline of `plan` until shutdown (Ok) or a fatal error.
+/// `sink`, its metrics listener and `backoff` are the pipeline's own
+/// (`pipeline::start`).
 pub(super) async fn run(
     plan: Plan,
+    sink: Arc<KafkaSink>,
     metrics: Arc<Metrics>,
     mut shutdown: watch::Receiver<bool>,
+    mut backoff: Backoff,
 ) -> Result<(), PipelineError> {
     let config = plan.config();
-    let sink = Arc::new(KafkaSink::with_errors(
-        &config.kafka,
-        &config.errors,
-        config.replication.status_interval(),
-        Arc::clone(&metrics),
-        &config.replication.slot,
-    )?);
-    if !config.metrics.listen.is_empty() {
-        crate::metrics::serve(
-            &config.metrics.listen,
-            Arc::clone(&metrics),
-            shutdown.clone(),
-        )
-        .await
-        .map_err(|source| PipelineError::MetricsListen {
-            addr: config.metrics.listen.clone(),
-            source,
-        })?;
-    }
     let (schema, table) = plan.outbox();
     let stats_sql = PollSql::new(
         schema,
@@ -79,10 +63,6 @@ pub(super) async fn run(
         )
         .instrument(tracing::info_span!("poll_monitor"))
     });
-    let mut backoff = Backoff::new(
-        Duration::from_millis(config.replication.reconnect_min_ms),
-        Duration::from_millis(config.replication.reconnect_max_ms),
-    );
     let mut progress = TrackerProgress::default();
     // No slot lag monitor reads it; drive() announces each session's tracker.
     let (tracker_tx, _tracker_rx) = watch::channel::<Option<SharedTracker>>(None);
@@ -153,28 +133,7 @@ async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollErr
     }
     let poll = &config.poll;
     let shard_column = poll.shard_column_or(&config.router.key_field);
-    let mut wanted: Vec<(String, &str)> = poll
-        .order_by
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("poll.order_by[{i}]"), c.as_str()))
-        .collect();
-    if poll.on_publish == OnPublish::Mark {
-        wanted.push((
-            "poll.published_column".to_owned(),
-            poll.published_column.as_str(),
-        ));
-    }
-    if poll.shards > 1 {
-        wanted.push(("poll.shard_column".to_owned(), shard_column));
-    }
-    if !poll.created_column.is_empty() {
-        wanted.push((
-            "poll.created_column".to_owned(),
-            poll.created_column.as_str(),
-        ));
-    }
-    for (key, column) in wanted {
+    for (key, column) in poll.named_columns(shard_column) {
         if !relation.columns.iter().any(|c| c.name == column) {
             return Err(PollError::MissingColumn {
                 key,

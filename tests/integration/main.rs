@@ -46,7 +46,7 @@ mod messages;
 mod operations;
 /// The polling source on a `wal_level = replica` server: records and
 /// marks, kills between publish and mark, late commits, hot standbys and
-/// shards, retention, delete-on-publish, bad rows.
+/// shards, retention, delete-on-publish, bad rows, Kafka down, replay.
 mod poll;
 /// `walrelay check` and `walrelay replay` with the polling source.
 mod poll_cli;

@@ -8,45 +8,14 @@
 //! shard locks (named after the table).
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::metrics::{free_port, metric, scrape};
 use crate::common::relay::{event_id, event_number, tail, Outbox, Relay, WAIT};
 use crate::common::{
-    connect_url, create_topic, create_topic_on, env, kafka_bootstrap, read_to_end, read_to_end_on,
-    unique_name, PrivateKafka, Record,
+    connect_url, create_topic, create_topic_on, env, kafka_bootstrap, pg_replica_port,
+    pg_replica_url, read_to_end, read_to_end_on, unique_name, PrivateKafka, Record,
 };
-
-/// Port of the shared `wal_level = replica` cluster
-/// (`WALRELAY_TEST_PG_REPLICA_PORT`, written by `scripts/env.sh up`).
-fn replica_port() -> u16 {
-    let from_env = std::env::var("WALRELAY_TEST_PG_REPLICA_PORT").ok();
-    let value = from_env.or_else(|| {
-        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(".walrelay-env/env");
-        let text = std::fs::read_to_string(file).ok()?;
-        text.lines().find_map(|l| {
-            l.trim()
-                .strip_prefix("export WALRELAY_TEST_PG_REPLICA_PORT=")
-                .map(str::to_owned)
-        })
-    });
-    let value = value.unwrap_or_else(|| {
-        panic!(
-            "WALRELAY_TEST_PG_REPLICA_PORT is not set: run scripts/test.sh (or scripts/env.sh up)"
-        )
-    });
-    value
-        .parse()
-        .unwrap_or_else(|_| panic!("WALRELAY_TEST_PG_REPLICA_PORT={value:?} is not a port"))
-}
-
-fn replica_url() -> String {
-    format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres",
-        replica_port()
-    )
-}
 
 /// One test's polled outbox on the replica cluster.
 struct PollBox {
@@ -57,7 +26,12 @@ struct PollBox {
 
 impl PollBox {
     async fn new(test: &str) -> PollBox {
-        PollBox::on(test, replica_port(), connect_url(&replica_url()).await).await
+        PollBox::on(
+            test,
+            pg_replica_port(),
+            connect_url(&pg_replica_url()).await,
+        )
+        .await
     }
 
     /// A polled outbox on the cluster at `port`, through `client`.
@@ -517,7 +491,7 @@ async fn a_long_transaction_committing_late_is_published() {
     create_topic(&ob.topic(), 1).await;
     let port = free_port();
     let mut relay = Relay::start(&ob.config(port, "", ""));
-    let long = connect_url(&replica_url()).await;
+    let long = connect_url(&pg_replica_url()).await;
     long.batch_execute("BEGIN").await.unwrap();
     long.execute(
         &format!(
@@ -548,7 +522,7 @@ async fn a_long_transaction_committing_late_is_published() {
 async fn a_standby_waits_for_the_lock_and_reports_the_backlog() {
     let ob = PollBox::new("poll_standby").await;
     create_topic(&ob.topic(), 1).await;
-    let holder = connect_url(&replica_url()).await;
+    let holder = connect_url(&pg_replica_url()).await;
     ob.hold_lock(&holder, 0).await;
     let port = free_port();
     let mut relay = Relay::start(&ob.config(port, "", ""));
@@ -633,7 +607,7 @@ async fn takeover_keeps_order(test: &str, shards: u32) {
     let mut b = Relay::start(&ob.config(pb, &poll_extra, ""));
     wait_metric(pb, "walrelay_poll_shards_held", |v| v == 0.0, &mut b).await;
     let writer = {
-        let url = replica_url();
+        let url = pg_replica_url();
         let (name, agg) = (ob.name.clone(), ob.agg());
         tokio::spawn(async move {
             let c = connect_url(&url).await;
@@ -704,7 +678,7 @@ async fn retention_removes_only_expired_published_rows() {
     // An unpublished row the relay cannot claim yet (a business transaction
     // holds it): retention must not touch it either.
     ob.insert(1, "locked").await;
-    let locker = connect_url(&replica_url()).await;
+    let locker = connect_url(&pg_replica_url()).await;
     locker
         .batch_execute(&format!(
             "BEGIN; SELECT * FROM {} WHERE id = '{}' FOR UPDATE",
@@ -919,4 +893,58 @@ async fn kafka_down_rolls_back_claims_and_loses_nothing() {
     relay.signal("TERM");
     relay.exit_code(WAIT);
     drop(kafka);
+}
+
+/// `walrelay replay --where ... --yes` while a walrelay runs: the chosen
+/// rows, and only they, reach Kafka again, in order, and are marked again.
+#[tokio::test(flavor = "multi_thread")]
+async fn replay_sends_the_chosen_rows_again() {
+    let ob = PollBox::new("poll_replay").await;
+    create_topic(&ob.topic(), 2).await;
+    let port = free_port();
+    let config = ob.config(port, "", "");
+    let mut relay = Relay::start(&config);
+    for i in 1..=6 {
+        ob.insert(i, if i % 2 == 0 { "even" } else { "odd" }).await;
+    }
+    ob.wait_published(6, &mut relay).await;
+    assert_eq!(read_events(&ob.topic(), 6).await.len(), 6);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &config).unwrap();
+    let path = file.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"))
+            .args(["replay", "--config"])
+            .arg(&path)
+            .args(["--where", "aggregateid = 'even'", "--yes"])
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains('3'),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ob.wait_published(6, &mut relay).await;
+    let deadline = Instant::now() + WAIT;
+    let mut records = read_to_end(&ob.topic(), Duration::from_secs(10)).await;
+    while records.len() < 9 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        records = read_to_end(&ob.topic(), Duration::from_secs(10)).await;
+    }
+    let mut got = numbers(&records);
+    got.sort_unstable();
+    assert_eq!(got, vec![1, 2, 2, 3, 4, 4, 5, 6, 6], "the even rows again");
+    // Per key, the replayed events follow the originals in order.
+    let evens: Vec<u64> = records
+        .iter()
+        .filter(|r| r.key.as_deref() == Some(&b"even"[..]))
+        .map(|r| event_number(r.header("id").unwrap()).unwrap())
+        .collect();
+    assert_eq!(evens, vec![2, 4, 6, 2, 4, 6]);
+    relay.signal("TERM");
+    relay.exit_code(WAIT);
 }

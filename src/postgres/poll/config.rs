@@ -263,6 +263,40 @@ impl PollConfig {
         Ok(())
     }
 
+    /// Every column a `[poll]` key names, with the key, for the session and
+    /// `walrelay check` to find in the table: the order columns, the
+    /// published column (mark mode), the shard column `shard_column` (with
+    /// several shards) and the created column (when set).
+    pub fn named_columns<'a>(&'a self, shard_column: &'a str) -> Vec<(String, &'a str)> {
+        let mut named: Vec<(String, &str)> = self
+            .order_by
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("poll.order_by[{i}]"), c.as_str()))
+            .collect();
+        if self.on_publish == OnPublish::Mark {
+            named.push((
+                "poll.published_column".to_owned(),
+                self.published_column.as_str(),
+            ));
+        }
+        if self.shards > 1 {
+            let key = if self.shard_column.is_empty() {
+                "poll.shard_column (unset: router.key_field)"
+            } else {
+                "poll.shard_column"
+            };
+            named.push((key.to_owned(), shard_column));
+        }
+        if !self.created_column.is_empty() {
+            named.push((
+                "poll.created_column".to_owned(),
+                self.created_column.as_str(),
+            ));
+        }
+        named
+    }
+
     /// The shard column, or `event_key` (the router's key column) when unset.
     pub fn shard_column_or<'a>(&'a self, event_key: &'a str) -> &'a str {
         if self.shard_column.is_empty() {
