@@ -835,7 +835,7 @@ async fn kafka_down_rolls_back_claims_and_loses_nothing() {
     create_topic_on(&kafka.bootstrap(), &ob.topic(), 1).await;
     let port = free_port();
     let mut relay =
-        Relay::start(&ob.config_on(&kafka.bootstrap(), port, "ack_timeout_ms = 1000", ""));
+        Relay::start(&ob.config_on(&kafka.bootstrap(), port, "ack_timeout_ms = 2000", ""));
     ob.insert(1, "k").await;
     ob.wait_published(1, &mut relay).await;
     let kafka = tokio::task::spawn_blocking(move || {

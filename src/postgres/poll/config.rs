@@ -123,7 +123,8 @@ pub struct PollConfig {
     /// Milliseconds a claimed batch may wait for Kafka's acknowledgements
     /// before its transaction is rolled back (so a Kafka outage does not
     /// hold row locks and the database's xmin horizon); the batch is claimed
-    /// again once the producer has settled.
+    /// again once the producer has settled, and waits twice as long (up to
+    /// 16 times this), back to this once a batch is acknowledged in time.
     #[serde(default = "default_ack_timeout_ms")]
     pub ack_timeout_ms: u64,
     /// A `timestamptz` column with the row's creation time, for the age of

@@ -221,6 +221,7 @@ impl Source for PollSource {
             let s = Arc::clone(shared);
             let worker = Worker {
                 shard,
+                ack_timeout: Duration::from_millis(shared.config.ack_timeout_ms),
                 tracker: tracker.clone(),
                 out: out.clone(),
                 wake: wake_rx.clone(),
@@ -278,11 +279,22 @@ impl Source for PollSource {
 /// One shard's publisher.
 struct Worker {
     shard: u32,
+    /// The bound on a claim's acknowledgements: `poll.ack_timeout_ms`,
+    /// doubled after each claim rolled back for it (up to
+    /// [`MAX_ACK_TIMEOUT_GROWTH`] times), back to the setting once a claim
+    /// is acknowledged in time, so a broker that acknowledges, only slowly,
+    /// still gets each batch through instead of seeing it claimed again
+    /// and again.
+    ack_timeout: Duration,
     tracker: SharedTracker,
     out: mpsc::Sender<Batch>,
     wake: watch::Receiver<u64>,
     shutdown: watch::Receiver<bool>,
 }
+
+/// How far a shard's acknowledgement bound grows past `poll.ack_timeout_ms`
+/// after consecutive rollbacks.
+pub const MAX_ACK_TIMEOUT_GROWTH: u32 = 16;
 
 /// How waiting for a claim's acknowledgements ended.
 enum Acks {
@@ -444,8 +456,9 @@ impl Worker {
             let _ = end_transaction(client, bound, "ROLLBACK").await;
             return Ok(Some(StreamEnd::SinkStopped));
         }
+        let configured = Duration::from_millis(s.config.ack_timeout_ms);
         match self.wait_acks(s, position).await {
-            Acks::Done => {}
+            Acks::Done => self.ack_timeout = configured,
             Acks::SinkStopped => {
                 let _ = end_transaction(client, bound, "ROLLBACK").await;
                 batch_result(&s.metrics, "rolled_back");
@@ -468,11 +481,12 @@ impl Worker {
                 warn!(
                     shard = self.shard,
                     rows = n,
-                    ack_timeout_ms = s.config.ack_timeout_ms,
+                    waited_ms = self.ack_timeout.as_millis() as u64,
                     "kafka did not acknowledge the batch in time: rolled back its claim; \
                      its rows are claimed again once the producer settled (they may be \
-                     published twice)"
+                     published twice), with twice the wait"
                 );
+                self.ack_timeout = (self.ack_timeout * 2).min(configured * MAX_ACK_TIMEOUT_GROWTH);
                 // Claim nothing new until the producer has settled what it
                 // holds, so a broker outage does not pile up claims.
                 tokio::select! {
@@ -515,8 +529,7 @@ impl Worker {
     /// claim acknowledged), the sink stopped, or the bound passed. After a
     /// shutdown request the bound is the shutdown timeout.
     async fn wait_acks(&mut self, s: &Shared, position: Lsn) -> Acks {
-        let ack_timeout = Duration::from_millis(s.config.ack_timeout_ms);
-        let deadline = tokio::time::Instant::now() + ack_timeout;
+        let deadline = tokio::time::Instant::now() + self.ack_timeout;
         let acked = self.tracker.wait_confirmed(position);
         tokio::pin!(acked);
         let mut shutdown_seen = *self.shutdown.borrow();
