@@ -419,14 +419,21 @@ const CASES: &[Case] = &[
         ),
         INT_TOPICS,
     ),
-    with_topics(
-        with_sql(
-            case("bytea-binary", End::Records(4)),
-            "bytea.sql",
-            "bytea-feed.sql",
-        ),
-        BYTEA_TOPICS,
-    ),
+    // In a database of its own: its key converter (ByteArrayConverter)
+    // fails Debezium's task on the struct key of a `test.message` record,
+    // which any other test's logical decoding message in the shared
+    // database brings.
+    Case {
+        database: Database::Private,
+        ..with_topics(
+            with_sql(
+                case("bytea-binary", End::Records(4)),
+                "bytea.sql",
+                "bytea-feed.sql",
+            ),
+            BYTEA_TOPICS,
+        )
+    },
     with_topics(
         with_sql(
             case("bytea-json", End::Records(4)),
