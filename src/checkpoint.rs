@@ -35,6 +35,7 @@
 //! shared between threads only through [`SharedTracker`]'s short lock.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use walrelay_proto::Lsn;
@@ -402,6 +403,20 @@ pub struct SharedTracker {
     /// Woken whenever the confirmed position moves, for a source that
     /// waits on its batch (the polling source); waking never blocks.
     advanced: Arc<tokio::sync::Notify>,
+    /// How many [`SharedTracker::wait_confirmed`] calls are waiting: with
+    /// none (the WAL source never waits) an acknowledgement does not touch
+    /// `advanced`, whose wake-up takes a lock of its own.
+    waiting: Arc<AtomicUsize>,
+}
+
+/// Counts one waiter for as long as it lives (also when its future is
+/// dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl SharedTracker {
@@ -410,6 +425,7 @@ impl SharedTracker {
         SharedTracker {
             inner: Arc::new(Mutex::new(Tracker::new(start))),
             advanced: Arc::new(tokio::sync::Notify::new()),
+            waiting: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -460,7 +476,9 @@ impl SharedTracker {
             let result = t.ack(seq, n);
             (result, t.confirmed() != before)
         };
-        if moved {
+        // A waiter counts itself before it reads the position under the
+        // lock, so one that read the old position is counted here.
+        if moved && self.waiting.load(Ordering::SeqCst) > 0 {
             self.advanced.notify_waiters();
         }
         result
@@ -470,13 +488,17 @@ impl SharedTracker {
     /// for them (see [`SharedTracker::failed`]).
     pub fn fail(&self, seq: TxnSeq) {
         self.lock().fail(seq);
-        self.advanced.notify_waiters();
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.advanced.notify_waiters();
+        }
     }
 
     /// Waits until the confirmed position reaches `at_least` (returns
     /// `true`) or the tracker holds a permanent failure (returns `false`).
     /// Cancel-safe; callers bound it with their own timeout.
     pub async fn wait_confirmed(&self, at_least: Lsn) -> bool {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _counted = Waiting(&self.waiting);
         loop {
             let notified = self.advanced.notified();
             tokio::pin!(notified);

@@ -202,20 +202,22 @@ impl Source for PollSource {
         // Ready only while this process holds a shard.
         shared.metrics.streaming.store(false, Ordering::Relaxed);
         let (wake_tx, wake_rx) = watch::channel(0u64);
-        let mut tasks = JoinSet::new();
+        // The listener and retention; their end at shutdown ends nothing.
+        let mut helpers = JoinSet::new();
+        // The shard workers: the session ends when they have.
+        let mut workers = JoinSet::new();
+        // Without a listener the sender stays here, so the workers' wake-up
+        // stays open and they wait on their interval.
+        let mut _unused_wake = None;
         if !shared.config.listen_channel.is_empty() {
             let s = Arc::clone(shared);
             let stop = shutdown.clone();
-            tasks.spawn(
+            helpers.spawn(
                 async move { listen(s, wake_tx, stop).await }
                     .instrument(tracing::info_span!("poll_listen")),
             );
         } else {
-            // Keep the sender: workers wait on it with their interval.
-            tasks.spawn(async move {
-                let _keep = wake_tx;
-                std::future::pending::<Result<StreamEnd, PollError>>().await
-            });
+            _unused_wake = Some(wake_tx);
         }
         for shard in 0..shared.config.shards {
             let s = Arc::clone(shared);
@@ -227,7 +229,7 @@ impl Source for PollSource {
                 wake: wake_rx.clone(),
                 shutdown: shutdown.clone(),
             };
-            tasks.spawn(
+            workers.spawn(
                 async move { worker.run(s).await }
                     .instrument(tracing::info_span!("poll_shard", shard)),
             );
@@ -235,24 +237,27 @@ impl Source for PollSource {
         if shared.config.retention_seconds > 0 && shared.config.on_publish == OnPublish::Mark {
             let s = Arc::clone(shared);
             let stop = shutdown.clone();
-            tasks.spawn(
+            helpers.spawn(
                 async move { retention(s, stop).await }
                     .instrument(tracing::info_span!("poll_retention")),
             );
         }
         drop(out);
-        let workers = shared.config.shards as usize;
-        let mut finished = 0usize;
-        while let Some(joined) = tasks.join_next().await {
+        loop {
+            // A worker still waiting for its last acknowledgements at
+            // shutdown finishes (and marks) before the session ends.
+            let joined = tokio::select! {
+                joined = workers.join_next() => match joined {
+                    Some(joined) => joined,
+                    None => break,
+                },
+                Some(joined) = helpers.join_next() => match joined {
+                    Ok(Ok(StreamEnd::Shutdown)) => continue,
+                    other => other,
+                },
+            };
             match joined {
-                Ok(Ok(StreamEnd::Shutdown)) => {
-                    finished += 1;
-                    // The helpers (listener, retention) never end first on
-                    // their own; once every worker is done, so is the session.
-                    if finished >= workers {
-                        break;
-                    }
-                }
+                Ok(Ok(StreamEnd::Shutdown)) => {}
                 Ok(Ok(StreamEnd::SinkStopped)) => return Ok(StreamEnd::SinkStopped),
                 Ok(Err(e)) => return Err(e),
                 Err(e) => {
