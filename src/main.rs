@@ -11,9 +11,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tokio::sync::watch;
 use tracing::{error, info};
 use walrelay::chain::DisplayChain;
-use walrelay::config::kafka_connect::load_connect;
-use walrelay::config::Config;
-use walrelay::metrics::Metrics;
+use walrelay::config::{Config, OnPipelineFailure, ProcessConfig};
+use walrelay::metrics::Process;
 use walrelay::pipeline::{self, Plan};
 
 #[derive(Parser)]
@@ -31,6 +30,11 @@ struct Cli {
     /// config's `metrics.listen` (default 127.0.0.1:9187; "" disables it).
     #[arg(long, global = true)]
     metrics_addr: Option<String>,
+    /// Exit (status 1) as soon as one pipeline stops on a fatal error,
+    /// stopping the others gracefully, instead of keeping them running;
+    /// overrides `runtime.on_pipeline_failure`.
+    #[arg(long, global = true)]
+    exit_on_pipeline_failure: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,19 +47,24 @@ enum LogFormat {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the relay.
+    /// Run the relay: every pipeline of the configuration.
     Run {
-        /// Configuration file: walrelay TOML, or Debezium Server's
-        /// `application.properties` (chosen by the `.properties` extension).
+        /// Configuration file: walrelay TOML (one pipeline, or several as
+        /// `[[pipelines]]`), or Debezium Server's `application.properties`
+        /// (chosen by the `.properties` extension).
         #[arg(long, short)]
         config: PathBuf,
     },
     /// Check, without changing anything, that PostgreSQL and Kafka are ready
-    /// for walrelay; prints a pass/fail table, exits 1 on any failure.
+    /// for walrelay; prints a pass/fail table per pipeline, exits 1 on any
+    /// failure.
     Check {
         /// Configuration file (either form).
         #[arg(long, short)]
         config: PathBuf,
+        /// Check only this pipeline.
+        #[arg(long)]
+        pipeline: Option<String>,
     },
     /// Show a running walrelay's state from its metrics endpoint
     /// (`--metrics-addr`, default 127.0.0.1:9187, or a full http:// URL).
@@ -73,6 +82,10 @@ enum Command {
         /// Configuration file (either form).
         #[arg(long, short)]
         config: PathBuf,
+        /// The pipeline whose outbox to replay (required when the
+        /// configuration has several).
+        #[arg(long)]
+        pipeline: Option<String>,
         /// The rows to replay, as an SQL condition on the outbox table's
         /// columns, e.g. "aggregatetype = 'order' AND seq > 1000".
         #[arg(long = "where", value_name = "SQL")]
@@ -92,15 +105,16 @@ enum Command {
         config: PathBuf,
     },
     /// Run from Kafka Connect standalone files, like `connect-standalone.sh`:
-    /// a worker `.properties` file and one Debezium PostgreSQL connector file
-    /// (`.properties` or `.json`).
+    /// a worker `.properties` file and any number of Debezium PostgreSQL
+    /// connector files (`.properties` or REST `.json`, mixed), one pipeline
+    /// each.
     ConnectStandalone {
         /// Validate the files, print `ok` and exit instead of running.
         #[arg(long)]
         validate: bool,
         /// The worker file (`connect-standalone.properties`).
         worker: PathBuf,
-        /// The connector file(s); walrelay relays one outbox, so exactly one.
+        /// The connector files, one pipeline each.
         #[arg(required = true)]
         connectors: Vec<PathBuf>,
     },
@@ -122,30 +136,56 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
     let metrics_addr = cli.metrics_addr.clone();
-    let run_to_exit = move |mut config: Config| {
+    let exit_on_failure = cli.exit_on_pipeline_failure;
+    let run_to_exit = move |mut config: ProcessConfig| {
         if let Some(addr) = &metrics_addr {
-            config.metrics.listen = addr.clone();
+            config.set_metrics_listen(addr);
+        }
+        if exit_on_failure {
+            config.set_on_pipeline_failure(OnPipelineFailure::Exit);
         }
         run_to_exit(config)
     };
     match cli.command {
-        Command::Check { config } => {
-            let config = match Config::load(&config) {
+        Command::Check { config, pipeline } => {
+            let config = match ProcessConfig::load(&config) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {}", DisplayChain(&e));
                     return ExitCode::from(2);
                 }
             };
-            let report = match runtime() {
-                Ok(rt) => rt.block_on(walrelay::check::run_check(&config)),
+            let chosen: Vec<&Config> = match &pipeline {
+                Some(name) => match config.pipeline(name) {
+                    Some(p) => vec![p],
+                    None => {
+                        eprintln!("error: --pipeline {name:?}: {}", no_such_pipeline(&config));
+                        return ExitCode::from(2);
+                    }
+                },
+                None => config.pipelines.iter().collect(),
+            };
+            let rt = match runtime() {
+                Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("error: {e:#}");
                     return ExitCode::FAILURE;
                 }
             };
-            print!("{report}");
-            if report.passed() {
+            let mut passed = true;
+            let several = config.pipelines.len() > 1;
+            for (i, p) in chosen.iter().enumerate() {
+                if several {
+                    if i > 0 {
+                        println!();
+                    }
+                    println!("pipeline {}", p.name);
+                }
+                let report = rt.block_on(walrelay::check::run_check(p));
+                print!("{report}");
+                passed &= report.passed();
+            }
+            if passed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
@@ -175,17 +215,35 @@ fn main() -> ExitCode {
         }
         Command::Replay {
             config,
+            pipeline,
             condition,
             since,
             yes,
         } => {
             use walrelay::postgres::poll::replay::{replay, ReplayCondition};
-            let config = match Config::load(&config) {
+            let process = match ProcessConfig::load(&config) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {}", DisplayChain(&e));
                     return ExitCode::from(2);
                 }
+            };
+            let config = match (&pipeline, process.pipelines.as_slice()) {
+                (None, [only]) => only,
+                (None, _) => {
+                    eprintln!(
+                        "error: the configuration has several pipelines: choose one with --pipeline ({})",
+                        pipeline_names(&process)
+                    );
+                    return ExitCode::from(2);
+                }
+                (Some(name), _) => match process.pipeline(name) {
+                    Some(p) => p,
+                    None => {
+                        eprintln!("error: --pipeline {name:?}: {}", no_such_pipeline(&process));
+                        return ExitCode::from(2);
+                    }
+                },
             };
             let condition = match ReplayCondition::from_options(condition, since) {
                 Ok(c) => c,
@@ -223,9 +281,18 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Validate { config } => match Config::load(&config) {
-            Ok(_) => {
-                println!("{}: ok", config.display());
+        Command::Validate { config } => match ProcessConfig::load(&config) {
+            Ok(process) => {
+                if process.pipelines.len() > 1 {
+                    println!(
+                        "{}: ok ({} pipelines: {})",
+                        config.display(),
+                        process.pipelines.len(),
+                        pipeline_names(&process)
+                    );
+                } else {
+                    println!("{}: ok", config.display());
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -234,7 +301,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Run { config } => {
-            let config = match Config::load(&config) {
+            let config = match ProcessConfig::load(&config) {
                 Ok(c) => c,
                 Err(e) => {
                     error!(error = %DisplayChain(&e), "invalid configuration");
@@ -248,13 +315,7 @@ fn main() -> ExitCode {
             worker,
             connectors,
         } => {
-            let [connector] = connectors.as_slice() else {
-                eprintln!(
-                    "error: walrelay relays one outbox per process: give exactly one connector file and run one walrelay per connector"
-                );
-                return ExitCode::from(2);
-            };
-            let translation = match load_connect(&worker, connector) {
+            let (process, translations) = match ProcessConfig::from_connect(&worker, &connectors) {
                 Ok(t) => t,
                 Err(e) => {
                     if validate {
@@ -265,17 +326,34 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            translation.warn();
+            for (t, file) in translations.iter().zip(&connectors) {
+                let _in_file = tracing::info_span!("connector", file = %file.display()).entered();
+                t.warn();
+            }
             if validate {
-                println!("{} + {}: ok", worker.display(), connector.display());
+                let files: Vec<String> =
+                    connectors.iter().map(|c| c.display().to_string()).collect();
+                println!("{} + {}: ok", worker.display(), files.join(" + "));
                 return ExitCode::SUCCESS;
             }
-            run_to_exit(translation.config)
+            run_to_exit(process)
         }
     }
 }
 
-fn run_to_exit(config: Config) -> ExitCode {
+fn pipeline_names(process: &ProcessConfig) -> String {
+    let names: Vec<&str> = process.pipelines.iter().map(|p| p.name.as_str()).collect();
+    names.join(", ")
+}
+
+fn no_such_pipeline(process: &ProcessConfig) -> String {
+    format!(
+        "no such pipeline; the configuration has {}",
+        pipeline_names(process)
+    )
+}
+
+fn run_to_exit(config: ProcessConfig) -> ExitCode {
     match run(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -298,8 +376,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// the main thread, so handing a batch from the source to the sink is a
 /// local wake-up rather than a cross-thread one (librdkafka has its own
 /// threads either way).
-fn relay_runtime(config: &Config) -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut builder = match config.runtime.worker_threads {
+fn relay_runtime(config: &ProcessConfig) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = match config.runtime().worker_threads {
         0 => tokio::runtime::Builder::new_current_thread(),
         n => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
@@ -314,10 +392,19 @@ fn relay_runtime(config: &Config) -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the tokio runtime")
 }
 
-fn run(config: Config) -> anyhow::Result<()> {
+fn run(config: ProcessConfig) -> anyhow::Result<()> {
     let runtime = relay_runtime(&config)?;
-    let plan = Plan::new(config).map_err(|e| anyhow::anyhow!("{}", DisplayChain(&e)))?;
-    let metrics = Arc::new(Metrics::new());
+    let listen = config.metrics().listen.clone();
+    let on_failure = config.runtime().on_pipeline_failure;
+    let plans = config
+        .pipelines
+        .into_iter()
+        .map(|c| {
+            let name = c.name.clone();
+            Plan::new(c).map_err(|e| anyhow::anyhow!("pipeline {name}: {}", DisplayChain(&e)))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let process = Arc::new(Process::new());
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {
@@ -328,7 +415,7 @@ fn run(config: Config) -> anyhow::Result<()> {
             wait_for_signal().await;
             std::process::exit(130);
         });
-        pipeline::run(plan, metrics, stop_rx)
+        pipeline::run_process(plans, process, &listen, on_failure, stop_rx)
             .await
             .map_err(|e| anyhow::anyhow!("{}", DisplayChain(&e)))
     })

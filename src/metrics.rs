@@ -1,7 +1,11 @@
 //! Prometheus metrics and the health endpoints.
 //!
-//! Owns the registry (one [`Metrics`] value per process, made by the command
-//! line and handed to every stage: no stage reaches it through a global),
+//! Owns the registries: one [`Metrics`] value per pipeline (made by the
+//! process runner and handed to every stage of that pipeline: no stage
+//! reaches it through a global), every sample of which carries the
+//! pipeline's name as the `pipeline` label, and the [`Process`] that holds
+//! them all with the process's own metrics and renders them as one
+//! exposition;
 //! the metric names (constants below; the text format adds `_total` to
 //! counters) and the small HTTP listener that serves `/metrics`, `/healthz`
 //! and `/readyz`. Pipeline stages update
@@ -68,6 +72,11 @@ pub const SLOT_ACTIVE: &str = "walrelay_slot_active";
 pub const SLOT_ALERT_LEVEL: &str = "walrelay_slot_alert_level";
 /// Now minus the commit time of the oldest unconfirmed event; 0 when caught up.
 pub const REPLICATION_LAG: &str = "walrelay_replication_lag_seconds";
+/// The pipeline label every pipeline metric carries.
+pub const PIPELINE_LABEL: &str = "pipeline";
+/// 1 while the pipeline runs, 0 once it stopped on a fatal error (the
+/// process keeps its other pipelines running).
+pub const PIPELINE_UP: &str = "walrelay_pipeline_up";
 /// Build information (`version` label), always 1.
 pub const BUILD_INFO: &str = "walrelay_build_info";
 /// 1 while the process runs.
@@ -140,6 +149,10 @@ pub const POLL_SHARDS_HELD: &str = "walrelay_poll_shards_held";
 pub const POLL_RETENTION_DELETED: &str = "walrelay_poll_retention_deleted_rows";
 /// LISTEN notifications received.
 pub const POLL_NOTIFICATIONS: &str = "walrelay_poll_notifications";
+
+/// The pipeline name of a configuration that names none (the native TOML
+/// without `name`).
+pub const DEFAULT_PIPELINE: &str = "default";
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
@@ -217,9 +230,39 @@ pub struct VersionLabel {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-/// Every metric of the process.
+/// Where a pipeline is in its life, as `/readyz`, `walrelay status` and
+/// the operator's page show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PipelineState {
+    /// Connecting, waiting for its slot or lock, or reconnecting.
+    Starting,
+    /// Streaming (WAL) or holding a shard (polling).
+    Running,
+    /// Stopped on a fatal error; the text is the error chain.
+    Failed(String),
+    /// Stopped at shutdown.
+    Stopped,
+}
+
+impl PipelineState {
+    /// One lowercase word: `starting`, `running`, `failed`, `stopped`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PipelineState::Starting => "starting",
+            PipelineState::Running => "running",
+            PipelineState::Failed(_) => "failed",
+            PipelineState::Stopped => "stopped",
+        }
+    }
+}
+
+/// Every metric of one pipeline.
 pub struct Metrics {
     registry: Registry,
+    name: String,
+    stopped: std::sync::Mutex<Option<PipelineState>>,
+    /// See [`PIPELINE_UP`].
+    pub pipeline_up: Gauge,
     /// See [`EVENTS`].
     pub events: Family<TopicLabel, Counter>,
     /// See [`TRANSACTIONS`].
@@ -317,12 +360,28 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A fresh registry with every walrelay metric at zero. The process
-    /// makes one and hands it to each stage; nothing reaches it globally.
+    /// A fresh registry for a pipeline named `default`, every metric at
+    /// zero (tests, and tools that look at one pipeline).
     pub fn new() -> Metrics {
-        let mut registry = Registry::default();
+        Metrics::for_pipeline(DEFAULT_PIPELINE)
+    }
+
+    /// A fresh registry for the pipeline `name`, every metric at zero and
+    /// every sample labelled `pipeline="<name>"`. The process runner makes
+    /// one per pipeline and hands it to that pipeline's stages.
+    pub fn for_pipeline(name: &str) -> Metrics {
+        let mut registry = Registry::with_labels(
+            [(
+                std::borrow::Cow::Borrowed(PIPELINE_LABEL),
+                std::borrow::Cow::Owned(name.to_owned()),
+            )]
+            .into_iter(),
+        );
         let m = Metrics {
             registry: Registry::default(),
+            name: name.to_owned(),
+            stopped: std::sync::Mutex::new(None),
+            pipeline_up: Gauge::default(),
             events: Family::default(),
             transactions: Counter::default(),
             filtered: Family::default(),
@@ -460,19 +519,15 @@ impl Metrics {
             "Seconds since the commit of the oldest unconfirmed event, 0 when caught up",
             m.replication_lag.clone(),
         );
-        let build: Family<VersionLabel, Gauge> = Family::default();
-        build
-            .get_or_create(&VersionLabel {
-                version: env!("CARGO_PKG_VERSION"),
-            })
-            .set(1);
-        registry.register(BUILD_INFO, "Build information", build);
-        let up: Gauge = Gauge::default();
-        up.set(1);
-        registry.register(UP, "1 while walrelay runs", up);
+        m.pipeline_up.set(1);
+        registry.register(
+            PIPELINE_UP,
+            "1 while the pipeline runs, 0 once it stopped on a fatal error",
+            m.pipeline_up.clone(),
+        );
         registry.register(
             READY,
-            "1 while streaming, Kafka is reachable and lag is below critical",
+            "1 while the pipeline streams (or holds a shard), Kafka is reachable and lag is below critical",
             m.ready.clone(),
         );
         registry.register(
@@ -608,7 +663,7 @@ impl Metrics {
         Metrics { registry, ..m }
     }
 
-    /// Renders the registry in the OpenMetrics text format.
+    /// Renders this pipeline's registry in the OpenMetrics text format.
     pub fn render(&self) -> String {
         self.update_ready();
         let mut out = String::with_capacity(8 * 1024);
@@ -617,11 +672,59 @@ impl Metrics {
         out
     }
 
-    /// Whether walrelay is ready: streaming, Kafka reachable, lag below critical.
+    /// The pipeline's name (its `pipeline` label).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the pipeline is ready: streaming, Kafka reachable, lag
+    /// below critical.
     pub fn is_ready(&self) -> bool {
         self.streaming.load(Ordering::Relaxed)
             && self.kafka_reachable.load(Ordering::Relaxed)
             && !self.lag_critical.load(Ordering::Relaxed)
+    }
+
+    /// Where the pipeline is: stopped or failed once it ended, else
+    /// running while it streams (or holds a shard), else starting.
+    pub fn state(&self) -> PipelineState {
+        if let Some(end) = self.stopped.lock().expect("never poisoned").clone() {
+            return end;
+        }
+        if self.streaming.load(Ordering::Relaxed) {
+            PipelineState::Running
+        } else {
+            PipelineState::Starting
+        }
+    }
+
+    /// Records how the pipeline ended: `Some(error)` for a fatal error
+    /// (then `walrelay_pipeline_up` drops to 0), `None` at shutdown.
+    pub fn set_ended(&self, error: Option<String>) {
+        self.streaming.store(false, Ordering::Relaxed);
+        let state = match error {
+            Some(e) => {
+                self.pipeline_up.set(0);
+                PipelineState::Failed(e)
+            }
+            None => PipelineState::Stopped,
+        };
+        *self.stopped.lock().expect("never poisoned") = Some(state);
+    }
+
+    /// Why the pipeline is not ready, for `/readyz`; `None` when it is.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        match self.state() {
+            PipelineState::Failed(e) => Some(format!("failed: {e}")),
+            PipelineState::Stopped => Some("stopped".into()),
+            _ if self.is_ready() => None,
+            _ => Some(format!(
+                "streaming={} kafka_reachable={} lag_critical={}",
+                self.streaming.load(Ordering::Relaxed),
+                self.kafka_reachable.load(Ordering::Relaxed),
+                self.lag_critical.load(Ordering::Relaxed)
+            )),
+        }
     }
 
     fn update_ready(&self) {
@@ -635,11 +738,143 @@ impl Default for Metrics {
     }
 }
 
-/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown`
-/// changes. Returns the bound address (useful with port 0).
+/// The process: its own metrics (`walrelay_up`, `walrelay_build_info`)
+/// and every pipeline's [`Metrics`], rendered as one exposition and served
+/// by [`serve`]. Pipelines are added at start and never removed (a failed
+/// pipeline stays, with its state, until the process ends).
+pub struct Process {
+    registry: Registry,
+    pipelines: std::sync::RwLock<Vec<Arc<Metrics>>>,
+}
+
+impl Process {
+    /// A process with no pipeline yet.
+    pub fn new() -> Process {
+        let mut registry = Registry::default();
+        let build: Family<VersionLabel, Gauge> = Family::default();
+        build
+            .get_or_create(&VersionLabel {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(BUILD_INFO, "Build information", build);
+        let up: Gauge = Gauge::default();
+        up.set(1);
+        registry.register(UP, "1 while walrelay runs", up);
+        Process {
+            registry,
+            pipelines: std::sync::RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Adds the pipeline `name` and returns its metrics.
+    pub fn add_pipeline(&self, name: &str) -> Arc<Metrics> {
+        let m = Arc::new(Metrics::for_pipeline(name));
+        self.pipelines
+            .write()
+            .expect("never poisoned")
+            .push(Arc::clone(&m));
+        m
+    }
+
+    /// Every pipeline's metrics, in the order they were added.
+    pub fn pipelines(&self) -> Vec<Arc<Metrics>> {
+        self.pipelines.read().expect("never poisoned").clone()
+    }
+
+    /// Renders the process's and every pipeline's metrics as one
+    /// OpenMetrics exposition: each metric family once, with one series
+    /// per pipeline.
+    pub fn render(&self) -> String {
+        let mut parts = Vec::new();
+        let mut own = String::with_capacity(512);
+        prometheus_client::encoding::text::encode(&mut own, &self.registry)
+            .expect("writing to a String cannot fail");
+        parts.push(own);
+        for m in self.pipelines() {
+            parts.push(m.render());
+        }
+        merge_expositions(&parts)
+    }
+
+    /// `None` when every pipeline is ready, else one line per pipeline
+    /// that is not, naming it and why.
+    pub fn not_ready(&self) -> Option<String> {
+        let pipelines = self.pipelines();
+        if pipelines.is_empty() {
+            return Some("no pipeline started yet\n".into());
+        }
+        let mut why = String::new();
+        for m in pipelines {
+            if let Some(reason) = m.not_ready_reason() {
+                why.push_str(&format!("pipeline {}: {reason}\n", m.name()));
+            }
+        }
+        (!why.is_empty()).then_some(why)
+    }
+}
+
+impl Default for Process {
+    fn default() -> Self {
+        Process::new()
+    }
+}
+
+/// Joins OpenMetrics texts so that each family appears once: a family's
+/// descriptor (`# HELP`, `# TYPE`, `# UNIT`) from its first text, then its
+/// samples from every text in order. prometheus-client writes one
+/// descriptor per registry, and a registry per pipeline is what gives every
+/// sample its `pipeline` label; the exposition format needs each family's
+/// samples together under one descriptor.
+fn merge_expositions(parts: &[String]) -> String {
+    // Family name -> (descriptor lines, sample lines), in first-seen order.
+    let mut families: Vec<(Vec<&str>, Vec<&str>)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for part in parts {
+        let mut new_here = std::collections::HashSet::new();
+        let mut current: Option<usize> = None;
+        for line in part.lines() {
+            if line == "# EOF" || line.is_empty() {
+                continue;
+            }
+            let Some(rest) = line.strip_prefix("# ") else {
+                match current {
+                    Some(i) => families[i].1.push(line),
+                    // prometheus-client never writes a sample before its
+                    // descriptor; keep one anyway rather than drop it.
+                    None => families.push((Vec::new(), vec![line])),
+                }
+                continue;
+            };
+            let name = rest.split(' ').nth(1).unwrap_or("");
+            let i = *index.entry(name).or_insert_with(|| {
+                families.push((Vec::new(), Vec::new()));
+                new_here.insert(name);
+                families.len() - 1
+            });
+            if new_here.contains(name) {
+                families[i].0.push(line);
+            }
+            current = Some(i);
+        }
+    }
+    let mut out = String::with_capacity(parts.iter().map(String::len).sum());
+    for (descriptor, samples) in &families {
+        for line in descriptor.iter().chain(samples) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// Serves `/metrics`, `/healthz`, `/readyz`, the operator's page (`/`) and
+/// its data (`/api/state`) on `addr` until `shutdown` changes. Returns the
+/// bound address (useful with port 0).
 pub async fn serve(
     addr: &str,
-    metrics: Arc<Metrics>,
+    process: Arc<Process>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
@@ -652,14 +887,14 @@ pub async fn serve(
                 _ = shutdown.changed() => break,
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
-                    let metrics = Arc::clone(&metrics);
+                    let process = Arc::clone(&process);
                     tokio::spawn(async move {
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(Duration::from_secs(10))
                             .serve_connection(
                                 TokioIo::new(stream),
-                                service_fn(move |req| handle(Arc::clone(&metrics), req)),
+                                service_fn(move |req| handle(Arc::clone(&process), req)),
                             );
                         if let Err(e) = conn.await {
                             debug!(error = %e, "metrics connection");
@@ -673,41 +908,32 @@ pub async fn serve(
 }
 
 async fn handle(
-    m: Arc<Metrics>,
+    p: Arc<Process>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (status, content_type, body) = match req.uri().path() {
         "/metrics" => (
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            m.render(),
+            p.render(),
         ),
         "/healthz" => (
             StatusCode::OK,
             "text/plain; charset=utf-8",
             "ok\n".to_owned(),
         ),
-        "/readyz" => {
-            if m.is_ready() {
-                (
-                    StatusCode::OK,
-                    "text/plain; charset=utf-8",
-                    "ready\n".to_owned(),
-                )
-            } else {
-                let why = format!(
-                    "not ready: streaming={} kafka_reachable={} lag_critical={}\n",
-                    m.streaming.load(Ordering::Relaxed),
-                    m.kafka_reachable.load(Ordering::Relaxed),
-                    m.lag_critical.load(Ordering::Relaxed)
-                );
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "text/plain; charset=utf-8",
-                    why,
-                )
-            }
-        }
+        "/readyz" => match p.not_ready() {
+            None => (
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                "ready\n".to_owned(),
+            ),
+            Some(why) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                format!("not ready\n{why}"),
+            ),
+        },
         _ => (
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
@@ -738,11 +964,11 @@ mod tests {
         m.commit_to_ack.observe(0.004);
         let text = m.render();
         assert!(
-            text.contains("walrelay_events_total{topic=\"outbox.event.Test\"} 3"),
+            text.contains(
+                "walrelay_events_total{pipeline=\"default\",topic=\"outbox.event.Test\"} 3"
+            ),
             "{text}"
         );
-        assert!(text.contains("walrelay_up 1"), "{text}");
-        assert!(text.contains("walrelay_build_info{version="), "{text}");
         assert!(
             text.contains("walrelay_commit_to_ack_seconds_bucket"),
             "{text}"
@@ -750,11 +976,82 @@ mod tests {
         assert!(text.ends_with("# EOF\n"));
     }
 
+    #[test]
+    fn process_renders_each_family_once_with_a_series_per_pipeline() {
+        let p = Process::new();
+        let a = p.add_pipeline("orders");
+        let b = p.add_pipeline("billing");
+        a.events
+            .get_or_create(&TopicLabel { topic: "t1".into() })
+            .inc_by(3);
+        b.events
+            .get_or_create(&TopicLabel { topic: "t2".into() })
+            .inc_by(5);
+        a.commit_to_ack.observe(0.004);
+        b.confirmed_lsn.set(42);
+        let text = p.render();
+        assert!(text.contains("walrelay_up 1"), "{text}");
+        assert!(text.contains("walrelay_build_info{version="), "{text}");
+        assert!(
+            text.contains("walrelay_events_total{pipeline=\"orders\",topic=\"t1\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("walrelay_events_total{pipeline=\"billing\",topic=\"t2\"} 5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("walrelay_confirmed_lsn_bytes{pipeline=\"billing\"} 42"),
+            "{text}"
+        );
+        for family in [
+            "walrelay_events",
+            "walrelay_commit_to_ack_seconds",
+            "walrelay_up",
+        ] {
+            let help = format!("# HELP {family} ");
+            assert_eq!(text.matches(&help).count(), 1, "{family}: {text}");
+        }
+        // A family's samples are contiguous: both pipelines' events lines
+        // follow the one descriptor.
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |needle: &str| lines.iter().position(|l| l.starts_with(needle)).unwrap();
+        let help = at("# HELP walrelay_events ");
+        let first = at("walrelay_events_total{pipeline=\"orders\"");
+        let second = at("walrelay_events_total{pipeline=\"billing\"");
+        assert!(help < first && first + 1 == second, "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1);
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn readiness_names_the_pipelines_that_are_not_ready() {
+        let p = Process::new();
+        assert!(p.not_ready().is_some());
+        let a = p.add_pipeline("orders");
+        let b = p.add_pipeline("billing");
+        for m in [&a, &b] {
+            m.streaming.store(true, Ordering::Relaxed);
+            m.kafka_reachable.store(true, Ordering::Relaxed);
+        }
+        assert_eq!(p.not_ready(), None);
+        assert_eq!(a.state(), PipelineState::Running);
+        b.set_ended(Some("the slot \"b\" was dropped".into()));
+        let why = p.not_ready().unwrap();
+        assert!(why.contains("pipeline billing: failed: the slot"), "{why}");
+        assert!(!why.contains("orders"), "{why}");
+        assert_eq!(b.pipeline_up.get(), 0);
+        assert!(p
+            .render()
+            .contains("walrelay_pipeline_up{pipeline=\"billing\"} 0"));
+    }
+
     #[tokio::test]
     async fn serves_health_and_metrics() {
         let (tx, rx) = watch::channel(false);
-        let m = Arc::new(Metrics::new());
-        let (addr, handle) = serve("127.0.0.1:0", Arc::clone(&m), rx).await.unwrap();
+        let p = Arc::new(Process::new());
+        let m = p.add_pipeline("default");
+        let (addr, handle) = serve("127.0.0.1:0", Arc::clone(&p), rx).await.unwrap();
         let get = |path: &'static str| async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -13,6 +13,10 @@
 pub mod connector_json;
 pub mod debezium_server;
 pub mod kafka_connect;
+pub mod process;
+
+use self::process::validate_pipeline_name;
+pub use self::process::ProcessConfig;
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +39,12 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The pipeline's name: its `pipeline` label on every metric, its
+    /// field in every log line, its row in `walrelay status`. The native
+    /// TOML's `name` (default `default`), the connector's `name` in the
+    /// Kafka Connect form.
+    #[serde(default = "default_pipeline_name")]
+    pub name: String,
     /// Connection to the database holding the outbox table.
     pub postgres: PostgresConfig,
     /// Which source the pipeline reads: the WAL (default) or polling.
@@ -88,6 +98,9 @@ pub struct RuntimeConfig {
     /// hands batches to the sink without waking another thread).
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
+    /// What a pipeline's fatal error does to the process.
+    #[serde(default)]
+    pub on_pipeline_failure: OnPipelineFailure,
 }
 
 impl Default for RuntimeConfig {
@@ -95,8 +108,24 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
             worker_threads: DEFAULT_WORKER_THREADS,
+            on_pipeline_failure: OnPipelineFailure::default(),
         }
     }
+}
+
+/// What a pipeline's fatal error does to the process
+/// (`runtime.on_pipeline_failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnPipelineFailure {
+    /// The pipeline stops alone; the others keep running, `/readyz` and
+    /// `walrelay status` name it, and the process exits (status 1) once
+    /// no pipeline is left running.
+    #[default]
+    Continue,
+    /// Every other pipeline is stopped gracefully and the process exits
+    /// with status 1, for supervisors that restart on exit.
+    Exit,
 }
 
 /// Default of `runtime.worker_threads`.
@@ -104,6 +133,15 @@ pub const DEFAULT_WORKER_THREADS: usize = 0;
 
 fn default_worker_threads() -> usize {
     DEFAULT_WORKER_THREADS
+}
+
+/// The name of a pipeline that names none.
+pub const DEFAULT_PIPELINE_NAME: &str = crate::metrics::DEFAULT_PIPELINE;
+/// Longest pipeline name.
+pub const MAX_PIPELINE_NAME: usize = 128;
+
+fn default_pipeline_name() -> String {
+    DEFAULT_PIPELINE_NAME.into()
 }
 
 /// Configuration errors; each names the key.
@@ -159,6 +197,15 @@ pub enum ConfigError {
         key: String,
         /// Why, and what to do instead.
         reason: String,
+    },
+    /// An error in one pipeline of a multi-pipeline configuration.
+    #[error("in pipeline {name}")]
+    InPipeline {
+        /// The pipeline's name (or `pipelines[i]` before it has one).
+        name: String,
+        /// The error.
+        #[source]
+        source: Box<ConfigError>,
     },
     /// An error in a specific file of a multi-file configuration.
     #[error("in {path}")]
@@ -231,6 +278,7 @@ impl Config {
     /// Checks every section, then what only the whole can check; the error
     /// names the key and why.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_pipeline_name(&self.name)?;
         self.postgres.validate()?;
         self.replication.validate()?;
         self.outbox.qualified()?;

@@ -31,8 +31,9 @@ use self::session::SessionError;
 pub use self::session::PROTO_VERSION;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
+use crate::config::OnPipelineFailure;
 use crate::lag::LagError;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Process};
 use crate::postgres::wal::WalError;
 use crate::sink::transactional::KafkaProgress;
 use crate::sink::{KafkaSink, SinkError};
@@ -62,6 +63,11 @@ pub enum PipelineError {
     /// The slot lag monitor stopped walrelay.
     #[error(transparent)]
     Lag(#[from] LagError),
+}
+
+/// Errors that end a process.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
     /// The metrics listener could not be opened.
     #[error("cannot listen on metrics.listen = {addr}")]
     MetricsListen {
@@ -71,6 +77,91 @@ pub enum PipelineError {
         #[source]
         source: std::io::Error,
     },
+    /// Pipelines stopped on fatal errors (each was logged with its cause
+    /// when it stopped).
+    #[error("pipeline(s) stopped on a fatal error: {}", .names.join(", "))]
+    Failed {
+        /// Their names.
+        names: Vec<String>,
+    },
+}
+
+/// Runs every pipeline of one process, each in its own task with its own
+/// producer, tracker, backpressure and reconnects, until shutdown or until
+/// none is left running; serves the metrics listener when `listen` is set.
+/// A pipeline that stops on a fatal error stops alone (its state says why
+/// on `/readyz` and in its metrics), unless `on_failure` is
+/// [`OnPipelineFailure::Exit`]: then the others are stopped gracefully.
+/// Returns an error naming the failed pipelines, if any failed.
+pub async fn run_process(
+    plans: Vec<Plan>,
+    process: Arc<Process>,
+    listen: &str,
+    on_failure: OnPipelineFailure,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), ProcessError> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut pipelines = tokio::task::JoinSet::new();
+    let mut names = std::collections::HashMap::new();
+    for plan in plans {
+        let name = plan.config().name.clone();
+        let metrics = process.add_pipeline(&name);
+        let span = tracing::info_span!("pipeline", pipeline = %name);
+        let handle =
+            pipelines.spawn(run(plan, Arc::clone(&metrics), stop_rx.clone()).instrument(span));
+        names.insert(handle.id(), (name, metrics));
+    }
+    if !listen.is_empty() {
+        crate::metrics::serve(listen, Arc::clone(&process), stop_rx.clone())
+            .await
+            .map_err(|source| ProcessError::MetricsListen {
+                addr: listen.to_owned(),
+                source,
+            })?;
+    }
+    let mut failed = Vec::new();
+    let mut stopping = false;
+    loop {
+        let joined = tokio::select! {
+            changed = shutdown.changed(), if !stopping => {
+                if changed.is_err() || *shutdown.borrow() {
+                    stopping = true;
+                    let _ = stop_tx.send(true);
+                }
+                continue;
+            }
+            joined = pipelines.join_next_with_id() => joined,
+        };
+        let Some(joined) = joined else { break };
+        let (id, result) = match joined {
+            Ok((id, result)) => (id, result.map_err(|e| DisplayChain(&e).to_string())),
+            Err(e) => (e.id(), Err(format!("the pipeline's task panicked: {e}"))),
+        };
+        let (name, metrics) = names.remove(&id).expect("every task was named");
+        match result {
+            Ok(()) => {
+                info!(pipeline = %name, "pipeline stopped");
+                metrics.set_ended(None);
+            }
+            Err(e) => {
+                error!(pipeline = %name, error = %e, "pipeline stopped on a fatal error");
+                metrics.set_ended(Some(e));
+                failed.push(name);
+                if on_failure == OnPipelineFailure::Exit && !stopping {
+                    warn!("runtime.on_pipeline_failure = \"exit\": stopping the other pipelines");
+                    stopping = true;
+                    let _ = stop_tx.send(true);
+                }
+            }
+        }
+    }
+    // Every pipeline ended: the listener too.
+    let _ = stop_tx.send(true);
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(ProcessError::Failed { names: failed })
+    }
 }
 
 /// Reconnect delays: exponential with full jitter, reset after a session
@@ -120,7 +211,7 @@ pub async fn run(
             kind: kind.as_str(),
         })
         .set(1);
-    let (sink, backoff) = start(&plan, &metrics, &shutdown).await?;
+    let (sink, backoff) = start(&plan, &metrics).await?;
     if kind == crate::postgres::poll::config::SourceKind::Poll {
         return poll::run(plan, sink, metrics, shutdown, backoff).await;
     }
@@ -181,13 +272,11 @@ pub async fn run(
     }
 }
 
-/// What every pipeline starts with, whatever its source: the Kafka sink,
-/// the metrics listener when `metrics.listen` is set, and the reconnect
-/// backoff.
+/// What every pipeline starts with, whatever its source: the Kafka sink
+/// and the reconnect backoff.
 async fn start(
     plan: &Plan,
     metrics: &Arc<Metrics>,
-    shutdown: &watch::Receiver<bool>,
 ) -> Result<(Arc<KafkaSink>, Backoff), PipelineError> {
     let config = plan.config();
     let sink = Arc::new(KafkaSink::with_errors(
@@ -197,18 +286,6 @@ async fn start(
         Arc::clone(metrics),
         &config.replication.slot,
     )?);
-    if !config.metrics.listen.is_empty() {
-        crate::metrics::serve(
-            &config.metrics.listen,
-            Arc::clone(metrics),
-            shutdown.clone(),
-        )
-        .await
-        .map_err(|source| PipelineError::MetricsListen {
-            addr: config.metrics.listen.clone(),
-            source,
-        })?;
-    }
     let backoff = Backoff::new(
         Duration::from_millis(config.replication.reconnect_min_ms),
         Duration::from_millis(config.replication.reconnect_max_ms),

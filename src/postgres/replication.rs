@@ -35,8 +35,8 @@ use crate::secret::Secret;
 const READ_CHUNK: usize = 256 * 1024;
 
 /// Anything we can speak the protocol over (plain TCP or TLS).
-pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Transport for T {}
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Transport for T {}
 
 type BoxedTransport = Box<dyn Transport>;
 

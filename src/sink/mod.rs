@@ -383,13 +383,15 @@ impl ClientContext for DeliveryContext {
             )
         );
         if fatal {
-            error!(error = %error, reason, "kafka refused the producer");
+            // librdkafka's own thread calls this, outside the pipeline's
+            // span: name the pipeline here.
+            error!(pipeline = self.shared.metrics.name(), error = %error, reason, "kafka refused the producer");
             self.shared.record_failure(SinkError::Cluster {
                 error: format!("{error}: {reason}"),
             });
             self.shared.wake.notify_waiters();
         } else {
-            warn!(error = %error, reason, "kafka client error");
+            warn!(pipeline = self.shared.metrics.name(), error = %error, reason, "kafka client error");
         }
     }
 }
@@ -436,7 +438,7 @@ impl ProducerContext for DeliveryContext {
                     if let Some(t) = &tracker {
                         t.fail(seq);
                     }
-                    error!(topic, event_id, lsn = %ctx.lsn, limit, error = %err, "kafka refused a batch that this record fits alone");
+                    error!(pipeline = self.shared.metrics.name(), topic, event_id, lsn = %ctx.lsn, limit, error = %err, "kafka refused a batch that this record fits alone");
                     self.shared.record_failure(SinkError::BatchTooLarge {
                         topic,
                         limit,

@@ -298,6 +298,10 @@ impl Draft {
             reason: "walrelay needs the Kafka brokers".into(),
         })?;
         let config = Config {
+            name: self
+                .connector_name
+                .clone()
+                .unwrap_or_else(|| super::DEFAULT_PIPELINE_NAME.into()),
             postgres,
             // Debezium's forms read the WAL; polling is native TOML only.
             source: Default::default(),
@@ -437,11 +441,24 @@ pub fn load_connect(worker: &Path, connector: &Path) -> Result<Translation, Conf
             source: source.into(),
         })?
     };
-    from_connect(worker_map, connector_map, worker, connector).map_err(|e| match e {
-        // Errors already say which file.
-        e @ ConfigError::InFile { .. } => e,
-        other => in_file(connector)(other),
-    })
+    let named = connector_map
+        .get("name")
+        .is_some_and(|n| !n.trim().is_empty());
+    let mut translation =
+        from_connect(worker_map, connector_map, worker, connector).map_err(|e| match e {
+            // Errors already say which file.
+            e @ ConfigError::InFile { .. } => e,
+            other => in_file(connector)(other),
+        })?;
+    if !named {
+        // Kafka Connect requires a name; walrelay takes the file's stem,
+        // so that several unnamed connectors still tell their pipelines
+        // apart.
+        if let Some(stem) = connector.file_stem() {
+            translation.config.name = stem.to_string_lossy().into_owned();
+        }
+    }
+    Ok(translation)
 }
 
 /// The connector map of a JSON file, with the REST form's top-level `name`

@@ -437,14 +437,14 @@ fn drive_connection<S, T>(
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let Some(tx) = notifications else {
-        tokio::spawn(async move {
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "catalog connection ended");
             }
-        });
+        }));
         return;
     };
-    tokio::spawn(async move {
+    tokio::spawn(tracing::Instrument::in_current_span(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = futures_util::StreamExt::next(&mut messages).await {
             match message {
@@ -460,7 +460,7 @@ fn drive_connection<S, T>(
                 }
             }
         }
-    });
+    }));
 }
 
 /// A replication slot as `pg_replication_slots` shows it.

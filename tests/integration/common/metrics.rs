@@ -27,19 +27,49 @@ pub async fn scrape_text(port: u16) -> Option<String> {
     Some(text)
 }
 
-/// Scrapes `/metrics`: `name{labels}` → value.
+/// Scrapes `/metrics` of a one-pipeline process: `name{labels}` → value,
+/// without the `pipeline` label (whatever the pipeline's name).
 pub async fn scrape(port: u16) -> Option<HashMap<String, f64>> {
+    let by_pipeline = scrape_pipelines(port).await?;
+    let mut out = HashMap::new();
+    for series in by_pipeline.into_values() {
+        out.extend(series);
+    }
+    Some(out)
+}
+
+/// Scrapes `/metrics`: pipeline name → (`name{labels}` without the
+/// `pipeline` label → value); the process's own series (`walrelay_up`,
+/// `walrelay_build_info`) are under `""`.
+pub async fn scrape_pipelines(port: u16) -> Option<HashMap<String, HashMap<String, f64>>> {
     let text = scrape_text(port).await?;
     let body = text.split("\r\n\r\n").nth(1)?;
-    let mut out = HashMap::new();
+    let mut out: HashMap<String, HashMap<String, f64>> = HashMap::new();
     for line in body.lines().filter(|l| !l.starts_with('#')) {
-        if let Some((name, value)) = line.rsplit_once(' ') {
+        if let Some((series, value)) = line.rsplit_once(' ') {
             if let Ok(v) = value.parse::<f64>() {
-                out.insert(name.to_string(), v);
+                let (pipeline, series) = split_pipeline(series);
+                out.entry(pipeline).or_default().insert(series, v);
             }
         }
     }
     Some(out)
+}
+
+/// `name{pipeline="p",a="b"}` → (`p`, `name{a="b"}`); `name{pipeline="p"}`
+/// → (`p`, `name`). walrelay writes the pipeline label first.
+fn split_pipeline(series: &str) -> (String, String) {
+    let Some((name, rest)) = series.split_once("{pipeline=\"") else {
+        return (String::new(), series.to_owned());
+    };
+    let Some((pipeline, after)) = rest.split_once('"') else {
+        return (String::new(), series.to_owned());
+    };
+    let series = match after.strip_prefix(',') {
+        Some(labels) => format!("{name}{{{labels}"),
+        None => name.to_owned(),
+    };
+    (pipeline.to_owned(), series)
 }
 
 /// The value of metric `name`, whatever its labels, in a scrape.
