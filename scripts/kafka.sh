@@ -14,6 +14,7 @@
 #   kafka.sh status DIR           prints "running PORT" (exit 0) or "stopped" (exit 3)
 #   kafka.sh bootstrap DIR        prints 127.0.0.1:PORT
 #   kafka.sh topics DIR ARGS...   runs kafka-topics (TopicCommand) against DIR's broker
+#   kafka.sh configs DIR ARGS...  runs kafka-configs (ConfigCommand): quotas, topic configs
 #
 # DIR layout: server.properties, log4j2.xml, data/ (log.dirs), log (stdout of
 # the JVM), pid, port, controller_port.
@@ -61,7 +62,7 @@ TOOL_JAVA_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true)
 
 usage() {
-    sed -n '6,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '6,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -548,6 +549,15 @@ cmd_topics() {
         --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@"
 }
 
+cmd_configs() {
+    local dir
+    dir=$(abs_path "$1")
+    shift
+    running_pid "$dir" >/dev/null || die "no broker running in $dir"
+    kafka_java "$dir" kafka.admin.ConfigCommand \
+        --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@"
+}
+
 main() {
     local cmd=${1:-}
     [[ -n "$cmd" ]] || usage
@@ -581,6 +591,10 @@ main() {
         topics)
             (($# >= 1)) || usage
             cmd_topics "$@"
+            ;;
+        configs)
+            (($# >= 1)) || usage
+            cmd_configs "$@"
             ;;
         -h | --help | help) usage ;;
         *) usage ;;

@@ -44,6 +44,8 @@ mod large_transactions;
 mod messages;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
 mod operations;
+/// Several pipelines in one process: isolation, failures, restarts.
+mod pipelines;
 /// The polling source on a `wal_level = replica` server: records and
 /// marks, kills between publish and mark, late commits, hot standbys and
 /// shards, retention, delete-on-publish, bad rows, Kafka down, replay.

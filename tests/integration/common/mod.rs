@@ -53,7 +53,6 @@ pub struct TestEnv {
     /// Bootstrap address of the shared Kafka broker (`127.0.0.1:PORT`).
     pub kafka: String,
     /// Directory of the shared broker (for `scripts/kafka.sh`).
-    #[expect(dead_code, reason = "in the env file's contract; no test reads it")]
     pub kafka_dir: PathBuf,
     /// Absolute path of the repository's `scripts/`.
     #[expect(dead_code, reason = "in the env file's contract; no test reads it")]
