@@ -22,22 +22,8 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$REPO_ROOT/scripts/lib.sh"
 
-# What the driver needs, pinned: the versions the results were measured with.
-REQUIREMENTS=("psycopg[binary]==3.3.9" "confluent-kafka==2.16.1")
-VENV=$REPO_ROOT/.cache/bench-venv
-
-for tool in python3 java; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (Debian: python3 python3-venv, openjdk-17-jre-headless)"
-done
-
-# The virtualenv, once per set of requirements (the stamp names them).
-if [[ ! -x "$VENV/bin/python" || "$(cat "$VENV/requirements.stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ]]; then
-    note "making the Python virtualenv $VENV (${REQUIREMENTS[*]})"
-    rm -rf "$VENV"
-    python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
-    printf '%s\n' "${REQUIREMENTS[*]}" >"$VENV/requirements.stamp"
-fi
+# shellcheck source=benches/venv.sh
+. "$SCRIPT_DIR/venv.sh"
 case " $* " in
     *" --help "* | *" -h "*) exec "$VENV/bin/python" "$SCRIPT_DIR/poll.py" --help ;;
 esac

@@ -220,3 +220,25 @@ bootstrap_servers = "127.0.0.1:9092"
         "{text}"
     );
 }
+
+/// The several-pipelines example validates and names its pipelines.
+#[test]
+fn documented_pipelines_example_validates() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walrelay-pipelines.toml");
+    let out = run_walrelay(
+        &["validate"],
+        &example,
+        &[("WALRELAY_PG_PASSWORD", "example-password")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("ok (3 pipelines: orders, billing, legacy)"),
+        "{stdout}"
+    );
+}
