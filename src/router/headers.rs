@@ -160,12 +160,6 @@ impl HeadersError {
     }
 }
 
-/// Whether `rel` stands for a logical decoding message's members: the
-/// router binds those under relation id 0, which no table has.
-fn is_message(rel: &RelationInfo) -> bool {
-    rel.id == 0
-}
-
 impl Router {
     /// Resolves the headers column, if one is configured: it must exist
     /// and hold JSON text (a table's `jsonb`, `json`, `text` or `varchar`
@@ -181,7 +175,10 @@ impl Router {
         let Some(name) = &self.cfg.headers_field else {
             return Ok(None);
         };
-        let message = is_message(rel);
+        // A message's members are bound with type OID 0 (`bind_members`),
+        // which no PostgreSQL column has.
+        let type_oid = |index: usize| rel.columns.get(index).map_or(0, |c| c.type_oid);
+        let message = rel.column_index(name).is_some_and(|i| type_oid(i) == 0);
         let wrong = |actual: String| RouteError::WrongColumnType {
             table: rel.qualified_name(),
             column: name.clone(),
@@ -215,7 +212,7 @@ impl Router {
                 return Err(wrong(c.ty.schema.java_string()));
             }
         } else {
-            let type_oid = rel.columns.get(c.index).map_or(0, |col| col.type_oid);
+            let type_oid = type_oid(c.index);
             if !holds_json(type_oid) {
                 return Err(wrong(
                     pg::type_name(type_oid)
