@@ -57,8 +57,8 @@ use crate::postgres::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
 use crate::router::{
-    ColumnMeta, RouteError, Router, TableMeta, KEY_ADDITIONAL_PLACEMENT, KEY_ID_FIELD,
-    KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
+    ColumnMeta, RouteError, Router, TableMeta, KEY_ADDITIONAL_PLACEMENT, KEY_HEADERS_FIELD,
+    KEY_ID_FIELD, KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
     KEY_TIMESTAMP_FIELD, KEY_TRACING_SPAN_CONTEXT_FIELD,
 };
 use crate::sink::progress_topic::{self, ProgressTopicError, TopicFacts};
@@ -1346,7 +1346,17 @@ fn native_key(debezium_key: &str) -> &'static str {
         KEY_SCHEMA_VERSION_FIELD => "router.schema_version_field",
         KEY_ADDITIONAL_PLACEMENT => "router.additional_placement",
         KEY_TRACING_SPAN_CONTEXT_FIELD => "router.tracing_span_context_field",
+        KEY_HEADERS_FIELD => KEY_HEADERS_FIELD,
         _ => "router",
+    }
+}
+
+/// The config key of a router key for a fix, with its Debezium key when
+/// it has one.
+fn key_for_fix(key: &str) -> String {
+    match native_key(key) {
+        native if native == key => native.to_owned(),
+        native => format!("{native} (Debezium {key})"),
     }
 }
 
@@ -1450,10 +1460,15 @@ fn bind_columns(
         Ok(_) => {
             let r = &config.router;
             let shown = |c: &str| format!("{c} ({})", types.get(c).map_or("?", String::as_str));
+            let headers = r
+                .headers_field
+                .as_deref()
+                .map(|c| format!(", headers {}", shown(c)))
+                .unwrap_or_default();
             report.pass(
                 OUTBOX_TABLE,
                 format!(
-                    "{qualified}: id {}, key {}, payload {}, route by {}",
+                    "{qualified}: id {}, key {}, payload {}, route by {}{headers}",
                     shown(&r.id_field),
                     shown(&r.key_field),
                     shown(&r.payload_field),
@@ -1473,17 +1488,17 @@ fn bind_columns(
                         String::new()
                     };
                     format!(
-                        "add column \"{column}\" to {qualified}, or set {} (Debezium {key}) to the column that holds it{filtered}",
-                        native_key(key)
+                        "add column \"{column}\" to {qualified}, or set {} to the column that holds it{filtered}",
+                        key_for_fix(key)
                     )
                 }
                 RouteError::WrongColumnType { column, key, expected, .. } => format!(
-                    "make \"{column}\" {expected}, or set {} (Debezium {key}) to a column that is",
-                    native_key(key)
+                    "make \"{column}\" {expected}, or set {} to a column that is",
+                    key_for_fix(key)
                 ),
                 RouteError::UnmappableType { column, key, .. } => format!(
-                    "change the type of \"{column}\" (text, varchar, uuid, jsonb, integers ... map), or set {} (Debezium {key}) to another column",
-                    native_key(key)
+                    "change the type of \"{column}\" (text, varchar, uuid, jsonb, integers ... map), or set {} to another column",
+                    key_for_fix(key)
                 ),
                 _ => "fix the outbox table or the [router] settings".to_owned(),
             };

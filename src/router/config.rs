@@ -206,6 +206,10 @@ pub struct RouterConfig {
     /// The Debezium forms default to `pass`. Valid JSON that cannot be
     /// expanded (a scalar, a mixed array) is always sent unexpanded.
     pub invalid_json_payload: InvalidJsonPolicy,
+    /// Not a Debezium option: a `jsonb`, `json`, `text` or `varchar`
+    /// column holding a JSON object whose top-level members become Kafka
+    /// headers after the router's own (`router::headers`). Unset: none.
+    pub headers_field: Option<String>,
 }
 
 impl Default for RouterConfig {
@@ -232,6 +236,7 @@ impl Default for RouterConfig {
             null_key: NullPolicy::Error,
             null_id: NullPolicy::Error,
             invalid_json_payload: InvalidJsonPolicy::Error,
+            headers_field: None,
         }
     }
 }
@@ -286,6 +291,16 @@ pub enum RouteConfigError {
         entry: String,
         /// What is wrong.
         reason: &'static str,
+    },
+    /// The headers column is also a column another option names.
+    #[error("{key} names column \"{column}\", which {other} already uses; the headers column must be a column of its own")]
+    HeadersFieldConflict {
+        /// The headers column's key.
+        key: &'static str,
+        /// The column.
+        column: String,
+        /// The option that uses it too.
+        other: String,
     },
 }
 
@@ -362,12 +377,17 @@ impl RouterConfig {
                 KEY_TRACING_SPAN_CONTEXT_FIELD,
                 Some(&self.tracing_span_context_field),
             ),
+            (
+                super::headers::KEY_HEADERS_FIELD,
+                self.headers_field.as_ref(),
+            ),
         ] {
             if value.is_some_and(|v| v.trim().is_empty()) {
                 return Err(RouteConfigError::EmptyField { key });
             }
         }
         let placements = self.placements()?;
+        super::headers::check_config(self, &placements)?;
         let rewrite = TopicRewrite::new(&self.route_topic_regex, &self.route_topic_replacement)?;
         Ok((rewrite, placements))
     }

@@ -16,6 +16,7 @@
 //! plus caches (topics, envelope schemas) that mirror Debezium's.
 
 pub mod config;
+mod headers;
 mod message;
 mod rewrite;
 
@@ -27,6 +28,7 @@ use walrelay_proto::pgoutput::{ColumnValue, TupleData};
 use walrelay_proto::{Lsn, RelationInfo};
 
 pub use self::config::*;
+pub use self::headers::{HeadersError, KEY_HEADERS_FIELD};
 pub use self::message::{MessageEvent, MessageForm};
 use self::rewrite::TopicRewrite;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
@@ -274,6 +276,20 @@ pub enum RouteError {
         /// The kind of the underlying problem.
         what: &'static str,
     },
+    /// The headers column's value cannot become headers
+    /// (`router.headers_field`).
+    #[error("headers column \"{column}\" of the event at lsn {lsn} (event id {event_id}) cannot become kafka headers")]
+    Headers {
+        /// The headers column.
+        column: String,
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+        /// What is wrong with it.
+        #[source]
+        source: HeadersError,
+    },
     /// A converter refused the key, value or a header.
     #[error("cannot serialise the {what} of the event at lsn {lsn} (event id {event_id})")]
     Convert {
@@ -312,6 +328,7 @@ impl RouteError {
             RouteError::MessageContent { what, .. } | RouteError::MessageLayout { what, .. } => {
                 what
             }
+            RouteError::Headers { source, .. } => source.kind(),
             RouteError::Convert { .. } => "convert",
         }
     }
@@ -333,7 +350,8 @@ impl RouteError {
             | RouteError::InvalidJsonPayload { column, .. }
             | RouteError::JsonExpansion { column, .. }
             | RouteError::InvalidTopic { column, .. }
-            | RouteError::Layout { column, .. } => Some(column),
+            | RouteError::Layout { column, .. }
+            | RouteError::Headers { column, .. } => Some(column),
             RouteError::MessageLayout { detail, .. } => Some(&detail.member),
             RouteError::Convert { .. } | RouteError::MessageContent { .. } => None,
         }
@@ -462,6 +480,8 @@ pub struct BoundRelation {
     version: Option<BoundColumn>,
     placements: Vec<BoundPlacement>,
     tracing: Option<BoundColumn>,
+    /// The headers column (`router.headers_field`), when configured.
+    headers: Option<headers::HeadersColumn>,
     /// Debezium's `after` schema name: `<prefix>.<schema>.<table>.Value`.
     after_schema_name: String,
     /// Cache key of the payload column's schema.
@@ -780,6 +800,7 @@ impl Router {
             version: None,
             placements: Vec::new(),
             tracing: None,
+            headers: None,
             after_schema_name: String::new(),
             payload_schema_key: String::new(),
             id_index: rel.column_index(&self.cfg.id_field),
@@ -933,6 +954,7 @@ impl Router {
                 return Err(wrong(c, KEY_TRACING_SPAN_CONTEXT_FIELD, "a string column"));
             }
         }
+        let headers = self.bind_headers(rel, column, &placements, tracing.is_some())?;
         let mut payload_schema_key = String::new();
         write_json_schema(&mut payload_schema_key, &payload.ty.schema);
         Ok(BoundRelation {
@@ -950,6 +972,7 @@ impl Router {
             version,
             placements,
             tracing,
+            headers,
             payload_schema_key,
         })
     }
@@ -1091,6 +1114,9 @@ impl Router {
         } else {
             self.general_value(r, &mut headers, &mut partition)?
         };
+        if let Some(h) = &bound.headers {
+            self.column_headers(r, h, &mut headers)?;
+        }
 
         if self.server_mode {
             // KafkaChangeConsumer builds `new ProducerRecord<>(topic, null, null, key, value, headers)`.

@@ -35,6 +35,10 @@ mod failover;
 mod failover_slots;
 /// The fault suite: kills, outages, restarts, black holes, takeovers.
 mod faults;
+/// The headers column (`router.headers_field`): members as headers through
+/// both sources, bad values and collisions under both error policies,
+/// refusals at start, `walrelay check`.
+mod headers_column;
 /// Several hosts in `postgres.host`: order, `target_session_attrs`, check.
 mod hosts;
 /// Streamed (protocol v2) and spilled large transactions.
