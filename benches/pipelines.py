@@ -269,13 +269,14 @@ def one_pipeline_toml(env, i, slot, topic):
 class Run:
     """One system's drain of the backlog: its slots, topics and configs."""
 
-    def __init__(self, env, system, runtime, tag, out_dir):
+    def __init__(self, env, system, runtime, tag, out_dir, stamp):
         self.env, self.system, self.runtime, self.tag = env, system, runtime, tag
         self.dir = os.path.join(out_dir, tag)
         os.makedirs(self.dir, exist_ok=True)
         n = 1 if system == "one-pipeline" else PIPELINES
         self.slots = [(i, f"bench_{tag}_{i}".replace("-", "_")) for i in range(n)]
-        self.topics = [f"bench.{tag}.{i}" for i in range(n)]
+        # Topics of their own per benchmark run: the broker outlives runs.
+        self.topics = [f"bench.{stamp.lower()}.{tag}.{i}" for i in range(n)]
 
     def prepare(self):
         for i, slot in self.slots:
@@ -425,7 +426,7 @@ def main():
         for r in range(args.rounds):
             order = variants if r % 2 == 0 else list(reversed(variants))
             for k, (system, runtime) in enumerate(order):
-                runs.append(Run(env, system, runtime, f"r{r + 1}v{variants.index((system, runtime))}", out_dir))
+                runs.append(Run(env, system, runtime, f"r{r + 1}v{variants.index((system, runtime))}", out_dir, stamp))
         for run_ in runs:
             run_.prepare()
         log(f"writing the backlog: {args.rows:,} rows in each of {PIPELINES} databases, one per transaction")
