@@ -410,6 +410,10 @@ publication = "{slow}"
 table = "public.{slow}"
 [pipelines.kafka.producer]
 "client.id" = "{client_id}"
+# One record per produce request: the broker lets a throttled client's
+# request through and then mutes it for a while (at most about ten seconds,
+# KIP-219), so it is the number of requests that keeps the pipeline slow.
+"batch.num.messages" = "1"
 
 [[pipelines]]
 name = "fast"
