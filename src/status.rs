@@ -1075,6 +1075,11 @@ fn render_pipeline_body(s: &Snapshot, rates: &Rates, out: &mut String) {
 fn render_poll(s: &Snapshot, rates: &Rates, out: &mut String) {
     let na = || "n/a".to_owned();
     let source = match s.value(POLL_SHARDS_HELD).map(|v| v.max(0.0) as u64) {
+        // The shard workers ended with the pipeline, their connections and
+        // so their session locks with them.
+        _ if s.flag(PIPELINE_UP) == Some(false) => {
+            "polling; stopped, its shard locks released with its connections".to_owned()
+        }
         Some(0) | None => "polling; no shard held: a hot standby (another walrelay holds the \
                            shard locks), or not connected yet"
             .to_owned(),
@@ -1727,7 +1732,7 @@ walrelay_pipeline_up{pipeline="default"} 1
         for line in [
             "state        FAILED: stopped on a fatal error: the outbox table \"billing.outbox\" \
              was dropped",
-            "source       polling; 1 shard held: publishing",
+            "source       polling; stopped, its shard locks released with its connections",
             "backlog      1200 unpublished rows, the oldest waiting 3 min 5 s",
             "events       5000 total, 0.0/s",
             "topics       outbox.event.invoice 5000",
