@@ -943,7 +943,11 @@ fn render_table(views: &[PipelineView], out: &mut String) {
         .map(|v| {
             let s = &v.snap;
             let poll = s.is_poll();
-            let behind = if poll {
+            // A failed pipeline's gauges stopped with it: its lag is not 0,
+            // it is unknown (and growing).
+            let behind = if v.state == PipelineState::Failed {
+                "(stopped)".to_owned()
+            } else if poll {
                 let rows = s
                     .value(POLL_UNPUBLISHED)
                     .map_or_else(na, |n| format!("{n:.0} unpublished rows"));
@@ -1710,8 +1714,7 @@ walrelay_pipeline_up{pipeline="default"} 1
                 "state        up; 2 pipelines: 1 running, 1 FAILED".to_owned(),
                 "pipeline  source  state    events/s  behind".to_owned(),
                 "orders    wal     running      10.0  lag 0.2 s, 4.0 KiB unconfirmed".to_owned(),
-                "billing   poll    FAILED        0.0  1200 unpublished rows, the oldest 3 min 5 s"
-                    .to_owned(),
+                "billing   poll    FAILED        0.0  (stopped)".to_owned(),
             ],
             "{text}"
         );
