@@ -201,9 +201,13 @@ PY
 # Panels use the datasource variable, their ids are unique, their gridPos
 # cells do not overlap, and their PromQL parses: the queries, with Grafana's
 # variables substituted, become recording rules for `promtool check rules`.
+# There is a multi-select `pipeline` variable with All, and every selector of
+# a pipeline's series (all but walrelay_up and walrelay_build_info, which are
+# the process's) chooses pipeline=~"$pipeline", with {{pipeline}} in the
+# legend of a time series so that each pipeline is a series of its own.
 dashboard_queries() {
     "$PY" - "$DASHBOARD" "$WORK/dashboard-rules.yml" <<'PY' || return 1
-import json, sys, yaml
+import json, re, sys, yaml
 d = json.load(open(sys.argv[1]))
 bad = []
 if not 36 <= d.get("schemaVersion", 0) <= 41:
@@ -211,6 +215,10 @@ if not 36 <= d.get("schemaVersion", 0) <= 41:
 names = [v["name"] for v in d["templating"]["list"]]
 if not any(v["type"] == "datasource" and v["query"] == "prometheus" for v in d["templating"]["list"]):
     bad.append("no prometheus datasource variable")
+pvar = [v for v in d["templating"]["list"] if v["name"] == "pipeline"]
+if not pvar or not (pvar[0].get("multi") and pvar[0].get("includeAll")):
+    bad.append("no multi-select pipeline variable with All")
+PROCESS_SERIES = {"walrelay_up", "walrelay_build_info"}
 ids, rules = set(), []
 def walk(panels):
     for p in panels:
@@ -239,7 +247,16 @@ for p in walk(d["panels"]):
         bad.append(f"panel {p['title']!r} does not use ${{datasource}}")
     for t in p.get("targets", []):
         expr = t["expr"]
-        for var, val in (("$__rate_interval", "5m"), ("$__interval", "1m"), ("$job", ".*"), ("$instance", ".*")):
+        pipeline_series = False
+        for name, labels in re.findall(r"\b(walrelay_[a-z0-9_]+)\{([^}]*)\}", expr):
+            if name in PROCESS_SERIES:
+                continue
+            pipeline_series = True
+            if 'pipeline=~"$pipeline"' not in labels:
+                bad.append(f"panel {p['title']!r}: {name} does not select pipeline=~\"$pipeline\"")
+        if pipeline_series and p["type"] in ("timeseries", "state-timeline") and "{{pipeline}}" not in t.get("legendFormat", ""):
+            bad.append(f"panel {p['title']!r}: legend {t.get('legendFormat')!r} does not show {{{{pipeline}}}}")
+        for var, val in (("$__rate_interval", "5m"), ("$__interval", "1m"), ("$job", ".*"), ("$instance", ".*"), ("$pipeline", ".*")):
             expr = expr.replace(var, val)
         if "$" in expr:
             bad.append(f"panel {p['title']!r}: unknown variable in {t['expr']}")
@@ -623,7 +640,7 @@ check "promtool test rules" "$PROMTOOL" test rules "$RULE_TESTS"
 check "alerts: severity, summary, description, tested firing and quiet" alerts_complete
 check "metric names exist in src/metrics.rs" metric_names_known
 check "dashboard is valid JSON" "$PY" -m json.tool "$DASHBOARD"
-check "dashboard: datasource variable, panel ids, PromQL parses" dashboard_queries
+check "dashboard: datasource and pipeline variables, panel ids, every query by pipeline, PromQL parses" dashboard_queries
 check "systemd-analyze verify walrelay.service" unit_verify
 check "systemd unit: TimeoutStopSec above shutdown_timeout" unit_timeouts
 check "systemd unit: exposure level at most 2.0" systemd-analyze security --offline=yes --threshold=20 "$UNIT"

@@ -67,11 +67,17 @@ enum Command {
         pipeline: Option<String>,
     },
     /// Show a running walrelay's state from its metrics endpoint
-    /// (`--metrics-addr`, default 127.0.0.1:9187, or a full http:// URL).
+    /// (`--metrics-addr`, default 127.0.0.1:9187, or a full http:// URL):
+    /// a section per pipeline, with a table of them first when there are
+    /// several. Exits 1 only when the endpoint cannot be read (or has no
+    /// such --pipeline), whatever state the pipelines are in.
     Status {
         /// Refresh every SECS seconds until Ctrl-C.
         #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
         watch: Option<u64>,
+        /// Show only this pipeline.
+        #[arg(long)]
+        pipeline: Option<String>,
     },
     /// Publish rows of the polling source's outbox again: set the published
     /// column back to NULL on the published rows that match, so the running
@@ -191,13 +197,14 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Command::Status { watch } => {
+        Command::Status { watch, pipeline } => {
             let addr = cli
                 .metrics_addr
                 .clone()
                 .unwrap_or_else(|| walrelay::metrics::DEFAULT_LISTEN.to_owned());
             let mut opts = walrelay::status::StatusOptions::for_addr(&addr);
             opts.watch = watch.map(std::time::Duration::from_secs);
+            opts.pipeline = pipeline;
             let result = match runtime() {
                 Ok(rt) => rt.block_on(walrelay::status::run_status(opts)),
                 Err(e) => {

@@ -6,9 +6,14 @@
 //! [`Snapshot`], rates between two snapshots, and the rendering of the
 //! view, including the catch-up line the source logs while it drains a
 //! backlog; for the polling source, its shards, backlog, batches and errors
-//! instead of the slot and WAL lines. It only reads: it never talks to
-//! PostgreSQL or Kafka and never changes the process it looks at. The metric
-//! names are the constants of [`crate::metrics`].
+//! instead of the slot and WAL lines. A process runs one pipeline or
+//! several: every pipeline sample carries the `pipeline` label, and the view
+//! has a section per pipeline (with a table of them all first when there are
+//! several), its state read from `walrelay_pipeline_up` and
+//! `walrelay_ready`, and, when one is not ready, the reason `/readyz` gives.
+//! It only reads: it never talks to PostgreSQL or Kafka and never changes
+//! the process it looks at. The metric names are the constants of
+//! [`crate::metrics`].
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -33,6 +38,7 @@ use crate::metrics::{
 use crate::metrics::{
     PGOUTPUT_PROTO_VERSION, STREAMED_TRANSACTIONS, STREAM_ABORTS, SUBTRANSACTION_ABORTS,
 };
+use crate::metrics::{PIPELINE_LABEL, PIPELINE_UP};
 use crate::metrics::{
     POLL_BATCHES, POLL_ERRORS, POLL_NOTIFICATIONS, POLL_OLDEST_UNPUBLISHED_AGE, POLL_PUBLISHED,
     POLL_RETENTION_DELETED, POLL_SHARDS_HELD, POLL_UNPUBLISHED,
@@ -119,6 +125,16 @@ pub enum StatusError {
     /// Writing the view failed (closed stdout).
     #[error("cannot write the status view")]
     Output(#[source] io::Error),
+    /// `--pipeline` names a pipeline the process does not run.
+    #[error("walrelay at {url} runs no pipeline {name:?}; it runs {known}")]
+    NoSuchPipeline {
+        /// The metrics page.
+        url: String,
+        /// The name asked for.
+        name: String,
+        /// The pipelines it runs, comma-separated.
+        known: String,
+    },
 }
 
 /// What `walrelay status` reads and how.
@@ -130,15 +146,18 @@ pub struct StatusOptions {
     pub watch: Option<Duration>,
     /// Bound on each scrape.
     pub timeout: Duration,
+    /// Show only this pipeline; `None` shows every pipeline.
+    pub pipeline: Option<String>,
 }
 
 impl StatusOptions {
-    /// One view of `url`, with the default timeout.
+    /// One view of `url`, every pipeline, with the default timeout.
     pub fn new(url: impl Into<String>) -> Self {
         StatusOptions {
             url: url.into(),
             watch: None,
             timeout: DEFAULT_TIMEOUT,
+            pipeline: None,
         }
     }
 
@@ -190,6 +209,9 @@ pub struct Snapshot {
     pub taken: Instant,
     /// Every sample.
     pub samples: Vec<Sample>,
+    /// The body of `/readyz` read next to this scrape (when a pipeline was
+    /// not ready), which says why for each pipeline that is not.
+    pub readiness: Option<String>,
 }
 
 impl Snapshot {
@@ -210,7 +232,90 @@ impl Snapshot {
             url: url.to_owned(),
             taken: Instant::now(),
             samples,
+            readiness: None,
         })
+    }
+
+    /// The pipelines of the process, in the order of the page (the order
+    /// the process started them); empty for a walrelay older than the
+    /// `pipeline` label, whose whole page is its one pipeline.
+    pub fn pipelines(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.samples {
+            if let Some(name) = s.label(PIPELINE_LABEL) {
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+        names
+    }
+
+    /// The samples of pipeline `name` only (taken at the same time, so
+    /// rates between two of them are the pipeline's).
+    pub fn for_pipeline(&self, name: &str) -> Snapshot {
+        Snapshot {
+            url: self.url.clone(),
+            taken: self.taken,
+            samples: self
+                .samples
+                .iter()
+                .filter(|s| s.label(PIPELINE_LABEL) == Some(name))
+                .cloned()
+                .collect(),
+            readiness: None,
+        }
+    }
+
+    /// Where a pipeline is, from its own samples (see [`for_pipeline`]):
+    /// failed once `walrelay_pipeline_up` is 0, running while
+    /// `walrelay_ready` is 1, otherwise what the metrics can tell of why
+    /// not.
+    ///
+    /// [`for_pipeline`]: Snapshot::for_pipeline
+    pub fn state(&self) -> PipelineState {
+        if self.flag(PIPELINE_UP) == Some(false) {
+            return PipelineState::Failed;
+        }
+        match self.flag(READY) {
+            Some(true) => return PipelineState::Running,
+            None => return PipelineState::Unknown,
+            Some(false) => {}
+        }
+        if self.is_poll() {
+            return if self.value(POLL_SHARDS_HELD).unwrap_or(0.0) > 0.0 {
+                PipelineState::NotReady
+            } else {
+                PipelineState::Standby
+            };
+        }
+        if self.lag_critical() {
+            return PipelineState::NotReady;
+        }
+        if self.integer(PGOUTPUT_PROTO_VERSION).unwrap_or(0) > 0 {
+            PipelineState::NotReady
+        } else {
+            PipelineState::Starting
+        }
+    }
+
+    /// Whether a lag threshold of the slot is at critical.
+    fn lag_critical(&self) -> bool {
+        self.named(SLOT_ALERT_LEVEL).any(|s| s.value >= 2.0)
+    }
+
+    /// Why pipeline `name` is not ready, as `/readyz` said it (`failed:
+    /// <error>` for a failed one); `None` when no `/readyz` was read or it
+    /// did not name the pipeline.
+    pub fn not_ready_reason(&self, name: &str) -> Option<&str> {
+        let body = self.readiness.as_deref()?;
+        body.lines()
+            .find_map(|l| {
+                l.strip_prefix("pipeline ")?
+                    .strip_prefix(name)?
+                    .strip_prefix(": ")
+            })
+            .map(str::trim)
     }
 
     fn named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Sample> + 'a {
@@ -338,6 +443,41 @@ impl Snapshot {
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+}
+
+/// Where a pipeline is, as its metrics tell it ([`Snapshot::state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineState {
+    /// Ready: streaming (WAL) or holding a shard (polling), Kafka
+    /// reachable, lag below critical.
+    Running,
+    /// No replication session has started yet: connecting, or waiting for
+    /// a slot another walrelay holds (a hot standby).
+    Starting,
+    /// Polling, no shard lock held: a hot standby, or not connected yet.
+    Standby,
+    /// Up but not ready for another reason: reconnecting, Kafka
+    /// unreachable, or lag at critical.
+    NotReady,
+    /// Stopped on a fatal error (`walrelay_pipeline_up` 0); the process
+    /// keeps its other pipelines running.
+    Failed,
+    /// The page has no `walrelay_ready` sample.
+    Unknown,
+}
+
+impl PipelineState {
+    /// One word for the table of pipelines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PipelineState::Running => "running",
+            PipelineState::Starting => "starting",
+            PipelineState::Standby => "standby",
+            PipelineState::NotReady => "not ready",
+            PipelineState::Failed => "FAILED",
+            PipelineState::Unknown => "unknown",
+        }
     }
 }
 
@@ -473,6 +613,35 @@ pub async fn scrape_with_timeout(url: &str, timeout: Duration) -> Result<Snapsho
     Snapshot::parse(url, &body)
 }
 
+/// The `/readyz` page beside a metrics page whose path ends in `/metrics`.
+fn readyz_url(metrics_url: &str) -> Option<String> {
+    let (addr, path) = split_url(metrics_url).ok()?;
+    let prefix = path.strip_suffix("/metrics")?;
+    Some(format!("http://{addr}{prefix}/readyz"))
+}
+
+/// Reads `/readyz` into `snapshot.readiness` when a pipeline of it is not
+/// ready, so the view can say why. Best effort: a page that cannot be read
+/// leaves the view without the reasons, never fails it.
+pub async fn read_readiness(snapshot: &mut Snapshot, timeout: Duration) {
+    let names = snapshot.pipelines();
+    let all_ready = names
+        .iter()
+        .all(|n| snapshot.for_pipeline(n).state() == PipelineState::Running);
+    if names.is_empty() || all_ready {
+        return;
+    }
+    let Some(url) = readyz_url(&snapshot.url) else {
+        return;
+    };
+    // 503 is /readyz's answer while something is not ready.
+    if let Ok(Ok(body)) =
+        tokio::time::timeout(timeout, http_get_accepting(&url, &["200", "503"])).await
+    {
+        snapshot.readiness = Some(body);
+    }
+}
+
 /// `(host:port, path)` of an `http://` URL.
 fn split_url(url: &str) -> Result<(String, String), StatusError> {
     let invalid = |reason| StatusError::InvalidUrl {
@@ -506,6 +675,12 @@ fn split_url(url: &str) -> Result<(String, String), StatusError> {
 }
 
 async fn http_get(url: &str) -> Result<String, StatusError> {
+    http_get_accepting(url, &["200"]).await
+}
+
+/// GET `url`; an answer whose status code is not one of `accepted` is
+/// [`StatusError::HttpStatus`].
+async fn http_get_accepting(url: &str, accepted: &[&str]) -> Result<String, StatusError> {
     let (addr, path) = split_url(url)?;
     let io_err = |source| StatusError::Io {
         url: url.to_owned(),
@@ -545,7 +720,7 @@ async fn http_get(url: &str) -> Result<String, StatusError> {
     if !status.starts_with("HTTP/") || code.is_none() {
         return Err(malformed("no http status line"));
     }
-    if code != Some("200") {
+    if !code.is_some_and(|c| accepted.contains(&c)) {
         return Err(StatusError::HttpStatus {
             url: url.to_owned(),
             status: status.to_owned(),
@@ -580,32 +755,258 @@ fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The human-readable view of `current`, with rates against `previous`
-/// (a scrape of the same process a moment earlier) when given.
+/// The human-readable view of `current`, every pipeline, with rates
+/// against `previous` (a scrape of the same process a moment earlier) when
+/// given.
 pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
+    render_pipelines(current, previous, &current.pipelines())
+}
+
+/// The view of `current` as [`render`] writes it, or of the pipeline
+/// `only` alone; an error when the process runs no such pipeline.
+pub fn render_view(
+    current: &Snapshot,
+    previous: Option<&Snapshot>,
+    only: Option<&str>,
+) -> Result<String, StatusError> {
+    let names = current.pipelines();
+    let Some(name) = only else {
+        return Ok(render_pipelines(current, previous, &names));
+    };
+    if names.iter().any(|n| n == name) {
+        return Ok(render_pipelines(current, previous, &[name.to_owned()]));
+    }
+    Err(StatusError::NoSuchPipeline {
+        url: current.url.clone(),
+        name: name.to_owned(),
+        known: if names.is_empty() {
+            "no named pipeline (a walrelay without the pipeline label)".to_owned()
+        } else {
+            names.join(", ")
+        },
+    })
+}
+
+/// The header, then for one pipeline its lines as they always were (its
+/// name added), for several a table of them all and a section each.
+fn render_pipelines(current: &Snapshot, previous: Option<&Snapshot>, names: &[String]) -> String {
     let s = current;
-    let rates = previous.map(|p| Rates::between(p, s)).unwrap_or_default();
     let mut out = String::new();
-    let na = || "n/a".to_owned();
     let _ = writeln!(
         out,
         "walrelay {} at {}",
         s.version().unwrap_or_else(|| "?".to_owned()),
         s.url
     );
-    let state = match (s.flag(UP), s.flag(READY)) {
-        (Some(true), Some(true)) => "up, ready".to_owned(),
-        (Some(true), Some(false)) => "up, NOT READY (see /readyz for why)".to_owned(),
-        (Some(true), None) => "up".to_owned(),
-        _ => "unknown (no walrelay_up sample)".to_owned(),
+    let process_up = s.flag(UP) == Some(true);
+    let views: Vec<PipelineView> = if names.is_empty() {
+        // A walrelay without the pipeline label: its page is its pipeline.
+        vec![PipelineView::new(None, s.clone(), previous.cloned())]
+    } else {
+        names
+            .iter()
+            .map(|n| {
+                PipelineView::new(
+                    Some(n.clone()),
+                    s.for_pipeline(n),
+                    previous.map(|p| p.for_pipeline(n)),
+                )
+            })
+            .collect()
     };
-    let _ = writeln!(out, "{:<12} {state}", "state");
-    render_mode(s, &mut out);
+    if let [view] = views.as_slice() {
+        if let Some(name) = &view.name {
+            let _ = writeln!(out, "{:<12} {name}", "pipeline");
+        }
+        let state = if process_up {
+            match view.phrase(current) {
+                Some(phrase) => format!("up, {phrase}"),
+                None => "up".to_owned(),
+            }
+        } else {
+            "unknown (no walrelay_up sample)".to_owned()
+        };
+        let _ = writeln!(out, "{:<12} {state}", "state");
+        view.render_body(&mut out);
+        return out;
+    }
+    let process = if process_up {
+        "up"
+    } else {
+        "unknown (no walrelay_up sample)"
+    };
+    let _ = writeln!(
+        out,
+        "{:<12} {process}; {} pipelines: {}",
+        "state",
+        views.len(),
+        state_counts(&views)
+    );
+    render_table(&views, &mut out);
+    for view in &views {
+        let name = view.name.as_deref().unwrap_or("?");
+        let _ = writeln!(out, "\npipeline {name}");
+        let phrase = view.phrase(current).unwrap_or_else(|| "unknown".to_owned());
+        let _ = writeln!(out, "{:<12} {phrase}", "state");
+        view.render_body(&mut out);
+    }
+    out
+}
+
+/// One pipeline's samples, its rates and its state.
+struct PipelineView {
+    name: Option<String>,
+    snap: Snapshot,
+    rates: Rates,
+    state: PipelineState,
+}
+
+impl PipelineView {
+    fn new(name: Option<String>, snap: Snapshot, previous: Option<Snapshot>) -> PipelineView {
+        let rates = previous
+            .as_ref()
+            .map(|p| Rates::between(p, &snap))
+            .unwrap_or_default();
+        let state = snap.state();
+        PipelineView {
+            name,
+            snap,
+            rates,
+            state,
+        }
+    }
+
+    /// The lines after the state; for a failed pipeline, first a word that
+    /// its figures stopped with it.
+    fn render_body(&self, out: &mut String) {
+        if self.state == PipelineState::Failed {
+            let _ = writeln!(
+                out,
+                "{:<12} (the figures below are the last it reported before it stopped)",
+                ""
+            );
+        }
+        render_pipeline_body(&self.snap, &self.rates, out);
+    }
+
+    /// The state in words, with `/readyz`'s reason when `page` carries it;
+    /// `None` when the page says nothing of readiness.
+    fn phrase(&self, page: &Snapshot) -> Option<String> {
+        let reason = self.name.as_deref().and_then(|n| page.not_ready_reason(n));
+        let why = |reason: Option<&str>| match reason {
+            Some(r) => format!(" ({r})"),
+            None => " (see /readyz for why)".to_owned(),
+        };
+        Some(match self.state {
+            PipelineState::Unknown => return None,
+            PipelineState::Running => "ready".to_owned(),
+            PipelineState::Failed => match reason.and_then(|r| r.strip_prefix("failed: ")) {
+                Some(error) => format!("FAILED: stopped on a fatal error: {error}"),
+                None => "FAILED: stopped on a fatal error (the log says which)".to_owned(),
+            },
+            PipelineState::Starting => format!(
+                "NOT READY: starting, no replication session yet (connecting, or waiting for \
+                 the slot){}",
+                why(reason)
+            ),
+            PipelineState::Standby => format!(
+                "NOT READY: no shard held (a hot standby, or not connected yet){}",
+                reason.map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
+            PipelineState::NotReady if self.snap.lag_critical() => {
+                format!("NOT READY: lag critical{}", why(reason))
+            }
+            PipelineState::NotReady => format!("NOT READY{}", why(reason)),
+        })
+    }
+}
+
+/// `1 running, 1 FAILED`: how many pipelines are in each state.
+fn state_counts(views: &[PipelineView]) -> String {
+    use PipelineState::*;
+    [Running, Starting, Standby, NotReady, Failed, Unknown]
+        .into_iter()
+        .filter_map(|state| {
+            let n = views.iter().filter(|v| v.state == state).count();
+            (n > 0).then(|| format!("{n} {}", state.as_str()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A row per pipeline: source, state, events per second, and how far
+/// behind it is (replication lag and unconfirmed WAL, or the backlog).
+fn render_table(views: &[PipelineView], out: &mut String) {
+    let na = || "n/a".to_owned();
+    let rows: Vec<[String; 5]> = views
+        .iter()
+        .map(|v| {
+            let s = &v.snap;
+            let poll = s.is_poll();
+            // A failed pipeline's gauges stopped with it: its lag is not 0,
+            // it is unknown (and growing).
+            let behind = if v.state == PipelineState::Failed {
+                "(stopped)".to_owned()
+            } else if poll {
+                let rows = s
+                    .value(POLL_UNPUBLISHED)
+                    .map_or_else(na, |n| format!("{n:.0} unpublished rows"));
+                match (
+                    s.value(POLL_UNPUBLISHED),
+                    s.value(POLL_OLDEST_UNPUBLISHED_AGE),
+                ) {
+                    (Some(n), Some(age)) if n > 0.0 => {
+                        format!("{rows}, the oldest {}", human_duration(age))
+                    }
+                    _ => rows,
+                }
+            } else {
+                let lag = s
+                    .value(REPLICATION_LAG)
+                    .map_or_else(na, |v| format!("{v:.1} s"));
+                let unconfirmed = s
+                    .integer(SLOT_CONFIRMED_LAG)
+                    .map_or_else(na, |b| human_bytes(b.max(0) as u64));
+                format!("lag {lag}, {unconfirmed} unconfirmed")
+            };
+            [
+                v.name.clone().unwrap_or_else(|| "?".to_owned()),
+                if poll { "poll" } else { "wal" }.to_owned(),
+                v.state.as_str().to_owned(),
+                v.rates.events_per_s.map_or_else(na, |r| format!("{r:.1}")),
+                behind,
+            ]
+        })
+        .collect();
+    let header = ["pipeline", "source", "state", "events/s", "behind"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
+    for row in std::iter::once(header.map(str::to_owned)).chain(rows) {
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {}",
+            row[0], row[1], row[2], row[3], row[4]
+        );
+    }
+}
+
+/// One pipeline's lines after its state: mode, source (slot and positions,
+/// or the polling view), events, in flight, latency, errors, protocol,
+/// topics.
+fn render_pipeline_body(s: &Snapshot, rates: &Rates, out: &mut String) {
+    let na = || "n/a".to_owned();
+    render_mode(s, out);
     let poll = s.is_poll();
     if poll {
-        render_poll(s, &rates, &mut out);
+        render_poll(s, rates, out);
     } else {
-        render_slot(s, &rates, &mut out);
+        render_slot(s, rates, out);
     }
     let events = s.events().map_or_else(na, |v| format!("{v:.0}"));
     let per_s = rates
@@ -656,7 +1057,7 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
         count(EVENTS_FILTERED)
     );
     if !poll {
-        render_protocol(s, &mut out);
+        render_protocol(s, out);
     }
     let topics = s.events_by_topic();
     if !topics.is_empty() {
@@ -671,7 +1072,6 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
         }
         let _ = writeln!(out, "{:<12} {}", "topics", shown.join(", "));
     }
-    out
 }
 
 /// The polling source: the shards this process holds, the backlog and its
@@ -679,6 +1079,11 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
 fn render_poll(s: &Snapshot, rates: &Rates, out: &mut String) {
     let na = || "n/a".to_owned();
     let source = match s.value(POLL_SHARDS_HELD).map(|v| v.max(0.0) as u64) {
+        // The shard workers ended with the pipeline, their connections and
+        // so their session locks with them.
+        _ if s.flag(PIPELINE_UP) == Some(false) => {
+            "polling; stopped, its shard locks released with its connections".to_owned()
+        }
         Some(0) | None => "polling; no shard held: a hot standby (another walrelay holds the \
                            shard locks), or not connected yet"
             .to_owned(),
@@ -883,16 +1288,22 @@ pub async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
 }
 
 /// Writes the view to `out`. Once: two scrapes [`RATE_WINDOW`] apart (for
-/// the rates), then the view; a failed scrape is the error. With
-/// `opts.watch`: the screen is cleared and redrawn every interval until
-/// Ctrl-C or SIGTERM (then `Ok`), and a failed scrape is shown in place of the view (walrelay may
-/// be restarting) rather than ending the loop.
+/// the rates), then the view; a failed scrape, or an `opts.pipeline` the
+/// process does not run, is the error. With `opts.watch`: the screen is
+/// cleared and redrawn every interval until Ctrl-C or SIGTERM (then `Ok`),
+/// and a failed scrape is shown in place of the view (walrelay may be
+/// restarting) rather than ending the loop. `/readyz` is read beside a
+/// scrape that shows a pipeline not ready. What the view shows never makes
+/// this an error: a failed or unready pipeline is reported, not returned
+/// (the `Result` says whether walrelay could be read).
 pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result<(), StatusError> {
     let first = scrape_with_timeout(&opts.url, opts.timeout).await?;
     let Some(every) = opts.watch else {
         tokio::time::sleep(RATE_WINDOW).await;
-        let second = scrape_with_timeout(&opts.url, opts.timeout).await?;
-        out.write_all(render(&second, Some(&first)).as_bytes())
+        let mut second = scrape_with_timeout(&opts.url, opts.timeout).await?;
+        read_readiness(&mut second, opts.timeout).await;
+        let view = render_view(&second, Some(&first), opts.pipeline.as_deref())?;
+        out.write_all(view.as_bytes())
             .and_then(|()| out.flush())
             .map_err(StatusError::Output)?;
         return Ok(());
@@ -902,14 +1313,20 @@ pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result
     let mut interrupt = signal(SignalKind::interrupt()).map_err(StatusError::Signal)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(StatusError::Signal)?;
     let mut previous = first;
-    let mut screen = format!("{CLEAR_SCREEN}{}", render(&previous, None));
+    read_readiness(&mut previous, opts.timeout).await;
+    let mut screen = format!(
+        "{CLEAR_SCREEN}{}",
+        render_view(&previous, None, opts.pipeline.as_deref())?
+    );
     loop {
         out.write_all(screen.as_bytes())
             .and_then(|()| out.flush())
             .map_err(StatusError::Output)?;
         let next = async {
             tokio::time::sleep(every).await;
-            scrape_with_timeout(&opts.url, opts.timeout).await
+            let mut current = scrape_with_timeout(&opts.url, opts.timeout).await?;
+            read_readiness(&mut current, opts.timeout).await;
+            Ok::<_, StatusError>(current)
         };
         let scraped = tokio::select! {
             biased;
@@ -917,12 +1334,16 @@ pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result
             _ = terminate.recv() => return Ok(()),
             scraped = next => scraped,
         };
-        screen = match scraped {
-            Ok(current) => {
-                let view = render(&current, Some(&previous));
-                previous = current;
-                format!("{CLEAR_SCREEN}{view}")
-            }
+        // A failed scrape, or a pipeline gone after a restart with another
+        // configuration, is shown in place of the view: walrelay may be
+        // restarting.
+        let view = scraped.and_then(|current| {
+            let view = render_view(&current, Some(&previous), opts.pipeline.as_deref());
+            previous = current;
+            view
+        });
+        screen = match view {
+            Ok(view) => format!("{CLEAR_SCREEN}{view}"),
             Err(e) => format!(
                 "{CLEAR_SCREEN}{}\nretrying every {every:?}\n",
                 crate::chain::DisplayChain(&e)
@@ -937,29 +1358,30 @@ mod tests {
 
     const PAGE: &str = r#"# HELP walrelay_events Events produced to Kafka
 # TYPE walrelay_events counter
-walrelay_events_total{topic="outbox.event.order"} 40
-walrelay_events_total{topic="outbox.event.a\"b"} 2
+walrelay_events_total{pipeline="default",topic="outbox.event.order"} 40
+walrelay_events_total{pipeline="default",topic="outbox.event.a\"b"} 2
 # TYPE walrelay_transactions counter
-walrelay_transactions_total 21
-walrelay_delivery_errors_total{code="MsgSizeTooLarge"} 1
-walrelay_reconnects_total 3
-walrelay_events_in_flight 5
-walrelay_oldest_unacked_event_age_seconds 0.25
-walrelay_commit_to_ack_seconds_sum 0.5
-walrelay_commit_to_ack_seconds_count 100
-walrelay_commit_to_ack_seconds_bucket{le="+Inf"} 100
-walrelay_received_lsn_bytes 9223372036854775000
-walrelay_confirmed_lsn_bytes 22817176
-walrelay_slot_retained_wal_bytes 1048576
-walrelay_slot_confirmed_lag_bytes 33554432
-walrelay_slot_wal_status{status="reserved"} 1
-walrelay_slot_wal_status{status="lost"} 0
-walrelay_slot_active 1
-walrelay_slot_alert_level{kind="retained_wal"} 0
-walrelay_replication_lag_seconds 0.0
+walrelay_transactions_total{pipeline="default"} 21
+walrelay_delivery_errors_total{pipeline="default",code="MsgSizeTooLarge"} 1
+walrelay_reconnects_total{pipeline="default"} 3
+walrelay_events_in_flight{pipeline="default"} 5
+walrelay_oldest_unacked_event_age_seconds{pipeline="default"} 0.25
+walrelay_commit_to_ack_seconds_sum{pipeline="default"} 0.5
+walrelay_commit_to_ack_seconds_count{pipeline="default"} 100
+walrelay_commit_to_ack_seconds_bucket{pipeline="default",le="+Inf"} 100
+walrelay_received_lsn_bytes{pipeline="default"} 9223372036854775000
+walrelay_confirmed_lsn_bytes{pipeline="default"} 22817176
+walrelay_slot_retained_wal_bytes{pipeline="default"} 1048576
+walrelay_slot_confirmed_lag_bytes{pipeline="default"} 33554432
+walrelay_slot_wal_status{pipeline="default",status="reserved"} 1
+walrelay_slot_wal_status{pipeline="default",status="lost"} 0
+walrelay_slot_active{pipeline="default"} 1
+walrelay_slot_alert_level{pipeline="default",kind="retained_wal"} 0
+walrelay_replication_lag_seconds{pipeline="default"} 0.0
 walrelay_build_info{version="0.1.0"} 1
 walrelay_up 1
-walrelay_ready 1
+walrelay_ready{pipeline="default"} 1
+walrelay_pipeline_up{pipeline="default"} 1
 # EOF
 "#;
 
@@ -973,6 +1395,10 @@ walrelay_ready 1
         assert_eq!(s.received_lsn(), Some(Lsn(9223372036854775000)));
         assert_eq!(s.wal_status().as_deref(), Some("reserved"));
         assert_eq!(s.version().as_deref(), Some("0.1.0"));
+        assert_eq!(s.pipelines(), ["default"]);
+        assert_eq!(s.for_pipeline("default").state(), PipelineState::Running);
+        // The process's own series carry no pipeline label.
+        assert_eq!(s.for_pipeline("default").value(UP), None);
         let bucket = s
             .samples
             .iter()
@@ -1003,6 +1429,15 @@ walrelay_ready 1
         .unwrap();
         b.taken = a.taken + Duration::from_secs(2);
         let text = render(&b, Some(&a));
+        // One pipeline: the lines as they were before pipelines, its name
+        // added, and no table.
+        assert!(
+            text.starts_with(
+                "walrelay 0.1.0 at http://x/metrics\npipeline     default\nstate        up, ready\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("events/s"), "{text}");
         assert!(text.contains("confirmed    0/15C3198"), "{text}");
         assert!(text.contains("62 total, 10.0/s; 21 transactions"), "{text}");
         assert!(text.contains("1 delivery errors, 3 reconnects"), "{text}");
@@ -1020,8 +1455,9 @@ walrelay_ready 1
         let c = Snapshot::parse(
             "http://x/metrics",
             &format!(
-                "{PAGE}\nwalrelay_pgoutput_proto_version 4\nwalrelay_stream_aborts_total 2\n\
-                 walrelay_subtransaction_aborts_total 1\n"
+                "{PAGE}\nwalrelay_pgoutput_proto_version{{pipeline=\"default\"}} 4\n\
+                 walrelay_stream_aborts_total{{pipeline=\"default\"}} 2\n\
+                 walrelay_subtransaction_aborts_total{{pipeline=\"default\"}} 1\n"
             ),
         )
         .unwrap();
@@ -1042,7 +1478,7 @@ walrelay_ready 1
 
         let s = Snapshot::parse(
             "http://x/metrics",
-            &format!("{PAGE}\nwalrelay_exactly_once 0\n"),
+            &format!("{PAGE}\nwalrelay_exactly_once{{pipeline=\"default\"}} 0\n"),
         )
         .unwrap();
         let text = render(&s, None);
@@ -1050,12 +1486,12 @@ walrelay_ready 1
         assert!(!text.contains("progress"), "{text}");
 
         let eos = format!(
-            "{PAGE}\nwalrelay_exactly_once 1\n\
-             walrelay_kafka_transactions_total{{result=\"committed\"}} 35\n\
-             walrelay_kafka_transactions_total{{result=\"aborted\"}} 2\n\
-             walrelay_progress_committed_lsn_bytes 22817176\n\
-             walrelay_progress_committed_events 0\n\
-             walrelay_producer_fenced 0\n"
+            "{PAGE}\nwalrelay_exactly_once{{pipeline=\"default\"}} 1\n\
+             walrelay_kafka_transactions_total{{pipeline=\"default\",result=\"committed\"}} 35\n\
+             walrelay_kafka_transactions_total{{pipeline=\"default\",result=\"aborted\"}} 2\n\
+             walrelay_progress_committed_lsn_bytes{{pipeline=\"default\"}} 22817176\n\
+             walrelay_progress_committed_events{{pipeline=\"default\"}} 0\n\
+             walrelay_producer_fenced{{pipeline=\"default\"}} 0\n"
         );
         let text = render(&Snapshot::parse("http://x/metrics", &eos).unwrap(), None);
         assert!(text.contains("mode         exactly-once"), "{text}");
@@ -1069,10 +1505,13 @@ walrelay_ready 1
 
         let split = eos
             .replace(
-                "walrelay_progress_committed_events 0",
-                "walrelay_progress_committed_events 1200",
+                "walrelay_progress_committed_events{pipeline=\"default\"} 0",
+                "walrelay_progress_committed_events{pipeline=\"default\"} 1200",
             )
-            .replace("walrelay_producer_fenced 0", "walrelay_producer_fenced 1");
+            .replace(
+                "walrelay_producer_fenced{pipeline=\"default\"} 0",
+                "walrelay_producer_fenced{pipeline=\"default\"} 1",
+            );
         let text = render(&Snapshot::parse("http://x/metrics", &split).unwrap(), None);
         assert!(
             text.contains(
@@ -1083,8 +1522,8 @@ walrelay_ready 1
         assert!(text.contains("FENCED: another instance"), "{text}");
 
         let fresh = eos.replace(
-            "walrelay_progress_committed_lsn_bytes 22817176",
-            "walrelay_progress_committed_lsn_bytes 0",
+            "walrelay_progress_committed_lsn_bytes{pipeline=\"default\"} 22817176",
+            "walrelay_progress_committed_lsn_bytes{pipeline=\"default\"} 0",
         );
         let text = render(&Snapshot::parse("http://x/metrics", &fresh).unwrap(), None);
         assert!(
@@ -1170,7 +1609,8 @@ walrelay_ready 1
         // The registry exports the poll metrics in either mode: once a
         // replication session shows, the view is the WAL one.
         let page = format!(
-            "{}walrelay_poll_shards_held 0\nwalrelay_poll_unpublished_rows 0\n",
+            "{}walrelay_poll_shards_held{{pipeline=\"default\"}} 0\n\
+             walrelay_poll_unpublished_rows{{pipeline=\"default\"}} 0\n",
             PAGE.trim_end_matches("# EOF\n")
         );
         let s = Snapshot::parse("http://x/metrics", &page).unwrap();
@@ -1200,6 +1640,261 @@ walrelay_ready 1
             let s = Snapshot::parse("http://x/metrics", &page).unwrap();
             assert_eq!(s.is_poll(), poll, "{kind}");
         }
+    }
+
+    /// A process of two pipelines, from the real registries: `orders` on
+    /// the WAL, streaming; `billing` polling, stopped on a fatal error.
+    fn two_pipelines() -> (
+        crate::metrics::Process,
+        [std::sync::Arc<crate::metrics::Metrics>; 2],
+    ) {
+        use crate::metrics::{KindLabel, TopicLabel};
+        use std::sync::atomic::Ordering;
+        let p = crate::metrics::Process::new();
+        let orders = p.add_pipeline("orders");
+        let billing = p.add_pipeline("billing");
+        for (m, kind) in [(&orders, "wal"), (&billing, "poll")] {
+            m.source_info.get_or_create(&KindLabel { kind }).set(1);
+            m.streaming.store(true, Ordering::Relaxed);
+            m.kafka_reachable.store(true, Ordering::Relaxed);
+        }
+        orders.proto_version.set(4);
+        orders.slot_active.set(1);
+        orders.confirmed_lsn.set(22817176);
+        orders.received_lsn.set(22819224);
+        orders.slot_confirmed_lag.set(4096);
+        orders.replication_lag.set(0.25);
+        orders
+            .events
+            .get_or_create(&TopicLabel {
+                topic: "outbox.event.order".into(),
+            })
+            .inc_by(40);
+        billing.poll_shards_held.set(1);
+        billing.poll_unpublished.set(1200);
+        billing.poll_oldest_unpublished_age.set(185.0);
+        billing.poll_published.inc_by(5000);
+        billing
+            .events
+            .get_or_create(&TopicLabel {
+                topic: "outbox.event.invoice".into(),
+            })
+            .inc_by(5000);
+        billing.set_ended(Some(
+            "the outbox table \"billing.outbox\" was dropped".into(),
+        ));
+        (p, [orders, billing])
+    }
+
+    #[test]
+    fn renders_two_pipelines_one_failed() {
+        use crate::metrics::TopicLabel;
+        let (p, [orders, _billing]) = two_pipelines();
+        let a = Snapshot::parse("http://x/metrics", &p.render()).unwrap();
+        orders
+            .events
+            .get_or_create(&TopicLabel {
+                topic: "outbox.event.order".into(),
+            })
+            .inc_by(20);
+        orders.confirmed_lsn.set(22819224);
+        let mut b = Snapshot::parse("http://x/metrics", &p.render()).unwrap();
+        b.taken = a.taken + Duration::from_secs(2);
+        assert_eq!(b.pipelines(), ["orders", "billing"]);
+        assert_eq!(b.for_pipeline("orders").state(), PipelineState::Running);
+        assert_eq!(b.for_pipeline("billing").state(), PipelineState::Failed);
+        // What /readyz answers, as the process writes it.
+        b.readiness = Some(format!("not ready\n{}", p.not_ready().unwrap()));
+        let text = render(&b, Some(&a));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..5],
+            [
+                "walrelay ".to_owned() + env!("CARGO_PKG_VERSION") + " at http://x/metrics",
+                "state        up; 2 pipelines: 1 running, 1 FAILED".to_owned(),
+                "pipeline  source  state    events/s  behind".to_owned(),
+                "orders    wal     running      10.0  lag 0.2 s, 4.0 KiB unconfirmed".to_owned(),
+                "billing   poll    FAILED        0.0  (stopped)".to_owned(),
+            ],
+            "{text}"
+        );
+        // A section per pipeline, each with its own positions and rates.
+        let orders_at = text.find("\npipeline orders\n").expect(&text);
+        let billing_at = text.find("\npipeline billing\n").expect(&text);
+        assert!(orders_at < billing_at, "{text}");
+        let (orders_view, billing_view) = (&text[orders_at..billing_at], &text[billing_at..]);
+        for line in [
+            "state        ready",
+            "confirmed    0/15C3198   received 0/15C3198",
+            "events       60 total, 10.0/s; 0 transactions",
+            "protocol     pgoutput 4, streaming 'parallel'",
+            "topics       outbox.event.order 60",
+        ] {
+            assert!(orders_view.contains(line), "no {line:?} in:\n{orders_view}");
+        }
+        for line in [
+            "state        FAILED: stopped on a fatal error: the outbox table \"billing.outbox\" \
+             was dropped",
+            "source       polling; stopped, its shard locks released with its connections",
+            "backlog      1200 unpublished rows, the oldest waiting 3 min 5 s",
+            "events       5000 total, 0.0/s",
+            "topics       outbox.event.invoice 5000",
+        ] {
+            assert!(
+                billing_view.contains(line),
+                "no {line:?} in:\n{billing_view}"
+            );
+        }
+        // Nothing of one pipeline in the other's section.
+        assert!(!orders_view.contains("invoice") && !orders_view.contains("backlog"));
+        assert!(!billing_view.contains("slot") && !billing_view.contains("outbox.event.order"));
+
+        // Without /readyz's reasons it still says which one failed.
+        b.readiness = None;
+        let text = render(&b, Some(&a));
+        assert!(
+            text.contains("state        FAILED: stopped on a fatal error (the log says which)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_pipeline_of_several() {
+        let (p, _) = two_pipelines();
+        let s = Snapshot::parse("http://x/metrics", &p.render()).unwrap();
+        let text = render_view(&s, None, Some("billing")).unwrap();
+        assert!(
+            text.contains("pipeline     billing\nstate        up, FAILED"),
+            "{text}"
+        );
+        assert!(!text.contains("orders"), "{text}");
+        let err = render_view(&s, None, Some("shipping")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "walrelay at http://x/metrics runs no pipeline \"shipping\"; it runs orders, billing"
+        );
+    }
+
+    #[test]
+    fn states_from_the_metrics() {
+        use crate::metrics::KindLabel;
+        use std::sync::atomic::Ordering;
+        let state = |configure: &dyn Fn(&crate::metrics::Metrics)| {
+            let p = crate::metrics::Process::new();
+            configure(&p.add_pipeline("default"));
+            let s = Snapshot::parse("http://x/metrics", &p.render()).unwrap();
+            (s.for_pipeline("default").state(), render(&s, None))
+        };
+        let wal = |m: &crate::metrics::Metrics| {
+            m.source_info
+                .get_or_create(&KindLabel { kind: "wal" })
+                .set(1);
+        };
+        // No replication session yet (a WAL standby waits here too).
+        let (st, text) = state(&|m| wal(m));
+        assert_eq!(st, PipelineState::Starting);
+        assert!(
+            text.contains("up, NOT READY: starting, no replication session yet"),
+            "{text}"
+        );
+        // A session ran, then Kafka went away.
+        let (st, text) = state(&|m| {
+            wal(m);
+            m.proto_version.set(2);
+        });
+        assert_eq!(st, PipelineState::NotReady);
+        assert!(
+            text.contains("up, NOT READY (see /readyz for why)"),
+            "{text}"
+        );
+        // Streaming with lag at critical.
+        let (st, text) = state(&|m| {
+            wal(m);
+            m.proto_version.set(2);
+            m.streaming.store(true, Ordering::Relaxed);
+            m.kafka_reachable.store(true, Ordering::Relaxed);
+            m.lag_critical.store(true, Ordering::Relaxed);
+            m.slot_alert_level
+                .get_or_create(&KindLabel {
+                    kind: "lag_seconds",
+                })
+                .set(2);
+        });
+        assert_eq!(st, PipelineState::NotReady);
+        assert!(text.contains("up, NOT READY: lag critical"), "{text}");
+        // A polling hot standby.
+        let (st, text) = state(&|m| {
+            m.source_info
+                .get_or_create(&KindLabel { kind: "poll" })
+                .set(1);
+        });
+        assert_eq!(st, PipelineState::Standby);
+        assert!(text.contains("up, NOT READY: no shard held"), "{text}");
+        // Running.
+        let (st, _) = state(&|m| {
+            wal(m);
+            m.streaming.store(true, Ordering::Relaxed);
+            m.kafka_reachable.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(st, PipelineState::Running);
+        // Failed wins over everything.
+        let (st, _) = state(&|m| {
+            wal(m);
+            m.set_ended(Some("boom".into()));
+        });
+        assert_eq!(st, PipelineState::Failed);
+    }
+
+    #[test]
+    fn readiness_reasons_by_pipeline() {
+        let mut s = Snapshot::parse("http://x/metrics", "walrelay_up 1\n").unwrap();
+        assert_eq!(s.not_ready_reason("a"), None);
+        s.readiness =
+            Some("not ready\npipeline a: failed: x: y\npipeline a b: streaming=false\n".to_owned());
+        assert_eq!(s.not_ready_reason("a"), Some("failed: x: y"));
+        assert_eq!(s.not_ready_reason("a b"), Some("streaming=false"));
+        assert_eq!(s.not_ready_reason("c"), None);
+        assert_eq!(
+            readyz_url("http://127.0.0.1:9187/metrics").as_deref(),
+            Some("http://127.0.0.1:9187/readyz")
+        );
+        assert_eq!(
+            readyz_url("http://proxy/walrelay/metrics").as_deref(),
+            Some("http://proxy:80/walrelay/readyz")
+        );
+        assert_eq!(readyz_url("http://x/other"), None);
+    }
+
+    /// `walrelay status` against a live process of two pipelines, one
+    /// failed: the view names it and the reason `/readyz` gives, and the
+    /// command succeeds (it reports states, it does not judge them).
+    #[tokio::test]
+    async fn status_of_a_live_process_with_a_failed_pipeline() {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (p, _pipelines) = two_pipelines();
+        let p = std::sync::Arc::new(p);
+        let (addr, handle) = crate::metrics::serve("127.0.0.1:0", p, rx).await.unwrap();
+        let mut out = Vec::new();
+        run_status_to(StatusOptions::for_addr(&addr.to_string()), &mut out)
+            .await
+            .expect("status reads a process with a failed pipeline");
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("state        up; 2 pipelines: 1 running, 1 FAILED"),
+            "{text}"
+        );
+        assert!(
+            text.contains("FAILED: stopped on a fatal error: the outbox table"),
+            "{text}"
+        );
+        let opts = StatusOptions {
+            pipeline: Some("nope".into()),
+            ..StatusOptions::for_addr(&addr.to_string())
+        };
+        let err = run_status_to(opts, &mut Vec::new()).await.unwrap_err();
+        assert!(matches!(err, StatusError::NoSuchPipeline { .. }), "{err}");
+        tx.send(true).unwrap();
+        handle.await.unwrap();
     }
 
     #[test]

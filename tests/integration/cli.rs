@@ -2,7 +2,8 @@
 //! `walrelay check` (called as `walrelay::check::run_check`) on a good setup
 //! and on each kind of broken one, where the failing rows must be exactly
 //! the broken thing and name it; and `walrelay status` (through
-//! `walrelay::status`) against a running walrelay's metrics endpoint.
+//! `walrelay::status`, and the binary) against a running walrelay's metrics
+//! endpoint, with one pipeline and with two, one of them failed.
 
 use crate::common;
 
@@ -393,4 +394,129 @@ async fn status_shows_events_and_confirmed_lsn() {
     // Once walrelay is gone, status says so instead of hanging.
     let err = scrape(&url).await.expect_err("nothing listens any more");
     assert!(err.to_string().contains("cannot connect"), "{err}");
+}
+
+/// `walrelay status`, the command, against one process of two pipelines:
+/// `orders` relays, `broken` stops on a fatal error at its start (its slot
+/// is missing and `create_slot = false`). The process keeps `orders`
+/// running (`runtime.on_pipeline_failure = "continue"`); the view has both
+/// in its table and a section each, the failed one with the error
+/// `/readyz` gives; `--pipeline` shows one; the command exits 0 whatever
+/// the pipelines' states, 1 for a pipeline the process does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_a_failed_pipeline_beside_a_running_one() {
+    let ob = Outbox::new("status_two").await;
+    let broken = Outbox::new("status_broken").await;
+    let port = closed_port();
+    let config = ob.config_with(
+        &kafka_bootstrap(),
+        &format!(
+            "[metrics]\nlisten = \"127.0.0.1:{port}\"\n\n\
+             [[pipelines]]\nname = \"orders\"\n\n\
+             [[pipelines]]\nname = \"broken\"\n\
+             [pipelines.replication]\nslot = \"{b}\"\npublication = \"{b}\"\ncreate_slot = false\n\
+             [pipelines.outbox]\ntable = \"public.{b}\"\n",
+            b = broken.name
+        ),
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    for i in 0..3 {
+        ob.insert(i, "", "k", r#"{"n": 1}"#).await;
+    }
+    let written = ob.current_lsn().await;
+    ob.wait_confirmed(written, &relay).await;
+
+    let addr = format!("127.0.0.1:{port}");
+    let url = status::metrics_url(&addr);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let snap = scrape(&url).await;
+        if let Ok(s) = &snap {
+            let (orders, failed) = (s.for_pipeline("orders"), s.for_pipeline("broken"));
+            if orders.events() == Some(3.0)
+                && orders.state() == status::PipelineState::Running
+                && failed.state() == status::PipelineState::Failed
+            {
+                break;
+            }
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "metrics never showed orders relaying and broken failed: {snap:?}\n{}",
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let run = |extra: &[&str]| {
+        let mut args = vec!["status", "--metrics-addr", addr.as_str()];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_walrelay"))
+            .args(&args)
+            .output()
+            .expect("run walrelay status");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, text, stderr) = run(&[]);
+    assert_eq!(code, Some(0), "{text}\n{stderr}");
+    assert!(
+        text.contains("state        up; 2 pipelines: 1 running, 1 FAILED"),
+        "{text}"
+    );
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no table row for {name}:\n{text}"))
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("orders"), ["orders", "wal", "running"], "{text}");
+    assert_eq!(row("broken"), ["broken", "wal", "FAILED"], "{text}");
+    let broken_at = text
+        .find("\npipeline broken\n")
+        .unwrap_or_else(|| panic!("no section for broken:\n{text}"));
+    let broken_view = &text[broken_at..];
+    assert!(
+        broken_view.contains("state        FAILED: stopped on a fatal error: ")
+            && broken_view.contains("create_slot is false"),
+        "{broken_view}"
+    );
+    let orders_view = &text[text.find("\npipeline orders\n").expect(&text)..broken_at];
+    assert!(orders_view.contains("state        ready"), "{orders_view}");
+    assert!(
+        orders_view.contains("events       3 total"),
+        "{orders_view}"
+    );
+
+    let (code, text, stderr) = run(&["--pipeline", "orders"]);
+    assert_eq!(code, Some(0), "{text}\n{stderr}");
+    assert!(
+        text.contains("pipeline     orders\nstate        up, ready\n"),
+        "{text}"
+    );
+    assert!(!text.contains("broken"), "{text}");
+
+    let (code, text, stderr) = run(&["--pipeline", "shipping"]);
+    assert_eq!(code, Some(1), "{text}\n{stderr}");
+    assert!(
+        stderr.contains("runs no pipeline \"shipping\"; it runs orders, broken"),
+        "{stderr}"
+    );
+
+    ob.finish(relay).await;
+    broken
+        .client
+        .batch_execute(&format!(
+            "DROP PUBLICATION IF EXISTS {b}; DROP TABLE IF EXISTS {b}",
+            b = broken.name
+        ))
+        .await
+        .expect("drop the broken pipeline's publication and table");
 }
