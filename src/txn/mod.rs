@@ -1850,6 +1850,171 @@ mod tests {
         })
     }
 
+    const SECOND: u32 = 16500;
+
+    /// A second outbox table of another shape: `public.second (event_id,
+    /// kind, account, body)`.
+    fn second_relation() -> LogicalMessage {
+        let col = |name: &str, type_oid: u32| RelationColumn {
+            flags: 0,
+            name: Bytes::copy_from_slice(name.as_bytes()),
+            type_oid,
+            type_modifier: -1,
+        };
+        LogicalMessage::Relation(Relation {
+            xid: None,
+            id: SECOND,
+            namespace: Bytes::from_static(b"public"),
+            name: Bytes::from_static(b"second"),
+            replica_identity: b'd',
+            columns: vec![
+                col("event_id", oid::VARCHAR),
+                col("kind", oid::VARCHAR),
+                col("account", oid::VARCHAR),
+                col("body", oid::TEXT),
+            ],
+        })
+    }
+
+    fn second_insert(id: &str, kind: &str, account: &str) -> LogicalMessage {
+        LogicalMessage::Insert(Insert {
+            xid: None,
+            relation_id: SECOND,
+            new: TupleData {
+                columns: vec![text(id), text(kind), text(account), text("b")],
+            },
+        })
+    }
+
+    /// `public.outbox` with `[router]`'s columns and `public.second` with
+    /// its own.
+    fn two_tables(op_invalid: OpInvalidBehavior) -> (Harness, Router) {
+        let router = Router::new(
+            RouterConfig::default(),
+            ConvertersConfig::default(),
+            DebeziumConfig::default(),
+        )
+        .expect("default router config is valid");
+        let own = router
+            .mapping(&crate::router::ColumnOverrides {
+                id_field: Some("event_id".into()),
+                key_field: Some("account".into()),
+                payload_field: Some("body".into()),
+                route_by_field: Some("kind".into()),
+                ..Default::default()
+            })
+            .expect("valid overrides");
+        let table = |name: &str, columns| OutboxTable {
+            schema: "public".into(),
+            table: name.into(),
+            columns,
+            meta: TableMeta::unknown(),
+        };
+        let mut h = Harness::with(op_invalid);
+        h.asm = Assembler::new(
+            vec![
+                table("outbox", Arc::clone(router.columns())),
+                table("second", own),
+            ],
+            router.clone(),
+            op_invalid,
+        );
+        (h, router)
+    }
+
+    #[test]
+    fn several_tables_interleave_in_wal_order_each_with_its_columns() {
+        let (mut h, mut router) = two_tables(OpInvalidBehavior::Warn);
+        h.feed([
+            relation(None, OUTBOX, "outbox", false),
+            second_relation(),
+            relation(None, OTHER, "other", false),
+            begin(7),
+            insert(None, OUTBOX, "1", "A"),
+            second_insert("2", "B", "acct-9"),
+            insert(None, OTHER, "x", "x"),
+            insert(None, OUTBOX, "3", "A"),
+            second_insert("4", "B", "acct-9"),
+            end_commit(200),
+        ]);
+        let routed: Vec<(String, String, String)> = h
+            .out
+            .iter()
+            .map(|e| {
+                let (record, id) = e.route(&mut router).expect("routes");
+                let key = String::from_utf8(record.key.expect("a key").to_vec()).unwrap();
+                (record.topic.to_string(), key, id.expect("an id"))
+            })
+            .collect();
+        assert_eq!(
+            routed,
+            [
+                ("outbox.event.A".into(), "k".into(), "1".into()),
+                ("outbox.event.B".into(), "acct-9".into(), "2".into()),
+                ("outbox.event.A".into(), "k".into(), "3".into()),
+                ("outbox.event.B".into(), "acct-9".into(), "4".into()),
+            ]
+        );
+        assert_eq!(h.out[1].origin(), "public.second");
+        // One transaction, one tracker entry, confirmed once all four are.
+        assert!(h.out.iter().all(|e| e.seq == h.out[0].seq));
+        assert_eq!(h.asm.stats().other_ignored, 1);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(200));
+    }
+
+    #[test]
+    fn an_update_of_any_outbox_table_follows_the_policy_naming_it() {
+        let (mut h, _) = two_tables(OpInvalidBehavior::Fatal);
+        h.feed([second_relation(), begin(7)]);
+        let update = LogicalMessage::Update(Update {
+            xid: None,
+            relation_id: SECOND,
+            old: None,
+            new: TupleData::default(),
+        });
+        match h.try_feed(update) {
+            Err(TxnError::UnexpectedUpdate { table, .. }) => assert_eq!(table, "public.second"),
+            other => panic!("expected a fatal update, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn transaction_metadata_counts_each_table_as_its_collection() {
+        let (mut h, _) = two_tables(OpInvalidBehavior::Warn);
+        let with = with_metadata();
+        h.asm = h.asm.with_transaction_metadata(with.asm.metadata.clone());
+        h.feed([
+            relation(None, OUTBOX, "outbox", false),
+            second_relation(),
+            begin(7),
+            insert(None, OUTBOX, "1", "A"),
+            second_insert("2", "B", "a"),
+            second_insert("3", "B", "a"),
+            delete(SECOND),
+            end_commit(200),
+        ]);
+        let Some(EventBody::Transaction {
+            marker:
+                Marker::End {
+                    event_count,
+                    data_collections,
+                    ..
+                },
+            ..
+        }) = h.out.last().map(|e| &e.body)
+        else {
+            panic!("no END: {:?}", h.ids());
+        };
+        assert_eq!(*event_count, 4);
+        let mut per = data_collections.clone();
+        per.sort();
+        assert_eq!(
+            per,
+            vec![(Arc::from("public.outbox"), 1), (Arc::from("public.second"), 3)]
+        );
+    }
+
     #[test]
     fn transaction_metadata_brackets_every_transaction_and_counts_as_debezium() {
         let mut h = with_metadata();
