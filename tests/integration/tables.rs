@@ -6,7 +6,8 @@
 //! confirmed past the writes, and a SIGKILL and restart losing nothing; two
 //! tables of different shapes, each read with its own columns; a table's
 //! mapping naming a missing column stopping the start; a publication
-//! without one of the tables; and `walrelay check` naming every table.
+//! without one of the tables; `walrelay check` naming every table; and
+//! exactly-once with heartbeats over several tables.
 //!
 //! Each test owns its tables (the first is an [`Outbox`], whose name also
 //! names the slot, publication and topics; the others are `<name>_b`,
@@ -18,8 +19,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use common::relay::{connect_files, event_id, event_number, ids, read_until_ids, Outbox, Relay};
-use common::{create_topic, kafka_bootstrap, Record};
+use common::progress::ProgressTopic;
+use common::relay::{
+    commit_ends, connect_files, event_id, event_number, ids, read_until_ids, Outbox, Relay, WAIT,
+};
+use common::{create_topic, kafka_bootstrap, read_to_end, Record};
 use walrelay::check::{self, run_check, CheckStatus};
 use walrelay::config::Config;
 use walrelay::proto::Lsn;
@@ -528,4 +532,55 @@ async fn check_names_every_table() {
         .batch_execute(&format!("DROP TABLE {}", t.ob.name))
         .await
         .expect("drop the table");
+}
+
+/// Exactly-once with heartbeats over three tables: a SIGKILL between
+/// interleaved writes, then a `read_committed` consumer reads every event
+/// of every table exactly once, the progress record reaches the last
+/// commit, and the heartbeat topic gets Debezium's heartbeat records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_tables_exactly_once_with_heartbeats() {
+    let t = Tables::new("tables_eos", 3).await;
+    for topic in t.topics() {
+        create_topic(&topic, PARTITIONS).await;
+    }
+    let bootstrap = kafka_bootstrap();
+    let heartbeat_topic = format!("__debezium-heartbeat.{}", t.ob.name);
+    create_topic(&heartbeat_topic, 1).await;
+    let progress = ProgressTopic::new(&bootstrap, &t.ob.name);
+    let config = progress.config(
+        &t.config(&format!(
+            "[debezium]\ntopic_prefix = \"{}\"\n[heartbeat]\ninterval_ms = 200\n",
+            t.ob.name
+        )),
+        "interval_ms = 50\n",
+    );
+    let mut relay = Relay::start(&config);
+    t.ob.wait_active(&mut relay).await;
+    let probe = t.ob.create_probe().await;
+    t.write(1, 10, 6).await;
+    t.read_checked(1..=60, &mut relay).await;
+    t.write(61, 10, 6).await;
+    relay.kill();
+    t.write(121, 10, 6).await;
+    let mut relay = relay.kill_and_restart();
+    t.ob.wait_active(&mut relay).await;
+    t.write(181, 5, 6).await;
+    let ends = commit_ends(&t.ob.client, &probe, &t.ob.name).await;
+    let last = *ends.last().expect("commits decoded");
+    progress.wait_for(last, &mut relay).await;
+    let records = t.read_checked(1..=210, &mut relay).await;
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    for r in records.values().flatten() {
+        *seen
+            .entry(event_number(r.header("id").unwrap()).unwrap())
+            .or_default() += 1;
+    }
+    let repeated: Vec<(&u64, &usize)> = seen.iter().filter(|(_, c)| **c > 1).collect();
+    assert!(repeated.is_empty(), "read more than once: {repeated:?}");
+    assert_eq!(seen.len(), 210);
+    let beats = read_to_end(&heartbeat_topic, WAIT).await;
+    assert!(!beats.is_empty(), "no heartbeat record on {heartbeat_topic}");
+    t.ob.drop_probe(&probe).await;
+    t.finish(relay).await;
 }
