@@ -858,6 +858,17 @@ const CASES: &[Case] = &[
             "tables-feed.sql",
         )
     },
+    // snapshot.mode=initial over the three tables (listed c, a, b), two
+    // rows each already there, one aggregate on one topic: the order in
+    // which the tables' rows are published is compared too.
+    Case {
+        database: Database::Private,
+        ..with_sql(
+            case("tables-snapshot", End::Records(18)),
+            "tables-snapshot.sql",
+            "tables-feed.sql",
+        )
+    },
     // Transaction metadata over the three tables: the END record counts
     // each table as its data collection.
     txmeta(
