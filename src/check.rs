@@ -57,11 +57,11 @@ use crate::postgres::poll::PollError;
 use crate::postgres::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
-use crate::txn::config::OutboxTableSpec;
 use crate::router::{
     native_column_option, ColumnMeta, RouteError, Router, TableMeta, KEY_ROUTE_BY_FIELD,
 };
 use crate::sink::progress_topic::{self, ProgressTopicError, TopicFacts};
+use crate::txn::config::OutboxTableSpec;
 
 /// Row: an ordinary SQL connection with the configured credentials.
 pub const POSTGRES_CONNECTION: &str = "postgres connection";
@@ -626,8 +626,8 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     .await;
     if poll {
         // The configuration allows the polling source one table.
-        let route_values = check_poll(&mut report, config, &client, timeout, &server, &tables[0])
-            .await;
+        let route_values =
+            check_poll(&mut report, config, &client, timeout, &server, &tables[0]).await;
         return PgOutcome {
             report,
             route_values,
@@ -1706,7 +1706,9 @@ async fn check_publication(
         report.fail(
             PUBLICATION,
             format!("{publication} exists but does not include {missing}"),
-            format!("{alter} ADD TABLE {add}, or point replication.publication at another publication"),
+            format!(
+                "{alter} ADD TABLE {add}, or point replication.publication at another publication"
+            ),
         );
         return None;
     }

@@ -10,17 +10,17 @@ use std::sync::Arc;
 
 use crate::chain::DisplayChain;
 use crate::config::Config;
+use crate::connect::pg::TableMeta;
 use crate::connect::transaction::TransactionTopic;
 use crate::heartbeat::HeartbeatRecord;
+use crate::postgres::catalog::CatalogError;
 use crate::postgres::catalog::PublicationPlan;
 use crate::postgres::replication::ConnectParams;
-use crate::connect::pg::TableMeta;
-use crate::postgres::catalog::CatalogError;
 use crate::router::{native_column_option, ColumnMapping, ColumnOverrides, RouteError, Router};
-use walrelay_proto::RelationInfo;
 use crate::txn::metadata::Metadata;
 use crate::txn::spill::SpillFile;
 use crate::txn::{Assembler, OutboxTable};
+use walrelay_proto::RelationInfo;
 
 use super::PipelineError;
 

@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{error, info, warn, Instrument};
 
-use super::session::{drive, SessionError};
 use super::plan::PlannedTable;
+use super::session::{drive, SessionError};
 use super::{Backoff, PipelineError, Plan};
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;

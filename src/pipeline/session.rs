@@ -114,12 +114,13 @@ pub(super) async fn run<P: ProgressStore>(
     // every column its routing names checked before anything is created.
     let mut table_metas = Vec::with_capacity(plan.tables().len());
     for t in plan.tables() {
-        let (meta, relation) = catalog::bounded(bound, "reading an outbox table's columns", async {
-            let meta = catalog::table_meta(&client, &t.schema, &t.table).await?;
-            let relation = pg_snapshot::relation_info(&client, &t.schema, &t.table).await?;
-            Ok::<_, CatalogError>((meta, relation))
-        })
-        .await?;
+        let (meta, relation) =
+            catalog::bounded(bound, "reading an outbox table's columns", async {
+                let meta = catalog::table_meta(&client, &t.schema, &t.table).await?;
+                let relation = pg_snapshot::relation_info(&client, &t.schema, &t.table).await?;
+                Ok::<_, CatalogError>((meta, relation))
+            })
+            .await?;
         t.require_columns(&plan.router(), &Arc::new(relation), &meta)?;
         table_metas.push(meta);
     }

@@ -690,7 +690,10 @@ impl Router {
 
     /// The columns of a table that overrides some of `[router]`'s
     /// (`[[outbox.tables]]`); `[router]`'s own when `overrides` is empty.
-    pub fn mapping(&self, overrides: &ColumnOverrides) -> Result<Arc<ColumnMapping>, RouteConfigError> {
+    pub fn mapping(
+        &self,
+        overrides: &ColumnOverrides,
+    ) -> Result<Arc<ColumnMapping>, RouteConfigError> {
         if overrides.is_empty() {
             return Ok(Arc::clone(&self.columns));
         }

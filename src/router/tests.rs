@@ -2091,8 +2091,12 @@ fn tables_with_router_columns_share_the_envelope_schema_cache() {
     );
     let a = router.bind(&it_table(), &it_meta()).unwrap();
     let b = router.bind(&renamed("second"), &it_meta()).unwrap();
-    let first = router.route(&a, &it_row("User", Some(EMAIL)), &meta()).unwrap();
-    let second = router.route(&b, &it_row("Order", Some(EMAIL)), &meta()).unwrap();
+    let first = router
+        .route(&a, &it_row("User", Some(EMAIL)), &meta())
+        .unwrap();
+    let second = router
+        .route(&b, &it_row("Order", Some(EMAIL)), &meta())
+        .unwrap();
     for rec in [&first, &second] {
         assert!(
             s(&rec.value).contains(r#""name":"test_server.outboxsmtit.outbox.User.Value""#),
@@ -2166,8 +2170,14 @@ fn a_table_with_its_own_columns_is_bound_with_them() {
     );
     // The [router] tables keep their envelope.
     let it = router.bind(&it_table(), &it_meta()).unwrap();
-    let rec = router.route(&it, &it_row("User", Some(EMAIL)), &meta()).unwrap();
-    assert!(s(&rec.value).starts_with(r#"{"payload":"#), "{}", s(&rec.value));
+    let rec = router
+        .route(&it, &it_row("User", Some(EMAIL)), &meta())
+        .unwrap();
+    assert!(
+        s(&rec.value).starts_with(r#"{"payload":"#),
+        "{}",
+        s(&rec.value)
+    );
 }
 
 #[test]

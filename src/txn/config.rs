@@ -517,4 +517,3 @@ pub fn parse_qualified_name(name: &str) -> Option<(String, String)> {
         _ => None,
     }
 }
-

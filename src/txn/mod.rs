@@ -2011,7 +2011,10 @@ mod tests {
         per.sort();
         assert_eq!(
             per,
-            vec![(Arc::from("public.outbox"), 1), (Arc::from("public.second"), 3)]
+            vec![
+                (Arc::from("public.outbox"), 1),
+                (Arc::from("public.second"), 3)
+            ]
         );
     }
 

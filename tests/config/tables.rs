@@ -177,10 +177,7 @@ fn per_table_keys_that_make_no_sense_are_refused_by_name() {
         assert!(text.contains(why), "{line}: {text}");
     }
     // A column name must name something.
-    native_refused(
-        &entry("key_field = \" \""),
-        "outbox.tables[1].key_field",
-    );
+    native_refused(&entry("key_field = \" \""), "outbox.tables[1].key_field");
     // A placement is checked as [router]'s is, and named per table.
     native_refused(
         &entry("additional_placement = \"type:sideways\""),
@@ -291,8 +288,14 @@ fn table_include_list_with_several_tables_becomes_the_list() {
 
 #[test]
 fn every_table_of_the_list_is_checked() {
-    connect_refused(&[("table.include.list", "public.a,public.b.*")], "table.include.list");
-    connect_refused(&[("table.include.list", "public.a,b")], "table.include.list");
+    connect_refused(
+        &[("table.include.list", "public.a,public.b.*")],
+        "table.include.list",
+    );
+    connect_refused(
+        &[("table.include.list", "public.a,b")],
+        "table.include.list",
+    );
     // The schema lists must let every table through.
     connect(&[
         ("table.include.list", THREE),

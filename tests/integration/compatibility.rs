@@ -845,7 +845,11 @@ const CASES: &[Case] = &[
     // its own, whose drop removes the tables.
     Case {
         database: Database::Private,
-        ..with_sql(case("tables", End::Records(12)), "tables.sql", "tables-feed.sql")
+        ..with_sql(
+            case("tables", End::Records(12)),
+            "tables.sql",
+            "tables-feed.sql",
+        )
     },
     // With an envelope field: the EventRouter's envelope schema cache is
     // keyed by the payload schema, so the first table (and route value)

@@ -50,7 +50,10 @@ impl Tables {
         for suffix in ["b", "c", "d"].iter().take(count - 1) {
             let name = format!("{}_{suffix}", ob.name);
             ob.client
-                .batch_execute(&format!("CREATE TABLE {name} (LIKE {} INCLUDING ALL)", ob.name))
+                .batch_execute(&format!(
+                    "CREATE TABLE {name} (LIKE {} INCLUDING ALL)",
+                    ob.name
+                ))
                 .await
                 .expect("create another outbox table");
             names.push(name);
@@ -280,10 +283,7 @@ async fn three_tables_interleaved_connect_standalone() {
     // Rows already there: one per table, for the snapshot.
     t.write_with(1, 1, 3, false).await;
     t.ob.client
-        .batch_execute(&format!(
-            "CREATE PUBLICATION {0} FOR TABLE {0}",
-            t.ob.name
-        ))
+        .batch_execute(&format!("CREATE PUBLICATION {0} FOR TABLE {0}", t.ob.name))
         .await
         .expect("create a publication of the first table only");
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -363,18 +363,16 @@ async fn tables_of_different_shapes_each_with_its_columns() {
     let (topic_a, topic_b) = (ob.topic(""), ob.topic("_bill"));
     create_topic(&topic_a, PARTITIONS).await;
     create_topic(&topic_b, PARTITIONS).await;
-    let config = ob
-        .config(&kafka_bootstrap())
-        .replace(
-            &format!("[outbox]\ntable = \"public.{}\"\n", ob.name),
-            &format!(
-                "[[outbox.tables]]\nname = \"public.{}\"\n\n\
+    let config = ob.config(&kafka_bootstrap()).replace(
+        &format!("[outbox]\ntable = \"public.{}\"\n", ob.name),
+        &format!(
+            "[[outbox.tables]]\nname = \"public.{}\"\n\n\
                  [[outbox.tables]]\nname = \"public.{bill}\"\nid_field = \"event_id\"\n\
                  key_field = \"account_id\"\npayload_field = \"body\"\nroute_by_field = \"kind\"\n\
                  timestamp_field = \"created\"\nadditional_placement = \"kind:header:eventKind\"\n",
-                ob.name
-            ),
-        );
+            ob.name
+        ),
+    );
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
     // Interleaved: each transaction writes both tables.
@@ -480,7 +478,11 @@ async fn a_publication_missing_a_table_is_refused_naming_it() {
         "{missing} not named:\n{log}"
     );
     assert!(!t.ob.slot_exists().await);
-    assert_eq!(t.published().await.len(), 2, "the publication is left alone");
+    assert_eq!(
+        t.published().await.len(),
+        2,
+        "the publication is left alone"
+    );
     t.finish_exited(relay).await;
 }
 
@@ -504,9 +506,15 @@ async fn check_names_every_table() {
         .collect();
     assert_eq!(rows.len(), 2, "{report}");
     assert_eq!(rows[0].status, CheckStatus::Pass, "{report}");
-    assert!(rows[0].detail.contains(&format!("public.{}", t.ob.name)), "{report}");
+    assert!(
+        rows[0].detail.contains(&format!("public.{}", t.ob.name)),
+        "{report}"
+    );
     assert_eq!(rows[1].status, CheckStatus::Fail, "{report}");
-    assert!(rows[1].detail.contains(&format!("public.{other}")), "{report}");
+    assert!(
+        rows[1].detail.contains(&format!("public.{other}")),
+        "{report}"
+    );
     assert!(rows[1].detail.contains("\"body\""), "{report}");
     assert!(
         rows[1]
@@ -527,8 +535,7 @@ async fn check_names_every_table() {
         "{report}"
     );
     t.drop_others().await;
-    t.ob
-        .client
+    t.ob.client
         .batch_execute(&format!("DROP TABLE {}", t.ob.name))
         .await
         .expect("drop the table");
@@ -580,7 +587,10 @@ async fn three_tables_exactly_once_with_heartbeats() {
     assert!(repeated.is_empty(), "read more than once: {repeated:?}");
     assert_eq!(seen.len(), 210);
     let beats = read_to_end(&heartbeat_topic, WAIT).await;
-    assert!(!beats.is_empty(), "no heartbeat record on {heartbeat_topic}");
+    assert!(
+        !beats.is_empty(),
+        "no heartbeat record on {heartbeat_topic}"
+    );
     t.ob.drop_probe(&probe).await;
     t.finish(relay).await;
 }

@@ -644,14 +644,13 @@ pub async fn prepare_publication(
         .tables
         .first()
         .expect("a plan that is not messages-only names an outbox table");
-    let mismatch_of = |(schema, table): &(String, String), reason: &str| {
-        CatalogError::PublicationMismatch {
+    let mismatch_of =
+        |(schema, table): &(String, String), reason: &str| CatalogError::PublicationMismatch {
             publication: publication.clone(),
             schema: schema.clone(),
             table: table.clone(),
             reason: reason.to_owned(),
-        }
-    };
+        };
     let mismatch = |reason: &str| mismatch_of(&(schema.clone(), table.clone()), reason);
     let outbox = plan
         .tables
