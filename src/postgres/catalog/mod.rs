@@ -640,7 +640,7 @@ pub async fn prepare_publication(
         }
     }
     // Errors about the publication as a whole name the first table.
-    let (schema, table) = plan
+    let first = plan
         .tables
         .first()
         .expect("a plan that is not messages-only names an outbox table");
@@ -651,7 +651,7 @@ pub async fn prepare_publication(
             table: table.clone(),
             reason: reason.to_owned(),
         };
-    let mismatch = |reason: &str| mismatch_of(&(schema.clone(), table.clone()), reason);
+    let mismatch = |reason: &str| mismatch_of(first, reason);
     let outbox = plan
         .tables
         .iter()
