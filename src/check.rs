@@ -3,10 +3,11 @@
 //!
 //! Owns the checks and their wording: connections and authentication (SQL and
 //! replication), `wal_level`, slot and WAL sender capacity, the role's
-//! attributes and privileges, the outbox table's columns against the routing
-//! configuration (through [`Router::bind`], so it judges the layout exactly as
-//! the stream will), the publication and the slot as walrelay would find
-//! them, failover slots and the standbys that keep them (PostgreSQL 17+),
+//! attributes and privileges, each outbox table's columns against its
+//! routing (through [`Router::check_layout_with`], so it judges the layout
+//! exactly as the stream will; one `outbox table` and one `outbox
+//! privileges` row per table, each naming it), the publication and the slot
+//! as walrelay would find them, failover slots and the standbys that keep them (PostgreSQL 17+),
 //! `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to, and in exactly-once mode the transactional id
 //! and the progress topic. With the polling source (`source.kind = "poll"`)
@@ -57,11 +58,11 @@ use crate::postgres::replication::{
     quote_ident, ConnectParams, ReplicationConnection, ReplicationError,
 };
 use crate::router::{
-    ColumnMeta, RouteError, Router, TableMeta, KEY_ADDITIONAL_PLACEMENT, KEY_HEADERS_FIELD,
-    KEY_ID_FIELD, KEY_KEY_FIELD, KEY_PAYLOAD_FIELD, KEY_ROUTE_BY_FIELD, KEY_SCHEMA_VERSION_FIELD,
-    KEY_TIMESTAMP_FIELD, KEY_TRACING_SPAN_CONTEXT_FIELD,
+    native_column_option, ColumnMeta, RouteError, Router, TableMeta, KEY_HEADERS_FIELD,
+    KEY_ROUTE_BY_FIELD,
 };
 use crate::sink::progress_topic::{self, ProgressTopicError, TopicFacts};
+use crate::txn::config::OutboxTableSpec;
 
 /// Row: an ordinary SQL connection with the configured credentials.
 pub const POSTGRES_CONNECTION: &str = "postgres connection";
@@ -83,10 +84,11 @@ pub const SLOT_CAPACITY: &str = "replication slots";
 pub const WAL_SENDERS: &str = "wal senders";
 /// Row: `max_slot_wal_keep_size`.
 pub const MAX_SLOT_WAL_KEEP_SIZE: &str = "max_slot_wal_keep_size";
-/// Row: the outbox table and the columns the router reads.
+/// Row: an outbox table and the columns the router reads (one per table,
+/// its detail naming the table).
 pub const OUTBOX_TABLE: &str = "outbox table";
-/// Row: SELECT on the outbox, and ownership when walrelay creates the
-/// publication; with the polling source, the privileges its statements
+/// Row: SELECT on an outbox table, and ownership when walrelay creates the
+/// publication (one per table); with the polling source, the privileges its statements
 /// need (SELECT, UPDATE, and DELETE when rows are deleted).
 pub const OUTBOX_PRIVILEGES: &str = "outbox privileges";
 /// Row: the publication.
@@ -486,13 +488,13 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     let timeout = params.connect_timeout;
     let pg = &config.postgres;
     let addr = params.hosts_label();
-    let (schema, table) = match config.outbox.qualified() {
-        Ok(names) => names,
+    let tables = match config.outbox.tables() {
+        Ok(tables) => tables,
         Err(e) => {
             report.fail(
                 OUTBOX_TABLE,
                 DisplayChain(&e).to_string(),
-                "set outbox.table to schema.table",
+                "set outbox.table, or each outbox.tables entry's name, to schema.table",
             );
             return PgOutcome {
                 report,
@@ -500,7 +502,6 @@ async fn check_postgres(config: &Config) -> PgOutcome {
             };
         }
     };
-    let qualified = format!("{schema}.{table}");
 
     let poll = config.source.kind == SourceKind::Poll;
     // Under its own application_name, so the WAL sender count below can
@@ -625,16 +626,9 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     )
     .await;
     if poll {
-        let route_values = check_poll(
-            &mut report,
-            config,
-            &client,
-            timeout,
-            &server,
-            &schema,
-            &table,
-        )
-        .await;
+        // The configuration allows the polling source one table.
+        let route_values =
+            check_poll(&mut report, config, &client, timeout, &server, &tables[0]).await;
         return PgOutcome {
             report,
             route_values,
@@ -661,62 +655,78 @@ async fn check_postgres(config: &Config) -> PgOutcome {
             route_values: None,
         };
     }
-    let facts = match outbox_facts(&client, timeout, &schema, &table).await {
-        Ok(f) => f,
-        Err(e) => {
-            report.fail(
-                OUTBOX_TABLE,
-                DisplayChain(&e).to_string(),
-                "make sure the role can read the catalog (pg_class, pg_attribute)",
-            );
-            None
-        }
-    };
-    let route_known = match &facts {
-        None => {
-            if report.row(OUTBOX_TABLE).is_none() {
+    // One table row per outbox table, then one privileges row per table,
+    // then the publication (which names them all).
+    let mut all_facts = Vec::with_capacity(tables.len());
+    let mut route_values: Option<Result<Vec<String>, String>> = None;
+    for spec in &tables {
+        let qualified = spec.qualified();
+        let facts = match outbox_facts(&client, timeout, &spec.schema, &spec.table).await {
+            Ok(Some(f)) => Some(f),
+            Ok(None) => {
                 report.fail(
                     OUTBOX_TABLE,
                     format!(
                         "{qualified} does not exist in database {} (or is not a table)",
                         pg.dbname
                     ),
-                    "create the outbox table, or set outbox.table to the table your services write to (schema.table)",
+                    format!(
+                        "create the outbox table, or set {} to the table your services write to (schema.table)",
+                        table_key(spec)
+                    ),
                 );
+                None
             }
-            false
+            Err(e) => {
+                report.fail(
+                    OUTBOX_TABLE,
+                    format!("{qualified}: {}", DisplayChain(&e)),
+                    "make sure the role can read the catalog (pg_class, pg_attribute)",
+                );
+                None
+            }
+        };
+        if let Some(f) = &facts {
+            if let Some(route) = check_columns(&mut report, config, &client, timeout, f, spec).await
+            {
+                let values = read_route_values(&client, timeout, spec, &route)
+                    .await
+                    .map_err(|e| DisplayChain(&e).to_string());
+                route_values = Some(match (route_values.take(), values) {
+                    (None, v) => v,
+                    (Some(Err(e)), _) | (Some(Ok(_)), Err(e)) => Err(e),
+                    (Some(Ok(mut all)), Ok(more)) => {
+                        for v in more {
+                            if !all.contains(&v) {
+                                all.push(v);
+                            }
+                        }
+                        Ok(all)
+                    }
+                });
+            }
         }
-        Some(f) => check_columns(&mut report, config, &client, timeout, f, &schema, &table).await,
-    };
-    let route_values = if route_known {
-        Some(
-            read_route_values(&client, timeout, config, &schema, &table)
-                .await
-                .map_err(|e| DisplayChain(&e).to_string()),
-        )
-    } else {
-        None
-    };
-
-    let action = check_publication(&mut report, config, &client, timeout, &schema, &table).await;
-    check_privileges(
-        &mut report,
-        facts.as_ref(),
-        action.as_ref(),
-        superuser,
-        &pg.user,
-        &qualified,
-    );
-    // Keep the table order stable: privileges right after the table.
-    if let (Some(p), Some(t)) = (
-        report.rows.iter().position(|r| r.name == OUTBOX_PRIVILEGES),
-        report.rows.iter().position(|r| r.name == PUBLICATION),
-    ) {
-        if p > t {
-            let row = report.rows.remove(p);
-            report.rows.insert(t, row);
-        }
+        all_facts.push(facts);
     }
+
+    let action = check_publication(&mut report, config, &client, timeout, &tables).await;
+    let publication_row = report
+        .rows
+        .iter()
+        .rposition(|r| r.name == PUBLICATION)
+        .map(|i| report.rows.remove(i));
+    for (spec, facts) in tables.iter().zip(&all_facts) {
+        check_privileges(
+            &mut report,
+            facts.as_ref(),
+            action.as_ref(),
+            superuser,
+            &pg.user,
+            &spec.qualified(),
+        );
+    }
+    // Keep the table order stable: privileges right after the tables.
+    report.rows.extend(publication_row);
     check_slot(&mut report, config, &client, timeout).await;
     check_failover(&mut report, config, &client, timeout, &server).await;
     PgOutcome {
@@ -1335,42 +1345,49 @@ async fn outbox_facts(
     .await
 }
 
-/// The config key of a Debezium router key, for messages.
-fn native_key(debezium_key: &str) -> &'static str {
-    match debezium_key {
-        KEY_ID_FIELD => "router.id_field",
-        KEY_KEY_FIELD => "router.key_field",
-        KEY_PAYLOAD_FIELD => "router.payload_field",
-        KEY_ROUTE_BY_FIELD => "router.route_by_field",
-        KEY_TIMESTAMP_FIELD => "router.timestamp_field",
-        KEY_SCHEMA_VERSION_FIELD => "router.schema_version_field",
-        KEY_ADDITIONAL_PLACEMENT => "router.additional_placement",
-        KEY_TRACING_SPAN_CONTEXT_FIELD => "router.tracing_span_context_field",
-        KEY_HEADERS_FIELD => KEY_HEADERS_FIELD,
-        _ => "router",
+/// The config key of a Debezium router key for the table `spec`, for
+/// messages: the table's own (`outbox.tables[<i>].key_field`) where it
+/// sets one, else `[router]`'s; `router.headers_field` is native only.
+fn native_key(debezium_key: &str, spec: &OutboxTableSpec) -> String {
+    if debezium_key == KEY_HEADERS_FIELD {
+        return KEY_HEADERS_FIELD.to_owned();
+    }
+    match native_column_option(debezium_key) {
+        Some(native) if spec.columns.sets(native) => format!("{}.{native}", spec.key),
+        Some(native) => format!("router.{native}"),
+        None => "router".to_owned(),
+    }
+}
+
+/// The key that names an outbox table, for fixes.
+fn table_key(spec: &OutboxTableSpec) -> String {
+    if spec.key == crate::txn::config::KEY_TABLE {
+        spec.key.clone()
+    } else {
+        format!("{}.name", spec.key)
     }
 }
 
 /// The config key of a router key for a fix, with its Debezium key when
 /// it has one.
-fn key_for_fix(key: &str) -> String {
-    match native_key(key) {
-        native if native == key => native.to_owned(),
+fn key_for_fix(key: &str, spec: &OutboxTableSpec) -> String {
+    match native_key(key, spec) {
+        native if native == key => native,
         native => format!("{native} (Debezium {key})"),
     }
 }
 
 /// Binds the router to the table's published columns, as the stream will on
-/// the first Relation message. Returns whether the route column is usable.
+/// the first Relation message. Returns the route column when it is usable.
 async fn check_columns(
     report: &mut CheckReport,
     config: &Config,
     client: &Client,
     timeout: Duration,
     facts: &OutboxTable,
-    schema: &str,
-    table: &str,
-) -> bool {
+    spec: &OutboxTableSpec,
+) -> Option<String> {
+    let (schema, table) = (spec.schema.as_str(), spec.table.as_str());
     let rows = read(
         "the outbox table's columns",
         timeout,
@@ -1382,10 +1399,10 @@ async fn check_columns(
         Err(e) => {
             report.fail(
                 OUTBOX_TABLE,
-                DisplayChain(&e).to_string(),
+                format!("{}: {}", spec.qualified(), DisplayChain(&e)),
                 "make sure the role can read pg_attribute",
             );
-            return false;
+            return None;
         }
     };
     // A publication with a column list sends only those columns.
@@ -1395,21 +1412,22 @@ async fn check_columns(
             .ok()
             .flatten()
             .map(|names| names.into_iter().collect());
-    bind_columns(report, config, facts.oid, rows, published, schema, table)
+    bind_columns(report, config, facts.oid, rows, published, spec)
 }
 
 /// Binds the router to `rows`, the columns the source will hand it (of
-/// those, only the ones in `published` when a publication lists columns).
-/// Returns whether the route column is usable.
+/// those, only the ones in `published` when a publication lists columns),
+/// with the table's own columns. Returns the route column when it is
+/// usable.
 fn bind_columns(
     report: &mut CheckReport,
     config: &Config,
     table_oid: u32,
     rows: Vec<preflight::OutboxColumn>,
     published: Option<BTreeSet<String>>,
-    schema: &str,
-    table: &str,
-) -> bool {
+    spec: &OutboxTableSpec,
+) -> Option<String> {
+    let (schema, table) = (spec.schema.as_str(), spec.table.as_str());
     let mut columns = Vec::new();
     let mut metas = Vec::new();
     let mut types = BTreeMap::new();
@@ -1441,41 +1459,55 @@ fn bind_columns(
         columns,
     });
     let qualified = relation.qualified_name();
-    let router = match Router::new(
+    let routing = Router::new(
         config.router.clone(),
         config.converters,
         config.debezium.clone(),
-    ) {
+    )
+    .and_then(|router| {
+        let columns = router.mapping(&spec.columns)?;
+        Ok((router, columns))
+    });
+    let (router, columns) = match routing {
         Ok(r) => r,
         Err(e) => {
             report.fail(
                 OUTBOX_TABLE,
-                format!("the routing configuration is invalid: {}", DisplayChain(&e)),
+                format!(
+                    "{qualified}: the routing configuration is invalid: {}",
+                    DisplayChain(&e)
+                ),
                 "fix the [router] / [converters] settings it names",
             );
-            return false;
+            return None;
         }
     };
-    match router.check_layout(&relation, &TableMeta::new(metas)) {
+    let route = columns.route_by_field().to_owned();
+    match router.check_layout_with(&relation, &TableMeta::new(metas), &columns) {
         Ok(_) => {
-            let r = &config.router;
             let shown = |c: &str| format!("{c} ({})", types.get(c).map_or("?", String::as_str));
-            let headers = r
+            let headers = config
+                .router
                 .headers_field
                 .as_deref()
                 .map(|c| format!(", headers {}", shown(c)))
                 .unwrap_or_default();
+            let own = if spec.columns.is_empty() {
+                ""
+            } else {
+                " (its own columns)"
+            };
             report.pass(
                 OUTBOX_TABLE,
                 format!(
-                    "{qualified}: id {}, key {}, payload {}, route by {}{headers}",
-                    shown(&r.id_field),
-                    shown(&r.key_field),
-                    shown(&r.payload_field),
-                    shown(&r.route_by_field)
+                    "{qualified}{own}: id {}, key {}, payload {}, route by {}{headers}",
+                    shown(columns.id_field()),
+                    shown(columns.key_field()),
+                    shown(columns.payload_field()),
+                    shown(&route)
                 ),
             );
-            true
+            Some(route)
         }
         Err(e) => {
             let fix = match &e {
@@ -1489,81 +1521,97 @@ fn bind_columns(
                     };
                     format!(
                         "add column \"{column}\" to {qualified}, or set {} to the column that holds it{filtered}",
-                        key_for_fix(key)
+                        key_for_fix(key, spec)
                     )
                 }
                 RouteError::WrongColumnType { column, key, expected, .. } => format!(
                     "make \"{column}\" {expected}, or set {} to a column that is",
-                    key_for_fix(key)
+                    key_for_fix(key, spec)
                 ),
                 RouteError::UnmappableType { column, key, .. } => format!(
                     "change the type of \"{column}\" (text, varchar, uuid, jsonb, integers ... map), or set {} to another column",
-                    key_for_fix(key)
+                    key_for_fix(key, spec)
                 ),
                 _ => "fix the outbox table or the [router] settings".to_owned(),
             };
             report.fail(OUTBOX_TABLE, DisplayChain(&e).to_string(), fix);
             // The route column alone may still name topics.
-            types.contains_key(&config.router.route_by_field)
-                && !matches!(&e, RouteError::WrongColumnType { key, .. } if *key == KEY_ROUTE_BY_FIELD)
+            let usable = types.contains_key(&route)
+                && !matches!(&e, RouteError::WrongColumnType { key, .. } if *key == KEY_ROUTE_BY_FIELD);
+            usable.then_some(route)
         }
     }
 }
 
-/// Distinct route values currently in the outbox, at most
-/// [`ROUTE_VALUE_LIMIT`].
+/// Distinct values of the route column `route` currently in the outbox
+/// table `spec`, at most [`ROUTE_VALUE_LIMIT`].
 async fn read_route_values(
     client: &Client,
     timeout: Duration,
-    config: &Config,
-    schema: &str,
-    table: &str,
+    spec: &OutboxTableSpec,
+    route: &str,
 ) -> Result<Vec<String>, CheckError> {
     read(
         "the outbox's route values",
         timeout,
-        preflight::route_values(
-            client,
-            schema,
-            table,
-            &config.router.route_by_field,
-            ROUTE_VALUE_LIMIT,
-        ),
+        preflight::route_values(client, &spec.schema, &spec.table, route, ROUTE_VALUE_LIMIT),
     )
     .await
 }
 
-/// Checks the publication as `catalog::prepare_publication` would find it,
-/// without creating or altering anything. Returns what walrelay would do.
+/// Checks the publication as `catalog::prepare_publication` would find it
+/// for the outbox `tables`, without creating or altering anything. Returns
+/// what walrelay would do.
 async fn check_publication(
     report: &mut CheckReport,
     config: &Config,
     client: &Client,
     timeout: Duration,
-    schema: &str,
-    table: &str,
+    tables: &[OutboxTableSpec],
 ) -> Option<PublicationAction> {
     let plan = &config.replication;
     let publication = &plan.publication;
-    let outbox = format!("{}.{}", quote_ident(schema), quote_ident(table));
-    let qualified = format!("{schema}.{table}");
-    let row = read(
-        "the publication",
-        timeout,
-        preflight::publication_state(client, publication, schema, table),
-    )
-    .await;
-    let row = match row {
-        Ok(r) => r,
-        Err(e) => {
-            report.fail(
-                PUBLICATION,
-                DisplayChain(&e).to_string(),
-                "make sure the role can read pg_publication",
-            );
-            return None;
+    let outbox = tables
+        .iter()
+        .map(|t| format!("{}.{}", quote_ident(&t.schema), quote_ident(&t.table)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let qualified = tables
+        .iter()
+        .map(OutboxTableSpec::qualified)
+        .collect::<Vec<_>>()
+        .join(", ");
+    // The publication's own facts, and whether it includes each table.
+    let mut state = None;
+    let mut unlisted = Vec::new();
+    for t in tables {
+        let row = read(
+            "the publication",
+            timeout,
+            preflight::publication_state(client, publication, &t.schema, &t.table),
+        )
+        .await;
+        match row {
+            Ok(Some(row)) => {
+                if !row.includes_table {
+                    unlisted.push(t);
+                }
+                state = Some(row);
+            }
+            Ok(None) => {
+                state = None;
+                break;
+            }
+            Err(e) => {
+                report.fail(
+                    PUBLICATION,
+                    DisplayChain(&e).to_string(),
+                    "make sure the role can read pg_publication",
+                );
+                return None;
+            }
         }
-    };
+    }
     let with = |default: Option<&str>| match plan.publish.as_deref().or(default) {
         Some(p) => format!(" WITH (publish = '{p}')"),
         None => String::new(),
@@ -1572,7 +1620,7 @@ async fn check_publication(
         "CREATE PUBLICATION {} FOR TABLE {outbox} WITH (publish = 'insert')",
         quote_ident(publication)
     );
-    let Some(row) = row else {
+    let Some(row) = state else {
         let (statement, all_tables) = match plan.publication_mode {
             PublicationMode::Table if plan.create_publication => (
                 format!("FOR TABLE {outbox}{}", with(Some("insert, update, delete"))),
@@ -1624,11 +1672,10 @@ async fn check_publication(
             all_tables,
         });
     };
-    let (pubinsert, all_tables, owner_ok, listed, count) = (
+    let (pubinsert, all_tables, owner_ok, count) = (
         row.publishes_inserts,
         row.all_tables,
         row.owned,
-        row.includes_table,
         row.table_count,
     );
     let alter = format!("ALTER PUBLICATION {}", quote_ident(publication));
@@ -1656,18 +1703,31 @@ async fn check_publication(
         );
         return Some(PublicationAction::None);
     }
-    if plan.publication_mode == PublicationMode::Filtered && (count != 1 || !listed) {
+    let exact = unlisted.is_empty() && usize::try_from(count).is_ok_and(|n| n == tables.len());
+    if plan.publication_mode == PublicationMode::Filtered && !exact {
         report.pass(
             PUBLICATION,
             format!("{publication} exists; walrelay will set its tables to {qualified} at start (mode filtered)"),
         );
         return Some(PublicationAction::Alter { owner_ok });
     }
-    if !listed {
+    if !unlisted.is_empty() {
+        let missing = unlisted
+            .iter()
+            .map(|t| t.qualified())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let add = unlisted
+            .iter()
+            .map(|t| format!("{}.{}", quote_ident(&t.schema), quote_ident(&t.table)))
+            .collect::<Vec<_>>()
+            .join(", ");
         report.fail(
             PUBLICATION,
-            format!("{publication} exists but does not include {qualified}"),
-            format!("{alter} ADD TABLE {outbox}, or point replication.publication at another publication"),
+            format!("{publication} exists but does not include {missing}"),
+            format!(
+                "{alter} ADD TABLE {add}, or point replication.publication at another publication"
+            ),
         );
         return None;
     }
@@ -2119,12 +2179,17 @@ async fn check_poll(
     client: &Client,
     timeout: Duration,
     server: &Result<ServerFacts, CheckError>,
-    schema: &str,
-    table: &str,
+    spec: &OutboxTableSpec,
 ) -> Option<Result<Vec<String>, String>> {
     let poll = &config.poll;
-    let qualified = format!("{schema}.{table}");
-    let shard_column = poll.shard_column_or(&config.router.key_field);
+    let (schema, table) = (spec.schema.as_str(), spec.table.as_str());
+    let qualified = spec.qualified();
+    let key_field = spec
+        .columns
+        .key_field
+        .clone()
+        .unwrap_or_else(|| config.router.key_field.clone());
+    let shard_column = poll.shard_column_or(&key_field);
     let sql = PollSql::new(schema, table, &[], poll, shard_column);
     match server {
         Ok(f) => report.pass(
@@ -2223,15 +2288,14 @@ async fn check_poll(
             default_expr: c.default_expr.clone(),
         })
         .collect();
-    let route_known = bind_columns(report, config, table_oid, rows, None, schema, table);
-    let route_values = if route_known {
-        Some(
-            read_route_values(client, timeout, config, schema, table)
+    let route = bind_columns(report, config, table_oid, rows, None, spec);
+    let route_values = match route {
+        Some(route) => Some(
+            read_route_values(client, timeout, spec, &route)
                 .await
                 .map_err(|e| DisplayChain(&e).to_string()),
-        )
-    } else {
-        None
+        ),
+        None => None,
     };
 
     let order_present = poll_column_rows(report, poll, shard_column, &columns, &qualified, &sql);
@@ -2971,10 +3035,19 @@ fn check_topics(
     match &route_values {
         Some(Ok(values)) => {
             wanted.extend(values.iter().map(|v| rewrite.apply(v)));
+            // Each table's own route column, where one sets it.
+            let mut fields = vec![config.router.route_by_field.as_str()];
+            for t in &config.outbox.tables {
+                if let Some(f) = t.columns.route_by_field.as_deref() {
+                    if !fields.contains(&f) {
+                        fields.push(f);
+                    }
+                }
+            }
             source = format!(
                 "{} distinct {} value(s) in the outbox{}",
                 values.len(),
-                config.router.route_by_field,
+                fields.join("/"),
                 if values.len() as i64 >= ROUTE_VALUE_LIMIT {
                     " (first ones only)"
                 } else {

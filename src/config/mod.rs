@@ -280,7 +280,6 @@ impl Config {
         validate_pipeline_name(&self.name)?;
         self.postgres.validate()?;
         self.replication.validate()?;
-        self.outbox.qualified()?;
         self.outbox.validate_messages()?;
         self.outbox.validate_transaction_metadata()?;
         self.lag.validate().map_err(|reason| ConfigError::Invalid {
@@ -291,6 +290,7 @@ impl Config {
             key: "router".into(),
             reason: e.to_string(),
         })?;
+        self.outbox.validate_tables(&self.router)?;
         self.kafka.validate()?;
         self.heartbeat.validate()?;
         self.debezium.validate()?;
@@ -352,6 +352,13 @@ impl Config {
                  commit and the mark publishes the batch again, so walrelay cannot promise \
                  exactly-once here; use the WAL source for exactly-once, or consumers that \
                  deduplicate by the id header",
+            );
+        }
+        if self.outbox.table_count() > 1 {
+            return refuse(
+                crate::txn::config::KEY_TABLES,
+                "the polling source claims from one table; run one pipeline per table \
+                 (source.kind = \"wal\" relays several tables in one pipeline)",
             );
         }
         if self.outbox.source != crate::txn::config::OutboxSource::Table {

@@ -286,11 +286,11 @@ fn same_database(a: &Config, b: &Config) -> bool {
 
 /// The name a polling pipeline's advisory locks derive from:
 /// `poll.lock_name`, else the outbox table.
-fn poll_lock(c: &Config) -> &str {
+fn poll_lock(c: &Config) -> String {
     if c.poll.lock_name.is_empty() {
-        &c.outbox.table
+        c.outbox.table_names().join(",")
     } else {
-        &c.poll.lock_name
+        c.poll.lock_name.clone()
     }
 }
 
@@ -403,7 +403,7 @@ table = "billing.outbox"
             billing.postgres.password.as_ref().unwrap().expose(),
             "hunter2"
         );
-        assert_eq!(billing.outbox.table, "billing.outbox");
+        assert_eq!(billing.outbox.table.as_deref(), Some("billing.outbox"));
         assert_eq!(billing.kafka.producer["linger.ms"], "0");
         // Merged key by key: the shared compression stays.
         assert_eq!(billing.kafka.producer["compression.type"], "lz4");

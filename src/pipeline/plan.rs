@@ -10,22 +10,88 @@ use std::sync::Arc;
 
 use crate::chain::DisplayChain;
 use crate::config::Config;
+use crate::connect::pg::TableMeta;
 use crate::connect::transaction::TransactionTopic;
 use crate::heartbeat::HeartbeatRecord;
+use crate::postgres::catalog::CatalogError;
 use crate::postgres::catalog::PublicationPlan;
 use crate::postgres::replication::ConnectParams;
-use crate::router::Router;
+use crate::router::{native_column_option, ColumnMapping, ColumnOverrides, RouteError, Router};
 use crate::txn::metadata::Metadata;
 use crate::txn::spill::SpillFile;
-use crate::txn::Assembler;
+use crate::txn::{Assembler, OutboxTable};
+use walrelay_proto::RelationInfo;
 
 use super::PipelineError;
+
+/// One outbox table of a plan: its name and the columns the router reads
+/// from it (its own, or `[router]`'s).
+#[derive(Debug, Clone)]
+pub struct PlannedTable {
+    /// Schema.
+    pub schema: String,
+    /// Table.
+    pub table: String,
+    /// The columns the router reads.
+    pub columns: Arc<ColumnMapping>,
+    /// The table's own column names (empty: `[router]`'s).
+    pub overrides: ColumnOverrides,
+    /// The key naming the table: `outbox.table` or `outbox.tables[<i>]`.
+    pub key: String,
+}
+
+impl PlannedTable {
+    /// `schema.table`.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.schema, self.table)
+    }
+
+    /// Checks at start that every column this table's routing names is in
+    /// its relation (read from the catalog), as the stream's binding will
+    /// need; the error names the table, the column and the setting.
+    /// Other layout problems (a type walrelay cannot map) stay per event,
+    /// under the `[errors]` policy, as Debezium fails per record.
+    pub fn require_columns(
+        &self,
+        router: &Router,
+        relation: &Arc<RelationInfo>,
+        meta: &TableMeta,
+    ) -> Result<(), CatalogError> {
+        match router.check_layout_with(relation, meta, &self.columns) {
+            Err(RouteError::MissingColumn { column, key, .. }) => {
+                let native = native_column_option(key).unwrap_or("router");
+                let setting = if self.overrides.sets(native) {
+                    format!("{}.{native}", self.key)
+                } else {
+                    format!("router.{native} ({key})")
+                };
+                Err(CatalogError::MissingOutboxColumn {
+                    table: self.qualified(),
+                    column,
+                    setting,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The table for a session, with the catalog facts read at its start.
+    pub fn with_meta(&self, meta: TableMeta) -> OutboxTable {
+        OutboxTable {
+            schema: self.schema.clone(),
+            table: self.table.clone(),
+            columns: Arc::clone(&self.columns),
+            meta,
+        }
+    }
+}
 
 /// One pipeline's settings, checked, with the parts built from them.
 pub struct Plan {
     config: Arc<Config>,
     router: Router,
-    outbox: (String, String),
+    /// The outbox tables whose rows are events (none with messages only).
+    tables: Vec<PlannedTable>,
     params: ConnectParams,
     heartbeat: Option<HeartbeatRecord>,
     /// Transaction metadata, when `outbox.transaction_metadata` is on.
@@ -65,15 +131,30 @@ impl Plan {
             None
         };
         let metadata = transaction_metadata(&config)?;
-        let outbox = config
-            .outbox
-            .qualified()
-            .map_err(|e| PipelineError::Config(e.to_string()))?;
+        let mut tables = Vec::new();
+        if config.outbox.source.table() {
+            let specs = config
+                .outbox
+                .tables()
+                .map_err(|e| PipelineError::Config(e.to_string()))?;
+            for spec in specs {
+                let columns = router.mapping(&spec.columns).map_err(|e| {
+                    PipelineError::Config(format!("{}: {}", spec.key, DisplayChain(&e)))
+                })?;
+                tables.push(PlannedTable {
+                    schema: spec.schema,
+                    table: spec.table,
+                    columns,
+                    overrides: spec.columns,
+                    key: spec.key,
+                });
+            }
+        }
         let params = ConnectParams::from_config(&config.postgres);
         Ok(Plan {
             config: Arc::new(config),
             router,
-            outbox,
+            tables,
             params,
             heartbeat,
             metadata,
@@ -90,9 +171,10 @@ impl Plan {
         self.router.clone()
     }
 
-    /// The outbox table as (schema, table).
-    pub fn outbox(&self) -> (&str, &str) {
-        (&self.outbox.0, &self.outbox.1)
+    /// The outbox tables whose rows are events, in configuration order
+    /// (none when events are logical decoding messages only).
+    pub fn tables(&self) -> &[PlannedTable] {
+        &self.tables
     }
 
     /// How to reach the database.
@@ -107,11 +189,13 @@ impl Plan {
 
     /// What the publication must look like.
     pub fn publication(&self) -> PublicationPlan {
-        let mut plan = PublicationPlan::new(
-            &self.config.postgres,
-            &self.config.replication,
-            self.outbox(),
-        );
+        let tables = self
+            .tables
+            .iter()
+            .map(|t| (t.schema.clone(), t.table.clone()))
+            .collect();
+        let mut plan =
+            PublicationPlan::new(&self.config.postgres, &self.config.replication, tables);
         plan.messages_only = !self.config.outbox.source.table();
         plan
     }
@@ -121,20 +205,18 @@ impl Plan {
         self.config.outbox.message_selection()
     }
 
-    /// A fresh assembler for one session over an outbox table with columns
-    /// `table_meta`.
-    pub fn assembler(&self, table_meta: crate::connect::pg::TableMeta) -> Assembler {
-        // Without table events no relation is the outbox.
-        let (schema, table) = if self.config.outbox.source.table() {
-            self.outbox.clone()
-        } else {
-            (String::new(), String::new())
-        };
+    /// A fresh assembler for one session over the outbox tables, whose
+    /// columns' catalog facts `metas` holds in [`Plan::tables`] order.
+    pub fn assembler(&self, metas: Vec<TableMeta>) -> Assembler {
+        let tables = self
+            .tables
+            .iter()
+            .zip(metas)
+            .map(|(t, meta)| t.with_meta(meta))
+            .collect();
         Assembler::new(
-            schema,
-            table,
+            tables,
             self.router(),
-            table_meta,
             self.config.outbox.op_invalid_behavior,
         )
         .with_spill_dir(self.config.replication.spill_dir.clone())

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{error, info, warn, Instrument};
 
+use super::plan::PlannedTable;
 use super::session::{drive, SessionError};
 use super::{Backoff, PipelineError, Plan};
 use crate::chain::DisplayChain;
@@ -36,13 +37,13 @@ pub(super) async fn run(
     mut backoff: Backoff,
 ) -> Result<(), PipelineError> {
     let config = plan.config();
-    let (schema, table) = plan.outbox();
+    let outbox = polled_table(&plan)?;
     let stats_sql = PollSql::new(
-        schema,
-        table,
+        &outbox.schema,
+        &outbox.table,
         &[],
         &config.poll,
-        config.poll.shard_column_or(&config.router.key_field),
+        config.poll.shard_column_or(outbox.columns.key_field()),
     );
     tokio::spawn({
         let probe_sink = Arc::clone(&sink);
@@ -108,12 +109,29 @@ pub(super) async fn run(
     }
 }
 
+/// The one table the polling source claims from (the configuration
+/// refuses several: `outbox.tables`).
+fn polled_table(plan: &Plan) -> Result<&PlannedTable, PipelineError> {
+    match plan.tables() {
+        [one] => Ok(one),
+        tables => Err(PipelineError::Config(format!(
+            "outbox.tables: the polling source claims from one table, and {} are configured; \
+             run one pipeline per table",
+            tables.len()
+        ))),
+    }
+}
+
 /// Opens one polling session: the table's columns from the catalog, the
 /// router bound to them, and the configured columns checked against them.
 async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollError> {
     let config = plan.config();
     let params = plan.params();
-    let (schema, table) = plan.outbox();
+    let outbox = plan
+        .tables()
+        .first()
+        .expect("run() checked that the polling source has its one table");
+    let (schema, table) = (outbox.schema.as_str(), outbox.table.as_str());
     let bound = catalog::sql_timeout(params);
     let client =
         catalog::bounded(bound, "opening a sql connection", catalog::connect(params)).await?;
@@ -132,7 +150,7 @@ async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollErr
         .into());
     }
     let poll = &config.poll;
-    let shard_column = poll.shard_column_or(&config.router.key_field);
+    let shard_column = poll.shard_column_or(outbox.columns.key_field());
     for (key, column) in poll.named_columns(shard_column) {
         if !relation.columns.iter().any(|c| c.name == column) {
             return Err(PollError::MissingColumn {
@@ -150,9 +168,10 @@ async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollErr
     .await
     .map_err(PollError::from)?;
     let relation = Arc::new(relation);
-    let bound_relation = plan
-        .router()
-        .bind(&relation, &table_meta)
+    let router = plan.router();
+    outbox.require_columns(&router, &relation, &table_meta)?;
+    let bound_relation = router
+        .bind_with(&relation, &table_meta, &outbox.columns)
         .map_err(|source| PollError::Layout {
             table: format!("{schema}.{table}"),
             source: Box::new(source),

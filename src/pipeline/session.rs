@@ -92,7 +92,6 @@ pub(super) async fn run<P: ProgressStore>(
 ) -> Result<(), SessionError<WalError>> {
     let config = plan.config();
     let params = plan.params();
-    let (schema, table) = plan.outbox();
     let slot = &config.replication.slot;
     let publication = &config.replication.publication;
 
@@ -111,12 +110,20 @@ pub(super) async fn run<P: ProgressStore>(
         catalog::prepare_publication(&client, &plan.publication()),
     )
     .await?;
-    let table_meta = catalog::bounded(
-        bound,
-        "reading the outbox table's columns",
-        catalog::table_meta(&client, schema, table),
-    )
-    .await?;
+    // Each outbox table's columns: the facts pgoutput does not send, and
+    // every column its routing names checked before anything is created.
+    let mut table_metas = Vec::with_capacity(plan.tables().len());
+    for t in plan.tables() {
+        let (meta, relation) =
+            catalog::bounded(bound, "reading an outbox table's columns", async {
+                let meta = catalog::table_meta(&client, &t.schema, &t.table).await?;
+                let relation = pg_snapshot::relation_info(&client, &t.schema, &t.table).await?;
+                Ok::<_, CatalogError>((meta, relation))
+            })
+            .await?;
+        t.require_columns(&plan.router(), &Arc::new(relation), &meta)?;
+        table_metas.push(meta);
+    }
 
     let mut repl = ReplicationConnection::connect(params)
         .await
@@ -209,7 +216,7 @@ pub(super) async fn run<P: ProgressStore>(
                 // the stream from the slot's position (overlaps repeat).
                 let start = state.confirmed_flush_lsn.unwrap_or(Lsn::ZERO);
                 let published =
-                    snapshot::publish(plan, sink, &client, &table_meta, None, start).await?;
+                    snapshot::publish(plan, sink, &client, &table_metas, None, start).await?;
                 info!(
                     rows = published,
                     "snapshot delivered (snapshot_mode = always)"
@@ -240,12 +247,12 @@ pub(super) async fn run<P: ProgressStore>(
             if exactly_once {
                 pg_snapshot::persist(&client, &exported, slot).await?;
             }
-            info!(slot, consistent_point = %exported.consistent_point, "snapshotting the outbox table");
+            info!(slot, consistent_point = %exported.consistent_point, tables = plan.tables().len(), "snapshotting the outbox tables");
             let published = snapshot::publish(
                 plan,
                 sink,
                 &client,
-                &table_meta,
+                &table_metas,
                 Some(&exported.snapshot_name),
                 exported.consistent_point,
             )
@@ -340,7 +347,7 @@ pub(super) async fn run<P: ProgressStore>(
     let source = WalSource::new(
         start,
         stream,
-        plan.assembler(table_meta),
+        plan.assembler(table_metas),
         settings,
         Arc::clone(metrics),
     );

@@ -1,9 +1,9 @@
-//! Snapshot publishing: every row of the outbox table, read in the slot's
+//! Snapshot publishing: every row of each outbox table, read in the slot's
 //! exported snapshot (or a fresh one), through the sink, waited for until
 //! Kafka acknowledged them all.
 //!
-//! Owns the hand-off of snapshot rows as one transaction at the slot's
-//! position. It never confirms anything: the slot is created (or the
+//! Owns the hand-off of snapshot rows (every table's, in configuration
+//! order) as one transaction at the slot's position. It never confirms anything: the slot is created (or the
 //! stream started) only after this returns.
 
 use std::sync::Arc;
@@ -23,23 +23,29 @@ use crate::router::EventMeta;
 use crate::sink::KafkaSink;
 use crate::txn::{OutboxEvent, TxnError};
 
-/// Publishes every row of the outbox table, read in `snapshot` (or a fresh
-/// one), and waits until Kafka acknowledged them all. Returns the row count.
+/// Publishes every row of each outbox table, read in `snapshot` (or a
+/// fresh one), and waits until Kafka acknowledged them all. `table_metas`
+/// are the tables' catalog facts in [`Plan::tables`] order. Returns the
+/// row count.
 pub(super) async fn publish(
     plan: &Plan,
     sink: &Arc<KafkaSink>,
     client: &tokio_postgres::Client,
-    table_meta: &TableMeta,
+    table_metas: &[TableMeta],
     snapshot_name: Option<&str>,
     start: Lsn,
 ) -> Result<u64, SessionError<WalError>> {
-    let (schema, table) = plan.outbox();
-    let relation = Arc::new(pg_snapshot::relation_info(client, schema, table).await?);
-    let bound = Arc::new(
-        plan.router()
-            .bind(&relation, table_meta)
-            .map_err(|source| WalError::Txn(TxnError::Layout { lsn: start, source }))?,
-    );
+    let router = plan.router();
+    let mut relations = Vec::with_capacity(plan.tables().len());
+    let mut bindings = Vec::with_capacity(plan.tables().len());
+    for (t, meta) in plan.tables().iter().zip(table_metas) {
+        let relation = Arc::new(pg_snapshot::relation_info(client, &t.schema, &t.table).await?);
+        let bound = router
+            .bind_with(&relation, meta, &t.columns)
+            .map_err(|source| WalError::Txn(TxnError::Layout { lsn: start, source }))?;
+        relations.push(relation);
+        bindings.push(Arc::new(bound));
+    }
     let tracker = SharedTracker::new(start);
     sink.begin_session(tracker.clone());
     let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
@@ -52,7 +58,8 @@ pub(super) async fn publish(
     };
     let now_us = crate::clock::unix_now_micros();
     let seq = tracker.begin(now_us);
-    let read = pg_snapshot::read_rows(client, snapshot_name, &relation, |rows| {
+    let read = pg_snapshot::read_tables(client, snapshot_name, &relations, |index, rows| {
+        let bound = &bindings[index];
         let events: Vec<OutboxEvent> = rows
             .into_iter()
             .map(|row| {
@@ -64,7 +71,7 @@ pub(super) async fn publish(
                         xid: 0,
                         commit_time_us: now_us,
                     },
-                    Arc::clone(&bound),
+                    Arc::clone(bound),
                     row,
                 )
             })

@@ -78,6 +78,9 @@ pub const DEFAULT_TRACING_SPAN_CONTEXT_FIELD: &str = "tracingspancontext";
 /// Debezium's default for `tracing.operation.name`.
 pub const DEFAULT_TRACING_OPERATION_NAME: &str = "debezium-read";
 
+/// Name of the envelope struct's payload field.
+pub(crate) const ENVELOPE_PAYLOAD_FIELD: &str = "payload";
+
 /// `table.field.additional.missing`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -365,6 +368,59 @@ impl RouterConfig {
         }
     }
 
+    /// The columns of a table that overrides some of `[router]`'s
+    /// (`overrides` empty: `[router]`'s own), compiled and checked as
+    /// `[router]`'s are (envelope fields named once).
+    pub fn columns(&self, overrides: &ColumnOverrides) -> Result<ColumnMapping, RouteConfigError> {
+        let pick = |o: &Option<String>, base: &String| o.clone().unwrap_or_else(|| base.clone());
+        let placements = match &overrides.additional_placement {
+            Some(v) => parse_placements(v)?,
+            None => self.placements()?,
+        };
+        let mut aliases: Vec<&str> = vec![ENVELOPE_PAYLOAD_FIELD];
+        for p in placements
+            .iter()
+            .filter(|p| p.placement == Placement::Envelope)
+        {
+            if aliases.contains(&p.alias.as_str()) {
+                return Err(RouteConfigError::InvalidPlacement {
+                    key: KEY_ADDITIONAL_PLACEMENT,
+                    entry: format!("{}:envelope:{}", p.column, p.alias),
+                    reason: "the envelope already has a field with this name",
+                });
+            }
+            aliases.push(&p.alias);
+        }
+        let envelope = placements
+            .iter()
+            .any(|p| p.placement == Placement::Envelope);
+        Ok(ColumnMapping {
+            id_field: pick(&overrides.id_field, &self.id_field),
+            key_field: pick(&overrides.key_field, &self.key_field),
+            payload_field: pick(&overrides.payload_field, &self.payload_field),
+            route_by_field: pick(&overrides.route_by_field, &self.route_by_field),
+            timestamp_field: overrides
+                .timestamp_field
+                .clone()
+                .or_else(|| self.timestamp_field.clone()),
+            schema_version_field: overrides
+                .schema_version_field
+                .clone()
+                .or_else(|| self.schema_version_field.clone()),
+            placements,
+            envelope,
+            tracing_span_context_field: pick(
+                &overrides.tracing_span_context_field,
+                &self.tracing_span_context_field,
+            ),
+            scope: if overrides.is_empty() {
+                String::new()
+            } else {
+                format!("{overrides:?}")
+            },
+        })
+    }
+
     pub(crate) fn compile(&self) -> Result<(TopicRewrite, Vec<AdditionalField>), RouteConfigError> {
         for (key, value) in [
             (KEY_ID_FIELD, Some(&self.id_field)),
@@ -390,6 +446,183 @@ impl RouterConfig {
         super::headers::check_config(self, &placements)?;
         let rewrite = TopicRewrite::new(&self.route_topic_regex, &self.route_topic_replacement)?;
         Ok((rewrite, placements))
+    }
+}
+
+/// The per-table keys of [`ColumnOverrides`] (`[[outbox.tables]]`), the
+/// native names of `[router]`'s column options.
+pub const COLUMN_OVERRIDE_KEYS: &[&str] = &[
+    "id_field",
+    "key_field",
+    "payload_field",
+    "route_by_field",
+    "timestamp_field",
+    "schema_version_field",
+    "additional_placement",
+    "tracing_span_context_field",
+];
+
+/// The options of `[router]` that every table of a pipeline shares (the
+/// rest, [`COLUMN_OVERRIDE_KEYS`], a table may set for itself).
+pub const SHARED_ROUTER_KEYS: &[&str] = &[
+    "additional_missing",
+    "route_topic_regex",
+    "route_topic_replacement",
+    "route_tombstone_on_empty_payload",
+    "expand_json_payload",
+    "json_payload_null_behavior",
+    "json_payload_empty_array_behavior",
+    "tracing_operation_name",
+    "tracing_with_context_field_only",
+    "field_name_adjustment_mode",
+    "null_key",
+    "null_id",
+    "invalid_json_payload",
+];
+
+/// The native name (`[router]` key, and per-table key) of the column
+/// option Debezium calls `debezium_key`.
+pub fn native_column_option(debezium_key: &str) -> Option<&'static str> {
+    Some(match debezium_key {
+        KEY_ID_FIELD => "id_field",
+        KEY_KEY_FIELD => "key_field",
+        KEY_PAYLOAD_FIELD => "payload_field",
+        KEY_ROUTE_BY_FIELD => "route_by_field",
+        KEY_TIMESTAMP_FIELD => "timestamp_field",
+        KEY_SCHEMA_VERSION_FIELD => "schema_version_field",
+        KEY_ADDITIONAL_PLACEMENT => "additional_placement",
+        KEY_TRACING_SPAN_CONTEXT_FIELD => "tracing_span_context_field",
+        _ => return None,
+    })
+}
+
+/// One outbox table's own column names (`[[outbox.tables]]` of the native
+/// form), each overriding `[router]`'s option of the same name; an unset
+/// one takes `[router]`'s. Only the columns are per table: the topic
+/// rewrite, converters, expansion and policies stay `[router]`'s.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ColumnOverrides {
+    /// The event id column (`router.id_field`).
+    #[serde(default)]
+    pub id_field: Option<String>,
+    /// The record key column (`router.key_field`).
+    #[serde(default)]
+    pub key_field: Option<String>,
+    /// The payload column (`router.payload_field`).
+    #[serde(default)]
+    pub payload_field: Option<String>,
+    /// The column naming the topic (`router.route_by_field`).
+    #[serde(default)]
+    pub route_by_field: Option<String>,
+    /// The timestamp column (`router.timestamp_field`).
+    #[serde(default)]
+    pub timestamp_field: Option<String>,
+    /// The schema version column (`router.schema_version_field`).
+    #[serde(default)]
+    pub schema_version_field: Option<String>,
+    /// This table's placements, instead of `router.additional_placement`.
+    #[serde(default)]
+    pub additional_placement: Option<String>,
+    /// The span context column (`router.tracing_span_context_field`).
+    #[serde(default)]
+    pub tracing_span_context_field: Option<String>,
+}
+
+impl ColumnOverrides {
+    /// Whether no column is overridden (the table reads `[router]`'s).
+    pub fn is_empty(&self) -> bool {
+        *self == ColumnOverrides::default()
+    }
+
+    /// Whether the option `native` ([`COLUMN_OVERRIDE_KEYS`]) is set here.
+    pub fn sets(&self, native: &str) -> bool {
+        self.get(native).is_some()
+    }
+
+    /// The value of the option `native` ([`COLUMN_OVERRIDE_KEYS`]), if set.
+    fn get(&self, native: &str) -> Option<&str> {
+        let value = match native {
+            "id_field" => &self.id_field,
+            "key_field" => &self.key_field,
+            "payload_field" => &self.payload_field,
+            "route_by_field" => &self.route_by_field,
+            "timestamp_field" => &self.timestamp_field,
+            "schema_version_field" => &self.schema_version_field,
+            "additional_placement" => &self.additional_placement,
+            "tracing_span_context_field" => &self.tracing_span_context_field,
+            _ => return None,
+        };
+        value.as_deref()
+    }
+
+    /// Checks every value given, naming the key under `prefix` (the
+    /// table's entry, e.g. `outbox.tables[1]`).
+    pub fn validate(&self, prefix: &str) -> Result<(), SettingError> {
+        let names = COLUMN_OVERRIDE_KEYS
+            .iter()
+            .filter(|k| **k != "additional_placement");
+        for key in names {
+            if self.get(key).is_some_and(|v| v.trim().is_empty()) {
+                return Err(SettingError::invalid(
+                    format!("{prefix}.{key}"),
+                    "must name a column, but it is empty",
+                ));
+            }
+        }
+        if let Some(v) = &self.additional_placement {
+            parse_placements(v).map_err(|e| {
+                SettingError::invalid(format!("{prefix}.additional_placement"), e.to_string())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The columns the router reads from one outbox table, compiled: the
+/// column options of `[router]`, or of a table's [`ColumnOverrides`] on
+/// top of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnMapping {
+    pub(crate) id_field: String,
+    pub(crate) key_field: String,
+    pub(crate) payload_field: String,
+    pub(crate) route_by_field: String,
+    pub(crate) timestamp_field: Option<String>,
+    pub(crate) schema_version_field: Option<String>,
+    pub(crate) placements: Vec<AdditionalField>,
+    /// Whether any placement is `envelope` (the value is then a struct).
+    pub(crate) envelope: bool,
+    pub(crate) tracing_span_context_field: String,
+    /// Empty for `[router]`'s own columns; otherwise tells this mapping's
+    /// envelope schemas apart in the router's cache, which Debezium keys by
+    /// the payload schema alone (one EventRouter, one set of columns).
+    pub(crate) scope: String,
+}
+
+impl ColumnMapping {
+    /// The event id column.
+    pub fn id_field(&self) -> &str {
+        &self.id_field
+    }
+
+    /// The record key column.
+    pub fn key_field(&self) -> &str {
+        &self.key_field
+    }
+
+    /// The payload column.
+    pub fn payload_field(&self) -> &str {
+        &self.payload_field
+    }
+
+    /// The column whose value names the topic.
+    pub fn route_by_field(&self) -> &str {
+        &self.route_by_field
+    }
+
+    /// Whether this mapping is `[router]`'s own (no table overrides it).
+    pub fn is_router_default(&self) -> bool {
+        self.scope.is_empty()
     }
 }
 

@@ -342,7 +342,7 @@ impl Router {
                 ty: ColumnType { pg, schema },
             }))
         };
-        self.bind_columns(&rel, &column, String::new())
+        self.bind_columns(&rel, &column, String::new(), &self.columns)
             .map_err(|problem| {
                 let (member, reason) = member_problem(&problem);
                 let event_id = members

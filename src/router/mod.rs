@@ -55,7 +55,7 @@ pub const HEADER_TRACEPARENT: &str = "traceparent";
 pub const HEADER_TRACESTATE: &str = "tracestate";
 
 /// Name of the envelope's payload field.
-const ENVELOPE_PAYLOAD: &str = "payload";
+const ENVELOPE_PAYLOAD: &str = config::ENVELOPE_PAYLOAD_FIELD;
 
 /// Distinct route values remembered before the topic cache is cleared; real
 /// outboxes have a handful of aggregate types, so this only bounds abuse.
@@ -484,8 +484,16 @@ pub struct BoundRelation {
     headers: Option<headers::HeadersColumn>,
     /// Debezium's `after` schema name: `<prefix>.<schema>.<table>.Value`.
     after_schema_name: String,
-    /// Cache key of the payload column's schema.
+    /// Cache key of the payload column's schema (with the column
+    /// mapping's scope in front when a table overrides `[router]`'s).
     payload_schema_key: String,
+    /// Whether the value is an envelope struct (an `envelope` placement).
+    envelope: bool,
+    /// The column mapping's [`ColumnMapping::scope`]: envelope schemas are
+    /// cached per scope.
+    scope: Arc<str>,
+    /// Position of the route column, where the relation has it.
+    route_index: Option<usize>,
     /// Positions of the configured id, key and payload columns, where the
     /// relation has them (also for a relation with a layout problem).
     id_index: Option<usize>,
@@ -566,8 +574,8 @@ fn direct(pg: PgType) -> Option<Direct> {
 pub struct Router {
     cfg: RouterConfig,
     rewrite: TopicRewrite,
-    placements: Vec<AdditionalField>,
-    envelope: bool,
+    /// `[router]`'s own columns (what [`Router::bind`] reads).
+    columns: Arc<ColumnMapping>,
     key_converter: Converter,
     value_converter: Converter,
     header_converter: HeaderConverter,
@@ -583,8 +591,9 @@ pub struct Router {
     topics: HashMap<Box<[u8]>, Arc<str>>,
     /// Envelope schemas by payload schema (Debezium's `payloadSchemaCache`).
     value_schemas: HashMap<String, Arc<Schema>>,
-    /// Envelope schemas by version (Debezium's `versionedValueSchema`).
-    versioned_schemas: HashMap<Option<i32>, Arc<Schema>>,
+    /// Envelope schemas by column mapping scope and version (Debezium's
+    /// `versionedValueSchema`).
+    versioned_schemas: HashMap<(Arc<str>, Option<i32>), Arc<Schema>>,
     id_header: Arc<str>,
     traceparent_header: Arc<str>,
     tracestate_header: Arc<str>,
@@ -614,24 +623,8 @@ impl Router {
         converters: ConvertersConfig,
         debezium: DebeziumConfig,
     ) -> Result<Self, RouteConfigError> {
-        let (rewrite, placements) = cfg.compile()?;
-        let mut aliases: Vec<&str> = vec![ENVELOPE_PAYLOAD];
-        for p in placements
-            .iter()
-            .filter(|p| p.placement == Placement::Envelope)
-        {
-            if aliases.contains(&p.alias.as_str()) {
-                return Err(RouteConfigError::InvalidPlacement {
-                    key: KEY_ADDITIONAL_PLACEMENT,
-                    entry: format!("{}:envelope:{}", p.column, p.alias),
-                    reason: "the envelope already has a field with this name",
-                });
-            }
-            aliases.push(&p.alias);
-        }
-        let envelope = placements
-            .iter()
-            .any(|p| p.placement == Placement::Envelope);
+        let (rewrite, _) = cfg.compile()?;
+        let columns = Arc::new(cfg.columns(&ColumnOverrides::default())?);
         let key_converter = converters.key_converter();
         let value_converter = converters.value_converter();
         let header_converter = converters.header_converter();
@@ -672,15 +665,13 @@ impl Router {
         Ok(Router {
             tracing_context_only: cfg.tracing_with_context_field_only.unwrap_or(true),
             rewrite,
-            placements,
-            envelope,
+            columns,
             key_converter,
             value_converter,
             header_converter,
             key_direct: converters.key == ConverterKind::String,
-            value_direct: converters.value == ConverterKind::String
-                && !envelope
-                && expand.is_none(),
+            // Per event also: no envelope (`BoundRelation::envelope`).
+            value_direct: converters.value == ConverterKind::String && expand.is_none(),
             header_direct: matches!(
                 converters.header,
                 HeaderConverterKind::Simple | HeaderConverterKind::String
@@ -712,6 +703,23 @@ impl Router {
         &self.cfg
     }
 
+    /// `[router]`'s own columns, which [`Router::bind`] reads.
+    pub fn columns(&self) -> &Arc<ColumnMapping> {
+        &self.columns
+    }
+
+    /// The columns of a table that overrides some of `[router]`'s
+    /// (`[[outbox.tables]]`); `[router]`'s own when `overrides` is empty.
+    pub fn mapping(
+        &self,
+        overrides: &ColumnOverrides,
+    ) -> Result<Arc<ColumnMapping>, RouteConfigError> {
+        if overrides.is_empty() {
+            return Ok(Arc::clone(&self.columns));
+        }
+        Ok(Arc::new(self.cfg.columns(overrides)?))
+    }
+
     /// Payloads `table.expand.json.payload` could not expand and sent as
     /// text instead (Debezium logs "JSON expansion failed" for each).
     pub fn expansion_failures(&self) -> u64 {
@@ -731,14 +739,24 @@ impl Router {
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
     ) -> Result<BoundRelation, RouteError> {
+        self.bind_with(rel, table, &self.columns)
+    }
+
+    /// [`Router::bind`] with a table's own columns (a [`Router::mapping`]).
+    pub fn bind_with(
+        &self,
+        rel: &Arc<RelationInfo>,
+        table: &TableMeta,
+        columns: &ColumnMapping,
+    ) -> Result<BoundRelation, RouteError> {
         let adjusted = self.adjusted_columns(rel, table);
         let (rel, table) = match &adjusted {
             Some((r, t)) => (r, t),
             None => (rel, table),
         };
-        match self.bind_strict(rel, table) {
+        match self.bind_strict(rel, table, columns) {
             Ok(bound) => Ok(bound),
-            Err(problem) => Ok(self.broken(rel, problem)),
+            Err(problem) => Ok(self.broken(rel, problem, columns)),
         }
     }
 
@@ -749,9 +767,19 @@ impl Router {
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
     ) -> Result<(), RouteError> {
+        self.check_layout_with(rel, table, &self.columns)
+    }
+
+    /// [`Router::check_layout`] with a table's own columns.
+    pub fn check_layout_with(
+        &self,
+        rel: &Arc<RelationInfo>,
+        table: &TableMeta,
+        columns: &ColumnMapping,
+    ) -> Result<(), RouteError> {
         match self.adjusted_columns(rel, table) {
-            Some((rel, table)) => self.bind_strict(&rel, &table).map(drop),
-            None => self.bind_strict(rel, table).map(drop),
+            Some((rel, table)) => self.bind_strict(&rel, &table, columns).map(drop),
+            None => self.bind_strict(rel, table, columns).map(drop),
         }
     }
 
@@ -781,7 +809,12 @@ impl Router {
     /// A binding whose every event fails with `problem`; it keeps the
     /// positions of the id, key and payload columns that exist, for error
     /// context and dead-letter records.
-    fn broken(&self, rel: &Arc<RelationInfo>, problem: RouteError) -> BoundRelation {
+    fn broken(
+        &self,
+        rel: &Arc<RelationInfo>,
+        problem: RouteError,
+        columns: &ColumnMapping,
+    ) -> BoundRelation {
         let placeholder = BoundColumn {
             index: usize::MAX,
             name: Arc::from(""),
@@ -803,9 +836,12 @@ impl Router {
             headers: None,
             after_schema_name: String::new(),
             payload_schema_key: String::new(),
-            id_index: rel.column_index(&self.cfg.id_field),
-            key_index: rel.column_index(&self.cfg.key_field),
-            payload_index: rel.column_index(&self.cfg.payload_field),
+            envelope: columns.envelope,
+            scope: Arc::from(columns.scope.as_str()),
+            route_index: rel.column_index(&columns.route_by_field),
+            id_index: rel.column_index(&columns.id_field),
+            key_index: rel.column_index(&columns.key_field),
+            payload_index: rel.column_index(&columns.payload_field),
             problem: Some(problem),
         }
     }
@@ -814,6 +850,7 @@ impl Router {
         &self,
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
+        columns: &ColumnMapping,
     ) -> Result<BoundRelation, RouteError> {
         let column = |name: &str, key: &'static str| -> Result<Option<BoundColumn>, RouteError> {
             let Some(index) = rel.column_index(name) else {
@@ -848,7 +885,7 @@ impl Router {
             "{}.{}.{}.Value",
             self.topic_prefix, rel.namespace, rel.name
         ));
-        self.bind_columns(rel, &column, after_schema_name)
+        self.bind_columns(rel, &column, after_schema_name, columns)
     }
 
     /// The checks and resolution of [`Router::bind_strict`], for a relation
@@ -858,6 +895,7 @@ impl Router {
         rel: &Arc<RelationInfo>,
         column: &ColumnLookup<'_>,
         after_schema_name: String,
+        columns: &ColumnMapping,
     ) -> Result<BoundRelation, RouteError> {
         let required = |name: &str, key: &'static str| -> Result<BoundColumn, RouteError> {
             column(name, key)?.ok_or_else(|| RouteError::MissingColumn {
@@ -875,10 +913,10 @@ impl Router {
                 actual: c.ty.schema.java_string(),
             }
         };
-        let id = required(&self.cfg.id_field, KEY_ID_FIELD)?;
-        let key = required(&self.cfg.key_field, KEY_KEY_FIELD)?;
-        let payload = required(&self.cfg.payload_field, KEY_PAYLOAD_FIELD)?;
-        let route = required(&self.cfg.route_by_field, KEY_ROUTE_BY_FIELD)?;
+        let id = required(&columns.id_field, KEY_ID_FIELD)?;
+        let key = required(&columns.key_field, KEY_KEY_FIELD)?;
+        let payload = required(&columns.payload_field, KEY_PAYLOAD_FIELD)?;
+        let route = required(&columns.route_by_field, KEY_ROUTE_BY_FIELD)?;
         if route.ty.schema.kind != Type::String {
             return Err(wrong(
                 &route,
@@ -886,7 +924,7 @@ impl Router {
                 "a string column (getString)",
             ));
         }
-        let timestamp = match &self.cfg.timestamp_field {
+        let timestamp = match &columns.timestamp_field {
             None => None,
             Some(name) => {
                 let c = required(name, KEY_TIMESTAMP_FIELD)?;
@@ -906,7 +944,7 @@ impl Router {
             }
         };
         // Debezium reads the version only to name envelope schemas.
-        let version = match (&self.cfg.schema_version_field, self.envelope) {
+        let version = match (&columns.schema_version_field, columns.envelope) {
             (Some(name), true) => {
                 let c = required(name, KEY_SCHEMA_VERSION_FIELD)?;
                 if c.ty.schema.kind != Type::Int32 {
@@ -920,8 +958,8 @@ impl Router {
             }
             _ => None,
         };
-        let mut placements = Vec::with_capacity(self.placements.len());
-        for p in &self.placements {
+        let mut placements = Vec::with_capacity(columns.placements.len());
+        for p in &columns.placements {
             let Some(c) = column(&p.column, KEY_ADDITIONAL_PLACEMENT)? else {
                 if self.cfg.additional_missing == AdditionalMissing::Ignore {
                     continue;
@@ -946,7 +984,7 @@ impl Router {
             });
         }
         let tracing = column(
-            &self.cfg.tracing_span_context_field,
+            &columns.tracing_span_context_field,
             KEY_TRACING_SPAN_CONTEXT_FIELD,
         )?;
         if let Some(c) = &tracing {
@@ -955,9 +993,12 @@ impl Router {
             }
         }
         let headers = self.bind_headers(rel, column, &placements, tracing.is_some())?;
-        let mut payload_schema_key = String::new();
+        let mut payload_schema_key = columns.scope.clone();
         write_json_schema(&mut payload_schema_key, &payload.ty.schema);
         Ok(BoundRelation {
+            envelope: columns.envelope,
+            scope: Arc::from(columns.scope.as_str()),
+            route_index: Some(route.index),
             id_index: Some(id.index),
             key_index: Some(key.index),
             payload_index: Some(payload.index),
@@ -1077,6 +1118,7 @@ impl Router {
         }
 
         let fast_value = self.value_direct
+            && !bound.envelope
             && (!self.cfg.route_tombstone_on_empty_payload || bound.payload.ty.pg.is_text());
         let mut partition = None;
         let value = if fast_value
@@ -1143,7 +1185,7 @@ impl Router {
     /// The topic an event was meant for, where its route column gives a
     /// legal one; for the context of an event [`Router::route`] refused.
     pub fn intended_topic(&mut self, bound: &BoundRelation, row: &TupleData) -> Option<Arc<str>> {
-        let index = bound.relation.column_index(&self.cfg.route_by_field)?;
+        let index = bound.route_index?;
         let Some(ColumnValue::Text(route)) = row.get(index) else {
             return None;
         };
@@ -1195,7 +1237,7 @@ impl Router {
                              ({inferred} schema); {why}"
                         ),
                     };
-                    if self.envelope {
+                    if bound.envelope {
                         return Err(refuse(
                             "debezium's envelope struct refuses the text there and its task fails",
                         ));
@@ -1235,13 +1277,13 @@ impl Router {
             }
         }
 
-        let envelope_schema = if self.envelope {
+        let envelope_schema = if bound.envelope {
             Some(self.envelope_schema(r, &payload_schema, expanded)?)
         } else {
             None
         };
         let mut fields = Vec::new();
-        if self.envelope {
+        if bound.envelope {
             fields.push(payload.clone());
         }
         for p in &bound.placements {
@@ -1341,18 +1383,19 @@ impl Router {
                 Value::Int32(v) => Some(v),
                 _ => None,
             };
-            if let Some(s) = self.versioned_schemas.get(&version) {
+            let key = (Arc::clone(&bound.scope), version);
+            if let Some(s) = self.versioned_schemas.get(&key) {
                 return Ok(Arc::clone(s));
             }
             let s = build(&route_text()?, version);
             if self.versioned_schemas.len() >= SCHEMA_CACHE_LIMIT {
                 self.versioned_schemas.clear();
             }
-            self.versioned_schemas.insert(version, Arc::clone(&s));
+            self.versioned_schemas.insert(key, Arc::clone(&s));
             return Ok(s);
         }
         let key = if expanded {
-            let mut k = String::new();
+            let mut k = bound.scope.to_string();
             write_json_schema(&mut k, payload_schema);
             k
         } else {

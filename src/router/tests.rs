@@ -2068,3 +2068,143 @@ fn json_expansion_failing_after_the_schema() {
     let err = route_it(&mut router, &it_row("User", Some("[1, 2]"))).unwrap_err();
     assert_eq!(err.kind(), "json_expansion");
 }
+
+// ---- several outbox tables: one router, each table's own columns ----
+
+/// `it_table` under another name (a second outbox table of the same shape).
+fn renamed(name: &str) -> Arc<RelationInfo> {
+    let mut rel = RelationInfo::clone(&it_table());
+    rel.id += 1;
+    rel.name = name.to_owned();
+    Arc::new(rel)
+}
+
+// Debezium routes every captured table through one EventRouter, whose
+// envelope schema cache is keyed by the payload schema alone: the first
+// table (and route value) seen names the envelope for all of them.
+#[test]
+fn tables_with_router_columns_share_the_envelope_schema_cache() {
+    let mut router = router_with(
+        placements("type:envelope:eventType"),
+        converters(ConverterKind::String, ConverterKind::Json, true),
+        it_debezium(),
+    );
+    let a = router.bind(&it_table(), &it_meta()).unwrap();
+    let b = router.bind(&renamed("second"), &it_meta()).unwrap();
+    let first = router
+        .route(&a, &it_row("User", Some(EMAIL)), &meta())
+        .unwrap();
+    let second = router
+        .route(&b, &it_row("Order", Some(EMAIL)), &meta())
+        .unwrap();
+    for rec in [&first, &second] {
+        assert!(
+            s(&rec.value).contains(r#""name":"test_server.outboxsmtit.outbox.User.Value""#),
+            "{}",
+            s(&rec.value)
+        );
+    }
+    assert_eq!(b.table_name(), "outboxsmtit.second");
+}
+
+// A table with its own columns: bound and routed with them, its envelope
+// schemas cached apart from the other tables'.
+#[test]
+fn a_table_with_its_own_columns_is_bound_with_them() {
+    let mut router = router_with(
+        placements("type:envelope:eventType"),
+        converters(ConverterKind::String, ConverterKind::Json, false),
+        it_debezium(),
+    );
+    let billing = table(&[
+        ("event_id", oid::VARCHAR, -1),
+        ("kind", oid::VARCHAR, -1),
+        ("account", oid::VARCHAR, -1),
+        ("body", oid::TEXT, -1),
+        ("created", oid::TIMESTAMP, -1),
+    ]);
+    let own = router
+        .mapping(&ColumnOverrides {
+            id_field: Some("event_id".into()),
+            key_field: Some("account".into()),
+            payload_field: Some("body".into()),
+            route_by_field: Some("kind".into()),
+            timestamp_field: Some("created".into()),
+            additional_placement: Some("kind:header:k".into()),
+            ..ColumnOverrides::default()
+        })
+        .unwrap();
+    assert!(!own.is_router_default());
+    // [router]'s columns do not fit this table; its own do.
+    assert!(matches!(
+        router.check_layout(&billing, &TableMeta::unknown()),
+        Err(RouteError::MissingColumn { .. })
+    ));
+    router
+        .check_layout_with(&billing, &TableMeta::unknown(), &own)
+        .unwrap();
+    let bound = router
+        .bind_with(&billing, &TableMeta::unknown(), &own)
+        .unwrap();
+    assert!(bound.problem().is_none());
+    let row = TupleData {
+        columns: vec![
+            text("e-1"),
+            text("Invoice"),
+            text("acct-7"),
+            text("hello"),
+            text("2019-03-24 20:52:59"),
+        ],
+    };
+    let rec = router.route(&bound, &row, &meta()).unwrap();
+    assert_eq!(&*rec.topic, "outbox.event.Invoice");
+    assert_eq!(s(&rec.key), "acct-7");
+    // No envelope placement for this table: the payload as is.
+    assert_eq!(s(&rec.value), r#""hello""#);
+    assert_eq!(s(header(&rec, "id")), "e-1");
+    assert_eq!(s(header(&rec, "k")), "Invoice");
+    assert_eq!(rec.timestamp_ms, Some(1_553_460_779_000));
+    assert_eq!(
+        router.intended_topic(&bound, &row).as_deref(),
+        Some("outbox.event.Invoice")
+    );
+    // The [router] tables keep their envelope.
+    let it = router.bind(&it_table(), &it_meta()).unwrap();
+    let rec = router
+        .route(&it, &it_row("User", Some(EMAIL)), &meta())
+        .unwrap();
+    assert!(
+        s(&rec.value).starts_with(r#"{"payload":"#),
+        "{}",
+        s(&rec.value)
+    );
+}
+
+#[test]
+fn a_missing_column_of_a_table_mapping_names_table_and_column() {
+    let router = new_router(RouterConfig::default());
+    let own = router
+        .mapping(&ColumnOverrides {
+            key_field: Some("account_id".into()),
+            ..ColumnOverrides::default()
+        })
+        .unwrap();
+    let err = router
+        .check_layout_with(&relation(UUID_OID), &TableMeta::unknown(), &own)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RouteError::MissingColumn {
+            table: "public.outbox".into(),
+            column: "account_id".into(),
+            key: KEY_KEY_FIELD,
+        }
+    );
+    // An envelope field named twice is refused for a table as for [router].
+    assert!(router
+        .mapping(&ColumnOverrides {
+            additional_placement: Some("a:envelope:x,b:envelope:x".into()),
+            ..ColumnOverrides::default()
+        })
+        .is_err());
+}

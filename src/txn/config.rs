@@ -1,15 +1,21 @@
 //! The outbox's settings: where events come from (rows of the outbox
-//! table, logical decoding messages, or both), which table is the outbox,
-//! which message prefixes are events, and what an UPDATE of an outbox row
-//! does (Debezium's `table.op.invalid.behavior`).
+//! tables, logical decoding messages, or both), which tables are outboxes
+//! (one, `table`, or several, `[[outbox.tables]]`, each optionally with
+//! column names of its own), which message prefixes are events, and what
+//! an UPDATE of an outbox row does (Debezium's `table.op.invalid.behavior`).
 //!
 //! Owns the `[outbox]` section of the native TOML, the message selection
-//! both configuration forms compile to ([`MessageSelection`]) and the
+//! both configuration forms compile to ([`MessageSelection`]), the list of
+//! outbox tables both forms resolve to ([`OutboxConfig::tables`]) and the
 //! parsing of a qualified table name the way PostgreSQL folds it. It never
 //! connects and never reads a Debezium file.
 
+use std::collections::BTreeMap;
+
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use crate::router::{ColumnOverrides, RouterConfig, COLUMN_OVERRIDE_KEYS};
 use crate::setting::SettingError;
 
 /// The prefix of walrelay's own heartbeat message
@@ -115,13 +121,79 @@ pub enum OpInvalidBehavior {
     Fatal,
 }
 
-/// The outbox table.
+/// The key of the list form of the outbox tables.
+pub const KEY_TABLES: &str = "outbox.tables";
+/// The key of the one-table form.
+pub const KEY_TABLE: &str = "outbox.table";
+
+/// The keys of `[outbox]` that hold for every table of the pipeline (named
+/// when a `[[outbox.tables]]` entry sets one).
+const SHARED_OUTBOX_KEYS: &[&str] = &[
+    "op_invalid_behavior",
+    "source",
+    "message_prefixes",
+    "non_transactional",
+    "transaction_metadata",
+    "transaction_topic",
+];
+
+/// One entry of `[[outbox.tables]]`: a table and the column names it
+/// reads differently from `[router]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct OutboxTableConfig {
+    /// `schema.table` (schema defaults to `public`), folded as `table` is.
+    pub name: String,
+    /// This table's own column names; unset ones are `[router]`'s.
+    #[serde(flatten)]
+    pub columns: ColumnOverrides,
+    /// Any other key: refused by name ([`OutboxConfig::tables`]), with
+    /// where it belongs when it is a shared setting.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, IgnoredAny>,
+}
+
+impl OutboxTableConfig {
+    /// A table read with `[router]`'s columns (the Debezium forms' entries).
+    pub fn named(name: impl Into<String>) -> Self {
+        OutboxTableConfig {
+            name: name.into(),
+            ..OutboxTableConfig::default()
+        }
+    }
+}
+
+/// One outbox table of a pipeline, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxTableSpec {
+    /// Schema, folded as PostgreSQL folds it.
+    pub schema: String,
+    /// Table, folded as PostgreSQL folds it.
+    pub table: String,
+    /// Its own column names (empty: `[router]`'s).
+    pub columns: ColumnOverrides,
+    /// The key that names it: `outbox.table` or `outbox.tables[<i>]`.
+    pub key: String,
+}
+
+impl OutboxTableSpec {
+    /// `schema.table`, as Debezium names the data collection.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.schema, self.table)
+    }
+}
+
+/// The outbox tables and what becomes of their rows and of messages.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutboxConfig {
-    /// `schema.table` (schema defaults to `public`).
-    #[serde(default = "default_outbox_table")]
-    pub table: String,
+    /// The outbox table, `schema.table` (schema defaults to `public`);
+    /// unset with neither this nor `tables`: [`DEFAULT_OUTBOX_TABLE`].
+    #[serde(default)]
+    pub table: Option<String>,
+    /// Several outbox tables in one pipeline (instead of `table`), each
+    /// with optional column names of its own.
+    #[serde(default)]
+    pub tables: Vec<OutboxTableConfig>,
     /// Debezium's `table.op.invalid.behavior` for UPDATEs.
     #[serde(default)]
     pub op_invalid_behavior: OpInvalidBehavior,
@@ -171,7 +243,8 @@ fn default_transaction_topic() -> String {
 impl Default for OutboxConfig {
     fn default() -> Self {
         OutboxConfig {
-            table: default_outbox_table(),
+            table: None,
+            tables: Vec::new(),
             op_invalid_behavior: OpInvalidBehavior::Warn,
             source: OutboxSource::Table,
             message_prefixes: Vec::new(),
@@ -266,15 +339,135 @@ impl OutboxConfig {
         Ok(())
     }
 
-    /// Splits `table` into schema and table name. Quoted identifiers
-    /// (`"My Schema"."Outbox"`) keep their case; unquoted ones fold to lower
-    /// case like PostgreSQL does.
+    /// The first outbox table (the only one with the polling source) as
+    /// schema and table name. Quoted identifiers (`"My Schema"."Outbox"`)
+    /// keep their case; unquoted ones fold to lower case like PostgreSQL
+    /// does.
     pub fn qualified(&self) -> Result<(String, String), SettingError> {
-        parse_qualified_name(&self.table).ok_or_else(|| SettingError::Invalid {
-            key: "outbox.table".into(),
-            reason: format!("{:?} is not a table name like schema.table", self.table),
-        })
+        let first = self.tables()?.into_iter().next();
+        let t = first.expect("tables() names at least one table");
+        Ok((t.schema, t.table))
     }
+
+    /// The outbox tables' names as configured (before any check): the
+    /// `tables` entries', or `table` (default [`DEFAULT_OUTBOX_TABLE`]).
+    pub fn table_names(&self) -> Vec<&str> {
+        if self.tables.is_empty() {
+            return vec![self.table.as_deref().unwrap_or(DEFAULT_OUTBOX_TABLE)];
+        }
+        self.tables.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    /// How many tables `table` / `tables` name (before any check).
+    pub fn table_count(&self) -> usize {
+        self.tables.len().max(1)
+    }
+
+    /// Every outbox table of the pipeline, in configuration order: the
+    /// `tables` entries, or `table` (default [`DEFAULT_OUTBOX_TABLE`]).
+    /// Refuses, naming the key: `table` and `tables` together, a name that
+    /// is no table name, a table listed twice, and a per-table key that
+    /// only `[outbox]` or `[router]` can set for all tables.
+    pub fn tables(&self) -> Result<Vec<OutboxTableSpec>, SettingError> {
+        if self.tables.is_empty() {
+            let name = self.table.as_deref().unwrap_or(DEFAULT_OUTBOX_TABLE);
+            let (schema, table) =
+                parse_qualified_name(name).ok_or_else(|| SettingError::Invalid {
+                    key: KEY_TABLE.into(),
+                    reason: format!("{name:?} is not a table name like schema.table"),
+                })?;
+            return Ok(vec![OutboxTableSpec {
+                schema,
+                table,
+                columns: ColumnOverrides::default(),
+                key: KEY_TABLE.into(),
+            }]);
+        }
+        if self.table.is_some() {
+            return Err(SettingError::invalid(
+                KEY_TABLES,
+                "cannot be used together with outbox.table: list every outbox table as a \
+                 [[outbox.tables]] entry (name = \"schema.table\") and remove outbox.table",
+            ));
+        }
+        let mut out: Vec<OutboxTableSpec> = Vec::with_capacity(self.tables.len());
+        for (i, entry) in self.tables.iter().enumerate() {
+            let key = format!("{KEY_TABLES}[{i}]");
+            if let Some(other) = entry.other.keys().next() {
+                return Err(SettingError::invalid(
+                    format!("{key}.{other}"),
+                    misplaced_table_key(other),
+                ));
+            }
+            let (schema, table) =
+                parse_qualified_name(&entry.name).ok_or_else(|| SettingError::Invalid {
+                    key: format!("{key}.name"),
+                    reason: format!("{:?} is not a table name like schema.table", entry.name),
+                })?;
+            if let Some(earlier) = out.iter().find(|t| t.schema == schema && t.table == table) {
+                return Err(SettingError::invalid(
+                    format!("{key}.name"),
+                    format!(
+                        "{schema}.{table} is listed twice ({}.name names it already): each \
+                         outbox table is read once",
+                        earlier.key
+                    ),
+                ));
+            }
+            out.push(OutboxTableSpec {
+                schema,
+                table,
+                columns: entry.columns.clone(),
+                key,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Checks the outbox tables ([`OutboxConfig::tables`]) and each
+    /// table's column names against `router`: an empty name or a bad
+    /// placement is refused naming the table's key.
+    pub fn validate_tables(&self, router: &RouterConfig) -> Result<(), SettingError> {
+        let tables = self.tables()?;
+        if !self.tables.is_empty() && !self.source.table() && self.debezium_messages.is_none() {
+            return Err(SettingError::invalid(
+                KEY_TABLES,
+                "with outbox.source = \"messages\" no table is read; set outbox.source = \
+                 \"both\" for table rows and messages, or remove the tables",
+            ));
+        }
+        for t in &tables {
+            if t.columns.is_empty() {
+                continue;
+            }
+            t.columns.validate(&t.key)?;
+            router.columns(&t.columns).map_err(|e| {
+                SettingError::invalid(format!("{}.additional_placement", t.key), e.to_string())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a key of a `[[outbox.tables]]` entry is refused.
+fn misplaced_table_key(key: &str) -> String {
+    let per_table = COLUMN_OVERRIDE_KEYS.join(", ");
+    if key == "table" {
+        return "a table entry names its table with name = \"schema.table\"".to_owned();
+    }
+    if SHARED_OUTBOX_KEYS.contains(&key) {
+        return format!(
+            "not a per-table setting: it holds for every table of the pipeline; set \
+             outbox.{key} instead (per table: name, {per_table})"
+        );
+    }
+    if crate::router::SHARED_ROUTER_KEYS.contains(&key) {
+        return format!(
+            "not a per-table setting: every table shares [router]'s topic routing, payload \
+             handling and policies; set router.{key} instead (per table: name, {per_table})"
+        );
+    }
+    format!("unknown key; a table entry takes name, {per_table}")
 }
 
 /// Parses `schema.table`, `table`, or quoted forms, folding unquoted parts
@@ -323,8 +516,4 @@ pub fn parse_qualified_name(name: &str) -> Option<(String, String)> {
         }
         _ => None,
     }
-}
-
-fn default_outbox_table() -> String {
-    DEFAULT_OUTBOX_TABLE.into()
 }

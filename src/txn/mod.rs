@@ -1,10 +1,12 @@
 //! Transaction assembly: pgoutput messages in, outbox events out.
 //!
 //! Owns the relation cache of one replication session, recognises the
-//! outbox table by schema and table name, turns its INSERTs into events,
-//! drops its DELETEs (the insert-and-delete outbox pattern yields exactly one
-//! event), applies Debezium's `table.op.invalid.behavior` to its UPDATEs and
-//! ignores TRUNCATE and every other table. It registers each transaction with
+//! outbox tables (one or several, [`OutboxTable`]) by schema and table
+//! name, binds each one's relation with its own columns, turns their
+//! INSERTs into events in WAL order whatever table they come from, drops
+//! their DELETEs (the insert-and-delete outbox pattern yields exactly one
+//! event), applies Debezium's `table.op.invalid.behavior` to their UPDATEs
+//! and ignores TRUNCATE and every other table. It registers each transaction with
 //! the checkpoint tracker *before* its events leave this stage, so the
 //! tracker always knows at least as much as the sink. It never routes,
 //! produces or confirms anything.
@@ -41,7 +43,38 @@ use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::connect::pg::TableMeta;
 use crate::connect::transaction::{Marker, TransactionTopic};
 pub use crate::router::MessageEvent;
-use crate::router::{BoundRelation, EventMeta, KafkaRecord, RouteError, Router};
+use crate::router::{BoundRelation, ColumnMapping, EventMeta, KafkaRecord, RouteError, Router};
+
+/// One outbox table of a session: its name, the columns the router reads
+/// from it, and the catalog facts about them read at session start.
+#[derive(Debug, Clone)]
+pub struct OutboxTable {
+    /// Schema.
+    pub schema: String,
+    /// Table.
+    pub table: String,
+    /// The columns the router reads (a table's own, or `[router]`'s).
+    pub columns: Arc<ColumnMapping>,
+    /// NOT NULL, types and defaults of its columns.
+    pub meta: TableMeta,
+}
+
+impl OutboxTable {
+    /// `schema.table`, Debezium's data collection name.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.schema, self.table)
+    }
+}
+
+/// An outbox table's relation as the session knows it.
+#[derive(Debug, Clone)]
+struct OutboxRelation {
+    /// The relation with the table's columns bound.
+    bound: Arc<BoundRelation>,
+    /// Debezium's data collection (`schema.table`), for transaction
+    /// metadata's counts.
+    collection: Arc<str>,
+}
 
 /// One outbox event on its way to Kafka.
 #[derive(Debug, Clone)]
@@ -183,7 +216,7 @@ pub enum TxnError {
         /// Position.
         lsn: Lsn,
     },
-    /// The outbox table's columns no longer fit the routing configuration.
+    /// An outbox table's columns no longer fit the routing configuration.
     #[error("outbox table layout at lsn {lsn} does not fit the routing configuration")]
     Layout {
         /// Position of the Relation message.
@@ -389,15 +422,13 @@ pub struct AssemblyStats {
 
 /// Per-session transaction assembler.
 pub struct Assembler {
-    schema: String,
-    table: String,
+    /// The outbox tables, each with its columns and catalog facts.
+    tables: Vec<OutboxTable>,
     router: Router,
-    /// Catalog facts about the outbox columns, read at session start.
-    table_meta: TableMeta,
     op_invalid: OpInvalidBehavior,
     relations: RelationCache,
-    /// Outbox relations (by relation id) with the router's columns bound.
-    outbox: HashMap<u32, Arc<BoundRelation>>,
+    /// Outbox relations (by relation id) with their table's columns bound.
+    outbox: HashMap<u32, OutboxRelation>,
     current: Option<OpenTxn>,
     /// Open streamed transactions by top-level xid.
     streams: HashMap<u32, StreamedTxn>,
@@ -419,28 +450,17 @@ pub struct Assembler {
     last_commit_time_us: i64,
     /// Transaction metadata, when it is on.
     metadata: Option<Metadata>,
-    /// Debezium's data collection of the outbox table (`schema.table`).
-    table_collection: Arc<str>,
 }
 
 impl Assembler {
-    /// A fresh assembler for one replication session; `router` is only used
-    /// to bind columns.
-    pub fn new(
-        schema: String,
-        table: String,
-        router: Router,
-        table_meta: TableMeta,
-        op_invalid: OpInvalidBehavior,
-    ) -> Self {
-        let table_collection: Arc<str> = Arc::from(format!("{schema}.{table}"));
+    /// A fresh assembler for one replication session over the outbox
+    /// `tables` (none: logical decoding messages only); `router` is only
+    /// used to bind columns.
+    pub fn new(tables: Vec<OutboxTable>, router: Router, op_invalid: OpInvalidBehavior) -> Self {
         Assembler {
-            table_collection,
             metadata: None,
-            schema,
-            table,
+            tables,
             router,
-            table_meta,
             op_invalid,
             relations: RelationCache::new(),
             outbox: HashMap::new(),
@@ -698,12 +718,12 @@ impl Assembler {
                 })?;
                 txn.changed(self.metadata.as_ref(), out);
                 match self.outbox.get(&ins.relation_id) {
-                    Some(bound) => {
-                        txn.count(&self.table_collection, lsn, 1);
+                    Some(rel) => {
+                        txn.count(&rel.collection, lsn, 1);
                         out.push(OutboxEvent::row(
                             txn.seq,
                             txn.meta(lsn),
-                            Arc::clone(bound),
+                            Arc::clone(&rel.bound),
                             ins.new,
                         ));
                         txn.unregistered += 1;
@@ -715,21 +735,23 @@ impl Assembler {
             }
             LogicalMessage::Update(upd) => {
                 let counted = self.metadata.as_ref().is_some_and(|m| m.count_updates);
+                let rel = self.outbox.get(&upd.relation_id);
                 if let Some(txn) = self.current.as_mut() {
                     txn.changed(self.metadata.as_ref(), out);
-                    if counted && self.outbox.contains_key(&upd.relation_id) {
+                    if let (true, Some(rel)) = (counted, rel) {
                         // A new primary key: Debezium's delete and create.
                         let n = if matches!(upd.old, Some(OldTuple::Key(_))) {
                             2
                         } else {
                             1
                         };
-                        txn.count(&self.table_collection, lsn, n);
+                        txn.count(&rel.collection, lsn, n);
                     }
                 }
-                if self.outbox.contains_key(&upd.relation_id) {
+                if let Some(rel) = rel {
                     let xid = self.current.as_ref().map(|t| t.xid).unwrap_or_default();
-                    self.outbox_update(lsn, xid)?;
+                    let table = rel.bound.table_name();
+                    self.outbox_update(lsn, xid, table)?;
                 } else {
                     self.ignore_other(upd.relation_id, lsn)?;
                 }
@@ -738,8 +760,8 @@ impl Assembler {
                 let counted = self.metadata.as_ref().is_some_and(|m| m.count_deletes);
                 if let Some(txn) = self.current.as_mut() {
                     txn.changed(self.metadata.as_ref(), out);
-                    if counted && self.outbox.contains_key(&del.relation_id) {
-                        txn.count(&self.table_collection, lsn, 1);
+                    if let (true, Some(rel)) = (counted, self.outbox.get(&del.relation_id)) {
+                        txn.count(&rel.collection, lsn, 1);
                     }
                 }
                 if self.outbox.contains_key(&del.relation_id) {
@@ -944,7 +966,13 @@ impl Assembler {
                     self.stats.events += 1;
                     self.stats.messages += 1;
                 }
-                ChangeKind::Update => self.outbox_update(change.lsn, xid)?,
+                ChangeKind::Update => {
+                    let table = r
+                        .bindings
+                        .get(change.binding as usize)
+                        .map_or_else(|| "an outbox table".to_owned(), |b| b.table_name());
+                    self.outbox_update(change.lsn, xid, table)?
+                }
             }
         }
         Ok(())
@@ -981,8 +1009,8 @@ impl Assembler {
             // outside this transaction.
             LogicalMessage::Relation(rel) => self.apply_relation(&rel, lsn)?,
             LogicalMessage::Insert(ins) => match self.outbox.get(&ins.relation_id) {
-                Some(bound) => {
-                    let binding = binding_index(&mut streamed.bindings, bound);
+                Some(rel) => {
+                    let binding = binding_index(&mut streamed.bindings, &rel.bound);
                     let n = streamed
                         .spill
                         .append(ChangeKind::Insert, lsn, subxid, binding, &ins.new)
@@ -998,8 +1026,8 @@ impl Assembler {
             LogicalMessage::Update(upd) => match self.outbox.get(&upd.relation_id) {
                 // The policy applies at commit: an update in a transaction
                 // that aborts must not stop anything.
-                Some(bound) => {
-                    let binding = binding_index(&mut streamed.bindings, bound);
+                Some(rel) => {
+                    let binding = binding_index(&mut streamed.bindings, &rel.bound);
                     let n = streamed
                         .spill
                         .append(
@@ -1119,21 +1147,38 @@ impl Assembler {
         lsn: Lsn,
     ) -> Result<(), TxnError> {
         let info = self.relations.apply(rel);
-        if info.namespace == self.schema && info.name == self.table {
-            let bound = self
-                .router
-                .bind(&info, &self.table_meta)
-                .map_err(|source| TxnError::Layout { lsn, source })?;
-            self.outbox.insert(info.id, Arc::new(bound));
-        } else {
-            self.outbox.remove(&info.id);
+        let table = self
+            .tables
+            .iter()
+            .find(|t| info.namespace == t.schema && info.name == t.table);
+        match table {
+            Some(t) => {
+                let bound = self
+                    .router
+                    .bind_with(&info, &t.meta, &t.columns)
+                    .map_err(|source| TxnError::Layout { lsn, source })?;
+                let collection = match self.outbox.get(&info.id) {
+                    Some(known) => Arc::clone(&known.collection),
+                    None => Arc::from(t.qualified()),
+                };
+                self.outbox.insert(
+                    info.id,
+                    OutboxRelation {
+                        bound: Arc::new(bound),
+                        collection,
+                    },
+                );
+            }
+            None => {
+                self.outbox.remove(&info.id);
+            }
         }
         Ok(())
     }
 
-    /// `outbox.op_invalid_behavior` for an UPDATE of an outbox row.
-    fn outbox_update(&mut self, lsn: Lsn, xid: u32) -> Result<(), TxnError> {
-        let table = format!("{}.{}", self.schema, self.table);
+    /// `outbox.op_invalid_behavior` for an UPDATE of a row of the outbox
+    /// table `table`.
+    fn outbox_update(&mut self, lsn: Lsn, xid: u32, table: String) -> Result<(), TxnError> {
         match self.op_invalid {
             OpInvalidBehavior::Warn => {
                 warn!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = warn)")
@@ -1189,11 +1234,15 @@ mod tests {
             DebeziumConfig::default(),
         )
         .expect("default router config is valid");
+        let columns = Arc::clone(router.columns());
         Assembler::new(
-            "public".into(),
-            "outbox".into(),
+            vec![OutboxTable {
+                schema: "public".into(),
+                table: "outbox".into(),
+                columns,
+                meta: TableMeta::unknown(),
+            }],
             router,
-            TableMeta::unknown(),
             op_invalid,
         )
     }
@@ -1799,6 +1848,174 @@ mod tests {
             relation_id,
             old: OldTuple::Key(TupleData::default()),
         })
+    }
+
+    const SECOND: u32 = 16500;
+
+    /// A second outbox table of another shape: `public.second (event_id,
+    /// kind, account, body)`.
+    fn second_relation() -> LogicalMessage {
+        let col = |name: &str, type_oid: u32| RelationColumn {
+            flags: 0,
+            name: Bytes::copy_from_slice(name.as_bytes()),
+            type_oid,
+            type_modifier: -1,
+        };
+        LogicalMessage::Relation(Relation {
+            xid: None,
+            id: SECOND,
+            namespace: Bytes::from_static(b"public"),
+            name: Bytes::from_static(b"second"),
+            replica_identity: b'd',
+            columns: vec![
+                col("event_id", oid::VARCHAR),
+                col("kind", oid::VARCHAR),
+                col("account", oid::VARCHAR),
+                col("body", oid::TEXT),
+            ],
+        })
+    }
+
+    fn second_insert(id: &str, kind: &str, account: &str) -> LogicalMessage {
+        LogicalMessage::Insert(Insert {
+            xid: None,
+            relation_id: SECOND,
+            new: TupleData {
+                columns: vec![text(id), text(kind), text(account), text("b")],
+            },
+        })
+    }
+
+    /// `public.outbox` with `[router]`'s columns and `public.second` with
+    /// its own.
+    fn two_tables(op_invalid: OpInvalidBehavior) -> (Harness, Router) {
+        let router = Router::new(
+            RouterConfig::default(),
+            ConvertersConfig::default(),
+            DebeziumConfig::default(),
+        )
+        .expect("default router config is valid");
+        let own = router
+            .mapping(&crate::router::ColumnOverrides {
+                id_field: Some("event_id".into()),
+                key_field: Some("account".into()),
+                payload_field: Some("body".into()),
+                route_by_field: Some("kind".into()),
+                ..Default::default()
+            })
+            .expect("valid overrides");
+        let table = |name: &str, columns| OutboxTable {
+            schema: "public".into(),
+            table: name.into(),
+            columns,
+            meta: TableMeta::unknown(),
+        };
+        let mut h = Harness::with(op_invalid);
+        h.asm = Assembler::new(
+            vec![
+                table("outbox", Arc::clone(router.columns())),
+                table("second", own),
+            ],
+            router.clone(),
+            op_invalid,
+        );
+        (h, router)
+    }
+
+    #[test]
+    fn several_tables_interleave_in_wal_order_each_with_its_columns() {
+        let (mut h, mut router) = two_tables(OpInvalidBehavior::Warn);
+        h.feed([
+            relation(None, OUTBOX, "outbox", false),
+            second_relation(),
+            relation(None, OTHER, "other", false),
+            begin(7),
+            insert(None, OUTBOX, "1", "A"),
+            second_insert("2", "B", "acct-9"),
+            insert(None, OTHER, "x", "x"),
+            insert(None, OUTBOX, "3", "A"),
+            second_insert("4", "B", "acct-9"),
+            end_commit(200),
+        ]);
+        let routed: Vec<(String, String, String)> = h
+            .out
+            .iter()
+            .map(|e| {
+                let (record, id) = e.route(&mut router).expect("routes");
+                let key = String::from_utf8(record.key.expect("a key").to_vec()).unwrap();
+                (record.topic.to_string(), key, id.expect("an id"))
+            })
+            .collect();
+        assert_eq!(
+            routed,
+            [
+                ("outbox.event.A".into(), "k".into(), "1".into()),
+                ("outbox.event.B".into(), "acct-9".into(), "2".into()),
+                ("outbox.event.A".into(), "k".into(), "3".into()),
+                ("outbox.event.B".into(), "acct-9".into(), "4".into()),
+            ]
+        );
+        assert_eq!(h.out[1].origin(), "public.second");
+        // One transaction, one tracker entry, confirmed once all four are.
+        assert!(h.out.iter().all(|e| e.seq == h.out[0].seq));
+        assert_eq!(h.asm.stats().other_ignored, 1);
+        h.ack_all();
+        assert_eq!(h.tracker.confirmed(), Lsn(200));
+    }
+
+    #[test]
+    fn an_update_of_any_outbox_table_follows_the_policy_naming_it() {
+        let (mut h, _) = two_tables(OpInvalidBehavior::Fatal);
+        h.feed([second_relation(), begin(7)]);
+        let update = LogicalMessage::Update(Update {
+            xid: None,
+            relation_id: SECOND,
+            old: None,
+            new: TupleData::default(),
+        });
+        match h.try_feed(update) {
+            Err(TxnError::UnexpectedUpdate { table, .. }) => assert_eq!(table, "public.second"),
+            other => panic!("expected a fatal update, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn transaction_metadata_counts_each_table_as_its_collection() {
+        let (mut h, _) = two_tables(OpInvalidBehavior::Warn);
+        let with = with_metadata();
+        h.asm = h.asm.with_transaction_metadata(with.asm.metadata.clone());
+        h.feed([
+            relation(None, OUTBOX, "outbox", false),
+            second_relation(),
+            begin(7),
+            insert(None, OUTBOX, "1", "A"),
+            second_insert("2", "B", "a"),
+            second_insert("3", "B", "a"),
+            delete(SECOND),
+            end_commit(200),
+        ]);
+        let Some(EventBody::Transaction {
+            marker:
+                Marker::End {
+                    event_count,
+                    data_collections,
+                    ..
+                },
+            ..
+        }) = h.out.last().map(|e| &e.body)
+        else {
+            panic!("no END: {:?}", h.ids());
+        };
+        assert_eq!(*event_count, 4);
+        let mut per = data_collections.clone();
+        per.sort();
+        assert_eq!(
+            per,
+            vec![
+                (Arc::from("public.outbox"), 1),
+                (Arc::from("public.second"), 3)
+            ]
+        );
     }
 
     #[test]

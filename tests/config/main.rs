@@ -7,3 +7,4 @@ mod debezium_forms;
 mod exactly_once;
 mod messages;
 mod native;
+mod tables;

@@ -170,7 +170,7 @@ fn debezium_decode_chain() {
     both.insert("tombstones.on.delete".into(), "false".into());
     let t = translate(both).unwrap();
     assert_eq!(t.config.outbox.source, OutboxSource::Both);
-    assert_eq!(t.config.outbox.table, "public.outbox");
+    assert_eq!(t.config.outbox.table.as_deref(), Some("public.outbox"));
 
     // Without the decode transform messages go out as Debezium's message
     // records, of every prefix but walrelay's heartbeat.

@@ -838,6 +838,50 @@ const CASES: &[Case] = &[
         "msg-envelope-feed.sql",
         MSG_ENVELOPE_TOPICS,
     ),
+    // Several outbox tables in one table.include.list (tables.sql, three
+    // tables of one shape), written in interleaved transactions, one
+    // aggregate's events from several tables into one topic: one
+    // EventRouter routes every table's change events. In a database of
+    // its own, whose drop removes the tables.
+    Case {
+        database: Database::Private,
+        ..with_sql(
+            case("tables", End::Records(12)),
+            "tables.sql",
+            "tables-feed.sql",
+        )
+    },
+    // With an envelope field: the EventRouter's envelope schema cache is
+    // keyed by the payload schema, so the first table (and route value)
+    // seen names the envelope of every table's records.
+    Case {
+        database: Database::Private,
+        ..with_sql(
+            case("tables-envelope", End::Records(12)),
+            "tables.sql",
+            "tables-feed.sql",
+        )
+    },
+    // snapshot.mode=initial over the three tables (listed c, a, b), two
+    // rows each already there, one aggregate on one topic: the order in
+    // which the tables' rows are published is compared too.
+    Case {
+        database: Database::Private,
+        ..with_sql(
+            case("tables-snapshot", End::Records(18)),
+            "tables-snapshot.sql",
+            "tables-feed.sql",
+        )
+    },
+    // Transaction metadata over the three tables: the END record counts
+    // each table as its data collection.
+    txmeta(
+        "tables-txmeta",
+        22,
+        "tables.sql",
+        "tables-feed.sql",
+        TXMETA_TOPICS,
+    ),
     // provide.transaction.metadata=true (docs/migration.md, "Transaction
     // metadata"): BEGIN and END of every transaction,
     // whether its events survive the EventRouter or not.

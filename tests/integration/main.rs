@@ -64,6 +64,9 @@ mod replication_connection;
 mod security;
 /// Debezium's `snapshot.mode`.
 mod snapshot;
+/// Several outbox tables in one pipeline: interleaved transactions, both
+/// configuration forms, tables of different shapes, restarts, refusals.
+mod tables;
 /// Transaction metadata (Debezium's BEGIN and END records) under SIGKILL.
 mod transaction_metadata;
 /// Behaviour per PostgreSQL major, 13 to 18: the protocol chosen, streamed

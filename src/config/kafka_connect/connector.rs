@@ -24,7 +24,9 @@ use crate::postgres::config::{
 use crate::router::FieldNameAdjustment;
 use crate::secret::Secret;
 use crate::setting::SettingError;
-use crate::txn::config::{parse_qualified_name, MessageSelection, PrefixRule, SkippedOperations};
+use crate::txn::config::{
+    parse_qualified_name, MessageSelection, OutboxTableConfig, PrefixRule, SkippedOperations,
+};
 
 /// The only connector walrelay replaces.
 const POSTGRES_CONNECTOR: &str = "io.debezium.connector.postgresql.PostgresConnector";
@@ -553,20 +555,26 @@ pub(in crate::config) fn translate_connector(
         .map(|n| n.trim().to_owned())
         .filter(|n| !n.is_empty());
 
-    // A snapshot that leaves the outbox table out takes no rows in Debezium.
+    // A snapshot that leaves an outbox table out takes no rows of it in
+    // Debezium.
     if let Some(list) = c.take("snapshot.include.collection.list") {
         let list = list.trim();
-        let table = draft.outbox.table.as_str();
-        let harmless = list.is_empty()
-            || table.is_empty()
+        let left_out = if list.is_empty()
+            || !draft.captures_table
             || draft.replication.snapshot_mode == SnapshotMode::NoData
-            || list
-                .split(',')
-                .any(|t| t.trim().eq_ignore_ascii_case(table));
-        if !harmless {
+        {
+            None
+        } else {
+            draft.outbox.table_names().into_iter().find(|table| {
+                !list
+                    .split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case(table))
+            })
+        };
+        if let Some(table) = left_out {
             return Err(c.unsupported(
                 "snapshot.include.collection.list",
-                format!("it does not name the outbox table {table}, so Debezium's snapshot would take none of its rows where walrelay's takes them all; remove it, list {table}, or set snapshot.mode=no_data"),
+                format!("it does not name the outbox table {table}, so Debezium's snapshot would take none of its rows where walrelay's takes them all; remove it, list every table of table.include.list, or set snapshot.mode=no_data"),
             ));
         }
         notes.ignore(
@@ -609,70 +617,86 @@ fn take_adjustment(c: &mut Keys, key: &str) -> Result<FieldNameAdjustment, Confi
     }
 }
 
-/// `table.include.list` naming the outbox table, and the schema lists
-/// around it.
+/// `table.include.list` naming the outbox tables (one or several, each
+/// routed by the same EventRouter, as Debezium routes every captured
+/// table's change events), and the schema lists around them.
 fn translate_outbox_table(
     c: &mut Keys,
     draft: &mut Draft,
     notes: &mut Notes,
     include: &str,
 ) -> Result<(), ConfigError> {
-    let tables: Vec<&str> = include
+    let listed: Vec<&str> = include
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .collect();
-    let table = match tables.as_slice() {
-        [one] => *one,
-        [] => return Err(c.invalid("table.include.list", "names no table")),
-        _ => {
+    if listed.is_empty() {
+        return Err(c.invalid("table.include.list", "names no table"));
+    }
+    let mut tables: Vec<&str> = Vec::with_capacity(listed.len());
+    let mut names: Vec<(String, String)> = Vec::with_capacity(listed.len());
+    for table in listed {
+        // Debezium reads the list as Java regexes matched against
+        // schema.table; `.` is accepted as the separator it is meant to be.
+        if table.contains([
+            '\\', '[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|',
+        ]) {
             return Err(c.unsupported(
                 "table.include.list",
-                "walrelay relays exactly one outbox table; run one walrelay per outbox",
-            ))
+                format!("walrelay needs the outbox tables' plain names (schema.table), not a regular expression like {table:?}"),
+            ));
         }
-    };
-    // Debezium reads the list as Java regexes matched against schema.table;
-    // `.` is accepted as the separator it is meant to be.
-    if table.contains([
-        '\\', '[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|',
-    ]) {
-        return Err(c.unsupported(
-            "table.include.list",
-            "walrelay needs the outbox table's plain name (schema.table), not a regular expression",
-        ));
+        let parts = match parse_qualified_name(table) {
+            Some(parts) if table.contains('.') => parts,
+            _ => {
+                return Err(c.invalid(
+                    "table.include.list",
+                    format!("{table:?} must be schema.table: Debezium matches it against the qualified name"),
+                ))
+            }
+        };
+        // Debezium's list is a set of patterns: naming a table twice
+        // captures it once.
+        if !names.contains(&parts) {
+            names.push(parts);
+            tables.push(table);
+        }
     }
-    let (schema, _) = match parse_qualified_name(table) {
-        Some(parts) if table.contains('.') => parts,
-        _ => {
-            return Err(c.invalid(
-                "table.include.list",
-                "must be schema.table: Debezium matches it against the qualified name",
-            ))
+    match tables.as_slice() {
+        [one] => draft.outbox.table = Some((*one).to_owned()),
+        several => {
+            draft.outbox.tables = several
+                .iter()
+                .map(|t| OutboxTableConfig::named(*t))
+                .collect()
         }
-    };
-    draft.outbox.table = table.to_owned();
+    }
     if let Some(schemas) = c.take("schema.include.list") {
-        let listed = schemas
-            .split(',')
-            .map(str::trim)
-            .any(|s| s.eq_ignore_ascii_case(&schema));
-        if !listed {
+        let unlisted = names.iter().find(|(schema, _)| {
+            !schemas
+                .split(',')
+                .map(str::trim)
+                .any(|s| s.eq_ignore_ascii_case(schema))
+        });
+        if let Some((schema, table)) = unlisted {
             return Err(c.unsupported(
                 "schema.include.list",
-                "it does not list the outbox table's schema as a plain name, so Debezium would capture nothing",
+                format!("it does not list the schema of outbox table {schema}.{table} as a plain name, so Debezium would capture none of its rows"),
             ));
         }
     }
     if let Some(schemas) = c.take("schema.exclude.list") {
-        if schemas
-            .split(',')
-            .map(str::trim)
-            .any(|s| s.eq_ignore_ascii_case(&schema))
-        {
+        let excluded = names.iter().find(|(schema, _)| {
+            schemas
+                .split(',')
+                .map(str::trim)
+                .any(|s| s.eq_ignore_ascii_case(schema))
+        });
+        if let Some((schema, table)) = excluded {
             return Err(c.unsupported(
                 "schema.exclude.list",
-                "it excludes the outbox table's schema, so Debezium would capture nothing",
+                format!("it excludes the schema of outbox table {schema}.{table}, so Debezium would capture none of its rows"),
             ));
         }
         notes.ignore(

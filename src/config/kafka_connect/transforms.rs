@@ -186,16 +186,27 @@ fn decide_chain(
     chain: &Chain<'_>,
 ) -> Result<(Option<bool>, bool), ConfigError> {
     let prefix = &draft.debezium.topic_prefix;
-    let table_topic = sanitized_topic(&format!("{prefix}.{}", draft.outbox.table));
+    // Each outbox table's change events have a topic of their own; the
+    // predicates must treat every one alike.
+    let table_topics: Vec<String> = if draft.captures_table {
+        draft
+            .outbox
+            .table_names()
+            .iter()
+            .map(|table| sanitized_topic(&format!("{prefix}.{table}")))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let message_topic = sanitized_topic(&format!("{prefix}.message"));
-    let change = Record {
-        topic: &table_topic,
+    let change = |topic| Record {
+        topic,
         context_headers: draft.debezium.extended_headers,
         tombstone: false,
     };
-    let tombstone = Record {
+    let tombstone = |topic| Record {
         tombstone: true,
-        ..change
+        ..change(topic)
     };
     let message = Record {
         topic: &message_topic,
@@ -228,12 +239,14 @@ fn decide_chain(
             ));
         }
     }
-    if draft.captures_table && !runs(chain.router_condition, &change) {
-        return Err(router_off(format!(
-            "the outbox table's change events (topic {table_topic}): Debezium would publish \
-             them as plain change events, which walrelay does not emit (a connector that \
-             captures other tables stays refused)"
-        )));
+    for table_topic in &table_topics {
+        if !runs(chain.router_condition, &change(table_topic)) {
+            return Err(router_off(format!(
+                "the outbox table's change events (topic {table_topic}): Debezium would publish \
+                 them as plain change events, which walrelay does not emit (a connector that \
+                 captures other tables stays refused)"
+            )));
+        }
     }
     let tombstones = draft.captures_table && draft.tombstones_on_delete != Some(false);
     let mut decode_sees_tombstones = false;
@@ -250,13 +263,21 @@ fn decide_chain(
                 ));
             }
         }
-        decode_sees_tombstones = tombstones && runs(chain.decode_condition, &tombstone);
+        decode_sees_tombstones = tombstones
+            && table_topics
+                .iter()
+                .any(|t| runs(chain.decode_condition, &tombstone(t)));
     }
-    if tombstones && !decode_sees_tombstones && !runs(chain.router_condition, &tombstone) {
-        return Err(router_off(format!(
-            "the delete tombstones (tombstones.on.delete is on): Debezium would publish them \
-             on {table_topic}, which walrelay does not; set tombstones.on.delete=false"
-        )));
+    if tombstones && !decode_sees_tombstones {
+        let unrouted = table_topics
+            .iter()
+            .find(|t| !runs(chain.router_condition, &tombstone(t)));
+        if let Some(table_topic) = unrouted {
+            return Err(router_off(format!(
+                "the delete tombstones (tombstones.on.delete is on): Debezium would publish them \
+                 on {table_topic}, which walrelay does not; set tombstones.on.delete=false"
+            )));
+        }
     }
     let Some((decode, null_include)) = chain.decode else {
         return Ok((None, false));

@@ -41,7 +41,7 @@ pub enum CatalogError {
         #[source]
         source: tokio_postgres::Error,
     },
-    /// The outbox table is missing.
+    /// An outbox table is missing.
     #[error("outbox table {schema}.{table} does not exist in database {dbname}")]
     NoOutboxTable {
         /// Schema.
@@ -51,15 +51,27 @@ pub enum CatalogError {
         /// Database.
         dbname: String,
     },
+    /// A column an outbox table's routing names is not in the table at
+    /// start (fatal: every event of the table would be refused).
+    #[error("outbox table {table} has no column \"{column}\", which {setting} names; add the column to {table}, or set {setting} to the column that holds it")]
+    MissingOutboxColumn {
+        /// `schema.table`.
+        table: String,
+        /// The column named.
+        column: String,
+        /// The setting naming it (`router.key_field`, or a table's own
+        /// `outbox.tables[<i>].key_field`), with Debezium's key.
+        setting: String,
+    },
     /// The publication is missing and creating it is disabled.
-    #[error("publication {publication} does not exist and {setting}; create it with CREATE PUBLICATION {publication} FOR TABLE <outbox>")]
+    #[error("publication {publication} does not exist and {setting}; create it with CREATE PUBLICATION {publication} FOR TABLE <outbox tables>")]
     NoPublication {
         /// Publication.
         publication: String,
         /// The setting that forbids creating it.
         setting: &'static str,
     },
-    /// The publication exists but does not carry the outbox's inserts.
+    /// The publication exists but does not carry an outbox table's inserts.
     #[error("publication {publication} does not publish inserts of {schema}.{table}: {reason}; fix it with ALTER PUBLICATION or point walrelay at another publication")]
     PublicationMismatch {
         /// Publication.
@@ -569,10 +581,8 @@ pub struct PublicationPlan {
     pub create: bool,
     /// The `publish` option for a publication walrelay creates.
     pub publish: Option<String>,
-    /// Outbox schema.
-    pub schema: String,
-    /// Outbox table.
-    pub table: String,
+    /// The outbox tables as (schema, table), in configuration order.
+    pub tables: Vec<(String, String)>,
     /// Database (for messages).
     pub dbname: String,
     /// Events come from logical decoding messages only: no outbox table
@@ -581,29 +591,29 @@ pub struct PublicationPlan {
 }
 
 impl PublicationPlan {
-    /// The plan validated settings ask for, for the outbox table
-    /// `schema.table`.
+    /// The plan validated settings ask for, for the outbox `tables`
+    /// (schema, table).
     pub fn new(
         postgres: &PostgresConfig,
         replication: &ReplicationConfig,
-        (schema, table): (&str, &str),
+        tables: Vec<(String, String)>,
     ) -> Self {
         PublicationPlan {
             publication: replication.publication.clone(),
             mode: replication.publication_mode,
             create: replication.create_publication,
             publish: replication.publish.clone(),
-            schema: schema.to_owned(),
-            table: table.to_owned(),
+            tables,
             dbname: postgres.dbname.clone(),
             messages_only: false,
         }
     }
 }
 
-/// Makes sure the outbox table exists and the publication publishes its
-/// inserts, creating or altering the publication as the plan's mode allows
-/// (Debezium's `publication.autocreate.mode` semantics, plus `table`).
+/// Makes sure every outbox table exists and the publication publishes
+/// their inserts, creating or altering the publication as the plan's mode
+/// allows (Debezium's `publication.autocreate.mode` semantics, plus
+/// `table`).
 pub async fn prepare_publication(
     client: &Client,
     plan: &PublicationPlan,
@@ -611,29 +621,43 @@ pub async fn prepare_publication(
     if plan.messages_only {
         return prepare_message_publication(client, plan).await;
     }
-    let (publication, schema, table) = (&plan.publication, &plan.schema, &plan.table);
-    let exists = client
-        .query_opt(
-            "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
-            &[schema, table],
-        )
-        .await
-        .map_err(sql("cannot look up the outbox table"))?;
-    if exists.is_none() {
-        return Err(CatalogError::NoOutboxTable {
+    let publication = &plan.publication;
+    for (schema, table) in &plan.tables {
+        let exists = client
+            .query_opt(
+                "SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')",
+                &[schema, table],
+            )
+            .await
+            .map_err(sql(format!("cannot look up the outbox table {schema}.{table}")))?;
+        if exists.is_none() {
+            return Err(CatalogError::NoOutboxTable {
+                schema: schema.clone(),
+                table: table.clone(),
+                dbname: plan.dbname.clone(),
+            });
+        }
+    }
+    // Errors about the publication as a whole name the first table.
+    let first = plan
+        .tables
+        .first()
+        .expect("a plan that is not messages-only names an outbox table");
+    let mismatch_of =
+        |(schema, table): &(String, String), reason: &str| CatalogError::PublicationMismatch {
+            publication: publication.clone(),
             schema: schema.clone(),
             table: table.clone(),
-            dbname: plan.dbname.clone(),
-        });
-    }
-    let mismatch = |reason: &str| CatalogError::PublicationMismatch {
-        publication: publication.clone(),
-        schema: schema.clone(),
-        table: table.clone(),
-        reason: reason.to_owned(),
-    };
-    let outbox = format!("{}.{}", quote_ident(schema), quote_ident(table));
+            reason: reason.to_owned(),
+        };
+    let mismatch = |reason: &str| mismatch_of(first, reason);
+    let outbox = plan
+        .tables
+        .iter()
+        .map(|(s, t)| format!("{}.{}", quote_ident(s), quote_ident(t)))
+        .collect::<Vec<_>>()
+        .join(", ");
     let with = |default: Option<&str>| match plan.publish.as_deref().or(default) {
         // The list was validated to be operation names only.
         Some(publish) => format!(" WITH (publish = '{publish}')"),
@@ -678,7 +702,7 @@ pub async fn prepare_publication(
         }
         return Err(mismatch(
             "it was just created without tables (publication.autocreate.mode=no_tables); \
-             add the outbox with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
+             add the outbox tables with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
         ));
     };
     let pubinsert: bool = row.get(0);
@@ -696,7 +720,7 @@ pub async fn prepare_publication(
         warn!(
             publication = %publication,
             "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
-             a publication FOR TABLE <outbox> is cheaper"
+             a publication FOR TABLE <outbox tables> is cheaper"
         );
         return Ok(());
     }
@@ -708,8 +732,10 @@ pub async fn prepare_publication(
         .await
         .map_err(sql(format!("cannot list the tables of publication {publication}")))?;
     let listed: BTreeSet<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-    let wanted = (schema.clone(), table.clone());
-    if plan.mode == PublicationMode::Filtered && (listed.len() != 1 || !listed.contains(&wanted)) {
+    let wanted: BTreeSet<(String, String)> = plan.tables.iter().cloned().collect();
+    if plan.mode == PublicationMode::Filtered && listed != wanted {
+        // Debezium's filtered mode: the publication's tables become the
+        // include list's.
         let stmt = format!(
             "ALTER PUBLICATION {} SET TABLE {outbox}",
             quote_ident(publication)
@@ -718,11 +744,11 @@ pub async fn prepare_publication(
             .batch_execute(&stmt)
             .await
             .map_err(sql(format!("cannot alter publication {publication}")))?;
-        info!(publication = %publication, "set the publication's tables to the outbox table");
+        info!(publication = %publication, tables = wanted.len(), "set the publication's tables to the outbox tables");
         return Ok(());
     }
-    if !listed.contains(&wanted) {
-        return Err(mismatch("the table is not in it"));
+    if let Some(missing) = plan.tables.iter().find(|t| !listed.contains(*t)) {
+        return Err(mismatch_of(missing, "the table is not in it"));
     }
     Ok(())
 }
@@ -804,7 +830,6 @@ async fn prepare_message_publication(
 }
 
 /// Makes sure the outbox table exists and the publication publishes its
-/// Makes sure the outbox table exists and the publication publishes its
 /// inserts, creating it `FOR TABLE <outbox>` when allowed (mode `table`).
 /// Prefer [`prepare_publication`], which honours every mode.
 pub async fn ensure_publication(
@@ -820,8 +845,7 @@ pub async fn ensure_publication(
         mode: PublicationMode::Table,
         create,
         publish: None,
-        schema: schema.to_owned(),
-        table: table.to_owned(),
+        tables: vec![(schema.to_owned(), table.to_owned())],
         dbname: dbname.to_owned(),
         messages_only: false,
     };

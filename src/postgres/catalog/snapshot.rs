@@ -1,5 +1,6 @@
-//! The initial snapshot: the rows already in the outbox table, read
-//! consistently with the position where the slot starts.
+//! The initial snapshot: the rows already in the outbox tables, read
+//! consistently with the position where the slot starts (several tables
+//! in one snapshot, one after the other, in configuration order).
 //!
 //! Debezium's `snapshot.mode` `initial` publishes the outbox rows that exist
 //! when the connector first starts, then streams. walrelay does the same
@@ -102,12 +103,46 @@ pub async fn relation_info(
     })
 }
 
-/// Step 2: reads every row of the table in `snapshot` (or, with `None`, in a
-/// fresh repeatable-read snapshot), `FETCH_ROWS` at a time, as text values
-/// in the relation's column order; `on_rows` gets each batch.
-pub async fn read_rows<F, Fut, E>(
+/// Step 2: reads every row of each relation in `snapshot` (or, with
+/// `None`, in one fresh repeatable-read snapshot), one relation after the
+/// other, `FETCH_ROWS` at a time, as text values in the relation's column
+/// order; `on_rows` gets each batch with the index of its relation.
+pub async fn read_tables<F, Fut, E>(
     client: &Client,
     snapshot: Option<&str>,
+    relations: &[Arc<RelationInfo>],
+    mut on_rows: F,
+) -> Result<u64, SnapshotError<E>>
+where
+    F: FnMut(usize, Vec<TupleData>) -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+{
+    let mut begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;".to_owned();
+    if let Some(name) = snapshot {
+        begin.push_str(&format!(
+            " SET TRANSACTION SNAPSHOT {};",
+            quote_literal(name)
+        ));
+    }
+    client
+        .batch_execute(&begin)
+        .await
+        .map_err(|e| SnapshotError::Catalog(sql("cannot open the snapshot")(e)))?;
+    let mut total = 0u64;
+    for (index, relation) in relations.iter().enumerate() {
+        total += read_relation(client, relation, |rows| on_rows(index, rows)).await?;
+    }
+    client
+        .batch_execute("COMMIT")
+        .await
+        .map_err(|e| SnapshotError::Catalog(sql("cannot close the snapshot")(e)))?;
+    Ok(total)
+}
+
+/// One relation of [`read_tables`], inside its transaction: a cursor over
+/// every row, fetched `FETCH_ROWS` at a time, closed at the end.
+async fn read_relation<F, Fut, E>(
+    client: &Client,
     relation: &Arc<RelationInfo>,
     mut on_rows: F,
 ) -> Result<u64, SnapshotError<E>>
@@ -124,20 +159,12 @@ where
         .map(|c| quote_ident(&c.name))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;".to_owned();
-    if let Some(name) = snapshot {
-        begin.push_str(&format!(
-            " SET TRANSACTION SNAPSHOT {};",
-            quote_literal(name)
-        ));
-    }
-    begin.push_str(&format!(
-        " DECLARE walrelay_snapshot NO SCROLL CURSOR FOR SELECT {columns} FROM {}.{}",
-        quote_ident(schema),
-        quote_ident(table)
-    ));
     client
-        .batch_execute(&begin)
+        .batch_execute(&format!(
+            "DECLARE walrelay_snapshot NO SCROLL CURSOR FOR SELECT {columns} FROM {}.{}",
+            quote_ident(schema),
+            quote_ident(table)
+        ))
         .await
         .map_err(|e| SnapshotError::Catalog(sql(context())(e)))?;
     let mut total = 0u64;
@@ -165,7 +192,7 @@ where
         on_rows(rows).await.map_err(SnapshotError::Sink)?;
     }
     client
-        .batch_execute("COMMIT")
+        .batch_execute("CLOSE walrelay_snapshot")
         .await
         .map_err(|e| SnapshotError::Catalog(sql(context())(e)))?;
     Ok(total)
