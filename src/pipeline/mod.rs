@@ -101,16 +101,15 @@ pub async fn run_process(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ProcessError> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut pipelines = tokio::task::JoinSet::new();
-    let mut names = std::collections::HashMap::new();
-    for plan in plans {
-        let name = plan.config().name.clone();
-        let metrics = process.add_pipeline(&name);
-        let span = tracing::info_span!("pipeline", pipeline = %name);
-        let handle =
-            pipelines.spawn(run(plan, Arc::clone(&metrics), stop_rx.clone()).instrument(span));
-        names.insert(handle.id(), (name, metrics));
-    }
+    // Every pipeline's metrics first, then the listener (a port in use
+    // fails the start before any pipeline connects), then the pipelines.
+    let named: Vec<(Plan, Arc<Metrics>)> = plans
+        .into_iter()
+        .map(|plan| {
+            let metrics = process.add_pipeline(&plan.config().name);
+            (plan, metrics)
+        })
+        .collect();
     if !listen.is_empty() {
         crate::metrics::serve(listen, Arc::clone(&process), stop_rx.clone())
             .await
@@ -118,6 +117,15 @@ pub async fn run_process(
                 addr: listen.to_owned(),
                 source,
             })?;
+    }
+    let mut pipelines = tokio::task::JoinSet::new();
+    let mut names = std::collections::HashMap::new();
+    for (plan, metrics) in named {
+        let name = plan.config().name.clone();
+        let span = tracing::info_span!("pipeline", pipeline = %name);
+        let handle =
+            pipelines.spawn(run(plan, Arc::clone(&metrics), stop_rx.clone()).instrument(span));
+        names.insert(handle.id(), (name, metrics));
     }
     let mut failed = Vec::new();
     let mut stopping = false;
