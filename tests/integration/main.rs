@@ -44,6 +44,9 @@ mod large_transactions;
 mod messages;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
 mod operations;
+/// The operator's page (`/` of the metrics listener) in headless Chromium:
+/// two pipelines, their states, positions, counts and charts, a failure.
+mod operator_page;
 /// The polling source on a `wal_level = replica` server: records and
 /// marks, kills between publish and mark, late commits, hot standbys and
 /// shards, retention, delete-on-publish, bad rows, Kafka down, replay.
