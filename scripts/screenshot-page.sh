@@ -3,9 +3,11 @@
 # walrelay with two pipelines on the test environment's servers (`orders`:
 # a table outbox read from the WAL; `billing`: a polled outbox on the
 # wal_level=replica cluster), a few minutes of traffic at changing rates
-# with one burst, then a headless Chromium screenshot of its page.
+# with one burst, then, while the traffic still flows, a headless Chromium
+# screenshot of its page.
 #
-# Usage: scripts/screenshot-page.sh [SECONDS]   (traffic, default 300)
+# Usage: scripts/screenshot-page.sh [SECONDS]   (traffic, default 540: most
+#        of the charts' ten minutes)
 #
 # Needs the test environment running (scripts/env.sh up) and chromium
 # (scripts/browser.sh installs it). Owns the tables page_orders and
@@ -18,7 +20,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$SCRIPT_DIR/lib.sh"
 
-DURATION=${1:-300}
+DURATION=${1:-540}
 [[ $DURATION =~ ^[0-9]+$ ]] || die "SECONDS must be a number, got '$DURATION'"
 ENV_FILE=$REPO_ROOT/.walrelay-env/env
 WORK=$REPO_ROOT/.walrelay-env/screenshot
@@ -122,14 +124,14 @@ done
 curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || die "walrelay is not ready: $(tail -n 20 "$WORK/walrelay.log")"
 
 # One SQL stream per table, one statement batch per second: a rate that
-# swells and ebbs, and one burst of 30,000 events a third of the way in
-# (the lag charts' spike).
+# swells and ebbs, and one burst of 5,000 events a third of the way in. It
+# runs a minute longer than DURATION: the screenshot is taken while it runs.
 traffic() {
     local table=$1 base=$2 amp=$3 i n burst id=0
     burst=$((DURATION / 3))
-    for ((i = 0; i < DURATION; i++)); do
+    for ((i = 0; i < DURATION + 60; i++)); do
         n=$(awk -v i="$i" -v b="$base" -v a="$amp" 'BEGIN { printf "%d", b + a * sin(i / 25) }')
-        ((i == burst)) && n=30000
+        ((i == burst)) && n=5000
         printf "INSERT INTO %s (id, aggregatetype, aggregateid, type, payload) SELECT gen_random_uuid(), 'Page', 'k' || (g %% 50), 'E', jsonb_build_object('n', g) FROM generate_series(%d, %d) g;\n" \
             "$table" "$id" "$((id + n - 1))"
         id=$((id + n))
@@ -141,11 +143,11 @@ traffic page_orders 120 80 | wal_psql >/dev/null &
 WRITER_PIDS+=($!)
 traffic page_billing 40 30 | poll_psql >/dev/null &
 WRITER_PIDS+=($!)
-wait "${WRITER_PIDS[@]}"
-WRITER_PIDS=()
+sleep "$DURATION"
+for pid in "${WRITER_PIDS[@]}"; do
+    kill -0 "$pid" 2>/dev/null || die "a writer stopped early"
+done
 kill -0 "$WALRELAY_PID" 2>/dev/null || die "walrelay exited: $(tail -n 20 "$WORK/walrelay.log")"
-# One more sample after the last writes.
-sleep 6
 
 note "screenshot"
 rm -rf "$WORK/chromium"

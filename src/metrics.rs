@@ -165,8 +165,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
-    /// Address of the `/metrics`, `/healthz` and `/readyz` listener; empty
-    /// disables it. Loopback by default: expose it deliberately.
+    /// Address of the `/metrics`, `/healthz`, `/readyz` and operator's page
+    /// (`/`, `/api/state`) listener; empty disables it. Loopback by
+    /// default: expose it deliberately.
     #[serde(default = "default_listen")]
     pub listen: String,
 }

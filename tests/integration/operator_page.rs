@@ -16,9 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::metrics::free_port;
+use crate::common::metrics::{free_port, get_text};
 use crate::common::relay::{tail, Outbox, Relay, WAIT};
 use crate::common::{
     connect_url, consume, create_topic, env, kafka_bootstrap, pg_replica_port, pg_replica_url,
@@ -300,14 +299,7 @@ fn chromium() -> String {
 
 /// `GET /api/state` as JSON; `None` while nothing answers.
 async fn state(port: u16) -> Option<Value> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(b"GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
+    let text = get_text(port, "/api/state").await?;
     serde_json::from_str(text.split("\r\n\r\n").nth(1)?).ok()
 }
 
