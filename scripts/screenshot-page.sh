@@ -6,8 +6,9 @@
 # with one burst, then, while the traffic still flows, a headless Chromium
 # screenshot of its page.
 #
-# Usage: scripts/screenshot-page.sh [SECONDS]   (traffic, default 540: most
-#        of the charts' ten minutes)
+# Usage: scripts/screenshot-page.sh [SECONDS [OUTPUT]]
+#        SECONDS of traffic before the screenshot (default 540: most of the
+#        charts' ten minutes); OUTPUT defaults to docs/img/operator-page.png
 #
 # Needs the test environment running (scripts/env.sh up) and chromium
 # (scripts/browser.sh installs it). Owns the tables page_orders and
@@ -24,7 +25,7 @@ DURATION=${1:-540}
 [[ $DURATION =~ ^[0-9]+$ ]] || die "SECONDS must be a number, got '$DURATION'"
 ENV_FILE=$REPO_ROOT/.walrelay-env/env
 WORK=$REPO_ROOT/.walrelay-env/screenshot
-OUT=$REPO_ROOT/docs/img/operator-page.png
+OUT=$(abs_path "${2:-$REPO_ROOT/docs/img/operator-page.png}")
 WALRELAY_PID=
 WRITER_PIDS=()
 
@@ -33,8 +34,12 @@ WRITER_PIDS=()
 . "$ENV_FILE"
 CHROMIUM=$("$SCRIPT_DIR/browser.sh")
 
-wal_psql() { psql -X -q -v ON_ERROR_STOP=1 "host=127.0.0.1 port=$WALRELAY_TEST_PG_PORT user=postgres dbname=postgres" "$@"; }
-poll_psql() { psql -X -q -v ON_ERROR_STOP=1 "host=127.0.0.1 port=$WALRELAY_TEST_PG_REPLICA_PORT user=postgres dbname=postgres" "$@"; }
+# No NOTICEs from the IF EXISTS drops.
+export PGOPTIONS="-c client_min_messages=warning"
+WAL_PG="host=127.0.0.1 port=$WALRELAY_TEST_PG_PORT user=postgres dbname=postgres"
+POLL_PG="host=127.0.0.1 port=$WALRELAY_TEST_PG_REPLICA_PORT user=postgres dbname=postgres"
+wal_psql() { psql -X -q -v ON_ERROR_STOP=1 "$WAL_PG" "$@"; }
+poll_psql() { psql -X -q -v ON_ERROR_STOP=1 "$POLL_PG" "$@"; }
 
 drop_objects() {
     wal_psql -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'page_orders'" \
@@ -47,6 +52,7 @@ cleanup() {
     trap - EXIT INT TERM
     for pid in "${WRITER_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
     done
     if [[ -n $WALRELAY_PID ]] && kill -0 "$WALRELAY_PID" 2>/dev/null; then
         kill -TERM "$WALRELAY_PID" 2>/dev/null || true
@@ -123,9 +129,10 @@ for _ in $(seq 1 300); do
 done
 curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || die "walrelay is not ready: $(tail -n 20 "$WORK/walrelay.log")"
 
-# One SQL stream per table, one statement batch per second: a rate that
+# One SQL script per table, one statement batch per second: a rate that
 # swells and ebbs, and one burst of 5,000 events a third of the way in. It
-# runs a minute longer than DURATION: the screenshot is taken while it runs.
+# runs a minute longer than DURATION: the screenshot is taken while it runs
+# (psql runs it in the background, killed at the end).
 traffic() {
     local table=$1 base=$2 amp=$3 i n burst id=0
     burst=$((DURATION / 3))
@@ -139,9 +146,11 @@ traffic() {
     done
 }
 note "writing events for ${DURATION}s"
-traffic page_orders 120 80 | wal_psql >/dev/null &
+traffic page_orders 120 80 >"$WORK/orders.sql"
+traffic page_billing 40 30 >"$WORK/billing.sql"
+psql -X -q -v ON_ERROR_STOP=1 "$WAL_PG" -f "$WORK/orders.sql" >/dev/null &
 WRITER_PIDS+=($!)
-traffic page_billing 40 30 | poll_psql >/dev/null &
+psql -X -q -v ON_ERROR_STOP=1 "$POLL_PG" -f "$WORK/billing.sql" >/dev/null &
 WRITER_PIDS+=($!)
 sleep "$DURATION"
 for pid in "${WRITER_PIDS[@]}"; do
