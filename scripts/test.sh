@@ -145,6 +145,8 @@ STOP_ENV=0
 phase fmt cargo fmt --all --check
 phase clippy cargo clippy --workspace --all-targets -- -D warnings
 phase deploy "$SCRIPT_DIR/check-deploy.sh"
+# The operator page's browser test needs chromium (installed when missing).
+phase browser "$SCRIPT_DIR/browser.sh"
 
 if ! "$SCRIPT_DIR/env.sh" status >/dev/null 2>&1; then
     STOP_ENV=1

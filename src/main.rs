@@ -26,8 +26,9 @@ struct Cli {
     /// shippers.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     log_format: LogFormat,
-    /// Address of the /metrics, /healthz and /readyz listener; overrides the
-    /// config's `metrics.listen` (default 127.0.0.1:9187; "" disables it).
+    /// Address of the /metrics, /healthz, /readyz and operator's page (/)
+    /// listener; overrides the config's `metrics.listen` (default
+    /// 127.0.0.1:9187; "" disables it).
     #[arg(long, global = true)]
     metrics_addr: Option<String>,
     /// Exit (status 1) as soon as one pipeline stops on a fatal error,

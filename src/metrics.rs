@@ -7,8 +7,9 @@
 //! them all with the process's own metrics and renders them as one
 //! exposition;
 //! the metric names (constants below; the text format adds `_total` to
-//! counters) and the small HTTP listener that serves `/metrics`, `/healthz`
-//! and `/readyz`. Pipeline stages update
+//! counters) and the small HTTP listener that serves `/metrics`, `/healthz`,
+//! `/readyz` and the operator's page (`/` and `/api/state`, in [`page`],
+//! from the samples of [`history`]). Pipeline stages update
 //! metrics per batch or per status interval, never per event on the hot
 //! path (the commit-to-ack histogram is the one per-delivery update). Labels
 //! are of low cardinality: topic, reason, error code, slot status; never an
@@ -37,6 +38,9 @@ use std::sync::atomic::AtomicU64;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info};
+
+pub mod history;
+pub mod page;
 
 /// Events produced to Kafka, by topic (`walrelay_events_total`).
 pub const EVENTS: &str = "walrelay_events";
@@ -161,8 +165,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
-    /// Address of the `/metrics`, `/healthz` and `/readyz` listener; empty
-    /// disables it. Loopback by default: expose it deliberately.
+    /// Address of the `/metrics`, `/healthz`, `/readyz` and operator's page
+    /// (`/`, `/api/state`) listener; empty disables it. Loopback by
+    /// default: expose it deliberately.
     #[serde(default = "default_listen")]
     pub listen: String,
 }
@@ -880,6 +885,11 @@ pub async fn serve(
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     info!(listen = %local, "metrics and health endpoints");
+    let history = Arc::new(history::History::new(
+        history::SAMPLE_INTERVAL,
+        history::HISTORY_WINDOW,
+    ));
+    history::start(Arc::clone(&history), Arc::clone(&process), shutdown.clone());
     let handle = tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -888,13 +898,16 @@ pub async fn serve(
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
                     let process = Arc::clone(&process);
+                    let history = Arc::clone(&history);
                     tokio::spawn(async move {
                         let conn = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(Duration::from_secs(10))
                             .serve_connection(
                                 TokioIo::new(stream),
-                                service_fn(move |req| handle(Arc::clone(&process), req)),
+                                service_fn(move |req| {
+                                    handle(Arc::clone(&process), Arc::clone(&history), req)
+                                }),
                             );
                         if let Err(e) = conn.await {
                             debug!(error = %e, "metrics connection");
@@ -909,9 +922,12 @@ pub async fn serve(
 
 async fn handle(
     p: Arc<Process>,
+    history: Arc<history::History>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (status, content_type, body) = match req.uri().path() {
+        "/" => return Ok(page::page()),
+        "/api/state" => return Ok(page::state(&p, &history)),
         "/metrics" => (
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",

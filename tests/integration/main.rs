@@ -48,6 +48,9 @@ mod large_transactions;
 mod messages;
 /// Metrics, lag alerts, heartbeats, hot standby and fatal stops.
 mod operations;
+/// The operator's page (`/` of the metrics listener) in headless Chromium:
+/// two pipelines, their states, positions, counts and charts, a failure.
+mod operator_page;
 /// Several pipelines in one process: isolation, failures, restarts.
 mod pipelines;
 /// The polling source on a `wal_level = replica` server: records and

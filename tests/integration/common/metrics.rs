@@ -123,3 +123,18 @@ pub async fn wait_metrics(
 pub fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
     m.get(key).copied().unwrap_or(f64::NAN)
 }
+
+/// The whole HTTP response of `GET path` on the metrics listener at
+/// `port` (the operator's page, `/api/state`); `None` while nothing
+/// answers.
+pub async fn get_text(port: u16, path: &str) -> Option<String> {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).await.ok()?;
+    Some(text)
+}

@@ -1,12 +1,13 @@
 //! Passwords never leak: walrelay runs every command (validate, check, run,
 //! status, config errors, failing authentication) with distinctive
 //! PostgreSQL and Kafka SASL passwords, and none of its output, logs (at
-//! debug level) or `/metrics` contains them.
+//! debug level), `/metrics` or the operator's page (`/`, `/api/state`)
+//! contains them.
 //!
 //! CI wall time: about 30 s (a private cluster, a SCRAM broker start).
 
 use crate::common;
-use crate::common::metrics::{free_port, scrape_text};
+use crate::common::metrics::{free_port, get_text, scrape_text};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -184,6 +185,12 @@ listen = "{metrics}"
     };
     assert!(metrics.contains("walrelay_"), "{metrics}");
     transcript.push(("/metrics".into(), metrics));
+    // The operator's page and its data.
+    for path in ["/", "/api/state"] {
+        let answer = get_text(metrics_port, path).await.unwrap_or_default();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{path}: {answer}");
+        transcript.push((path.into(), answer));
+    }
     let status = Command::new(env!("CARGO_BIN_EXE_walrelay"))
         .args([
             "status",
