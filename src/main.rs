@@ -385,7 +385,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// local wake-up rather than a cross-thread one (librdkafka has its own
 /// threads either way).
 fn relay_runtime(config: &ProcessConfig) -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut builder = match config.worker_threads() {
+    let mut builder = match config.runtime().worker_threads {
         0 => tokio::runtime::Builder::new_current_thread(),
         n => {
             let mut b = tokio::runtime::Builder::new_multi_thread();

@@ -94,12 +94,14 @@ pub struct RuntimeConfig {
     /// Milliseconds to wait for in-flight deliveries on SIGTERM.
     #[serde(default = "default_shutdown_timeout_ms")]
     pub shutdown_timeout_ms: u64,
-    /// Tokio worker threads; 0 runs every task on one thread (the source
-    /// hands batches to the sink without waking another thread). Absent:
-    /// 0 for one pipeline, else one per pipeline up to the machine's cores
-    /// ([`ProcessConfig::worker_threads`]).
-    #[serde(default)]
-    pub worker_threads: Option<usize>,
+    /// Tokio worker threads; 0 runs every task, of every pipeline, on one
+    /// thread (the source hands batches to the sink without waking another
+    /// thread). 0 stays the default with several pipelines: four pipelines
+    /// on one thread drained at 1.23 times four processes' rate, on two
+    /// workers at 1.07, with 0.76 and 0.94 of their CPU per event
+    /// (docs/benchmarks.md; the walsenders need the cores).
+    #[serde(default = "default_worker_threads")]
+    pub worker_threads: usize,
     /// What a pipeline's fatal error does to the process.
     #[serde(default)]
     pub on_pipeline_failure: OnPipelineFailure,
@@ -109,7 +111,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
-            worker_threads: None,
+            worker_threads: DEFAULT_WORKER_THREADS,
             on_pipeline_failure: OnPipelineFailure::default(),
         }
     }
@@ -130,9 +132,12 @@ pub enum OnPipelineFailure {
     Exit,
 }
 
-/// `runtime.worker_threads` of a one-pipeline process that sets none: one
-/// thread, no cross-thread wake-up per batch.
+/// Default of `runtime.worker_threads`: one thread.
 pub const DEFAULT_WORKER_THREADS: usize = 0;
+
+fn default_worker_threads() -> usize {
+    DEFAULT_WORKER_THREADS
+}
 
 /// The name of a pipeline that names none.
 pub const DEFAULT_PIPELINE_NAME: &str = crate::metrics::DEFAULT_PIPELINE;
@@ -541,7 +546,7 @@ bootstrap_servers = "127.0.0.1:9092"
     #[test]
     fn runtime_read_coalescing_and_spill_settings() {
         let c = parse(MINIMAL).unwrap();
-        assert_eq!(c.runtime.worker_threads, None);
+        assert_eq!(c.runtime.worker_threads, 0);
         assert_eq!(c.replication.read_coalesce_us, 1000);
         assert_eq!(c.replication.spill_dir, None);
         let c = parse(&format!(
@@ -554,7 +559,7 @@ bootstrap_servers = "127.0.0.1:9092"
             c.replication.spill_dir.as_deref(),
             Some(Path::new("/var/spill"))
         );
-        assert_eq!(c.runtime.worker_threads, Some(2));
+        assert_eq!(c.runtime.worker_threads, 2);
         assert_refused_naming(
             "[replication]\nread_coalesce_us = 200000\n",
             "replication.read_coalesce_us",

@@ -164,24 +164,6 @@ impl ProcessConfig {
         &self.pipelines[0].runtime
     }
 
-    /// The tokio worker threads to run with: `runtime.worker_threads` when
-    /// set; else 0 (one thread) for one pipeline, and one per pipeline up
-    /// to the machine's cores for several (measured: four pipelines on one
-    /// thread drained at 0.74 of four processes' rate, on two workers at
-    /// 1.06; docs/benchmarks.md).
-    pub fn worker_threads(&self) -> usize {
-        if let Some(n) = self.runtime().worker_threads {
-            return n;
-        }
-        match self.pipelines.len() {
-            1 => super::DEFAULT_WORKER_THREADS,
-            n => {
-                let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-                n.min(cores)
-            }
-        }
-    }
-
     /// Sets the metrics listener of the process (the command line's
     /// `--metrics-addr`).
     pub fn set_metrics_listen(&mut self, addr: &str) {
@@ -414,12 +396,6 @@ table = "billing.outbox"
             super::super::OnPipelineFailure::Exit
         );
         assert_eq!(p.pipeline("billing").unwrap().postgres.dbname, "billing");
-        // Several pipelines: a worker per pipeline, up to the cores.
-        let cores = std::thread::available_parallelism().unwrap().get();
-        assert_eq!(p.worker_threads(), 2.min(cores));
-        assert_eq!(parse(SHARED).unwrap().worker_threads(), 0);
-        let set = format!("[runtime]\nworker_threads = 3\n{SHARED}");
-        assert_eq!(parse(&set).unwrap().worker_threads(), 3);
     }
 
     #[test]
