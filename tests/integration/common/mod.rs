@@ -39,7 +39,10 @@ const ENV_HINT: &str = "run scripts/test.sh (or scripts/env.sh up, then source .
 /// The shared test environment written by `scripts/env.sh up`. Every test
 /// of the binary uses these servers at the same time: a test never stops,
 /// restarts or reconfigures them (it starts a [`PrivatePg`] or
-/// [`PrivateKafka`] for that).
+/// [`PrivateKafka`] for that). The one exception is a broker quota on a
+/// client id of the test's own (the throttled pipeline of
+/// `pipelines::a_throttled_pipeline_holds_back_only_itself`), which no
+/// other client uses and which the test removes again.
 #[derive(Debug, Clone)]
 pub struct TestEnv {
     /// Port of the shared PostgreSQL cluster on 127.0.0.1.
