@@ -172,6 +172,10 @@ pub async fn ensure(
     result
 }
 
+/// Pause between metadata requests while a topic just created is not yet
+/// in the broker's metadata.
+const METADATA_RETRY: Duration = Duration::from_millis(100);
+
 async fn ensure_with(
     admin: &Admin,
     t: &TransactionsConfig,
@@ -214,12 +218,21 @@ async fn ensure_with(
         }
         None => false,
     };
-    let mut facts = match describe(admin, topic).await? {
-        Some(facts) => facts,
-        None => {
-            return Err(ProgressTopicError::Missing {
-                topic: topic.to_owned(),
-            })
+    // CreateTopics answers once the controller made the topic; the broker's
+    // metadata cache learns of it a moment later (KRaft propagates it
+    // asynchronously), so a describe right after may not see it yet.
+    let deadline = tokio::time::Instant::now() + ADMIN_TIMEOUT;
+    let mut facts = loop {
+        match describe(admin, topic).await? {
+            Some(facts) => break facts,
+            None if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(METADATA_RETRY).await;
+            }
+            None => {
+                return Err(ProgressTopicError::Missing {
+                    topic: topic.to_owned(),
+                })
+            }
         }
     };
     facts.created = created;
