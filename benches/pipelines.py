@@ -35,7 +35,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import signal
 import statistics
 import subprocess
@@ -46,6 +45,9 @@ import time
 import psycopg
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+import benchlib
+from benchlib import BenchError, cpu_of, log, run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
@@ -87,19 +89,6 @@ END $$;
 """
 
 
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class BenchError(Exception):
-    """A step of the benchmark failed; the message says which."""
-
-
-def run(cmd, **kw):
-    kw.setdefault("check", True)
-    return subprocess.run(cmd, **kw)
-
-
 def proc_status(pid, key):
     """A kB field of /proc/<pid>/status (VmHWM, VmRSS), or None."""
     try:
@@ -110,16 +99,6 @@ def proc_status(pid, key):
     except OSError:
         return None
     return None
-
-
-def cpu_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def threads_of(pid):
@@ -381,17 +360,7 @@ def table(results, rows):
 
 
 def update_docs(block):
-    path = os.path.join(REPO, "docs", "benchmarks.md")
-    with open(path) as f:
-        text = f.read()
-    if BEGIN in text and END in text:
-        pre, rest = text.split(BEGIN, 1)
-        _, post = rest.split(END, 1)
-        text = pre + BEGIN + "\n" + block + END + post
-    else:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{BEGIN}\n{block}{END}\n"
-    with open(path, "w") as f:
-        f.write(text)
+    benchlib.update_docs(block, BEGIN, END, HEADING)
 
 
 def main():

@@ -71,6 +71,9 @@ import psycopg
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import benchlib
+from benchlib import BenchError, cpu_of, log, run, stat_fields
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
 BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench-poll")
@@ -152,19 +155,6 @@ def claim_plan(env, batch_size):
         env.db.execute("RESET enable_sort")
 
 
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class BenchError(Exception):
-    """A step of the benchmark failed; the message says which."""
-
-
-def run(cmd, **kw):
-    kw.setdefault("check", True)
-    return subprocess.run(cmd, **kw)
-
-
 # --------------------------------------------------------------------------
 # CPU from /proc.
 
@@ -182,21 +172,6 @@ def children_of():
         ppid = int(stat[stat.rindex(")") + 2:].split()[1])
         kids.setdefault(ppid, []).append(int(d))
     return kids
-
-
-def stat_fields(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split()
-
-
-def cpu_of(pid):
-    """utime + stime of one process, seconds; None once it is gone."""
-    fields = stat_fields(pid)
-    return None if fields is None else (int(fields[11]) + int(fields[12])) / TICK
 
 
 def tree_cpu(pid):
@@ -980,17 +955,7 @@ HEADING = "## The polling source (issue 17)"
 
 
 def update_docs(block):
-    path = os.path.join(REPO, "docs", "benchmarks.md")
-    with open(path) as f:
-        text = f.read()
-    if BEGIN in text and END in text:
-        pre, rest = text.split(BEGIN, 1)
-        _, post = rest.split(END, 1)
-        text = pre + BEGIN + "\n" + block + END + post
-    else:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n\n{BEGIN}\n{block}{END}\n"
-    with open(path, "w") as f:
-        f.write(text)
+    benchlib.update_docs(block, BEGIN, END, HEADING)
 
 
 # --------------------------------------------------------------------------

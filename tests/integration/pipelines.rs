@@ -8,10 +8,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
 use crate::common::database::TestDb;
-use crate::common::metrics::{free_port, scrape_pipelines};
+use crate::common::metrics::{free_port, get_text, scrape_pipelines};
 use crate::common::relay::{event_id, ids, read_until_ids, tail, Outbox, Relay, WAIT};
 use crate::common::{
     connect_url, kafka_bootstrap, pg_replica_port, pg_replica_url, read_to_end, run_script,
@@ -21,14 +19,7 @@ use crate::common::{
 /// `GET path` on the metrics listener: (status code, body); `None` while
 /// nothing answers.
 async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
+    let text = get_text(port, path).await?;
     let status = text.split(' ').nth(1)?.parse().ok()?;
     let body = text.split("\r\n\r\n").nth(1)?.to_owned();
     Some((status, body))

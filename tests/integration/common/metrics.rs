@@ -16,15 +16,7 @@ pub fn free_port() -> u16 {
 
 /// The whole HTTP response of `GET /metrics`; `None` while nothing answers.
 pub async fn scrape_text(port: u16) -> Option<String> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    Some(text)
+    get_text(port, "/metrics").await
 }
 
 /// Scrapes `/metrics` of a one-pipeline process: `name{labels}` → value,
