@@ -171,22 +171,32 @@ fn documented_example_config_validates() {
     );
 }
 
-/// The polling source's example validates, and names what it needs.
-#[test]
-fn documented_poll_example_validates() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walrelay-poll.toml");
+/// `walrelay validate` of a documented example in `config/`, with its
+/// password variable set; returns what it printed, after checking it
+/// exited 0.
+fn validate_example(name: &str) -> String {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("config")
+        .join(name);
     let out = run_walrelay(
         &["validate"],
         &example,
         &[("WALRELAY_PG_PASSWORD", "example-password")],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    stdout
+}
+
+/// The polling source's example validates, and names what it needs.
+#[test]
+fn documented_poll_example_validates() {
+    let stdout = validate_example("walrelay-poll.toml");
     assert!(stdout.contains("ok"), "{stdout}");
 }
 
@@ -224,19 +234,7 @@ bootstrap_servers = "127.0.0.1:9092"
 /// The several-pipelines example validates and names its pipelines.
 #[test]
 fn documented_pipelines_example_validates() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/walrelay-pipelines.toml");
-    let out = run_walrelay(
-        &["validate"],
-        &example,
-        &[("WALRELAY_PG_PASSWORD", "example-password")],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = validate_example("walrelay-pipelines.toml");
     assert!(
         stdout.contains("ok (3 pipelines: orders, billing, legacy)"),
         "{stdout}"

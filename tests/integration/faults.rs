@@ -414,27 +414,7 @@ async fn dropped_slot_is_never_recreated_silently() {
 
     // Terminate the walsender and drop the slot before walrelay's
     // reconnect takes it again.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        ob.client
-            .execute(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
-                 WHERE slot_name = $1 AND active_pid IS NOT NULL",
-                &[&ob.name],
-            )
-            .await
-            .expect("terminate walsender");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        if ob
-            .client
-            .execute("SELECT pg_drop_replication_slot($1)", &[&ob.name])
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "could not drop the slot");
-    }
+    ob.drop_slot_behind_its_back().await;
     let code = exit_code(&mut relay);
     let log = relay.log();
     assert_eq!(code, 1, "{log}");

@@ -165,27 +165,7 @@ async fn the_page_shows_every_pipeline_in_a_real_browser() {
     // Break the WAL pipeline: its walsender terminated and its slot
     // dropped before the reconnect takes it again. The pipeline stops
     // fatally; the polled one runs on.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        ob.client
-            .execute(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
-                 WHERE slot_name = $1 AND active_pid IS NOT NULL",
-                &[&ob.name],
-            )
-            .await
-            .expect("terminate the walsender");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        if ob
-            .client
-            .execute("SELECT pg_drop_replication_slot($1)", &[&ob.name])
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "could not drop the slot");
-    }
+    ob.drop_slot_behind_its_back().await;
     wait_state(port, &mut relay, "the WAL pipeline failed", |s| {
         s["pipelines"][0]["state"] == "failed"
     })

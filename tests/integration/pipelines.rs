@@ -137,33 +137,6 @@ async fn assert_delivered(ob: &Outbox, range: std::ops::RangeInclusive<u64>, rel
     }
 }
 
-/// Terminates the walsender holding `slot` (in the database of `client`)
-/// and drops the slot behind walrelay's back, retrying while walrelay
-/// reconnects in between.
-async fn drop_slot_behind_its_back(client: &tokio_postgres::Client, slot: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        client
-            .execute(
-                "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
-                 WHERE slot_name = $1 AND active_pid IS NOT NULL",
-                &[&slot],
-            )
-            .await
-            .expect("terminate the walsender");
-        match client
-            .execute("SELECT pg_drop_replication_slot($1)", &[&slot])
-            .await
-        {
-            Ok(_) => return,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "cannot drop slot {slot}: {e}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-}
-
 /// Three connector files (two `.properties`, one REST `.json`) in one
 /// `connect-standalone`, on two databases: all deliver; a SIGKILL with
 /// events in flight loses none of any pipeline; then one pipeline's slot
@@ -246,7 +219,7 @@ async fn three_connector_files_on_two_databases() {
     wait_readyz(port, &mut relay, "every pipeline ready", |s, _| s == 200).await;
 
     // b's slot dropped behind its back: b stops alone.
-    drop_slot_behind_its_back(&b.client, &b.name).await;
+    b.drop_slot_behind_its_back().await;
     wait_readyz(port, &mut relay, "b failed, a and c ready", |s, body| {
         s == 503
             && body.contains(&format!("pipeline {}: failed", b.name))
@@ -519,7 +492,7 @@ async fn exit_on_pipeline_failure_stops_the_process() {
     a.insert_series(1, 10).await;
     assert_delivered(&a, 1..=10, &mut relay).await;
     a.wait_confirmed(a.current_lsn().await, &relay).await;
-    drop_slot_behind_its_back(&b.client, &b.name).await;
+    b.drop_slot_behind_its_back().await;
     assert_eq!(relay.exit_code(WAIT), 1, "{}", tail(&relay.log(), 30));
     // a was stopped too, gracefully: its slot is free.
     a.wait_inactive().await;

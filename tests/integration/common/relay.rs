@@ -292,6 +292,37 @@ bootstrap_servers = "{bootstrap}"
         }
     }
 
+    /// Terminates the walsender holding the slot and drops the slot
+    /// behind walrelay's back, retrying while walrelay reconnects in
+    /// between (a slot walrelay was reading and finds gone is fatal).
+    pub async fn drop_slot_behind_its_back(&self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            self.client
+                .execute(
+                    "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
+                     WHERE slot_name = $1 AND active_pid IS NOT NULL",
+                    &[&self.name],
+                )
+                .await
+                .expect("terminate the walsender");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if self
+                .client
+                .execute("SELECT pg_drop_replication_slot($1)", &[&self.name])
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "could not drop slot {}",
+                self.name
+            );
+        }
+    }
+
     /// Stops the relay and removes the slot (an inactive slot would pin WAL
     /// in the shared cluster), the publication and the table.
     pub async fn finish(self, relay: Relay) {
