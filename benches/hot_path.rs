@@ -129,6 +129,7 @@ fn event_meta() -> EventMeta {
         commit_lsn: Lsn(0x16_B374_D900),
         xid: 4242,
         commit_time_us: 1_764_000_000_000_000,
+        received_us: 0,
     }
 }
 

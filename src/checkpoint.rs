@@ -35,7 +35,7 @@
 //! shared between threads only through [`SharedTracker`]'s short lock.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use walrelay_proto::Lsn;
@@ -407,6 +407,10 @@ pub struct SharedTracker {
     /// none (the WAL source never waits) an acknowledgement does not touch
     /// `advanced`, whose wake-up takes a lock of its own.
     waiting: Arc<AtomicUsize>,
+    /// When an acknowledgement first moved the confirmed position since
+    /// [`SharedTracker::take_completed_since`] last took it, Unix µs; 0
+    /// for none. Only for the latency metrics.
+    completed_since: Arc<AtomicI64>,
 }
 
 /// Counts one waiter for as long as it lives (also when its future is
@@ -426,6 +430,7 @@ impl SharedTracker {
             inner: Arc::new(Mutex::new(Tracker::new(start))),
             advanced: Arc::new(tokio::sync::Notify::new()),
             waiting: Arc::new(AtomicUsize::new(0)),
+            completed_since: Arc::new(AtomicI64::new(0)),
         }
     }
 
@@ -478,10 +483,30 @@ impl SharedTracker {
         };
         // A waiter counts itself before it reads the position under the
         // lock, so one that read the old position is counted here.
-        if moved && self.waiting.load(Ordering::SeqCst) > 0 {
-            self.advanced.notify_waiters();
+        if moved {
+            if self.completed_since.load(Ordering::Relaxed) == 0 {
+                let _ = self.completed_since.compare_exchange(
+                    0,
+                    crate::clock::unix_now_micros(),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            if self.waiting.load(Ordering::SeqCst) > 0 {
+                self.advanced.notify_waiters();
+            }
         }
         result
+    }
+
+    /// When an acknowledgement first moved the confirmed position since the
+    /// last call (Unix µs), if one did: how long a fully acknowledged
+    /// transaction waited for the status update that confirms it.
+    pub fn take_completed_since(&self) -> Option<i64> {
+        match self.completed_since.swap(0, Ordering::Relaxed) {
+            0 => None,
+            at => Some(at),
+        }
     }
 
     /// See [`Tracker::fail`]. Wakes the waiters too: a failure is news

@@ -58,6 +58,9 @@ pub const EVENTS_IN_FLIGHT: &str = "walrelay_events_in_flight";
 pub const OLDEST_UNACKED_AGE: &str = "walrelay_oldest_unacked_event_age_seconds";
 /// Commit to Kafka acknowledgement latency, seconds.
 pub const COMMIT_TO_ACK: &str = "walrelay_commit_to_ack_seconds";
+/// An event's latency split into stages, seconds, label `stage`: see
+/// [`Stages`].
+pub const STAGE_SECONDS: &str = "walrelay_stage_seconds";
 /// Highest WAL position received from the server, bytes.
 pub const RECEIVED_LSN: &str = "walrelay_received_lsn_bytes";
 /// Position confirmed to the server (the slot's confirmed_flush_lsn), bytes.
@@ -191,6 +194,40 @@ pub struct TopicLabel {
     pub topic: String,
 }
 
+/// Label set `{stage}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StageLabel {
+    /// Which stage of an event's way.
+    pub stage: &'static str,
+}
+
+/// The stages of [`STAGE_SECONDS`], each a histogram of the family (the
+/// handles are kept so the hot path never looks a label up). Their sum is
+/// an event's way from its commit to the slot's confirmation; the WAL
+/// source observes all four, the polling source only `produce_to_ack`.
+#[derive(Clone, Debug)]
+pub struct Stages {
+    /// `commit_to_receive`: the server's commit timestamp to walrelay
+    /// reading the commit off the socket (the walsender's decoding and
+    /// sending, the network, the socket buffers). Per transaction.
+    pub commit_to_receive: Histogram,
+    /// `receive_to_produce`: read off the socket to handed to the
+    /// producer (decoding, assembly, the hand-over, routing). Per event.
+    pub receive_to_produce: Histogram,
+    /// `produce_to_ack`: handed to the producer to its delivery report
+    /// (librdkafka's batching and the broker). Per event.
+    pub produce_to_ack: Histogram,
+    /// `ack_to_confirm`: the oldest transaction newly confirmed, fully
+    /// acknowledged, to the status update that confirms it to the server.
+    /// Per status update that moves the confirmed position.
+    pub ack_to_confirm: Histogram,
+}
+
+/// 0.1 ms .. ~18 s in steps of √2, fine enough to read percentiles off.
+fn stage_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, std::f64::consts::SQRT_2, 36))
+}
+
 /// Label set `{reason}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
@@ -284,6 +321,8 @@ pub struct Metrics {
     pub oldest_unacked_age: FloatGauge,
     /// See [`COMMIT_TO_ACK`].
     pub commit_to_ack: Histogram,
+    /// See [`STAGE_SECONDS`].
+    pub stages: Stages,
     /// See [`RECEIVED_LSN`].
     pub received_lsn: Gauge,
     /// See [`CONFIRMED_LSN`].
@@ -382,6 +421,12 @@ impl Metrics {
             )]
             .into_iter(),
         );
+        // The family's entries and the handles share their state.
+        let stage_family =
+            Family::<StageLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+                stage_histogram,
+            );
+        let stage = |name: &'static str| stage_family.get_or_create(&StageLabel { stage: name }).clone();
         let m = Metrics {
             registry: Registry::default(),
             name: name.to_owned(),
@@ -396,6 +441,12 @@ impl Metrics {
             oldest_unacked_age: FloatGauge::default(),
             // 0.5 ms .. ~65 s
             commit_to_ack: Histogram::new(exponential_buckets(0.0005, 2.0, 18)),
+            stages: Stages {
+                commit_to_receive: stage("commit_to_receive"),
+                receive_to_produce: stage("receive_to_produce"),
+                produce_to_ack: stage("produce_to_ack"),
+                ack_to_confirm: stage("ack_to_confirm"),
+            },
             received_lsn: Gauge::default(),
             confirmed_lsn: Gauge::default(),
             slot_retained_wal: Gauge::default(),
@@ -478,6 +529,12 @@ impl Metrics {
             COMMIT_TO_ACK,
             "Seconds from source commit to Kafka acknowledgement",
             m.commit_to_ack.clone(),
+        );
+        registry.register(
+            STAGE_SECONDS,
+            "An event's latency by stage, seconds: commit_to_receive (per transaction), \
+             receive_to_produce and produce_to_ack (per event), ack_to_confirm (per status update)",
+            stage_family,
         );
         registry.register(
             RECEIVED_LSN,

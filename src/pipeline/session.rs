@@ -22,7 +22,8 @@ use crate::metrics::Metrics;
 use crate::postgres::catalog::snapshot as pg_snapshot;
 use crate::postgres::catalog::{self, CatalogError};
 use crate::postgres::config::SnapshotMode;
-use crate::postgres::replication::{ReplicationConnection, ReplicationError};
+use crate::postgres::reader::WalIo;
+use crate::postgres::replication::ReplicationError;
 use crate::postgres::slot;
 use crate::postgres::wal::{self, StreamSettings, WalError, WalSource};
 use crate::sink::{KafkaSink, SinkError};
@@ -125,7 +126,12 @@ pub(super) async fn run<P: ProgressStore>(
         table_metas.push(meta);
     }
 
-    let mut repl = ReplicationConnection::connect(params)
+    // The replication socket lives on a thread of its own (see
+    // `postgres::reader`); declared before everything made on it, so it
+    // outlives them.
+    let wal_io = WalIo::start().map_err(|e| WalError::from(ReplicationError::Io(e)))?;
+    let mut repl = wal_io
+        .connect(params)
         .await
         .map_err(|e| WalError::explain(e, slot))?;
     let identity = repl.identify_system().await?;
@@ -342,11 +348,14 @@ pub(super) async fn run<P: ProgressStore>(
         proto_version,
         status_interval: config.replication.status_interval(),
         receive_timeout: Duration::from_millis(config.replication.receive_timeout_ms),
-        read_coalesce: Duration::from_micros(config.replication.read_coalesce_us),
     };
+    let reader = wal_io.receive(
+        stream.reader,
+        Duration::from_micros(config.replication.read_coalesce_us),
+    );
     let source = WalSource::new(
         start,
-        stream,
+        (reader, stream.writer),
         plan.assembler(table_metas),
         settings,
         Arc::clone(metrics),

@@ -70,6 +70,7 @@ pub(super) async fn publish(
                         commit_lsn: start,
                         xid: 0,
                         commit_time_us: now_us,
+                        received_us: 0,
                     },
                     Arc::clone(bound),
                     row,

@@ -36,6 +36,7 @@ pub mod catalog;
 pub mod config;
 pub mod hosts;
 pub mod poll;
+pub mod reader;
 pub mod replication;
 pub mod slot;
 pub mod tls;

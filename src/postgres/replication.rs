@@ -32,13 +32,13 @@ use crate::secret::Secret;
 
 /// Read buffer growth step; large enough that one read usually holds many
 /// XLogData frames.
-const READ_CHUNK: usize = 256 * 1024;
+pub(super) const READ_CHUNK: usize = 256 * 1024;
 
 /// Anything we can speak the protocol over (plain TCP or TLS).
 pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Transport for T {}
 
-type BoxedTransport = Box<dyn Transport>;
+pub(super) type BoxedTransport = Box<dyn Transport>;
 
 /// Where and as whom to connect.
 #[derive(Clone)]
@@ -760,7 +760,7 @@ impl ReplicationConnection {
 
 /// Total length (tag included) of the message at the start of `buf`, which
 /// holds at least 5 bytes.
-fn frame_len(buf: &[u8]) -> Result<usize, ReplicationError> {
+pub(super) fn frame_len(buf: &[u8]) -> Result<usize, ReplicationError> {
     let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
     if len < 4 {
         return Err(ReplicationError::Protocol(format!(
@@ -770,7 +770,7 @@ fn frame_len(buf: &[u8]) -> Result<usize, ReplicationError> {
     Ok(len + 1)
 }
 
-fn server_error(body: &postgres_protocol::message::backend::ErrorResponseBody) -> ReplicationError {
+pub(super) fn server_error(body: &postgres_protocol::message::backend::ErrorResponseBody) -> ReplicationError {
     let mut code = String::new();
     let mut message = String::new();
     let mut detail = None;
@@ -807,6 +807,17 @@ pub struct StreamReader {
 }
 
 impl StreamReader {
+    /// The socket's reading half and what was read past the last message
+    /// taken (see [`super::reader::WalIo::receive`]).
+    pub(super) fn into_parts(self) -> (ReadHalf<BoxedTransport>, BytesMut) {
+        (self.io, self.buf)
+    }
+
+    #[cfg(test)]
+    pub(super) fn from_parts(io: ReadHalf<BoxedTransport>, buf: BytesMut) -> Self {
+        StreamReader { io, buf }
+    }
+
     /// Returns the next complete CopyData payload already buffered, without
     /// reading the socket. `Ok(None)` means the buffer holds no complete
     /// frame.

@@ -17,13 +17,14 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tracing::{debug, info, warn};
 use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
 use walrelay_proto::pgoutput::{self, DecoderState};
-use walrelay_proto::{DecodeError, Lsn};
+use walrelay_proto::{DecodeError, Lsn, PG_EPOCH_OFFSET_MICROS};
 
 use super::catalog::capability::{self, Unsupported};
 use super::catalog::CatalogError;
-use super::replication::{ReplicationError, ReplicationStream, StreamWriter};
+use super::reader::FrameReceiver;
+use super::replication::{ReplicationError, StreamWriter};
 use crate::checkpoint::SharedTracker;
-use crate::clock::pg_now_micros;
+use crate::clock::{pg_now_micros, unix_now_micros};
 use crate::metrics::{Metrics, ReasonLabel};
 use crate::source::{Frontier, Source, SourceFailure, StreamEnd};
 use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
@@ -154,12 +155,7 @@ pub struct StreamSettings {
     pub status_interval: Duration,
     /// Silence after which the connection is considered dead.
     pub receive_timeout: Duration,
-    /// Pause after a small read (see `replication.read_coalesce_us`).
-    pub read_coalesce: Duration,
 }
-
-/// A read smaller than this is followed by the coalescing pause.
-const COALESCE_BELOW: usize = 64 * 1024;
 
 impl WalError {
     /// `error` as [`WalError::Refused`] when the server refused for want of
@@ -274,7 +270,7 @@ fn publish_progress(
 /// WAL source.
 pub struct WalSource {
     start: Lsn,
-    stream: Option<ReplicationStream>,
+    stream: Option<(FrameReceiver, StreamWriter)>,
     writer: Option<StreamWriter>,
     assembler: Assembler,
     settings: StreamSettings,
@@ -282,10 +278,12 @@ pub struct WalSource {
 }
 
 impl WalSource {
-    /// A source over `stream`, which the server started at `start`.
+    /// A source over a stream the server started at `start`: its reading
+    /// side on the reader thread ([`super::reader::WalIo::receive`]) and
+    /// its writing side.
     pub fn new(
         start: Lsn,
-        stream: ReplicationStream,
+        stream: (FrameReceiver, StreamWriter),
         assembler: Assembler,
         settings: StreamSettings,
         metrics: Arc<Metrics>,
@@ -357,7 +355,7 @@ impl Source for WalSource {
 /// shutdown hands the writer back for the final status update.
 #[allow(clippy::too_many_arguments)]
 async fn stream_wal<F: Frontier>(
-    stream: ReplicationStream,
+    stream: (FrameReceiver, StreamWriter),
     assembler: &mut Assembler,
     tracker: &SharedTracker,
     frontier: &F,
@@ -366,10 +364,7 @@ async fn stream_wal<F: Frontier>(
     settings: StreamSettings,
     metrics: &Metrics,
 ) -> Result<StreamWriter, WalError> {
-    let ReplicationStream {
-        mut reader,
-        mut writer,
-    } = stream;
+    let (mut reader, mut writer) = stream;
     let mut decoder = DecoderState::new(settings.proto_version);
     let mut received = Lsn::ZERO;
     let mut batch: Vec<OutboxEvent> = Vec::with_capacity(BATCH_EVENTS);
@@ -414,6 +409,25 @@ async fn stream_wal<F: Frontier>(
                             source,
                         }
                     })?;
+                    // The commit read off the socket: how long the server
+                    // took to decode and send it.
+                    let received_us = reader.received_us();
+                    if let pgoutput::LogicalMessage::Commit(pgoutput::Commit {
+                        commit_time,
+                        ..
+                    })
+                    | pgoutput::LogicalMessage::StreamCommit(pgoutput::StreamCommit {
+                        commit_time,
+                        ..
+                    }) = &msg
+                    {
+                        let since = received_us - (commit_time + PG_EPOCH_OFFSET_MICROS);
+                        metrics
+                            .stages
+                            .commit_to_receive
+                            .observe(since.max(0) as f64 / 1e6);
+                    }
+                    let before = batch.len();
                     if let Err(e) = assembler.handle(msg, x.wal_start, tracker, &mut batch) {
                         // Hand over the events before the offending change,
                         // as Debezium produces the records before a failing
@@ -424,6 +438,9 @@ async fn stream_wal<F: Frontier>(
                             let _ = tokio::time::timeout(HANDOVER_ON_ERROR, tx.send(ready)).await;
                         }
                         return Err(e.into());
+                    }
+                    for event in &mut batch[before..] {
+                        event.meta.received_us = received_us;
                     }
                     if batch.len() >= BATCH_EVENTS || assembler.replaying() {
                         // Hand this batch over (or start reading back a
@@ -479,7 +496,7 @@ async fn stream_wal<F: Frontier>(
                     frontier,
                     (metrics, tracker),
                     assembler.stats(),
-                    &mut last_stats,
+                    (&mut last_stats, last_reported),
                 )
                 .await?;
             }
@@ -512,7 +529,7 @@ async fn stream_wal<F: Frontier>(
                     frontier,
                     (metrics, tracker),
                     assembler.stats(),
-                    &mut last_stats,
+                    (&mut last_stats, last_reported),
                 )
                 .await?;
                 if confirmed != last_reported {
@@ -521,17 +538,9 @@ async fn stream_wal<F: Frontier>(
                 }
             }
             // 4. new WAL
+            // (read on the reader thread, which also paces the reads)
             r = reader.read_more() => {
-                let n = r?;
-                if n < COALESCE_BELOW && !settings.read_coalesce.is_zero() {
-                    // Let the sink take the batch just handed over, then
-                    // pause the whole thread (not a timer: the runtime
-                    // would sit in epoll on this socket and every send
-                    // of the walsender would wake it) so the next read
-                    // takes what arrived meanwhile in one go.
-                    tokio::task::yield_now().await;
-                    std::thread::sleep(settings.read_coalesce);
-                }
+                r?;
                 last_receive = Instant::now();
                 pinged = false;
             }
@@ -557,12 +566,21 @@ async fn report<F: Frontier>(
     frontier: &F,
     (metrics, tracker): (&Metrics, &SharedTracker),
     stats: AssemblyStats,
-    last: &mut AssemblyStats,
+    (last, last_reported): (&mut AssemblyStats, Lsn),
 ) -> Result<Lsn, WalError> {
     let confirmed = frontier.durable();
     writer
         .send_status(&status_update(received, confirmed, false))
         .await?;
+    if confirmed > last_reported {
+        if let Some(since) = tracker.take_completed_since() {
+            let waited = unix_now_micros() - since;
+            metrics
+                .stages
+                .ack_to_confirm
+                .observe(waited.max(0) as f64 / 1e6);
+        }
+    }
     publish_progress(metrics, received, confirmed, tracker, stats, last);
     Ok(confirmed)
 }

@@ -604,6 +604,7 @@ mod tests {
         commit_lsn: Lsn(0x16_B374_D900),
         xid: 42,
         commit_time_us: 0,
+        received_us: 0,
     };
 
     fn router_with(cfg: RouterConfig, debezium: DebeziumConfig) -> Router {

@@ -647,6 +647,7 @@ mod tests {
         commit_lsn: Lsn(0x1_0000_0100),
         xid: 7,
         commit_time_us: 0,
+        received_us: 0,
     };
 
     const EVENT: &str = r#"{"id": "e1", "type": "OrderPlaced", "payload": {"total": 10, "items": [1, 2]}, "aggregateid": "42", "aggregatetype": "Order"}"#;

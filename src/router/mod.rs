@@ -416,6 +416,10 @@ pub struct EventMeta {
     pub xid: u32,
     /// Commit time, Unix µs.
     pub commit_time_us: i64,
+    /// When walrelay read the change off the replication socket, Unix µs;
+    /// 0 when it did not come from one (polling, the snapshot). Only for
+    /// the latency metrics.
+    pub received_us: i64,
 }
 
 /// One Kafka header.

@@ -69,6 +69,7 @@ fn meta() -> EventMeta {
         commit_lsn: Lsn(0x16_B374_D900),
         xid: 42,
         commit_time_us: 1_700_000_000_000_000,
+        received_us: 0,
     }
 }
 

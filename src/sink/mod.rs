@@ -338,6 +338,8 @@ pub struct RecordContext {
     /// The row's original bytes; kept only when a dead-letter topic is
     /// configured.
     original: Option<Original>,
+    /// When it was handed to the producer, Unix µs (0: not measured).
+    produced_us: i64,
 }
 
 impl RecordContext {
@@ -350,7 +352,34 @@ impl RecordContext {
             xid: 0,
             event_id: None,
             original: None,
+            produced_us: 0,
         }
+    }
+
+    /// The context of `event`'s record, about to be handed to the producer:
+    /// observes the event's `receive_to_produce` stage.
+    fn for_event(
+        tag: u64,
+        event: &OutboxEvent,
+        event_id: Option<String>,
+        original: Option<Original>,
+        stages: &crate::metrics::Stages,
+    ) -> Box<RecordContext> {
+        let now = crate::clock::unix_now_micros();
+        if event.meta.received_us > 0 {
+            stages
+                .receive_to_produce
+                .observe((now - event.meta.received_us).max(0) as f64 / 1e6);
+        }
+        Box::new(RecordContext {
+            tag,
+            lsn: event.meta.lsn,
+            commit_lsn: event.meta.commit_lsn,
+            xid: event.meta.xid,
+            event_id: event_id.map(String::into_boxed_str),
+            original,
+            produced_us: now,
+        })
     }
 }
 
@@ -405,8 +434,15 @@ impl ProducerContext for DeliveryContext {
         match result {
             Ok(_) => {
                 self.shared.delivered.fetch_add(1, Ordering::Relaxed);
+                let now_us = crate::clock::unix_now_micros();
+                if ctx.produced_us > 0 {
+                    self.shared
+                        .metrics
+                        .stages
+                        .produce_to_ack
+                        .observe((now_us - ctx.produced_us).max(0) as f64 / 1e6);
+                }
                 if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
-                    let now_us = crate::clock::unix_now_micros();
                     self.shared
                         .metrics
                         .commit_to_ack
@@ -881,14 +917,13 @@ impl KafkaSink {
                         value,
                     }
                 });
-                let ctx = Box::new(RecordContext {
+                let ctx = RecordContext::for_event(
                     tag,
-                    lsn: event.meta.lsn,
-                    commit_lsn: event.meta.commit_lsn,
-                    xid: event.meta.xid,
-                    event_id: event_id.clone().map(String::into_boxed_str),
+                    event,
+                    event_id.clone(),
                     original,
-                });
+                    &self.shared.metrics.stages,
+                );
                 let mut base = base_record(&record, ctx);
                 loop {
                     match producer.send(base) {

@@ -910,14 +910,13 @@ impl KafkaSink {
                             .iter()
                             .map(|h| h.name.len() + h.value.as_ref().map_or(0, |v| v.len()))
                             .sum::<usize>();
-                    let ctx = Box::new(RecordContext {
-                        tag: UNTRACKED,
-                        lsn: event.meta.lsn,
-                        commit_lsn: event.meta.commit_lsn,
-                        xid: event.meta.xid,
-                        event_id: event_id.map(String::into_boxed_str),
-                        original: None,
-                    });
+                    let ctx = RecordContext::for_event(
+                        UNTRACKED,
+                        event,
+                        event_id,
+                        None,
+                        &self.shared.metrics.stages,
+                    );
                     let base = base_record(&record, ctx);
                     self.send_in_txn(eos, &mut open, &producer, base).await?;
                     match per_topic

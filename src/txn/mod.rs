@@ -339,6 +339,7 @@ impl OpenTxn {
             commit_lsn: self.final_lsn,
             xid: self.xid,
             commit_time_us: self.commit_time_us,
+            received_us: 0,
         }
     }
 }
@@ -376,6 +377,7 @@ impl Replay {
             commit_lsn: self.commit_lsn,
             xid: self.xid,
             commit_time_us: self.commit_time_us,
+            received_us: 0,
         }
     }
 }
@@ -608,6 +610,7 @@ impl Assembler {
                 commit_lsn: lsn,
                 xid: 0,
                 commit_time_us: now_us,
+                received_us: 0,
             },
             body: EventBody::Message(body),
         });

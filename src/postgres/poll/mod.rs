@@ -451,6 +451,7 @@ impl Worker {
                     // The commit time is not known without
                     // track_commit_timestamp: the claim's time stands in.
                     commit_time_us: claimed_at,
+                    received_us: 0,
                 },
                 Arc::clone(&s.bound),
                 row.tuple,

@@ -1,0 +1,407 @@
+//! The replication socket's reader, on a thread of its own.
+//!
+//! The walsender can only send as fast as its client reads: when the socket
+//! buffers are full its `send()` blocks, and every small read that frees a
+//! little room wakes it again for a little more. Decoding, routing and
+//! handing records to librdkafka run on the relay's runtime thread; if that
+//! thread also read the socket, the walsender would wait whenever it was
+//! busy. So each WAL session gets a [`WalIo`] thread with a runtime of its
+//! own: the replication connection is opened there (its socket is then
+//! registered with that thread's reactor, whose readiness never waits for
+//! the relay's thread), and a [`FrameReceiver`]'s task reads the socket
+//! there, cuts the bytes into runs of whole protocol messages and hands
+//! them over a bounded channel, each with the time it was read.
+//!
+//! Backpressure only when truly full: while the channel has no room the
+//! reader goes on reading into its own buffer, up to [`READER_LIMIT`]
+//! bytes; only then does it stop reading (and TCP flow control makes the
+//! walsender wait, as it must when Kafka is slower than the slot).
+//!
+//! The read rhythm: after a read that brought little (less than
+//! [`COALESCE_BELOW`]), the thread sleeps `replication.read_coalesce_us`
+//! before the next one, so the walsender's sends meanwhile land in the
+//! socket buffer without waking anyone (a reader waiting in `epoll_wait` is
+//! woken by nearly every message, and that wake-up is paid inside the
+//! walsender's `send()`). The pause is a thread sleep, not a timer: a timer
+//! would leave the thread in `epoll_wait` on the socket. It happens after
+//! the bytes read were handed over, so it delays no event that was read.
+
+use std::io;
+use std::thread;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use postgres_protocol::message::backend::Message;
+use tokio::io::{AsyncReadExt, ReadHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::replication::{
+    frame_len, server_error, BoxedTransport, ConnectParams, ReplicationConnection,
+    ReplicationError, StreamReader, READ_CHUNK,
+};
+use crate::clock::unix_now_micros;
+
+/// A read smaller than this is followed by the coalescing pause.
+pub const COALESCE_BELOW: usize = 64 * 1024;
+
+/// Bytes of whole messages the reader holds while the channel is full
+/// before it stops reading the socket.
+pub const READER_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Runs of messages in the channel between the reader and the decoder.
+const CHANNEL_CHUNKS: usize = 16;
+
+/// One run of whole protocol messages, as read.
+struct Chunk {
+    bytes: Bytes,
+    /// When its first byte was read off the socket, Unix µs.
+    received_us: i64,
+}
+
+/// The thread that owns a WAL session's replication socket: a
+/// single-threaded runtime that hosts the connection's reactor
+/// registration and the reader task. Dropping it ends the thread (and with
+/// it any socket still registered there), so it must outlive the
+/// connection and the stream made on it.
+pub struct WalIo {
+    handle: tokio::runtime::Handle,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl WalIo {
+    /// Starts the thread, named `walrelay-wal` (the pipeline's name is in
+    /// the log lines' span, not in the 15-byte thread name).
+    pub fn start() -> io::Result<WalIo> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        thread::Builder::new()
+            .name("walrelay-wal".into())
+            .spawn(move || {
+                // Ends when the sender is dropped too.
+                let _ = runtime.block_on(stopped);
+            })?;
+        Ok(WalIo {
+            handle,
+            stop: Some(stop),
+        })
+    }
+
+    /// Opens the replication connection on this thread, so its socket is
+    /// registered with this thread's reactor.
+    pub async fn connect(
+        &self,
+        params: &ConnectParams,
+    ) -> Result<ReplicationConnection, ReplicationError> {
+        let params = params.clone();
+        self.handle
+            .spawn(async move { ReplicationConnection::connect(&params).await })
+            .await
+            .map_err(|e| ReplicationError::Io(io::Error::other(e)))?
+    }
+
+    /// Moves the stream's reading side to this thread: from now on the
+    /// socket is read there, `coalesce` being the pause after a small read.
+    pub fn receive(&self, reader: StreamReader, coalesce: Duration) -> FrameReceiver {
+        let (io, buf) = reader.into_parts();
+        let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
+        let task = self.handle.spawn(read_loop(io, buf, tx, coalesce));
+        FrameReceiver {
+            rx,
+            current: Bytes::new(),
+            received_us: 0,
+            task,
+        }
+    }
+}
+
+impl Drop for WalIo {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The length of the longest prefix of `buf` made of whole messages, and
+/// the length of the first incomplete one (0 when there is none or its
+/// header is incomplete).
+fn whole_prefix(buf: &[u8]) -> Result<(usize, usize), ReplicationError> {
+    let mut at = 0;
+    while buf.len() - at >= 5 {
+        let len = frame_len(&buf[at..])?;
+        if buf.len() - at < len {
+            return Ok((at, len));
+        }
+        at += len;
+    }
+    Ok((at, 0))
+}
+
+/// The reader task: reads the socket, hands whole messages to `tx`, ends at
+/// the first error (handed over too) or when the receiver is gone.
+async fn read_loop(
+    mut io: ReadHalf<BoxedTransport>,
+    mut buf: BytesMut,
+    tx: mpsc::Sender<Result<Chunk, ReplicationError>>,
+    coalesce: Duration,
+) {
+    // When the first byte not yet handed over was read.
+    let mut first_unsent_us = unix_now_micros();
+    loop {
+        let (whole, next_len) = match whole_prefix(&buf) {
+            Ok(split) => split,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        // Hand over what is whole, waiting for room only when the buffer
+        // is at its limit.
+        if whole > 0 {
+            let permit = match tx.try_reserve() {
+                Ok(permit) => Some(permit),
+                Err(mpsc::error::TrySendError::Closed(())) => return,
+                Err(mpsc::error::TrySendError::Full(())) if buf.len() >= READER_LIMIT => {
+                    match tx.reserve().await {
+                        Ok(permit) => Some(permit),
+                        Err(_) => return,
+                    }
+                }
+                Err(mpsc::error::TrySendError::Full(())) => None,
+            };
+            if let Some(permit) = permit {
+                permit.send(Ok(Chunk {
+                    bytes: buf.split_to(whole).freeze(),
+                    received_us: first_unsent_us,
+                }));
+                continue;
+            }
+        }
+        // Room for the next read: a chunk, or the whole of a large message.
+        let want = READ_CHUNK.max(next_len.saturating_sub(buf.len() - whole));
+        if buf.capacity() - buf.len() < want / 4 {
+            buf.reserve(want);
+        }
+        let was_empty = buf.is_empty();
+        let read = tokio::select! {
+            biased;
+            // Room appeared for what is already whole.
+            permit = tx.reserve(), if whole > 0 => {
+                match permit {
+                    Ok(permit) => {
+                        permit.send(Ok(Chunk {
+                            bytes: buf.split_to(whole).freeze(),
+                            received_us: first_unsent_us,
+                        }));
+                        continue;
+                    }
+                    Err(_) => return,
+                }
+            }
+            r = io.read_buf(&mut buf) => r,
+        };
+        match read {
+            Ok(0) => {
+                let _ = tx.send(Err(ReplicationError::Closed)).await;
+                return;
+            }
+            Ok(n) => {
+                if was_empty {
+                    first_unsent_us = unix_now_micros();
+                }
+                if n < COALESCE_BELOW && !coalesce.is_zero() {
+                    // Hand over what this read completed before pausing.
+                    if let Ok((whole, _)) = whole_prefix(&buf) {
+                        if whole > 0 {
+                            match tx.try_reserve() {
+                                Ok(permit) => {
+                                    permit.send(Ok(Chunk {
+                                        bytes: buf.split_to(whole).freeze(),
+                                        received_us: first_unsent_us,
+                                    }));
+                                    if !buf.is_empty() {
+                                        first_unsent_us = unix_now_micros();
+                                    }
+                                }
+                                Err(mpsc::error::TrySendError::Closed(())) => return,
+                                Err(mpsc::error::TrySendError::Full(())) => {}
+                            }
+                        }
+                    }
+                    thread::sleep(coalesce);
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e.into())).await;
+                return;
+            }
+        }
+    }
+}
+
+/// The decoder's side: CopyData payloads from the reader thread, each run
+/// with the time it was read.
+pub struct FrameReceiver {
+    rx: mpsc::Receiver<Result<Chunk, ReplicationError>>,
+    /// What is left of the current run: whole messages only.
+    current: Bytes,
+    received_us: i64,
+    task: JoinHandle<()>,
+}
+
+impl FrameReceiver {
+    /// The next CopyData payload already read, without waiting; `Ok(None)`
+    /// when everything read so far was taken.
+    pub fn try_next(&mut self) -> Result<Option<Bytes>, ReplicationError> {
+        loop {
+            if self.current.is_empty() {
+                match self.rx.try_recv() {
+                    Ok(chunk) => self.take(chunk?),
+                    Err(mpsc::error::TryRecvError::Empty) => return Ok(None),
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        return Err(ReplicationError::Closed)
+                    }
+                }
+                continue;
+            }
+            // The reader hands over whole messages only.
+            let total = frame_len(&self.current)?;
+            let mut frame = self.current.split_to(total);
+            match frame[0] {
+                b'd' => {
+                    frame.advance(5);
+                    return Ok(Some(frame));
+                }
+                // CopyDone, or CommandComplete/ReadyForQuery after it: the
+                // server ended the stream (e.g. at shutdown).
+                b'c' | b'C' | b'Z' => return Err(ReplicationError::Closed),
+                b'E' => {
+                    let mut owned = BytesMut::from(&frame[..]);
+                    return match Message::parse(&mut owned)? {
+                        Some(Message::ErrorResponse(body)) => Err(server_error(&body)),
+                        _ => Err(ReplicationError::Protocol(
+                            "malformed error response".into(),
+                        )),
+                    };
+                }
+                // NoticeResponse, ParameterStatus: skip.
+                b'N' | b'S' => {}
+                tag => {
+                    return Err(ReplicationError::Protocol(format!(
+                        "unexpected message tag {:?} in CopyBoth mode",
+                        tag as char
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Waits until the reader hands over more; returns how many bytes.
+    /// Cancel-safe.
+    pub async fn read_more(&mut self) -> Result<usize, ReplicationError> {
+        match self.rx.recv().await {
+            Some(chunk) => {
+                let chunk = chunk?;
+                let n = chunk.bytes.len();
+                self.take(chunk);
+                Ok(n)
+            }
+            None => Err(ReplicationError::Closed),
+        }
+    }
+
+    /// When the bytes of the last payload returned were read, Unix µs.
+    pub fn received_us(&self) -> i64 {
+        self.received_us
+    }
+
+    fn take(&mut self, chunk: Chunk) {
+        debug_assert!(self.current.is_empty());
+        self.current = chunk.bytes;
+        self.received_us = chunk.received_us;
+    }
+}
+
+impl Drop for FrameReceiver {
+    fn drop(&mut self) {
+        // The reader may be waiting on a silent socket.
+        self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut f = vec![tag];
+        f.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        f.extend_from_slice(body);
+        f
+    }
+
+    #[test]
+    fn the_whole_prefix_stops_before_a_partial_message() {
+        let mut buf = frame(b'd', b"abc");
+        buf.extend(frame(b'd', b"defgh"));
+        let whole = buf.len();
+        assert_eq!(whole_prefix(&buf).unwrap(), (whole, 0));
+        let partial = frame(b'd', &[7u8; 100]);
+        buf.extend_from_slice(&partial[..10]);
+        assert_eq!(whole_prefix(&buf).unwrap(), (whole, 105));
+        // A partial header: nothing known of the next one yet.
+        buf.truncate(whole + 3);
+        assert_eq!(whole_prefix(&buf).unwrap(), (whole, 0));
+        assert!(whole_prefix(&[b'd', 0, 0, 0, 1]).is_err(), "length below 4");
+    }
+
+    #[tokio::test]
+    async fn frames_cross_reads_and_arrive_whole_in_order() {
+        // A socket pair: one side written in awkward pieces, the other read
+        // by the reader task on a WalIo thread.
+        let (client, mut server) = tokio::io::duplex(64);
+        let io: BoxedTransport = Box::new(client);
+        let (read_half, _write_half) = tokio::io::split(io);
+        let wal = WalIo::start().unwrap();
+        let reader = StreamReader::from_parts(read_half, BytesMut::new());
+        let mut rx = wal.receive(reader, Duration::ZERO);
+        let mut wire = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..200u32 {
+            let body = vec![i as u8; (i as usize * 7) % 300 + 1];
+            wire.extend(frame(b'd', &body));
+            if i % 50 == 0 {
+                wire.extend(frame(b'N', b"notice"));
+            }
+            expected.push(body);
+        }
+        wire.extend(frame(b'c', b""));
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            for piece in wire.chunks(37) {
+                server.write_all(piece).await.unwrap();
+            }
+            server
+        });
+        let mut got = Vec::new();
+        loop {
+            match rx.try_next() {
+                Ok(Some(f)) => {
+                    assert!(rx.received_us() > 0);
+                    got.push(f.to_vec());
+                }
+                Ok(None) => {
+                    rx.read_more().await.unwrap();
+                }
+                Err(ReplicationError::Closed) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(got, expected);
+        drop(writer.await.unwrap());
+    }
+}
