@@ -1835,7 +1835,7 @@ pub fn publish_advice(
     if transaction_metadata {
         return PublishAdvice::Keep(format!(
             "{publication} publishes {published}; walrelay drops the {dropped}, but transaction \
-             metadata (outbox.transaction_metadata) needs them: Debezium's BEGIN and END records \
+             metadata (outbox.transaction_metadata, Debezium's provide.transaction.metadata) needs them: Debezium's BEGIN and END records \
              count deletes, and a transaction that only deletes or truncates still gets its pair"
         ));
     }
@@ -1843,12 +1843,13 @@ pub fn publish_advice(
     let mut fix = format!(
         "ALTER PUBLICATION {} SET (publish = '{target}'); measured effect, W1 (insert and delete \
          of an outbox row in one transaction): see docs/benchmarks.md, 'Publication without \
-         deletes'. It applies to every reader of {publication}{}",
+         deletes'. It applies to every reader of {publication}{}: run it only if no reader \
+         needs deletes",
         quote_ident(publication),
         if state.all_tables {
-            " and, FOR ALL TABLES, to every table: make sure none needs them"
+            " and to every table (FOR ALL TABLES)"
         } else {
-            ": make sure none needs them"
+            ""
         }
     );
     if debezium {
@@ -3338,7 +3339,7 @@ mod tests {
             panic!("no suggestion for a Debezium publication with deletes");
         };
         assert!(
-            fix.contains("FOR ALL TABLES, to every table")
+            fix.contains("every reader of dbz_publication and to every table (FOR ALL TABLES)")
                 && fix.ends_with(
                     "Debezium reads the same publication without deletes and emits the same records \
                      (its EventRouter drops deletes and their tombstones)"
