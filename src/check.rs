@@ -8,7 +8,8 @@
 //! exactly as the stream will; one `outbox table` and one `outbox
 //! privileges` row per table, each naming it), the publication and the slot
 //! as walrelay would find them (for an existing publication, a suggestion
-//! to stop publishing the deletes walrelay drops), failover slots and the standbys that keep them (PostgreSQL 17+),
+//! to stop publishing the deletes walrelay drops), failover slots and the
+//! standbys that keep them (PostgreSQL 17+),
 //! `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to, and in exactly-once mode the transactional id
 //! and the progress topic. With the polling source (`source.kind = "poll"`)
@@ -1835,8 +1836,9 @@ pub fn publish_advice(
     if transaction_metadata {
         return PublishAdvice::Keep(format!(
             "{publication} publishes {published}; walrelay drops the {dropped}, but transaction \
-             metadata (outbox.transaction_metadata, Debezium's provide.transaction.metadata) needs them: Debezium's BEGIN and END records \
-             count deletes, and a transaction that only deletes or truncates still gets its pair"
+             metadata (outbox.transaction_metadata, Debezium's provide.transaction.metadata) \
+             needs them: Debezium's BEGIN and END records count deletes, and a transaction that \
+             only deletes or truncates still gets its pair"
         ));
     }
     let target = list(&["insert", "update"]);
@@ -1858,10 +1860,15 @@ pub fn publish_advice(
              (its EventRouter drops deletes and their tombstones)",
         );
     }
+    let which = if state.publishes_deletes {
+        " (each outbox row deleted after its insert)"
+    } else {
+        ""
+    };
     PublishAdvice::Suggest {
         detail: format!(
             "{publication} publishes {published}; walrelay drops the outbox's {dropped}, yet the \
-             walsender encodes and sends every one (each outbox row deleted after its insert)"
+             walsender encodes and sends every one{which}"
         ),
         fix,
     }
@@ -3323,10 +3330,20 @@ mod tests {
             "{fix}"
         );
         // Truncates alone are worth it too.
-        assert!(matches!(
-            publish_advice("p", &publication(true, false, true), false, false),
-            PublishAdvice::Suggest { .. }
-        ));
+        let PublishAdvice::Suggest { detail, fix } =
+            publish_advice("p", &publication(true, false, true), false, false)
+        else {
+            panic!("no suggestion for insert, update, truncate");
+        };
+        assert_eq!(
+            detail,
+            "p publishes insert, update, truncate; walrelay drops the outbox's truncates, yet the \
+             walsender encodes and sends every one"
+        );
+        assert!(
+            fix.starts_with("ALTER PUBLICATION \"p\" SET (publish = 'insert, update'); "),
+            "{fix}"
+        );
     }
 
     #[test]
