@@ -7,7 +7,9 @@
 //! routing (through [`Router::check_layout_with`], so it judges the layout
 //! exactly as the stream will; one `outbox table` and one `outbox
 //! privileges` row per table, each naming it), the publication and the slot
-//! as walrelay would find them, failover slots and the standbys that keep them (PostgreSQL 17+),
+//! as walrelay would find them (for an existing publication, a suggestion
+//! to stop publishing the deletes walrelay drops), failover slots and the
+//! standbys that keep them (PostgreSQL 17+),
 //! `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to, and in exactly-once mode the transactional id
 //! and the progress topic. With the polling source (`source.kind = "poll"`)
@@ -93,6 +95,9 @@ pub const OUTBOX_TABLE: &str = "outbox table";
 pub const OUTBOX_PRIVILEGES: &str = "outbox privileges";
 /// Row: the publication.
 pub const PUBLICATION: &str = "publication";
+/// Row: the operations an existing publication publishes, with a
+/// suggestion when it sends deletes or truncates a table outbox drops.
+pub const PUBLISHED_OPERATIONS: &str = "published operations";
 /// Row: which logical decoding messages are events, and what that implies.
 pub const MESSAGES: &str = "logical decoding messages";
 /// Row: the replication slot.
@@ -709,7 +714,7 @@ async fn check_postgres(config: &Config) -> PgOutcome {
         all_facts.push(facts);
     }
 
-    let action = check_publication(&mut report, config, &client, timeout, &tables).await;
+    let (action, state) = check_publication(&mut report, config, &client, timeout, &tables).await;
     let publication_row = report
         .rows
         .iter()
@@ -727,6 +732,9 @@ async fn check_postgres(config: &Config) -> PgOutcome {
     }
     // Keep the table order stable: privileges right after the tables.
     report.rows.extend(publication_row);
+    if let Some(state) = state {
+        check_published_operations(&mut report, config, &state);
+    }
     check_slot(&mut report, config, &client, timeout).await;
     check_failover(&mut report, config, &client, timeout, &server).await;
     PgOutcome {
@@ -1561,14 +1569,18 @@ async fn read_route_values(
 
 /// Checks the publication as `catalog::prepare_publication` would find it
 /// for the outbox `tables`, without creating or altering anything. Returns
-/// what walrelay would do.
+/// what walrelay would do, and the publication's state when it exists and
+/// walrelay would read it as it is.
 async fn check_publication(
     report: &mut CheckReport,
     config: &Config,
     client: &Client,
     timeout: Duration,
     tables: &[OutboxTableSpec],
-) -> Option<PublicationAction> {
+) -> (
+    Option<PublicationAction>,
+    Option<preflight::PublicationState>,
+) {
     let plan = &config.replication;
     let publication = &plan.publication;
     let outbox = tables
@@ -1608,7 +1620,7 @@ async fn check_publication(
                     DisplayChain(&e).to_string(),
                     "make sure the role can read pg_publication",
                 );
-                return None;
+                return (None, None);
             }
         }
     }
@@ -1616,14 +1628,15 @@ async fn check_publication(
         Some(p) => format!(" WITH (publish = '{p}')"),
         None => String::new(),
     };
+    let default_publish = catalog::table_publish(config.outbox.transaction_metadata);
     let create_fix = format!(
-        "CREATE PUBLICATION {} FOR TABLE {outbox} WITH (publish = 'insert')",
+        "CREATE PUBLICATION {} FOR TABLE {outbox} WITH (publish = '{default_publish}')",
         quote_ident(publication)
     );
     let Some(row) = state else {
         let (statement, all_tables) = match plan.publication_mode {
             PublicationMode::Table if plan.create_publication => (
-                format!("FOR TABLE {outbox}{}", with(Some("insert, update, delete"))),
+                format!("FOR TABLE {outbox}{}", with(Some(default_publish))),
                 false,
             ),
             PublicationMode::Filtered => (format!("FOR TABLE {outbox}{}", with(None)), false),
@@ -1636,7 +1649,7 @@ async fn check_publication(
                     ),
                     create_fix,
                 );
-                return None;
+                return (None, None);
             }
             PublicationMode::Disabled => {
                 report.fail(
@@ -1646,7 +1659,7 @@ async fn check_publication(
                     ),
                     create_fix,
                 );
-                return None;
+                return (None, None);
             }
             PublicationMode::NoTables => {
                 report.fail(
@@ -1656,7 +1669,7 @@ async fn check_publication(
                     ),
                     create_fix,
                 );
-                return None;
+                return (None, None);
             }
         };
         let statement = format!(
@@ -1667,10 +1680,13 @@ async fn check_publication(
             PUBLICATION,
             format!("{publication} does not exist; walrelay will create it at start: {statement}"),
         );
-        return Some(PublicationAction::Create {
-            statement,
-            all_tables,
-        });
+        return (
+            Some(PublicationAction::Create {
+                statement,
+                all_tables,
+            }),
+            None,
+        );
     };
     let (pubinsert, all_tables, owner_ok, count) = (
         row.publishes_inserts,
@@ -1683,9 +1699,9 @@ async fn check_publication(
         report.fail(
             PUBLICATION,
             format!("{publication} exists but does not publish inserts"),
-            format!("{alter} SET (publish = 'insert, update, delete')"),
+            format!("{alter} SET (publish = '{default_publish}')"),
         );
-        return None;
+        return (None, None);
     }
     if all_tables {
         if plan.publication_mode == PublicationMode::Filtered {
@@ -1694,14 +1710,14 @@ async fn check_publication(
                 format!("{publication} is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication"),
                 format!("DROP PUBLICATION {} (walrelay recreates it), or use mode all_tables", quote_ident(publication)),
             );
-            return None;
+            return (None, None);
         }
         report.warn(
             PUBLICATION,
             format!("{publication} exists and is FOR ALL TABLES: the walsender decodes and sends every table's changes"),
             format!("a publication FOR TABLE {outbox} is cheaper"),
         );
-        return Some(PublicationAction::None);
+        return (Some(PublicationAction::None), Some(row));
     }
     let exact = unlisted.is_empty() && usize::try_from(count).is_ok_and(|n| n == tables.len());
     if plan.publication_mode == PublicationMode::Filtered && !exact {
@@ -1709,7 +1725,7 @@ async fn check_publication(
             PUBLICATION,
             format!("{publication} exists; walrelay will set its tables to {qualified} at start (mode filtered)"),
         );
-        return Some(PublicationAction::Alter { owner_ok });
+        return (Some(PublicationAction::Alter { owner_ok }), Some(row));
     }
     if !unlisted.is_empty() {
         let missing = unlisted
@@ -1729,13 +1745,133 @@ async fn check_publication(
                 "{alter} ADD TABLE {add}, or point replication.publication at another publication"
             ),
         );
-        return None;
+        return (None, None);
     }
     report.pass(
         PUBLICATION,
         format!("{publication} exists and publishes inserts of {qualified}"),
     );
-    Some(PublicationAction::None)
+    (Some(PublicationAction::None), Some(row))
+}
+
+/// The `published operations` row for an existing publication a table
+/// outbox reads as it is: a suggestion (a warning, never a failure) when it
+/// publishes deletes or truncates walrelay would drop.
+fn check_published_operations(
+    report: &mut CheckReport,
+    config: &Config,
+    state: &preflight::PublicationState,
+) {
+    let advice = publish_advice(
+        &config.replication.publication,
+        state,
+        config.outbox.transaction_metadata,
+        config.replication.publication_mode != PublicationMode::Table,
+    );
+    match advice {
+        PublishAdvice::Keep(detail) => report.pass(PUBLISHED_OPERATIONS, detail),
+        PublishAdvice::Suggest { detail, fix } => report.warn(PUBLISHED_OPERATIONS, detail, fix),
+    }
+}
+
+/// What `walrelay check` says about the operations an existing publication
+/// of a table outbox publishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishAdvice {
+    /// Nothing to change; what it publishes and why that is right.
+    Keep(String),
+    /// Publish fewer operations: what it publishes, and the statement with
+    /// why and what else it changes.
+    Suggest {
+        /// What the publication publishes and what that costs.
+        detail: String,
+        /// The `ALTER PUBLICATION` statement, its measured effect and who
+        /// else it concerns.
+        fix: String,
+    },
+}
+
+/// The advice for publication `publication` in `state`, read by a table
+/// outbox. Assembly drops every outbox delete (and truncate), so a
+/// publication that publishes them makes the walsender encode and send each
+/// one for nothing; the statement keeps inserts and, if published, updates
+/// (`outbox.op_invalid_behavior` acts on those). With transaction metadata
+/// on, Debezium's BEGIN and END records count deletes, and a transaction
+/// that only deletes or truncates still gets its pair: nothing is
+/// suggested. `debezium` (a Debezium form: a `publication.autocreate.mode`)
+/// adds that Debezium reads the same publication without deletes and emits
+/// the same records: its EventRouter drops deletes and their tombstones,
+/// and walrelay refuses the chains where a tombstone would reach anything
+/// else.
+pub fn publish_advice(
+    publication: &str,
+    state: &preflight::PublicationState,
+    transaction_metadata: bool,
+    debezium: bool,
+) -> PublishAdvice {
+    let ops = [
+        (state.publishes_inserts, "insert"),
+        (state.publishes_updates, "update"),
+        (state.publishes_deletes, "delete"),
+        (state.publishes_truncates, "truncate"),
+    ];
+    let list = |kept: &[&str]| {
+        ops.iter()
+            .filter(|(on, op)| *on && kept.contains(op))
+            .map(|(_, op)| *op)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let published = list(&["insert", "update", "delete", "truncate"]);
+    let dropped = match (state.publishes_deletes, state.publishes_truncates) {
+        (false, false) => {
+            return PublishAdvice::Keep(format!(
+                "{publication} publishes {published}: no deletes or truncates, which walrelay would drop"
+            ))
+        }
+        (true, false) => "deletes",
+        (false, true) => "truncates",
+        (true, true) => "deletes and truncates",
+    };
+    if transaction_metadata {
+        return PublishAdvice::Keep(format!(
+            "{publication} publishes {published}; walrelay drops the {dropped}, but transaction \
+             metadata (outbox.transaction_metadata, Debezium's provide.transaction.metadata) \
+             needs them: Debezium's BEGIN and END records count deletes, and a transaction that \
+             only deletes or truncates still gets its pair"
+        ));
+    }
+    let target = list(&["insert", "update"]);
+    let mut fix = format!(
+        "ALTER PUBLICATION {} SET (publish = '{target}'); measured effect, W1 (insert and delete \
+         of an outbox row in one transaction): see docs/benchmarks.md, 'Publication without \
+         deletes'. It applies to every reader of {publication}{}: run it only if no reader \
+         needs deletes",
+        quote_ident(publication),
+        if state.all_tables {
+            " and to every table (FOR ALL TABLES)"
+        } else {
+            ""
+        }
+    );
+    if debezium {
+        fix.push_str(
+            "; Debezium reads the same publication without deletes and emits the same records \
+             (its EventRouter drops deletes and their tombstones)",
+        );
+    }
+    let which = if state.publishes_deletes {
+        " (each outbox row deleted after its insert)"
+    } else {
+        ""
+    };
+    PublishAdvice::Suggest {
+        detail: format!(
+            "{publication} publishes {published}; walrelay drops the outbox's {dropped}, yet the \
+             walsender encodes and sends every one{which}"
+        ),
+        fix,
+    }
 }
 
 fn check_privileges(
@@ -3145,6 +3281,104 @@ mod tests {
         assert!(text.contains("FAIL    role attributes"), "{text}");
         assert!(text.contains("fix: ALTER ROLE x REPLICATION"), "{text}");
         assert!(text.contains("1 passed, 1 warnings, 1 failed"), "{text}");
+    }
+
+    fn publication(update: bool, delete: bool, truncate: bool) -> preflight::PublicationState {
+        preflight::PublicationState {
+            publishes_inserts: true,
+            publishes_updates: update,
+            publishes_deletes: delete,
+            publishes_truncates: truncate,
+            all_tables: false,
+            owned: true,
+            includes_table: true,
+            table_count: 1,
+        }
+    }
+
+    #[test]
+    fn a_publication_with_deletes_gets_the_statement_that_keeps_the_rest() {
+        let PublishAdvice::Suggest { detail, fix } =
+            publish_advice("p", &publication(true, true, true), false, false)
+        else {
+            panic!("no suggestion for a publication with deletes");
+        };
+        assert_eq!(
+            detail,
+            "p publishes insert, update, delete, truncate; walrelay drops the outbox's deletes and \
+             truncates, yet the walsender encodes and sends every one (each outbox row deleted \
+             after its insert)"
+        );
+        assert!(
+            fix.starts_with("ALTER PUBLICATION \"p\" SET (publish = 'insert, update'); "),
+            "{fix}"
+        );
+        assert!(
+            fix.contains("see docs/benchmarks.md, 'Publication without deletes'"),
+            "{fix}"
+        );
+        assert!(fix.contains("every reader of p"), "{fix}");
+        assert!(!fix.contains("Debezium"), "{fix}");
+        // Updates stay as they were: none are added.
+        let PublishAdvice::Suggest { fix, .. } =
+            publish_advice("p", &publication(false, true, false), false, false)
+        else {
+            panic!("no suggestion for insert, delete");
+        };
+        assert!(
+            fix.starts_with("ALTER PUBLICATION \"p\" SET (publish = 'insert'); "),
+            "{fix}"
+        );
+        // Truncates alone are worth it too.
+        let PublishAdvice::Suggest { detail, fix } =
+            publish_advice("p", &publication(true, false, true), false, false)
+        else {
+            panic!("no suggestion for insert, update, truncate");
+        };
+        assert_eq!(
+            detail,
+            "p publishes insert, update, truncate; walrelay drops the outbox's truncates, yet the \
+             walsender encodes and sends every one"
+        );
+        assert!(
+            fix.starts_with("ALTER PUBLICATION \"p\" SET (publish = 'insert, update'); "),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn the_debezium_forms_hear_that_debezium_reads_it_the_same() {
+        let mut all = publication(true, true, true);
+        all.all_tables = true;
+        let PublishAdvice::Suggest { fix, .. } =
+            publish_advice("dbz_publication", &all, false, true)
+        else {
+            panic!("no suggestion for a Debezium publication with deletes");
+        };
+        assert!(
+            fix.contains("every reader of dbz_publication and to every table (FOR ALL TABLES)")
+                && fix.ends_with(
+                    "Debezium reads the same publication without deletes and emits the same records \
+                     (its EventRouter drops deletes and their tombstones)"
+                ),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn nothing_is_suggested_without_deletes_or_with_transaction_metadata() {
+        for (update, truncate) in [(true, false), (false, false)] {
+            let advice = publish_advice("p", &publication(update, false, truncate), false, true);
+            assert!(
+                matches!(&advice, PublishAdvice::Keep(d) if d.contains("no deletes or truncates")),
+                "{advice:?}"
+            );
+        }
+        let advice = publish_advice("p", &publication(true, true, false), true, false);
+        assert!(
+            matches!(&advice, PublishAdvice::Keep(d) if d.contains("BEGIN and END records count deletes")),
+            "{advice:?}"
+        );
     }
 
     #[test]

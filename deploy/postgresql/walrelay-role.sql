@@ -31,12 +31,16 @@ GRANT SELECT ON TABLE public.outbox TO walrelay;
 -- that it publishes the table's inserts (set
 -- `create_publication = false` in [replication] to make a missing
 -- publication an error rather than an attempt to create it).
--- Updates and deletes are published so that walrelay can apply
--- op_invalid_behavior to UPDATEs of outbox rows, as Debezium does.
+-- Updates are published so that walrelay can apply op_invalid_behavior to
+-- UPDATEs of outbox rows, as Debezium does. Deletes are not: walrelay
+-- drops every outbox delete, and the walsender would encode and send each
+-- deleted row for nothing (this is what walrelay itself creates; add
+-- delete with outbox.transaction_metadata = true, whose END records count
+-- deletes as Debezium's do).
 -- Whoever owns the publication (the table owner) is the one who can
 -- ALTER or DROP it later; the walrelay role does not need to.
 CREATE PUBLICATION walrelay_outbox FOR TABLE public.outbox
-    WITH (publish = 'insert, update, delete');
+    WITH (publish = 'insert, update');
 
 -- The slot: walrelay creates it (pgoutput) at its first start, which the
 -- REPLICATION attribute allows. To create it beforehand instead, e.g. so

@@ -197,6 +197,7 @@ impl Plan {
         let mut plan =
             PublicationPlan::new(&self.config.postgres, &self.config.replication, tables);
         plan.messages_only = !self.config.outbox.source.table();
+        plan.transaction_metadata = self.metadata.is_some();
         plan
     }
 

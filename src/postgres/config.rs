@@ -378,8 +378,11 @@ pub struct ReplicationConfig {
     pub publication_mode: PublicationMode,
     /// The `publish` option used when walrelay creates the publication, e.g.
     /// `insert` (Debezium derives it from `skipped.operations`). Unset: mode
-    /// `table` publishes `insert, update, delete`; the other modes use
-    /// PostgreSQL's default. Existing publications are never changed for it.
+    /// `table` publishes `insert, update` (walrelay drops outbox deletes, so
+    /// the walsender need not send them; `insert, update, delete` with
+    /// `outbox.transaction_metadata`, whose END records count deletes); the
+    /// other modes use PostgreSQL's default, as Debezium does. Existing
+    /// publications are never changed for it.
     #[serde(default)]
     pub publish: Option<String>,
     /// What to do when the slot has no position of its own yet (Debezium's

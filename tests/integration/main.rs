@@ -61,6 +61,9 @@ mod poll;
 mod poll_cli;
 /// Exactly-once's progress topic: created compacted, refused otherwise.
 mod progress_topic;
+/// The publication walrelay creates (no deletes in native mode, Debezium's
+/// in its forms) and `walrelay check`'s suggestion about deletes.
+mod publication;
 /// The replication connection: authentication and a decoded stream.
 mod replication_connection;
 /// TLS and SASL to both servers, and secrets kept out of every output.

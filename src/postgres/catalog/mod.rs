@@ -570,6 +570,28 @@ pub fn check_slot(slot: &str, state: &SlotState, dbname: &str) -> Result<(), Cat
     Ok(())
 }
 
+/// The `publish` list of a publication walrelay creates in mode `table`
+/// when `replication.publish` is unset: inserts are the events, and updates
+/// meet `outbox.op_invalid_behavior` (Debezium's `table.op.invalid.behavior`).
+/// Deletes are left out: assembly drops every outbox delete, so the
+/// walsender would encode and send each deleted row for nothing.
+pub const TABLE_PUBLISH: &str = "insert, update";
+
+/// [`TABLE_PUBLISH`] with transaction metadata on: Debezium's BEGIN and END
+/// records count an outbox table's deletes, and a transaction that only
+/// deletes still gets its pair, so the deletes must keep arriving.
+pub const TABLE_PUBLISH_WITH_METADATA: &str = "insert, update, delete";
+
+/// The `publish` list walrelay gives a publication it creates in mode
+/// `table` when `replication.publish` is unset.
+pub fn table_publish(transaction_metadata: bool) -> &'static str {
+    if transaction_metadata {
+        TABLE_PUBLISH_WITH_METADATA
+    } else {
+        TABLE_PUBLISH
+    }
+}
+
 /// What the publication must look like, from the configuration.
 #[derive(Debug, Clone)]
 pub struct PublicationPlan {
@@ -588,6 +610,9 @@ pub struct PublicationPlan {
     /// Events come from logical decoding messages only: no outbox table
     /// is needed, and a publication without tables is what is wanted.
     pub messages_only: bool,
+    /// Transaction metadata is on, so a publication created in mode
+    /// `table` keeps publishing deletes ([`table_publish`]).
+    pub transaction_metadata: bool,
 }
 
 impl PublicationPlan {
@@ -606,6 +631,7 @@ impl PublicationPlan {
             tables,
             dbname: postgres.dbname.clone(),
             messages_only: false,
+            transaction_metadata: false,
         }
     }
 }
@@ -673,7 +699,8 @@ pub async fn prepare_publication(
     let Some(row) = row else {
         let target = match plan.mode {
             PublicationMode::Table if plan.create => {
-                format!("FOR TABLE {outbox}{}", with(Some("insert, update, delete")))
+                let default = table_publish(plan.transaction_metadata);
+                format!("FOR TABLE {outbox}{}", with(Some(default)))
             }
             PublicationMode::Table => {
                 return Err(CatalogError::NoPublication {
@@ -848,6 +875,7 @@ pub async fn ensure_publication(
         tables: vec![(schema.to_owned(), table.to_owned())],
         dbname: dbname.to_owned(),
         messages_only: false,
+        transaction_metadata: false,
     };
     prepare_publication(client, &plan).await
 }
@@ -1024,4 +1052,18 @@ pub const DEFAULT_HEARTBEAT_SQL: &str =
 /// `heartbeat.action_query` as written (Debezium runs it as is too).
 pub async fn run_heartbeat(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
     client.batch_execute(sql).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_mode_publishes_no_deletes_unless_metadata_counts_them() {
+        assert_eq!(table_publish(false), "insert, update");
+        assert_eq!(table_publish(true), "insert, update, delete");
+        for publish in [table_publish(false), table_publish(true)] {
+            crate::postgres::config::validate_publish(publish).expect("a valid publish list");
+        }
+    }
 }

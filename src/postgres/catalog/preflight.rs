@@ -276,6 +276,12 @@ fn route_values_sql(schema: &str, table: &str, column: &str, limit: i64) -> Stri
 pub struct PublicationState {
     /// `pubinsert`: it publishes inserts.
     pub publishes_inserts: bool,
+    /// `pubupdate`: it publishes updates.
+    pub publishes_updates: bool,
+    /// `pubdelete`: it publishes deletes.
+    pub publishes_deletes: bool,
+    /// `pubtruncate`: it publishes truncates.
+    pub publishes_truncates: bool,
     /// `puballtables`: it is `FOR ALL TABLES`.
     pub all_tables: bool,
     /// Whether the role is (a member of) its owner.
@@ -299,13 +305,17 @@ pub async fn publication_state(
             "SELECT p.pubinsert, p.puballtables, pg_has_role(p.pubowner, 'USAGE'),
                     EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables t
                             WHERE t.pubname = p.pubname AND t.schemaname = $2 AND t.tablename = $3),
-                    (SELECT count(*) FROM pg_catalog.pg_publication_tables t WHERE t.pubname = p.pubname)::int4
+                    (SELECT count(*) FROM pg_catalog.pg_publication_tables t WHERE t.pubname = p.pubname)::int4,
+                    p.pubupdate, p.pubdelete, p.pubtruncate
              FROM pg_catalog.pg_publication p WHERE p.pubname = $1",
             &[&publication, &schema, &table],
         )
         .await?;
     Ok(row.map(|r| PublicationState {
         publishes_inserts: r.get(0),
+        publishes_updates: r.get(5),
+        publishes_deletes: r.get(6),
+        publishes_truncates: r.get(7),
         all_tables: r.get(1),
         owned: r.get(2),
         includes_table: r.get(3),
