@@ -334,7 +334,8 @@ pub struct RecordContext {
     lsn: Lsn,
     commit_lsn: Lsn,
     xid: u32,
-    event_id: Option<Box<str>>,
+    /// The event's id as routed (a `String`, moved here: no copy).
+    event_id: Option<String>,
     /// The row's original bytes; kept only when a dead-letter topic is
     /// configured.
     original: Option<Original>,
@@ -376,7 +377,7 @@ impl RecordContext {
             lsn: event.meta.lsn,
             commit_lsn: event.meta.commit_lsn,
             xid: event.meta.xid,
-            event_id: event_id.map(String::into_boxed_str),
+            event_id,
             original,
             produced_us: now,
         })
@@ -920,7 +921,7 @@ impl KafkaSink {
                 let ctx = RecordContext::for_event(
                     tag,
                     event,
-                    event_id.clone(),
+                    event_id,
                     original,
                     &self.shared.metrics.stages,
                 );
@@ -940,7 +941,9 @@ impl KafkaSink {
                                 return Err(self.stop(err).await);
                             }
                         }
-                        Err((source, _)) => {
+                        Err((source, back)) => {
+                            // The id went into the record's context.
+                            let event_id = back.delivery_opaque.event_id.clone();
                             let kind = source.rdkafka_error_code().and_then(per_record_failure);
                             match (&self.dead_letter, kind) {
                                 (Some(dl), Some(kind)) => {
