@@ -46,6 +46,7 @@ Kafka's own ConsoleConsumer from the broker's jars.
 import argparse
 import bisect
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -59,6 +60,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,6 +69,7 @@ BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench")
 TICK = os.sysconf("SC_CLK_TCK")
 PARTITIONS = 6
 SYSTEMS = ["ceiling", "walsender", "walrelay", "walrelay-eos", "dbz_tuned", "dbz_default"]
+WALRELAYS = ("walrelay", "walrelay-eos")
 # Baselines drain the slot to the end LSN and exit; they write no Kafka topic.
 BASELINES = ("ceiling", "walsender")
 # Drained --rounds times (median reported): seconds per round.
@@ -126,31 +129,136 @@ WRITERS = {
 }
 
 
+class Variant:
+    """A system name and its variant: `BASE[@BINARY][:KEY=VALUE...]`.
+
+    walrelay@base                  walrelay run with the binary --walrelay-binary base=PATH
+    walrelay:replication.read_coalesce_us=0
+                                   a TOML override of a dotted key of the configuration
+                                   the bench writes; values are TOML scalars where they
+                                   parse as one ('"x"' for a string), strings otherwise
+    walrelay@base:kafka.producer.linger.ms=1
+                                   both (a librdkafka key is the rest of the path under
+                                   [kafka.producer])
+    walrelay-eos:max_events=50000  a bare key of walrelay-eos: [kafka.transactions]
+    walsender:publication=bench_iu a pgoutput option of a baseline (publication is
+                                   publication_names)
+    """
+
+    def __init__(self, system):
+        head, *kvs = system.split(":")
+        self.base, _, self.binary = head.partition("@")
+        self.overrides = []  # (dotted key, value)
+        for kv in kvs:
+            k, eq, v = kv.partition("=")
+            if not k or not eq:
+                raise ValueError(f"{system}: settings are KEY=VALUE, got {kv!r}")
+            if self.base == "walrelay-eos" and "." not in k:
+                if k not in EOS_KEYS or not v.isdigit():
+                    raise ValueError(f"{system}: walrelay-eos's bare keys are {', '.join(EOS_KEYS)}=<integer>, "
+                                     f"got {kv!r}")
+                k, v = f"kafka.transactions.{k}", v
+            self.overrides.append((k, toml_scalar(v)))
+        if self.base not in SYSTEMS:
+            raise ValueError(f"unknown system {system}; known: {', '.join(SYSTEMS)}")
+        if self.binary and self.base not in WALRELAYS:
+            raise ValueError(f"{system}: only {' and '.join(WALRELAYS)} take another binary (@LABEL)")
+        if self.overrides and self.base not in WALRELAYS + BASELINES:
+            raise ValueError(f"{system}: Debezium takes no settings here")
+
+
 def base_system(system):
-    """`walrelay-eos:max_events=50000` -> `walrelay-eos`."""
-    return system.split(":", 1)[0]
+    """`walrelay-eos@base:max_events=50000` -> `walrelay-eos`."""
+    return Variant(system).base
 
 
 def eos_settings(system):
     """The [kafka.transactions] settings of a walrelay-eos variant."""
-    out = {}
-    for kv in system.split(":")[1:]:
-        k, _, v = kv.partition("=")
-        if k not in EOS_KEYS or not v.isdigit():
-            raise ValueError(f"{system}: variant settings are {', '.join(EOS_KEYS)}=<integer>, got {kv!r}")
-        out[k] = int(v)
-    return out
+    pre = "kafka.transactions."
+    return {k[len(pre):]: v for k, v in Variant(system).overrides if k.startswith(pre)}
 
 
 def label(system):
-    name = LABELS[base_system(system)]
-    variant = eos_settings(system)
-    return f"{name} ({', '.join(f'{k} {v:,}' for k, v in variant.items())})" if variant else name
+    """How tables name a system: its label, the binary and the overrides."""
+    v = Variant(system)
+    name = LABELS[v.base] + (f" @{v.binary}" if v.binary else "")
+    if not v.overrides:
+        return name
+    eos = "kafka.transactions."
+
+    def show(k, x):
+        if v.base == "walrelay-eos" and k.startswith(eos) and k[len(eos):] in EOS_KEYS:
+            return f"{k[len(eos):]} {x:,}"  # as before: max_events 50,000
+        return f"{k}={x if isinstance(x, str) else toml_value(x)}"
+    return f"{name} ({', '.join(show(k, x) for k, x in v.overrides)})"
 
 
 def slug(system):
-    """A system's name as slot and topic names allow it."""
-    return re.sub(r"[^a-z0-9]+", "_", system.lower()).strip("_")
+    """A system's name as slot and topic names allow it; a long one keeps
+    its head and a hash (slot names are at most 63 bytes)."""
+    out = re.sub(r"[^a-z0-9]+", "_", system.lower()).strip("_")
+    if len(out) > 50:
+        out = out[:41] + "_" + hashlib.sha1(system.encode()).hexdigest()[:8]
+    return out
+
+
+# --------------------------------------------------------------------------
+# walrelay's configuration: a dict written as TOML, so that a variant can
+# override any dotted key.
+
+# Tables whose keys are free-form dotted names (librdkafka's), string-valued.
+FREE_FORM_TABLES = ("kafka.producer",)
+
+
+def toml_scalar(text):
+    """`0` -> 0, `true` -> True, `"x"` -> "x", anything else -> the text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))  # a TOML basic string is a JSON string here
+
+
+def toml_key(k):
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
+def set_dotted(cfg, key, value):
+    """cfg[a][b][c] = value for key a.b.c; under a free-form table the rest
+    of the path is one key (kafka.producer.linger.ms -> "linger.ms")."""
+    parts, path, t = key.split("."), [], cfg
+    while len(parts) > 1 and ".".join(path) not in FREE_FORM_TABLES:
+        path.append(parts.pop(0))
+        t = t.setdefault(path[-1], {})
+        if not isinstance(t, dict):
+            raise BenchError(f"{key}: {'.'.join(path)} is a value, not a table")
+    t[".".join(parts)] = str(value) if ".".join(path) in FREE_FORM_TABLES and not isinstance(value, str) else value
+
+
+def toml_dump(cfg, raw=None):
+    """TOML text of `cfg` (nested dicts: tables); `raw` maps a table's
+    dotted name to TOML lines appended to it (the --walrelay-* options)."""
+    out = []
+
+    def table(name, t):
+        out.append(f"[{name}]" if name else "")
+        out.extend(f"{toml_key(k)} = {toml_value(v)}" for k, v in t.items() if not isinstance(v, dict))
+        if raw and raw.get(name):
+            out.append(raw[name])
+        for k, v in t.items():
+            if isinstance(v, dict):
+                table(f"{name}.{toml_key(k)}" if name else toml_key(k), v)
+    table("", cfg)
+    return "\n".join(out).lstrip("\n") + "\n" + ((raw or {}).get(None) or "") + "\n"
 
 
 def log(msg):
@@ -831,6 +939,10 @@ CREATE TABLE outbox (
     payload jsonb
 );
 CREATE PUBLICATION bench FOR TABLE outbox;
+-- The same table without deletes (and truncates): the walsender sends no
+-- message for the outbox DELETE of W1/W3/W5-style transactions. For
+-- variants: walrelay:replication.publication=bench_iu, walsender:publication=bench_iu.
+CREATE PUBLICATION bench_iu FOR TABLE outbox WITH (publish = 'insert, update');
 -- About 300 bytes of JSON text, as jsonb_out writes it.
 CREATE FUNCTION bench_payload(i bigint, x bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
   SELECT jsonb_build_object('orderId', i, 'customer', 'customer-' || (i % 1000), 'currency', 'EUR',
@@ -935,16 +1047,55 @@ def pgoutput_options(streaming, server_version_num, publication="bench", message
     return opts
 
 
-def eos_lines(env, system, slot):
-    """walrelay-eos's lines of [kafka]: exactly-once, and a progress topic of
-    its own per drain (the slot is the pipeline, so the progress starts
-    empty); a variant's [kafka.transactions] settings."""
-    if base_system(system) != "walrelay-eos":
-        return ""
-    lines = ["exactly_once = true", "[kafka.transactions]",
-             f'progress_topic = "bench.{env.stamp}.progress.{slot}"']
-    lines += [f"{k} = {v}" for k, v in eos_settings(system).items()]
-    return "\n".join(lines) + "\n"
+def walrelay_config(env, system, slot, topic, messages):
+    """The configuration the bench gives walrelay (docs/benchmarks.md,
+    Configurations), then the variant's overrides and the --walrelay-*
+    options' lines."""
+    producer = dict(WALRELAY_PRODUCER)
+    for kv in filter(None, env.args.walrelay_producer.split(",")):
+        k, _, v = kv.partition("=")
+        producer[k.strip()] = v.strip()
+    replication = {
+        "slot": slot,
+        # A message workload: walrelay reads messages only, from the empty
+        # publication.
+        "publication": MESSAGES_PUBLICATION if messages else "bench",
+        "create_slot": False,
+        "create_publication": False,
+    }
+    if env.args.streaming != "auto":
+        replication["streaming"] = env.args.streaming == "on"
+    cfg = {
+        "postgres": {"host": "127.0.0.1", "port": env.pg_port, "user": "postgres", "dbname": "bench"},
+        "replication": replication,
+    }
+    if messages:
+        cfg["outbox"] = {"source": "messages", "message_prefixes": [MESSAGE_PREFIX]}
+    cfg["router"] = {"route_topic_replacement": topic}
+    cfg["kafka"] = {"bootstrap_servers": env.bootstrap}
+    if base_system(system) == "walrelay-eos":
+        # Exactly-once, and a progress topic of its own per drain (the slot
+        # is the pipeline, so the progress starts empty).
+        cfg["kafka"]["exactly_once"] = True
+        cfg["kafka"]["transactions"] = {"progress_topic": f"bench.{env.stamp}.progress.{slot}"}
+    cfg["kafka"]["producer"] = producer
+    cfg["metrics"] = {"listen": "127.0.0.1:0"}
+    for k, v in Variant(system).overrides:
+        set_dotted(cfg, k, v)
+    unescape = lambda text: text.replace("\\n", "\n")  # noqa: E731 - \n in an option is a new line
+    return toml_dump(cfg, {"replication": unescape(env.args.walrelay_replication),
+                           None: unescape(env.args.walrelay_extra)})
+
+
+def walrelay_binary(env, system):
+    """The binary of a walrelay system: --walrelay, or --walrelay-binary's
+    for walrelay@LABEL."""
+    label_ = Variant(system).binary
+    if not label_:
+        return env.args.walrelay
+    if label_ not in env.args.walrelay_binaries:
+        raise BenchError(f"{system}: no --walrelay-binary {label_}=PATH")
+    return env.args.walrelay_binaries[label_]
 
 
 class Running:
@@ -969,73 +1120,48 @@ def message_options(streaming, server_version_num):
     return pgoutput_options(streaming, server_version_num, MESSAGES_PUBLICATION, messages=True)
 
 
-def slot_options(env, workload):
-    """pgoutput options of the baselines for `workload`."""
+def slot_options(env, workload, system=None):
+    """pgoutput options of the baselines for `workload`, then the variant's
+    (walsender:publication=bench_iu: publication_names)."""
     if workload in MESSAGE_WORKLOADS:
-        return message_options(env.args.streaming, env.server_version_num)
-    return pgoutput_options(env.args.streaming, env.server_version_num)
+        opts = message_options(env.args.streaming, env.server_version_num)
+    else:
+        opts = pgoutput_options(env.args.streaming, env.server_version_num)
+    for k, v in Variant(system).overrides if system else ():
+        opts["publication_names" if k == "publication" else k] = toml_value(v).strip('"')
+    return opts
 
 
 def start_system(env, system, slot, topic, run_dir, end_lsn=None, workload=None):
     os.makedirs(run_dir, exist_ok=True)
     messages = workload in MESSAGE_WORKLOADS
-    if system == "ceiling":
+    if base_system(system) == "ceiling":
         cmd = ["pg_recvlogical", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
                "--slot", slot, "--start", "-f", "/dev/null", "-E", end_lsn, "--no-loop"]
-        for k, v in slot_options(env, workload).items():
+        for k, v in slot_options(env, workload, system).items():
             cmd += ["-o", f"{k}={v}"]
         logf = os.path.join(run_dir, "pg_recvlogical.log")
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
         env.procs.append(("popen", p))
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
-    if system == "walsender":
+    if base_system(system) == "walsender":
         if not env.args.walsender_drain:
             raise BenchError("no walsender_drain binary: run through benches/run.sh or pass --walsender-drain")
         cmd = [env.args.walsender_drain, "127.0.0.1", str(env.pg_port), "postgres", "bench", slot, end_lsn]
-        cmd += [f"{k}={v}" for k, v in slot_options(env, workload).items()]
+        cmd += [f"{k}={v}" for k, v in slot_options(env, workload, system).items()]
         logf = os.path.join(run_dir, "walsender_drain.log")
         # Its one summary line (messages, bytes, seconds) goes to stdout.
         p = subprocess.Popen(cmd, stdout=open(os.path.join(run_dir, "walsender_drain.out"), "w"),
                              stderr=open(logf, "w"))
         env.procs.append(("popen", p))
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
-    if base_system(system) in ("walrelay", "walrelay-eos"):
+    if base_system(system) in WALRELAYS:
         cfg = os.path.join(run_dir, "walrelay.toml")
-        settings = dict(WALRELAY_PRODUCER)
-        for kv in filter(None, env.args.walrelay_producer.split(",")):
-            k, _, v = kv.partition("=")
-            settings[k.strip()] = v.strip()
-        producer = "\n".join(f'"{k}" = "{v}"' for k, v in settings.items())
-        streaming = "" if env.args.streaming == "auto" else \
-            f"streaming = {'true' if env.args.streaming == 'on' else 'false'}\n"
-        # A message workload: walrelay reads messages only, from the empty
-        # publication.
-        outbox = (f'[outbox]\nsource = "messages"\nmessage_prefixes = ["{MESSAGE_PREFIX}"]\n'
-                  if messages else "")
         with open(cfg, "w") as f:
-            f.write(f"""[postgres]
-host = "127.0.0.1"
-port = {env.pg_port}
-user = "postgres"
-dbname = "bench"
-[replication]
-slot = "{slot}"
-publication = "{MESSAGES_PUBLICATION if messages else 'bench'}"
-create_slot = false
-create_publication = false
-{streaming}{env.args.walrelay_replication.replace(chr(92) + "n", chr(10))}
-{outbox}[router]
-route_topic_replacement = "{topic}"
-[kafka]
-bootstrap_servers = "{env.bootstrap}"
-{eos_lines(env, system, slot)}[kafka.producer]
-{producer}
-[metrics]
-listen = "127.0.0.1:0"
-{env.args.walrelay_extra.replace(chr(92) + "n", chr(10))}
-""")
+            f.write(walrelay_config(env, system, slot, topic, messages))
+        binary = walrelay_binary(env, system)
         logf = os.path.join(run_dir, "walrelay.log")
-        p = subprocess.Popen([env.args.walrelay, "run", "--config", cfg],
+        p = subprocess.Popen([binary, "run", "--config", cfg],
                              stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
         env.procs.append(("popen", p))
 
@@ -1165,9 +1291,10 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
     prof = Profile(os.path.join(run_dir, "perf.data")) if env.args.profile else None
     # Threads of the system, for the profile (a baseline is gone by its end).
     sut_threads = threads_of([r.pid]) if prof else set()
-    if system in BASELINES:
+    base = base_system(system)
+    if base in BASELINES:
         # Same clock for both baselines: slot active to process exit.
-        prog = "pg_recvlogical" if system == "ceiling" else "walsender_drain"
+        prog = "pg_recvlogical" if base == "ceiling" else "walsender_drain"
         hwm = 0
         while True:
             pid, status, ru = os.wait4(r.pid, os.WNOHANG)
@@ -1185,7 +1312,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
         r.popen.returncode = os.waitstatus_to_exitcode(status)
         if r.popen.returncode != 0:
             raise BenchError(f"{prog} failed:\n{tail(r.log)}")
-        if system == "walsender":
+        if base == "walsender":
             summary = tail(os.path.join(os.path.dirname(r.log), "walsender_drain.out"), 1)
             res["reader"] = dict((k, float(v)) for k, v in re.findall(r"(\w+)=([\d.]+)", summary))
             # What the walsender sent per event (pgoutput messages).
@@ -1251,7 +1378,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
         "cpu_s": cpu,
         "cpu_s_per_m": cpu / n * 1e6,
         "walsender_cpu_s_per_m": (ws_last - ws0) / n * 1e6 if ws0 is not None else None,
-        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if system not in BASELINES else None,
+        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if base not in BASELINES else None,
         "peak_rss_mb": rss_kb / 1024,
     })
     if parts:
@@ -1268,7 +1395,7 @@ def workload_drain(env, name, n, load, systems, out):
     rounds = {s: (env.args.rounds if base_system(s) in REPEATED else 1) for s in systems}
     runs = [(k, s) for k in range(max(rounds.values())) for s in systems if k < rounds[s]]
     slots = {(k, s): f"{prefix}{slug(s)}_{k}" for k, s in runs}
-    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{slug(s)}.{k}" for k, s in runs if s not in BASELINES}
+    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{slug(s)}.{k}" for k, s in runs if base_system(s) not in BASELINES}
     for slot in slots.values():
         env.create_slot(slot)
     for t in topics.values():
@@ -1464,7 +1591,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
     log(f"W3: pgbench alone commits {env.args.w3_generator_max or 0:,.0f} events/s at most here")
     env.db.query("TRUNCATE outbox")
     for s in systems:
-        if s in BASELINES:
+        if base_system(s) in BASELINES:
             continue
         slot, topic = f"bench_w3_{slug(s)}", f"bench.{env.stamp}.w3.{slug(s)}"
         env.create_slot(slot)
@@ -1612,11 +1739,11 @@ def fmt(v, spec=",.0f", none="–"):
 
 
 def drain_table(results):
-    # With an exactly-once system in the run: its rate against walrelay's
-    # at-least-once rate of the same run.
-    eos = any(base_system(r["system"]) == "walrelay-eos" for r in results)
+    # With an exactly-once system or a walrelay variant in the run: its rate
+    # against plain walrelay's (at-least-once, --walrelay) of the same run.
+    eos = any(base_system(r["system"]) in WALRELAYS and r["system"] != "walrelay" for r in results)
     lines = ["| workload | system | events | seconds | events/s | every round, events/s | vs ceiling | vs walsender | "
-             + ("vs walrelay at-least-once | " if eos else "") +
+             + ("vs walrelay | " if eos else "") +
              "vs Debezium tuned | CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
              "start-up s: streaming / first record |",
              "|---|---|--:|--:|--:|--:|--:|--:|" + ("--:|" if eos else "") + "--:|--:|--:|--:|--:|--:|"]
@@ -1968,7 +2095,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke sizes: 20k events, W3 15 s per level")
     ap.add_argument("--only", default="W1,W2,W3,W4,W5", help="workloads, comma-separated (W3 needs W1's ceiling "
                     "or --ceiling-rate; W5 also measures the writer's cost of both outbox styles)")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="systems, comma-separated")
+    ap.add_argument("--systems", default=",".join(SYSTEMS),
+                    help="systems, comma-separated; a variant is BASE[@LABEL][:KEY=VALUE...], e.g. "
+                    "walrelay@base (the binary of --walrelay-binary base=PATH), "
+                    "walrelay:replication.read_coalesce_us=0 (a TOML override of a dotted key of "
+                    "walrelay's configuration; strings quoted: 'walrelay:replication.publication=\"bench_iu\"' "
+                    "or bare), walrelay@base:kafka.producer.linger.ms=1, walrelay-eos:max_events=50000, "
+                    "walsender:publication=bench_iu (a pgoutput option of a baseline)")
     ap.add_argument("--w1", type=int)
     ap.add_argument("--w2", type=int)
     ap.add_argument("--w2-batch", type=int, default=100)
@@ -2000,6 +2133,9 @@ def main():
                     help="librdkafka settings for walrelay's producer, for A/B runs: key=value,key=value")
     ap.add_argument("--walrelay", default=os.path.join(REPO, "target", "release", "walrelay"),
                     help="the walrelay binary (default: target/release/walrelay)")
+    ap.add_argument("--walrelay-binary", action="append", default=[], metavar="LABEL=PATH",
+                    help="another walrelay binary, measured as the system walrelay@LABEL (repeatable; "
+                    "benches/run.sh --baseline-rev REV builds one)")
     ap.add_argument("--streaming", choices=["auto", "on", "off"], default="auto",
                     help="walrelay's replication.streaming (auto: its default) and the ceiling's matching "
                     "pgoutput options")
@@ -2027,15 +2163,19 @@ def main():
     only = args.only.upper().split(",")
     systems = [s for s in args.systems.split(",") if s]
     w3_systems = [s for s in (args.w3_systems or args.systems).split(",") if s]
+    args.walrelay_binaries = {}
+    for spec in args.walrelay_binary:
+        name, eq, path = spec.partition("=")
+        if not eq or not re.fullmatch(r"[^\s:=,@]+", name) or not os.access(path, os.X_OK):
+            sys.exit(f"--walrelay-binary {spec}: LABEL=PATH of an executable (LABEL without : = , @ or spaces)")
+        args.walrelay_binaries[name] = os.path.abspath(path)
     for s in systems + w3_systems:
-        if base_system(s) not in SYSTEMS:
-            sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
-        if ":" in s and base_system(s) != "walrelay-eos":
-            sys.exit(f"{s}: only walrelay-eos takes settings (walrelay-eos:max_events=50000)")
         try:
-            eos_settings(s)
+            v = Variant(s)
         except ValueError as e:
             sys.exit(str(e))
+        if v.binary and v.binary not in args.walrelay_binaries:
+            sys.exit(f"{s}: no --walrelay-binary {v.binary}=PATH")
     # Drained in the order given (the default lists the ceiling first).
     systems = list(dict.fromkeys(systems))
     w3_systems = list(dict.fromkeys(w3_systems))
