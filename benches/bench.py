@@ -1233,18 +1233,25 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None, workload=None)
     return Running(system, pid, stop, lambda: cpu_of(pid) is not None, os.path.join(dbz_dir, "log"))
 
 
-def eos_metrics(logfile):
-    """walrelay's transaction metrics now (from its /metrics endpoint, whose
-    address its log names): Kafka transactions by result, the records per
-    transaction and the seconds spent in commit_transaction (sum, count)."""
+def metrics_text(logfile):
+    """walrelay's /metrics now (the address is in its log), or None."""
     try:
         with open(logfile, errors="replace") as f:
             text = re.sub(r"\x1b\[[0-9;]*m", "", f.read())
         addr = re.search(r"metrics and health endpoints listen=(\S+)", text).group(1)
         with urllib.request.urlopen(f"http://{addr}/metrics", timeout=5) as resp:
-            body = resp.read().decode()
+            return resp.read().decode()
     except (OSError, AttributeError) as e:
-        log(f"no transaction metrics: {e}")
+        log(f"no metrics from walrelay: {e}")
+        return None
+
+
+def eos_metrics(logfile):
+    """walrelay's transaction metrics now (from its /metrics endpoint, whose
+    address its log names): Kafka transactions by result, the records per
+    transaction and the seconds spent in commit_transaction (sum, count)."""
+    body = metrics_text(logfile)
+    if body is None:
         return None
     out = {}
     for line in body.splitlines():
@@ -1252,6 +1259,154 @@ def eos_metrics(logfile):
         if m:
             out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
     return out
+
+
+# --------------------------------------------------------------------------
+# W3's latency by stage, from walrelay's histograms: scraped before and
+# after each level, subtracted, percentiles interpolated inside the bucket.
+
+# (histogram family, its `stage` label or None, what the row says)
+STAGES = (
+    ("walrelay_stage_seconds", "commit_to_receive",
+     "commit → read off the socket (server commit timestamp; per transaction)"),
+    ("walrelay_stage_seconds", "receive_to_produce", "read → handed to the producer (per event)"),
+    ("walrelay_stage_seconds", "produce_to_ack", "handed to the producer → Kafka delivery report (per event)"),
+    ("walrelay_stage_seconds", "ack_to_confirm",
+     "transaction acknowledged → standby status update confirming it (per status update)"),
+    ("walrelay_commit_to_ack_seconds", None, "commit → Kafka delivery report (walrelay's own histogram)"),
+)
+QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
+
+
+def parse_histograms(text, family):
+    """Histograms of `family` in a Prometheus/OpenMetrics text exposition,
+    summed over every label but `stage` and `le`: {stage or None:
+    {"buckets": [(upper bound, cumulative count)], "count": n, "sum": s}}."""
+    out = {}
+    pat = re.compile(rf"^{re.escape(family)}_(bucket|count|sum)(?:\{{(.*)\}})? (\S+)")
+    for line in text.splitlines():
+        m = pat.match(line)
+        if not m:
+            continue
+        kind, value = m.group(1), float(m.group(3))
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        h = out.setdefault(labels.get("stage"), {"buckets": {}, "count": 0.0, "sum": 0.0})
+        if kind == "bucket":
+            le = float("inf") if labels.get("le") in ("+Inf", "Inf") else float(labels["le"])
+            h["buckets"][le] = h["buckets"].get(le, 0.0) + value
+        else:
+            h[kind] += value
+    for h in out.values():
+        h["buckets"] = sorted(h["buckets"].items())
+    return out
+
+
+def histogram_delta(after, before):
+    """`after` minus `before` (cumulative buckets with the same bounds)."""
+    if not before:
+        return after
+    prev = dict(before["buckets"])
+    return {"buckets": [(le, c - prev.get(le, 0.0)) for le, c in after["buckets"]],
+            "count": after["count"] - before["count"], "sum": after["sum"] - before["sum"]}
+
+
+def histogram_quantile(h, q):
+    """The q-quantile of a histogram, by linear interpolation inside the
+    bucket it falls in (the lower bound of the first bucket is 0): exact
+    only to the bucket's width. In the +Inf bucket: the last finite bound.
+    None without observations."""
+    total = h["buckets"][-1][1] if h["buckets"] else 0
+    if total <= 0:
+        return None
+    rank, lo, below = q * total, 0.0, 0.0
+    for le, cum in h["buckets"]:
+        if cum >= rank:
+            if le == float("inf"):
+                return lo
+            inside = cum - below
+            return lo + (le - lo) * ((rank - below) / inside if inside > 0 else 1.0)
+        lo, below = le, cum
+    return lo
+
+
+def scrape_stages(logfile):
+    """{(family, stage): histogram} now; {} if walrelay exposes none of
+    them (a binary from before the breakdown); None if unreachable."""
+    text = metrics_text(logfile)
+    if text is None:
+        return None
+    out = {}
+    for family in dict.fromkeys(f for f, _, _ in STAGES):
+        for stage, h in parse_histograms(text, family).items():
+            out[(family, stage)] = h
+    return out
+
+
+def stage_breakdown(before, after):
+    """Per stage of STAGES: the observations between two scrapes and their
+    percentiles in ms; None when walrelay exposes no walrelay_stage_seconds
+    ("no breakdown")."""
+    if not after or not any(f == "walrelay_stage_seconds" for f, _ in after):
+        return None
+    rows = {}
+    for family, stage, _ in STAGES:
+        a = after.get((family, stage))
+        if a is None:
+            continue
+        h = histogram_delta(a, (before or {}).get((family, stage)))
+        row = {"count": h["count"], "mean_ms": h["sum"] / h["count"] * 1000 if h["count"] else None}
+        for name, q in QUANTILES:
+            v = histogram_quantile(h, q)
+            row[f"{name}_ms"] = v * 1000 if v is not None else None
+        rows[stage or family] = row
+    return rows
+
+
+def self_check():
+    """The histogram parser and interpolation on a synthetic exposition."""
+    text = "\n".join([
+        "# HELP walrelay_stage_seconds Seconds per stage.",
+        "# TYPE walrelay_stage_seconds histogram",
+        'walrelay_stage_seconds_sum{pipeline="default",stage="produce_to_ack"} 1.5',
+        'walrelay_stage_seconds_count{pipeline="default",stage="produce_to_ack"} 100',
+        'walrelay_stage_seconds_bucket{le="0.001",pipeline="default",stage="produce_to_ack"} 10',
+        'walrelay_stage_seconds_bucket{le="0.002",pipeline="default",stage="produce_to_ack"} 50',
+        'walrelay_stage_seconds_bucket{le="0.004",pipeline="default",stage="produce_to_ack"} 90',
+        'walrelay_stage_seconds_bucket{le="+Inf",pipeline="default",stage="produce_to_ack"} 100',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="0.001"} 10',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="0.002"} 10',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="0.004"} 10',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="+Inf"} 10',
+        'walrelay_stage_seconds_count{pipeline="other",stage="produce_to_ack"} 10',
+        'walrelay_commit_to_ack_seconds_bucket{pipeline="default",le="0.01"} 4',
+        'walrelay_commit_to_ack_seconds_bucket{pipeline="default",le="+Inf"} 4',
+        'walrelay_commit_to_ack_seconds_count{pipeline="default"} 4',
+        "# EOF", ""])
+    h = parse_histograms(text, "walrelay_stage_seconds")["produce_to_ack"]
+    assert h["buckets"] == [(0.001, 20.0), (0.002, 60.0), (0.004, 100.0), (float("inf"), 110.0)], h
+    assert h["count"] == 110 and h["sum"] == 1.5, h
+    # rank 55 of 110: 35 of the 40 in (1 ms, 2 ms]
+    assert abs(histogram_quantile(h, 0.5) - (0.001 + 0.001 * 35 / 40)) < 1e-12
+    assert abs(histogram_quantile(h, 0.1) - 0.001 * 11 / 20) < 1e-12
+    assert histogram_quantile(h, 0.99) == 0.004  # in +Inf: the last finite bound
+    before = {"buckets": [(0.001, 20.0), (0.002, 20.0), (0.004, 20.0), (float("inf"), 20.0)], "count": 20, "sum": 0.5}
+    d = histogram_delta(h, before)
+    assert d["count"] == 90 and abs(histogram_quantile(d, 0.5) - 0.00225) < 1e-12, d
+    assert histogram_quantile({"buckets": [(0.001, 0.0), (float("inf"), 0.0)]}, 0.5) is None
+    rows = stage_breakdown({}, {("walrelay_stage_seconds", "produce_to_ack"): h,
+                                ("walrelay_commit_to_ack_seconds", None):
+                                parse_histograms(text, "walrelay_commit_to_ack_seconds")[None]})
+    assert rows["produce_to_ack"]["count"] == 110 and rows["walrelay_commit_to_ack_seconds"]["p50_ms"] == 5.0, rows
+    assert stage_breakdown({}, {("walrelay_commit_to_ack_seconds", None): h}) is None  # an old binary
+    assert tomllib.loads(toml_dump({"a": {"b": 1, "c": {"d": "x"}}, "kafka": {"producer": {}}}))["a"]["c"]["d"] == "x"
+    cfg = {"kafka": {"producer": {}}}
+    set_dotted(cfg, "kafka.producer.linger.ms", 1)
+    set_dotted(cfg, "replication.read_coalesce_us", 0)
+    assert cfg == {"kafka": {"producer": {"linger.ms": "1"}}, "replication": {"read_coalesce_us": 0}}, cfg
+    assert Variant("walrelay@base:replication.publication=bench_iu").overrides == [("replication.publication",
+                                                                                    "bench_iu")]
+    assert eos_settings("walrelay-eos:max_events=5") == {"max_events": 5}
+    print("self check passed")
 
 
 def tail(path, n=15):
@@ -1626,6 +1781,9 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
             for level in levels:
                 rate = max(1, int(ceiling_rate * level / 100))
                 lo = int(env.db.value("SELECT txid_current()"))
+                # walrelay's stage histograms before and after the level.
+                scrape = base_system(s) in WALRELAYS
+                stages0 = scrape_stages(r.log) if scrape else None
                 cpu0 = tree_cpu(r.pid)
                 t0 = time.time()
                 log(f"W3: {s} at {level} % of the ceiling: {rate:,} events/s for {seconds} s")
@@ -1653,6 +1811,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     time.sleep(0.2)
                 t_caught = time.time()
                 cpu = tree_cpu(r.pid) - cpu0
+                stages = stage_breakdown(stages0, scrape_stages(r.log)) if scrape else None
                 lag = [b for t, b in sampler.samples if t0 <= t <= t1]
                 third = len(lag) // 3
                 first_third, last_third = max(lag[:third] or [0]), max(lag[-third:] or [0]) if third else 0
@@ -1668,6 +1827,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     "lag_bounded": last_third <= 2 * first_third + 8 * 2**20 and t_caught - t1 < 10,
                     "catch_up_s": t_caught - t1,
                     "startup_s": t_active - t_launch,
+                    "stages": stages,
                 })
                 if parts:
                     levels_done[-1]["cpu_share"] = parts
@@ -1710,7 +1870,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 lv.update({
                     "latency_n": len(lat),
                     "visibility": "read_committed (COMMIT marker)" if txn else "append",
-                    "p50_ms": percentile(lat, 0.50), "p99_ms": percentile(lat, 0.99),
+                    "p50_ms": percentile(lat, 0.50), "p90_ms": percentile(lat, 0.90), "p99_ms": percentile(lat, 0.99),
                     "p999_ms": percentile(lat, 0.999), "max_ms": lat[-1] if lat else None,
                     "peak_rss_mb": rss,
                 })
@@ -1801,6 +1961,33 @@ def w3_table(results):
             f"{fmt(r['lag_bounded'])} | {fmt(r['catch_up_s'], '.1f')} | {fmt(r.get('cpu_s_per_m'), '.1f')} | "
             f"{fmt(r.get('peak_rss_mb'), '.1f')} |")
     return "\n".join(lines)
+
+
+def stages_table(results):
+    """W3's latency by stage of walrelay next to the exact end-to-end
+    percentiles, per system and level."""
+    rows = [r for r in results if r["workload"] == "W3" and "error" not in r and base_system(r["system"]) in WALRELAYS]
+    if not rows:
+        return "No walrelay in W3."
+    lines = ["| system | load | stage | observations | p50 ms | p90 ms | p99 ms | p99.9 ms |",
+             "|---|--:|---|--:|--:|--:|--:|--:|"]
+    what = {stage or family: text for family, stage, text in STAGES}
+    for r in rows:
+        head = f"| {label(r['system'])} | {r['level_pct']} % |"
+        lines.append(f"{head} **commit → LogAppendTime, exact (end to end)** | {fmt(r.get('latency_n'))} | "
+                     + " | ".join(f"**{fmt(r.get(f'{q}_ms'), '.1f')}**" for q, _ in QUANTILES) + " |")
+        if not r.get("stages"):
+            lines.append(f"{head} no breakdown (this binary exposes no walrelay_stage_seconds) | | | | | |")
+            continue
+        for stage, st in r["stages"].items():
+            lines.append(f"{head} {what.get(stage, stage)} | {fmt(st['count'])} | "
+                         + " | ".join(fmt(st.get(f'{q}_ms'), '.2f') for q, _ in QUANTILES) + " |")
+    return ("The stages are walrelay's histograms (`walrelay_stage_seconds`, `walrelay_commit_to_ack_seconds`), "
+            "scraped before and after each level (until every event of the level was in Kafka) and subtracted; "
+            "their percentiles are interpolated linearly inside a bucket (bounds 0.5 ms × 2^k), so they are "
+            "approximate to the bucket's width. The end-to-end row is exact (to LogAppendTime's 1 ms). Stages "
+            "do not add up to the end to end: each has its own unit (transaction, event, status update).\n\n"
+            + "\n".join(lines))
 
 
 def targets(results):
@@ -1988,6 +2175,7 @@ def report(args, facts, results, command):
     return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + drain_table(results) + \
         "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(results) + \
         "\n\n### Steady load (W3)\n\n" + w3_table(results) + \
+        "\n\n### W3 latency by stage\n\n" + stages_table(results) + \
         "\n\n### Where the CPU went\n\n" + cpu_table(results) + \
         "\n\n### Targets\n\n" + targets(results) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
@@ -2146,8 +2334,13 @@ def main():
                     help="sample every CPU with perf while each system drains and each W3 level runs: "
                     "where the machine's time went, and each process's hottest symbols (runs/*/profile.txt)")
     ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
+    ap.add_argument("--self-check", action="store_true",
+                    help="check the metrics parser and the configuration writer on synthetic input, then exit")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.self_check:
+        self_check()
+        return 0
     q = args.quick
     args.w1 = args.w1 or (20_000 if q else 500_000)
     args.w2 = args.w2 or (20_000 if q else 1_000_000)
