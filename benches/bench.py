@@ -111,6 +111,10 @@ DBZ_TUNED_CONNECTOR = {
     "tombstones.on.delete": "false",
 }
 WALRELAY_PRODUCER = {"compression.type": "lz4"}
+# --pin: the walsender of the system measured alone on one CPU, everything
+# else on the other.
+WALSENDER_CPU, OTHERS_CPU = 0, 1
+PIN_MODES = {"off": (False,), "on": (True,), "both": (False, True)}
 # [kafka.transactions] keys a walrelay-eos variant may set.
 EOS_KEYS = ("max_events", "max_bytes", "interval_ms", "timeout_ms")
 # Backlog drains, and those written as logical decoding messages (no outbox
@@ -598,6 +602,20 @@ def cpu_of(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def set_affinity(pid, cpus):
+    """Every thread of `pid` on `cpus` (`taskset -a -p`); a thread or
+    process that is gone is skipped."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except ProcessLookupError:
+            pass
+
+
 def tree_cpu(pid):
     return sum(c for c in (cpu_of(p) for p in tree(pid)) if c is not None)
 
@@ -769,6 +787,8 @@ class Env:
         self.procs = []  # (kind, handle) to stop on exit
         self.kafka_libs = None
         self.txn_views = {}  # topic -> KafkaCommitted
+        self.pinned = False  # --pin: the current mode (set_pinned)
+        self.all_cpus = os.sched_getaffinity(0)
         # Topics are named after the run: a kept broker may hold older ones.
         self.stamp = os.path.basename(out_dir).lower()
 
@@ -807,7 +827,34 @@ class Env:
         self.db.query(LOAD_MESSAGES_SQL)
         self.offsets = KafkaOffsets(self.bootstrap)
 
+    # -- CPU pinning (--pin)
+    def set_pinned(self, pinned):
+        """Pinned: PostgreSQL (the postmaster, whose forked backends inherit
+        it, and every process it has now), the broker's JVM (every thread,
+        as `taskset -a -p` does) and the bench itself (so everything it
+        starts from now: the system under test, pgbench, perf) on CPU 1;
+        the walsender of the system measured moves to CPU 0 as soon as it
+        shows (pin_walsender). Unpinned: every CPU for all of them."""
+        if pinned == self.pinned:
+            return
+        cpus = {OTHERS_CPU} if pinned else self.all_cpus
+        with open(os.path.join(self.pg_dir, "data", "postmaster.pid")) as f:
+            pm = int(f.readline())
+        for pid in tree(pm) + tree(self.broker_pid) + [os.getpid()]:
+            set_affinity(pid, cpus)
+        self.pinned = pinned
+        log("pinned: walsender alone on CPU 0, everything else on CPU 1" if pinned else "unpinned: every CPU")
+
+    def pin_walsender(self, ws_pid):
+        if self.pinned and ws_pid:
+            set_affinity(ws_pid, {WALSENDER_CPU})
+
     def stop(self):
+        if self.args.keep_servers and self.pinned:
+            try:
+                self.set_pinned(False)
+            except OSError:
+                pass
         for kind, h in reversed(self.procs):
             try:
                 if kind == "popen" and h.poll() is None:
@@ -1418,11 +1465,16 @@ def tail(path, n=15):
 
 
 def wait_active(env, r, slot, timeout):
+    """Waits until `slot` is active (the system's START_REPLICATION was
+    accepted): (that moment, the walsender's pid), the walsender on CPU 0
+    when pinned."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         active, wpid = env.slot_state(slot)
         if active:
-            return time.time(), wpid
+            t = time.time()
+            env.pin_walsender(wpid)
+            return t, wpid
         if not r.alive():
             raise BenchError(f"{r.system} exited before streaming:\n{tail(r.log)}")
         time.sleep(0.01)
@@ -1547,10 +1599,14 @@ def workload_drain(env, name, n, load, systems, out):
     interleaved, and report the median round: on a shared machine one
     round can be half as fast as the next. Debezium drains it once."""
     prefix = f"bench_{name.lower()}_"
+    modes = PIN_MODES[env.args.pin]
     rounds = {s: (env.args.rounds if base_system(s) in REPEATED else 1) for s in systems}
-    runs = [(k, s) for k in range(max(rounds.values())) for s in systems if k < rounds[s]]
-    slots = {(k, s): f"{prefix}{slug(s)}_{k}" for k, s in runs}
-    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{slug(s)}.{k}" for k, s in runs if base_system(s) not in BASELINES}
+    # Each round drains with every system in each CPU mode (--pin both:
+    # unpinned, then pinned), all from the same backlog.
+    runs = [(k, s, p) for k in range(max(rounds.values())) for p in modes for s in systems if k < rounds[s]]
+    slots = {(k, s, p): f"{prefix}{slug(s)}{'_pin' if p else ''}_{k}" for k, s, p in runs}
+    topics = {(k, s, p): f"bench.{env.stamp}.{name.lower()}.{slug(s)}{'.pin' if p else ''}.{k}"
+              for k, s, p in runs if base_system(s) not in BASELINES}
     for slot in slots.values():
         env.create_slot(slot)
     for t in topics.values():
@@ -1564,31 +1620,37 @@ def workload_drain(env, name, n, load, systems, out):
     env.db.query("CHECKPOINT")
     log(f"{name}: loaded in {time.time() - t0:.1f} s, {int(float(backlog)) / 2**20:.1f} MiB of WAL up to {end_lsn}")
     timeout = max(120, n / 500)
-    done = {s: [] for s in systems}
-    for k, s in runs:
-        label = f"{s} (round {k + 1} of {rounds[s]})" if rounds[s] > 1 else s
+    done = {(s, p): [] for s in systems for p in modes}
+    for k, s, p in runs:
+        env.set_pinned(p)
+        label = (f"{s} (round {k + 1} of {rounds[s]})" if rounds[s] > 1 else s) + (", pinned" if p else "")
         log(f"{name}: draining with {label}")
-        run_dir = os.path.join(out, "runs", f"{name}-{slug(s)}" + (f"-r{k + 1}" if rounds[s] > 1 else ""))
+        run_dir = os.path.join(out, "runs", f"{name}-{slug(s)}" + ("-pinned" if p else "")
+                               + (f"-r{k + 1}" if rounds[s] > 1 else ""))
         try:
-            res = drain(env, s, slots[(k, s)], topics.get((k, s)), n, end_lsn, run_dir, timeout, name)
+            res = drain(env, s, slots[(k, s, p)], topics.get((k, s, p)), n, end_lsn, run_dir, timeout, name)
             log(f"{name}: {label}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
                 f"{res['peak_rss_mb']:.0f} MB")
         except BenchError as e:
             log(f"{name}: {label} FAILED: {e}")
             res = {"system": s, "events": n, "error": str(e).splitlines()[0]}
         res["round"] = k + 1
-        done[s].append(res)
+        done[(s, p)].append(res)
     results = []
-    for s in systems:
-        ok = sorted((r for r in done[s] if "error" not in r), key=lambda r: r["events_per_s"])
-        res = dict(ok[(len(ok) - 1) // 2]) if ok else done[s][0]
-        if len(done[s]) > 1:
-            res["rounds"] = [r.get("events_per_s") for r in done[s]]
-            # Memory is a bound, not a rate: the worst round counts.
-            res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
-        res["workload"] = name
-        res["backlog_mib"] = int(float(backlog)) / 2**20
-        results.append(res)
+    for p in modes:
+        for s in systems:
+            runs_sp = done[(s, p)]
+            ok = sorted((r for r in runs_sp if "error" not in r), key=lambda r: r["events_per_s"])
+            res = dict(ok[(len(ok) - 1) // 2]) if ok else runs_sp[0]
+            if len(runs_sp) > 1:
+                res["rounds"] = [r.get("events_per_s") for r in runs_sp]
+                # Memory is a bound, not a rate: the worst round counts.
+                res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
+            res["workload"] = name
+            res["pinned"] = p
+            res["backlog_mib"] = int(float(backlog)) / 2**20
+            results.append(res)
+    env.set_pinned(modes[0])
     env.drop_slots(prefix)
     env.db.query("TRUNCATE outbox")
     env.db.query("CHECKPOINT")
@@ -1694,7 +1756,7 @@ def writer_cost(env, clients, seconds, rounds, out):
         if not runs:
             continue
         med = dict(sorted(runs, key=lambda x: x["tps"])[(len(runs) - 1) // 2])
-        med.update({"workload": "writer", "system": style, "clients": clients, "seconds": seconds,
+        med.update({"workload": "writer", "system": style, "pinned": env.pinned, "clients": clients, "seconds": seconds,
                     "rounds": [x["tps"] for x in runs]})
         results.append(med)
     return results
@@ -1745,21 +1807,25 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
     env.args.w3_generator_max = float(m.group(1)) if m else None
     log(f"W3: pgbench alone commits {env.args.w3_generator_max or 0:,.0f} events/s at most here")
     env.db.query("TRUNCATE outbox")
-    for s in systems:
+    # Every system in each CPU mode (--pin both: all unpinned, then all
+    # pinned), at the same rates.
+    for pinned, s in [(p, s) for p in PIN_MODES[env.args.pin] for s in systems]:
         if base_system(s) in BASELINES:
             continue
-        slot, topic = f"bench_w3_{slug(s)}", f"bench.{env.stamp}.w3.{slug(s)}"
+        env.set_pinned(pinned)
+        slot = f"bench_w3_{slug(s)}{'_pin' if pinned else ''}"
+        topic = f"bench.{env.stamp}.w3.{slug(s)}{'.pin' if pinned else ''}"
         env.create_slot(slot)
         env.create_topic(topic)
-        run_dir = os.path.join(out, "runs", f"W3-{slug(s)}")
-        log(f"W3: starting {s}")
+        run_dir = os.path.join(out, "runs", f"W3-{slug(s)}{'-pinned' if pinned else ''}")
+        log(f"W3: starting {s}" + (", pinned" if pinned else ""))
         try:
             t_launch = time.time()
             r = start_system(env, s, slot, topic, run_dir)
             t_active, ws_pid = wait_active(env, r, slot, 300)
         except BenchError as e:
             log(f"W3: {s} FAILED: {e}")
-            results.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
+            results.append({"workload": "W3", "system": s, "pinned": pinned, "error": str(e).splitlines()[0]})
             env.drop_slots(slot)
             continue
         expected = 0
@@ -1816,7 +1882,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 third = len(lag) // 3
                 first_third, last_third = max(lag[:third] or [0]), max(lag[-third:] or [0]) if third else 0
                 levels_done.append({
-                    "workload": "W3", "system": s, "level_pct": level, "target_rate": rate,
+                    "workload": "W3", "system": s, "pinned": pinned, "level_pct": level, "target_rate": rate,
                     "events": done, "achieved_rate": done / (t1 - t0), "xid_lo": lo, "xid_hi": hi,
                     "cpu_s_per_m": cpu / done * 1e6 if done else None,
                     "max_lag_mib": max(lag or [0]) / 2**20,
@@ -1837,7 +1903,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 levels_done[-1]["txn_metrics"] = eos_metrics(r.log)
         except BenchError as e:
             log(f"W3: {s} FAILED: {e}")
-            levels_done.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
+            levels_done.append({"workload": "W3", "system": s, "pinned": pinned, "error": str(e).splitlines()[0]})
             rss = None
         finally:
             sampler.stopped.set()
@@ -2172,13 +2238,33 @@ def report(args, facts, results, command):
         sizes += (f"\nW3's generator, pgbench with {args.clients} clients and no rate limit, committed "
                   f"{gen:,.0f} events/s at most in this run with nothing decoding the WAL: levels above "
                   f"that cannot be offered on this machine.\n")
-    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + drain_table(results) + \
-        "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(results) + \
-        "\n\n### Steady load (W3)\n\n" + w3_table(results) + \
-        "\n\n### W3 latency by stage\n\n" + stages_table(results) + \
-        "\n\n### Where the CPU went\n\n" + cpu_table(results) + \
-        "\n\n### Targets\n\n" + targets(results) + \
+    pin = {"off": "none, every process on every CPU",
+           "on": f"the walsender of the system measured alone on CPU {WALSENDER_CPU}, everything else on "
+                 f"CPU {OTHERS_CPU}",
+           "both": f"both modes from the same backlogs: unpinned, and the walsender alone on CPU {WALSENDER_CPU} "
+                   f"with everything else on CPU {OTHERS_CPU}"}[args.pin]
+    sizes += f"\nCPU pinning (`--pin {args.pin}`): {pin}.\n"
+    # The targets are stated for the unpinned machine (or the only mode run).
+    first = [r for r in results if r.get("pinned", False) == PIN_MODES[args.pin][0]]
+    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + \
+        per_mode(results, drain_table) + \
+        "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(first) + \
+        "\n\n### Steady load (W3)\n\n" + per_mode(results, w3_table) + \
+        "\n\n### W3 latency by stage\n\n" + per_mode(results, stages_table) + \
+        "\n\n### Where the CPU went\n\n" + per_mode(results, cpu_table) + \
+        "\n\n### Targets\n\n" + targets(first) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
+
+
+def per_mode(results, table):
+    """`table` of the results, once per CPU mode when the run had both."""
+    modes = sorted({r.get("pinned", False) for r in results})
+    if len(modes) < 2:
+        return table(results)
+    titles = {False: "Unpinned (every process on every CPU):",
+              True: f"Pinned (the walsender of the system measured alone on CPU {WALSENDER_CPU}, everything else "
+                    f"on CPU {OTHERS_CPU}):"}
+    return "\n\n".join(f"{titles[m]}\n\n{table([r for r in results if r.get('pinned', False) == m])}" for m in modes)
 
 
 def styles_table(results):
@@ -2333,6 +2419,12 @@ def main():
     ap.add_argument("--profile", action="store_true",
                     help="sample every CPU with perf while each system drains and each W3 level runs: "
                     "where the machine's time went, and each process's hottest symbols (runs/*/profile.txt)")
+    ap.add_argument("--pin", choices=list(PIN_MODES), default="off",
+                    help="on: the walsender of the system measured alone on CPU 0 (moved there as soon as its "
+                    "pid shows in pg_replication_slots.active_pid), everything else on CPU 1 (PostgreSQL's other "
+                    "processes, Kafka's JVM, the system under test, pgbench, the bench); both: every drain and "
+                    "W3 system in both modes, unpinned then pinned, from the same backlogs, two tables each; "
+                    "off (default): no pinning")
     ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
     ap.add_argument("--self-check", action="store_true",
                     help="check the metrics parser and the configuration writer on synthetic input, then exit")
@@ -2353,6 +2445,9 @@ def main():
     if args.w3_warmup is None:
         args.w3_warmup = 5 if q else 30
     args.levels = [int(x) for x in args.levels.split(",")]
+    if args.pin != "off" and not {WALSENDER_CPU, OTHERS_CPU} <= os.sched_getaffinity(0):
+        sys.exit(f"--pin needs CPUs {WALSENDER_CPU} and {OTHERS_CPU}; this process may use "
+                 f"{sorted(os.sched_getaffinity(0))}")
     only = args.only.upper().split(",")
     systems = [s for s in args.systems.split(",") if s]
     w3_systems = [s for s in (args.w3_systems or args.systems).split(",") if s]
@@ -2389,6 +2484,7 @@ def main():
         args.payload_bytes = len(env.db.value("SELECT bench_payload(123456, 1234567)::text"))
         log(f"payload: {args.payload_bytes} bytes of JSON; results in {out}")
         warm_broker(env, 20_000 if q else 400_000, out)
+        env.set_pinned(PIN_MODES[args.pin][0])
         if "W1" in only:
             results += workload_drain(env, "W1", args.w1, lambda: env.db.query(f"CALL load_single({args.w1})"),
                                       systems, out)
@@ -2433,7 +2529,11 @@ def main():
     block = report(args, facts, results, command)
     svg = svg_plot(results)
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"command": command, "machine": facts, "quick": args.quick, "results": results}, f, indent=1)
+        json.dump({"command": command, "machine": facts, "quick": args.quick, "pin": args.pin,
+                   "pin_modes": {"unpinned": "every CPU for everything",
+                                 "pinned": f"the walsender of the system measured alone on CPU {WALSENDER_CPU}, "
+                                           f"everything else on CPU {OTHERS_CPU}"},
+                   "results": results}, f, indent=1)
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(block)
     with open(os.path.join(out, "benchmarks.svg"), "w") as f:

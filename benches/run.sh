@@ -28,9 +28,9 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$REPO_ROOT/scripts/lib.sh"
 
-for tool in python3 pgbench pg_recvlogical java taskset; do
+for tool in python3 pgbench pg_recvlogical java; do
     command -v "$tool" >/dev/null 2>&1 ||
-        die "$tool not found (Debian: postgresql-client, openjdk-17-jre-headless, python3, util-linux)"
+        die "$tool not found (Debian: postgresql-client, openjdk-17-jre-headless, python3)"
 done
 # shellcheck source=benches/venv.sh
 . "$SCRIPT_DIR/venv.sh"
