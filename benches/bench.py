@@ -37,16 +37,34 @@ open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
-Only the standard library: the PostgreSQL and Kafka requests it needs are
-spoken directly (simple query; ListOffsets v1 and v2, Fetch v4 for the
-record-batch headers of transactional topics); reading records back uses
-Kafka's own ConsoleConsumer from the broker's jars.
+Variants measure one lever at a time, before and after in the same run
+(drains, interleaved with the other systems' rounds, and W3):
+walrelay@LABEL is the binary of --walrelay-binary LABEL=PATH (benches/run.sh
+--baseline-rev REV builds a git revision); walrelay:KEY=VALUE[:KEY=VALUE]
+overrides dotted keys of the configuration the bench writes (TOML scalars;
+under kafka.producer the rest of the path is the librdkafka key), e.g.
+walrelay@base:replication.read_coalesce_us=0; walsender:publication=bench_iu
+gives a baseline another pgoutput option. The publication bench_iu publishes
+the outbox's inserts and updates only. W3 also reports walrelay's latency by
+stage: its walrelay_stage_seconds histograms scraped before and after each
+level, percentiles interpolated inside the bucket. --pin on puts the
+walsender of the system measured alone on CPU 0 and everything else on CPU 1;
+--pin both measures every system both ways from the same backlogs.
+
+Libraries (benches/venv.sh's virtualenv, pinned): psycopg for PostgreSQL,
+confluent-kafka for topics, end offsets and reading records back
+(read_committed for the exactly-once system), matplotlib for the plots. One
+Kafka request stays hand-made: the COMMIT markers of transactional topics,
+whose LogAppendTime is when a read_committed consumer can see a record, are
+control records that every client library hides, so KafkaCommitted reads the
+record-batch headers (Fetch v4, ListOffsets v2) itself.
 """
 
 import argparse
 import bisect
 import datetime
 import hashlib
+import io
 import json
 import os
 import platform
@@ -62,6 +80,13 @@ import threading
 import time
 import tomllib
 import urllib.request
+
+import psycopg
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import benchlib
+from benchlib import BenchError, cpu_of, log, run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
@@ -265,134 +290,95 @@ def toml_dump(cfg, raw=None):
     return "\n".join(out).lstrip("\n") + "\n" + ((raw or {}).get(None) or "") + "\n"
 
 
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class BenchError(Exception):
-    """A step of the benchmark failed; the message says which."""
-
-
 # --------------------------------------------------------------------------
-# PostgreSQL: the simple query protocol over TCP, trust authentication.
+# PostgreSQL: psycopg, autocommit (the load procedures COMMIT inside).
 
 
 class Pg:
-    """One PostgreSQL session (trust auth) speaking the simple query protocol."""
+    """One PostgreSQL session (trust auth on loopback), autocommit."""
 
     def __init__(self, port, dbname, user="postgres"):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=600)
-        self.rf = self.sock.makefile("rb")
-        params = b"user\0" + user.encode() + b"\0database\0" + dbname.encode() + b"\0\0"
-        self.sock.sendall(struct.pack(">ii", 8 + len(params), 196608) + params)
-        while True:
-            kind, body = self._read()
-            if kind == b"R" and struct.unpack(">i", body[:4])[0] != 0:
-                raise BenchError("postgres asks for a password; the bench cluster trusts loopback")
-            if kind == b"E":
-                raise BenchError(f"postgres connect: {self._error(body)}")
-            if kind == b"Z":
-                return
+        try:
+            self.conn = psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user, autocommit=True,
+                                        application_name="walrelay-bench")
+        except psycopg.Error as e:
+            raise BenchError(f"postgres connect: {e}") from e
 
-    def _read(self):
-        head = self.rf.read(5)
-        if len(head) < 5:
-            raise BenchError("postgres closed the connection")
-        kind, n = head[:1], struct.unpack(">i", head[1:])[0]
-        return kind, self.rf.read(n - 4)
+    def query(self, sql, params=None):
+        """Runs SQL (several statements when there are no parameters);
+        returns the rows of the last result, as Python values."""
+        try:
+            cur = self.conn.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+        except psycopg.Error as e:
+            raise BenchError(f"{str(e).strip()} (in: {sql[:200]})") from e
 
-    @staticmethod
-    def _error(body):
-        fields = {}
-        for part in body.split(b"\0"):
-            if part:
-                fields[part[:1]] = part[1:].decode(errors="replace")
-        return f"{fields.get(b'S', 'ERROR')}: {fields.get(b'M', '?')}"
-
-    def query(self, sql):
-        """Runs SQL; returns the rows of the last result as lists of str/None."""
-        data = sql.encode() + b"\0"
-        self.sock.sendall(b"Q" + struct.pack(">i", 4 + len(data)) + data)
-        rows, error = [], None
-        while True:
-            kind, body = self._read()
-            if kind == b"T":
-                rows = []
-            elif kind == b"D":
-                ncols = struct.unpack(">h", body[:2])[0]
-                pos, row = 2, []
-                for _ in range(ncols):
-                    n = struct.unpack(">i", body[pos : pos + 4])[0]
-                    pos += 4
-                    if n < 0:
-                        row.append(None)
-                    else:
-                        row.append(body[pos : pos + n].decode())
-                        pos += n
-                rows.append(row)
-            elif kind == b"E":
-                error = self._error(body)
-            elif kind == b"Z":
-                if error:
-                    raise BenchError(f"{error} (in: {sql[:200]})")
-                return rows
-
-    def value(self, sql):
-        rows = self.query(sql)
+    def value(self, sql, params=None):
+        rows = self.query(sql, params)
         return rows[0][0] if rows else None
 
+    def copy_rows(self, sql):
+        """The rows of `COPY (...) TO STDOUT`, as tuples of text."""
+        with self.conn.cursor() as cur, cur.copy(sql) as copy:
+            yield from copy.rows()
+
     def close(self):
-        try:
-            self.sock.sendall(b"X" + struct.pack(">i", 4))
-        except OSError:
-            pass
-        self.sock.close()
+        self.conn.close()
 
 
 # --------------------------------------------------------------------------
-# Kafka: ListOffsets v1 (end offsets), enough to count what was appended.
+# Kafka: confluent-kafka for end offsets and reading records back; the
+# COMMIT markers of transactional topics from the record-batch headers
+# (KafkaCommitted: client libraries hide control records).
 
 
 class KafkaOffsets:
-    """Asks the single local broker for a topic's end offsets."""
+    """A topic's end offsets (high watermarks) on the single local broker."""
 
     def __init__(self, bootstrap):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.rf = self.sock.makefile("rb")
-        self.corr = 0
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "walrelay-bench-offsets",
+                                  "enable.auto.commit": False})
 
     def count(self, topic, partitions=PARTITIONS):
         """Sum of the end offsets of the topic's partitions."""
-        self.corr += 1
-        client, name = b"walrelay-bench", topic.encode()
-        body = struct.pack(">hhih", 2, 1, self.corr, len(client)) + client
-        body += struct.pack(">ii", -1, 1) + struct.pack(">h", len(name)) + name
-        body += struct.pack(">i", partitions)
-        for p in range(partitions):
-            body += struct.pack(">iq", p, -1)
-        self.sock.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", self.rf.read(4))[0]
-        data = self.rf.read(size)
-        pos = 4  # correlation id
-        (ntopics,) = struct.unpack_from(">i", data, pos)
-        pos += 4
         total = 0
-        for _ in range(ntopics):
-            (nlen,) = struct.unpack_from(">h", data, pos)
-            pos += 2 + nlen
-            (nparts,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            for _ in range(nparts):
-                part, err, _ts, off = struct.unpack_from(">ihqq", data, pos)
-                pos += 22
-                if err:
-                    raise BenchError(f"ListOffsets {topic}[{part}]: kafka error code {err}")
-                total += off
+        for p in range(partitions):
+            try:
+                _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
+            except KafkaException as e:
+                raise BenchError(f"end offsets of {topic}[{p}]: {e}") from e
+            total += high
         return total
 
     def close(self):
-        self.sock.close()
+        self.consumer.close()
+
+
+def read_records(bootstrap, topic, expect, headers=False, committed=False, timeout=15):
+    """(LogAppendTime ms, id header or None, partition, offset) of the
+    first `expect` records of `topic` from the beginning, with a consumer
+    of no group; `committed`: read_committed. Stops after `timeout` s
+    without a new record."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "walrelay-bench-read", "enable.auto.commit": False,
+                  "isolation.level": "read_committed" if committed else "read_uncommitted",
+                  "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        out, idle_since = [], time.time()
+        while len(out) < expect and time.time() - idle_since < timeout:
+            msgs = c.consume(num_messages=10000, timeout=1.0)
+            for m in msgs:
+                if m.error():
+                    raise BenchError(f"reading {topic}: {m.error()}")
+                hid = None
+                if headers:
+                    hid = next((v.decode() for k, v in (m.headers() or []) if k == "id" and v), None)
+                out.append((m.timestamp()[1], hid, m.partition(), m.offset()))
+            if msgs:
+                idle_since = time.time()
+        return out[:expect]
+    finally:
+        c.close()
 
 
 def zigzag(data, pos):
@@ -591,17 +577,6 @@ def tree(pid):
     return out
 
 
-def cpu_of(pid):
-    """utime + stime of one process (all threads), seconds; None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
 def set_affinity(pid, cpus):
     """Every thread of `pid` on `cpus` (`taskset -a -p`); a thread or
     process that is gone is skipped."""
@@ -773,11 +748,6 @@ def finish_profile(prof, env, sut_threads, ws_pid, run_dir, pids):
 # The environment.
 
 
-def run(cmd, **kw):
-    kw.setdefault("check", True)
-    return subprocess.run(cmd, **kw)
-
-
 class Env:
     def __init__(self, args, out_dir):
         self.args = args
@@ -785,7 +755,6 @@ class Env:
         self.pg_dir = os.path.join(BENCH_DIR, "pg")
         self.kafka_dir = os.path.join(BENCH_DIR, "kafka")
         self.procs = []  # (kind, handle) to stop on exit
-        self.kafka_libs = None
         self.txn_views = {}  # topic -> KafkaCommitted
         self.pinned = False  # --pin: the current mode (set_pinned)
         self.all_cpus = os.sched_getaffinity(0)
@@ -812,7 +781,8 @@ class Env:
             self.broker_pid = int(f.read().strip())
         with open(os.path.join(SCRIPTS, "kafka.sh")) as f:
             version = re.search(r"^KAFKA_VERSION=(\S+)", f.read(), re.M).group(1)
-        self.kafka_libs = os.path.join(REPO, ".cache", "kafka", version, "libs")
+        self.kafka_version = version
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin = Pg(self.pg_port, "postgres")
         self.server_version_num = int(admin.value("SHOW server_version_num"))
         admin.query("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -874,61 +844,50 @@ class Env:
 
     # -- objects
     def create_topic(self, topic):
-        run([f"{SCRIPTS}/kafka.sh", "topics", self.kafka_dir, "--create", "--if-not-exists",
-             "--topic", topic, "--partitions", str(PARTITIONS), "--replication-factor", "1",
-             "--config", "message.timestamp.type=LogAppendTime"], stdout=subprocess.DEVNULL)
+        """A topic of PARTITIONS partitions whose records the broker stamps
+        on append (LogAppendTime); waits until the broker's metadata has it."""
+        fut = self.admin.create_topics([NewTopic(topic, PARTITIONS, 1,
+                                                 config={"message.timestamp.type": "LogAppendTime"})])[topic]
+        try:
+            fut.result(timeout=60)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise BenchError(f"creating {topic}: {e}") from e
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+            if md and not md.error and len(md.partitions) == PARTITIONS:
+                return
+            time.sleep(0.1)
+        raise BenchError(f"topic {topic} not in the broker's metadata 30 s after its creation")
 
     def create_slot(self, slot):
-        self.db.query(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+        self.db.query("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
 
     def drop_slots(self, prefix):
         for _ in range(100):
-            rows = self.db.query(f"SELECT slot_name, active FROM pg_replication_slots "
-                                 f"WHERE slot_name LIKE '{prefix}%'")
+            rows = self.db.query("SELECT slot_name, active FROM pg_replication_slots WHERE slot_name LIKE %s",
+                                 (prefix.replace("_", "\\_") + "%",))
             if not rows:
                 return
             for name, active in rows:
-                if active == "f":
-                    self.db.query(f"SELECT pg_drop_replication_slot('{name}')")
+                if not active:
+                    self.db.query("SELECT pg_drop_replication_slot(%s)", (name,))
             time.sleep(0.1)
         raise BenchError(f"slots {prefix}* still active after 10 s")
 
     def slot_state(self, slot):
-        rows = self.db.query(f"SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = '{slot}'")
+        rows = self.db.query("SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,))
         if not rows:
             raise BenchError(f"slot {slot} is gone")
-        return rows[0][0] == "t", int(rows[0][1]) if rows[0][1] else None
+        return rows[0][0], rows[0][1]
 
     # -- reading records back
     def read_topic(self, topic, expect, headers=False, committed=False):
         """(LogAppendTime ms, id header or None, partition, offset) of every
         record of the topic; `committed`: as a read_committed consumer reads
         it (records of transactions not committed are not read)."""
-        cmd = ["java", "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Xlog:disable", "-Xlog:all=error:stderr",
-               f"-Dlog4j2.configurationFile={self.kafka_dir}/tools-log4j2.xml",
-               "-cp", f"{self.kafka_libs}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-               "--bootstrap-server", self.bootstrap, "--topic", topic, "--from-beginning",
-               "--timeout-ms", "15000", "--max-messages", str(expect),
-               "--isolation-level", "read_committed" if committed else "read_uncommitted",
-               "--property", "print.timestamp=true", "--property", "print.value=false",
-               "--property", "print.partition=true", "--property", "print.offset=true",
-               "--property", f"print.headers={'true' if headers else 'false'}"]
-        out = []
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as p:
-            for line in p.stdout:
-                m = re.match(r"(?:LogAppendTime|CreateTime):(\d+)", line)
-                if not m:
-                    continue
-                hid = None
-                if headers:
-                    h = re.search(r"\bid:([0-9a-f-]{36})", line)
-                    hid = h.group(1) if h else None
-                part = re.search(r"\bPartition:(\d+)", line)
-                off = re.search(r"\bOffset:(\d+)", line)
-                out.append((int(m.group(1)), hid, int(part.group(1)) if part else None,
-                            int(off.group(1)) if off else None))
-        return out
+        return read_records(self.bootstrap, topic, expect, headers, committed)
 
     def committed(self, topic):
         """The read_committed view of a transactional topic, kept between looks."""
@@ -964,17 +923,11 @@ class Env:
             c.close()
 
     def commit_times_us(self, lo, hi):
-        """xid -> commit time (Unix µs) for xids lo..hi (COPY through psql)."""
+        """xid -> commit time (Unix µs) for xids lo..hi (COPY)."""
         sql = (f"COPY (SELECT x, (extract(epoch FROM pg_xact_commit_timestamp((x % 4294967296)::text::xid))"
-               f" * 1000000)::bigint FROM generate_series({lo}::bigint, {hi}::bigint) x"
+               f" * 1000000)::bigint FROM generate_series({int(lo)}::bigint, {int(hi)}::bigint) x"
                f" WHERE pg_xact_commit_timestamp((x % 4294967296)::text::xid) IS NOT NULL) TO STDOUT")
-        res = run([f"{SCRIPTS}/pg.sh", "psql", self.pg_dir, "-d", "bench", "-c", sql],
-                  capture_output=True, text=True)
-        times = {}
-        for line in res.stdout.splitlines():
-            x, t = line.split("\t")
-            times[int(x)] = int(t)
-        return times
+        return {int(x): int(t) for x, t in self.db.copy_rows(sql)}
 
 
 SCHEMA_SQL = r"""
@@ -2101,69 +2054,128 @@ def targets(results):
     return "| target | status | measured |\n|---|---|---|\n" + "\n".join(rows)
 
 
-def svg_plot(results):
-    """Two panels, plain SVG: drain events/s per workload, W3 latency percentiles."""
-    colors = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "walrelay-eos": "#9467bd",
-              "dbz_tuned": "#d62728",
-              "dbz_default": "#ff9896"}
+COLORS = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "walrelay-eos": "#9467bd",
+          "dbz_tuned": "#d62728", "dbz_default": "#ff9896"}
+
+
+def figure(results):
+    """The plots, one matplotlib figure: drain throughput per workload with
+    every round as a point, W3 latency percentiles per stage of walrelay,
+    and CPU s per 1M events per process (system, walsender, broker)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "walrelay-bench", "font.size": 8})
+
     drains = [r for r in results if r["workload"] in DRAINS and "error" not in r]
-    lat = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p99_ms") is not None]
-    W, H, pad = 900, 620, 60
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
-           f'font-size="11">', f'<rect width="{W}" height="{H}" fill="white"/>']
+    w3 = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p50_ms") is not None
+          and base_system(r["system"]) in WALRELAYS]
+    pinned = len({r.get("pinned", False) for r in drains + w3}) > 1
 
-    def panel(y0, h, title, groups, series, unit, value_key):
-        out.append(f'<text x="{pad}" y="{y0 - 10}" font-size="14" font-weight="bold">{title}</text>')
-        vals = [v for g in groups for _, v in g[1]]
-        vmax = max(vals) if vals else 1
-        ax_w = W - 2 * pad
-        out.append(f'<line x1="{pad}" y1="{y0 + h}" x2="{W - pad}" y2="{y0 + h}" stroke="black"/>')
-        out.append(f'<line x1="{pad}" y1="{y0}" x2="{pad}" y2="{y0 + h}" stroke="black"/>')
-        for i in range(5):
-            v = vmax * i / 4
-            y = y0 + h - h * i / 4
-            out.append(f'<text x="{pad - 4}" y="{y + 4}" text-anchor="end">{v:,.0f}</text>')
-            out.append(f'<line x1="{pad}" y1="{y}" x2="{W - pad}" y2="{y}" stroke="#eee"/>')
-        out.append(f'<text x="14" y="{y0 + h / 2}" transform="rotate(-90 14 {y0 + h / 2})" '
-                   f'text-anchor="middle">{unit}</text>')
-        if not groups:
-            return
-        gw = ax_w / len(groups)
-        for gi, (gname, bars) in enumerate(groups):
-            bw = gw * 0.8 / max(1, len(bars))
-            for bi, (sname, v) in enumerate(bars):
-                x = pad + gi * gw + gw * 0.1 + bi * bw
-                bh = h * v / vmax if vmax else 0
-                out.append(f'<rect x="{x:.1f}" y="{y0 + h - bh:.1f}" width="{bw - 2:.1f}" height="{bh:.1f}" '
-                           f'fill="{colors.get(base_system(sname.split("|")[0]), "#555")}"/>')
-                label = sname.split("|")[1] if "|" in sname else ""
-                out.append(f'<text x="{x + bw / 2:.1f}" y="{y0 + h - bh - 3:.1f}" text-anchor="middle" '
-                           f'font-size="9">{value_key(v)}{label}</text>')
-            out.append(f'<text x="{pad + gi * gw + gw / 2:.1f}" y="{y0 + h + 14}" '
-                       f'text-anchor="middle">{gname}</text>')
+    def name(r):
+        return label(r["system"]) + (" [pinned]" if pinned and r.get("pinned") else "")
 
-    groups = {}
-    for r in drains:
-        groups.setdefault(r["workload"], []).append((r["system"], r["events_per_s"]))
-    panel(40, 200, "Backlog drain throughput (higher is better)", sorted(groups.items()), None, "events/s",
-          lambda v: f"{v:,.0f}")
-    lgroups = {}
-    for r in lat:
-        g = lgroups.setdefault(f"W3 {r['level_pct']} %", [])
-        for q, key in (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms")):
-            g.append((f"{r['system']}|{q}", max(0.0, r[key])))
-    panel(340, 200, "W3 commit-to-Kafka latency, p50 / p99 / p99.9 per system (lower is better)",
-          sorted(lgroups.items()), None, "ms", lambda v: f"{v:.0f} ")
-    x = pad
-    present = {base_system(r["system"]) for r in results}
-    for s in SYSTEMS:
-        if s == "walrelay-eos" and s not in present:
-            continue
-        out.append(f'<rect x="{x}" y="{H - 22}" width="12" height="12" fill="{colors[s]}"/>')
-        out.append(f'<text x="{x + 16}" y="{H - 12}">{LABELS[s]}</text>')
-        x += 36 + 6 * len(LABELS[s])
-    out.append("</svg>")
-    return "\n".join(out)
+    # A plain system has its colour; each variant one of its own.
+    extra = iter(plt.get_cmap("Dark2").colors * 4)
+    variant_colors = {s: COLORS[s] if s in COLORS else next(extra)
+                      for s in dict.fromkeys(r["system"] for r in drains)}
+
+    def color(r):
+        return variant_colors.get(r["system"], COLORS.get(base_system(r["system"]), "#555555"))
+
+    fig, axes = plt.subplots(3, 1, figsize=(11, 13), layout="constrained")
+    # 1. Throughput: a bar per system (median round), the rounds as points.
+    ax = axes[0]
+    workloads = list(dict.fromkeys(r["workload"] for r in drains))
+    series = list(dict.fromkeys(name(r) for r in drains))
+    width = 0.8 / max(1, len(series))
+    for i, sname in enumerate(series):
+        for j, w in enumerate(workloads):
+            r = next((x for x in drains if x["workload"] == w and name(x) == sname), None)
+            if r is None:
+                continue
+            x = j - 0.4 + width * (i + 0.5)
+            ax.bar(x, r["events_per_s"], width * 0.9, color=color(r), alpha=0.55 if r.get("pinned") else 1.0,
+                   hatch="//" if r.get("pinned") else None, edgecolor="black", linewidth=0.3,
+                   label=sname if j == workloads.index(next(x["workload"] for x in drains if name(x) == sname))
+                   else None)
+            pts = [v for v in r.get("rounds", [r["events_per_s"]]) if v is not None]
+            ax.plot([x] * len(pts), pts, "o", color="black", markersize=2.5)
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel("events/s")
+    ax.set_title("Backlog drain throughput (bar: median round; points: every round; higher is better)")
+    ax.legend(fontsize=7, ncols=2)
+    ax.grid(axis="y", alpha=0.3)
+
+    # 2. W3 latency: per walrelay system and level, p50/p90/p99/p99.9 of the
+    # exact end to end and of each stage (interpolated), log scale.
+    ax = axes[1]
+    groups = []
+    for r in w3:
+        rows = [("commit → LogAppendTime (exact)", {f"{q}_ms": r.get(f"{q}_ms") for q, _ in QUANTILES})]
+        rows += [(stage, st) for stage, st in (r.get("stages") or {}).items()]
+        groups.append((f"{name(r)}\n{r['level_pct']} %", rows))
+    stage_names = list(dict.fromkeys(st for _, rows in groups for st, _ in rows))
+    markers = dict(zip([q for q, _ in QUANTILES], ("o", "s", "^", "v")))
+    cmap = plt.get_cmap("tab10")
+    for gi, (_, rows) in enumerate(groups):
+        for stage, st in rows:
+            si = stage_names.index(stage)
+            x = gi - 0.4 + 0.8 * (si + 0.5) / max(1, len(stage_names))
+            vals = [st.get(f"{q}_ms") for q, _ in QUANTILES if (st.get(f"{q}_ms") or 0) > 0]
+            if vals:
+                ax.plot([x, x], [min(vals), max(vals)], "-", color=cmap(si % 10), linewidth=0.8)
+            for q, _ in QUANTILES:
+                v = st.get(f"{q}_ms")
+                if v is not None and v > 0:
+                    ax.plot(x, v, markers[q], color=cmap(si % 10), markersize=4,
+                            label=f"{stage}" if (gi, q) == (0, "p50") else None)
+    for q, m in markers.items():
+        ax.plot([], [], m, color="black", label=q.replace("p999", "p99.9"), markersize=4)
+    if groups:
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(groups)), [g for g, _ in groups])
+        ax.legend(fontsize=7, ncols=2)
+    else:
+        ax.text(0.5, 0.5, "W3 not run with walrelay", ha="center", transform=ax.transAxes)
+    ax.set_ylabel("ms (log)")
+    ax.set_title("W3 latency per stage: p50 / p90 / p99 / p99.9 (stages from walrelay's histograms, approximate "
+                 "to the bucket; lower is better)")
+    ax.grid(axis="y", alpha=0.3, which="both")
+
+    # 3. CPU per event per process, stacked: system, walsender, broker.
+    ax = axes[2]
+    parts = (("cpu_s_per_m", "system under test", None), ("walsender_cpu_s_per_m", "walsender", "//"),
+             ("broker_cpu_s_per_m", "Kafka broker", ".."))
+    bars = [(f"{r['workload']}\n{name(r)}", r) for r in drains]
+    for i, (_, r) in enumerate(bars):
+        bottom = 0.0
+        for key, what, hatch in parts:
+            v = r.get(key)
+            if v is None:
+                continue
+            ax.bar(i, v, 0.7, bottom=bottom, color=color(r), hatch=hatch,
+                   alpha=0.4 if hatch else 1.0, edgecolor="black", linewidth=0.3)
+            bottom += v
+    for key, what, hatch in parts:
+        ax.bar(0, 0, color="white", hatch=hatch, edgecolor="black", linewidth=0.3, label=what)
+    ax.set_xticks(range(len(bars)), [b for b, _ in bars], rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("CPU s per 1M events")
+    ax.set_title("CPU per event, per process (drains; lower is better)")
+    ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+
+    return fig
+
+
+def svg_plot(results):
+    """figure(results) as SVG text."""
+    import matplotlib.pyplot as plt
+    fig = figure(results)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def machine_facts(args, load_at_start):
@@ -2347,16 +2359,14 @@ def cpu_table(results):
 
 
 def update_docs(block, svg):
+    """The results block of docs/benchmarks.md and docs/benchmarks.svg."""
     path = os.path.join(REPO, "docs", "benchmarks.md")
     begin, end = "<!-- results:begin (written by benches/run.sh) -->", "<!-- results:end -->"
     with open(path) as f:
         text = f.read()
     if begin not in text or end not in text:
         raise BenchError(f"{path} lacks the {begin} / {end} markers")
-    pre, rest = text.split(begin, 1)
-    _, post = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(pre + begin + "\n" + block + end + post)
+    benchlib.update_docs(block, begin, end, None)
     with open(os.path.join(REPO, "docs", "benchmarks.svg"), "w") as f:
         f.write(svg)
 
