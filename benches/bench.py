@@ -213,13 +213,18 @@ def label(system):
     name = LABELS[v.base] + (f" @{v.binary}" if v.binary else "")
     if not v.overrides:
         return name
+    # "pg_recvlogical (ceiling)" + settings: one parenthesis.
+    if name.endswith(")"):
+        name, close = name[:-1] + "; ", ")"
+    else:
+        name, close = name + " (", ")"
     eos = "kafka.transactions."
 
     def show(k, x):
         if v.base == "walrelay-eos" and k.startswith(eos) and k[len(eos):] in EOS_KEYS:
             return f"{k[len(eos):]} {x:,}"  # as before: max_events 50,000
         return f"{k}={x if isinstance(x, str) else toml_value(x)}"
-    return f"{name} ({', '.join(show(k, x) for k, x in v.overrides)})"
+    return f"{name}{', '.join(show(k, x) for k, x in v.overrides)}{close}"
 
 
 def slug(system):
@@ -825,6 +830,11 @@ class Env:
                 self.set_pinned(False)
             except OSError:
                 pass
+        # Kafka clients first: they would reconnect to a stopped broker.
+        for c in list(self.txn_views.values()) + [getattr(self, "offsets", None)]:
+            if c is not None:
+                c.close()
+        self.txn_views, self.offsets, self.admin = {}, None, None
         for kind, h in reversed(self.procs):
             try:
                 if kind == "popen" and h.poll() is None:
@@ -2065,6 +2075,7 @@ def figure(results):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "walrelay-bench", "font.size": 8})
 
     drains = [r for r in results if r["workload"] in DRAINS and "error" not in r]
@@ -2134,6 +2145,8 @@ def figure(results):
         ax.plot([], [], m, color="black", label=q.replace("p999", "p99.9"), markersize=4)
     if groups:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
         ax.set_xticks(range(len(groups)), [g for g, _ in groups])
         ax.legend(fontsize=7, ncols=2)
     else:
