@@ -2011,12 +2011,14 @@ def stages_table(results):
         for stage, st in r["stages"].items():
             lines.append(f"{head} {what.get(stage, stage)} | {fmt(st['count'])} | "
                          + " | ".join(fmt(st.get(f'{q}_ms'), '.2f') for q, _ in QUANTILES) + " |")
-    return ("The stages are walrelay's histograms (`walrelay_stage_seconds`, `walrelay_commit_to_ack_seconds`), "
-            "scraped before and after each level (until every event of the level was in Kafka) and subtracted; "
-            "their percentiles are interpolated linearly inside a bucket (bounds 0.5 ms × 2^k), so they are "
-            "approximate to the bucket's width. The end-to-end row is exact (to LogAppendTime's 1 ms). Stages "
-            "do not add up to the end to end: each has its own unit (transaction, event, status update).\n\n"
-            + "\n".join(lines))
+    return "\n".join(lines)
+
+
+STAGES_NOTE = ("The stages are walrelay's histograms (`walrelay_stage_seconds`, `walrelay_commit_to_ack_seconds`), "
+               "scraped before and after each level (until every event of the level was in Kafka) and subtracted; "
+               "their percentiles are interpolated linearly inside a bucket (bounds 0.5 ms × 2^k), so they are "
+               "approximate to the bucket's width. The end-to-end row is exact (to LogAppendTime's 1 ms). Stages "
+               "do not add up to the end to end: each has its own unit (transaction, event, status update).")
 
 
 def targets(results):
@@ -2275,7 +2277,7 @@ def report(args, facts, results, command):
         per_mode(results, drain_table) + \
         "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(first) + \
         "\n\n### Steady load (W3)\n\n" + per_mode(results, w3_table) + \
-        "\n\n### W3 latency by stage\n\n" + per_mode(results, stages_table) + \
+        "\n\n### W3 latency by stage\n\n" + STAGES_NOTE + "\n\n" + per_mode(results, stages_table) + \
         "\n\n### Where the CPU went\n\n" + per_mode(results, cpu_table) + \
         "\n\n### Targets\n\n" + targets(first) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
