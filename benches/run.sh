@@ -13,10 +13,11 @@
 #   --quick             smoke sizes (20,000 events, W3 15 s per level): checks the tooling
 #   --docs              write the table and the plot into docs/benchmarks.md and .svg
 #   --baseline-rev REV  also build walrelay at git revision REV (a throwaway
-#                       worktree under .walrelay-env/bench, the same target
-#                       directory so dependencies are reused) and pass it as
-#                       --walrelay-binary REV=PATH: measure it as the system
-#                       walrelay@REV, e.g. --systems walrelay@HEAD~1,walrelay
+#                       worktree under .walrelay-env/bench, target/bench-rev
+#                       seeded from target/release so dependencies are
+#                       reused) and pass it as --walrelay-binary REV=PATH:
+#                       measure it as the system walrelay@REV, e.g.
+#                       --systems walrelay@HEAD~1,walrelay (repeatable)
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
 # Results: .walrelay-env/bench/results/<UTC time>/results.{json,md} and
 # benchmarks.svg; the table is also printed on stdout. Nothing else on the
@@ -35,7 +36,11 @@ done
 # shellcheck source=benches/venv.sh
 . "$SCRIPT_DIR/venv.sh"
 case " $* " in
-    *" --help "* | *" -h "*) exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --help ;;
+    *" --help "* | *" -h "*)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        echo
+        exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --help
+        ;;
 esac
 
 COMMAND="benches/run.sh${*:+ $*}"
@@ -61,11 +66,14 @@ while (($#)); do
 done
 
 # Builds walrelay at revision $1 once (kept as .walrelay-env/bench/rev-<sha>.walrelay)
-# and prints the binary's path. The build shares target/ with the
-# current tree, so only walrelay's own crates compile; it runs before the
-# current tree's build, which then puts target/release/walrelay back.
+# and prints the binary's path. Its target directory is target/bench-rev,
+# not target/: the revision's crates have the same names and hashes as the
+# current tree's, so in one target directory each build would take the
+# other's place and cargo could call the wrong one fresh. The first time,
+# target/bench-rev starts as a copy of target/release, so only walrelay's
+# own crates compile; later revisions reuse it too.
 build_rev() {
-    local rev=$1 sha dir bin
+    local rev=$1 sha dir bin target=$REPO_ROOT/target/bench-rev
     sha=$(git -C "$REPO_ROOT" rev-parse --verify --quiet "$rev^{commit}") || die "--baseline-rev $rev: no such commit"
     sha=${sha:0:12}
     dir=$REPO_ROOT/.walrelay-env/bench/rev-$sha
@@ -73,11 +81,15 @@ build_rev() {
     if [[ ! -x "$bin" ]]; then
         note "building walrelay at $rev ($sha) in $dir"
         mkdir -p "$REPO_ROOT/.walrelay-env/bench"
+        if [[ ! -d "$target/release" && -d "$REPO_ROOT/target/release" ]]; then
+            mkdir -p "$target"
+            cp -a "$REPO_ROOT/target/release" "$target/release.tmp" && mv "$target/release.tmp" "$target/release"
+        fi
         git -C "$REPO_ROOT" worktree remove --force "$dir" >/dev/null 2>&1 || rm -rf "$dir"
         git -C "$REPO_ROOT" worktree prune
         git -C "$REPO_ROOT" worktree add --detach --quiet "$dir" "$sha" >&2
-        (cd "$dir" && CARGO_TARGET_DIR=$REPO_ROOT/target cargo build --release --bin walrelay >&2)
-        cp "$REPO_ROOT/target/release/walrelay" "$bin.tmp" && mv "$bin.tmp" "$bin"
+        (cd "$dir" && CARGO_TARGET_DIR=$target cargo build --release --bin walrelay >&2)
+        cp "$target/release/walrelay" "$bin.tmp" && mv "$bin.tmp" "$bin"
         git -C "$REPO_ROOT" worktree remove --force "$dir"
     fi
     printf '%s\n' "$bin"
