@@ -2016,8 +2016,9 @@ def stages_table(results):
 
 STAGES_NOTE = ("The stages are walrelay's histograms (`walrelay_stage_seconds`, `walrelay_commit_to_ack_seconds`), "
                "scraped before and after each level (until every event of the level was in Kafka) and subtracted; "
-               "their percentiles are interpolated linearly inside a bucket (bounds 0.5 ms × 2^k), so they are "
-               "approximate to the bucket's width. The end-to-end row is exact (to LogAppendTime's 1 ms). Stages "
+               "their percentiles are interpolated linearly inside a bucket, so they are approximate to the bucket's "
+               "width (walrelay's bounds grow geometrically: × √2 per bucket for the stages, × 2 for "
+               "commit_to_ack). The end-to-end row is exact (to LogAppendTime's 1 ms). Stages "
                "do not add up to the end to end: each has its own unit (transaction, event, status update).")
 
 
