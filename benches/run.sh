@@ -100,9 +100,10 @@ for rev in "${REVS[@]}"; do
     BINARIES+=(--walrelay-binary "$rev=$bin")
 done
 
-(cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 # A bench target's binary has a hashed name under target/release/deps: take
-# its path from cargo's own artifact report.
+# its path from cargo's own artifact report. This build also builds walrelay
+# with the dev-dependencies' features (tokio's test-util) and puts that
+# binary at target/release/walrelay, so walrelay itself is built after it.
 WALSENDER_DRAIN=$(cd "$REPO_ROOT" && cargo build --release --bench walsender_drain \
     --message-format=json-render-diagnostics | python3 -c '
 import json, sys
@@ -112,6 +113,7 @@ for line in sys.stdin:
         print(m["executable"])
 ')
 [ -x "$WALSENDER_DRAIN" ] || die "cargo did not report the walsender_drain binary"
+(cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 "$REPO_ROOT/scripts/debezium.sh" fetch
 "$REPO_ROOT/scripts/kafka.sh" fetch
 exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --command "$COMMAND" \
