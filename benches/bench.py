@@ -2097,7 +2097,7 @@ def figure(results):
     def color(r):
         return variant_colors.get(r["system"], COLORS.get(base_system(r["system"]), "#555555"))
 
-    fig, axes = plt.subplots(3, 1, figsize=(11, 13), layout="constrained")
+    fig, axes = plt.subplots(3, 1, figsize=(13, 13), layout="constrained")
     # 1. Throughput: a bar per system (median round), the rounds as points.
     ax = axes[0]
     workloads = list(dict.fromkeys(r["workload"] for r in drains))
@@ -2118,7 +2118,7 @@ def figure(results):
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_ylabel("events/s")
     ax.set_title("Backlog drain throughput (bar: median round; points: every round; higher is better)")
-    ax.legend(fontsize=7, ncols=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
 
     # 2. W3 latency: per walrelay system and level, p50/p90/p99/p99.9 of the
@@ -2148,10 +2148,11 @@ def figure(results):
         ax.plot([], [], m, color="black", label=q.replace("p999", "p99.9"), markersize=4)
     if groups:
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.set_xticks(range(len(groups)), [g for g, _ in groups])
-        ax.legend(fontsize=7, ncols=2)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xticks(range(len(groups)), [g for g, _ in groups], fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         ax.text(0.5, 0.5, "W3 not run with walrelay", ha="center", transform=ax.transAxes)
     ax.set_ylabel("ms (log)")
@@ -2178,7 +2179,7 @@ def figure(results):
     ax.set_xticks(range(len(bars)), [b for b, _ in bars], rotation=60, ha="right", fontsize=6)
     ax.set_ylabel("CPU s per 1M events")
     ax.set_title("CPU per event, per process (drains; lower is better)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
 
     return fig
