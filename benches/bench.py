@@ -54,7 +54,7 @@ walsender of the system measured alone on CPU 0 and everything else on CPU 1;
 Libraries (benches/venv.sh's virtualenv, pinned): psycopg for PostgreSQL,
 confluent-kafka for topics, end offsets and reading records back
 (read_committed for the exactly-once system), matplotlib for the plots. One
-Kafka request stays hand-made: the COMMIT markers of transactional topics,
+Kafka reader stays hand-made: the COMMIT markers of transactional topics,
 whose LogAppendTime is when a read_committed consumer can see a record, are
 control records that every client library hides, so KafkaCommitted reads the
 record-batch headers (Fetch v4, ListOffsets v2) itself.
