@@ -37,15 +37,34 @@ open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
-Only the standard library: the PostgreSQL and Kafka requests it needs are
-spoken directly (simple query; ListOffsets v1 and v2, Fetch v4 for the
-record-batch headers of transactional topics); reading records back uses
-Kafka's own ConsoleConsumer from the broker's jars.
+Variants measure one lever at a time, before and after in the same run
+(drains, interleaved with the other systems' rounds, and W3):
+walrelay@LABEL is the binary of --walrelay-binary LABEL=PATH (benches/run.sh
+--baseline-rev REV builds a git revision); walrelay:KEY=VALUE[:KEY=VALUE]
+overrides dotted keys of the configuration the bench writes (TOML scalars;
+under kafka.producer the rest of the path is the librdkafka key), e.g.
+walrelay@base:replication.read_coalesce_us=0; walsender:publication=bench_iu
+gives a baseline another pgoutput option. The publication bench_iu publishes
+the outbox's inserts and updates only. W3 also reports walrelay's latency by
+stage: its walrelay_stage_seconds histograms scraped before and after each
+level, percentiles interpolated inside the bucket. --pin on puts the
+walsender of the system measured alone on CPU 0 and everything else on CPU 1;
+--pin both measures every system both ways from the same backlogs.
+
+Libraries (benches/venv.sh's virtualenv, pinned): psycopg for PostgreSQL,
+confluent-kafka for topics, end offsets and reading records back
+(read_committed for the exactly-once system), matplotlib for the plots. One
+Kafka reader stays hand-made: the COMMIT markers of transactional topics,
+whose LogAppendTime is when a read_committed consumer can see a record, are
+control records that every client library hides, so KafkaCommitted reads the
+record-batch headers (Fetch v4, ListOffsets v2) itself.
 """
 
 import argparse
 import bisect
 import datetime
+import hashlib
+import io
 import json
 import os
 import platform
@@ -59,7 +78,15 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import urllib.request
+
+import psycopg
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import benchlib
+from benchlib import BenchError, cpu_of, log, run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
@@ -67,6 +94,7 @@ BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench")
 TICK = os.sysconf("SC_CLK_TCK")
 PARTITIONS = 6
 SYSTEMS = ["ceiling", "walsender", "walrelay", "walrelay-eos", "dbz_tuned", "dbz_default"]
+WALRELAYS = ("walrelay", "walrelay-eos")
 # Baselines drain the slot to the end LSN and exit; they write no Kafka topic.
 BASELINES = ("ceiling", "walsender")
 # Drained --rounds times (median reported): seconds per round.
@@ -108,6 +136,10 @@ DBZ_TUNED_CONNECTOR = {
     "tombstones.on.delete": "false",
 }
 WALRELAY_PRODUCER = {"compression.type": "lz4"}
+# --pin: the walsender of the system measured alone on one CPU, everything
+# else on the other.
+WALSENDER_CPU, OTHERS_CPU = 0, 1
+PIN_MODES = {"off": (False,), "on": (True,), "both": (False, True)}
 # [kafka.transactions] keys a walrelay-eos variant may set.
 EOS_KEYS = ("max_events", "max_bytes", "interval_ms", "timeout_ms")
 # Backlog drains, and those written as logical decoding messages (no outbox
@@ -126,161 +158,232 @@ WRITERS = {
 }
 
 
+class Variant:
+    """A system name and its variant: `BASE[@BINARY][:KEY=VALUE...]`.
+
+    walrelay@base                  walrelay run with the binary --walrelay-binary base=PATH
+    walrelay:replication.read_coalesce_us=0
+                                   a TOML override of a dotted key of the configuration
+                                   the bench writes; values are TOML scalars where they
+                                   parse as one ('"x"' for a string), strings otherwise
+    walrelay@base:kafka.producer.linger.ms=1
+                                   both (a librdkafka key is the rest of the path under
+                                   [kafka.producer])
+    walrelay-eos:max_events=50000  a bare key of walrelay-eos: [kafka.transactions]
+    walsender:publication=bench_iu a pgoutput option of a baseline (publication is
+                                   publication_names)
+    """
+
+    def __init__(self, system):
+        head, *kvs = system.split(":")
+        self.base, _, self.binary = head.partition("@")
+        self.overrides = []  # (dotted key, value)
+        for kv in kvs:
+            k, eq, v = kv.partition("=")
+            if not k or not eq:
+                raise ValueError(f"{system}: settings are KEY=VALUE, got {kv!r}")
+            if self.base == "walrelay-eos" and "." not in k:
+                if k not in EOS_KEYS or not v.isdigit():
+                    raise ValueError(f"{system}: walrelay-eos's bare keys are {', '.join(EOS_KEYS)}=<integer>, "
+                                     f"got {kv!r}")
+                k, v = f"kafka.transactions.{k}", v
+            self.overrides.append((k, toml_scalar(v)))
+        if self.base not in SYSTEMS:
+            raise ValueError(f"unknown system {system}; known: {', '.join(SYSTEMS)}")
+        if self.binary and self.base not in WALRELAYS:
+            raise ValueError(f"{system}: only {' and '.join(WALRELAYS)} take another binary (@LABEL)")
+        if self.overrides and self.base not in WALRELAYS + BASELINES:
+            raise ValueError(f"{system}: Debezium takes no settings here")
+
+
 def base_system(system):
-    """`walrelay-eos:max_events=50000` -> `walrelay-eos`."""
-    return system.split(":", 1)[0]
+    """`walrelay-eos@base:max_events=50000` -> `walrelay-eos`."""
+    return Variant(system).base
 
 
 def eos_settings(system):
     """The [kafka.transactions] settings of a walrelay-eos variant."""
-    out = {}
-    for kv in system.split(":")[1:]:
-        k, _, v = kv.partition("=")
-        if k not in EOS_KEYS or not v.isdigit():
-            raise ValueError(f"{system}: variant settings are {', '.join(EOS_KEYS)}=<integer>, got {kv!r}")
-        out[k] = int(v)
-    return out
+    pre = "kafka.transactions."
+    return {k[len(pre):]: v for k, v in Variant(system).overrides if k.startswith(pre)}
 
 
 def label(system):
-    name = LABELS[base_system(system)]
-    variant = eos_settings(system)
-    return f"{name} ({', '.join(f'{k} {v:,}' for k, v in variant.items())})" if variant else name
+    """How tables name a system: its label, the binary and the overrides."""
+    v = Variant(system)
+    name = LABELS[v.base] + (f" @{v.binary}" if v.binary else "")
+    if not v.overrides:
+        return name
+    # "pg_recvlogical (ceiling)" + settings: one parenthesis.
+    if name.endswith(")"):
+        name, close = name[:-1] + "; ", ")"
+    else:
+        name, close = name + " (", ")"
+    eos = "kafka.transactions."
+
+    def show(k, x):
+        if v.base == "walrelay-eos" and k.startswith(eos) and k[len(eos):] in EOS_KEYS:
+            return f"{k[len(eos):]} {x:,}"  # as before: max_events 50,000
+        return f"{k}={x if isinstance(x, str) else toml_value(x)}"
+    return f"{name}{', '.join(show(k, x) for k, x in v.overrides)}{close}"
 
 
 def slug(system):
-    """A system's name as slot and topic names allow it."""
-    return re.sub(r"[^a-z0-9]+", "_", system.lower()).strip("_")
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-class BenchError(Exception):
-    """A step of the benchmark failed; the message says which."""
+    """A system's name as slot and topic names allow it; a long one keeps
+    its head and a hash (slot names are at most 63 bytes)."""
+    out = re.sub(r"[^a-z0-9]+", "_", system.lower()).strip("_")
+    if len(out) > 50:
+        out = out[:41] + "_" + hashlib.sha1(system.encode()).hexdigest()[:8]
+    return out
 
 
 # --------------------------------------------------------------------------
-# PostgreSQL: the simple query protocol over TCP, trust authentication.
+# walrelay's configuration: a dict written as TOML, so that a variant can
+# override any dotted key.
+
+# Tables whose keys are free-form dotted names (librdkafka's), string-valued.
+FREE_FORM_TABLES = ("kafka.producer",)
+
+
+def toml_scalar(text):
+    """`0` -> 0, `true` -> True, `"x"` -> "x", anything else -> the text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))  # a TOML basic string is a JSON string here
+
+
+def toml_key(k):
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
+def set_dotted(cfg, key, value):
+    """cfg[a][b][c] = value for key a.b.c; under a free-form table the rest
+    of the path is one key (kafka.producer.linger.ms -> "linger.ms")."""
+    parts, path, t = key.split("."), [], cfg
+    while len(parts) > 1 and ".".join(path) not in FREE_FORM_TABLES:
+        path.append(parts.pop(0))
+        t = t.setdefault(path[-1], {})
+        if not isinstance(t, dict):
+            raise BenchError(f"{key}: {'.'.join(path)} is a value, not a table")
+    t[".".join(parts)] = str(value) if ".".join(path) in FREE_FORM_TABLES and not isinstance(value, str) else value
+
+
+def toml_dump(cfg, raw=None):
+    """TOML text of `cfg` (nested dicts: tables); `raw` maps a table's
+    dotted name to TOML lines appended to it (the --walrelay-* options)."""
+    out = []
+
+    def table(name, t):
+        out.append(f"[{name}]" if name else "")
+        out.extend(f"{toml_key(k)} = {toml_value(v)}" for k, v in t.items() if not isinstance(v, dict))
+        if raw and raw.get(name):
+            out.append(raw[name])
+        for k, v in t.items():
+            if isinstance(v, dict):
+                table(f"{name}.{toml_key(k)}" if name else toml_key(k), v)
+    table("", cfg)
+    return "\n".join(out).lstrip("\n") + "\n" + ((raw or {}).get(None) or "") + "\n"
+
+
+# --------------------------------------------------------------------------
+# PostgreSQL: psycopg, autocommit (the load procedures COMMIT inside).
 
 
 class Pg:
-    """One PostgreSQL session (trust auth) speaking the simple query protocol."""
+    """One PostgreSQL session (trust auth on loopback), autocommit."""
 
     def __init__(self, port, dbname, user="postgres"):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=600)
-        self.rf = self.sock.makefile("rb")
-        params = b"user\0" + user.encode() + b"\0database\0" + dbname.encode() + b"\0\0"
-        self.sock.sendall(struct.pack(">ii", 8 + len(params), 196608) + params)
-        while True:
-            kind, body = self._read()
-            if kind == b"R" and struct.unpack(">i", body[:4])[0] != 0:
-                raise BenchError("postgres asks for a password; the bench cluster trusts loopback")
-            if kind == b"E":
-                raise BenchError(f"postgres connect: {self._error(body)}")
-            if kind == b"Z":
-                return
+        try:
+            self.conn = psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user, autocommit=True,
+                                        application_name="walrelay-bench")
+        except psycopg.Error as e:
+            raise BenchError(f"postgres connect: {e}") from e
 
-    def _read(self):
-        head = self.rf.read(5)
-        if len(head) < 5:
-            raise BenchError("postgres closed the connection")
-        kind, n = head[:1], struct.unpack(">i", head[1:])[0]
-        return kind, self.rf.read(n - 4)
+    def query(self, sql, params=None):
+        """Runs SQL (several statements when there are no parameters);
+        returns the rows of the last result, as Python values."""
+        try:
+            cur = self.conn.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+        except psycopg.Error as e:
+            raise BenchError(f"{str(e).strip()} (in: {sql[:200]})") from e
 
-    @staticmethod
-    def _error(body):
-        fields = {}
-        for part in body.split(b"\0"):
-            if part:
-                fields[part[:1]] = part[1:].decode(errors="replace")
-        return f"{fields.get(b'S', 'ERROR')}: {fields.get(b'M', '?')}"
-
-    def query(self, sql):
-        """Runs SQL; returns the rows of the last result as lists of str/None."""
-        data = sql.encode() + b"\0"
-        self.sock.sendall(b"Q" + struct.pack(">i", 4 + len(data)) + data)
-        rows, error = [], None
-        while True:
-            kind, body = self._read()
-            if kind == b"T":
-                rows = []
-            elif kind == b"D":
-                ncols = struct.unpack(">h", body[:2])[0]
-                pos, row = 2, []
-                for _ in range(ncols):
-                    n = struct.unpack(">i", body[pos : pos + 4])[0]
-                    pos += 4
-                    if n < 0:
-                        row.append(None)
-                    else:
-                        row.append(body[pos : pos + n].decode())
-                        pos += n
-                rows.append(row)
-            elif kind == b"E":
-                error = self._error(body)
-            elif kind == b"Z":
-                if error:
-                    raise BenchError(f"{error} (in: {sql[:200]})")
-                return rows
-
-    def value(self, sql):
-        rows = self.query(sql)
+    def value(self, sql, params=None):
+        rows = self.query(sql, params)
         return rows[0][0] if rows else None
 
+    def copy_rows(self, sql):
+        """The rows of `COPY (...) TO STDOUT`, as tuples of text."""
+        with self.conn.cursor() as cur, cur.copy(sql) as copy:
+            yield from copy.rows()
+
     def close(self):
-        try:
-            self.sock.sendall(b"X" + struct.pack(">i", 4))
-        except OSError:
-            pass
-        self.sock.close()
+        self.conn.close()
 
 
 # --------------------------------------------------------------------------
-# Kafka: ListOffsets v1 (end offsets), enough to count what was appended.
+# Kafka: confluent-kafka for end offsets and reading records back; the
+# COMMIT markers of transactional topics from the record-batch headers
+# (KafkaCommitted: client libraries hide control records).
 
 
 class KafkaOffsets:
-    """Asks the single local broker for a topic's end offsets."""
+    """A topic's end offsets (high watermarks) on the single local broker."""
 
     def __init__(self, bootstrap):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.rf = self.sock.makefile("rb")
-        self.corr = 0
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "walrelay-bench-offsets",
+                                  "enable.auto.commit": False})
 
     def count(self, topic, partitions=PARTITIONS):
         """Sum of the end offsets of the topic's partitions."""
-        self.corr += 1
-        client, name = b"walrelay-bench", topic.encode()
-        body = struct.pack(">hhih", 2, 1, self.corr, len(client)) + client
-        body += struct.pack(">ii", -1, 1) + struct.pack(">h", len(name)) + name
-        body += struct.pack(">i", partitions)
-        for p in range(partitions):
-            body += struct.pack(">iq", p, -1)
-        self.sock.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", self.rf.read(4))[0]
-        data = self.rf.read(size)
-        pos = 4  # correlation id
-        (ntopics,) = struct.unpack_from(">i", data, pos)
-        pos += 4
         total = 0
-        for _ in range(ntopics):
-            (nlen,) = struct.unpack_from(">h", data, pos)
-            pos += 2 + nlen
-            (nparts,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            for _ in range(nparts):
-                part, err, _ts, off = struct.unpack_from(">ihqq", data, pos)
-                pos += 22
-                if err:
-                    raise BenchError(f"ListOffsets {topic}[{part}]: kafka error code {err}")
-                total += off
+        for p in range(partitions):
+            try:
+                _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
+            except KafkaException as e:
+                raise BenchError(f"end offsets of {topic}[{p}]: {e}") from e
+            total += high
         return total
 
     def close(self):
-        self.sock.close()
+        self.consumer.close()
+
+
+def read_records(bootstrap, topic, expect, headers=False, committed=False, timeout=15):
+    """(LogAppendTime ms, id header or None, partition, offset) of the
+    first `expect` records of `topic` from the beginning, with a consumer
+    of no group; `committed`: read_committed. Stops after `timeout` s
+    without a new record."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "walrelay-bench-read", "enable.auto.commit": False,
+                  "isolation.level": "read_committed" if committed else "read_uncommitted",
+                  "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        out, idle_since = [], time.time()
+        while len(out) < expect and time.time() - idle_since < timeout:
+            msgs = c.consume(num_messages=10000, timeout=1.0)
+            for m in msgs:
+                if m.error():
+                    raise BenchError(f"reading {topic}: {m.error()}")
+                hid = None
+                if headers:
+                    hid = next((v.decode() for k, v in (m.headers() or []) if k == "id" and v), None)
+                out.append((m.timestamp()[1], hid, m.partition(), m.offset()))
+            if msgs:
+                idle_since = time.time()
+        return out[:expect]
+    finally:
+        c.close()
 
 
 def zigzag(data, pos):
@@ -479,15 +582,18 @@ def tree(pid):
     return out
 
 
-def cpu_of(pid):
-    """utime + stime of one process (all threads), seconds; None if gone."""
+def set_affinity(pid, cpus):
+    """Every thread of `pid` on `cpus` (`taskset -a -p`); a thread or
+    process that is gone is skipped."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+        return
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except ProcessLookupError:
+            pass
 
 
 def tree_cpu(pid):
@@ -647,11 +753,6 @@ def finish_profile(prof, env, sut_threads, ws_pid, run_dir, pids):
 # The environment.
 
 
-def run(cmd, **kw):
-    kw.setdefault("check", True)
-    return subprocess.run(cmd, **kw)
-
-
 class Env:
     def __init__(self, args, out_dir):
         self.args = args
@@ -659,8 +760,9 @@ class Env:
         self.pg_dir = os.path.join(BENCH_DIR, "pg")
         self.kafka_dir = os.path.join(BENCH_DIR, "kafka")
         self.procs = []  # (kind, handle) to stop on exit
-        self.kafka_libs = None
         self.txn_views = {}  # topic -> KafkaCommitted
+        self.pinned = False  # --pin: the current mode (set_pinned)
+        self.all_cpus = os.sched_getaffinity(0)
         # Topics are named after the run: a kept broker may hold older ones.
         self.stamp = os.path.basename(out_dir).lower()
 
@@ -684,7 +786,8 @@ class Env:
             self.broker_pid = int(f.read().strip())
         with open(os.path.join(SCRIPTS, "kafka.sh")) as f:
             version = re.search(r"^KAFKA_VERSION=(\S+)", f.read(), re.M).group(1)
-        self.kafka_libs = os.path.join(REPO, ".cache", "kafka", version, "libs")
+        self.kafka_version = version
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin = Pg(self.pg_port, "postgres")
         self.server_version_num = int(admin.value("SHOW server_version_num"))
         admin.query("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -699,7 +802,39 @@ class Env:
         self.db.query(LOAD_MESSAGES_SQL)
         self.offsets = KafkaOffsets(self.bootstrap)
 
+    # -- CPU pinning (--pin)
+    def set_pinned(self, pinned):
+        """Pinned: PostgreSQL (the postmaster, whose forked backends inherit
+        it, and every process it has now), the broker's JVM (every thread,
+        as `taskset -a -p` does) and the bench itself (so everything it
+        starts from now: the system under test, pgbench, perf) on CPU 1;
+        the walsender of the system measured moves to CPU 0 as soon as it
+        shows (pin_walsender). Unpinned: every CPU for all of them."""
+        if pinned == self.pinned:
+            return
+        cpus = {OTHERS_CPU} if pinned else self.all_cpus
+        with open(os.path.join(self.pg_dir, "data", "postmaster.pid")) as f:
+            pm = int(f.readline())
+        for pid in tree(pm) + tree(self.broker_pid) + [os.getpid()]:
+            set_affinity(pid, cpus)
+        self.pinned = pinned
+        log("pinned: walsender alone on CPU 0, everything else on CPU 1" if pinned else "unpinned: every CPU")
+
+    def pin_walsender(self, ws_pid):
+        if self.pinned and ws_pid:
+            set_affinity(ws_pid, {WALSENDER_CPU})
+
     def stop(self):
+        if self.args.keep_servers and self.pinned:
+            try:
+                self.set_pinned(False)
+            except OSError:
+                pass
+        # Kafka clients first: they would reconnect to a stopped broker.
+        for c in list(self.txn_views.values()) + [getattr(self, "offsets", None)]:
+            if c is not None:
+                c.close()
+        self.txn_views, self.offsets, self.admin = {}, None, None
         for kind, h in reversed(self.procs):
             try:
                 if kind == "popen" and h.poll() is None:
@@ -719,61 +854,50 @@ class Env:
 
     # -- objects
     def create_topic(self, topic):
-        run([f"{SCRIPTS}/kafka.sh", "topics", self.kafka_dir, "--create", "--if-not-exists",
-             "--topic", topic, "--partitions", str(PARTITIONS), "--replication-factor", "1",
-             "--config", "message.timestamp.type=LogAppendTime"], stdout=subprocess.DEVNULL)
+        """A topic of PARTITIONS partitions whose records the broker stamps
+        on append (LogAppendTime); waits until the broker's metadata has it."""
+        fut = self.admin.create_topics([NewTopic(topic, PARTITIONS, 1,
+                                                 config={"message.timestamp.type": "LogAppendTime"})])[topic]
+        try:
+            fut.result(timeout=60)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise BenchError(f"creating {topic}: {e}") from e
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+            if md and not md.error and len(md.partitions) == PARTITIONS:
+                return
+            time.sleep(0.1)
+        raise BenchError(f"topic {topic} not in the broker's metadata 30 s after its creation")
 
     def create_slot(self, slot):
-        self.db.query(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+        self.db.query("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
 
     def drop_slots(self, prefix):
         for _ in range(100):
-            rows = self.db.query(f"SELECT slot_name, active FROM pg_replication_slots "
-                                 f"WHERE slot_name LIKE '{prefix}%'")
+            rows = self.db.query("SELECT slot_name, active FROM pg_replication_slots WHERE slot_name LIKE %s",
+                                 (prefix.replace("_", "\\_") + "%",))
             if not rows:
                 return
             for name, active in rows:
-                if active == "f":
-                    self.db.query(f"SELECT pg_drop_replication_slot('{name}')")
+                if not active:
+                    self.db.query("SELECT pg_drop_replication_slot(%s)", (name,))
             time.sleep(0.1)
         raise BenchError(f"slots {prefix}* still active after 10 s")
 
     def slot_state(self, slot):
-        rows = self.db.query(f"SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = '{slot}'")
+        rows = self.db.query("SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,))
         if not rows:
             raise BenchError(f"slot {slot} is gone")
-        return rows[0][0] == "t", int(rows[0][1]) if rows[0][1] else None
+        return rows[0][0], rows[0][1]
 
     # -- reading records back
     def read_topic(self, topic, expect, headers=False, committed=False):
         """(LogAppendTime ms, id header or None, partition, offset) of every
         record of the topic; `committed`: as a read_committed consumer reads
         it (records of transactions not committed are not read)."""
-        cmd = ["java", "-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Xlog:disable", "-Xlog:all=error:stderr",
-               f"-Dlog4j2.configurationFile={self.kafka_dir}/tools-log4j2.xml",
-               "-cp", f"{self.kafka_libs}/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-               "--bootstrap-server", self.bootstrap, "--topic", topic, "--from-beginning",
-               "--timeout-ms", "15000", "--max-messages", str(expect),
-               "--isolation-level", "read_committed" if committed else "read_uncommitted",
-               "--property", "print.timestamp=true", "--property", "print.value=false",
-               "--property", "print.partition=true", "--property", "print.offset=true",
-               "--property", f"print.headers={'true' if headers else 'false'}"]
-        out = []
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as p:
-            for line in p.stdout:
-                m = re.match(r"(?:LogAppendTime|CreateTime):(\d+)", line)
-                if not m:
-                    continue
-                hid = None
-                if headers:
-                    h = re.search(r"\bid:([0-9a-f-]{36})", line)
-                    hid = h.group(1) if h else None
-                part = re.search(r"\bPartition:(\d+)", line)
-                off = re.search(r"\bOffset:(\d+)", line)
-                out.append((int(m.group(1)), hid, int(part.group(1)) if part else None,
-                            int(off.group(1)) if off else None))
-        return out
+        return read_records(self.bootstrap, topic, expect, headers, committed)
 
     def committed(self, topic):
         """The read_committed view of a transactional topic, kept between looks."""
@@ -809,17 +933,11 @@ class Env:
             c.close()
 
     def commit_times_us(self, lo, hi):
-        """xid -> commit time (Unix µs) for xids lo..hi (COPY through psql)."""
+        """xid -> commit time (Unix µs) for xids lo..hi (COPY)."""
         sql = (f"COPY (SELECT x, (extract(epoch FROM pg_xact_commit_timestamp((x % 4294967296)::text::xid))"
-               f" * 1000000)::bigint FROM generate_series({lo}::bigint, {hi}::bigint) x"
+               f" * 1000000)::bigint FROM generate_series({int(lo)}::bigint, {int(hi)}::bigint) x"
                f" WHERE pg_xact_commit_timestamp((x % 4294967296)::text::xid) IS NOT NULL) TO STDOUT")
-        res = run([f"{SCRIPTS}/pg.sh", "psql", self.pg_dir, "-d", "bench", "-c", sql],
-                  capture_output=True, text=True)
-        times = {}
-        for line in res.stdout.splitlines():
-            x, t = line.split("\t")
-            times[int(x)] = int(t)
-        return times
+        return {int(x): int(t) for x, t in self.db.copy_rows(sql)}
 
 
 SCHEMA_SQL = r"""
@@ -831,6 +949,10 @@ CREATE TABLE outbox (
     payload jsonb
 );
 CREATE PUBLICATION bench FOR TABLE outbox;
+-- The same table without deletes (and truncates): the walsender sends no
+-- message for the outbox DELETE of W1/W3/W5-style transactions. For
+-- variants: walrelay:replication.publication=bench_iu, walsender:publication=bench_iu.
+CREATE PUBLICATION bench_iu FOR TABLE outbox WITH (publish = 'insert, update');
 -- About 300 bytes of JSON text, as jsonb_out writes it.
 CREATE FUNCTION bench_payload(i bigint, x bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
   SELECT jsonb_build_object('orderId', i, 'customer', 'customer-' || (i % 1000), 'currency', 'EUR',
@@ -935,16 +1057,55 @@ def pgoutput_options(streaming, server_version_num, publication="bench", message
     return opts
 
 
-def eos_lines(env, system, slot):
-    """walrelay-eos's lines of [kafka]: exactly-once, and a progress topic of
-    its own per drain (the slot is the pipeline, so the progress starts
-    empty); a variant's [kafka.transactions] settings."""
-    if base_system(system) != "walrelay-eos":
-        return ""
-    lines = ["exactly_once = true", "[kafka.transactions]",
-             f'progress_topic = "bench.{env.stamp}.progress.{slot}"']
-    lines += [f"{k} = {v}" for k, v in eos_settings(system).items()]
-    return "\n".join(lines) + "\n"
+def walrelay_config(env, system, slot, topic, messages):
+    """The configuration the bench gives walrelay (docs/benchmarks.md,
+    Configurations), then the variant's overrides and the --walrelay-*
+    options' lines."""
+    producer = dict(WALRELAY_PRODUCER)
+    for kv in filter(None, env.args.walrelay_producer.split(",")):
+        k, _, v = kv.partition("=")
+        producer[k.strip()] = v.strip()
+    replication = {
+        "slot": slot,
+        # A message workload: walrelay reads messages only, from the empty
+        # publication.
+        "publication": MESSAGES_PUBLICATION if messages else "bench",
+        "create_slot": False,
+        "create_publication": False,
+    }
+    if env.args.streaming != "auto":
+        replication["streaming"] = env.args.streaming == "on"
+    cfg = {
+        "postgres": {"host": "127.0.0.1", "port": env.pg_port, "user": "postgres", "dbname": "bench"},
+        "replication": replication,
+    }
+    if messages:
+        cfg["outbox"] = {"source": "messages", "message_prefixes": [MESSAGE_PREFIX]}
+    cfg["router"] = {"route_topic_replacement": topic}
+    cfg["kafka"] = {"bootstrap_servers": env.bootstrap}
+    if base_system(system) == "walrelay-eos":
+        # Exactly-once, and a progress topic of its own per drain (the slot
+        # is the pipeline, so the progress starts empty).
+        cfg["kafka"]["exactly_once"] = True
+        cfg["kafka"]["transactions"] = {"progress_topic": f"bench.{env.stamp}.progress.{slot}"}
+    cfg["kafka"]["producer"] = producer
+    cfg["metrics"] = {"listen": "127.0.0.1:0"}
+    for k, v in Variant(system).overrides:
+        set_dotted(cfg, k, v)
+    unescape = lambda text: text.replace("\\n", "\n")  # noqa: E731 - \n in an option is a new line
+    return toml_dump(cfg, {"replication": unescape(env.args.walrelay_replication),
+                           None: unescape(env.args.walrelay_extra)})
+
+
+def walrelay_binary(env, system):
+    """The binary of a walrelay system: --walrelay, or --walrelay-binary's
+    for walrelay@LABEL."""
+    label_ = Variant(system).binary
+    if not label_:
+        return env.args.walrelay
+    if label_ not in env.args.walrelay_binaries:
+        raise BenchError(f"{system}: no --walrelay-binary {label_}=PATH")
+    return env.args.walrelay_binaries[label_]
 
 
 class Running:
@@ -969,73 +1130,48 @@ def message_options(streaming, server_version_num):
     return pgoutput_options(streaming, server_version_num, MESSAGES_PUBLICATION, messages=True)
 
 
-def slot_options(env, workload):
-    """pgoutput options of the baselines for `workload`."""
+def slot_options(env, workload, system=None):
+    """pgoutput options of the baselines for `workload`, then the variant's
+    (walsender:publication=bench_iu: publication_names)."""
     if workload in MESSAGE_WORKLOADS:
-        return message_options(env.args.streaming, env.server_version_num)
-    return pgoutput_options(env.args.streaming, env.server_version_num)
+        opts = message_options(env.args.streaming, env.server_version_num)
+    else:
+        opts = pgoutput_options(env.args.streaming, env.server_version_num)
+    for k, v in Variant(system).overrides if system else ():
+        opts["publication_names" if k == "publication" else k] = toml_value(v).strip('"')
+    return opts
 
 
 def start_system(env, system, slot, topic, run_dir, end_lsn=None, workload=None):
     os.makedirs(run_dir, exist_ok=True)
     messages = workload in MESSAGE_WORKLOADS
-    if system == "ceiling":
+    if base_system(system) == "ceiling":
         cmd = ["pg_recvlogical", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
                "--slot", slot, "--start", "-f", "/dev/null", "-E", end_lsn, "--no-loop"]
-        for k, v in slot_options(env, workload).items():
+        for k, v in slot_options(env, workload, system).items():
             cmd += ["-o", f"{k}={v}"]
         logf = os.path.join(run_dir, "pg_recvlogical.log")
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
         env.procs.append(("popen", p))
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
-    if system == "walsender":
+    if base_system(system) == "walsender":
         if not env.args.walsender_drain:
             raise BenchError("no walsender_drain binary: run through benches/run.sh or pass --walsender-drain")
         cmd = [env.args.walsender_drain, "127.0.0.1", str(env.pg_port), "postgres", "bench", slot, end_lsn]
-        cmd += [f"{k}={v}" for k, v in slot_options(env, workload).items()]
+        cmd += [f"{k}={v}" for k, v in slot_options(env, workload, system).items()]
         logf = os.path.join(run_dir, "walsender_drain.log")
         # Its one summary line (messages, bytes, seconds) goes to stdout.
         p = subprocess.Popen(cmd, stdout=open(os.path.join(run_dir, "walsender_drain.out"), "w"),
                              stderr=open(logf, "w"))
         env.procs.append(("popen", p))
         return Running(system, p.pid, lambda: None, lambda: p.poll() is None, logf, p)
-    if base_system(system) in ("walrelay", "walrelay-eos"):
+    if base_system(system) in WALRELAYS:
         cfg = os.path.join(run_dir, "walrelay.toml")
-        settings = dict(WALRELAY_PRODUCER)
-        for kv in filter(None, env.args.walrelay_producer.split(",")):
-            k, _, v = kv.partition("=")
-            settings[k.strip()] = v.strip()
-        producer = "\n".join(f'"{k}" = "{v}"' for k, v in settings.items())
-        streaming = "" if env.args.streaming == "auto" else \
-            f"streaming = {'true' if env.args.streaming == 'on' else 'false'}\n"
-        # A message workload: walrelay reads messages only, from the empty
-        # publication.
-        outbox = (f'[outbox]\nsource = "messages"\nmessage_prefixes = ["{MESSAGE_PREFIX}"]\n'
-                  if messages else "")
         with open(cfg, "w") as f:
-            f.write(f"""[postgres]
-host = "127.0.0.1"
-port = {env.pg_port}
-user = "postgres"
-dbname = "bench"
-[replication]
-slot = "{slot}"
-publication = "{MESSAGES_PUBLICATION if messages else 'bench'}"
-create_slot = false
-create_publication = false
-{streaming}{env.args.walrelay_replication.replace(chr(92) + "n", chr(10))}
-{outbox}[router]
-route_topic_replacement = "{topic}"
-[kafka]
-bootstrap_servers = "{env.bootstrap}"
-{eos_lines(env, system, slot)}[kafka.producer]
-{producer}
-[metrics]
-listen = "127.0.0.1:0"
-{env.args.walrelay_extra.replace(chr(92) + "n", chr(10))}
-""")
+            f.write(walrelay_config(env, system, slot, topic, messages))
+        binary = walrelay_binary(env, system)
         logf = os.path.join(run_dir, "walrelay.log")
-        p = subprocess.Popen([env.args.walrelay, "run", "--config", cfg],
+        p = subprocess.Popen([binary, "run", "--config", cfg],
                              stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
         env.procs.append(("popen", p))
 
@@ -1107,18 +1243,25 @@ listen = "127.0.0.1:0"
     return Running(system, pid, stop, lambda: cpu_of(pid) is not None, os.path.join(dbz_dir, "log"))
 
 
-def eos_metrics(logfile):
-    """walrelay's transaction metrics now (from its /metrics endpoint, whose
-    address its log names): Kafka transactions by result, the records per
-    transaction and the seconds spent in commit_transaction (sum, count)."""
+def metrics_text(logfile):
+    """walrelay's /metrics now (the address is in its log), or None."""
     try:
         with open(logfile, errors="replace") as f:
             text = re.sub(r"\x1b\[[0-9;]*m", "", f.read())
         addr = re.search(r"metrics and health endpoints listen=(\S+)", text).group(1)
         with urllib.request.urlopen(f"http://{addr}/metrics", timeout=5) as resp:
-            body = resp.read().decode()
+            return resp.read().decode()
     except (OSError, AttributeError) as e:
-        log(f"no transaction metrics: {e}")
+        log(f"no metrics from walrelay: {e}")
+        return None
+
+
+def eos_metrics(logfile):
+    """walrelay's transaction metrics now (from its /metrics endpoint, whose
+    address its log names): Kafka transactions by result, the records per
+    transaction and the seconds spent in commit_transaction (sum, count)."""
+    body = metrics_text(logfile)
+    if body is None:
         return None
     out = {}
     for line in body.splitlines():
@@ -1126,6 +1269,154 @@ def eos_metrics(logfile):
         if m:
             out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
     return out
+
+
+# --------------------------------------------------------------------------
+# W3's latency by stage, from walrelay's histograms: scraped before and
+# after each level, subtracted, percentiles interpolated inside the bucket.
+
+# (histogram family, its `stage` label or None, what the row says)
+STAGES = (
+    ("walrelay_stage_seconds", "commit_to_receive",
+     "commit → read off the socket (server commit timestamp; per transaction)"),
+    ("walrelay_stage_seconds", "receive_to_produce", "read → handed to the producer (per event)"),
+    ("walrelay_stage_seconds", "produce_to_ack", "handed to the producer → Kafka delivery report (per event)"),
+    ("walrelay_stage_seconds", "ack_to_confirm",
+     "transaction acknowledged → standby status update confirming it (per status update)"),
+    ("walrelay_commit_to_ack_seconds", None, "commit → Kafka delivery report (walrelay's own histogram)"),
+)
+QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p999", 0.999))
+
+
+def parse_histograms(text, family):
+    """Histograms of `family` in a Prometheus/OpenMetrics text exposition,
+    summed over every label but `stage` and `le`: {stage or None:
+    {"buckets": [(upper bound, cumulative count)], "count": n, "sum": s}}."""
+    out = {}
+    pat = re.compile(rf"^{re.escape(family)}_(bucket|count|sum)(?:\{{(.*)\}})? (\S+)")
+    for line in text.splitlines():
+        m = pat.match(line)
+        if not m:
+            continue
+        kind, value = m.group(1), float(m.group(3))
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        h = out.setdefault(labels.get("stage"), {"buckets": {}, "count": 0.0, "sum": 0.0})
+        if kind == "bucket":
+            le = float("inf") if labels.get("le") in ("+Inf", "Inf") else float(labels["le"])
+            h["buckets"][le] = h["buckets"].get(le, 0.0) + value
+        else:
+            h[kind] += value
+    for h in out.values():
+        h["buckets"] = sorted(h["buckets"].items())
+    return out
+
+
+def histogram_delta(after, before):
+    """`after` minus `before` (cumulative buckets with the same bounds)."""
+    if not before:
+        return after
+    prev = dict(before["buckets"])
+    return {"buckets": [(le, c - prev.get(le, 0.0)) for le, c in after["buckets"]],
+            "count": after["count"] - before["count"], "sum": after["sum"] - before["sum"]}
+
+
+def histogram_quantile(h, q):
+    """The q-quantile of a histogram, by linear interpolation inside the
+    bucket it falls in (the lower bound of the first bucket is 0): exact
+    only to the bucket's width. In the +Inf bucket: the last finite bound.
+    None without observations."""
+    total = h["buckets"][-1][1] if h["buckets"] else 0
+    if total <= 0:
+        return None
+    rank, lo, below = q * total, 0.0, 0.0
+    for le, cum in h["buckets"]:
+        if cum >= rank:
+            if le == float("inf"):
+                return lo
+            inside = cum - below
+            return lo + (le - lo) * ((rank - below) / inside if inside > 0 else 1.0)
+        lo, below = le, cum
+    return lo
+
+
+def scrape_stages(logfile):
+    """{(family, stage): histogram} now; {} if walrelay exposes none of
+    them (a binary from before the breakdown); None if unreachable."""
+    text = metrics_text(logfile)
+    if text is None:
+        return None
+    out = {}
+    for family in dict.fromkeys(f for f, _, _ in STAGES):
+        for stage, h in parse_histograms(text, family).items():
+            out[(family, stage)] = h
+    return out
+
+
+def stage_breakdown(before, after):
+    """Per stage of STAGES: the observations between two scrapes and their
+    percentiles in ms; None when walrelay exposes no walrelay_stage_seconds
+    ("no breakdown")."""
+    if not after or not any(f == "walrelay_stage_seconds" for f, _ in after):
+        return None
+    rows = {}
+    for family, stage, _ in STAGES:
+        a = after.get((family, stage))
+        if a is None:
+            continue
+        h = histogram_delta(a, (before or {}).get((family, stage)))
+        row = {"count": h["count"], "mean_ms": h["sum"] / h["count"] * 1000 if h["count"] else None}
+        for name, q in QUANTILES:
+            v = histogram_quantile(h, q)
+            row[f"{name}_ms"] = v * 1000 if v is not None else None
+        rows[stage or family] = row
+    return rows
+
+
+def self_check():
+    """The histogram parser and interpolation on a synthetic exposition."""
+    text = "\n".join([
+        "# HELP walrelay_stage_seconds Seconds per stage.",
+        "# TYPE walrelay_stage_seconds histogram",
+        'walrelay_stage_seconds_sum{pipeline="default",stage="produce_to_ack"} 1.5',
+        'walrelay_stage_seconds_count{pipeline="default",stage="produce_to_ack"} 100',
+        'walrelay_stage_seconds_bucket{le="0.001",pipeline="default",stage="produce_to_ack"} 10',
+        'walrelay_stage_seconds_bucket{le="0.002",pipeline="default",stage="produce_to_ack"} 50',
+        'walrelay_stage_seconds_bucket{le="0.004",pipeline="default",stage="produce_to_ack"} 90',
+        'walrelay_stage_seconds_bucket{le="+Inf",pipeline="default",stage="produce_to_ack"} 100',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="0.001"} 10',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="0.002"} 10',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="0.004"} 10',
+        'walrelay_stage_seconds_bucket{pipeline="other",stage="produce_to_ack",le="+Inf"} 10',
+        'walrelay_stage_seconds_count{pipeline="other",stage="produce_to_ack"} 10',
+        'walrelay_commit_to_ack_seconds_bucket{pipeline="default",le="0.01"} 4',
+        'walrelay_commit_to_ack_seconds_bucket{pipeline="default",le="+Inf"} 4',
+        'walrelay_commit_to_ack_seconds_count{pipeline="default"} 4',
+        "# EOF", ""])
+    h = parse_histograms(text, "walrelay_stage_seconds")["produce_to_ack"]
+    assert h["buckets"] == [(0.001, 20.0), (0.002, 60.0), (0.004, 100.0), (float("inf"), 110.0)], h
+    assert h["count"] == 110 and h["sum"] == 1.5, h
+    # rank 55 of 110: 35 of the 40 in (1 ms, 2 ms]
+    assert abs(histogram_quantile(h, 0.5) - (0.001 + 0.001 * 35 / 40)) < 1e-12
+    assert abs(histogram_quantile(h, 0.1) - 0.001 * 11 / 20) < 1e-12
+    assert histogram_quantile(h, 0.99) == 0.004  # in +Inf: the last finite bound
+    before = {"buckets": [(0.001, 20.0), (0.002, 20.0), (0.004, 20.0), (float("inf"), 20.0)], "count": 20, "sum": 0.5}
+    d = histogram_delta(h, before)
+    assert d["count"] == 90 and abs(histogram_quantile(d, 0.5) - 0.00225) < 1e-12, d
+    assert histogram_quantile({"buckets": [(0.001, 0.0), (float("inf"), 0.0)]}, 0.5) is None
+    rows = stage_breakdown({}, {("walrelay_stage_seconds", "produce_to_ack"): h,
+                                ("walrelay_commit_to_ack_seconds", None):
+                                parse_histograms(text, "walrelay_commit_to_ack_seconds")[None]})
+    assert rows["produce_to_ack"]["count"] == 110 and rows["walrelay_commit_to_ack_seconds"]["p50_ms"] == 5.0, rows
+    assert stage_breakdown({}, {("walrelay_commit_to_ack_seconds", None): h}) is None  # an old binary
+    assert tomllib.loads(toml_dump({"a": {"b": 1, "c": {"d": "x"}}, "kafka": {"producer": {}}}))["a"]["c"]["d"] == "x"
+    cfg = {"kafka": {"producer": {}}}
+    set_dotted(cfg, "kafka.producer.linger.ms", 1)
+    set_dotted(cfg, "replication.read_coalesce_us", 0)
+    assert cfg == {"kafka": {"producer": {"linger.ms": "1"}}, "replication": {"read_coalesce_us": 0}}, cfg
+    assert Variant("walrelay@base:replication.publication=bench_iu").overrides == [("replication.publication",
+                                                                                    "bench_iu")]
+    assert eos_settings("walrelay-eos:max_events=5") == {"max_events": 5}
+    print("self check passed")
 
 
 def tail(path, n=15):
@@ -1137,11 +1428,16 @@ def tail(path, n=15):
 
 
 def wait_active(env, r, slot, timeout):
+    """Waits until `slot` is active (the system's START_REPLICATION was
+    accepted): (that moment, the walsender's pid), the walsender on CPU 0
+    when pinned."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         active, wpid = env.slot_state(slot)
         if active:
-            return time.time(), wpid
+            t = time.time()
+            env.pin_walsender(wpid)
+            return t, wpid
         if not r.alive():
             raise BenchError(f"{r.system} exited before streaming:\n{tail(r.log)}")
         time.sleep(0.01)
@@ -1165,9 +1461,10 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
     prof = Profile(os.path.join(run_dir, "perf.data")) if env.args.profile else None
     # Threads of the system, for the profile (a baseline is gone by its end).
     sut_threads = threads_of([r.pid]) if prof else set()
-    if system in BASELINES:
+    base = base_system(system)
+    if base in BASELINES:
         # Same clock for both baselines: slot active to process exit.
-        prog = "pg_recvlogical" if system == "ceiling" else "walsender_drain"
+        prog = "pg_recvlogical" if base == "ceiling" else "walsender_drain"
         hwm = 0
         while True:
             pid, status, ru = os.wait4(r.pid, os.WNOHANG)
@@ -1185,7 +1482,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
         r.popen.returncode = os.waitstatus_to_exitcode(status)
         if r.popen.returncode != 0:
             raise BenchError(f"{prog} failed:\n{tail(r.log)}")
-        if system == "walsender":
+        if base == "walsender":
             summary = tail(os.path.join(os.path.dirname(r.log), "walsender_drain.out"), 1)
             res["reader"] = dict((k, float(v)) for k, v in re.findall(r"(\w+)=([\d.]+)", summary))
             # What the walsender sent per event (pgoutput messages).
@@ -1251,7 +1548,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
         "cpu_s": cpu,
         "cpu_s_per_m": cpu / n * 1e6,
         "walsender_cpu_s_per_m": (ws_last - ws0) / n * 1e6 if ws0 is not None else None,
-        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if system not in BASELINES else None,
+        "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if base not in BASELINES else None,
         "peak_rss_mb": rss_kb / 1024,
     })
     if parts:
@@ -1265,10 +1562,14 @@ def workload_drain(env, name, n, load, systems, out):
     interleaved, and report the median round: on a shared machine one
     round can be half as fast as the next. Debezium drains it once."""
     prefix = f"bench_{name.lower()}_"
+    modes = PIN_MODES[env.args.pin]
     rounds = {s: (env.args.rounds if base_system(s) in REPEATED else 1) for s in systems}
-    runs = [(k, s) for k in range(max(rounds.values())) for s in systems if k < rounds[s]]
-    slots = {(k, s): f"{prefix}{slug(s)}_{k}" for k, s in runs}
-    topics = {(k, s): f"bench.{env.stamp}.{name.lower()}.{slug(s)}.{k}" for k, s in runs if s not in BASELINES}
+    # Each round drains with every system in each CPU mode (--pin both:
+    # unpinned, then pinned), all from the same backlog.
+    runs = [(k, s, p) for k in range(max(rounds.values())) for p in modes for s in systems if k < rounds[s]]
+    slots = {(k, s, p): f"{prefix}{slug(s)}{'_pin' if p else ''}_{k}" for k, s, p in runs}
+    topics = {(k, s, p): f"bench.{env.stamp}.{name.lower()}.{slug(s)}{'.pin' if p else ''}.{k}"
+              for k, s, p in runs if base_system(s) not in BASELINES}
     for slot in slots.values():
         env.create_slot(slot)
     for t in topics.values():
@@ -1282,31 +1583,37 @@ def workload_drain(env, name, n, load, systems, out):
     env.db.query("CHECKPOINT")
     log(f"{name}: loaded in {time.time() - t0:.1f} s, {int(float(backlog)) / 2**20:.1f} MiB of WAL up to {end_lsn}")
     timeout = max(120, n / 500)
-    done = {s: [] for s in systems}
-    for k, s in runs:
-        label = f"{s} (round {k + 1} of {rounds[s]})" if rounds[s] > 1 else s
+    done = {(s, p): [] for s in systems for p in modes}
+    for k, s, p in runs:
+        env.set_pinned(p)
+        label = (f"{s} (round {k + 1} of {rounds[s]})" if rounds[s] > 1 else s) + (", pinned" if p else "")
         log(f"{name}: draining with {label}")
-        run_dir = os.path.join(out, "runs", f"{name}-{slug(s)}" + (f"-r{k + 1}" if rounds[s] > 1 else ""))
+        run_dir = os.path.join(out, "runs", f"{name}-{slug(s)}" + ("-pinned" if p else "")
+                               + (f"-r{k + 1}" if rounds[s] > 1 else ""))
         try:
-            res = drain(env, s, slots[(k, s)], topics.get((k, s)), n, end_lsn, run_dir, timeout, name)
+            res = drain(env, s, slots[(k, s, p)], topics.get((k, s, p)), n, end_lsn, run_dir, timeout, name)
             log(f"{name}: {label}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
                 f"{res['peak_rss_mb']:.0f} MB")
         except BenchError as e:
             log(f"{name}: {label} FAILED: {e}")
             res = {"system": s, "events": n, "error": str(e).splitlines()[0]}
         res["round"] = k + 1
-        done[s].append(res)
+        done[(s, p)].append(res)
     results = []
-    for s in systems:
-        ok = sorted((r for r in done[s] if "error" not in r), key=lambda r: r["events_per_s"])
-        res = dict(ok[(len(ok) - 1) // 2]) if ok else done[s][0]
-        if len(done[s]) > 1:
-            res["rounds"] = [r.get("events_per_s") for r in done[s]]
-            # Memory is a bound, not a rate: the worst round counts.
-            res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
-        res["workload"] = name
-        res["backlog_mib"] = int(float(backlog)) / 2**20
-        results.append(res)
+    for p in modes:
+        for s in systems:
+            runs_sp = done[(s, p)]
+            ok = sorted((r for r in runs_sp if "error" not in r), key=lambda r: r["events_per_s"])
+            res = dict(ok[(len(ok) - 1) // 2]) if ok else runs_sp[0]
+            if len(runs_sp) > 1:
+                res["rounds"] = [r.get("events_per_s") for r in runs_sp]
+                # Memory is a bound, not a rate: the worst round counts.
+                res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
+            res["workload"] = name
+            res["pinned"] = p
+            res["backlog_mib"] = int(float(backlog)) / 2**20
+            results.append(res)
+    env.set_pinned(modes[0])
     env.drop_slots(prefix)
     env.db.query("TRUNCATE outbox")
     env.db.query("CHECKPOINT")
@@ -1412,7 +1719,7 @@ def writer_cost(env, clients, seconds, rounds, out):
         if not runs:
             continue
         med = dict(sorted(runs, key=lambda x: x["tps"])[(len(runs) - 1) // 2])
-        med.update({"workload": "writer", "system": style, "clients": clients, "seconds": seconds,
+        med.update({"workload": "writer", "system": style, "pinned": env.pinned, "clients": clients, "seconds": seconds,
                     "rounds": [x["tps"] for x in runs]})
         results.append(med)
     return results
@@ -1463,21 +1770,25 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
     env.args.w3_generator_max = float(m.group(1)) if m else None
     log(f"W3: pgbench alone commits {env.args.w3_generator_max or 0:,.0f} events/s at most here")
     env.db.query("TRUNCATE outbox")
-    for s in systems:
-        if s in BASELINES:
+    # Every system in each CPU mode (--pin both: all unpinned, then all
+    # pinned), at the same rates.
+    for pinned, s in [(p, s) for p in PIN_MODES[env.args.pin] for s in systems]:
+        if base_system(s) in BASELINES:
             continue
-        slot, topic = f"bench_w3_{slug(s)}", f"bench.{env.stamp}.w3.{slug(s)}"
+        env.set_pinned(pinned)
+        slot = f"bench_w3_{slug(s)}{'_pin' if pinned else ''}"
+        topic = f"bench.{env.stamp}.w3.{slug(s)}{'.pin' if pinned else ''}"
         env.create_slot(slot)
         env.create_topic(topic)
-        run_dir = os.path.join(out, "runs", f"W3-{slug(s)}")
-        log(f"W3: starting {s}")
+        run_dir = os.path.join(out, "runs", f"W3-{slug(s)}{'-pinned' if pinned else ''}")
+        log(f"W3: starting {s}" + (", pinned" if pinned else ""))
         try:
             t_launch = time.time()
             r = start_system(env, s, slot, topic, run_dir)
             t_active, ws_pid = wait_active(env, r, slot, 300)
         except BenchError as e:
             log(f"W3: {s} FAILED: {e}")
-            results.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
+            results.append({"workload": "W3", "system": s, "pinned": pinned, "error": str(e).splitlines()[0]})
             env.drop_slots(slot)
             continue
         expected = 0
@@ -1499,6 +1810,9 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
             for level in levels:
                 rate = max(1, int(ceiling_rate * level / 100))
                 lo = int(env.db.value("SELECT txid_current()"))
+                # walrelay's stage histograms before and after the level.
+                scrape = base_system(s) in WALRELAYS
+                stages0 = scrape_stages(r.log) if scrape else None
                 cpu0 = tree_cpu(r.pid)
                 t0 = time.time()
                 log(f"W3: {s} at {level} % of the ceiling: {rate:,} events/s for {seconds} s")
@@ -1526,11 +1840,12 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     time.sleep(0.2)
                 t_caught = time.time()
                 cpu = tree_cpu(r.pid) - cpu0
+                stages = stage_breakdown(stages0, scrape_stages(r.log)) if scrape else None
                 lag = [b for t, b in sampler.samples if t0 <= t <= t1]
                 third = len(lag) // 3
                 first_third, last_third = max(lag[:third] or [0]), max(lag[-third:] or [0]) if third else 0
                 levels_done.append({
-                    "workload": "W3", "system": s, "level_pct": level, "target_rate": rate,
+                    "workload": "W3", "system": s, "pinned": pinned, "level_pct": level, "target_rate": rate,
                     "events": done, "achieved_rate": done / (t1 - t0), "xid_lo": lo, "xid_hi": hi,
                     "cpu_s_per_m": cpu / done * 1e6 if done else None,
                     "max_lag_mib": max(lag or [0]) / 2**20,
@@ -1541,6 +1856,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                     "lag_bounded": last_third <= 2 * first_third + 8 * 2**20 and t_caught - t1 < 10,
                     "catch_up_s": t_caught - t1,
                     "startup_s": t_active - t_launch,
+                    "stages": stages,
                 })
                 if parts:
                     levels_done[-1]["cpu_share"] = parts
@@ -1550,7 +1866,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 levels_done[-1]["txn_metrics"] = eos_metrics(r.log)
         except BenchError as e:
             log(f"W3: {s} FAILED: {e}")
-            levels_done.append({"workload": "W3", "system": s, "error": str(e).splitlines()[0]})
+            levels_done.append({"workload": "W3", "system": s, "pinned": pinned, "error": str(e).splitlines()[0]})
             rss = None
         finally:
             sampler.stopped.set()
@@ -1583,7 +1899,7 @@ def workload_w3(env, ceiling_rate, levels, seconds, systems, out, clients, warmu
                 lv.update({
                     "latency_n": len(lat),
                     "visibility": "read_committed (COMMIT marker)" if txn else "append",
-                    "p50_ms": percentile(lat, 0.50), "p99_ms": percentile(lat, 0.99),
+                    "p50_ms": percentile(lat, 0.50), "p90_ms": percentile(lat, 0.90), "p99_ms": percentile(lat, 0.99),
                     "p999_ms": percentile(lat, 0.999), "max_ms": lat[-1] if lat else None,
                     "peak_rss_mb": rss,
                 })
@@ -1612,11 +1928,11 @@ def fmt(v, spec=",.0f", none="–"):
 
 
 def drain_table(results):
-    # With an exactly-once system in the run: its rate against walrelay's
-    # at-least-once rate of the same run.
-    eos = any(base_system(r["system"]) == "walrelay-eos" for r in results)
+    # With an exactly-once system or a walrelay variant in the run: its rate
+    # against plain walrelay's (at-least-once, --walrelay) of the same run.
+    eos = any(base_system(r["system"]) in WALRELAYS and r["system"] != "walrelay" for r in results)
     lines = ["| workload | system | events | seconds | events/s | every round, events/s | vs ceiling | vs walsender | "
-             + ("vs walrelay at-least-once | " if eos else "") +
+             + ("vs walrelay | " if eos else "") +
              "vs Debezium tuned | CPU s / 1M events | walsender CPU s / 1M | broker CPU s / 1M | peak RSS MB | "
              "start-up s: streaming / first record |",
              "|---|---|--:|--:|--:|--:|--:|--:|" + ("--:|" if eos else "") + "--:|--:|--:|--:|--:|--:|"]
@@ -1676,6 +1992,38 @@ def w3_table(results):
     return "\n".join(lines)
 
 
+def stages_table(results):
+    """W3's latency by stage of walrelay next to the exact end-to-end
+    percentiles, per system and level."""
+    rows = [r for r in results if r["workload"] == "W3" and "error" not in r and base_system(r["system"]) in WALRELAYS]
+    if not rows:
+        return "No walrelay in W3."
+    lines = ["| system | load | stage | observations | p50 ms | p90 ms | p99 ms | p99.9 ms |",
+             "|---|--:|---|--:|--:|--:|--:|--:|"]
+    what = {stage or family: text for family, stage, text in STAGES}
+    for r in rows:
+        head = f"| {label(r['system'])} | {r['level_pct']} % |"
+        end = ("visible to read_committed (COMMIT marker's LogAppendTime)" if r.get("visibility", "").startswith(
+            "read_committed") else "LogAppendTime")
+        lines.append(f"{head} **commit → {end}, exact (end to end)** | {fmt(r.get('latency_n'))} | "
+                     + " | ".join(f"**{fmt(r.get(f'{q}_ms'), '.1f')}**" for q, _ in QUANTILES) + " |")
+        if not r.get("stages"):
+            lines.append(f"{head} no breakdown (this binary exposes no walrelay_stage_seconds) | | | | | |")
+            continue
+        for stage, st in r["stages"].items():
+            lines.append(f"{head} {what.get(stage, stage)} | {fmt(st['count'])} | "
+                         + " | ".join(fmt(st.get(f'{q}_ms'), '.2f') for q, _ in QUANTILES) + " |")
+    return "\n".join(lines)
+
+
+STAGES_NOTE = ("The stages are walrelay's histograms (`walrelay_stage_seconds`, `walrelay_commit_to_ack_seconds`), "
+               "scraped before and after each level (until every event of the level was in Kafka) and subtracted; "
+               "their percentiles are interpolated linearly inside a bucket, so they are approximate to the bucket's "
+               "width (walrelay's bounds grow geometrically: × √2 per bucket for the stages, × 2 for "
+               "commit_to_ack). The end-to-end row is exact (to LogAppendTime's 1 ms). Stages "
+               "do not add up to the end to end: each has its own unit (transaction, event, status update).")
+
+
 def targets(results):
     """The performance targets (docs/benchmarks.md), each with the measured value."""
     by = {(r["workload"], r["system"], r.get("level_pct")): r for r in results if "error" not in r}
@@ -1721,69 +2069,135 @@ def targets(results):
     return "| target | status | measured |\n|---|---|---|\n" + "\n".join(rows)
 
 
-def svg_plot(results):
-    """Two panels, plain SVG: drain events/s per workload, W3 latency percentiles."""
-    colors = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "walrelay-eos": "#9467bd",
-              "dbz_tuned": "#d62728",
-              "dbz_default": "#ff9896"}
+COLORS = {"ceiling": "#888888", "walsender": "#2ca02c", "walrelay": "#1f77b4", "walrelay-eos": "#9467bd",
+          "dbz_tuned": "#d62728", "dbz_default": "#ff9896"}
+
+
+def figure(results):
+    """The plots, one matplotlib figure: drain throughput per workload with
+    every round as a point, W3 latency percentiles per stage of walrelay,
+    and CPU s per 1M events per process (system, walsender, broker)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "walrelay-bench", "font.size": 8})
+
     drains = [r for r in results if r["workload"] in DRAINS and "error" not in r]
-    lat = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p99_ms") is not None]
-    W, H, pad = 900, 620, 60
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
-           f'font-size="11">', f'<rect width="{W}" height="{H}" fill="white"/>']
+    w3 = [r for r in results if r["workload"] == "W3" and "error" not in r and r.get("p50_ms") is not None
+          and base_system(r["system"]) in WALRELAYS]
+    pinned = len({r.get("pinned", False) for r in drains + w3}) > 1
 
-    def panel(y0, h, title, groups, series, unit, value_key):
-        out.append(f'<text x="{pad}" y="{y0 - 10}" font-size="14" font-weight="bold">{title}</text>')
-        vals = [v for g in groups for _, v in g[1]]
-        vmax = max(vals) if vals else 1
-        ax_w = W - 2 * pad
-        out.append(f'<line x1="{pad}" y1="{y0 + h}" x2="{W - pad}" y2="{y0 + h}" stroke="black"/>')
-        out.append(f'<line x1="{pad}" y1="{y0}" x2="{pad}" y2="{y0 + h}" stroke="black"/>')
-        for i in range(5):
-            v = vmax * i / 4
-            y = y0 + h - h * i / 4
-            out.append(f'<text x="{pad - 4}" y="{y + 4}" text-anchor="end">{v:,.0f}</text>')
-            out.append(f'<line x1="{pad}" y1="{y}" x2="{W - pad}" y2="{y}" stroke="#eee"/>')
-        out.append(f'<text x="14" y="{y0 + h / 2}" transform="rotate(-90 14 {y0 + h / 2})" '
-                   f'text-anchor="middle">{unit}</text>')
-        if not groups:
-            return
-        gw = ax_w / len(groups)
-        for gi, (gname, bars) in enumerate(groups):
-            bw = gw * 0.8 / max(1, len(bars))
-            for bi, (sname, v) in enumerate(bars):
-                x = pad + gi * gw + gw * 0.1 + bi * bw
-                bh = h * v / vmax if vmax else 0
-                out.append(f'<rect x="{x:.1f}" y="{y0 + h - bh:.1f}" width="{bw - 2:.1f}" height="{bh:.1f}" '
-                           f'fill="{colors.get(base_system(sname.split("|")[0]), "#555")}"/>')
-                label = sname.split("|")[1] if "|" in sname else ""
-                out.append(f'<text x="{x + bw / 2:.1f}" y="{y0 + h - bh - 3:.1f}" text-anchor="middle" '
-                           f'font-size="9">{value_key(v)}{label}</text>')
-            out.append(f'<text x="{pad + gi * gw + gw / 2:.1f}" y="{y0 + h + 14}" '
-                       f'text-anchor="middle">{gname}</text>')
+    def name(r):
+        return label(r["system"]) + (" [pinned]" if pinned and r.get("pinned") else "")
 
-    groups = {}
-    for r in drains:
-        groups.setdefault(r["workload"], []).append((r["system"], r["events_per_s"]))
-    panel(40, 200, "Backlog drain throughput (higher is better)", sorted(groups.items()), None, "events/s",
-          lambda v: f"{v:,.0f}")
-    lgroups = {}
-    for r in lat:
-        g = lgroups.setdefault(f"W3 {r['level_pct']} %", [])
-        for q, key in (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms")):
-            g.append((f"{r['system']}|{q}", max(0.0, r[key])))
-    panel(340, 200, "W3 commit-to-Kafka latency, p50 / p99 / p99.9 per system (lower is better)",
-          sorted(lgroups.items()), None, "ms", lambda v: f"{v:.0f} ")
-    x = pad
-    present = {base_system(r["system"]) for r in results}
-    for s in SYSTEMS:
-        if s == "walrelay-eos" and s not in present:
-            continue
-        out.append(f'<rect x="{x}" y="{H - 22}" width="12" height="12" fill="{colors[s]}"/>')
-        out.append(f'<text x="{x + 16}" y="{H - 12}">{LABELS[s]}</text>')
-        x += 36 + 6 * len(LABELS[s])
-    out.append("</svg>")
-    return "\n".join(out)
+    # A plain system has its colour; each variant one of its own.
+    extra = iter(plt.get_cmap("Dark2").colors * 4)
+    variant_colors = {s: COLORS[s] if s in COLORS else next(extra)
+                      for s in dict.fromkeys(r["system"] for r in drains)}
+
+    def color(r):
+        return variant_colors.get(r["system"], COLORS.get(base_system(r["system"]), "#555555"))
+
+    fig, axes = plt.subplots(3, 1, figsize=(13, 13), layout="constrained")
+    # 1. Throughput: a bar per system (median round), the rounds as points.
+    ax = axes[0]
+    workloads = list(dict.fromkeys(r["workload"] for r in drains))
+    series = list(dict.fromkeys(name(r) for r in drains))
+    width = 0.8 / max(1, len(series))
+    for i, sname in enumerate(series):
+        for j, w in enumerate(workloads):
+            r = next((x for x in drains if x["workload"] == w and name(x) == sname), None)
+            if r is None:
+                continue
+            x = j - 0.4 + width * (i + 0.5)
+            # Pinned: lighter, with a dashed outline (hatches would make the SVG large).
+            ax.bar(x, r["events_per_s"], width * 0.9, color=color(r), alpha=0.5 if r.get("pinned") else 1.0,
+                   linestyle="--" if r.get("pinned") else "-", edgecolor="black",
+                   linewidth=0.9 if r.get("pinned") else 0.3,
+                   label=sname if j == workloads.index(next(x["workload"] for x in drains if name(x) == sname))
+                   else None)
+            pts = [v for v in r.get("rounds", [r["events_per_s"]]) if v is not None]
+            ax.plot([x] * len(pts), pts, "o", color="black", markersize=2.5)
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel("events/s")
+    ax.set_title("Backlog drain throughput (bar: median round; points: every round; dashed: pinned; "
+                 "higher is better)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", alpha=0.3)
+
+    # 2. W3 latency: per walrelay system and level, p50/p90/p99/p99.9 of the
+    # exact end to end and of each stage (interpolated), log scale.
+    ax = axes[1]
+    groups = []
+    for r in w3:
+        rows = [("commit → LogAppendTime (exact)", {f"{q}_ms": r.get(f"{q}_ms") for q, _ in QUANTILES})]
+        rows += [(stage, st) for stage, st in (r.get("stages") or {}).items()]
+        groups.append((f"{name(r)}\n{r['level_pct']} %", rows))
+    stage_names = list(dict.fromkeys(st for _, rows in groups for st, _ in rows))
+    markers = dict(zip([q for q, _ in QUANTILES], ("o", "s", "^", "v")))
+    cmap = plt.get_cmap("tab10")
+    for gi, (_, rows) in enumerate(groups):
+        for stage, st in rows:
+            si = stage_names.index(stage)
+            x = gi - 0.4 + 0.8 * (si + 0.5) / max(1, len(stage_names))
+            vals = [st.get(f"{q}_ms") for q, _ in QUANTILES if (st.get(f"{q}_ms") or 0) > 0]
+            if vals:
+                ax.plot([x, x], [min(vals), max(vals)], "-", color=cmap(si % 10), linewidth=0.8)
+            for q, _ in QUANTILES:
+                v = st.get(f"{q}_ms")
+                if v is not None and v > 0:
+                    ax.plot(x, v, markers[q], color=cmap(si % 10), markersize=4,
+                            label=f"{stage}" if (gi, q) == (0, "p50") else None)
+    for q, m in markers.items():
+        ax.plot([], [], m, color="black", label=q.replace("p999", "p99.9"), markersize=4)
+    if groups:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xticks(range(len(groups)), [g for g, _ in groups], fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.text(0.5, 0.5, "W3 not run with walrelay", ha="center", transform=ax.transAxes)
+    ax.set_ylabel("ms (log)")
+    ax.set_title("W3 latency per stage: p50 / p90 / p99 / p99.9 (stages from walrelay's histograms, approximate "
+                 "to the bucket; lower is better)")
+    ax.grid(axis="y", alpha=0.3, which="both")
+
+    # 3. CPU per event per process, stacked: system, walsender, broker.
+    ax = axes[2]
+    parts = (("cpu_s_per_m", "system under test", 1.0), ("walsender_cpu_s_per_m", "walsender", 0.55),
+             ("broker_cpu_s_per_m", "Kafka broker", 0.25))
+    bars = [(f"{r['workload']}\n{name(r)}", r) for r in drains]
+    for i, (_, r) in enumerate(bars):
+        bottom = 0.0
+        for key, what, alpha in parts:
+            v = r.get(key)
+            if v is None:
+                continue
+            ax.bar(i, v, 0.7, bottom=bottom, color=color(r), alpha=alpha, edgecolor="black", linewidth=0.3)
+            bottom += v
+    for key, what, alpha in parts:
+        ax.bar(0, 0, color="dimgray", alpha=alpha, edgecolor="black", linewidth=0.3, label=what)
+    ax.set_xticks(range(len(bars)), [b for b, _ in bars], rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("CPU s per 1M events")
+    ax.set_title("CPU per event, per process, stacked: system under test, walsender (lighter), broker "
+                 "(lightest) (drains; lower is better)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", alpha=0.3)
+
+    return fig
+
+
+def svg_plot(results):
+    """figure(results) as SVG text."""
+    import matplotlib.pyplot as plt
+    fig = figure(results)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def machine_facts(args, load_at_start):
@@ -1858,12 +2272,33 @@ def report(args, facts, results, command):
         sizes += (f"\nW3's generator, pgbench with {args.clients} clients and no rate limit, committed "
                   f"{gen:,.0f} events/s at most in this run with nothing decoding the WAL: levels above "
                   f"that cannot be offered on this machine.\n")
-    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + drain_table(results) + \
-        "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(results) + \
-        "\n\n### Steady load (W3)\n\n" + w3_table(results) + \
-        "\n\n### Where the CPU went\n\n" + cpu_table(results) + \
-        "\n\n### Targets\n\n" + targets(results) + \
+    pin = {"off": "none, every process on every CPU",
+           "on": f"the walsender of the system measured alone on CPU {WALSENDER_CPU}, everything else on "
+                 f"CPU {OTHERS_CPU}",
+           "both": f"both modes from the same backlogs: unpinned, and the walsender alone on CPU {WALSENDER_CPU} "
+                   f"with everything else on CPU {OTHERS_CPU}"}[args.pin]
+    sizes += f"\nCPU pinning (`--pin {args.pin}`): {pin}.\n"
+    # The targets are stated for the unpinned machine (or the only mode run).
+    first = [r for r in results if r.get("pinned", False) == PIN_MODES[args.pin][0]]
+    return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + \
+        per_mode(results, drain_table) + \
+        "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(first) + \
+        "\n\n### Steady load (W3)\n\n" + per_mode(results, w3_table) + \
+        "\n\n### W3 latency by stage\n\n" + STAGES_NOTE + "\n\n" + per_mode(results, stages_table) + \
+        "\n\n### Where the CPU went\n\n" + per_mode(results, cpu_table) + \
+        "\n\n### Targets\n\n" + targets(first) + \
         "\n\n![throughput and latency](benchmarks.svg)\n"
+
+
+def per_mode(results, table):
+    """`table` of the results, once per CPU mode when the run had both."""
+    modes = sorted({r.get("pinned", False) for r in results})
+    if len(modes) < 2:
+        return table(results)
+    titles = {False: "Unpinned (every process on every CPU):",
+              True: f"Pinned (the walsender of the system measured alone on CPU {WALSENDER_CPU}, everything else "
+                    f"on CPU {OTHERS_CPU}):"}
+    return "\n\n".join(f"{titles[m]}\n\n{table([r for r in results if r.get('pinned', False) == m])}" for m in modes)
 
 
 def styles_table(results):
@@ -1946,16 +2381,14 @@ def cpu_table(results):
 
 
 def update_docs(block, svg):
+    """The results block of docs/benchmarks.md and docs/benchmarks.svg."""
     path = os.path.join(REPO, "docs", "benchmarks.md")
     begin, end = "<!-- results:begin (written by benches/run.sh) -->", "<!-- results:end -->"
     with open(path) as f:
         text = f.read()
     if begin not in text or end not in text:
         raise BenchError(f"{path} lacks the {begin} / {end} markers")
-    pre, rest = text.split(begin, 1)
-    _, post = rest.split(end, 1)
-    with open(path, "w") as f:
-        f.write(pre + begin + "\n" + block + end + post)
+    benchlib.update_docs(block, begin, end, None)
     with open(os.path.join(REPO, "docs", "benchmarks.svg"), "w") as f:
         f.write(svg)
 
@@ -1968,7 +2401,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke sizes: 20k events, W3 15 s per level")
     ap.add_argument("--only", default="W1,W2,W3,W4,W5", help="workloads, comma-separated (W3 needs W1's ceiling "
                     "or --ceiling-rate; W5 also measures the writer's cost of both outbox styles)")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="systems, comma-separated")
+    ap.add_argument("--systems", default=",".join(SYSTEMS),
+                    help="systems, comma-separated; a variant is BASE[@LABEL][:KEY=VALUE...], e.g. "
+                    "walrelay@base (the binary of --walrelay-binary base=PATH), "
+                    "walrelay:replication.read_coalesce_us=0 (a TOML override of a dotted key of "
+                    "walrelay's configuration; strings quoted: 'walrelay:replication.publication=\"bench_iu\"' "
+                    "or bare), walrelay@base:kafka.producer.linger.ms=1, walrelay-eos:max_events=50000, "
+                    "walsender:publication=bench_iu (a pgoutput option of a baseline)")
     ap.add_argument("--w1", type=int)
     ap.add_argument("--w2", type=int)
     ap.add_argument("--w2-batch", type=int, default=100)
@@ -2000,6 +2439,9 @@ def main():
                     help="librdkafka settings for walrelay's producer, for A/B runs: key=value,key=value")
     ap.add_argument("--walrelay", default=os.path.join(REPO, "target", "release", "walrelay"),
                     help="the walrelay binary (default: target/release/walrelay)")
+    ap.add_argument("--walrelay-binary", action="append", default=[], metavar="LABEL=PATH",
+                    help="another walrelay binary, measured as the system walrelay@LABEL (repeatable; "
+                    "benches/run.sh --baseline-rev REV builds one)")
     ap.add_argument("--streaming", choices=["auto", "on", "off"], default="auto",
                     help="walrelay's replication.streaming (auto: its default) and the ceiling's matching "
                     "pgoutput options")
@@ -2009,9 +2451,20 @@ def main():
     ap.add_argument("--profile", action="store_true",
                     help="sample every CPU with perf while each system drains and each W3 level runs: "
                     "where the machine's time went, and each process's hottest symbols (runs/*/profile.txt)")
+    ap.add_argument("--pin", choices=list(PIN_MODES), default="off",
+                    help="on: the walsender of the system measured alone on CPU 0 (moved there as soon as its "
+                    "pid shows in pg_replication_slots.active_pid), everything else on CPU 1 (PostgreSQL's other "
+                    "processes, Kafka's JVM, the system under test, pgbench, the bench); both: every drain and "
+                    "W3 system in both modes, unpinned then pinned, from the same backlogs, two tables each; "
+                    "off (default): no pinning")
     ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
+    ap.add_argument("--self-check", action="store_true",
+                    help="check the metrics parser and the configuration writer on synthetic input, then exit")
     ap.add_argument("--command", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.self_check:
+        self_check()
+        return 0
     q = args.quick
     args.w1 = args.w1 or (20_000 if q else 500_000)
     args.w2 = args.w2 or (20_000 if q else 1_000_000)
@@ -2024,18 +2477,25 @@ def main():
     if args.w3_warmup is None:
         args.w3_warmup = 5 if q else 30
     args.levels = [int(x) for x in args.levels.split(",")]
+    if args.pin != "off" and not {WALSENDER_CPU, OTHERS_CPU} <= os.sched_getaffinity(0):
+        sys.exit(f"--pin needs CPUs {WALSENDER_CPU} and {OTHERS_CPU}; this process may use "
+                 f"{sorted(os.sched_getaffinity(0))}")
     only = args.only.upper().split(",")
     systems = [s for s in args.systems.split(",") if s]
     w3_systems = [s for s in (args.w3_systems or args.systems).split(",") if s]
+    args.walrelay_binaries = {}
+    for spec in args.walrelay_binary:
+        name, eq, path = spec.partition("=")
+        if not eq or not re.fullmatch(r"[^\s:=,@]+", name) or not os.access(path, os.X_OK):
+            sys.exit(f"--walrelay-binary {spec}: LABEL=PATH of an executable (LABEL without : = , @ or spaces)")
+        args.walrelay_binaries[name] = os.path.abspath(path)
     for s in systems + w3_systems:
-        if base_system(s) not in SYSTEMS:
-            sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
-        if ":" in s and base_system(s) != "walrelay-eos":
-            sys.exit(f"{s}: only walrelay-eos takes settings (walrelay-eos:max_events=50000)")
         try:
-            eos_settings(s)
+            v = Variant(s)
         except ValueError as e:
             sys.exit(str(e))
+        if v.binary and v.binary not in args.walrelay_binaries:
+            sys.exit(f"{s}: no --walrelay-binary {v.binary}=PATH")
     # Drained in the order given (the default lists the ceiling first).
     systems = list(dict.fromkeys(systems))
     w3_systems = list(dict.fromkeys(w3_systems))
@@ -2056,6 +2516,7 @@ def main():
         args.payload_bytes = len(env.db.value("SELECT bench_payload(123456, 1234567)::text"))
         log(f"payload: {args.payload_bytes} bytes of JSON; results in {out}")
         warm_broker(env, 20_000 if q else 400_000, out)
+        env.set_pinned(PIN_MODES[args.pin][0])
         if "W1" in only:
             results += workload_drain(env, "W1", args.w1, lambda: env.db.query(f"CALL load_single({args.w1})"),
                                       systems, out)
@@ -2100,7 +2561,11 @@ def main():
     block = report(args, facts, results, command)
     svg = svg_plot(results)
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"command": command, "machine": facts, "quick": args.quick, "results": results}, f, indent=1)
+        json.dump({"command": command, "machine": facts, "quick": args.quick, "pin": args.pin,
+                   "pin_modes": {"unpinned": "every CPU for everything",
+                                 "pinned": f"the walsender of the system measured alone on CPU {WALSENDER_CPU}, "
+                                           f"everything else on CPU {OTHERS_CPU}"},
+                   "results": results}, f, indent=1)
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(block)
     with open(os.path.join(out, "benchmarks.svg"), "w") as f:

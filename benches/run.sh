@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # walrelay's end-to-end benchmark, one command: builds the release
 # binary and the walsender baseline (benches/walsender_drain.rs), resolves
-# Debezium once (scripts/debezium.sh fetch), then runs benches/bench.py, which
-# starts its own PostgreSQL and Kafka under .walrelay-env/bench and measures
-# W1-W5 for pg_recvlogical (the ceiling), the minimal walsender reader,
-# walrelay, tuned Debezium and default Debezium on the same backlogs (W5:
-# the message outbox, after the writer's cost of both outbox styles).
+# Debezium once (scripts/debezium.sh fetch), makes the Python virtualenv once
+# (benches/venv.sh: .cache/bench-venv with psycopg, confluent-kafka and
+# matplotlib, pinned), then runs benches/bench.py, which starts its own
+# PostgreSQL and Kafka under .walrelay-env/bench and measures W1-W5 for
+# pg_recvlogical (the ceiling), the minimal walsender reader, walrelay, tuned
+# Debezium and default Debezium on the same backlogs (W5: the message outbox,
+# after the writer's cost of both outbox styles).
 #
-# Usage: benches/run.sh [--quick] [--docs] [bench.py options...]
-#   --quick   smoke sizes (20,000 events, W3 15 s per level): checks the tooling
-#   --docs    write the table and the plot into docs/benchmarks.md and .svg
-#   --help    every option (workload sizes, --only W1,W3, --systems ...)
+# Usage: benches/run.sh [--quick] [--docs] [--baseline-rev REV]... [bench.py options...]
+#   --quick             smoke sizes (20,000 events, W3 15 s per level): checks the tooling
+#   --docs              write the table and the plot into docs/benchmarks.md and .svg
+#   --baseline-rev REV  also build walrelay at git revision REV (a throwaway
+#                       worktree under .walrelay-env/bench, target/bench-rev
+#                       seeded from target/release so dependencies are
+#                       reused) and pass it as --walrelay-binary REV=PATH:
+#                       measure it as the system walrelay@REV, e.g.
+#                       --systems walrelay@HEAD~1,walrelay (repeatable)
+#   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
 # Results: .walrelay-env/bench/results/<UTC time>/results.{json,md} and
 # benchmarks.svg; the table is also printed on stdout. Nothing else on the
 # machine should be busy while it runs.
@@ -22,14 +30,80 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 . "$REPO_ROOT/scripts/lib.sh"
 
 for tool in python3 pgbench pg_recvlogical java; do
-    command -v "$tool" >/dev/null 2>&1 || die "$tool not found (Debian: postgresql-client, openjdk-17-jre-headless, python3)"
+    command -v "$tool" >/dev/null 2>&1 ||
+        die "$tool not found (Debian: postgresql-client, openjdk-17-jre-headless, python3)"
 done
+# shellcheck source=benches/venv.sh
+. "$SCRIPT_DIR/venv.sh"
 case " $* " in
-    *" --help "* | *" -h "*) exec python3 "$SCRIPT_DIR/bench.py" --help ;;
+    *" --help "* | *" -h "*)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        echo
+        exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --help
+        ;;
 esac
-(cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
+
+COMMAND="benches/run.sh${*:+ $*}"
+# --baseline-rev is run.sh's: taken out of the arguments bench.py sees.
+ARGS=()
+REVS=()
+while (($#)); do
+    case "$1" in
+        --baseline-rev)
+            (($# >= 2)) || die "--baseline-rev needs a git revision"
+            REVS+=("$2")
+            shift 2
+            ;;
+        --baseline-rev=*)
+            REVS+=("${1#*=}")
+            shift
+            ;;
+        *)
+            ARGS+=("$1")
+            shift
+            ;;
+    esac
+done
+
+# Builds walrelay at revision $1 once (kept as .walrelay-env/bench/rev-<sha>.walrelay)
+# and prints the binary's path. Its target directory is target/bench-rev,
+# not target/: the revision's crates have the same names and hashes as the
+# current tree's, so in one target directory each build would take the
+# other's place and cargo could call the wrong one fresh. The first time,
+# target/bench-rev starts as a copy of target/release, so only walrelay's
+# own crates compile; later revisions reuse it too.
+build_rev() {
+    local rev=$1 sha dir bin target=$REPO_ROOT/target/bench-rev
+    sha=$(git -C "$REPO_ROOT" rev-parse --verify --quiet "$rev^{commit}") || die "--baseline-rev $rev: no such commit"
+    sha=${sha:0:12}
+    dir=$REPO_ROOT/.walrelay-env/bench/rev-$sha
+    bin=$dir.walrelay
+    if [[ ! -x "$bin" ]]; then
+        note "building walrelay at $rev ($sha) in $dir"
+        mkdir -p "$REPO_ROOT/.walrelay-env/bench"
+        if [[ ! -d "$target/release" && -d "$REPO_ROOT/target/release" ]]; then
+            mkdir -p "$target"
+            cp -a "$REPO_ROOT/target/release" "$target/release.tmp" && mv "$target/release.tmp" "$target/release"
+        fi
+        git -C "$REPO_ROOT" worktree remove --force "$dir" >/dev/null 2>&1 || rm -rf "$dir"
+        git -C "$REPO_ROOT" worktree prune
+        git -C "$REPO_ROOT" worktree add --detach --quiet "$dir" "$sha" >&2
+        (cd "$dir" && CARGO_TARGET_DIR=$target cargo build --release --bin walrelay >&2)
+        cp "$target/release/walrelay" "$bin.tmp" && mv "$bin.tmp" "$bin"
+        git -C "$REPO_ROOT" worktree remove --force "$dir"
+    fi
+    printf '%s\n' "$bin"
+}
+BINARIES=()
+for rev in "${REVS[@]}"; do
+    bin=$(build_rev "$rev") || exit 1
+    BINARIES+=(--walrelay-binary "$rev=$bin")
+done
+
 # A bench target's binary has a hashed name under target/release/deps: take
-# its path from cargo's own artifact report.
+# its path from cargo's own artifact report. This build also builds walrelay
+# with the dev-dependencies' features (tokio's test-util) and puts that
+# binary at target/release/walrelay, so walrelay itself is built after it.
 WALSENDER_DRAIN=$(cd "$REPO_ROOT" && cargo build --release --bench walsender_drain \
     --message-format=json-render-diagnostics | python3 -c '
 import json, sys
@@ -39,6 +113,8 @@ for line in sys.stdin:
         print(m["executable"])
 ')
 [ -x "$WALSENDER_DRAIN" ] || die "cargo did not report the walsender_drain binary"
+(cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 "$REPO_ROOT/scripts/debezium.sh" fetch
 "$REPO_ROOT/scripts/kafka.sh" fetch
-exec python3 "$SCRIPT_DIR/bench.py" --command "benches/run.sh${*:+ $*}" --walsender-drain "$WALSENDER_DRAIN" "$@"
+exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --command "$COMMAND" \
+    --walsender-drain "$WALSENDER_DRAIN" "${BINARIES[@]}" "${ARGS[@]}"

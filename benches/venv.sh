@@ -1,11 +1,12 @@
 # shellcheck shell=bash
-# The Python virtualenv of the benchmark drivers (benches/poll.sh,
-# benches/pipelines.sh): .cache/bench-venv with psycopg and confluent-kafka,
-# pinned below, made once per set of requirements (the stamp names them).
+# The Python virtualenv of the benchmark drivers (benches/run.sh,
+# benches/poll.sh, benches/pipelines.sh): .cache/bench-venv with psycopg,
+# confluent-kafka and matplotlib (bench.py's plots), pinned below, made once
+# per set of requirements (the stamp names them).
 # Sourced after scripts/lib.sh; sets VENV.
 
 # What the drivers need, pinned: the versions the results were measured with.
-REQUIREMENTS=("psycopg[binary]==3.3.9" "confluent-kafka==2.16.1")
+REQUIREMENTS=("psycopg[binary]==3.3.9" "confluent-kafka==2.16.1" "matplotlib==3.10.8")
 VENV=$REPO_ROOT/.cache/bench-venv
 
 for tool in python3 java; do
