@@ -223,9 +223,15 @@ pub struct Stages {
     pub ack_to_confirm: Histogram,
 }
 
-/// 0.1 ms .. ~18 s in steps of √2, fine enough to read percentiles off.
+/// 0.1 ms .. ~18 s in steps of √2, fine enough to read percentiles off;
+/// each bound rounded to 4 significant digits so the `le` labels read
+/// cleanly (0.0001414, not 0.00014142135623730952).
 fn stage_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.0001, std::f64::consts::SQRT_2, 36))
+    Histogram::new((0..36).map(|i| {
+        let bound = 0.0001 * std::f64::consts::SQRT_2.powi(i);
+        let scale = 10f64.powi(3 - bound.log10().floor() as i32);
+        (bound * scale).round() / scale
+    }))
 }
 
 /// Label set `{reason}`.
@@ -422,11 +428,14 @@ impl Metrics {
             .into_iter(),
         );
         // The family's entries and the handles share their state.
-        let stage_family =
-            Family::<StageLabel, Histogram, fn() -> Histogram>::new_with_constructor(
-                stage_histogram,
-            );
-        let stage = |name: &'static str| stage_family.get_or_create(&StageLabel { stage: name }).clone();
+        let stage_family = Family::<StageLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+            stage_histogram,
+        );
+        let stage = |name: &'static str| {
+            stage_family
+                .get_or_create(&StageLabel { stage: name })
+                .clone()
+        };
         let m = Metrics {
             registry: Registry::default(),
             name: name.to_owned(),
@@ -1095,6 +1104,37 @@ mod tests {
         assert!(help < first && first + 1 == second, "{text}");
         assert_eq!(text.matches("# EOF").count(), 1);
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn stage_histograms_share_the_family_and_read_cleanly() {
+        let p = Process::new();
+        let m = p.add_pipeline("orders");
+        m.stages.produce_to_ack.observe(0.004);
+        m.stages.produce_to_ack.observe(0.3);
+        m.stages.commit_to_receive.observe(0.0009);
+        let text = p.render();
+        assert_eq!(
+            text.matches("# HELP walrelay_stage_seconds ").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "walrelay_stage_seconds_count{pipeline=\"orders\",stage=\"produce_to_ack\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "walrelay_stage_seconds_count{pipeline=\"orders\",stage=\"commit_to_receive\"} 1"
+            ),
+            "{text}"
+        );
+        // 4 significant digits: 0.1 ms × √2 is 0.0001414.
+        assert!(text.contains("le=\"0.0001414\""), "{text}");
+        assert!(!text.contains("le=\"0.00014142"), "{text}");
+        assert!(text.contains("le=\"0.0004\""), "{text}");
     }
 
     #[test]

@@ -770,7 +770,9 @@ pub(super) fn frame_len(buf: &[u8]) -> Result<usize, ReplicationError> {
     Ok(len + 1)
 }
 
-pub(super) fn server_error(body: &postgres_protocol::message::backend::ErrorResponseBody) -> ReplicationError {
+pub(super) fn server_error(
+    body: &postgres_protocol::message::backend::ErrorResponseBody,
+) -> ReplicationError {
     let mut code = String::new();
     let mut message = String::new();
     let mut detail = None;

@@ -413,8 +413,7 @@ async fn stream_wal<F: Frontier>(
                     // took to decode and send it.
                     let received_us = reader.received_us();
                     if let pgoutput::LogicalMessage::Commit(pgoutput::Commit {
-                        commit_time,
-                        ..
+                        commit_time, ..
                     })
                     | pgoutput::LogicalMessage::StreamCommit(pgoutput::StreamCommit {
                         commit_time,

@@ -387,3 +387,76 @@ async fn idle_stream_is_not_mistaken_for_a_dead_one() {
     assert_eq!(records.len(), 2);
     ob.finish(relay).await;
 }
+
+/// The latency breakdown (`walrelay_stage_seconds`) counts what it says:
+/// one `commit_to_receive` per transaction read, one `receive_to_produce`
+/// and one `produce_to_ack` per event, and at least one `ack_to_confirm`
+/// once the slot is confirmed past them; every observation in a bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_stages_count_transactions_and_events() {
+    let ob = Outbox::new("stages").await;
+    common::create_topic(&ob.topic(""), 1).await;
+    let port = free_port();
+    let mut relay = Relay::start(&ob.config_with(
+        &common::kafka_bootstrap(),
+        &format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n"),
+    ));
+    ob.wait_active(&mut relay).await;
+    // 20 single-event transactions and one of 10 events.
+    for n in 1..=20 {
+        ob.insert(n, "", "k", "{}").await;
+    }
+    ob.insert_series(21, 30).await;
+    let records = common::consume(&ob.topic(""), 30, WAIT).await;
+    assert_eq!(common::relay::ids(&records).len(), 30);
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+
+    let stage = |m: &std::collections::HashMap<String, f64>, stage: &str, what: &str| {
+        get(
+            m,
+            &format!("walrelay_stage_seconds_{what}{{stage=\"{stage}\"}}"),
+        )
+    };
+    let m = wait_metrics(
+        port,
+        "every event acknowledged and confirmed",
+        &mut relay,
+        |m| {
+            stage(m, "produce_to_ack", "count") == 30.0
+                && stage(m, "ack_to_confirm", "count") >= 1.0
+        },
+    )
+    .await;
+    assert_eq!(stage(&m, "receive_to_produce", "count"), 30.0, "{m:?}");
+    // Transactions of other tests' tables in this database carry no
+    // change of this publication and are not sent (PostgreSQL 15+).
+    assert_eq!(stage(&m, "commit_to_receive", "count"), 21.0, "{m:?}");
+    for s in [
+        "commit_to_receive",
+        "receive_to_produce",
+        "produce_to_ack",
+        "ack_to_confirm",
+    ] {
+        let count = stage(&m, s, "count");
+        let sum = stage(&m, s, "sum");
+        let inf = get(
+            &m,
+            &format!("walrelay_stage_seconds_bucket{{le=\"+Inf\",stage=\"{s}\"}}"),
+        );
+        assert_eq!(
+            inf,
+            count,
+            "{s}: every observation in a bucket; {:?}",
+            m.keys()
+                .filter(|k| k.contains(s) && k.contains("_bucket"))
+                .take(3)
+                .collect::<Vec<_>>()
+        );
+        // Seconds on one machine's clock: nothing negative, nothing absurd.
+        assert!(
+            sum >= 0.0 && sum / count < 30.0,
+            "{s}: sum {sum} over {count}"
+        );
+    }
+    ob.finish(relay).await;
+}
