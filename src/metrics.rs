@@ -327,6 +327,8 @@ pub struct Metrics {
     pub oldest_unacked_age: FloatGauge,
     /// See [`COMMIT_TO_ACK`].
     pub commit_to_ack: Histogram,
+    /// See [`STAGE_SECONDS`]: the family, whose entries are [`Metrics::stages`].
+    pub stage_seconds: Family<StageLabel, Histogram, fn() -> Histogram>,
     /// See [`STAGE_SECONDS`].
     pub stages: Stages,
     /// See [`RECEIVED_LSN`].
@@ -450,6 +452,7 @@ impl Metrics {
             oldest_unacked_age: FloatGauge::default(),
             // 0.5 ms .. ~65 s
             commit_to_ack: Histogram::new(exponential_buckets(0.0005, 2.0, 18)),
+            stage_seconds: stage_family.clone(),
             stages: Stages {
                 commit_to_receive: stage("commit_to_receive"),
                 receive_to_produce: stage("receive_to_produce"),
@@ -543,7 +546,7 @@ impl Metrics {
             STAGE_SECONDS,
             "An event's latency by stage, seconds: commit_to_receive (per transaction), \
              receive_to_produce and produce_to_ack (per event), ack_to_confirm (per status update)",
-            stage_family,
+            m.stage_seconds.clone(),
         );
         registry.register(
             RECEIVED_LSN,
