@@ -5,7 +5,7 @@
 //! [`crate::source::Source`].
 //!
 //! ```text
-//!  walsender ──CopyData('w' XLogData / 'k' keepalive)──▶ StreamReader (replication)
+//!  walsender ──CopyData('w' XLogData / 'k' keepalive)──▶ WalIo thread ▶ FrameReceiver (reader)
 //!      ▲                                                   │ walrelay_proto decode (wal)
 //!      │ 'r' standby status update                         ▼
 //!      │  write = received, flush = apply = durable       Assembler (txn) ──▶ bounded channel ──▶ sink
@@ -25,8 +25,14 @@
 //! With protocol version 2 the server streams large transactions while they
 //! run; the assembler spills them to disk and, at their Stream Commit, the
 //! read loop reads them back batch by batch through the same bounded
-//! hand-off, sending status updates as it goes and not reading the socket
-//! meanwhile (the server waits; TCP flow control bounds what it can push).
+//! hand-off, sending status updates as it goes and taking no new frames
+//! meanwhile (the reader thread fills its bounded buffer, then the server
+//! waits; TCP flow control bounds what it can push).
+//!
+//! The socket itself is read on a thread of its own ([`reader::WalIo`]),
+//! so the walsender does not wait while the read loop decodes and hands
+//! batches over; the reader stops reading only when its 2 MiB buffer and
+//! the channel to the read loop are full.
 //!
 //! This layer never imports the sink, the monitors or the configuration
 //! layer: what it needs from them arrives as values (settings sections, a

@@ -12,8 +12,9 @@
 //! there, cuts the bytes into runs of whole protocol messages and hands
 //! them over a bounded channel, each with the time it was read.
 //!
-//! Backpressure only when truly full: while the channel has no room the
-//! reader goes on reading into its own buffer, up to [`READER_LIMIT`]
+//! Backpressure only when truly full: while the channel (at most
+//! [`CHANNEL_CHUNKS`] runs of at most [`CHUNK_MAX`] bytes each) has no room
+//! the reader goes on reading into its own buffer, up to [`READER_LIMIT`]
 //! bytes; only then does it stop reading (and TCP flow control makes the
 //! walsender wait, as it must when Kafka is slower than the slot).
 //!
@@ -45,12 +46,17 @@ use crate::clock::unix_now_micros;
 /// A read smaller than this is followed by the coalescing pause.
 pub const COALESCE_BELOW: usize = 64 * 1024;
 
-/// Bytes of whole messages the reader holds while the channel is full
-/// before it stops reading the socket.
-pub const READER_LIMIT: usize = 4 * 1024 * 1024;
+/// Bytes the reader holds while the channel is full before it stops
+/// reading the socket.
+pub const READER_LIMIT: usize = 2 * 1024 * 1024;
 
 /// Runs of messages in the channel between the reader and the decoder.
-const CHANNEL_CHUNKS: usize = 16;
+const CHANNEL_CHUNKS: usize = 4;
+
+/// A run handed over holds at most this many bytes (or one larger
+/// message): so the channel holds at most about 1 MiB, and a run, which
+/// stays in memory while any event cut from it is in flight, is small.
+const CHUNK_MAX: usize = READ_CHUNK;
 
 /// One run of whole protocol messages, as read.
 struct Chunk {
@@ -126,15 +132,19 @@ impl Drop for WalIo {
     }
 }
 
-/// The length of the longest prefix of `buf` made of whole messages, and
-/// the length of the first incomplete one (0 when there is none or its
-/// header is incomplete).
-fn whole_prefix(buf: &[u8]) -> Result<(usize, usize), ReplicationError> {
+/// The length of the longest prefix of `buf` made of whole messages and
+/// at most `max` bytes long (or one whole message, if the first is
+/// longer), and the length of the first incomplete message (0 when there
+/// is none, its header is incomplete, or the prefix stopped at `max`).
+fn whole_prefix(buf: &[u8], max: usize) -> Result<(usize, usize), ReplicationError> {
     let mut at = 0;
     while buf.len() - at >= 5 {
         let len = frame_len(&buf[at..])?;
         if buf.len() - at < len {
             return Ok((at, len));
+        }
+        if at > 0 && at + len > max {
+            return Ok((at, 0));
         }
         at += len;
     }
@@ -152,7 +162,7 @@ async fn read_loop(
     // When the first byte not yet handed over was read.
     let mut first_unsent_us = unix_now_micros();
     loop {
-        let (whole, next_len) = match whole_prefix(&buf) {
+        let (whole, next_len) = match whole_prefix(&buf, CHUNK_MAX) {
             Ok(split) => split,
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
@@ -215,7 +225,7 @@ async fn read_loop(
                 }
                 if n < COALESCE_BELOW && !coalesce.is_zero() {
                     // Hand over what this read completed before pausing.
-                    if let Ok((whole, _)) = whole_prefix(&buf) {
+                    if let Ok((whole, _)) = whole_prefix(&buf, CHUNK_MAX) {
                         if whole > 0 {
                             match tx.try_reserve() {
                                 Ok(permit) => {
@@ -349,14 +359,17 @@ mod tests {
         let mut buf = frame(b'd', b"abc");
         buf.extend(frame(b'd', b"defgh"));
         let whole = buf.len();
-        assert_eq!(whole_prefix(&buf).unwrap(), (whole, 0));
+        assert_eq!(whole_prefix(&buf, 1 << 20).unwrap(), (whole, 0));
+        // At most `max` bytes, but always the first message whole.
+        assert_eq!(whole_prefix(&buf, 9).unwrap(), (8, 0));
+        assert_eq!(whole_prefix(&buf, 1).unwrap(), (8, 0));
         let partial = frame(b'd', &[7u8; 100]);
         buf.extend_from_slice(&partial[..10]);
-        assert_eq!(whole_prefix(&buf).unwrap(), (whole, 105));
+        assert_eq!(whole_prefix(&buf, 1 << 20).unwrap(), (whole, 105));
         // A partial header: nothing known of the next one yet.
         buf.truncate(whole + 3);
-        assert_eq!(whole_prefix(&buf).unwrap(), (whole, 0));
-        assert!(whole_prefix(&[b'd', 0, 0, 0, 1]).is_err(), "length below 4");
+        assert_eq!(whole_prefix(&buf, 1 << 20).unwrap(), (whole, 0));
+        assert!(whole_prefix(&[b'd', 0, 0, 0, 1], 1 << 20).is_err(), "length below 4");
     }
 
     #[tokio::test]
