@@ -369,7 +369,10 @@ mod tests {
         // A partial header: nothing known of the next one yet.
         buf.truncate(whole + 3);
         assert_eq!(whole_prefix(&buf, 1 << 20).unwrap(), (whole, 0));
-        assert!(whole_prefix(&[b'd', 0, 0, 0, 1], 1 << 20).is_err(), "length below 4");
+        assert!(
+            whole_prefix(&[b'd', 0, 0, 0, 1], 1 << 20).is_err(),
+            "length below 4"
+        );
     }
 
     #[tokio::test]
