@@ -430,8 +430,8 @@ pub struct ReplicationConfig {
     /// often a small tmpfs; point it at a disk with room.
     #[serde(default)]
     pub spill_dir: Option<PathBuf>,
-    /// Microseconds to pause after a read from the server that brought
-    /// little (less than 64 KiB), so the next read takes a batch: every
+    /// Microseconds to pause after each read from the server (on the
+    /// reader thread), so the next read takes a batch: every
     /// read that wakes walrelay costs the walsender a wake-up too. Adds at
     /// most this much latency; 0 reads as soon as bytes arrive.
     #[serde(default = "default_read_coalesce_us")]
