@@ -234,6 +234,13 @@ fn stage_histogram() -> Histogram {
     }))
 }
 
+/// Observes a duration given in microseconds (two wall-clock readings
+/// subtracted): a negative one, from a clock step or another host's clock
+/// running ahead, counts as 0 rather than vanishing.
+pub fn observe_micros(histogram: &Histogram, micros: i64) {
+    histogram.observe(micros.max(0) as f64 / 1e6);
+}
+
 /// Label set `{reason}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {

@@ -111,7 +111,7 @@ impl WalIo {
     }
 
     /// Moves the stream's reading side to this thread: from now on the
-    /// socket is read there, `coalesce` being the pause after a small read.
+    /// socket is read there, `coalesce` being the pause after every read.
     pub fn receive(&self, reader: StreamReader, coalesce: Duration) -> FrameReceiver {
         let (io, buf) = reader.into_parts();
         let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
@@ -152,6 +152,18 @@ fn whole_prefix(buf: &[u8], max: usize) -> Result<(usize, usize), ReplicationErr
     Ok((at, 0))
 }
 
+/// Cuts the first `whole` bytes off `buf` as one run, read at
+/// `*first_unsent_us`; what stays behind came with the latest read, at
+/// `last_read_us`.
+fn cut(buf: &mut BytesMut, whole: usize, first_unsent_us: &mut i64, last_read_us: i64) -> Chunk {
+    let chunk = Chunk {
+        bytes: buf.split_to(whole).freeze(),
+        received_us: *first_unsent_us,
+    };
+    *first_unsent_us = last_read_us;
+    chunk
+}
+
 /// The reader task: reads the socket, hands whole messages to `tx`, ends at
 /// the first error (handed over too) or when the receiver is gone.
 async fn read_loop(
@@ -160,8 +172,11 @@ async fn read_loop(
     tx: mpsc::Sender<Result<Chunk, ReplicationError>>,
     coalesce: Duration,
 ) {
-    // When the first byte not yet handed over was read.
+    // When the first byte not yet handed over was read, and the latest read.
     let mut first_unsent_us = unix_now_micros();
+    let mut last_read_us = first_unsent_us;
+    // A read happened: pause once what it completed is handed over.
+    let mut pause = false;
     loop {
         let (whole, next_len) = match whole_prefix(&buf, CHUNK_MAX) {
             Ok(split) => split,
@@ -185,12 +200,12 @@ async fn read_loop(
                 Err(mpsc::error::TrySendError::Full(())) => None,
             };
             if let Some(permit) = permit {
-                permit.send(Ok(Chunk {
-                    bytes: buf.split_to(whole).freeze(),
-                    received_us: first_unsent_us,
-                }));
+                permit.send(Ok(cut(&mut buf, whole, &mut first_unsent_us, last_read_us)));
                 continue;
             }
+        }
+        if std::mem::take(&mut pause) {
+            thread::sleep(coalesce);
         }
         // Room for the next read: a chunk, or the whole of a large message.
         let want = READ_CHUNK.max(next_len.saturating_sub(buf.len() - whole));
@@ -204,10 +219,7 @@ async fn read_loop(
             permit = tx.reserve(), if whole > 0 => {
                 match permit {
                     Ok(permit) => {
-                        permit.send(Ok(Chunk {
-                            bytes: buf.split_to(whole).freeze(),
-                            received_us: first_unsent_us,
-                        }));
+                        permit.send(Ok(cut(&mut buf, whole, &mut first_unsent_us, last_read_us)));
                         continue;
                     }
                     Err(_) => return,
@@ -221,30 +233,11 @@ async fn read_loop(
                 return;
             }
             Ok(_) => {
+                last_read_us = unix_now_micros();
                 if was_empty {
-                    first_unsent_us = unix_now_micros();
+                    first_unsent_us = last_read_us;
                 }
-                if !coalesce.is_zero() {
-                    // Hand over what this read completed before pausing.
-                    if let Ok((whole, _)) = whole_prefix(&buf, CHUNK_MAX) {
-                        if whole > 0 {
-                            match tx.try_reserve() {
-                                Ok(permit) => {
-                                    permit.send(Ok(Chunk {
-                                        bytes: buf.split_to(whole).freeze(),
-                                        received_us: first_unsent_us,
-                                    }));
-                                    if !buf.is_empty() {
-                                        first_unsent_us = unix_now_micros();
-                                    }
-                                }
-                                Err(mpsc::error::TrySendError::Closed(())) => return,
-                                Err(mpsc::error::TrySendError::Full(())) => {}
-                            }
-                        }
-                    }
-                    thread::sleep(coalesce);
-                }
+                pause = !coalesce.is_zero();
             }
             Err(e) => {
                 let _ = tx.send(Err(e.into())).await;

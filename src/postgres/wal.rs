@@ -25,7 +25,7 @@ use super::reader::FrameReceiver;
 use super::replication::{ReplicationError, StreamWriter};
 use crate::checkpoint::SharedTracker;
 use crate::clock::{pg_now_micros, unix_now_micros};
-use crate::metrics::{Metrics, ReasonLabel};
+use crate::metrics::{observe_micros, Metrics, ReasonLabel};
 use crate::source::{Frontier, Source, SourceFailure, StreamEnd};
 use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
 
@@ -421,10 +421,7 @@ async fn stream_wal<F: Frontier>(
                     }) = &msg
                     {
                         let since = received_us - (commit_time + PG_EPOCH_OFFSET_MICROS);
-                        metrics
-                            .stages
-                            .commit_to_receive
-                            .observe(since.max(0) as f64 / 1e6);
+                        observe_micros(&metrics.stages.commit_to_receive, since);
                     }
                     let before = batch.len();
                     if let Err(e) = assembler.handle(msg, x.wal_start, tracker, &mut batch) {
@@ -573,11 +570,7 @@ async fn report<F: Frontier>(
         .await?;
     if confirmed > last_reported {
         if let Some(since) = tracker.take_completed_since() {
-            let waited = unix_now_micros() - since;
-            metrics
-                .stages
-                .ack_to_confirm
-                .observe(waited.max(0) as f64 / 1e6);
+            observe_micros(&metrics.stages.ack_to_confirm, unix_now_micros() - since);
         }
     }
     publish_progress(metrics, received, confirmed, tracker, stats, last);

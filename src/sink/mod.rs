@@ -43,7 +43,7 @@ use self::dlq::{DeadLetter, Letter, Stage};
 use self::limits::fits_alone;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
-use crate::metrics::{CodeLabel, Metrics, TopicLabel};
+use crate::metrics::{observe_micros, CodeLabel, Metrics, TopicLabel};
 use crate::router::{KafkaRecord, RouteError, Router};
 use crate::secret::is_secret_key;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
@@ -368,9 +368,7 @@ impl RecordContext {
     ) -> Box<RecordContext> {
         let now = crate::clock::unix_now_micros();
         if event.meta.received_us > 0 {
-            stages
-                .receive_to_produce
-                .observe((now - event.meta.received_us).max(0) as f64 / 1e6);
+            observe_micros(&stages.receive_to_produce, now - event.meta.received_us);
         }
         Box::new(RecordContext {
             tag,
@@ -437,17 +435,13 @@ impl ProducerContext for DeliveryContext {
                 self.shared.delivered.fetch_add(1, Ordering::Relaxed);
                 let now_us = crate::clock::unix_now_micros();
                 if ctx.produced_us > 0 {
-                    self.shared
-                        .metrics
-                        .stages
-                        .produce_to_ack
-                        .observe((now_us - ctx.produced_us).max(0) as f64 / 1e6);
+                    observe_micros(
+                        &self.shared.metrics.stages.produce_to_ack,
+                        now_us - ctx.produced_us,
+                    );
                 }
                 if let Some(commit_us) = tracker.and_then(|t| t.ack(seq, 1)) {
-                    self.shared
-                        .metrics
-                        .commit_to_ack
-                        .observe((now_us - commit_us).max(0) as f64 / 1e6);
+                    observe_micros(&self.shared.metrics.commit_to_ack, now_us - commit_us);
                 }
             }
             Err((err, msg)) => {

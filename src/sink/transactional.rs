@@ -51,7 +51,7 @@ use super::{
     base_record, letter_for, transactional_config, KafkaSink, RecordContext, SinkError, UNTRACKED,
 };
 use crate::checkpoint::{SharedTracker, TxnSeq};
-use crate::metrics::ResultLabel;
+use crate::metrics::{observe_micros, ResultLabel};
 use crate::router::Router;
 use crate::sink::config::{SlotAhead, TransactionsConfig};
 use crate::source::{Frontier, ProgressStore, SlotVerdict};
@@ -663,8 +663,7 @@ impl KafkaSink {
                     let now_us = crate::clock::unix_now_micros();
                     for &(seq, n) in &open.acks {
                         if let Some(commit_us) = t.ack(seq, n) {
-                            m.commit_to_ack
-                                .observe((now_us - commit_us).max(0) as f64 / 1e6);
+                            observe_micros(&m.commit_to_ack, now_us - commit_us);
                         }
                     }
                 }

@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::relay::{commit_ends, connect_files, event_id, ids, Outbox, Relay, WAIT};
 use common::{consume, kafka_bootstrap, read_to_end};
@@ -155,6 +155,20 @@ async fn native_publication_without_deletes_delivers_and_still_sees_updates() {
     ob.finish_exited(relay).await;
 }
 
+/// The Kafka Connect form of `ob`'s pipeline in `dir`: the worker file and
+/// the connector file, streaming only (`snapshot.mode=no_data`).
+fn connector_files(dir: &Path, ob: &Outbox) -> (PathBuf, PathBuf) {
+    let port = common::env().pg_port;
+    connect_files(
+        dir,
+        ob,
+        port,
+        &kafka_bootstrap(),
+        "",
+        "snapshot.mode=no_data\n",
+    )
+}
+
 /// The Kafka Connect form with `publication.autocreate.mode=filtered`
 /// creates what Debezium creates: `FOR TABLE <include list>` with no
 /// publish list, so PostgreSQL's default of every operation.
@@ -162,14 +176,7 @@ async fn native_publication_without_deletes_delivers_and_still_sees_updates() {
 async fn connect_form_filtered_creates_what_debezium_creates() {
     let ob = Outbox::new("pub_connect").await;
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (worker, connector) = connect_files(
-        dir.path(),
-        &ob,
-        common::env().pg_port,
-        &kafka_bootstrap(),
-        "",
-        "snapshot.mode=no_data\n",
-    );
+    let (worker, connector) = connector_files(dir.path(), &ob);
     let mut relay = Relay::start_args(
         &[
             Path::new("connect-standalone"),
@@ -246,14 +253,7 @@ async fn check_suggests_a_publication_without_deletes() {
 
     // The Kafka Connect form reads the same publication (mode filtered).
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (worker, connector) = connect_files(
-        dir.path(),
-        &ob,
-        common::env().pg_port,
-        &kafka_bootstrap(),
-        "",
-        "snapshot.mode=no_data\n",
-    );
+    let (worker, connector) = connector_files(dir.path(), &ob);
     let connect = walrelay::config::kafka_connect::load_connect(&worker, &connector)
         .expect("the connect files translate")
         .config;
