@@ -86,7 +86,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import benchlib
-from benchlib import BenchError, cpu_of, log, run
+from benchlib import BenchError, Sched, cpu_of, log, run, sched_of
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
@@ -626,6 +626,60 @@ def tree_hwm_kb(pid):
         except OSError:
             pass
     return total
+
+
+class SchedTrace:
+    """The walsender's scheduler counters through a drain: read when the
+    drain starts and at every poll (every 10 ms), kept, and cut at the
+    drain's end once it is known (for walrelay and Debezium that is the last
+    record's append time, which comes after the loop that waits for it)."""
+
+    EVERY = 0.01
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.samples = []
+        self.poll()
+
+    def poll(self):
+        s = sched_of(self.pid) if self.pid else None
+        if s is not None:
+            self.samples.append(s)
+
+    def sleep(self, seconds):
+        """Sleeps `seconds`, polling every EVERY."""
+        until = time.time() + seconds
+        while True:
+            self.poll()
+            left = until - time.time()
+            if left <= 0:
+                return
+            time.sleep(min(self.EVERY, left))
+
+    def summary(self, t_end, n):
+        return sched_summary(self.samples, t_end, n)
+
+
+def sched_summary(samples, t_end, n):
+    """The walsender's time from the first sample to the last one taken by
+    `t_end`, as percent of that wall time: on a CPU, waiting for one
+    (runnable on a run queue) and blocked (the rest: sleeping on the socket,
+    a latch, I/O); and its voluntary and involuntary context switches per
+    1,000 of the drain's `n` events. The shares are None without
+    /proc/<pid>/schedstat; None altogether without two samples."""
+    inside = [s for s in samples if s.t <= t_end]
+    if len(inside) < 2 or inside[-1].t <= inside[0].t:
+        return None
+    a, b = inside[0], inside[-1]
+    wall_ns = (b.t - a.t) * 1e9
+    out = {"seconds": b.t - a.t, "on_cpu_pct": None, "wait_pct": None, "blocked_pct": None,
+           "vol_cs_per_k": (b.voluntary - a.voluntary) / n * 1000,
+           "invol_cs_per_k": (b.involuntary - a.involuntary) / n * 1000}
+    if a.on_cpu_ns is not None and b.on_cpu_ns is not None:
+        on, wait = b.on_cpu_ns - a.on_cpu_ns, b.wait_ns - a.wait_ns
+        out.update(on_cpu_pct=100 * on / wall_ns, wait_pct=100 * wait / wall_ns,
+                   blocked_pct=100 * max(0.0, wall_ns - on - wait) / wall_ns)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -1416,6 +1470,18 @@ def self_check():
     assert Variant("walrelay@base:replication.publication=bench_iu").overrides == [("replication.publication",
                                                                                     "bench_iu")]
     assert eos_settings("walrelay-eos:max_events=5") == {"max_events": 5}
+    # 2 s of drain: 1.5 s on a CPU, 0.2 s waiting, the rest blocked; the
+    # sample after the end does not count.
+    samples = [Sched(10.0, 5_000_000_000, 1_000_000_000, 100, 10), Sched(11.0, 5_900_000_000, 1_100_000_000, 150, 12),
+               Sched(12.0, 6_500_000_000, 1_200_000_000, 300, 30), Sched(12.5, 6_500_000_000, 1_200_000_000, 301, 30)]
+    ws = sched_summary(samples, 12.2, 10_000)
+    assert ws["seconds"] == 2.0 and abs(ws["on_cpu_pct"] - 75) < 1e-9 and abs(ws["wait_pct"] - 10) < 1e-9, ws
+    assert abs(ws["blocked_pct"] - 15) < 1e-9 and ws["vol_cs_per_k"] == 20 and ws["invol_cs_per_k"] == 2, ws
+    no_schedstat = sched_summary([x._replace(on_cpu_ns=None, wait_ns=None) for x in samples], 12.2, 10_000)
+    assert no_schedstat["on_cpu_pct"] is None and no_schedstat["vol_cs_per_k"] == 20, no_schedstat
+    assert sched_summary(samples[:1], 12.2, 10_000) is None
+    assert walsender_table([{"workload": "W1", "system": "walsender", "events_per_s": 1000.0,
+                             "walsender_sched": no_schedstat}]).endswith("| – | – | – | 20.0 / 2.0 |")
     print("self check passed")
 
 
@@ -1455,6 +1521,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
     cpu0 = tree_cpu(r.pid)
     ws0 = cpu_of(ws_pid) if ws_pid else None
     ws_last = ws0
+    ws_sched = SchedTrace(ws_pid)
     br0 = cpu_of(env.broker_pid)
     deadline = t_active + timeout
     res = {"system": system, "events": n, "startup_s": t_active - t_launch}
@@ -1473,6 +1540,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
                 break
             c = cpu_of(ws_pid)
             ws_last = c if c is not None else ws_last
+            ws_sched.poll()
             hwm = max(hwm, hwm_kb(r.pid))
             if time.time() > deadline:
                 raise BenchError(f"{prog} did not reach {end_lsn} in {timeout} s")
@@ -1506,7 +1574,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
             if time.time() > deadline:
                 r.stop()
                 raise BenchError(f"{system}: only {count}/{n} records in kafka after {timeout} s")
-            time.sleep(0.2)
+            ws_sched.sleep(0.2)
             if prof:
                 sut_threads |= threads_of([r.pid])
         parts = finish_profile(prof, env, sut_threads, ws_pid, run_dir,
@@ -1548,6 +1616,7 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
         "cpu_s": cpu,
         "cpu_s_per_m": cpu / n * 1e6,
         "walsender_cpu_s_per_m": (ws_last - ws0) / n * 1e6 if ws0 is not None else None,
+        "walsender_sched": ws_sched.summary(t_end, n),
         "broker_cpu_s_per_m": (br1 - br0) / n * 1e6 if base not in BASELINES else None,
         "peak_rss_mb": rss_kb / 1024,
     })
@@ -1963,6 +2032,30 @@ def drain_table(results):
     return "\n".join(lines)
 
 
+def walsender_table(results):
+    """The walsender's time while each system drained: on a CPU, waiting
+    for one, blocked; its context switches per 1,000 events."""
+    lines = ["| workload | system | events/s | walsender CPU s / 1M | on CPU % | waiting for a CPU % | blocked % | "
+             "switches per 1,000 events: voluntary / involuntary |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for r in results:
+        if r["workload"] not in DRAINS or "error" in r:
+            continue
+        ws = r.get("walsender_sched") or {}
+        lines.append(
+            f"| {r['workload']} | {label(r['system'])} | {fmt(r['events_per_s'])} | "
+            f"{fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | {fmt(ws.get('on_cpu_pct'), '.0f')} | "
+            f"{fmt(ws.get('wait_pct'), '.0f')} | {fmt(ws.get('blocked_pct'), '.0f')} | "
+            f"{fmt(ws.get('vol_cs_per_k'), ',.1f')} / {fmt(ws.get('invol_cs_per_k'), ',.1f')} |")
+    return "\n".join(lines)
+
+
+WALSENDER_NOTE = ("The walsender (the slot's `active_pid`) from the drain's start to its end: its time on a CPU and "
+                  "waiting on a run queue from `/proc/<pid>/schedstat`, blocked the rest (asleep on its socket, a "
+                  "latch or I/O), as shares of that wall time; its context switches from `/proc/<pid>/status` "
+                  "(voluntary: it blocked; involuntary: it was preempted). –: the kernel keeps no schedstat.")
+
+
 def w3_table(results):
     # With an exactly-once system: its latencies are to visibility for a
     # read_committed consumer (the COMMIT marker); its append latencies
@@ -2282,6 +2375,7 @@ def report(args, facts, results, command):
     first = [r for r in results if r.get("pinned", False) == PIN_MODES[args.pin][0]]
     return "\n".join(head) + "\n" + sizes + "\n### Backlog drains (W1, W2, W4, W5)\n\n" + \
         per_mode(results, drain_table) + \
+        "\n\n### The walsender while it drained\n\n" + WALSENDER_NOTE + "\n\n" + per_mode(results, walsender_table) + \
         "\n\n### Two outbox styles: table (W1) and messages (W5)\n\n" + styles_table(first) + \
         "\n\n### Steady load (W3)\n\n" + per_mode(results, w3_table) + \
         "\n\n### W3 latency by stage\n\n" + STAGES_NOTE + "\n\n" + per_mode(results, stages_table) + \

@@ -1,11 +1,12 @@
 """What the Python benchmark drivers (benches/poll.py, benches/pipelines.py)
-share: logging, running a command, a process's CPU from /proc, and writing a
-block of results between two markers of docs/benchmarks.md."""
+share: logging, running a command, a process's CPU and scheduling from /proc,
+and writing a block of results between two markers of docs/benchmarks.md."""
 
 import os
 import subprocess
 import sys
 import time
+from collections import namedtuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TICK = os.sysconf("SC_CLK_TCK")
@@ -39,6 +40,41 @@ def cpu_of(pid):
     """utime + stime of one process, seconds; None once it is gone."""
     fields = stat_fields(pid)
     return None if fields is None else (int(fields[11]) + int(fields[12])) / TICK
+
+
+# One reading of the scheduler's counters of a task: when it was taken
+# (time.time()), nanoseconds on a CPU and waiting on a run queue (None
+# without /proc/<pid>/schedstat), and the context switches it made itself
+# (blocking) and had forced on it (preemption).
+Sched = namedtuple("Sched", "t on_cpu_ns wait_ns voluntary involuntary")
+
+
+def sched_of(pid):
+    """The scheduler's counters of one process now (of its main thread:
+    /proc/<pid>/schedstat and the switches of /proc/<pid>/status are the
+    task's own); None once it is gone."""
+    t = time.time()
+    on_cpu = wait = None
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            fields = f.read().split()
+        # A kernel keeping no run-queue statistics writes "0 0 0".
+        if len(fields) >= 2 and any(int(x) for x in fields):
+            on_cpu, wait = int(fields[0]), int(fields[1])
+    except (OSError, ValueError):
+        pass
+    switches = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                    switches[key] = int(value)
+    except OSError:
+        return None
+    if len(switches) < 2:
+        return None
+    return Sched(t, on_cpu, wait, switches["voluntary_ctxt_switches"], switches["nonvoluntary_ctxt_switches"])
 
 
 def update_docs(block, begin, end, heading):
