@@ -86,7 +86,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import benchlib
-from benchlib import BenchError, Sched, cpu_of, log, run, sched_of
+from benchlib import BenchError, Sched, cpu_of, log, run, sched_of, tcp_sent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "scripts")
@@ -635,16 +635,23 @@ class SchedTrace:
     record's append time, which comes after the loop that waits for it)."""
 
     EVERY = 0.01
+    # Its socket's counters (`ss`, a process to start) less often.
+    TCP_EVERY = 0.5
 
     def __init__(self, pid):
         self.pid = pid
         self.samples = []
+        self.tcp = []
         self.poll()
 
     def poll(self):
         s = sched_of(self.pid) if self.pid else None
         if s is not None:
             self.samples.append(s)
+        if self.pid and (not self.tcp or time.time() - self.tcp[-1][0] >= self.TCP_EVERY):
+            sent = tcp_sent(self.pid)
+            if sent is not None:
+                self.tcp.append(sent)
 
     def sleep(self, seconds):
         """Sleeps `seconds`, polling every EVERY."""
@@ -657,7 +664,21 @@ class SchedTrace:
             time.sleep(min(self.EVERY, left))
 
     def summary(self, t_end, n):
-        return sched_summary(self.samples, t_end, n)
+        out = sched_summary(self.samples, t_end, n)
+        if out is not None:
+            out["bytes_per_segment"] = bytes_per_segment(self.tcp, t_end)
+        return out
+
+
+def bytes_per_segment(samples, t_end):
+    """The mean payload of the TCP segments the walsender sent between the
+    first and the last (time, bytes, segments) sample taken by `t_end`: about
+    one pgoutput message when every send() leaves as a segment of its own,
+    many when the kernel coalesces them. None without two samples."""
+    inside = [s for s in samples if s[0] <= t_end]
+    if len(inside) < 2 or inside[-1][2] <= inside[0][2]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][2] - inside[0][2])
 
 
 def sched_summary(samples, t_end, n):
@@ -1481,7 +1502,11 @@ def self_check():
     assert no_schedstat["on_cpu_pct"] is None and no_schedstat["vol_cs_per_k"] == 20, no_schedstat
     assert sched_summary(samples[:1], 12.2, 10_000) is None
     assert walsender_table([{"workload": "W1", "system": "walsender", "events_per_s": 1000.0,
-                             "walsender_sched": no_schedstat}]).endswith("| – | – | – | 20.0 / 2.0 |")
+                             "walsender_sched": no_schedstat}]).endswith("| – | – | – | 20.0 / 2.0 | – |")
+    # 12,000 bytes in 100 segments by the end; the sample after it does not count.
+    assert bytes_per_segment([(10.0, 1000, 10), (11.0, 7000, 60), (12.0, 13000, 110), (12.5, 99000, 120)],
+                             12.2) == 120.0
+    assert bytes_per_segment([(10.0, 1000, 10)], 12.2) is None
     print("self check passed")
 
 
@@ -2036,8 +2061,8 @@ def walsender_table(results):
     """The walsender's time while each system drained: on a CPU, waiting
     for one, blocked; its context switches per 1,000 events."""
     lines = ["| workload | system | events/s | walsender CPU s / 1M | on CPU % | waiting for a CPU % | blocked % | "
-             "switches per 1,000 events: voluntary / involuntary |",
-             "|---|---|--:|--:|--:|--:|--:|--:|"]
+             "switches per 1,000 events: voluntary / involuntary | bytes per TCP segment it sent |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for r in results:
         if r["workload"] not in DRAINS or "error" in r:
             continue
@@ -2046,14 +2071,17 @@ def walsender_table(results):
             f"| {r['workload']} | {label(r['system'])} | {fmt(r['events_per_s'])} | "
             f"{fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | {fmt(ws.get('on_cpu_pct'), '.0f')} | "
             f"{fmt(ws.get('wait_pct'), '.0f')} | {fmt(ws.get('blocked_pct'), '.0f')} | "
-            f"{fmt(ws.get('vol_cs_per_k'), ',.1f')} / {fmt(ws.get('invol_cs_per_k'), ',.1f')} |")
+            f"{fmt(ws.get('vol_cs_per_k'), ',.1f')} / {fmt(ws.get('invol_cs_per_k'), ',.1f')} | "
+            f"{fmt(ws.get('bytes_per_segment'), ',.0f')} |")
     return "\n".join(lines)
 
 
 WALSENDER_NOTE = ("The walsender (the slot's `active_pid`) from the drain's start to its end: its time on a CPU and "
                   "waiting on a run queue from `/proc/<pid>/schedstat`, blocked the rest (asleep on its socket, a "
                   "latch or I/O), as shares of that wall time; its context switches from `/proc/<pid>/status` "
-                  "(voluntary: it blocked; involuntary: it was preempted). –: the kernel keeps no schedstat.")
+                  "(voluntary: it blocked; involuntary: it was preempted). –: the kernel keeps no schedstat. "
+                  "Bytes per TCP segment: what its socket sent over the segments it sent (`ss -tie`, every "
+                  "0.5 s), about one pgoutput message when each send() leaves on its own.")
 
 
 def w3_table(results):
@@ -2293,6 +2321,14 @@ def svg_plot(results):
     return buf.getvalue()
 
 
+def read_first_line(path):
+    try:
+        with open(path) as f:
+            return f.readline().strip()
+    except OSError:
+        return "?"
+
+
 def machine_facts(args, load_at_start):
     cpu = ""
     try:
@@ -2322,6 +2358,9 @@ def machine_facts(args, load_at_start):
         "memory": mem,
         "kernel": platform.release(),
         "load_average_at_start": load_at_start,
+        # The walsender's socket paces and coalesces its sends by it (BBR
+        # coalesces on loopback, CUBIC does not): docs/benchmarks.md.
+        "tcp_congestion_control": read_first_line("/proc/sys/net/ipv4/tcp_congestion_control"),
         "postgres": version(["pg_config", "--version"]),
         "java": java[0] if java else "?",
         "walrelay_commit": version(["git", "-C", REPO, "rev-parse", "--short", "HEAD"]),
@@ -2340,7 +2379,8 @@ def report(args, facts, results, command):
                 f"Date: {facts['date_utc']}, walrelay {facts['walrelay_commit']}"
                 f"{' (uncommitted changes)' if facts['worktree_dirty'] else ''}  \n"
                 f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']}, Linux {facts['kernel']}, "
-                f"load average at start {facts['load_average_at_start']}  \n"
+                f"load average at start {facts['load_average_at_start']}, "
+                f"TCP congestion control {facts.get('tcp_congestion_control', '?')}  \n"
                 f"{facts['postgres']}, Kafka 4.1.1 (single KRaft node), {facts['java']}; "
                 f"everything co-located on this machine.  \n"
                 f"pgoutput options (walrelay's, and the baselines'): "

@@ -3,6 +3,7 @@ share: logging, running a command, a process's CPU and scheduling from /proc,
 and writing a block of results between two markers of docs/benchmarks.md."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -75,6 +76,49 @@ def sched_of(pid):
     if len(switches) < 2:
         return None
     return Sched(t, on_cpu, wait, switches["voluntary_ctxt_switches"], switches["nonvoluntary_ctxt_switches"])
+
+
+def socket_inodes(pid):
+    """The inodes of the sockets process `pid` holds open (empty once it
+    is gone)."""
+    found = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            found.add(target[len("socket:["):-1])
+    return found
+
+
+def tcp_sent(pid):
+    """(time, bytes, data segments) the TCP sockets of process `pid` have
+    sent so far, from `ss -tie` (the kernel's tcp_info); None when it holds
+    no TCP socket or is gone."""
+    inodes = socket_inodes(pid)
+    if not inodes:
+        return None
+    t = time.time()
+    out = subprocess.run(["ss", "-tieHn"], capture_output=True, text=True).stdout
+    sent = segments = 0
+    found = False
+    # One socket per block: its line, then its tcp_info indented below it.
+    for block in re.split(r"\n(?=\S)", out):
+        ino = re.search(r"\bino:(\d+)", block)
+        if not ino or ino.group(1) not in inodes:
+            continue
+        found = True
+        for key, value in re.findall(r"\b(bytes_sent|data_segs_out):(\d+)", block):
+            if key == "bytes_sent":
+                sent += int(value)
+            else:
+                segments += int(value)
+    return (t, sent, segments) if found else None
 
 
 def update_docs(block, begin, end, heading):
