@@ -393,10 +393,16 @@ async fn stream_wal<F: Frontier>(
             full = true;
         }
         // Drain the complete frames already buffered, up to a full batch.
+        // Any of them shows the server alive: the reader thread hands
+        // over while this loop runs, so an answer to a request for a reply
+        // is often taken here, not by `read_more` below, and must count
+        // (it did not, and an idle stream was once taken for a dead one).
+        let mut heard = false;
         while !full {
             let Some(frame) = reader.try_next()? else {
                 break;
             };
+            heard = true;
             match decode_replication_message(frame).map_err(|source| WalError::Decode {
                 lsn: received,
                 source,
@@ -456,6 +462,10 @@ async fn stream_wal<F: Frontier>(
                     reply_now |= k.reply_requested;
                 }
             }
+        }
+        if heard {
+            last_receive = Instant::now();
+            pinged = false;
         }
         if !batch.is_empty() {
             assembler.register_pending(tracker);
