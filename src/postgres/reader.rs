@@ -19,8 +19,8 @@
 //! walsender wait, as it must when Kafka is slower than the slot).
 //!
 //! The read rhythm: after every read the thread sleeps
-//! `replication.read_coalesce_us` before the next one, so the walsender's sends meanwhile land in the
-//! socket buffer without waking anyone (a reader waiting in `epoll_wait` is
+//! `replication.read_coalesce_us` before the next one, so the walsender's
+//! sends meanwhile land in the socket buffer without waking anyone (a reader waiting in `epoll_wait` is
 //! woken by nearly every message, and that wake-up is paid inside the
 //! walsender's `send()`). The pause is a thread sleep, not a timer: a timer
 //! would leave the thread in `epoll_wait` on the socket. It happens after
@@ -120,6 +120,7 @@ impl WalIo {
             rx,
             current: Bytes::new(),
             received_us: 0,
+            heard: false,
             task,
         }
     }
@@ -254,6 +255,8 @@ pub struct FrameReceiver {
     /// What is left of the current run: whole messages only.
     current: Bytes,
     received_us: i64,
+    /// A run arrived since [`FrameReceiver::take_heard`] last looked.
+    heard: bool,
     task: JoinHandle<()>,
 }
 
@@ -323,10 +326,19 @@ impl FrameReceiver {
         self.received_us
     }
 
+    /// Whether the server sent anything since the last call: a run taken
+    /// by [`FrameReceiver::try_next`] counts as much as one `read_more`
+    /// waited for (the reader thread hands over at any time, so an answer
+    /// to a request for a reply is often taken without waiting).
+    pub fn take_heard(&mut self) -> bool {
+        std::mem::take(&mut self.heard)
+    }
+
     fn take(&mut self, chunk: Chunk) {
         debug_assert!(self.current.is_empty());
         self.current = chunk.bytes;
         self.received_us = chunk.received_us;
+        self.heard = true;
     }
 }
 
@@ -413,5 +425,35 @@ mod tests {
         }
         assert_eq!(got, expected);
         drop(writer.await.unwrap());
+    }
+
+    /// A run taken without waiting (by `try_next`) counts as hearing from
+    /// the server as much as one `read_more` waited for, a notice alone
+    /// too; looking clears it.
+    #[tokio::test]
+    async fn a_run_taken_either_way_is_heard_once() {
+        let (client, mut server) = tokio::io::duplex(1024);
+        let io: BoxedTransport = Box::new(client);
+        let (read_half, _write_half) = tokio::io::split(io);
+        let wal = WalIo::start().unwrap();
+        let reader = StreamReader::from_parts(read_half, BytesMut::new());
+        let mut rx = wal.receive(reader, Duration::ZERO);
+        assert!(!rx.take_heard(), "nothing sent yet");
+        use tokio::io::AsyncWriteExt;
+        server.write_all(&frame(b'd', b"keepalive")).await.unwrap();
+        // Taken by try_next alone, once the reader thread handed it over.
+        let frame_taken = loop {
+            if let Some(f) = rx.try_next().unwrap() {
+                break f;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        assert_eq!(&frame_taken[..], b"keepalive");
+        assert!(rx.take_heard(), "a run taken by try_next");
+        assert!(!rx.take_heard(), "looking clears it");
+        server.write_all(&frame(b'N', b"notice")).await.unwrap();
+        rx.read_more().await.unwrap();
+        assert!(rx.try_next().unwrap().is_none(), "a notice is no payload");
+        assert!(rx.take_heard(), "but the server was heard");
     }
 }

@@ -393,16 +393,10 @@ async fn stream_wal<F: Frontier>(
             full = true;
         }
         // Drain the complete frames already buffered, up to a full batch.
-        // Any of them shows the server alive: the reader thread hands
-        // over while this loop runs, so an answer to a request for a reply
-        // is often taken here, not by `read_more` below, and must count
-        // (it did not, and an idle stream was once taken for a dead one).
-        let mut heard = false;
         while !full {
             let Some(frame) = reader.try_next()? else {
                 break;
             };
-            heard = true;
             match decode_replication_message(frame).map_err(|source| WalError::Decode {
                 lsn: received,
                 source,
@@ -463,7 +457,8 @@ async fn stream_wal<F: Frontier>(
                 }
             }
         }
-        if heard {
+        // Anything the server sent, however it was taken, shows it alive.
+        if reader.take_heard() {
             last_receive = Instant::now();
             pinged = false;
         }
@@ -545,10 +540,9 @@ async fn stream_wal<F: Frontier>(
             }
             // 4. new WAL
             // (read on the reader thread, which also paces the reads)
+            // (the next turn of the loop counts it as heard)
             r = reader.read_more() => {
                 r?;
-                last_receive = Instant::now();
-                pinged = false;
             }
             // Silence is normal: a walsender with nothing to send and
             // regular replies from us sends nothing. Halfway to the timeout
