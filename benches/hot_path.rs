@@ -159,7 +159,8 @@ fn json_converters() -> ConvertersConfig {
 
 /// What `KafkaSink::run` hands librdkafka for one record, minus the send.
 fn encode(record: &KafkaRecord, opaque: usize) -> usize {
-    let base = walrelay::sink::base_record(record, opaque);
+    let wire = walrelay::sink::broker::WireRecord::of(record);
+    let base = walrelay::sink::kafka::base_record(&wire, opaque);
     black_box(&base);
     base.delivery_opaque
 }

@@ -12,15 +12,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rdkafka::config::ClientConfig;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 use tracing::{error, warn};
 use walrelay_proto::Lsn;
 
-use super::{Shared, SinkError};
+use super::broker::WireRecord;
+use super::publish::{send_blocking, Refused, Shared, SEQ_MASK};
+use super::SinkError;
+use crate::chain::DisplayChain;
 use crate::metrics::ReasonLabel;
+use crate::router::{RecordHeader, RouteError};
+use crate::txn::OutboxEvent;
 
 /// Kafka Connect's header: the topic the record was meant for.
 pub const HEADER_TOPIC: &str = "__connect.errors.topic";
@@ -50,8 +54,6 @@ pub const HEADER_DROPPED: &str = "walrelay.original.dropped";
 /// Room kept for headers and record overhead below the producer's
 /// `message.max.bytes` when deciding whether the original bytes fit.
 const HEADER_ROOM: usize = 4096;
-/// Pause while the dead-letter producer's local queue is full.
-const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(10);
 
 /// Where a failure happened, for `__connect.errors.stage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +107,63 @@ pub struct Letter {
     pub too_large: bool,
 }
 
+impl Letter {
+    /// The parts of a dead-letter record that come from the event itself.
+    pub fn for_event(event: &OutboxEvent, tag: u64) -> Letter {
+        let (key, value) = event.original();
+        Letter {
+            tag,
+            lsn: event.meta.lsn,
+            commit_lsn: event.meta.commit_lsn,
+            xid: event.meta.xid,
+            event_id: event.event_id(),
+            table: event.origin(),
+            key,
+            value,
+            topic: None,
+            kind: "unknown",
+            class: "",
+            message: String::new(),
+            stage: Stage::Transformation,
+            too_large: false,
+        }
+    }
+
+    /// The dead-letter record of an event the router refused; `intended`
+    /// is the topic it was meant for, when the router could tell.
+    pub fn route_error(
+        event: &OutboxEvent,
+        tag: u64,
+        err: &RouteError,
+        intended: Option<std::sync::Arc<str>>,
+    ) -> Letter {
+        Letter {
+            kind: err.kind(),
+            class: "walrelay::router::RouteError",
+            message: DisplayChain(err).to_string(),
+            stage: Stage::Transformation,
+            topic: err
+                .topic()
+                .map(str::to_owned)
+                .or_else(|| intended.map(|t| t.to_string())),
+            ..Letter::for_event(event, tag)
+        }
+    }
+
+    /// The dead-letter record that replaces an event whose record the
+    /// broker refused in an aborted Kafka transaction.
+    pub(super) fn refused(event: &OutboxEvent, tag: u64, refused: Refused) -> Letter {
+        Letter {
+            kind: refused.kind,
+            class: super::kafka::ERROR_CLASS,
+            message: refused.message,
+            stage: Stage::Produce,
+            topic: Some(refused.topic),
+            ..Letter::for_event(event, tag)
+        }
+    }
+}
+
 /// What a dead-letter delivery report needs.
 pub struct LetterTag {
     tag: u64,
@@ -133,12 +192,12 @@ impl ProducerContext for DeadLetterContext {
                     })
                     .inc();
                 if let Some(t) = tracker {
-                    t.ack(letter.tag & super::SEQ_MASK, 1);
+                    t.ack(letter.tag & SEQ_MASK, 1);
                 }
             }
             Err((err, _)) => {
                 if let Some(t) = tracker {
-                    t.fail(letter.tag & super::SEQ_MASK);
+                    t.fail(letter.tag & SEQ_MASK);
                 }
                 error!(error = %err, "kafka could not deliver a dead-letter record");
                 self.shared.record_failure(SinkError::DeadLetter {
@@ -199,7 +258,10 @@ impl DeadLetter {
     /// The key, value and headers of `letter`'s dead-letter record, for a
     /// producer of the caller's (exactly-once mode produces it inside the
     /// Kafka transaction). Logs the event as [`DeadLetter::send`] does.
-    pub fn record_parts(&self, letter: &Letter) -> (Option<Bytes>, Option<Bytes>, OwnedHeaders) {
+    pub fn record_parts(
+        &self,
+        letter: &Letter,
+    ) -> (Option<Bytes>, Option<Bytes>, Vec<RecordHeader>) {
         warn!(
             event_id = letter.event_id.as_deref().unwrap_or("null"),
             lsn = %letter.lsn,
@@ -209,64 +271,50 @@ impl DeadLetter {
             "bad event sent to the dead-letter topic"
         );
         let (key, value, dropped) = self.fit(letter);
-        (key, value, self.headers(letter, dropped.as_deref()))
+        (key, value, self.headers(letter, dropped))
     }
 
-    fn headers(&self, letter: &Letter, dropped: Option<&str>) -> OwnedHeaders {
-        let xid = letter.xid.to_string();
-        let lsn = letter.lsn.to_string();
-        let commit_lsn = letter.commit_lsn.to_string();
-        let mut headers = OwnedHeaders::new_with_capacity(12);
-        if self.context_headers {
-            let mut add = |key: &str, value: Option<&str>| {
-                if let Some(v) = value {
-                    headers = std::mem::take(&mut headers).insert(Header {
-                        key,
-                        value: Some(v.as_bytes()),
-                    });
-                }
-            };
-            add(HEADER_TOPIC, letter.topic.as_deref());
-            add(HEADER_STAGE, Some(letter.stage.as_str()));
-            add(HEADER_EXCEPTION_CLASS, Some(letter.class));
-            add(HEADER_EXCEPTION_MESSAGE, Some(&letter.message));
-            add(HEADER_KIND, Some(letter.kind));
-            add(HEADER_SOURCE_LSN, Some(&lsn));
-            add(HEADER_COMMIT_LSN, Some(&commit_lsn));
-            add(HEADER_XID, Some(&xid));
-            add(HEADER_EVENT_ID, letter.event_id.as_deref());
-            add(HEADER_SOURCE_TABLE, Some(&letter.table));
-            add(HEADER_DROPPED, dropped);
+    fn headers(&self, letter: &Letter, dropped: Option<String>) -> Vec<RecordHeader> {
+        let mut headers = Vec::with_capacity(11);
+        if !self.context_headers {
+            return headers;
         }
+        let mut add = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                headers.push(RecordHeader {
+                    name: name.into(),
+                    value: Some(Bytes::from(v)),
+                });
+            }
+        };
+        add(HEADER_TOPIC, letter.topic.clone());
+        add(HEADER_STAGE, Some(letter.stage.as_str().to_owned()));
+        add(HEADER_EXCEPTION_CLASS, Some(letter.class.to_owned()));
+        add(HEADER_EXCEPTION_MESSAGE, Some(letter.message.clone()));
+        add(HEADER_KIND, Some(letter.kind.to_owned()));
+        add(HEADER_SOURCE_LSN, Some(letter.lsn.to_string()));
+        add(HEADER_COMMIT_LSN, Some(letter.commit_lsn.to_string()));
+        add(HEADER_XID, Some(letter.xid.to_string()));
+        add(HEADER_EVENT_ID, letter.event_id.clone());
+        add(HEADER_SOURCE_TABLE, Some(letter.table.clone()));
+        add(HEADER_DROPPED, dropped);
         headers
     }
 
-    /// Produces the dead-letter record for `letter`, waiting while the
-    /// local queue is full. Its delivery report settles the event.
+    /// Produces the dead-letter record for `letter` through the publish
+    /// step's blocking send (a delivery callback calls this), waiting while
+    /// the local queue is full. Its delivery report settles the event.
     pub fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
         let (key, value, headers) = self.record_parts(letter);
         let tag = Box::new(LetterTag {
             tag: letter.tag,
             kind: letter.kind,
         });
-        let mut record: BaseRecord<'_, [u8], [u8], Box<LetterTag>> =
-            BaseRecord::with_opaque_to(&self.topic, tag).headers(headers);
-        if let Some(k) = key.as_deref() {
-            record = record.key(k);
-        }
-        if let Some(v) = value.as_deref() {
-            record = record.payload(v);
-        }
-        loop {
-            match self.producer.send(record) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    std::thread::sleep(QUEUE_FULL_PAUSE);
-                }
-                Err((e, _)) => return Err(e),
-            }
-        }
+        let record = WireRecord {
+            headers: &headers,
+            ..WireRecord::plain(&self.topic, key.as_deref(), value.as_deref())
+        };
+        send_blocking(&self.producer, &record, tag)
     }
 
     /// The key and value to send: the original bytes, or without the value

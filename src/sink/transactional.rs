@@ -40,16 +40,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, Producer};
+use rdkafka::producer::{Producer, ThreadedProducer};
 use tokio::sync::{mpsc, Notify};
 use tracing::{debug, error, info, warn};
 use walrelay_proto::Lsn;
 
-use super::dlq::{Letter, Stage};
+use super::broker::WireRecord;
+use super::dlq::{DeadLetter, Letter};
+use super::kafka::DeliveryContext;
 use super::progress::{self, Phase, Progress};
-use super::{
-    base_record, letter_for, transactional_config, KafkaSink, RecordContext, SinkError, UNTRACKED,
-};
+use super::publish::{self, RecordContext, Refused, Routing, Step, Stop, UNTRACKED};
+use super::{transactional_config, KafkaSink, SinkError};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::metrics::{observe_micros, ResultLabel};
 use crate::router::Router;
@@ -459,7 +460,7 @@ impl KafkaSink {
         self.shared.metrics.exactly_once.set(1);
         if eos.reinit.swap(false, Ordering::AcqRel) {
             // The old producer is unusable: a new one with the same id.
-            let context = super::DeliveryContext {
+            let context = DeliveryContext {
                 shared: Arc::clone(&self.shared),
                 dead_letter: self.dead_letter.clone(),
             };
@@ -604,14 +605,13 @@ impl KafkaSink {
         let key = progress.key();
         let value = progress.value();
         let producer = self.producer();
-        let ctx = Box::new(RecordContext::untracked());
-        let record: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
-            BaseRecord::with_opaque_to(&eos.config.progress_topic, ctx)
-                .key(key.as_slice())
-                .payload(value.as_slice());
-        if let Err((e, _)) = producer.send(record) {
-            return Err(self.abort(eos, open, e).await);
-        }
+        let record = WireRecord::plain(
+            &eos.config.progress_topic,
+            Some(key.as_slice()),
+            Some(value.as_slice()),
+        );
+        self.send_in_txn(eos, open, &producer, &record, RecordContext::untracked())
+            .await?;
         let started = Instant::now();
         let timeout = Duration::from_millis(eos.config.timeout_ms);
         let p = Arc::clone(&producer);
@@ -766,9 +766,7 @@ impl KafkaSink {
         let mut last_whole = resume.as_ref().map_or(start, |p| p.lsn.max(start));
         let mut last_progress = Instant::now();
         let mut producer = self.producer();
-        let mut sized: Vec<Arc<str>> = Vec::new();
-        // Per-batch topic counts, flushed to the metrics once per batch.
-        let mut per_topic: Vec<(Arc<str>, u64)> = Vec::new();
+        let mut step = Step::new(&self.shared, self.dead_letter.as_deref());
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -835,112 +833,14 @@ impl KafkaSink {
                         cur.in_txn = 0;
                     }
                     self.begin(eos, &mut open)?;
-                    let refused = self.take_refused(event);
-                    let routed = match refused {
-                        None => event.route(router).map_err(Some),
-                        Some(_) => Err(None),
-                    };
-                    let (record, event_id) = match routed {
-                        Ok(routed) => routed,
-                        Err(why) => {
-                            let (dl, letter) = match (why, &self.dead_letter) {
-                                // Kafka refused this record before: its
-                                // dead-letter record takes its place.
-                                (None, Some(dl)) => {
-                                    let r = refused.expect("refused above");
-                                    let letter = Letter {
-                                        kind: r.kind,
-                                        class: "rdkafka::error::KafkaError",
-                                        message: r.message,
-                                        stage: Stage::Produce,
-                                        topic: Some(r.topic),
-                                        ..letter_for(event, UNTRACKED)
-                                    };
-                                    (dl, letter)
-                                }
-                                (Some(e), Some(dl)) => {
-                                    let letter = Letter {
-                                        kind: e.kind(),
-                                        class: "walrelay::router::RouteError",
-                                        message: crate::chain::DisplayChain(&e).to_string(),
-                                        stage: Stage::Transformation,
-                                        topic: e.topic().map(str::to_owned).or_else(|| {
-                                            event.intended_topic(router).map(|t| t.to_string())
-                                        }),
-                                        ..letter_for(event, UNTRACKED)
-                                    };
-                                    (dl, letter)
-                                }
-                                (why, None) => {
-                                    // What is open is aborted: nothing of this
-                                    // transaction or after it becomes visible.
-                                    if self.abort_open(eos).await.is_ok() {
-                                        eos.in_txn.store(false, Ordering::Release);
-                                    }
-                                    return Err(match why {
-                                        Some(e) => SinkError::Route(e),
-                                        // `take_refused` finds none without
-                                        // a dead-letter topic; stop if it did.
-                                        None => SinkError::DeadLetter {
-                                            error: "a record Kafka refused has no dead-letter topic to go to".into(),
-                                        },
-                                    });
-                                }
-                            };
-                            self.send_letter_in_txn(eos, &mut open, &producer, dl, &letter)
-                                .await?;
-                            open.records += 1;
-                            open.ack(event.seq);
-                            let cur = current.as_mut().expect("set above");
-                            cur.in_txn += 1;
-                            continue;
-                        }
-                    };
-                    if !sized.iter().any(|t| **t == *record.topic) {
-                        sized.push(Arc::clone(&record.topic));
-                        // Reads the topic's limit; never replaces the
-                        // transactional producer (see `fit_batches`).
-                        self.note_limit(&record.topic).await;
-                    }
-                    let len = record.key.as_ref().map_or(0, |k| k.len())
-                        + record.value.as_ref().map_or(0, |v| v.len())
-                        + record
-                            .headers
-                            .iter()
-                            .map(|h| h.name.len() + h.value.as_ref().map_or(0, |v| v.len()))
-                            .sum::<usize>();
-                    let ctx = RecordContext::for_event(
-                        UNTRACKED,
-                        event,
-                        event_id,
-                        None,
-                        &self.shared.metrics.stages,
-                    );
-                    let base = base_record(&record, ctx);
-                    self.send_in_txn(eos, &mut open, &producer, base).await?;
-                    match per_topic
-                        .iter_mut()
-                        .find(|(t, _)| Arc::ptr_eq(t, &record.topic) || **t == *record.topic)
-                    {
-                        Some((_, n)) => *n += 1,
-                        None => per_topic.push((Arc::clone(&record.topic), 1)),
-                    }
-                    open.records += 1;
-                    open.bytes += len as u64;
+                    self.publish_in_txn(&mut step, eos, &mut open, &producer, router, event)
+                        .await?;
                     open.ack(event.seq);
                     let cur = current.as_mut().expect("set above");
                     cur.in_txn += 1;
                 }
             }
-            for (topic, n) in per_topic.drain(..) {
-                self.shared
-                    .metrics
-                    .events
-                    .get_or_create(&crate::metrics::TopicLabel {
-                        topic: topic.to_string(),
-                    })
-                    .inc_by(n);
-            }
+            step.flush_counts();
             if let Some(err) = self.take_failure() {
                 return Err(self.abort_with(eos, &mut open, err).await);
             }
@@ -949,13 +849,18 @@ impl KafkaSink {
             let queued = std::mem::take(&mut *eos.queued.lock().expect("queue lock"));
             for q in &queued {
                 self.begin(eos, &mut open)?;
-                let base = super::untracked_record(
-                    &q.topic,
-                    q.partition,
-                    q.key.as_deref(),
-                    q.value.as_deref(),
-                );
-                self.send_in_txn(eos, &mut open, &producer, base).await?;
+                let record = WireRecord {
+                    partition: q.partition,
+                    ..WireRecord::plain(&q.topic, q.key.as_deref(), q.value.as_deref())
+                };
+                self.send_in_txn(
+                    eos,
+                    &mut open,
+                    &producer,
+                    &record,
+                    RecordContext::untracked(),
+                )
+                .await?;
                 open.records += 1;
             }
             if snapshot {
@@ -1113,9 +1018,65 @@ impl KafkaSink {
         }
     }
 
+    /// The exactly-once produce step of one event, inside the open
+    /// transaction: its record, or the dead-letter record that replaces it
+    /// (the router refused it, or Kafka refused it in an aborted
+    /// transaction before), counted in the open transaction. A refused
+    /// event without a dead-letter topic aborts what is open and stops.
+    async fn publish_in_txn(
+        &self,
+        step: &mut Step<'_>,
+        eos: &Eos,
+        open: &mut Open,
+        producer: &Arc<ThreadedProducer<DeliveryContext>>,
+        router: &mut Router,
+        event: &OutboxEvent,
+    ) -> Result<(), SinkError> {
+        let routing = match self.take_refused(event) {
+            // Kafka refused this record before: its dead-letter record
+            // takes its place.
+            Some(r) => Routing::Letter(Letter::refused(event, UNTRACKED, r)),
+            None => step.route(event, router, UNTRACKED),
+        };
+        let (record, event_id) = match routing {
+            Routing::Record(record, event_id) => (record, event_id),
+            Routing::Letter(letter) => {
+                let dl = self
+                    .dead_letter
+                    .as_deref()
+                    .expect("a letter needs a dead-letter topic");
+                self.send_letter_in_txn(eos, open, producer, dl, &letter)
+                    .await?;
+                open.records += 1;
+                return Ok(());
+            }
+            Routing::Failed(e) => {
+                // What is open is aborted: nothing of this transaction or
+                // after it becomes visible.
+                if self.abort_open(eos).await.is_ok() {
+                    eos.in_txn.store(false, Ordering::Release);
+                }
+                return Err(SinkError::Route(e));
+            }
+        };
+        if step.count(&record.topic) {
+            // Reads the topic's limit; never replaces the transactional
+            // producer (see `fit_batches`).
+            self.note_limit(&record.topic).await;
+        }
+        let wire = WireRecord::of(&record);
+        let bytes = wire.bytes() as u64;
+        let ticket = step.ticket(UNTRACKED, event, event_id);
+        self.send_in_txn(eos, open, producer, &wire, ticket).await?;
+        open.records += 1;
+        open.bytes += bytes;
+        Ok(())
+    }
+
     /// The refusal recorded for `event`, if Kafka refused its record in an
     /// aborted transaction (snapshot rows share one LSN: never matched).
-    fn take_refused(&self, event: &OutboxEvent) -> Option<super::Refused> {
+    /// Only with a dead-letter topic, which takes the event's place.
+    fn take_refused(&self, event: &OutboxEvent) -> Option<Refused> {
         let mut refused = self.shared.refused.lock().expect("refused lock poisoned");
         if refused.is_empty() || event.meta.xid == 0 || self.dead_letter.is_none() {
             return None;
@@ -1131,21 +1092,17 @@ impl KafkaSink {
         &self,
         eos: &Eos,
         open: &mut Open,
-        producer: &Arc<rdkafka::producer::ThreadedProducer<super::DeliveryContext>>,
-        dl: &super::dlq::DeadLetter,
+        producer: &Arc<ThreadedProducer<DeliveryContext>>,
+        dl: &DeadLetter,
         letter: &Letter,
     ) -> Result<(), SinkError> {
         let (key, value, headers) = dl.record_parts(letter);
-        let mut base: BaseRecord<'_, [u8], [u8], Box<RecordContext>> =
-            BaseRecord::with_opaque_to(dl.topic(), Box::new(RecordContext::untracked()))
-                .headers(headers);
-        if let Some(k) = key.as_deref() {
-            base = base.key(k);
-        }
-        if let Some(v) = value.as_deref() {
-            base = base.payload(v);
-        }
-        self.send_in_txn(eos, open, producer, base).await?;
+        let record = WireRecord {
+            headers: &headers,
+            ..WireRecord::plain(dl.topic(), key.as_deref(), value.as_deref())
+        };
+        self.send_in_txn(eos, open, producer, &record, RecordContext::untracked())
+            .await?;
         self.shared
             .metrics
             .dead_lettered
@@ -1156,31 +1113,21 @@ impl KafkaSink {
         Ok(())
     }
 
-    /// Sends one record of the open transaction, waiting while the local
-    /// queue is full.
-    async fn send_in_txn<'a>(
+    /// Sends one record of the open transaction through the publish step:
+    /// a failure reported while the local queue is full, or a refusal,
+    /// aborts the transaction.
+    async fn send_in_txn(
         &self,
         eos: &Eos,
         open: &mut Open,
-        producer: &Arc<rdkafka::producer::ThreadedProducer<super::DeliveryContext>>,
-        mut base: BaseRecord<'a, [u8], [u8], Box<RecordContext>>,
+        producer: &Arc<ThreadedProducer<DeliveryContext>>,
+        record: &WireRecord<'_>,
+        ticket: Box<RecordContext>,
     ) -> Result<(), SinkError> {
-        loop {
-            match producer.send(base) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    base = back;
-                    let _ = tokio::time::timeout(
-                        Duration::from_millis(10),
-                        self.shared.wake.notified(),
-                    )
-                    .await;
-                    if let Some(err) = self.take_failure() {
-                        return Err(self.abort_with(eos, open, err).await);
-                    }
-                }
-                Err((e, _)) => return Err(self.abort(eos, open, e).await),
-            }
+        match publish::send(&self.shared, &**producer, record, ticket).await {
+            Ok(()) => Ok(()),
+            Err(Stop::Failed(err)) => Err(self.abort_with(eos, open, err).await),
+            Err(Stop::Refused(_, e)) => Err(self.abort(eos, open, e).await),
         }
     }
 }

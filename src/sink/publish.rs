@@ -1,0 +1,669 @@
+//! The publish step: one produce step for every delivery path — the
+//! at-least-once loop, the exactly-once loop and the dead-letter records —
+//! and for every broker behind [`super::broker::Broker`].
+//!
+//! ```text
+//!  OutboxEvent ─▶ Step::route ─┬─ record ──▶ Step::count (first sight of a
+//!                              │                destination: its limits)
+//!                              │           ──▶ send (backpressure: a full
+//!                              │                broker queue waits)
+//!                              ├─ dead letter (errors.tolerance = all)
+//!                              └─ route error (stops the pipeline)
+//!  broker's acknowledgement ──▶ Shared::settle ─▶ tracker.ack / fail,
+//!                                 dead letter of a refused record
+//! ```
+//!
+//! Owns the state a sink shares with its brokers' callbacks ([`Shared`]:
+//! the current session's tracker, the first failure, limits read per
+//! destination), the per-record ticket ([`RecordContext`]), settling an
+//! acknowledgement, and the routing, counting and waiting every path does
+//! alike. What differs between paths (what a failure stops: the sink, or
+//! the open Kafka transaction) stays with the path; what differs between
+//! brokers stays behind the trait. It never confirms an LSN itself: it
+//! reports deliveries to the tracker, tagged with the session generation,
+//! so reports from an earlier session are ignored.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+use tracing::error;
+use walrelay_proto::Lsn;
+
+use super::broker::{Broker, Delivery, FailureClass, Refusal, WireRecord};
+use super::dlq::{DeadLetter, Letter, Stage};
+use super::limits::fits_alone;
+use super::SinkError;
+use crate::checkpoint::SharedTracker;
+use crate::metrics::{observe_micros, CodeLabel, Metrics, TopicLabel};
+use crate::router::{KafkaRecord, RouteError, Router};
+use crate::txn::OutboxEvent;
+
+/// Bits of the delivery tag that carry the transaction sequence; the
+/// bits above carry the session generation.
+pub(super) const SEQ_BITS: u32 = 48;
+pub(super) const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// Delivery tag of records outside any transaction (heartbeats, and every
+/// record of exactly-once mode, which the commit settles): generation 0,
+/// which no session has (sessions are numbered from 1), so the tracker
+/// never sees their reports.
+pub(super) const UNTRACKED: u64 = 0;
+/// How long a send waits for acknowledgements to make room in a full
+/// broker queue before it tries again.
+const FULL_PAUSE: Duration = Duration::from_millis(10);
+
+/// State shared by a sink, its brokers' delivery callbacks and the
+/// dead-letter producer's.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Where delivery reports are counted.
+    pub(crate) metrics: Arc<Metrics>,
+    /// The current session's generation and tracker.
+    pub(super) tracker: Mutex<Option<(u64, SharedTracker)>>,
+    failure: Mutex<Option<SinkError>>,
+    /// Woken by every acknowledgement: a waiting send tries again.
+    pub(super) wake: Notify,
+    /// Signalled once per recorded failure, so an idle sink stops at once
+    /// without being woken by every delivery report.
+    pub(super) failed: Notify,
+    pub(super) delivered: AtomicU64,
+    /// `max.message.bytes` of the topics produced to, as read when the
+    /// sink first met them.
+    pub(super) limits: Mutex<HashMap<String, u64>>,
+    /// Exactly-once: events whose record Kafka refused for itself (its
+    /// size, its topic, a policy), by commit LSN and change LSN. Their
+    /// transaction was aborted; under `errors.tolerance = all` the retry
+    /// sends their dead-letter records instead.
+    pub(crate) refused: Mutex<Vec<Refused>>,
+}
+
+/// An event Kafka refused for itself, in exactly-once mode.
+#[derive(Debug, Clone)]
+pub(crate) struct Refused {
+    /// An outbox event's record (else a dead letter, heartbeat or progress
+    /// record, which no retry can replace).
+    pub(crate) event: bool,
+    pub(crate) commit_lsn: Lsn,
+    pub(crate) lsn: Lsn,
+    /// The kind of problem (metric label).
+    pub(crate) kind: &'static str,
+    pub(crate) topic: String,
+    /// The broker's error, for the dead-letter record.
+    pub(crate) message: String,
+}
+
+impl Shared {
+    /// Nothing recorded yet; samples go to `metrics`.
+    pub(super) fn new(metrics: Arc<Metrics>) -> Shared {
+        Shared {
+            metrics,
+            ..Shared::default()
+        }
+    }
+
+    /// The tracker of the session `tag` belongs to, if it is the current one.
+    pub(super) fn tracker_for(&self, tag: u64) -> Option<SharedTracker> {
+        let generation = tag >> SEQ_BITS;
+        let guard = self.tracker.lock().expect("tracker slot lock poisoned");
+        match guard.as_ref() {
+            Some((g, t)) if *g == generation => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    /// The batch limit read for `topic`, if any.
+    fn limit_of(&self, topic: &str) -> Option<u64> {
+        self.limits
+            .lock()
+            .expect("limits lock poisoned")
+            .get(topic)
+            .copied()
+    }
+
+    /// Keeps the first failure; later ones follow from it.
+    pub(super) fn record_failure(&self, err: SinkError) {
+        let mut failure = self.failure.lock().expect("failure slot lock poisoned");
+        if failure.is_none() {
+            *failure = Some(err);
+        }
+        self.failed.notify_one();
+    }
+
+    /// Takes the recorded failure, if any.
+    pub(super) fn take_failure(&self) -> Option<SinkError> {
+        self.failure
+            .lock()
+            .expect("failure slot lock poisoned")
+            .take()
+    }
+
+    /// Settles one acknowledgement (a broker's callback calls this for
+    /// every record it was handed): a delivered record counts in its
+    /// transaction; a refused one is dead-lettered when it is the record's
+    /// own fault and a dead-letter topic is configured, and otherwise
+    /// fails its transaction and stops the sink.
+    pub(super) fn settle(
+        &self,
+        ctx: &RecordContext,
+        dead_letter: Option<&DeadLetter>,
+        outcome: Result<(), Delivery>,
+    ) {
+        match outcome {
+            Ok(()) => self.delivered(ctx),
+            Err(failure) => self.refused(ctx, dead_letter, failure),
+        }
+        self.wake.notify_waiters();
+    }
+
+    fn delivered(&self, ctx: &RecordContext) {
+        self.delivered.fetch_add(1, Ordering::Relaxed);
+        let now_us = crate::clock::unix_now_micros();
+        if ctx.produced_us > 0 {
+            observe_micros(
+                &self.metrics.stages.produce_to_ack,
+                now_us - ctx.produced_us,
+            );
+        }
+        let tracker = self.tracker_for(ctx.tag);
+        if let Some(commit_us) = tracker.and_then(|t| t.ack(ctx.tag & SEQ_MASK, 1)) {
+            observe_micros(&self.metrics.commit_to_ack, now_us - commit_us);
+        }
+    }
+
+    fn refused(&self, ctx: &RecordContext, dead_letter: Option<&DeadLetter>, failure: Delivery) {
+        let tracker = self.tracker_for(ctx.tag);
+        let seq = ctx.tag & SEQ_MASK;
+        let fail = || {
+            if let Some(t) = &tracker {
+                t.fail(seq);
+            }
+        };
+        self.metrics
+            .delivery_errors
+            .get_or_create(&CodeLabel {
+                code: failure.code.clone(),
+            })
+            .inc();
+        let event_id = ctx.event_id_or_placeholder();
+        let Delivery {
+            destination: topic,
+            class,
+            error: err,
+            record_bytes,
+            ..
+        } = failure;
+        // A batch refused for its size although this record fits the
+        // topic's limit alone: not the record's fault.
+        let too_large = matches!(
+            class,
+            FailureClass::Record {
+                too_large: true,
+                ..
+            }
+        );
+        if let Some(limit) = self
+            .limit_of(&topic)
+            .filter(|&l| too_large && fits_alone(record_bytes, l))
+        {
+            fail();
+            error!(pipeline = self.metrics.name(), topic, event_id, lsn = %ctx.lsn, limit, error = %err, "kafka refused a batch that this record fits alone");
+            self.record_failure(SinkError::BatchTooLarge {
+                topic,
+                limit,
+                event_id: event_id.to_owned(),
+                lsn: ctx.lsn,
+            });
+            return;
+        }
+        let kind = match class {
+            FailureClass::Record { kind, .. } => Some(kind),
+            _ => None,
+        };
+        let message = format!("kafka could not deliver the record to {topic}: {err}");
+        // Exactly-once: the transaction aborts; remember the event so the
+        // retry dead-letters it (or the sink stops on it).
+        if let (Some(kind), UNTRACKED) = (kind, ctx.tag) {
+            self.refused
+                .lock()
+                .expect("refused lock poisoned")
+                .push(Refused {
+                    event: ctx.event_id.is_some(),
+                    commit_lsn: ctx.commit_lsn,
+                    lsn: ctx.lsn,
+                    kind,
+                    topic: topic.clone(),
+                    message: message.clone(),
+                });
+        }
+        // A per-record failure under `errors.tolerance = all`: the
+        // dead-letter record replaces this one in the transaction's count,
+        // so the tracker hears nothing now.
+        if let (Some(dl), Some(original), Some(kind), Some(_)) =
+            (dead_letter, &ctx.original, kind, &tracker)
+        {
+            let letter = Letter {
+                tag: ctx.tag,
+                lsn: ctx.lsn,
+                commit_lsn: ctx.commit_lsn,
+                xid: ctx.xid,
+                event_id: ctx.event_id.clone(),
+                table: original.origin.clone(),
+                key: original.key.clone(),
+                value: original.value.clone(),
+                topic: Some(topic),
+                kind,
+                class: super::kafka::ERROR_CLASS,
+                message,
+                stage: Stage::Produce,
+                // The broker's limit is not the producer's: the original
+                // bytes go out unless they exceed the producer's own
+                // `message.max.bytes` (records that only shared a rejected
+                // batch keep their value).
+                too_large: false,
+            };
+            if let Err(source) = dl.send(&letter) {
+                fail();
+                self.record_failure(SinkError::DeadLetterProduce {
+                    event_id: event_id.to_owned(),
+                    lsn: ctx.lsn,
+                    topic: dl.topic().to_owned(),
+                    source: Box::new(source),
+                });
+            }
+            return;
+        }
+        fail();
+        // Records purged after the first failure only echo it.
+        if class != FailureClass::Purged {
+            error!(topic, event_id, lsn = %ctx.lsn, error = %err, "kafka delivery failed permanently");
+        }
+        self.record_failure(SinkError::Delivery {
+            topic,
+            error: err,
+            event_id: event_id.to_owned(),
+            lsn: ctx.lsn,
+        });
+    }
+}
+
+/// What an acknowledgement needs to know about its record: which
+/// transaction to settle, and enough of the event to name it in an error
+/// or dead-letter it. The ticket every broker carries.
+pub struct RecordContext {
+    tag: u64,
+    lsn: Lsn,
+    commit_lsn: Lsn,
+    xid: u32,
+    /// The event's id as routed (moved here from the routed record: no
+    /// copy).
+    pub(super) event_id: Option<String>,
+    /// The event's original bytes; kept only where a refused record can
+    /// be dead-lettered from its acknowledgement.
+    original: Option<Original>,
+    /// When it was handed to the broker, Unix µs (0: not measured).
+    produced_us: i64,
+}
+
+impl RecordContext {
+    /// The context of a record that settles nothing in the tracker.
+    pub(super) fn untracked() -> Box<RecordContext> {
+        Box::new(RecordContext {
+            tag: UNTRACKED,
+            lsn: Lsn::ZERO,
+            commit_lsn: Lsn::ZERO,
+            xid: 0,
+            event_id: None,
+            original: None,
+            produced_us: 0,
+        })
+    }
+
+    /// The id to name the record by in errors.
+    fn event_id_or_placeholder(&self) -> &str {
+        self.event_id
+            .as_deref()
+            .unwrap_or(if self.tag == UNTRACKED {
+                "heartbeat"
+            } else {
+                "null"
+            })
+    }
+}
+
+/// An event's original bytes, for its dead-letter record.
+struct Original {
+    /// `schema.table` or `message prefix <prefix>`.
+    origin: String,
+    key: Option<Bytes>,
+    value: Option<Bytes>,
+}
+
+/// What routing made of an event.
+pub(super) enum Routing {
+    /// Its record and the event id it carries.
+    Record(KafkaRecord, Option<String>),
+    /// The router refused it and a dead-letter topic takes it.
+    Letter(Letter),
+    /// The router refused it and nothing takes it: the pipeline stops.
+    Failed(RouteError),
+}
+
+/// Why a send ended without handing the record over.
+pub(super) enum Stop<T, E> {
+    /// A failure was reported while the send waited for room.
+    Failed(SinkError),
+    /// The broker refused the record outright.
+    Refused(T, E),
+}
+
+/// One delivery path's produce step, for the length of one run: routes,
+/// counts per destination and sends with backpressure.
+pub(super) struct Step<'s> {
+    shared: &'s Shared,
+    dead_letter: Option<&'s DeadLetter>,
+    /// Records per destination since the last flush (once per batch into
+    /// the metrics, never per event).
+    counts: Vec<(Arc<str>, u64)>,
+    /// Destinations met by this run, whose limits were looked at.
+    seen: Vec<Arc<str>>,
+}
+
+impl<'s> Step<'s> {
+    pub(super) fn new(shared: &'s Shared, dead_letter: Option<&'s DeadLetter>) -> Step<'s> {
+        Step {
+            shared,
+            dead_letter,
+            counts: Vec::new(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Routes `event`, or builds the dead-letter record that takes its
+    /// place (tagged `tag`) when the router refuses it.
+    pub(super) fn route(&self, event: &OutboxEvent, router: &mut Router, tag: u64) -> Routing {
+        match event.route(router) {
+            Ok((record, event_id)) => Routing::Record(record, event_id),
+            Err(e) if self.dead_letter.is_some() => {
+                let topic = event.intended_topic(router);
+                Routing::Letter(Letter::route_error(event, tag, &e, topic))
+            }
+            Err(e) => Routing::Failed(e),
+        }
+    }
+
+    /// Counts one record to `destination`; true the first time this run
+    /// meets the destination (its limits are to be looked at).
+    pub(super) fn count(&mut self, destination: &Arc<str>) -> bool {
+        match self
+            .counts
+            .iter_mut()
+            .find(|(t, _)| Arc::ptr_eq(t, destination) || **t == **destination)
+        {
+            Some((_, n)) => {
+                *n += 1;
+                false
+            }
+            None => {
+                self.counts.push((Arc::clone(destination), 1));
+                if self.seen.iter().any(|t| **t == **destination) {
+                    return false;
+                }
+                self.seen.push(Arc::clone(destination));
+                true
+            }
+        }
+    }
+
+    /// Adds the counts since the last flush to the metrics.
+    pub(super) fn flush_counts(&mut self) {
+        for (topic, n) in self.counts.drain(..) {
+            self.shared
+                .metrics
+                .events
+                .get_or_create(&TopicLabel {
+                    topic: topic.to_string(),
+                })
+                .inc_by(n);
+        }
+    }
+
+    /// The ticket of `event`'s record, about to be handed to the broker:
+    /// observes the event's `receive_to_produce` stage. The original bytes
+    /// are kept only for a tracked record with a dead-letter topic (its
+    /// acknowledgement may dead-letter it).
+    pub(super) fn ticket(
+        &self,
+        tag: u64,
+        event: &OutboxEvent,
+        event_id: Option<String>,
+    ) -> Box<RecordContext> {
+        let now = crate::clock::unix_now_micros();
+        if event.meta.received_us > 0 {
+            observe_micros(
+                &self.shared.metrics.stages.receive_to_produce,
+                now - event.meta.received_us,
+            );
+        }
+        let original = (tag != UNTRACKED && self.dead_letter.is_some()).then(|| {
+            let (key, value) = event.original();
+            Original {
+                origin: event.origin(),
+                key,
+                value,
+            }
+        });
+        Box::new(RecordContext {
+            tag,
+            lsn: event.meta.lsn,
+            commit_lsn: event.meta.commit_lsn,
+            xid: event.meta.xid,
+            event_id,
+            original,
+            produced_us: now,
+        })
+    }
+
+    /// Sends one record; see [`send`].
+    pub(super) async fn send<B: Broker>(
+        &self,
+        broker: &B,
+        record: &WireRecord<'_>,
+        ticket: B::Ticket,
+    ) -> Result<(), Stop<B::Ticket, B::Error>> {
+        send(self.shared, broker, record, ticket).await
+    }
+}
+
+/// Hands `record` to `broker`, waiting while the broker's queue is full
+/// (backpressure: acknowledgements make room, never a bigger buffer). A
+/// failure reported meanwhile ends the wait.
+pub(super) async fn send<B: Broker>(
+    shared: &Shared,
+    broker: &B,
+    record: &WireRecord<'_>,
+    mut ticket: B::Ticket,
+) -> Result<(), Stop<B::Ticket, B::Error>> {
+    loop {
+        match broker.send(record, ticket) {
+            Ok(()) => return Ok(()),
+            Err(Refusal::Full(back)) => {
+                ticket = back;
+                let _ = tokio::time::timeout(FULL_PAUSE, shared.wake.notified()).await;
+                if let Some(err) = shared.take_failure() {
+                    return Err(Stop::Failed(err));
+                }
+            }
+            Err(Refusal::Refused(back, e)) => return Err(Stop::Refused(back, e)),
+        }
+    }
+}
+
+/// [`send`] for a thread that may block (a broker's delivery callback,
+/// which dead-letters a refused record): waits by sleeping.
+pub(super) fn send_blocking<B: Broker>(
+    broker: &B,
+    record: &WireRecord<'_>,
+    mut ticket: B::Ticket,
+) -> Result<(), B::Error> {
+    loop {
+        match broker.send(record, ticket) {
+            Ok(()) => return Ok(()),
+            Err(Refusal::Full(back)) => {
+                ticket = back;
+                std::thread::sleep(FULL_PAUSE);
+            }
+            Err(Refusal::Refused(_, e)) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::{Cell, RefCell};
+
+    use super::super::broker::{Guarantees, WireRecord};
+    use super::*;
+
+    /// A broker that takes `room` records, then is full until `drain`.
+    struct Queue {
+        room: Cell<usize>,
+        sent: RefCell<Vec<String>>,
+        refuse: Option<&'static str>,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("refused: {0}")]
+    struct Refuse(&'static str);
+
+    impl Broker for Queue {
+        type Ticket = u32;
+        type Error = Refuse;
+        const NAME: &'static str = "queue";
+
+        fn guarantees(&self) -> Guarantees {
+            Guarantees {
+                idempotent: false,
+                transactional: false,
+                dedup_by_id: false,
+                per_key_order: true,
+            }
+        }
+
+        fn send(&self, record: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
+            if let Some(why) = self.refuse {
+                return Err(Refusal::Refused(ticket, Refuse(why)));
+            }
+            if self.room.get() == 0 {
+                return Err(Refusal::Full(ticket));
+            }
+            self.room.set(self.room.get() - 1);
+            self.sent
+                .borrow_mut()
+                .push(format!("{}#{ticket}", record.destination));
+            Ok(())
+        }
+
+        fn classify(_: &Refuse) -> FailureClass {
+            FailureClass::Record {
+                kind: "invalid_record",
+                too_large: false,
+            }
+        }
+
+        fn in_flight(&self) -> usize {
+            self.sent.borrow().len()
+        }
+    }
+
+    #[test]
+    fn delivery_tags_carry_generation_and_sequence() {
+        let shared = Shared::default();
+        let tracker = SharedTracker::new(Lsn(100));
+        *shared.tracker.lock().unwrap() = Some((3, tracker));
+        let seq = 7u64;
+        assert!(shared.tracker_for((3 << SEQ_BITS) | seq).is_some());
+        assert!(shared.tracker_for((2 << SEQ_BITS) | seq).is_none());
+        assert!(shared.tracker_for(UNTRACKED).is_none());
+        // The first failure is kept; later ones follow from it.
+        shared.record_failure(SinkError::DeadLetter { error: "a".into() });
+        shared.record_failure(SinkError::DeadLetter { error: "b".into() });
+        let kept = shared.take_failure().unwrap();
+        assert_eq!(
+            kept.to_string(),
+            "kafka could not deliver a dead-letter record: a; nothing after it is confirmed"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_broker_is_waited_for_and_a_failure_ends_the_wait() {
+        let shared = Shared::default();
+        let queue = Queue {
+            room: Cell::new(1),
+            sent: RefCell::new(Vec::new()),
+            refuse: None,
+        };
+        let record = WireRecord::plain("t", None, Some(b"v"));
+        assert!(send(&shared, &queue, &record, 1).await.is_ok());
+        // Full: the send waits; a failure reported meanwhile ends it, and
+        // nothing more was handed over.
+        shared.record_failure(SinkError::DeadLetter { error: "x".into() });
+        match send(&shared, &queue, &record, 2).await {
+            Err(Stop::Failed(SinkError::DeadLetter { error })) => assert_eq!(error, "x"),
+            _ => panic!("the recorded failure must end the wait"),
+        }
+        assert_eq!(*queue.sent.borrow(), ["t#1"]);
+        // Room again: the same record goes out.
+        queue.room.set(1);
+        assert!(send(&shared, &queue, &record, 3).await.is_ok());
+        assert_eq!(*queue.sent.borrow(), ["t#1", "t#3"]);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_hands_the_ticket_back() {
+        let shared = Shared::default();
+        let queue = Queue {
+            room: Cell::new(5),
+            sent: RefCell::new(Vec::new()),
+            refuse: Some("policy"),
+        };
+        let record = WireRecord::plain("t", None, None);
+        match send(&shared, &queue, &record, 9).await {
+            Err(Stop::Refused(ticket, e)) => {
+                assert_eq!(ticket, 9);
+                assert_eq!(
+                    Queue::classify(&e),
+                    FailureClass::Record {
+                        kind: "invalid_record",
+                        too_large: false
+                    }
+                );
+            }
+            _ => panic!("the refusal must come back with its ticket"),
+        }
+        assert!(send_blocking(&queue, &record, 1).is_err());
+    }
+
+    #[test]
+    fn counts_name_each_destination_once() {
+        let shared = Shared::default();
+        let mut step = Step::new(&shared, None);
+        let a: Arc<str> = "a".into();
+        let a2: Arc<str> = "a".into();
+        let b: Arc<str> = "b".into();
+        assert!(step.count(&a));
+        assert!(!step.count(&a2));
+        assert!(step.count(&b));
+        step.flush_counts();
+        // Met before the flush: not new again.
+        assert!(!step.count(&a));
+        step.flush_counts();
+        let text = shared.metrics.render();
+        assert!(
+            text.contains("walrelay_events_total{pipeline=\"default\",topic=\"a\"} 3"),
+            "{text}"
+        );
+    }
+}
