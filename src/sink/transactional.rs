@@ -401,6 +401,62 @@ impl Open {
     }
 }
 
+/// One transactional run's state: the open Kafka transaction, the source
+/// transaction being read, and how far whole source transactions reach.
+struct Run {
+    tracker: SharedTracker,
+    cfg: TransactionsConfig,
+    /// `interval_ms`: a Kafka transaction is due at the next boundary.
+    interval: Duration,
+    /// Half the transaction timeout: a source transaction open this long
+    /// is committed inside.
+    split_after: Duration,
+    /// How often an idle outbox commits a progress-only transaction.
+    idle_progress: Duration,
+    /// The initial snapshot: one Kafka transaction, never split.
+    snapshot: bool,
+    /// The last committed progress, whose events are skipped.
+    resume: Option<Progress>,
+    open: Open,
+    current: Option<Current>,
+    /// End LSN of the last source transaction seen whole.
+    last_whole: Lsn,
+    last_progress: Instant,
+}
+
+impl Run {
+    fn new(eos: &Eos, tracker: SharedTracker) -> Run {
+        let cfg = eos.config.clone();
+        let interval = Duration::from_millis(cfg.interval_ms);
+        let resume = eos.committed().filter(|p| p.phase == Phase::Stream);
+        let start = tracker.confirmed();
+        Run {
+            split_after: Duration::from_millis(cfg.timeout_ms) / 2,
+            idle_progress: interval.max(Duration::from_secs(1)),
+            snapshot: eos.snapshot.load(Ordering::Acquire),
+            last_whole: resume.as_ref().map_or(start, |p| p.lsn.max(start)),
+            resume,
+            interval,
+            cfg,
+            tracker,
+            open: Open::default(),
+            current: None,
+            last_progress: Instant::now(),
+        }
+    }
+
+    /// The open transaction holds enough events or bytes, or is old enough.
+    fn due(&self) -> bool {
+        self.open.records >= self.cfg.max_events
+            || self.open.bytes >= self.cfg.max_bytes
+            || self.open_longer_than(self.interval)
+    }
+
+    fn open_longer_than(&self, age: Duration) -> bool {
+        self.open.since.is_some_and(|s| s.elapsed() >= age)
+    }
+}
+
 /// A transaction error as a sink error: fenced and fatal errors stop the
 /// pipeline, everything else is transient once the transaction is aborted.
 fn classify(e: &KafkaError, transactional_id: &str) -> (bool, SinkError) {
@@ -753,18 +809,7 @@ impl KafkaSink {
             }
             eos.in_txn.store(false, Ordering::Release);
         }
-        let cfg = eos.config.clone();
-        let interval = Duration::from_millis(cfg.interval_ms);
-        let split_after = Duration::from_millis(cfg.timeout_ms) / 2;
-        let idle_progress = interval.max(Duration::from_secs(1));
-        let snapshot = eos.snapshot.load(Ordering::Acquire);
-        let resume = eos.committed().filter(|p| p.phase == Phase::Stream);
-        let mut open = Open::default();
-        let mut current: Option<Current> = None;
-        // End LSN of the last source transaction seen whole.
-        let start = tracker.confirmed();
-        let mut last_whole = resume.as_ref().map_or(start, |p| p.lsn.max(start));
-        let mut last_progress = Instant::now();
+        let mut run = Run::new(eos, tracker);
         let mut producer = self.producer();
         let mut step = Step::new(&self.shared, self.dead_letter.as_deref());
         let mut ticker = tokio::time::interval(TICK);
@@ -772,160 +817,193 @@ impl KafkaSink {
         loop {
             let batch = tokio::select! {
                 biased;
+                // 1. new events; the channel closing ends the run
                 b = rx.recv() => match b {
                     Some(b) => Some(b),
                     None => break,
                 },
+                // 2. a queued heartbeat, 3. the open transaction's age
                 _ = eos.wake.notified() => None,
                 _ = ticker.tick() => None,
             };
-            if let Some(batch) = batch {
-                for event in &batch {
-                    // A new source transaction: the one before is whole (its
-                    // commit was registered before this event was handed over).
-                    if current.is_none_or(|c| c.seq != event.seq) {
-                        if let Some(c) = current {
-                            if let Some((Some(end), _)) = tracker.registered(c.seq) {
-                                last_whole = last_whole.max(end);
-                            }
-                        }
-                        if open.is_open()
-                            && !snapshot
-                            && (open.records >= cfg.max_events
-                                || open.bytes >= cfg.max_bytes
-                                || open.since.is_some_and(|s| s.elapsed() >= interval))
-                        {
-                            let p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
-                            self.commit(eos, &mut open, Some(&tracker), p).await?;
-                            last_progress = Instant::now();
-                        }
-                        current = Some(Current {
-                            seq: event.seq,
-                            commit_lsn: event.meta.commit_lsn,
-                            index: 0,
-                            in_txn: 0,
-                        });
-                    }
-                    let cur = current.as_mut().expect("set above");
-                    let index = cur.index;
-                    cur.index += 1;
-                    if resume
-                        .as_ref()
-                        .is_some_and(|p| p.covers(event.meta.commit_lsn, index))
-                    {
-                        // Already in Kafka: settle it with the next commit.
-                        open.ack(event.seq);
-                        continue;
-                    }
-                    // A source transaction too large for one Kafka
-                    // transaction: commit inside it.
-                    if open.is_open()
-                        && !snapshot
-                        && cur.in_txn > 0
-                        && (cur.in_txn >= cfg.max_events
-                            || open.bytes >= cfg.max_bytes.saturating_mul(2)
-                            || open.since.is_some_and(|s| s.elapsed() >= split_after))
-                    {
-                        let p = eos.progress(last_whole, cur.commit_lsn, index, Phase::Stream);
-                        self.commit(eos, &mut open, Some(&tracker), p).await?;
-                        last_progress = Instant::now();
-                        let cur = current.as_mut().expect("set above");
-                        cur.in_txn = 0;
-                    }
-                    self.begin(eos, &mut open)?;
-                    self.publish_in_txn(&mut step, eos, &mut open, &producer, router, event)
-                        .await?;
-                    open.ack(event.seq);
-                    let cur = current.as_mut().expect("set above");
-                    cur.in_txn += 1;
-                }
+            for event in batch.iter().flatten() {
+                self.take_event(eos, &mut run, &mut step, &producer, router, event)
+                    .await?;
             }
             step.flush_counts();
             if let Some(err) = self.take_failure() {
-                return Err(self.abort_with(eos, &mut open, err).await);
+                return Err(self.abort_with(eos, &mut run.open, err).await);
             }
-            // Heartbeats queued meanwhile join the open transaction (or
-            // open one).
-            let queued = std::mem::take(&mut *eos.queued.lock().expect("queue lock"));
-            for q in &queued {
-                self.begin(eos, &mut open)?;
-                let record = WireRecord {
-                    partition: q.partition,
-                    ..WireRecord::plain(&q.topic, q.key.as_deref(), q.value.as_deref())
-                };
-                self.send_in_txn(
-                    eos,
-                    &mut open,
-                    &producer,
-                    &record,
-                    RecordContext::untracked(),
-                )
-                .await?;
-                open.records += 1;
-            }
-            if snapshot {
-                continue;
-            }
-            let seen = current.map(|c| seen_whole(&tracker, &c));
-            let whole = seen.is_none_or(|s| s.is_some());
-            if let Some(Some(Some(end))) = seen {
-                last_whole = last_whole.max(end);
-            }
-            if open.is_open() {
-                let due = open.records >= cfg.max_events
-                    || open.bytes >= cfg.max_bytes
-                    || open.since.is_some_and(|s| s.elapsed() >= interval);
-                if due && whole {
-                    let p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
-                    self.commit(eos, &mut open, Some(&tracker), p).await?;
-                    last_progress = Instant::now();
-                } else if let Some(c) = current
-                    .filter(|_| !whole && open.since.is_some_and(|s| s.elapsed() >= split_after))
-                {
-                    // A source transaction that keeps the Kafka transaction
-                    // open too long: commit inside it.
-                    let p = eos.progress(last_whole, c.commit_lsn, c.index, Phase::Stream);
-                    self.commit(eos, &mut open, Some(&tracker), p).await?;
-                    last_progress = Instant::now();
-                    if let Some(c) = current.as_mut() {
-                        c.in_txn = 0;
-                    }
-                }
-            } else if whole && last_progress.elapsed() >= idle_progress {
-                // Idle: transactions without events and keepalives moved the
-                // tracker past the last progress; record that, so the slot
-                // can be confirmed there.
-                let confirmed = tracker.confirmed();
-                if confirmed > Lsn(eos.durable.load(Ordering::Acquire)) && open.acks.is_empty() {
-                    self.begin(eos, &mut open)?;
-                    let p = eos.progress(confirmed.max(last_whole), Lsn::ZERO, 0, Phase::Stream);
-                    self.commit(eos, &mut open, Some(&tracker), p).await?;
-                }
-                last_progress = Instant::now();
-            } else if !open.acks.is_empty() && whole {
-                // Only skipped events so far: settle them.
-                self.begin(eos, &mut open)?;
-                let p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
-                self.commit(eos, &mut open, Some(&tracker), p).await?;
-                last_progress = Instant::now();
+            self.send_queued(eos, &mut run.open, &producer).await?;
+            if !run.snapshot {
+                self.commit_if_due(eos, &mut run).await?;
             }
             producer = self.producer();
         }
-        // The source stopped (shutdown or its own error): commit what was
-        // produced, at a boundary when the last transaction came whole,
-        // else inside it.
-        if let Some(err) = self.take_failure() {
-            return Err(self.abort_with(eos, &mut open, err).await);
+        self.finish(eos, &mut run).await
+    }
+
+    /// One event of the stream: closes the Kafka transaction at a source
+    /// transaction's boundary when it is due, skips what the last committed
+    /// progress covers, splits a source transaction too large for one
+    /// Kafka transaction, then produces the event inside the open one.
+    async fn take_event(
+        &self,
+        eos: &Eos,
+        run: &mut Run,
+        step: &mut Step<'_>,
+        producer: &Arc<ThreadedProducer<DeliveryContext>>,
+        router: &mut Router,
+        event: &OutboxEvent,
+    ) -> Result<(), SinkError> {
+        // A new source transaction: the one before is whole (its commit
+        // was registered before this event was handed over).
+        if run.current.is_none_or(|c| c.seq != event.seq) {
+            if let Some(c) = run.current {
+                if let Some((Some(end), _)) = run.tracker.registered(c.seq) {
+                    run.last_whole = run.last_whole.max(end);
+                }
+            }
+            if run.open.is_open() && !run.snapshot && run.due() {
+                let p = eos.progress(run.last_whole, Lsn::ZERO, 0, Phase::Stream);
+                self.commit(eos, &mut run.open, Some(&run.tracker), p)
+                    .await?;
+                run.last_progress = Instant::now();
+            }
+            run.current = Some(Current {
+                seq: event.seq,
+                commit_lsn: event.meta.commit_lsn,
+                index: 0,
+                in_txn: 0,
+            });
         }
-        if open.is_open() || !open.acks.is_empty() {
-            self.begin(eos, &mut open)?;
-            let p = match current {
-                _ if snapshot => {
+        let cur = run.current.as_mut().expect("set above");
+        let index = cur.index;
+        cur.index += 1;
+        let (commit_lsn, in_txn) = (cur.commit_lsn, cur.in_txn);
+        if run
+            .resume
+            .as_ref()
+            .is_some_and(|p| p.covers(event.meta.commit_lsn, index))
+        {
+            // Already in Kafka: settle it with the next commit.
+            run.open.ack(event.seq);
+            return Ok(());
+        }
+        // A source transaction too large for one Kafka transaction: commit
+        // inside it.
+        if run.open.is_open()
+            && !run.snapshot
+            && in_txn > 0
+            && (in_txn >= run.cfg.max_events
+                || run.open.bytes >= run.cfg.max_bytes.saturating_mul(2)
+                || run.open_longer_than(run.split_after))
+        {
+            let p = eos.progress(run.last_whole, commit_lsn, index, Phase::Stream);
+            self.commit(eos, &mut run.open, Some(&run.tracker), p)
+                .await?;
+            run.last_progress = Instant::now();
+            run.current.as_mut().expect("set above").in_txn = 0;
+        }
+        self.begin(eos, &mut run.open)?;
+        self.publish_in_txn(step, eos, &mut run.open, producer, router, event)
+            .await?;
+        run.open.ack(event.seq);
+        run.current.as_mut().expect("set above").in_txn += 1;
+        Ok(())
+    }
+
+    /// Heartbeats queued since the last batch join the open transaction
+    /// (or open one).
+    async fn send_queued(
+        &self,
+        eos: &Eos,
+        open: &mut Open,
+        producer: &Arc<ThreadedProducer<DeliveryContext>>,
+    ) -> Result<(), SinkError> {
+        let queued = std::mem::take(&mut *eos.queued.lock().expect("queue lock"));
+        for q in &queued {
+            self.begin(eos, open)?;
+            let record = WireRecord {
+                partition: q.partition,
+                ..WireRecord::plain(&q.topic, q.key.as_deref(), q.value.as_deref())
+            };
+            self.send_in_txn(eos, open, producer, &record, RecordContext::untracked())
+                .await?;
+            open.records += 1;
+        }
+        Ok(())
+    }
+
+    /// After a batch (or a tick): commits the open transaction when it is
+    /// due and the last source transaction came whole, or inside that
+    /// transaction when it has kept the Kafka transaction open too long;
+    /// when idle, commits a progress-only transaction so the slot can be
+    /// confirmed past transactions without events and keepalives.
+    async fn commit_if_due(&self, eos: &Eos, run: &mut Run) -> Result<(), SinkError> {
+        let seen = run.current.map(|c| seen_whole(&run.tracker, &c));
+        let whole = seen.is_none_or(|s| s.is_some());
+        if let Some(Some(Some(end))) = seen {
+            run.last_whole = run.last_whole.max(end);
+        }
+        let progress = if run.open.is_open() {
+            match run.current {
+                _ if run.due() && whole => {
+                    Some(eos.progress(run.last_whole, Lsn::ZERO, 0, Phase::Stream))
+                }
+                // A source transaction that keeps the Kafka transaction
+                // open too long: commit inside it.
+                Some(c) if !whole && run.open_longer_than(run.split_after) => {
+                    Some(eos.progress(run.last_whole, c.commit_lsn, c.index, Phase::Stream))
+                }
+                _ => None,
+            }
+        } else if whole && run.last_progress.elapsed() >= run.idle_progress {
+            // Idle: transactions without events and keepalives moved the
+            // tracker past the last progress; record that.
+            let confirmed = run.tracker.confirmed();
+            run.last_progress = Instant::now();
+            (confirmed > Lsn(eos.durable.load(Ordering::Acquire)) && run.open.acks.is_empty())
+                .then(|| eos.progress(confirmed.max(run.last_whole), Lsn::ZERO, 0, Phase::Stream))
+        } else if !run.open.acks.is_empty() && whole {
+            // Only skipped events so far: settle them.
+            Some(eos.progress(run.last_whole, Lsn::ZERO, 0, Phase::Stream))
+        } else {
+            None
+        };
+        let Some(p) = progress else {
+            return Ok(());
+        };
+        let inside = p.commit_lsn != Lsn::ZERO;
+        self.begin(eos, &mut run.open)?;
+        self.commit(eos, &mut run.open, Some(&run.tracker), p)
+            .await?;
+        run.last_progress = Instant::now();
+        if inside {
+            if let Some(c) = run.current.as_mut() {
+                c.in_txn = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// The source stopped (shutdown or its own error): commits what was
+    /// produced, at a boundary when the last transaction came whole, else
+    /// inside it; a snapshot's transaction records its row count.
+    async fn finish(&self, eos: &Eos, run: &mut Run) -> Result<(), SinkError> {
+        if let Some(err) = self.take_failure() {
+            return Err(self.abort_with(eos, &mut run.open, err).await);
+        }
+        if run.open.is_open() || !run.open.acks.is_empty() {
+            self.begin(eos, &mut run.open)?;
+            let last_whole = run.last_whole;
+            let p = match run.current {
+                _ if run.snapshot => {
                     let mut p = eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream);
-                    p.snapshot_rows = Some(open.records);
+                    p.snapshot_rows = Some(run.open.records);
                     p
                 }
-                Some(c) => match seen_whole(&tracker, &c) {
+                Some(c) => match seen_whole(&run.tracker, &c) {
                     Some(end) => eos.progress(
                         end.map_or(last_whole, |e| last_whole.max(e)),
                         Lsn::ZERO,
@@ -936,9 +1014,10 @@ impl KafkaSink {
                 },
                 None => eos.progress(last_whole, Lsn::ZERO, 0, Phase::Stream),
             };
-            self.commit(eos, &mut open, Some(&tracker), p).await?;
+            self.commit(eos, &mut run.open, Some(&run.tracker), p)
+                .await?;
         }
-        if snapshot {
+        if run.snapshot {
             eos.snapshot.store(false, Ordering::Release);
         }
         Ok(())
