@@ -164,6 +164,8 @@ pub enum FailureClass {
     /// dead-lettered under `errors.tolerance = all`. The kind is the
     /// metric label and the dead-letter record's `walrelay.error.kind`.
     Record {
+        /// Short name of the problem (`message_too_large`,
+        /// `unknown_topic`, ...).
         kind: &'static str,
         /// A size limit: the record, or the batch it travelled in, was too
         /// large.
