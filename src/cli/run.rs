@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
-use tracing::info;
+use tracing::{info, Instrument};
 
 use super::{logging_errors, printing_errors, runtime, CliError};
 use crate::config::{OnPipelineFailure, ProcessConfig};
@@ -100,7 +100,7 @@ fn relay(mut config: ProcessConfig, overrides: &RunOverrides) -> Result<ExitCode
     let process = Arc::new(Process::new());
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
-        tokio::spawn(stop_on_signals(stop_tx));
+        tokio::spawn(stop_on_signals(stop_tx).instrument(tracing::info_span!("signals")));
         run_process(plans, process, &listen, on_failure, stop_rx).await
     })?;
     Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@
 //! `GET /api/state` (this module's JSON of the process's pipelines and
 //! their [`History`]).
 //!
-//! Owns the page, the answers of both (the JSON's shape is [`state`]'s)
+//! Owns the page, the answers of both (the JSON's shape is [`mod@state`]'s)
 //! and the headers that keep the page harmless: a Content-Security-Policy
 //! that allows nothing but the page's own inline script and style and
 //! requests to its own origin, and `nosniff`. The

@@ -84,7 +84,7 @@ pub enum ClientError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The body is larger than [`MAX_RESPONSE_BYTES`].
+    /// The body is larger than 16 MiB.
     #[error("the answer of {url} is larger than 16 MiB")]
     TooLarge {
         /// The URL.

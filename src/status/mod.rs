@@ -8,8 +8,8 @@
 //! logs while it drains a backlog, or the shards, backlog, batches and
 //! errors of a polling one; events and their rates between two readings,
 //! latency, errors, protocol and topics. [`client`] reads the listener
-//! (hyper's client), [`snapshot`] judges each pipeline's state and the
-//! rates, [`view`] writes the lines, [`run`] reads once or redraws every
+//! (hyper's client), `snapshot` judges each pipeline's state and the
+//! rates, `view` writes the lines, `run` reads once or redraws every
 //! interval. It only reads: it never talks to PostgreSQL or Kafka, never
 //! changes the process it looks at, and never parses the Prometheus text.
 
