@@ -12,6 +12,7 @@ pub use walrelay_proto as proto;
 pub mod chain;
 pub mod check;
 pub mod checkpoint;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod connect;

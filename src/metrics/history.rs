@@ -15,14 +15,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use prometheus_client::registry::Registry;
-use serde::Serialize;
+use prometheus_client::registry::{Metric, Registry};
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::Instrument;
 use walrelay_proto::Lsn;
 
-use super::{KindLabel, Metrics, Process, EVENTS};
+use super::{KindLabel, Metrics, Process};
 
 /// How often the sampler reads every pipeline.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
@@ -89,21 +89,61 @@ pub fn source_kind(m: &Metrics) -> Option<&'static str> {
     })
 }
 
-/// `walrelay_events_total` summed over its topics. prometheus-client's
-/// `Family` cannot list its series, so the family alone is encoded (one
-/// line per topic, under the family's read lock) and its samples added up.
+/// `walrelay_events_total` summed over its topics.
 fn events_total(m: &Metrics) -> u64 {
+    series(m.events.clone())
+        .iter()
+        .map(|s| s.value as u64)
+        .sum()
+}
+
+/// One series of a metric, as the text format writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Series {
+    /// What the text format adds to the metric's name: `_total`, `_sum`,
+    /// `_count`, `_bucket`, or nothing.
+    pub suffix: String,
+    /// The value of the series' one label (`le` for a bucket); `None`
+    /// without a label.
+    pub label: Option<String>,
+    /// The sample's value.
+    pub value: f64,
+}
+
+/// Every series of `metric`. prometheus-client's `Family` cannot list
+/// its series, nor a `Histogram` give its sum, so the metric alone is
+/// encoded (under the family's read lock, as a scrape does) and its lines
+/// read back. Only for this process's own metrics of one label or none,
+/// whose label values prometheus-client writes as they are.
+pub(super) fn series(metric: impl Metric) -> Vec<Series> {
+    const NAME: &str = "m";
     let mut registry = Registry::default();
-    registry.register(EVENTS, "", m.events.clone());
+    registry.register(NAME, "", metric);
     let mut text = String::with_capacity(256);
     if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
-        return 0;
+        return Vec::new();
     }
     text.lines()
         .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter_map(|(_, v)| v.parse::<u64>().ok())
-        .sum()
+        .filter_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            let value = value.parse::<f64>().ok()?;
+            let name = name.strip_prefix(NAME)?;
+            let (suffix, label) = match name.split_once('{') {
+                Some((suffix, labels)) => {
+                    let (_, quoted) = labels.strip_suffix('}')?.split_once('=')?;
+                    let label = quoted.strip_prefix('"')?.strip_suffix('"')?;
+                    (suffix, Some(label.to_owned()))
+                }
+                None => (name, None),
+            };
+            Some(Series {
+                suffix: suffix.to_owned(),
+                label,
+                value,
+            })
+        })
+        .collect()
 }
 
 /// One entry of a pipeline's ring.
@@ -120,7 +160,7 @@ pub struct Sample {
 }
 
 /// A sample as `/api/state` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleView {
     /// Seconds before the answer was built.
     pub age_seconds: f64,

@@ -2,8 +2,8 @@
 //! `walrelay check` (called as `walrelay::check::run_check`) on a good setup
 //! and on each kind of broken one, where the failing rows must be exactly
 //! the broken thing and name it; and `walrelay status` (through
-//! `walrelay::status`, and the binary) against a running walrelay's metrics
-//! endpoint, with one pipeline and with two, one of them failed.
+//! `walrelay::status`, and the binary) against a running walrelay's
+//! `/api/state`, with one pipeline and with two, one of them failed.
 
 use crate::common;
 
@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 
 use common::relay::{Outbox, Relay, WAIT};
 use common::{connect, kafka_bootstrap, unique_name, PrivatePg};
+use std::collections::BTreeMap;
 use walrelay::check::{self, run_check, CheckReport, CheckStatus};
 use walrelay::config::Config;
-use walrelay::status::{self, render, run_status_to, scrape, StatusOptions};
+
+use walrelay::status::{self, client, render, run_status_to, snapshot, StatusOptions};
 
 fn parse_config(text: &str) -> Config {
     Config::from_toml(text, Path::new("ops_cli.toml")).expect("test config is valid")
@@ -343,13 +345,14 @@ async fn status_shows_events_and_confirmed_lsn() {
     let written = ob.current_lsn().await;
     ob.wait_confirmed(written, &relay).await;
 
-    let url = status::metrics_url(&format!("127.0.0.1:{port}"));
+    let url = client::state_url(&format!("127.0.0.1:{port}"));
     // Metrics follow the pipeline by up to a status interval.
     let deadline = Instant::now() + WAIT;
-    let snapshot = loop {
-        let snap = scrape(&url).await;
+    let reading = loop {
+        let snap = snapshot(&url).await;
         if let Ok(s) = &snap {
-            if s.events() == Some(5.0) && s.confirmed_lsn().is_some_and(|l| l >= written) {
+            let p = &s.state.pipelines[0];
+            if p.events_total == 5 && p.confirmed_lsn.is_some_and(|l| l >= written) {
                 break snap.expect("checked above");
             }
         }
@@ -361,18 +364,19 @@ async fn status_shows_events_and_confirmed_lsn() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let p = &reading.state.pipelines[0];
     assert_eq!(
-        snapshot.events_by_topic(),
-        [(ob.topic(""), 5.0)],
+        p.events_by_topic,
+        BTreeMap::from([(ob.topic(""), 5)]),
         "events by topic"
     );
-    assert_eq!(snapshot.value("walrelay_up"), Some(1.0));
-    let confirmed = snapshot.confirmed_lsn().expect("confirmed lsn");
-    let view = render(&snapshot, None);
+    assert_eq!(reading.state.version, env!("CARGO_PKG_VERSION"));
+    let confirmed = p.confirmed_lsn.expect("confirmed lsn");
+    let view = render(&reading, None);
     assert!(view.contains("5 total"), "{view}");
     assert!(view.contains(&confirmed.to_string()), "{view}");
 
-    // The command itself: two scrapes a second apart, then the view.
+    // The command itself: two readings a second apart, then the view.
     let mut out = Vec::new();
     run_status_to(StatusOptions::new(url.clone()), &mut out)
         .await
@@ -392,7 +396,7 @@ async fn status_shows_events_and_confirmed_lsn() {
 
     ob.finish(relay).await;
     // Once walrelay is gone, status says so instead of hanging.
-    let err = scrape(&url).await.expect_err("nothing listens any more");
+    let err = snapshot(&url).await.expect_err("nothing listens any more");
     assert!(err.to_string().contains("cannot connect"), "{err}");
 }
 
@@ -428,15 +432,14 @@ async fn status_shows_a_failed_pipeline_beside_a_running_one() {
     ob.wait_confirmed(written, &relay).await;
 
     let addr = format!("127.0.0.1:{port}");
-    let url = status::metrics_url(&addr);
     let deadline = Instant::now() + WAIT;
     loop {
-        let snap = scrape(&url).await;
+        let snap = snapshot(&addr).await;
         if let Ok(s) = &snap {
-            let (orders, failed) = (s.for_pipeline("orders"), s.for_pipeline("broken"));
-            if orders.events() == Some(3.0)
-                && orders.state() == status::PipelineState::Running
-                && failed.state() == status::PipelineState::Failed
+            let state = |name| s.pipeline(name).map(status::PipelineState::of);
+            if s.pipeline("orders").is_some_and(|p| p.events_total == 3)
+                && state("orders") == Some(status::PipelineState::Running)
+                && state("broken") == Some(status::PipelineState::Failed)
             {
                 break;
             }

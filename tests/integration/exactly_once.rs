@@ -21,7 +21,7 @@ use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
 use common::load::Load;
-use common::metrics::{free_port, get, scrape, wait_metrics};
+use common::metrics::{free_port, pipeline, wait_pipeline};
 use common::progress::ProgressTopic;
 use common::relay::{
     commit_ends, connect_files, count_events, event_id, event_number, ids, read_until_ids_on, tail,
@@ -33,7 +33,7 @@ use common::{
     read_uncommitted_to_end_on, PrivateKafka, PrivatePg,
 };
 use rand::Rng;
-use walrelay::metrics::{EXACTLY_ONCE, KAFKA_TRANSACTIONS, PROGRESS_COMMITTED_LSN};
+use walrelay::metrics::page::PipelineView;
 use walrelay::proto::Lsn;
 
 /// `[metrics]` on a fixed port (kept across a restart of the same config).
@@ -41,12 +41,11 @@ fn metrics_on(port: u16) -> String {
     format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n")
 }
 
-/// Kafka transactions committed so far, from a scrape.
-fn committed(m: &HashMap<String, f64>) -> f64 {
-    get(
-        m,
-        &format!("{KAFKA_TRANSACTIONS}_total{{result=\"committed\"}}"),
-    )
+/// Kafka transactions committed so far; 0 before exactly-once mode shows.
+fn committed(p: &PipelineView) -> u64 {
+    p.exactly_once
+        .as_ref()
+        .map_or(0, |e| e.transactions_committed)
 }
 
 /// Event numbers per record key, in the order read (a key is on one
@@ -152,12 +151,14 @@ async fn thousand_events_once_with_their_progress() {
         Some(system_id.as_str()),
         "{last:?}"
     );
-    let m = wait_metrics(port, "committed progress", &mut relay, |m| {
-        get(m, PROGRESS_COMMITTED_LSN) >= last_end.0 as f64
+    let m = wait_pipeline(port, "committed progress", &mut relay, |m| {
+        m.exactly_once
+            .as_ref()
+            .is_some_and(|e| e.committed_lsn >= last_end)
     })
     .await;
-    assert_eq!(get(&m, EXACTLY_ONCE), 1.0, "{m:?}");
-    assert!(committed(&m) >= 1.0, "{m:?}");
+    assert!(m.exactly_once.is_some(), "{m:?}");
+    assert!(committed(&m) >= 1, "{m:?}");
     eprintln!(
         "EXACTLY-ONCE SUMMARY eos_basic: {} Kafka transactions committed, {} progress records, last {last:?}, slot confirmed {confirmed}",
         committed(&m),
@@ -441,11 +442,11 @@ async fn million_row_transaction_killed_mid_publication_exactly_once() {
     );
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let m = wait_metrics(port, "exactly-once mode", &mut relay, |m| {
-        get(m, EXACTLY_ONCE) == 1.0
+    let m = wait_pipeline(port, "exactly-once mode", &mut relay, |m| {
+        m.exactly_once.is_some()
     })
     .await;
-    let committed_before = committed(&m).max(0.0);
+    let committed_before = committed(&m);
     let before_insert = ob.current_lsn().await;
     ob.client
         .batch_execute(&format!(
@@ -459,8 +460,8 @@ async fn million_row_transaction_killed_mid_publication_exactly_once() {
         .expect("insert a million rows in one transaction");
     let inserted = started.elapsed();
     // Part of the transaction is committed in Kafka: kill now.
-    wait_metrics(port, "Kafka transactions of the big one", &mut relay, |m| {
-        committed(m) >= committed_before + 3.0
+    wait_pipeline(port, "Kafka transactions of the big one", &mut relay, |m| {
+        committed(m) >= committed_before + 3
     })
     .await;
     relay.kill();
@@ -726,12 +727,12 @@ async fn failed_kafka_transaction_is_aborted_and_done_again() {
         "{}",
         common::describe(&letters)
     );
-    let m = scrape(port).await.expect("metrics endpoint");
-    let aborted = get(
-        &m,
-        &format!("{KAFKA_TRANSACTIONS}_total{{result=\"aborted\"}}"),
-    );
-    assert!(aborted >= 1.0, "no Kafka transaction aborted: {m:?}");
+    let m = pipeline(port).await.expect("metrics listener");
+    let aborted = m
+        .exactly_once
+        .as_ref()
+        .map_or(0, |e| e.transactions_aborted);
+    assert!(aborted >= 1, "no Kafka transaction aborted: {m:?}");
     let uncommitted = read_uncommitted_to_end_on(&bootstrap, &topic, WAIT).await;
     eprintln!(
         "EXACTLY-ONCE SUMMARY eos_abort: {aborted} Kafka transactions aborted; read_committed {} records, read_uncommitted {}",
@@ -926,9 +927,9 @@ async fn connect_exactly_once_enabled_runs_transactional() {
     let records = read_to_end_on(&bootstrap, &topic, WAIT).await;
     assert_eq!(records.len(), 3, "{}", common::describe(&records));
     assert_eq!(ids(&records), want);
-    let m = scrape(port).await.expect("metrics endpoint");
-    assert_eq!(get(&m, EXACTLY_ONCE), 1.0, "{m:?}");
-    assert!(committed(&m) >= 1.0, "{m:?}");
+    let m = pipeline(port).await.expect("metrics listener");
+    assert!(m.exactly_once.is_some(), "{m:?}");
+    assert!(committed(&m) >= 1, "{m:?}");
     ob.drop_probe(&probe).await;
     ob.finish(relay).await;
 }

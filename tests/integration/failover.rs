@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use walrelay::proto::Lsn;
 
 use crate::common::load::{check, Fault, Load, LoadLog, LoadSpec};
-use crate::common::metrics::{free_port, lag_monitor_polled, metric, scrape};
+use crate::common::metrics::{free_port, lag_monitor_polled, pipeline};
 use crate::common::relay::{ids, Outbox, Relay};
 use crate::common::{self, create_topic, kafka_bootstrap, read_to_end_blocking, PrivatePg, Record};
 
@@ -132,17 +132,20 @@ async fn wait_lag_monitor(
     let deadline = Instant::now() + WAIT;
     loop {
         let polled = lag_monitor_polled(client).await;
-        let scraped = scrape(metrics_port).await.unwrap_or_default();
-        let active = metric(&scraped, "walrelay_slot_active");
-        let lag = metric(&scraped, "walrelay_slot_confirmed_lag_bytes");
-        if polled && active == Some(1.0) && lag.is_some_and(|l| (0.0..1e9).contains(&l)) {
+        let read = pipeline(metrics_port).await;
+        let active = read
+            .as_ref()
+            .and_then(|p| p.slot.as_ref())
+            .map(|s| s.active);
+        let lag = read.as_ref().and_then(|p| p.confirmed_lag_bytes);
+        if polled && active == Some(true) && lag.is_some_and(|l| (0..1_000_000_000).contains(&l)) {
             return;
         }
         relay.assert_running();
         assert!(
             Instant::now() < deadline,
             "the lag monitor does not work on {server}: polled {polled}, \
-             walrelay_slot_active {active:?}, walrelay_slot_confirmed_lag_bytes {lag:?}\n{}",
+             slot active {active:?}, confirmed lag {lag:?} bytes\n{}",
             tail(&relay.log(), 20)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;

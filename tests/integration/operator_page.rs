@@ -15,14 +15,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use crate::common::metrics::{free_port, get_text};
+use crate::common::metrics::{free_port, state};
 use crate::common::relay::{tail, Outbox, Relay, WAIT};
 use crate::common::{
     connect_url, consume, create_topic, env, kafka_bootstrap, pg_replica_port, pg_replica_url,
     unique_name,
 };
+use walrelay::metrics::page::state::{Lifecycle, State};
 
 /// The polled pipeline's name: markup, which the page must show as text.
 const BILLING: &str = "billing <i>x</i> & co";
@@ -95,13 +94,12 @@ async fn the_page_shows_every_pipeline_in_a_real_browser() {
         &mut relay,
         "both pipelines' events and history",
         |s| {
-            let p = |i: usize| &s["pipelines"][i];
-            p(0)["events_total"].as_u64() >= Some(WAL_EVENTS)
-                && p(1)["events_total"].as_u64() >= Some(POLL_EVENTS)
-                && (0..2).all(|i| {
-                    p(i)["state"] == "running"
-                        && p(i)["history"].as_array().map_or(0, Vec::len) >= 3
-                })
+            let p = &s.pipelines;
+            p.len() == 2
+                && p[0].events_total >= WAL_EVENTS
+                && p[1].events_total >= POLL_EVENTS
+                && p.iter()
+                    .all(|p| p.state == Lifecycle::Running && p.history.len() >= 3)
         },
     )
     .await;
@@ -167,7 +165,9 @@ async fn the_page_shows_every_pipeline_in_a_real_browser() {
     // fatally; the polled one runs on.
     ob.drop_slot_behind_its_back().await;
     wait_state(port, &mut relay, "the WAL pipeline failed", |s| {
-        s["pipelines"][0]["state"] == "failed"
+        s.pipelines
+            .first()
+            .is_some_and(|p| p.state == Lifecycle::Failed)
     })
     .await;
     let dom = dump_dom(&browser, port).await;
@@ -277,14 +277,8 @@ fn chromium() -> String {
     browser
 }
 
-/// `GET /api/state` as JSON; `None` while nothing answers.
-async fn state(port: u16) -> Option<Value> {
-    let text = get_text(port, "/api/state").await?;
-    serde_json::from_str(text.split("\r\n\r\n").nth(1)?).ok()
-}
-
 /// Reads `/api/state` until `pred` holds.
-async fn wait_state(port: u16, relay: &mut Relay, what: &str, pred: impl Fn(&Value) -> bool) {
+async fn wait_state(port: u16, relay: &mut Relay, what: &str, pred: impl Fn(&State) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut last = None;
     loop {

@@ -9,28 +9,20 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::database::TestDb;
-use crate::common::metrics::{free_port, get_text, scrape_pipelines};
+use crate::common::metrics::{free_port, get_text, state};
 use crate::common::relay::{event_id, ids, read_until_ids, tail, Outbox, Relay, WAIT};
 use crate::common::{
     connect_url, kafka_bootstrap, pg_replica_port, pg_replica_url, read_to_end, run_script,
     unique_name,
 };
-
-/// `GET path` on the metrics listener: (status code, body); `None` while
-/// nothing answers.
-async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let text = get_text(port, path).await?;
-    let status = text.split(' ').nth(1)?.parse().ok()?;
-    let body = text.split("\r\n\r\n").nth(1)?.to_owned();
-    Some((status, body))
-}
+use walrelay::metrics::page::state::Lifecycle;
 
 /// Waits until `/readyz` answers `pred(status, body)`.
 async fn wait_readyz(port: u16, relay: &mut Relay, what: &str, pred: impl Fn(u16, &str) -> bool) {
     let deadline = Instant::now() + WAIT;
     let mut last = None;
     loop {
-        if let Some((status, body)) = http_get(port, "/readyz").await {
+        if let Some((status, body)) = get_text(port, "/readyz").await {
             if pred(status, &body) {
                 return;
             }
@@ -188,19 +180,14 @@ async fn three_connector_files_on_two_databases() {
         let lsn = ob.current_lsn().await;
         ob.wait_confirmed(lsn, &relay).await;
     }
-    // Each pipeline is labelled with its connector's name.
-    let by_pipeline = scrape_pipelines(port).await.expect("scrape");
+    // Each pipeline is named after its connector.
+    let process = state(port).await.expect("the state");
     for ob in [&a, &b, &c] {
-        let series = by_pipeline
-            .get(&ob.name)
-            .unwrap_or_else(|| panic!("no series for pipeline {}: {by_pipeline:?}", ob.name));
-        let events: f64 = series
-            .iter()
-            .filter(|(k, _)| k.starts_with("walrelay_events_total{"))
-            .map(|(_, v)| v)
-            .sum();
-        assert_eq!(events, 20.0, "{}: {series:?}", ob.name);
-        assert_eq!(series.get("walrelay_pipeline_up"), Some(&1.0));
+        let p = process
+            .pipeline(&ob.name)
+            .unwrap_or_else(|| panic!("no pipeline {}: {process:?}", ob.name));
+        assert_eq!(p.events_total, 20, "{}: {p:?}", ob.name);
+        assert_ne!(p.state, Lifecycle::Failed, "{p:?}");
     }
 
     // SIGKILL with events in flight in every pipeline, more written while
@@ -228,9 +215,13 @@ async fn three_connector_files_on_two_databases() {
             && !body.contains(&c.name)
     })
     .await;
-    let by_pipeline = scrape_pipelines(port).await.expect("scrape");
-    assert_eq!(by_pipeline[&b.name].get("walrelay_pipeline_up"), Some(&0.0));
-    assert_eq!(by_pipeline[&a.name].get("walrelay_pipeline_up"), Some(&1.0));
+    let process = state(port).await.expect("the state");
+    let lifecycle = |name: &str| process.pipeline(name).map(|p| p.state);
+    assert_eq!(lifecycle(&b.name), Some(Lifecycle::Failed));
+    assert!(
+        lifecycle(&a.name).is_some_and(|s| s != Lifecycle::Failed),
+        "{process:?}"
+    );
     // The slot stays gone: walrelay never recreates a slot it was reading.
     assert!(!b.slot_exists().await);
     // a and c keep delivering and confirming.

@@ -10,12 +10,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::common::metrics::{free_port, metric, scrape};
+use crate::common::metrics::{free_port, pipeline};
 use crate::common::relay::{event_id, event_number, tail, Outbox, Relay, WAIT};
 use crate::common::{
     connect_url, create_topic, create_topic_on, env, kafka_bootstrap, pg_replica_port,
     pg_replica_url, read_to_end, read_to_end_on, unique_name, PrivateKafka, Record,
 };
+use walrelay::metrics::page::PipelineView;
 
 /// One test's polled outbox on the replica cluster.
 struct PollBox {
@@ -240,10 +241,18 @@ fn check_order(records: &[Record], n: u64, key_of: impl Fn(u64) -> String) {
     assert!(missing.is_empty(), "events never delivered: {missing:?}");
 }
 
-async fn wait_metric(port: u16, name: &str, ok: impl Fn(f64) -> bool, relay: &mut Relay) -> f64 {
+/// Reads the pipeline's `figure` (called `name` in the failure) until
+/// `ok` holds; `None` (no answer, or not a figure of the source) waits.
+async fn wait_figure<T: Copy + std::fmt::Debug>(
+    port: u16,
+    name: &str,
+    figure: impl Fn(&PipelineView) -> Option<T>,
+    ok: impl Fn(T) -> bool,
+    relay: &mut Relay,
+) -> T {
     let deadline = Instant::now() + WAIT;
     loop {
-        if let Some(v) = scrape(port).await.and_then(|m| metric(&m, name)) {
+        if let Some(v) = pipeline(port).await.as_ref().and_then(&figure) {
             if ok(v) {
                 return v;
             }
@@ -256,6 +265,18 @@ async fn wait_metric(port: u16, name: &str, ok: impl Fn(f64) -> bool, relay: &mu
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+fn unpublished(p: &PipelineView) -> Option<i64> {
+    p.unpublished_rows
+}
+
+fn oldest_unpublished_age(p: &PipelineView) -> Option<f64> {
+    p.oldest_unpublished_age_seconds
+}
+
+fn shards_held(p: &PipelineView) -> Option<i64> {
+    p.poll.as_ref().map(|poll| poll.shards_held)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -295,9 +316,9 @@ async fn rows_become_records_and_are_marked_published() {
         serde_json::json!({"n": 5})
     );
     check_order(&records, 21, |i| format!("k{}", i % 4));
-    let m = scrape(port).await.expect("metrics");
-    assert_eq!(metric(&m, "walrelay_poll_published_rows_total"), Some(21.0));
-    assert_eq!(metric(&m, "walrelay_poll_shards_held"), Some(1.0));
+    let m = pipeline(port).await.expect("the state");
+    assert_eq!(m.poll.as_ref().map(|p| p.published_rows), Some(21));
+    assert_eq!(shards_held(&m), Some(1));
     relay.signal("TERM");
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
 }
@@ -529,43 +550,43 @@ async fn a_standby_waits_for_the_lock_and_reports_the_backlog() {
     for i in 1..=3 {
         ob.insert(i, "k").await;
     }
-    wait_metric(
+    wait_figure(
         port,
-        "walrelay_poll_unpublished_rows",
-        |v| v == 3.0,
+        "unpublished rows",
+        unpublished,
+        |v| v == 3,
         &mut relay,
     )
     .await;
-    wait_metric(
+    wait_figure(
         port,
-        "walrelay_poll_oldest_unpublished_age_seconds",
+        "the oldest unpublished row's age",
+        oldest_unpublished_age,
         |v| v >= 1.5,
         &mut relay,
     )
     .await;
-    let m = scrape(port).await.unwrap();
-    assert_eq!(metric(&m, "walrelay_poll_shards_held"), Some(0.0));
-    assert_eq!(
-        metric(&m, "walrelay_ready"),
-        Some(0.0),
-        "a standby is not ready"
-    );
+    let m = pipeline(port).await.unwrap();
+    assert_eq!(shards_held(&m), Some(0));
+    assert!(!m.ready, "a standby is not ready");
     assert_eq!(ob.counts().await, (0, 3));
     assert!(read_to_end(&ob.topic(), Duration::from_secs(5))
         .await
         .is_empty());
     drop(holder);
     ob.wait_published(3, &mut relay).await;
-    wait_metric(
+    wait_figure(
         port,
-        "walrelay_poll_unpublished_rows",
-        |v| v == 0.0,
+        "unpublished rows",
+        unpublished,
+        |v| v == 0,
         &mut relay,
     )
     .await;
-    wait_metric(
+    wait_figure(
         port,
-        "walrelay_poll_oldest_unpublished_age_seconds",
+        "the oldest unpublished row's age",
+        oldest_unpublished_age,
         |v| v == 0.0,
         &mut relay,
     )
@@ -597,15 +618,16 @@ async fn takeover_keeps_order(test: &str, shards: u32) {
     let poll_extra = format!("shards = {shards}\nbatch_size = 50");
     let (pa, pb) = (free_port(), free_port());
     let mut a = Relay::start(&ob.config(pa, &poll_extra, ""));
-    wait_metric(
+    wait_figure(
         pa,
-        "walrelay_poll_shards_held",
-        |v| v == f64::from(shards),
+        "shards held",
+        shards_held,
+        |v| v == i64::from(shards),
         &mut a,
     )
     .await;
     let mut b = Relay::start(&ob.config(pb, &poll_extra, ""));
-    wait_metric(pb, "walrelay_poll_shards_held", |v| v == 0.0, &mut b).await;
+    wait_figure(pb, "shards held", shards_held, |v| v == 0, &mut b).await;
     let writer = {
         let url = pg_replica_url();
         let (name, agg) = (ob.name.clone(), ob.agg());
@@ -633,10 +655,11 @@ async fn takeover_keeps_order(test: &str, shards: u32) {
     ob.wait_published(N as i64 / 3, &mut a).await;
     a.kill();
     writer.await.unwrap();
-    wait_metric(
+    wait_figure(
         pb,
-        "walrelay_poll_shards_held",
-        |v| v == f64::from(shards),
+        "shards held",
+        shards_held,
+        |v| v == i64::from(shards),
         &mut b,
     )
     .await;
@@ -694,10 +717,11 @@ async fn retention_removes_only_expired_published_rows() {
         "",
     ));
     ob.insert(2, "new").await;
-    wait_metric(
+    wait_figure(
         port,
-        "walrelay_poll_retention_deleted_rows_total",
-        |v| v == 30.0,
+        "rows deleted by retention",
+        |p| p.poll.as_ref().map(|poll| poll.retention_deleted_rows),
+        |v| v == 30,
         &mut relay,
     )
     .await;
@@ -847,10 +871,15 @@ async fn kafka_down_rolls_back_claims_and_loses_nothing() {
     for i in 2..=6 {
         ob.insert(i, "k").await;
     }
-    wait_metric(
+    wait_figure(
         port,
-        "walrelay_poll_batches_total{result=\"rolled_back\"}",
-        |v| v >= 1.0,
+        "rolled-back batches",
+        |p| {
+            p.poll
+                .as_ref()
+                .map(|poll| poll.batches.get("rolled_back").copied().unwrap_or(0))
+        },
+        |v| v >= 1,
         &mut relay,
     )
     .await;

@@ -3,12 +3,13 @@
 //! serving several cases:
 //!
 //! - the pgoutput protocol walrelay chooses (2 with `streaming 'on'` on 14
-//!   and 15, 4 with `streaming 'parallel'` from 16), read from its
-//!   `walrelay_pgoutput_proto_version` metric and `walrelay status`;
+//!   and 15, 4 with `streaming 'parallel'` from 16), read from its state
+//!   (`/api/state`, the figure of `walrelay_pgoutput_proto_version`) and
+//!   `walrelay status`;
 //! - a large streamed transaction that aborts and a rolled-back
 //!   subtransaction of a committed one: nothing of either in Kafka, every
 //!   committed event there exactly once, the abort and subtransaction-abort
-//!   counters, the abort LSN walrelay received (a metric, 0 before 16), and
+//!   counters, the abort LSN walrelay received (0 before 16), and
 //!   a direct decode through `walrelay::proto` of a live stream on a probe
 //!   slot with the same options, which must carry the abort LSN (16+) at
 //!   the position the XLogData header names;
@@ -25,7 +26,7 @@
 //! is 64kB on these clusters so modest transactions stream.
 
 use crate::common;
-use crate::common::metrics::{free_port, get, wait_metrics};
+use crate::common::metrics::{free_port, wait_pipeline};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -102,8 +103,8 @@ async fn wait_streamed(
         .await
         .expect("the probe saw no stream start within a minute")
         .expect("the probe decoder ended");
-    wait_metrics(port, "an open spill file", relay, |m| {
-        get(m, "walrelay_spill_bytes") > 0.0
+    wait_pipeline(port, "an open spill file", relay, |m| {
+        m.protocol.as_ref().is_some_and(|p| p.spill_bytes > 0)
     })
     .await;
 }
@@ -257,16 +258,17 @@ async fn protocol_and_aborts(pg: &PrivatePg) {
     ob.wait_active(&mut relay).await;
 
     let want_proto: u32 = if major >= 16 { 4 } else { 2 };
-    wait_metrics(port, "the protocol version", &mut relay, |m| {
-        get(m, "walrelay_pgoutput_proto_version") == f64::from(want_proto)
+    wait_pipeline(port, "the protocol version", &mut relay, |m| {
+        m.protocol
+            .as_ref()
+            .is_some_and(|p| p.pgoutput_version == i64::from(want_proto))
     })
     .await;
 
     // And as `walrelay status` shows it.
-    let snap =
-        walrelay::status::scrape(&walrelay::status::metrics_url(&format!("127.0.0.1:{port}")))
-            .await
-            .expect("scrape for walrelay status");
+    let snap = walrelay::status::snapshot(&format!("127.0.0.1:{port}"))
+        .await
+        .expect("the state for walrelay status");
     let status = walrelay::status::render(&snap, None);
     let mode = if major >= 16 { "parallel" } else { "on" };
     assert!(
@@ -305,13 +307,13 @@ async fn protocol_and_aborts(pg: &PrivatePg) {
     // Nothing holds the slot back: it passes both aborts and the commits.
     ob.wait_confirmed(end, &relay).await;
 
-    let m = wait_metrics(port, "both aborts counted", &mut relay, |m| {
-        get(m, "walrelay_stream_aborts_total") >= 1.0
-            && get(m, "walrelay_subtransaction_aborts_total") >= 1.0
-            && get(m, "walrelay_streamed_transactions_total") >= 1.0
+    let m = wait_pipeline(port, "both aborts counted", &mut relay, |m| {
+        m.protocol.as_ref().is_some_and(|p| {
+            p.stream_aborts >= 1 && p.subtransaction_aborts >= 1 && p.streamed_transactions >= 1
+        })
     })
     .await;
-    let sent = get(&m, "walrelay_stream_abort_lsn_bytes") as u64;
+    let sent = m.protocol.as_ref().map_or(0, |p| p.stream_abort_lsn.0);
     if major >= 16 {
         // The last abort was the subtransaction's, sent with its LSN.
         let (from, to) = windows.sub;

@@ -4,8 +4,9 @@
 //! `pg_replication_slots`.
 
 use crate::common;
-use crate::common::metrics::{free_port, get, scrape, wait_metrics};
+use crate::common::metrics::{exposition, free_port, pipeline, wait_pipeline};
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::relay::{Outbox, Relay, WAIT};
@@ -40,10 +41,7 @@ async fn metrics_and_alerts_follow_a_kafka_outage() {
             .len(),
         1
     );
-    wait_metrics(port, "ready", &mut relay, |m| {
-        get(m, "walrelay_ready") == 1.0
-    })
-    .await;
+    wait_pipeline(port, "ready", &mut relay, |m| m.ready).await;
 
     let kafka = tokio::task::spawn_blocking(move || {
         kafka.stop();
@@ -57,8 +55,8 @@ async fn metrics_and_alerts_follow_a_kafka_outage() {
     // nothing registered yet, may legitimately confirm up to the middle of
     // it: the commit record still lies ahead, so the transaction is resent.)
     ob.insert(2, "", "k", "{}").await;
-    wait_metrics(port, "the first event held in flight", &mut relay, |m| {
-        get(m, "walrelay_events_in_flight") >= 1.0
+    wait_pipeline(port, "the first event held in flight", &mut relay, |m| {
+        m.in_flight >= 1
     })
     .await;
     // About 2 MB of outbox rows (hex text: little for pglz to compress) while
@@ -74,20 +72,20 @@ async fn metrics_and_alerts_follow_a_kafka_outage() {
         )
         .await
         .unwrap();
-    let down = wait_metrics(
+    let down = wait_pipeline(
         port,
         "in-flight work, age and lag while kafka is down",
         &mut relay,
         |m| {
-            get(m, "walrelay_events_in_flight") > 0.0
-                && get(m, "walrelay_oldest_unacked_event_age_seconds") > 0.5
-                && get(m, "walrelay_slot_confirmed_lag_bytes") > 500_000.0
-                && get(m, "walrelay_slot_alert_level{kind=\"retained_wal\"}") == 1.0
+            m.in_flight > 0
+                && m.oldest_unacked_age_seconds > 0.5
+                && m.confirmed_lag_bytes.is_some_and(|b| b > 500_000)
+                && retained_wal_alert(m) == Some(1)
         },
     )
     .await;
     assert!(
-        get(&down, "walrelay_replication_lag_seconds") > 0.0,
+        down.replication_lag_seconds.is_some_and(|s| s > 0.0),
         "{down:?}"
     );
 
@@ -110,12 +108,13 @@ async fn metrics_and_alerts_follow_a_kafka_outage() {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         admin.batch_execute("CHECKPOINT").await.unwrap();
-        let m = scrape(port).await.unwrap_or_default();
-        if get(&m, "walrelay_events_in_flight") == 0.0
-            && get(&m, "walrelay_oldest_unacked_event_age_seconds") == 0.0
-            && get(&m, "walrelay_replication_lag_seconds") == 0.0
-            && get(&m, "walrelay_slot_alert_level{kind=\"retained_wal\"}") == 0.0
-        {
+        let m = pipeline(port).await;
+        if m.as_ref().is_some_and(|m| {
+            m.in_flight == 0
+                && m.oldest_unacked_age_seconds == 0.0
+                && m.replication_lag_seconds == Some(0.0)
+                && retained_wal_alert(m) == Some(0)
+        }) {
             break;
         }
         assert!(
@@ -368,17 +367,16 @@ async fn idle_stream_is_not_mistaken_for_a_dead_one() {
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k", "{}").await;
-    wait_metrics(port, "the first event", &mut relay, |m| {
-        get(m, "walrelay_events_in_flight") == 0.0
-            && m.keys().any(|k| k.starts_with("walrelay_events_total"))
+    wait_pipeline(port, "the first event", &mut relay, |m| {
+        m.in_flight == 0 && !m.events_by_topic.is_empty()
     })
     .await;
     // Five receive timeouts of an idle stream.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let m = scrape(port).await.expect("scrape");
+    let m = pipeline(port).await.expect("the state");
     assert_eq!(
-        get(&m, "walrelay_reconnects_total"),
-        0.0,
+        m.reconnects_total,
+        0,
         "an idle stream was taken for a dead one:\n{}",
         relay.log()
     );
@@ -411,13 +409,15 @@ async fn latency_stages_count_transactions_and_events() {
     assert_eq!(common::relay::ids(&records).len(), 30);
     ob.wait_confirmed(ob.current_lsn().await, &relay).await;
 
-    let stage = |m: &std::collections::HashMap<String, f64>, stage: &str, what: &str| {
+    // The histograms are read from the exposition itself: what is tested
+    // is the `walrelay_stage_seconds` family a scraper reads.
+    let stage = |m: &HashMap<String, f64>, stage: &str, what: &str| {
         get(
             m,
             &format!("walrelay_stage_seconds_{what}{{stage=\"{stage}\"}}"),
         )
     };
-    let m = wait_metrics(
+    let m = wait_exposition(
         port,
         "every event acknowledged and confirmed",
         &mut relay,
@@ -459,4 +459,43 @@ async fn latency_stages_count_transactions_and_events() {
         );
     }
     ob.finish(relay).await;
+}
+
+/// The retained-WAL alert level of the slot; `None` before the lag monitor
+/// set it (or for polling).
+fn retained_wal_alert(m: &walrelay::metrics::page::PipelineView) -> Option<i64> {
+    m.slot
+        .as_ref()
+        .and_then(|s| s.alert_levels.get("retained_wal").copied())
+}
+
+/// A series of the exposition by its exact `name{labels}`; NaN when absent.
+fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
+    m.get(key).copied().unwrap_or(f64::NAN)
+}
+
+/// Reads `/metrics` until `pred` holds, returning that exposition.
+async fn wait_exposition(
+    port: u16,
+    what: &str,
+    relay: &mut Relay,
+    pred: impl Fn(&HashMap<String, f64>) -> bool,
+) -> HashMap<String, f64> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut last = HashMap::new();
+    loop {
+        if let Some(m) = exposition(port).await {
+            if pred(&m) {
+                return m;
+            }
+            last = m;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "/metrics never showed {what}; last: {last:?}\n{}",
+            relay.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

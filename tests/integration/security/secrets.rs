@@ -7,7 +7,7 @@
 //! CI wall time: about 30 s (a private cluster, a SCRAM broker start).
 
 use crate::common;
-use crate::common::metrics::{free_port, get_text, scrape_text};
+use crate::common::metrics::{free_port, get_text};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -177,7 +177,7 @@ listen = "{metrics}"
     );
     let deadline = Instant::now() + WAIT;
     let metrics = loop {
-        if let Some(m) = scrape_text(metrics_port).await {
+        if let Some((_, m)) = get_text(metrics_port, "/metrics").await {
             break m;
         }
         assert!(Instant::now() < deadline, "no /metrics on {metrics_port}");
@@ -187,9 +187,11 @@ listen = "{metrics}"
     transcript.push(("/metrics".into(), metrics));
     // The operator's page and its data.
     for path in ["/", "/api/state"] {
-        let answer = get_text(metrics_port, path).await.unwrap_or_default();
-        assert!(answer.starts_with("HTTP/1.1 200"), "{path}: {answer}");
-        transcript.push((path.into(), answer));
+        let answer = get_text(metrics_port, path).await;
+        let Some((200, body)) = answer else {
+            panic!("{path}: {answer:?}");
+        };
+        transcript.push((path.into(), body));
     }
     let status = Command::new(env!("CARGO_BIN_EXE_walrelay"))
         .args([
