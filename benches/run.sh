@@ -20,6 +20,8 @@
 #                       measure it as the system walrelay@REV, e.g.
 #                       --systems walrelay@HEAD~1,walrelay (repeatable)
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
+#   --self-check        check the driver's pieces that need no server, then exit
+#                       (nothing is built or started)
 # Results: .walrelay-env/bench/results/<UTC time>/results.{json,md} and
 # benchmarks.svg; the table is also printed on stdout. Nothing else on the
 # machine should be busy while it runs.
@@ -44,6 +46,7 @@ case " $* " in
         echo
         exec "$VENV/bin/python" -m walbench --help
         ;;
+    *" --self-check "*) exec "$VENV/bin/python" -m walbench --self-check ;;
 esac
 
 COMMAND="benches/run.sh${*:+ $*}"

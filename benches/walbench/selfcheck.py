@@ -83,7 +83,7 @@ def check_endpoints():
     with tempfile.TemporaryDirectory() as d:
         logf = os.path.join(d, "walrelay.log")
         e = Endpoints(logf)
-        assert e.address() is None and e.pipeline() is None  # no log yet
+        assert e.address() is None  # no log yet
         with open(logf, "w") as f:
             f.write(f"\x1b[2m2026-01-01T00:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m metrics and health endpoints "
                     f"\x1b[3mlisten\x1b[0m\x1b[2m=\x1b[0m127.0.0.1:{server.server_port}\n")
