@@ -73,6 +73,7 @@ from walbench.procs import cluster_cpu, cpu_of
 from walbench.report import fmt, replace_block
 from walbench.servers import SCRIPTS, Servers
 from walbench.stats import percentile
+from walbench.systems import tail
 from walbench.walrelay import Endpoints, counters
 
 BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench-poll")
@@ -325,11 +326,7 @@ class Relay:
         return self.p.poll() is None
 
     def tail(self, n=15):
-        try:
-            with open(self.logf) as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
+        return tail(self.logf, n)
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
