@@ -1,10 +1,11 @@
 """One run's environment: its PostgreSQL and Kafka (servers.py), the bench
 database (schema.py), the slots and topics of each drain, the Kafka
-clients that count and read records back, the processes to stop on the
-way out, and CPU pinning (--pin).
+clients that count and read records back, pgbench, the processes to stop
+on the way out, and CPU pinning (--pin).
 
-Owns the run's objects and their cleanup. Never measures: the workloads
-(drains.py, steady.py, writer.py) do, with what it hands them.
+Owns the run's objects and their cleanup. It decides no clock and keeps
+no result: the workloads (drains.py, steady.py, writer.py) do, with what
+it hands them.
 """
 
 import os

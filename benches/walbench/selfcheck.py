@@ -25,16 +25,18 @@ from .walsender import bytes_per_segment, sched_summary
 INF = float("inf")
 
 # A pipeline of /api/state with the stage histograms (cumulative counts per
-# finite upper bound; +Inf is the count).
+# finite upper bound; +Inf is the count), and fields the bench does not read.
 STATE = {
     "version": "0.1.0", "ready": True, "sample_interval_seconds": 5.0, "window_seconds": 600.0,
     "pipelines": [{
         "name": "default", "state": "running", "error": None, "ready": True, "source": "wal",
         "events_total": 110, "events_per_second": 10.0, "in_flight": 0,
-        "stage_seconds": {"produce_to_ack": {"count": 110, "sum": 1.5, "buckets": [
+        "stage_seconds": {"produce_to_ack": {"count": 110, "sum_seconds": 1.5, "buckets": [
             {"le": 0.001, "count": 20}, {"le": 0.002, "count": 60}, {"le": 0.004, "count": 100}]}},
-        "commit_to_ack_seconds": {"count": 4, "sum": 0.02, "buckets": [{"le": 0.01, "count": 4}]},
-        "kafka_transactions_total": {"committed": 3, "aborted": 0},
+        "commit_to_ack": {"count": 4, "sum_seconds": 0.02, "buckets": [{"le": 0.01, "count": 4}]},
+        "exactly_once": {"committed_lsn": "0/16B3748", "committed_events": 0, "transactions_committed": 3,
+                         "transactions_aborted": 0, "producer_fenced": False},
+        "poll": None,
         "history": [{"age_seconds": 1.0}],
     }],
 }
@@ -54,11 +56,15 @@ def check_histograms():
     assert histogram_quantile({"buckets": [(0.001, 0.0), (INF, 0.0)]}, 0.5) is None
     rows = stage_breakdown({}, stage_histograms(STATE["pipelines"][0]))
     assert rows["produce_to_ack"]["count"] == 110 and rows["walrelay_commit_to_ack_seconds"]["p50_ms"] == 5.0, rows
-    # A binary whose state has no stage histograms: no breakdown.
-    old = {k: v for k, v in STATE["pipelines"][0].items() if k not in ("stage_seconds", "commit_to_ack_seconds")}
+    # A binary whose state has no stage histograms (commit_to_ack without
+    # buckets, or nothing): no breakdown.
+    old = {k: v for k, v in STATE["pipelines"][0].items() if k not in ("stage_seconds", "commit_to_ack")}
+    assert stage_histograms(old) == {} and stage_breakdown({}, stage_histograms(old)) is None
+    old["commit_to_ack"] = {"count": 4, "sum_seconds": 0.02}
     assert stage_histograms(old) == {} and stage_breakdown({}, stage_histograms(old)) is None
     assert stage_histograms(None) is None and transaction_counters(None) is None
-    assert transaction_counters(STATE["pipelines"][0]) == {"kafka_transactions_total": {"committed": 3, "aborted": 0}}
+    assert transaction_counters(STATE["pipelines"][0])["transactions_committed"] == 3
+    assert transaction_counters(old | {"exactly_once": None}) == {}
     assert "history" not in counters(STATE["pipelines"][0])
 
 

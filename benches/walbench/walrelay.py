@@ -7,17 +7,16 @@ one it got), `/readyz`, and the typed JSON of `/api/state`
 The drivers run one pipeline per walrelay process and read that pipeline
 (`pipelines[0]`) of the state:
 
-- W3's latency by stage: `stage_seconds` (stage name -> histogram) and
-  `commit_to_ack_seconds` (a histogram), the histograms of
-  walrelay_stage_seconds and walrelay_commit_to_ack_seconds. A histogram
-  is `{"count": n, "sum": seconds, "buckets": [{"le": bound, "count": c},
-  ...]}`: cumulative counts per finite upper bound in seconds, the +Inf
-  bucket being `count`. A state without them (a binary from before they
-  were served) gives W3 "no breakdown", as a binary without the
-  histograms did.
-- walrelay-eos's Kafka transactions: the pipeline's fields whose names
-  start with `kafka_transaction`, kept as they come (results.json's
-  `txn_metrics`).
+- W3's latency by stage: `stage_seconds` (stage name -> latency) and
+  `commit_to_ack` (a latency), walrelay_stage_seconds and
+  walrelay_commit_to_ack_seconds. A latency is `{"count": n,
+  "sum_seconds": s}` and, to be a histogram the breakdown can use,
+  `"buckets": [{"le": bound, "count": c}, ...]`: cumulative counts per
+  finite upper bound in seconds, the +Inf bucket being `count`. A state
+  without the stages' buckets (a binary that does not serve them) gives
+  W3 "no breakdown", as a binary without the histograms did.
+- walrelay-eos's Kafka transactions: the pipeline's `exactly_once`
+  object, kept as it comes (results.json's `txn_metrics`).
 - benches/poll.py: the pipeline's fields but its history (its results'
   `metrics`).
 """
@@ -40,13 +39,13 @@ STAGES = (
     ("stage_seconds", "produce_to_ack", "handed to the producer → Kafka delivery report (per event)"),
     ("stage_seconds", "ack_to_confirm",
      "transaction acknowledged → standby status update confirming it (per status update)"),
-    ("commit_to_ack_seconds", None, "commit → Kafka delivery report (walrelay's own histogram)"),
+    ("commit_to_ack", None, "commit → Kafka delivery report (walrelay's own histogram)"),
 )
 
 
 def row_key(field, stage):
     """A stage's key in results.json: the stage, or the metric's name."""
-    return stage or f"walrelay_{field}"
+    return stage or f"walrelay_{field}_seconds"
 
 
 class Endpoints:
@@ -105,15 +104,16 @@ def counters(pipeline):
 
 
 def transaction_counters(pipeline):
-    """The pipeline's Kafka transaction fields; None if unreachable."""
+    """The pipeline's `exactly_once` object ({} if the state has none);
+    None if unreachable."""
     if pipeline is None:
         return None
-    return {k: v for k, v in pipeline.items() if k.startswith("kafka_transaction")}
+    return pipeline.get("exactly_once") or {}
 
 
 def stage_histograms(pipeline):
-    """{(field, stage): histogram} of STAGES now; {} if the state has none
-    of them (a binary from before they were served); None if unreachable."""
+    """{(field, stage): histogram} of STAGES now, of those the state gives
+    with buckets; {} if none; None if unreachable."""
     if pipeline is None:
         return None
     out = {}
@@ -121,11 +121,11 @@ def stage_histograms(pipeline):
         h = pipeline.get(field)
         if stage is not None:
             h = (h or {}).get(stage)
-        if not h:
+        if not h or "buckets" not in h:
             continue
         try:
             out[(field, stage)] = stats.histogram(((b["le"], b["count"]) for b in h["buckets"]), h["count"],
-                                                  h["sum"])
+                                                  h["sum_seconds"])
         except (KeyError, TypeError) as e:
             log(f"/api/state: {field} {stage or ''} is not a histogram ({e!r}): no breakdown")
             return {}
