@@ -31,7 +31,6 @@ makes (the same as benches/poll.sh's).
 """
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -44,16 +43,15 @@ import time
 
 import psycopg
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-import benchlib
-from benchlib import BenchError, cpu_of, log, run
+from walbench import REPO, BenchError, config, log, machine
+from walbench.kafka import EndOffsets, create_topics
+from walbench.procs import cpu_of, status_kb, thread_ids
+from walbench.report import replace_block
+from walbench.servers import Servers
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = os.path.join(REPO, "scripts")
 BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench-pipelines")
-TICK = os.sysconf("SC_CLK_TCK")
-PARTITIONS = 6
 PIPELINES = 4
 SYSTEMS = ("one-process", "four-procs", "one-pipeline")
 LABELS = {
@@ -89,47 +87,17 @@ END $$;
 """
 
 
-def proc_status(pid, key):
-    """A kB field of /proc/<pid>/status (VmHWM, VmRSS), or None."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def threads_of(pid):
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return None
-
-
 class Env:
     def __init__(self, args):
         self.args = args
-        self.pg_dir = os.path.join(BENCH_DIR, "pg")
-        self.kafka_dir = os.path.join(BENCH_DIR, "kafka")
+        self.servers = Servers(BENCH_DIR, ("max_replication_slots=64", "max_wal_senders=32"), wal_level="logical")
         self.procs = []
+        self.offsets = None
+        self.consumer = None
 
     def start(self):
-        os.makedirs(BENCH_DIR, exist_ok=True)
-        for d in (os.path.join(REPO, ".walrelay-env"), BENCH_DIR):
-            os.chmod(d, 0o755)
-        log("starting PostgreSQL (wal_level=logical) and Kafka under " + BENCH_DIR)
-        envv = dict(os.environ, WALRELAY_PG_WAL_LEVEL="logical")
-        run([f"{SCRIPTS}/pg.sh", "start", self.pg_dir], env=envv)
-        run([f"{SCRIPTS}/pg.sh", "conf", self.pg_dir, "max_wal_size=16GB", "checkpoint_timeout=30min",
-             "shared_buffers=256MB", "wal_sender_timeout=0", "max_replication_slots=64",
-             "max_wal_senders=32"], stdout=subprocess.DEVNULL)
-        run([f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir])
-        with open(os.path.join(self.pg_dir, "port")) as f:
-            self.pg_port = int(f.read().strip())
-        self.bootstrap = run([f"{SCRIPTS}/kafka.sh", "bootstrap", self.kafka_dir],
-                             capture_output=True, text=True).stdout.strip()
+        self.servers.start()
+        self.pg_port, self.bootstrap = self.servers.pg_port, self.servers.bootstrap
         with psycopg.connect(self.dsn("postgres"), autocommit=True) as admin:
             self.server_version = admin.execute("SHOW server_version").fetchone()[0]
             admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -141,6 +109,7 @@ class Env:
             with psycopg.connect(self.dsn(f"bench_{i}"), autocommit=True) as db:
                 db.execute(SCHEMA_SQL)
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.offsets = EndOffsets(self.bootstrap, "walrelay-bench-pipelines")
         self.consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "walrelay-bench-pipelines",
                                   "enable.auto.commit": False})
 
@@ -152,31 +121,25 @@ class Env:
             if p.poll() is None:
                 p.kill()
                 p.wait(10)
-        try:
-            self.consumer.close()
-        except Exception:  # noqa: BLE001 - best effort on the way out
-            pass
+        for c in (self.consumer, self.offsets):
+            try:
+                if c is not None:
+                    c.close()
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
         self.admin = None
-        if self.args.keep_servers:
-            return
-        run([f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir], check=False,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        run([f"{SCRIPTS}/pg.sh", "stop", self.pg_dir], check=False,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not self.args.keep_servers:
+            self.servers.stop()
 
     def create_slot(self, db, slot):
         with psycopg.connect(self.dsn(db), autocommit=True) as c:
             c.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
 
     def create_topics(self, topics):
-        new = [NewTopic(t, num_partitions=PARTITIONS, replication_factor=1,
-                        config={"message.timestamp.type": "LogAppendTime"}) for t in topics]
-        for t, fut in self.admin.create_topics(new).items():
-            fut.result(30)
+        create_topics(self.admin, topics)
 
     def end_offsets(self, topic):
-        return [self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(PARTITIONS)]
+        return self.offsets.of(topic)
 
     def last_append_ms(self, topic, ends):
         """The latest LogAppendTime among the partitions' last records."""
@@ -216,33 +179,29 @@ class Env:
         return time.time() - t0
 
 
-def pipeline_toml(env, i, slot, topic):
-    return (f'[pipelines.postgres]\ndbname = "bench_{i}"\n'
-            f'[pipelines.replication]\nslot = "{slot}"\npublication = "bench"\n'
-            f'[pipelines.router]\nroute_topic_replacement = "{topic}"\n')
-
-
-def shared_toml(env, runtime):
-    lines = [f'[postgres]\nhost = "127.0.0.1"\nport = {env.pg_port}\nuser = "postgres"\n'
-             f'dbname = "postgres"\napplication_name = "walrelay"',
-             '[outbox]\ntable = "public.outbox"',
-             f'[kafka]\nbootstrap_servers = "{env.bootstrap}"\n[kafka.producer]\n' +
-             "\n".join(f'"{k}" = "{v}"' for k, v in PRODUCER.items()),
-             '[metrics]\nlisten = ""']
+def shared_config(env, runtime):
+    """What every pipeline of a process shares; `runtime`: [runtime] keys."""
+    cfg = {"postgres": {"host": "127.0.0.1", "port": env.pg_port, "user": "postgres", "dbname": "postgres",
+                        "application_name": "walrelay"},
+           "outbox": {"table": "public.outbox"},
+           "kafka": {"bootstrap_servers": env.bootstrap, "producer": dict(PRODUCER)},
+           "metrics": {"listen": ""}}
     if runtime:
-        lines.append("[runtime]\n" + "\n".join(f"{k} = {v}" for k, v in runtime.items()))
-    return "\n".join(lines) + "\n"
+        cfg["runtime"] = {k: config.scalar(v) for k, v in runtime.items()}
+    return cfg
 
 
-def one_pipeline_toml(env, i, slot, topic):
-    return (f'[postgres]\nhost = "127.0.0.1"\nport = {env.pg_port}\nuser = "postgres"\n'
-            f'dbname = "bench_{i}"\napplication_name = "walrelay"\n'
-            f'[replication]\nslot = "{slot}"\npublication = "bench"\n'
-            f'[outbox]\ntable = "public.outbox"\n'
-            f'[router]\nroute_topic_replacement = "{topic}"\n'
-            f'[kafka]\nbootstrap_servers = "{env.bootstrap}"\n[kafka.producer]\n' +
-            "\n".join(f'"{k}" = "{v}"' for k, v in PRODUCER.items()) +
-            '\n[metrics]\nlisten = ""\n')
+def pipeline_config(i, slot, topic):
+    """What pipeline `i` has of its own: its database, slot and topic."""
+    return {"postgres": {"dbname": f"bench_{i}"}, "replication": {"slot": slot, "publication": "bench"},
+            "router": {"route_topic_replacement": topic}}
+
+
+def one_pipeline_config(env, i, slot, topic):
+    """A process of one pipeline: the shared part, then pipeline `i`'s."""
+    cfg = shared_config(env, {})
+    config.merge_tables(cfg, pipeline_config(i, slot, topic))
+    return cfg
 
 
 class Run:
@@ -265,11 +224,12 @@ class Run:
     def configs(self):
         env = self.env
         if self.system == "one-process":
-            text = shared_toml(env, self.runtime) + "".join(
-                f'\n[[pipelines]]\nname = "p{i}"\n' + pipeline_toml(env, i, slot, topic)
-                for (i, slot), topic in zip(self.slots, self.topics))
-            return [text]
-        return [one_pipeline_toml(env, i, slot, topic) for (i, slot), topic in zip(self.slots, self.topics)]
+            cfg = shared_config(env, self.runtime)
+            cfg["pipelines"] = [{"name": f"p{i}", **pipeline_config(i, slot, topic)}
+                                for (i, slot), topic in zip(self.slots, self.topics)]
+            return [config.dump(cfg)]
+        return [config.dump(one_pipeline_config(env, i, slot, topic))
+                for (i, slot), topic in zip(self.slots, self.topics)]
 
     def drain(self, rows):
         paths = []
@@ -289,7 +249,7 @@ class Run:
             for p in procs:
                 if p.poll() is not None:
                     raise BenchError(f"{self.tag}: walrelay exited {p.returncode}; see {self.dir}")
-            peak_threads = max(peak_threads, sum(threads_of(p.pid) or 0 for p in procs))
+            peak_threads = max(peak_threads, sum(len(thread_ids(p.pid)) for p in procs))
             ends = {t: self.env.end_offsets(t) for t in self.topics}
             got = sum(sum(e) for e in ends.values())
             if got >= want:
@@ -298,7 +258,7 @@ class Run:
                 raise BenchError(f"{self.tag}: {got} of {want} records after {self.env.args.timeout} s")
             time.sleep(0.25)
         cpu = sum(cpu_of(p.pid) or 0.0 for p in procs)
-        rss = sum(proc_status(p.pid, "VmHWM") or 0 for p in procs)
+        rss = sum(status_kb(p.pid, "VmHWM") or 0 for p in procs)
         for p in procs:
             p.send_signal(signal.SIGTERM)
         for p in procs:
@@ -360,7 +320,7 @@ def table(results, rows):
 
 
 def update_docs(block):
-    benchlib.update_docs(block, BEGIN, END, HEADING)
+    replace_block(block, BEGIN, END, HEADING)
 
 
 def main():
@@ -380,7 +340,7 @@ def main():
         args.rows, args.rounds = 5_000, 1
     # Variant keys are separated by ';' inside one variant (',' separates variants).
     variants = [parse_variant(v.replace(";", ",")) for v in args.variants.split(",") if v]
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = machine.utc_stamp()
     out_dir = os.path.join(BENCH_DIR, "results", stamp)
     os.makedirs(out_dir, exist_ok=True)
     env = Env(args)
@@ -411,8 +371,7 @@ def main():
         load_end = os.getloadavg()[0]
     finally:
         env.stop()
-    commit = run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                 check=False).stdout.strip()
+    commit = machine.walrelay_commit()
     block = (f"Run `{stamp}`, walrelay {commit}, `{args.command}`: PostgreSQL {env.server_version}, "
              f"{PIPELINES} databases × {args.rows:,} single-row transactions, {args.rounds} interleaved "
              f"round(s); {os.cpu_count()} cores ({platform.machine()}), load average "

@@ -11,7 +11,7 @@ rows of one outbox table:
   p-interval  the same without the trigger and the channel, interval
               polling only, poll.interval_ms = 100
   wal         the WAL source (a logical slot, pgoutput), configured as
-              benches/bench.py configures it
+              the end-to-end benchmark (benches/walbench) configures it
 
 One wal_level=logical cluster serves all three, so they meet the same
 server: the polling tests run on wal_level=replica, and the difference for
@@ -51,35 +51,33 @@ psycopg (v3) and confluent-kafka, in the virtualenv benches/poll.sh makes.
 """
 
 import argparse
-import datetime
 import json
 import math
 import multiprocessing
 import os
 import platform
-import re
 import shlex
 import signal
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 
 import psycopg
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-import benchlib
-from benchlib import BenchError, cpu_of, log, run, stat_fields
+from walbench import REPO, BenchError, config, log, machine, run
+from walbench.kafka import PARTITIONS, EndOffsets, create_topics, range_reader, read_range
+from walbench.procs import cluster_cpu, cpu_of
+from walbench.report import fmt, replace_block
+from walbench.servers import SCRIPTS, Servers
+from walbench.stats import percentile
+from walbench.systems import tail
+from walbench.walrelay import Endpoints, counters
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = os.path.join(REPO, "scripts")
 BENCH_DIR = os.path.join(REPO, ".walrelay-env", "bench-poll")
 NOTIFY_SQL = os.path.join(REPO, "deploy", "postgresql", "outbox_notify.sql")
-TICK = os.sysconf("SC_CLK_TCK")
-PARTITIONS = 6
 CHANNEL = "walrelay_outbox"
 SLOT = "bench_poll_wal"
 # walrelay connects as this role and nothing else does, so its statements
@@ -103,8 +101,8 @@ POLL_BASE = {
 # statistics deleted: a table just created, or one autovacuum never
 # analysed), where the planner guesses under 1 % of the rows unpublished.
 DRIVER_KEYS = ("stats",)
-# walrelay's producer in every system: bench.py's (lz4; librdkafka's
-# default is none).
+# walrelay's producer in every system: the end-to-end benchmark's (lz4;
+# librdkafka's default is none).
 PRODUCER = {"compression.type": "lz4"}
 
 SCHEMA_SQL = """
@@ -156,35 +154,6 @@ def claim_plan(env, batch_size):
 
 
 # --------------------------------------------------------------------------
-# CPU from /proc.
-
-
-def children_of():
-    kids = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(d))
-    return kids
-
-
-def tree_cpu(pid):
-    kids, total, todo = children_of(), 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        c = cpu_of(p)
-        total += c or 0.0
-        todo.extend(kids.get(p, []))
-    return total
-
-
-# --------------------------------------------------------------------------
 # The environment.
 
 
@@ -192,30 +161,19 @@ class Env:
     def __init__(self, args, out_dir):
         self.args = args
         self.out = out_dir
-        self.pg_dir = os.path.join(BENCH_DIR, "pg")
-        self.kafka_dir = os.path.join(BENCH_DIR, "kafka")
+        # The end-to-end benchmark's settings, plus pg_stat_statements (a restart).
+        self.servers = Servers(BENCH_DIR, ("shared_preload_libraries=pg_stat_statements",
+                                           "pg_stat_statements.track_utility=on"), wal_level="logical")
+        self.pg_dir = self.servers.pg_dir
         self.stamp = os.path.basename(out_dir).lower()
         self.procs = []
         self.admin = None
+        self.offsets = None
         self.consumer = None
 
     def start(self):
-        os.makedirs(BENCH_DIR, exist_ok=True)
-        for d in (os.path.join(REPO, ".walrelay-env"), BENCH_DIR):
-            os.chmod(d, 0o755)
-        log("starting PostgreSQL (wal_level=logical) and Kafka under " + BENCH_DIR)
-        envv = dict(os.environ, WALRELAY_PG_WAL_LEVEL="logical")
-        run([f"{SCRIPTS}/pg.sh", "start", self.pg_dir], env=envv)
-        # bench.py's settings, plus pg_stat_statements (a restart).
-        run([f"{SCRIPTS}/pg.sh", "conf", self.pg_dir, "max_wal_size=16GB", "checkpoint_timeout=30min",
-             "shared_buffers=256MB", "wal_sender_timeout=0",
-             "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_utility=on"],
-            stdout=subprocess.DEVNULL)
-        run([f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir])
-        with open(os.path.join(self.pg_dir, "port")) as f:
-            self.pg_port = int(f.read().strip())
-        self.bootstrap = run([f"{SCRIPTS}/kafka.sh", "bootstrap", self.kafka_dir],
-                             capture_output=True, text=True).stdout.strip()
+        self.servers.start()
+        self.pg_port, self.bootstrap = self.servers.pg_port, self.servers.bootstrap
         with psycopg.connect(self.dsn("postgres", "postgres"), autocommit=True) as admin:
             self.server_version = admin.execute("SHOW server_version").fetchone()[0]
             self.wal_level = admin.execute("SHOW wal_level").fetchone()[0]
@@ -234,9 +192,8 @@ class Env:
         self.relay_role_oid = self.db.execute("SELECT oid FROM pg_roles WHERE rolname = %s",
                                               (RELAY_ROLE,)).fetchone()[0]
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        self.consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "walrelay-bench-poll",
-                                  "enable.auto.commit": False, "enable.partition.eof": True,
-                                  "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+        self.offsets = EndOffsets(self.bootstrap, "walrelay-bench-poll")
+        self.consumer = range_reader(self.bootstrap, "walrelay-bench-poll")
 
     def dsn(self, dbname, user):
         return f"host=127.0.0.1 port={self.pg_port} dbname={dbname} user={user} application_name=bench-driver"
@@ -246,20 +203,17 @@ class Env:
             if p.poll() is None:
                 p.kill()
                 p.wait(10)
-        try:
-            if self.consumer is not None:
-                self.consumer.close()
-        except Exception:  # noqa: BLE001 - best effort on the way out
-            pass
+        for c in (self.consumer, self.offsets):
+            try:
+                if c is not None:
+                    c.close()
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
         # The admin client's handle goes with its last reference: before the
         # broker stops, or librdkafka logs its reconnection attempts.
         self.admin = None
-        if self.args.keep_servers:
-            return
-        run([f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir], check=False,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        run([f"{SCRIPTS}/pg.sh", "stop", self.pg_dir], check=False,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not self.args.keep_servers:
+            self.servers.stop()
 
     # -- PostgreSQL
     def q(self, sql, params=None):
@@ -272,11 +226,7 @@ class Env:
     def cluster_cpu(self):
         """CPU seconds of the whole cluster so far: the postmaster, the
         children it reaped and those alive now."""
-        with open(os.path.join(self.pg_dir, "data", "postmaster.pid")) as f:
-            pm = int(f.readline())
-        fields = stat_fields(pm)
-        own = sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
-        return own + tree_cpu(pm) - (int(fields[11]) + int(fields[12])) / TICK
+        return cluster_cpu(self.servers.postmaster_pid())
 
     def relay_backends(self):
         """pids of the backends (and walsender) walrelay has open."""
@@ -339,56 +289,14 @@ class Env:
 
     # -- Kafka
     def create_topic(self, topic):
-        fs = self.admin.create_topics([NewTopic(topic, PARTITIONS, 1,
-                                                config={"message.timestamp.type": "LogAppendTime"})])
-        for f in fs.values():
-            f.result(30)
-        # Until the leaders are known.
-        for _ in range(100):
-            md = self.admin.list_topics(topic, timeout=10).topics.get(topic)
-            if md and md.error is None and len(md.partitions) == PARTITIONS and \
-                    all(p.leader >= 0 for p in md.partitions.values()):
-                return
-            time.sleep(0.1)
-        raise BenchError(f"topic {topic} has no leaders after 10 s")
+        create_topics(self.admin, [topic])
 
     def end_offsets(self, topic):
-        return [self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(PARTITIONS)]
+        return self.offsets.of(topic)
 
     def read(self, topic, start, end):
         """(LogAppendTime ms, id) of every record between the offsets."""
-        want = {p: (s, e) for p, (s, e) in enumerate(zip(start, end)) if e > s}
-        out = []
-        if not want:
-            return out
-        self.consumer.assign([TopicPartition(topic, p, s) for p, (s, _) in want.items()])
-        left = set(want)
-        deadline = time.time() + 120
-        while left and time.time() < deadline:
-            for m in self.consumer.consume(num_messages=10000, timeout=1.0):
-                p = m.partition()
-                if m.error():
-                    if m.error().code() == -191:  # _PARTITION_EOF
-                        if m.offset() >= want[p][1]:
-                            left.discard(p)
-                        continue
-                    raise BenchError(f"reading {topic}[{p}]: {m.error()}")
-                if m.offset() >= want[p][1]:
-                    left.discard(p)
-                    continue
-                hid = None
-                for k, val in m.headers() or ():
-                    if k == "id":
-                        hid = val.decode().strip('"') if val is not None else None
-                        break
-                out.append((m.timestamp()[1], hid))
-                if m.offset() + 1 >= want[p][1]:
-                    left.discard(p)
-        self.consumer.unassign()
-        if left:
-            raise BenchError(f"reading {topic}: partitions {sorted(left)} not read to their end in 120 s")
-        return out
+        return read_range(self.consumer, topic, start, end)
 
 
 # --------------------------------------------------------------------------
@@ -401,29 +309,10 @@ class Relay:
         os.makedirs(run_dir, exist_ok=True)
         self.cfg = os.path.join(run_dir, "walrelay.toml")
         self.logf = os.path.join(run_dir, "walrelay.log")
-        poll = dict(POLL_BASE.get(system, {}))
-        producer = dict(PRODUCER)
-        for k, val in settings.items():
-            if k in DRIVER_KEYS:
-                continue
-            (producer if "." in k else poll)[k] = val
-        lines = [f'[postgres]\nhost = "127.0.0.1"\nport = {env.pg_port}\nuser = "{RELAY_ROLE}"\n'
-                 f'dbname = "bench"\napplication_name = "walrelay"']
-        if system == "wal":
-            lines.append(f'[replication]\nslot = "{SLOT}"\npublication = "bench"\ncreate_slot = false\n'
-                         f'create_publication = false')
-        else:
-            poll_lines = ['order_by = ["seq"]'] + [f"{k} = {toml(v)}" for k, v in poll.items()]
-            lines.append('[source]\nkind = "poll"\n[poll]\n' + "\n".join(poll_lines))
-        lines.append('[outbox]\ntable = "public.outbox"')
-        lines.append(f'[router]\nroute_topic_replacement = "{topic}"')
-        lines.append(f'[kafka]\nbootstrap_servers = "{env.bootstrap}"\n[kafka.producer]\n' +
-                     "\n".join(f'"{k}" = "{val}"' for k, val in producer.items()))
-        lines.append('[metrics]\nlisten = "127.0.0.1:0"')
         with open(self.cfg, "w") as f:
-            f.write("\n".join(lines) + "\n")
+            f.write(config.dump(relay_config(env, system, topic, settings)))
         self.p = None
-        self.metrics_addr = None
+        self.endpoints = Endpoints(self.logf)
         self.env = env
 
     def start(self):
@@ -437,62 +326,21 @@ class Relay:
         return self.p.poll() is None
 
     def tail(self, n=15):
-        try:
-            with open(self.logf) as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
-    def addr(self):
-        if self.metrics_addr is None:
-            try:
-                with open(self.logf) as f:
-                    # The log is coloured: drop the escapes first.
-                    text = re.sub(r"\x1b\[[0-9;]*m", "", f.read())
-                    m = re.search(r"metrics and health endpoints listen=(127\.0\.0\.1:\d+)", text)
-                    self.metrics_addr = m.group(1) if m else None
-            except OSError:
-                pass
-        return self.metrics_addr
+        return tail(self.logf, n)
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if not self.alive():
                 raise BenchError(f"walrelay ({self.system}) exited:\n{self.tail()}")
-            a = self.addr()
-            if a:
-                try:
-                    with urllib.request.urlopen(f"http://{a}/readyz", timeout=2) as r:
-                        if r.status == 200:
-                            return
-                except OSError:
-                    pass
+            if self.endpoints.ready():
+                return
             time.sleep(0.1)
         raise BenchError(f"walrelay ({self.system}) not ready within {timeout} s:\n{self.tail()}")
 
     def metrics(self):
-        """The poll_* and events counters of /metrics, for results.json."""
-        a = self.addr()
-        if not a:
-            return {}
-        try:
-            with urllib.request.urlopen(f"http://{a}/metrics", timeout=5) as r:
-                text = r.read().decode()
-        except OSError:
-            return {}
-        out = {}
-        for line in text.splitlines():
-            if line.startswith("walrelay_poll_") or line.startswith("walrelay_events_total") or \
-                    line.startswith("walrelay_transactions_total"):
-                if "_bucket{" in line:
-                    continue
-                name, _, value = line.rpartition(" ")
-                try:
-                    out[name] = float(value)
-                except ValueError:
-                    pass
-        return out
+        """Its pipeline's counters in /api/state (no history), for results.json."""
+        return counters(self.endpoints.pipeline())
 
     def cpu(self):
         return cpu_of(self.p.pid) if self.p else None
@@ -507,10 +355,32 @@ class Relay:
                 self.p.wait(10)
 
 
-def toml(v):
-    if isinstance(v, str) and not v.isdigit():
-        return json.dumps(v)
-    return str(v)
+def relay_config(env, system, topic, settings):
+    """walrelay's configuration for `system` with a variant's `settings`:
+    keys with a dot are producer properties (strings), the others [poll]
+    keys (integers where they are digits), DRIVER_KEYS the driver's."""
+    poll = dict(POLL_BASE.get(system, {}))
+    producer = dict(PRODUCER)
+    for k, val in settings.items():
+        if k in DRIVER_KEYS:
+            continue
+        if "." in k:
+            producer[k] = str(val)
+        else:
+            poll[k] = int(val) if isinstance(val, str) and val.isdigit() else val
+    cfg = {"postgres": {"host": "127.0.0.1", "port": env.pg_port, "user": RELAY_ROLE, "dbname": "bench",
+                        "application_name": "walrelay"}}
+    if system == "wal":
+        cfg["replication"] = {"slot": SLOT, "publication": "bench", "create_slot": False,
+                              "create_publication": False}
+    else:
+        cfg["source"] = {"kind": "poll"}
+        cfg["poll"] = {"order_by": ["seq"], **poll}
+    cfg["outbox"] = {"table": "public.outbox"}
+    cfg["router"] = {"route_topic_replacement": topic}
+    cfg["kafka"] = {"bootstrap_servers": env.bootstrap, "producer": producer}
+    cfg["metrics"] = {"listen": "127.0.0.1:0"}
+    return cfg
 
 
 def parse_variant(text):
@@ -668,13 +538,6 @@ def writer_main(dsn, rate, k, w, t0, seconds, first, results, pids):
     results.put(out)
 
 
-def percentile(sorted_vals, q):
-    if not sorted_vals:
-        return None
-    i = min(len(sorted_vals) - 1, max(0, math.ceil(q / 100 * len(sorted_vals)) - 1))
-    return sorted_vals[i]
-
-
 def steady(env, system, settings, tag, rates, seconds, warmup, out):
     run_dir = os.path.join(out, "runs", f"steady-{tag}")
     topic = f"bench.{env.stamp}.steady.{tag}"
@@ -756,10 +619,10 @@ def steady(env, system, settings, tag, rates, seconds, warmup, out):
                 "writers": k, "claim_plan_after": plan, "dead_tuples_before_vacuum": dead,
                 "seconds": seconds, "warmup": warmup, "events": n,
                 "achieved_per_s": n / (s1["t"] - s0["t"]),
-                "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99), "p999_ms": percentile(lat, 99.9),
+                "p50_ms": percentile(lat, 0.50), "p99_ms": percentile(lat, 0.99), "p999_ms": percentile(lat, 0.999),
                 "max_ms": lat[-1] if lat else None, "latencies": len(lat), "missing": missing,
                 "records_in_level": len(recs), "catch_up_s": catch_up,
-                "writer_behind_p99_ms": percentile(behind, 99), "writer_behind_max_ms": behind[-1] if behind else None,
+                "writer_behind_p99_ms": percentile(behind, 0.99), "writer_behind_max_ms": behind[-1] if behind else None,
                 "pg_cpu_s_per_k": (cluster - writers) / events * 1000, "pg_cpu_total_s_per_k": cluster / events * 1000,
                 "writer_backends_cpu_s_per_k": writers / events * 1000,
                 "relay_backends_cpu_s_per_k": None if backends is None else backends / events * 1000,
@@ -783,12 +646,6 @@ def steady(env, system, settings, tag, rates, seconds, warmup, out):
 
 # --------------------------------------------------------------------------
 # Report.
-
-
-def fmt(v, spec=",.0f", none="–"):
-    if v is None:
-        return none
-    return format(v, spec)
 
 
 def ratio(a, b):
@@ -899,22 +756,12 @@ def goals(results, cost_rate):
 
 
 def machine_facts(env, load_at_start, load_at_end):
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"model name\s*:\s*(.*)", f.read())
-            cpu = m.group(1) if m else ""
-    except OSError:
-        pass
-    git = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
     return {
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "nproc": os.cpu_count(), "cpu": cpu, "kernel": platform.release(),
+        "date_utc": machine.utc_now(),
+        "nproc": os.cpu_count(), "cpu": machine.cpu_model(), "kernel": platform.release(),
         "load_average_at_start": load_at_start, "load_average_at_end": load_at_end,
         "postgres": getattr(env, "server_version", "?"), "wal_level": getattr(env, "wal_level", "?"),
-        "walrelay_commit": git.stdout.strip(), "worktree_dirty": bool(dirty),
+        "walrelay_commit": machine.walrelay_commit(), "worktree_dirty": machine.worktree_dirty(),
         "psycopg": psycopg.__version__, "confluent_kafka": __import__("confluent_kafka").__version__,
     }
 
@@ -955,7 +802,7 @@ HEADING = "## The polling source (issue 17)"
 
 
 def update_docs(block):
-    benchlib.update_docs(block, BEGIN, END, HEADING)
+    replace_block(block, BEGIN, END, HEADING)
 
 
 # --------------------------------------------------------------------------
@@ -1018,8 +865,8 @@ def main():
         if s not in SYSTEMS:
             sys.exit(f"unknown system {s}; known: {', '.join(SYSTEMS)}")
 
-    load_at_start = " ".join(open("/proc/loadavg").read().split()[:3])
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    load_at_start = machine.load_average()
+    stamp = machine.utc_stamp()
     out = os.path.join(BENCH_DIR, "results", stamp)
     os.makedirs(out, exist_ok=True)
     command = args.command or " ".join(shlex.quote(a) for a in sys.argv)
@@ -1073,7 +920,7 @@ def main():
         return_code = 1
     finally:
         env.stop()
-    load_at_end = " ".join(open("/proc/loadavg").read().split()[:3])
+    load_at_end = machine.load_average()
     facts = machine_facts(env, load_at_start, load_at_end)
     block = report(args, facts, results, command, loads)
     with open(os.path.join(out, "results.json"), "w") as f:

@@ -3,13 +3,14 @@
 # binary and the walsender baseline (benches/walsender_drain.rs), resolves
 # Debezium once (scripts/debezium.sh fetch), makes the Python virtualenv once
 # (benches/venv.sh: .cache/bench-venv with psycopg, confluent-kafka and
-# matplotlib, pinned), then runs benches/bench.py, which starts its own
-# PostgreSQL and Kafka under .walrelay-env/bench and measures W1-W5 for
-# pg_recvlogical (the ceiling), the minimal walsender reader, walrelay, tuned
-# Debezium and default Debezium on the same backlogs (W5: the message outbox,
-# after the writer's cost of both outbox styles).
+# matplotlib, pinned), then runs the driver, the package benches/walbench
+# (python -m walbench; benches/walbench/__init__.py lists its modules), which
+# starts its own PostgreSQL and Kafka under .walrelay-env/bench and measures
+# W1-W5 for pg_recvlogical (the ceiling), the minimal walsender reader,
+# walrelay, tuned Debezium and default Debezium on the same backlogs (W5: the
+# message outbox, after the writer's cost of both outbox styles).
 #
-# Usage: benches/run.sh [--quick] [--docs] [--baseline-rev REV]... [bench.py options...]
+# Usage: benches/run.sh [--quick] [--docs] [--baseline-rev REV]... [walbench options...]
 #   --quick             smoke sizes (20,000 events, W3 15 s per level): checks the tooling
 #   --docs              write the table and the plot into docs/benchmarks.md and .svg
 #   --baseline-rev REV  also build walrelay at git revision REV (a throwaway
@@ -19,6 +20,8 @@
 #                       measure it as the system walrelay@REV, e.g.
 #                       --systems walrelay@HEAD~1,walrelay (repeatable)
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
+#   --self-check        check the driver's pieces that need no server, then exit
+#                       (nothing is built or started)
 # Results: .walrelay-env/bench/results/<UTC time>/results.{json,md} and
 # benchmarks.svg; the table is also printed on stdout. Nothing else on the
 # machine should be busy while it runs.
@@ -35,16 +38,19 @@ for tool in python3 pgbench pg_recvlogical java; do
 done
 # shellcheck source=benches/venv.sh
 . "$SCRIPT_DIR/venv.sh"
+# The driver is the package benches/walbench.
+export PYTHONPATH="$SCRIPT_DIR${PYTHONPATH:+:$PYTHONPATH}"
 case " $* " in
     *" --help "* | *" -h "*)
         sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
         echo
-        exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --help
+        exec "$VENV/bin/python" -m walbench --help
         ;;
+    *" --self-check "*) exec "$VENV/bin/python" -m walbench --self-check ;;
 esac
 
 COMMAND="benches/run.sh${*:+ $*}"
-# --baseline-rev is run.sh's: taken out of the arguments bench.py sees.
+# --baseline-rev is run.sh's: taken out of the arguments walbench sees.
 ARGS=()
 REVS=()
 while (($#)); do
@@ -116,5 +122,5 @@ for line in sys.stdin:
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 "$REPO_ROOT/scripts/debezium.sh" fetch
 "$REPO_ROOT/scripts/kafka.sh" fetch
-exec "$VENV/bin/python" "$SCRIPT_DIR/bench.py" --command "$COMMAND" \
+exec "$VENV/bin/python" -m walbench --command "$COMMAND" \
     --walsender-drain "$WALSENDER_DRAIN" "${BINARIES[@]}" "${ARGS[@]}"

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The Python virtualenv of the benchmark drivers (benches/run.sh,
 # benches/poll.sh, benches/pipelines.sh): .cache/bench-venv with psycopg,
-# confluent-kafka and matplotlib (bench.py's plots), pinned below, made once
+# confluent-kafka and matplotlib (walbench's plots), pinned below, made once
 # per set of requirements (the stamp names them).
 # Sourced after scripts/lib.sh; sets VENV.
 

@@ -1,4 +1,4 @@
-//! The "walsender" baseline of `benches/bench.py`: drains a logical slot up
+//! The "walsender" baseline of `benches/walbench`: drains a logical slot up
 //! to an end LSN with a client that does the least a client can, so that the
 //! measured rate is the walsender's own (decoding and sending pgoutput), not
 //! the client's.
@@ -27,7 +27,7 @@
 //! inserts=... deletes=... logical_messages=...`), and exits
 //! non-zero on any error. Built by `benches/run.sh` with
 //! `cargo build --release --bench walsender_drain`. It never creates or drops
-//! slots: `bench.py` owns them.
+//! slots: the driver (`benches/walbench`) owns them.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -1,29 +1,22 @@
-"""What the Python benchmark drivers (benches/poll.py, benches/pipelines.py)
-share: logging, running a command, a process's CPU and scheduling from /proc,
-and writing a block of results between two markers of docs/benchmarks.md."""
+"""Processes as /proc shows them: CPU seconds, peak memory, process trees,
+thread ids, CPU affinity, a task's scheduler counters and the bytes and
+segments its TCP sockets sent.
+
+Every reader answers None (or skips the process) once a process is gone:
+the systems measured start and exit under the bench's feet. Nothing here
+starts or stops a process, except `ss`, which tcp_sent runs to read the
+kernel's tcp_info.
+"""
 
 import os
 import re
 import subprocess
-import sys
 import time
 from collections import namedtuple
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from . import BenchError
+
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-class BenchError(Exception):
-    """A step of the benchmark failed; the message says which."""
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def run(cmd, **kw):
-    kw.setdefault("check", True)
-    return subprocess.run(cmd, **kw)
 
 
 def stat_fields(pid):
@@ -41,6 +34,91 @@ def cpu_of(pid):
     """utime + stime of one process, seconds; None once it is gone."""
     fields = stat_fields(pid)
     return None if fields is None else (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children_of():
+    """parent pid -> [child pids], of every process now."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        fields = stat_fields(d)
+        if fields is not None:
+            kids.setdefault(int(fields[1]), []).append(int(d))
+    return kids
+
+
+def tree(pid):
+    """`pid` and its descendants, as they are now."""
+    kids, out, todo = children_of(), [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def tree_cpu(pid):
+    """CPU seconds of the process tree under `pid`, alive processes only."""
+    return sum(c for c in (cpu_of(p) for p in tree(pid)) if c is not None)
+
+
+def cluster_cpu(postmaster):
+    """CPU seconds of a whole PostgreSQL cluster so far: the postmaster,
+    the children it has reaped (backends of finished connections,
+    autovacuum workers) and those alive now."""
+    fields = stat_fields(postmaster)
+    if fields is None:
+        raise BenchError(f"the postmaster (pid {postmaster}) is gone")
+    own = sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
+    return own + sum(c for c in (cpu_of(p) for p in tree(postmaster) if p != postmaster) if c is not None)
+
+
+def status_kb(pid, key):
+    """A kB field of /proc/<pid>/status (VmHWM, VmRSS), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def hwm_kb(pid):
+    """VmHWM of one process, KiB (0 if gone). Unlike getrusage's
+    ru_maxrss, which keeps the high-water mark of the forked Python from
+    before the exec, VmHWM belongs to the running program."""
+    return status_kb(pid, "VmHWM") or 0
+
+
+def tree_hwm_kb(pid):
+    """Sum of VmHWM over the process tree, KiB."""
+    return sum(hwm_kb(p) for p in tree(pid))
+
+
+def thread_ids(pid):
+    """The thread ids of one process (empty once it is gone)."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def tree_threads(pids):
+    """Thread ids of `pids` and their descendants, as they are now."""
+    return {t for pid in pids for p in tree(pid) for t in thread_ids(p)}
+
+
+def set_affinity(pid, cpus):
+    """Every thread of `pid` on `cpus` (`taskset -a -p`); a thread or
+    process that is gone is skipped."""
+    for tid in thread_ids(pid):
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except ProcessLookupError:
+            pass
 
 
 # One reading of the scheduler's counters of a task: when it was taken
@@ -119,19 +197,3 @@ def tcp_sent(pid):
             else:
                 segments += int(value)
     return (t, sent, segments) if found else None
-
-
-def update_docs(block, begin, end, heading):
-    """Puts `block` between the markers `begin` and `end` of
-    docs/benchmarks.md, or appends `heading` and the markers with it."""
-    path = os.path.join(REPO, "docs", "benchmarks.md")
-    with open(path) as f:
-        text = f.read()
-    if begin in text and end in text:
-        pre, rest = text.split(begin, 1)
-        _, post = rest.split(end, 1)
-        text = pre + begin + "\n" + block + end + post
-    else:
-        text = text.rstrip("\n") + f"\n\n{heading}\n\n{begin}\n{block}{end}\n"
-    with open(path, "w") as f:
-        f.write(text)

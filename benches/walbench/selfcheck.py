@@ -1,0 +1,184 @@
+"""--self-check: the pieces that need no server, on synthetic input. The
+stage histograms of a /api/state document served over real HTTP and read
+back through Endpoints, the percentiles, the TOML writer and its overrides,
+the variants, the walsender's summaries, the COMMIT-marker walk over
+hand-built record batches, and the tables that format them. Exits non-zero
+(an AssertionError) on the first wrong answer."""
+
+import http.server
+import json
+import os
+import struct
+import tempfile
+import threading
+import tomllib
+
+from . import config
+from .kafka_markers import KafkaCommitted
+from .procs import Sched
+from .report import walsender_table
+from .stats import histogram_delta, histogram_quantile, percentile
+from .systems import Variant, eos_settings
+from .walrelay import Endpoints, counters, stage_breakdown, stage_histograms, transaction_counters
+from .walsender import bytes_per_segment, sched_summary
+
+INF = float("inf")
+
+# A pipeline of /api/state with the stage histograms (cumulative counts per
+# finite upper bound; +Inf is the count), and fields the bench does not read.
+STATE = {
+    "version": "0.1.0", "ready": True, "sample_interval_seconds": 5.0, "window_seconds": 600.0,
+    "pipelines": [{
+        "name": "default", "state": "running", "error": None, "ready": True, "source": "wal",
+        "events_total": 110, "events_per_second": 10.0, "in_flight": 0,
+        "stage_seconds": {"produce_to_ack": {"count": 110, "sum_seconds": 1.5, "buckets": [
+            {"le": 0.001, "count": 20}, {"le": 0.002, "count": 60}, {"le": 0.004, "count": 100}]}},
+        "commit_to_ack": {"count": 4, "sum_seconds": 0.02, "buckets": [{"le": 0.01, "count": 4}]},
+        "exactly_once": {"committed_lsn": "0/16B3748", "committed_events": 0, "transactions_committed": 3,
+                         "transactions_aborted": 0, "producer_fenced": False},
+        "poll": None,
+        "history": [{"age_seconds": 1.0}],
+    }],
+}
+
+
+def check_histograms():
+    h = stage_histograms(STATE["pipelines"][0])[("stage_seconds", "produce_to_ack")]
+    assert h["buckets"] == [(0.001, 20.0), (0.002, 60.0), (0.004, 100.0), (INF, 110.0)], h
+    assert h["count"] == 110 and h["sum"] == 1.5, h
+    # rank 55 of 110: 35 of the 40 in (1 ms, 2 ms]
+    assert abs(histogram_quantile(h, 0.5) - (0.001 + 0.001 * 35 / 40)) < 1e-12
+    assert abs(histogram_quantile(h, 0.1) - 0.001 * 11 / 20) < 1e-12
+    assert histogram_quantile(h, 0.99) == 0.004  # in +Inf: the last finite bound
+    before = {"buckets": [(0.001, 20.0), (0.002, 20.0), (0.004, 20.0), (INF, 20.0)], "count": 20, "sum": 0.5}
+    d = histogram_delta(h, before)
+    assert d["count"] == 90 and abs(histogram_quantile(d, 0.5) - 0.00225) < 1e-12, d
+    assert histogram_quantile({"buckets": [(0.001, 0.0), (INF, 0.0)]}, 0.5) is None
+    rows = stage_breakdown({}, stage_histograms(STATE["pipelines"][0]))
+    assert rows["produce_to_ack"]["count"] == 110 and rows["walrelay_commit_to_ack_seconds"]["p50_ms"] == 5.0, rows
+    # A binary whose state has no stage histograms (commit_to_ack without
+    # buckets, or nothing): no breakdown.
+    old = {k: v for k, v in STATE["pipelines"][0].items() if k not in ("stage_seconds", "commit_to_ack")}
+    assert stage_histograms(old) == {} and stage_breakdown({}, stage_histograms(old)) is None
+    old["commit_to_ack"] = {"count": 4, "sum_seconds": 0.02}
+    assert stage_histograms(old) == {} and stage_breakdown({}, stage_histograms(old)) is None
+    assert stage_histograms(None) is None and transaction_counters(None) is None
+    assert transaction_counters(STATE["pipelines"][0])["transactions_committed"] == 3
+    assert transaction_counters(old | {"exactly_once": None}) == {}
+    assert "history" not in counters(STATE["pipelines"][0])
+
+
+def check_endpoints():
+    """Endpoints finds the address in a coloured log and reads the state
+    and /readyz over HTTP."""
+    body = json.dumps(STATE).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            status, out = {"/api/state": (200, body), "/readyz": (503, b"not ready\n")}.get(self.path, (404, b""))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *_):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with tempfile.TemporaryDirectory() as d:
+        logf = os.path.join(d, "walrelay.log")
+        e = Endpoints(logf)
+        assert e.address() is None  # no log yet
+        with open(logf, "w") as f:
+            f.write(f"\x1b[2m2026-01-01T00:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m metrics and health endpoints "
+                    f"\x1b[3mlisten\x1b[0m\x1b[2m=\x1b[0m127.0.0.1:{server.server_port}\n")
+        assert e.address() == f"127.0.0.1:{server.server_port}", e.address()
+        assert e.pipeline()["events_total"] == 110
+        assert not e.ready()  # 503
+    server.shutdown()
+
+
+def check_config():
+    cfg = {"a": {"b": 1, "c": {"d": "x"}}, "kafka": {"producer": {"linger.ms": "5"}}, "e": ["y", "z"],
+           "pipelines": [{"name": "p0", "postgres": {"dbname": "b0"}}, {"name": "p1", "postgres": {"dbname": "b1"}}]}
+    assert tomllib.loads(config.dump(cfg)) == cfg
+    cfg = {"kafka": {"producer": {}}}
+    config.set_dotted(cfg, "kafka.producer.linger.ms", 1)
+    config.set_dotted(cfg, "replication.read_coalesce_us", 0)
+    assert cfg == {"kafka": {"producer": {"linger.ms": "1"}}, "replication": {"read_coalesce_us": 0}}, cfg
+    config.merge(cfg, "read_coalesce_us = 1000\\nstreaming = false", "replication")
+    config.merge(cfg, '[runtime]\\nworker_threads = 2\\n[kafka.producer]\\n"batch.size" = "1000"')
+    assert cfg == {"kafka": {"producer": {"linger.ms": "1", "batch.size": "1000"}}, "runtime": {"worker_threads": 2},
+                   "replication": {"read_coalesce_us": 1000, "streaming": False}}, cfg
+    assert config.scalar("0") == 0 and config.scalar("true") is True and config.scalar("bench_iu") == "bench_iu"
+    assert config.scalar('"x"') == "x"
+
+
+def check_variants():
+    assert Variant("walrelay@base:replication.publication=bench_iu").overrides == [("replication.publication",
+                                                                                    "bench_iu")]
+    assert eos_settings("walrelay-eos:max_events=5") == {"max_events": 5}
+
+
+def check_percentiles():
+    vals = list(range(1, 1001))
+    assert percentile(vals, 0.5) == 500 and percentile(vals, 0.99) == 990 and percentile(vals, 0.999) == 999
+    assert percentile(vals, 1.0) == 1000 and percentile([7], 0.5) == 7 and percentile([], 0.5) is None
+
+
+def check_walsender():
+    # 2 s of drain: 1.5 s on a CPU, 0.2 s waiting, the rest blocked; the
+    # sample after the end does not count.
+    samples = [Sched(10.0, 5_000_000_000, 1_000_000_000, 100, 10), Sched(11.0, 5_900_000_000, 1_100_000_000, 150, 12),
+               Sched(12.0, 6_500_000_000, 1_200_000_000, 300, 30), Sched(12.5, 6_500_000_000, 1_200_000_000, 301, 30)]
+    ws = sched_summary(samples, 12.2, 10_000)
+    assert ws["seconds"] == 2.0 and abs(ws["on_cpu_pct"] - 75) < 1e-9 and abs(ws["wait_pct"] - 10) < 1e-9, ws
+    assert abs(ws["blocked_pct"] - 15) < 1e-9 and ws["vol_cs_per_k"] == 20 and ws["invol_cs_per_k"] == 2, ws
+    no_schedstat = sched_summary([x._replace(on_cpu_ns=None, wait_ns=None) for x in samples], 12.2, 10_000)
+    assert no_schedstat["on_cpu_pct"] is None and no_schedstat["vol_cs_per_k"] == 20, no_schedstat
+    assert sched_summary(samples[:1], 12.2, 10_000) is None
+    assert walsender_table([{"workload": "W1", "system": "walsender", "events_per_s": 1000.0,
+                             "walsender_sched": no_schedstat}]).endswith("| – | – | – | 20.0 / 2.0 | – |")
+    # 12,000 bytes in 100 segments by the end; the sample after it does not count.
+    assert bytes_per_segment([(10.0, 1000, 10), (11.0, 7000, 60), (12.0, 13000, 110), (12.5, 99000, 120)],
+                             12.2) == 120.0
+    assert bytes_per_segment([(10.0, 1000, 10)], 12.2) is None
+
+
+def batch(base, count, attrs, max_ts, pid, records=b""):
+    """A record batch (magic 2) of `count` records: its header, then
+    `records` (a data batch's records are never read)."""
+    rest = struct.pack(">ibihiqqqhii", 0, 2, 0, attrs, count - 1, max_ts, max_ts, pid, 0, 0, count) + records
+    return struct.pack(">qi", base, len(rest)) + rest
+
+
+def control(base, kind, max_ts, pid):
+    """A control batch: COMMIT (1) or ABORT (0), LogAppendTime."""
+    # length, attributes, timestamp delta 0, offset delta 0, key length 4
+    # (zigzag varints), the key: version 0, type; no value, no headers.
+    record = bytes([2 * 10, 0, 0, 0, 2 * 4]) + struct.pack(">hh", 0, kind) + bytes([1, 0])
+    return batch(base, 1, 0x20 | 0x10 | 0x08, max_ts, pid, record)
+
+
+def check_markers():
+    view = KafkaCommitted("127.0.0.1:9", None, "t", partitions=1)  # never connects
+    data = (batch(0, 3, 0x10, 1000, 7) + control(3, 1, 1005, 7)     # 3 records, committed at 1005
+            + batch(4, 2, 0x10, 1010, 7) + control(6, 0, 1011, 7)   # 2 records, aborted
+            + batch(7, 4, 0, 1020, -1))                             # 4 not transactional
+    assert view._batches(0, data, 0, len(data))
+    assert view.committed == 7 and view.aborted == 2 and view.next[0] == 11, vars(view)
+    assert view.markers[0] == [(3, 1005, 7)] and view.marker_ts_types == {"LogAppendTime"}
+    assert view.visible_ms(0, 1) == 1005 and view.visible_ms(0, 8) is None and view.last_commit_ms() == 1005
+    assert not view._batches(0, data, 0, len(data))  # read already
+
+
+def self_check():
+    check_histograms()
+    check_endpoints()
+    check_config()
+    check_variants()
+    check_percentiles()
+    check_walsender()
+    check_markers()
+    print("self check passed")
