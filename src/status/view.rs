@@ -254,7 +254,7 @@ fn render_pipeline_body(p: &PipelineView, rates: &Rates, out: &mut String) {
         "{:<12} {} events, oldest unacked {:.1} s",
         "in flight", p.in_flight, p.oldest_unacked_age_seconds
     );
-    let latency = p.commit_to_ack;
+    let latency = &p.commit_to_ack;
     if latency.count > 0 {
         let _ = writeln!(
             out,

@@ -107,6 +107,9 @@ pub struct PipelineView {
     pub oldest_unacked_age_seconds: f64,
     /// Source commit to Kafka acknowledgement.
     pub commit_to_ack: Latency,
+    /// Where that time goes, by stage; absent from older processes.
+    #[serde(default)]
+    pub stage_seconds: Option<StageLatencies>,
     /// Permanent Kafka delivery failures, over every error code.
     pub delivery_errors_total: u64,
     /// Sessions re-established after a transient failure.
@@ -127,13 +130,41 @@ pub struct PipelineView {
     pub history: Vec<SampleView>,
 }
 
-/// A latency histogram's count and sum (`walrelay_commit_to_ack_seconds`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// A latency histogram: count, sum and cumulative buckets
+/// (`walrelay_commit_to_ack_seconds`, each stage of
+/// `walrelay_stage_seconds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Observations.
     pub count: u64,
     /// Their sum, seconds.
     pub sum_seconds: f64,
+    /// Cumulative counts at each finite upper bound, ascending; the
+    /// `+Inf` bucket is `count`. Empty from a process that serves none.
+    #[serde(default)]
+    pub buckets: Vec<Bucket>,
+}
+
+/// One cumulative bucket of a [`Latency`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// Upper bound, seconds.
+    pub le: f64,
+    /// Observations at or below it.
+    pub count: u64,
+}
+
+/// The latency of an event by stage (`walrelay_stage_seconds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageLatencies {
+    /// Commit timestamp to reading the commit off the socket.
+    pub commit_to_receive: Latency,
+    /// Read off the socket to handed to the broker.
+    pub receive_to_produce: Latency,
+    /// Handed to the broker to its acknowledgement.
+    pub produce_to_ack: Latency,
+    /// Fully acknowledged to confirmed to the server.
+    pub ack_to_confirm: Latency,
 }
 
 /// Exactly-once delivery: the last committed progress record and the
@@ -153,6 +184,10 @@ pub struct ExactlyOnceView {
     pub transactions_aborted: u64,
     /// Another instance with the same transactional id fenced this one.
     pub producer_fenced: bool,
+    /// How long committing a Kafka transaction took
+    /// (`walrelay_kafka_transaction_commit_seconds`).
+    #[serde(default)]
+    pub commit_seconds: Option<Latency>,
 }
 
 /// The replication slot.
@@ -264,7 +299,8 @@ impl PipelineView {
             events_by_topic: by_label(series(m.events.clone())),
             transactions_total: m.transactions.get(),
             oldest_unacked_age_seconds: m.oldest_unacked_age.get(),
-            commit_to_ack: latency(m),
+            commit_to_ack: latency(&m.commit_to_ack),
+            stage_seconds: Some(stage_latencies(m)),
             delivery_errors_total: total(series(m.delivery_errors.clone())),
             reconnects_total: m.reconnects.get(),
             filtered_total: total(series(m.filtered.clone())),
@@ -290,19 +326,34 @@ fn total(series: Vec<history::Series>) -> u64 {
     series.iter().map(|s| s.value as u64).sum()
 }
 
-fn latency(m: &Metrics) -> Latency {
+/// A histogram's count, sum and finite buckets.
+fn latency(histogram: &prometheus_client::metrics::histogram::Histogram) -> Latency {
     let mut latency = Latency {
         count: 0,
         sum_seconds: 0.0,
+        buckets: Vec::new(),
     };
-    for s in series(m.commit_to_ack.clone()) {
-        match s.suffix.as_str() {
-            "_count" => latency.count = s.value as u64,
-            "_sum" => latency.sum_seconds = s.value,
+    for s in series(histogram.clone()) {
+        match (s.suffix.as_str(), s.label.as_deref().map(str::parse::<f64>)) {
+            ("_count", _) => latency.count = s.value as u64,
+            ("_sum", _) => latency.sum_seconds = s.value,
+            ("_bucket", Some(Ok(le))) if le.is_finite() => latency.buckets.push(Bucket {
+                le,
+                count: s.value as u64,
+            }),
             _ => {}
         }
     }
     latency
+}
+
+fn stage_latencies(m: &Metrics) -> StageLatencies {
+    StageLatencies {
+        commit_to_receive: latency(&m.stages.commit_to_receive),
+        receive_to_produce: latency(&m.stages.receive_to_produce),
+        produce_to_ack: latency(&m.stages.produce_to_ack),
+        ack_to_confirm: latency(&m.stages.ack_to_confirm),
+    }
 }
 
 fn exactly_once(m: &Metrics) -> ExactlyOnceView {
@@ -317,6 +368,7 @@ fn exactly_once(m: &Metrics) -> ExactlyOnceView {
         transactions_committed: transactions("committed"),
         transactions_aborted: transactions("aborted"),
         producer_fenced: m.producer_fenced.get() != 0,
+        commit_seconds: Some(latency(&m.kafka_transaction_commit)),
     }
 }
 
@@ -577,13 +629,18 @@ mod tests {
         );
         assert_eq!(v.transactions_total, 7);
         assert_eq!(v.oldest_unacked_age_seconds, 1.5);
-        assert_eq!(
-            v.commit_to_ack,
-            Latency {
-                count: 2,
-                sum_seconds: 1.0
-            }
-        );
+        let latency = &v.commit_to_ack;
+        assert_eq!((latency.count, latency.sum_seconds), (2, 1.0));
+        // Cumulative buckets, ascending: 0 below 0.25 s, 1 up to 0.75 s, 2
+        // from there on.
+        let at = |le: f64| latency.buckets.iter().find(|b| b.le >= le).map(|b| b.count);
+        assert!(latency.buckets.windows(2).all(|w| w[0].le < w[1].le));
+        assert_eq!(at(0.0), Some(0));
+        assert_eq!(at(0.25), Some(1));
+        assert_eq!(at(0.75), Some(2));
+        let stages = v.stage_seconds.as_ref().unwrap();
+        assert_eq!(stages.produce_to_ack.count, 0);
+        assert!(!stages.produce_to_ack.buckets.is_empty());
         assert_eq!(
             (
                 v.delivery_errors_total,
@@ -600,8 +657,17 @@ mod tests {
                 transactions_committed: 9,
                 transactions_aborted: 0,
                 producer_fenced: true,
+                commit_seconds: v
+                    .exactly_once
+                    .as_ref()
+                    .and_then(|e| e.commit_seconds.clone()),
             })
         );
+        let commit = v
+            .exactly_once
+            .as_ref()
+            .and_then(|e| e.commit_seconds.as_ref());
+        assert_eq!(commit.map(|c| c.count), Some(0));
         assert!(json.contains("\"committed_lsn\":\"1/10\""), "{json}");
         let slot = v.slot.as_ref().unwrap();
         assert!(slot.active);
