@@ -5,12 +5,12 @@
 //! accepted at their default only, or refused.
 //!
 //! Every connector key walrelay knows of is in exactly one place: read in
-//! [`translate_connector`] (or, for `errors.*`, in `super::errors`; for
-//! `transforms`, in `super::transforms`; for converters, in
-//! `super::converters`) or listed here, one comment per key; any other key is
-//! warned about as unknown by [`classify_rest`]. It never logs a value, never
-//! puts a possibly secret value in an error, and never connects to the
-//! database it describes.
+//! [`translate_connector`], one step per group of keys (or, for `errors.*`,
+//! in `super::errors`; for `transforms`, in `super::transforms`; for
+//! converters, in `super::converters`) or listed here, one comment per key;
+//! any other key is warned about as unknown by [`classify_rest`]. It never
+//! logs a value, never puts a possibly secret value in an error, and never
+//! connects to the database it describes.
 
 use std::path::PathBuf;
 
@@ -18,8 +18,8 @@ use super::errors::{translate_errors, IGNORED_ERRORS_KEYS, IGNORED_ERRORS_PREFIX
 use super::{Draft, Keys, Notes, OFFSETS_IN_SLOT};
 use crate::config::ConfigError;
 use crate::postgres::config::{
-    validate_slot_name, PostgresConfig, PublicationMode, SnapshotMode, SslMode, TargetSessionAttrs,
-    DEFAULT_PG_PORT,
+    validate_slot_name, PostgresConfig, PublicationMode, ReplicationConfig, SnapshotMode, SslMode,
+    TargetSessionAttrs, DEFAULT_PG_PORT,
 };
 use crate::router::FieldNameAdjustment;
 use crate::secret::Secret;
@@ -212,11 +212,41 @@ fn translate_target_server_type(c: &mut Keys) -> Result<Option<TargetSessionAttr
 /// Translates the Debezium PostgreSQL connector's keys (without any
 /// `debezium.source.` prefix) into `draft`. Converter and producer keys are
 /// not handled here. Every key of `c` is consumed or warned about.
+///
+/// The steps run in a fixed order, each taking its own keys: where two keys
+/// are wrong, the one of the earlier step is the one refused.
 pub(in crate::config) fn translate_connector(
     c: &mut Keys,
     draft: &mut Draft,
     notes: &mut Notes,
 ) -> Result<(), ConfigError> {
+    translate_class_and_tasks(c, draft)?;
+    draft.postgres = Some(translate_connection(c)?);
+    check_plugin(c)?;
+    translate_slot_and_publication(c, &mut draft.replication)?;
+    translate_snapshot_mode(c, &mut draft.replication)?;
+    draft.message_rule = translate_message_prefixes(c)?;
+    // Table rows' delete tombstones never reach Kafka (EventRouter drops
+    // them), but DecodeLogicalDecodingMessageContent fails on them
+    // (`super::transforms`).
+    if c.map.contains_key("tombstones.on.delete") {
+        draft.tombstones_on_delete = Some(c.take_bool("tombstones.on.delete", true)?);
+    }
+    translate_captured_tables(c, draft, notes)?;
+    translate_skipped_operations(c, draft)?;
+    translate_column_types(c, draft)?;
+    translate_naming(c, draft)?;
+    translate_transaction_metadata(c, draft)?;
+    translate_errors(c, draft, notes)?;
+    translate_heartbeats(c, draft)?;
+    check_snapshot_collections(c, draft, notes)?;
+    check_notifications(c, notes)
+}
+
+/// `connector.class` must be Debezium's PostgreSQL connector, and
+/// `tasks.max` 1; `name` names the pipeline and is part of its
+/// transactional id in exactly-once mode (`super::exactly_once`).
+fn translate_class_and_tasks(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
     let class = c.take_required(
         "connector.class",
         "walrelay replaces Debezium's PostgreSQL connector",
@@ -227,8 +257,6 @@ pub(in crate::config) fn translate_connector(
             format!("walrelay replaces {POSTGRES_CONNECTOR} only, not {class}"),
         ));
     }
-    // The pipeline's name and part of its transactional id in exactly-once
-    // mode (`super::exactly_once`).
     draft.connector_name = c.take("name").filter(|n| !n.is_empty());
     if let Some(tasks) = c.take("tasks.max") {
         if tasks != "1" {
@@ -238,12 +266,55 @@ pub(in crate::config) fn translate_connector(
             ));
         }
     }
+    Ok(())
+}
 
-    // Connection. Debezium 3.6 takes one host: it validates
-    // database.hostname against ^[a-zA-Z0-9-_.]+$ when the task starts
-    // (RelationalDatabaseConnectorConfig.validateHostname), so neither
-    // pgjdbc's "h1,h2" nor "h1:5433" reaches its JDBC URL, and
-    // database.port is one integer.
+/// The `database.*` keys of the connection: one host (as Debezium takes
+/// it), port, target server type, role, password and database, then TLS.
+/// The password stays a [`Secret`]; timeouts and the application name are
+/// walrelay's own.
+fn translate_connection(c: &mut Keys) -> Result<PostgresConfig, ConfigError> {
+    let host = take_hostname(c)?;
+    let port = match c.take("database.port") {
+        None => DEFAULT_PG_PORT,
+        Some(p) => p
+            .parse()
+            .map_err(|_| c.invalid("database.port", format!("{p:?} is not a port number")))?,
+    };
+    let target_session_attrs = translate_target_server_type(c)?;
+    let user = c.take_required("database.user", "the role walrelay connects as")?;
+    let password = c.take_raw("database.password").map(Secret::new);
+    let dbname = c.take_required("database.dbname", "the database holding the outbox table")?;
+    let mut postgres = PostgresConfig {
+        host,
+        port: port.into(),
+        target_session_attrs,
+        user,
+        password,
+        password_env: None,
+        password_file: None,
+        dbname,
+        connect_timeout_ms: crate::postgres::config::DEFAULT_CONNECT_TIMEOUT_MS,
+        application_name: "walrelay".into(),
+        sslmode: SslMode::default(),
+        sslrootcert: None,
+        sslcert: None,
+        sslkey: None,
+        sslpassword: None,
+        sslpassword_env: None,
+        sslpassword_file: None,
+        channel_binding: Default::default(),
+    };
+    translate_tls(c, &mut postgres)?;
+    Ok(postgres)
+}
+
+/// `database.hostname`, required. Debezium 3.6 takes one host: it validates
+/// database.hostname against ^[a-zA-Z0-9-_.]+$ when the task starts
+/// (RelationalDatabaseConnectorConfig.validateHostname), so neither
+/// pgjdbc's "h1,h2" nor "h1:5433" reaches its JDBC URL, and
+/// database.port is one integer.
+fn take_hostname(c: &mut Keys) -> Result<String, ConfigError> {
     let host = c.take_required("database.hostname", "the PostgreSQL server to read from")?;
     if !is_debezium_hostname(&host) {
         return Err(c.invalid(
@@ -255,37 +326,32 @@ pub(in crate::config) fn translate_connector(
             ),
         ));
     }
-    let port = match c.take("database.port") {
-        None => DEFAULT_PG_PORT,
-        Some(p) => p
-            .parse()
-            .map_err(|_| c.invalid("database.port", format!("{p:?} is not a port number")))?,
-    };
-    let target_session_attrs = translate_target_server_type(c)?;
-    let user = c.take_required("database.user", "the role walrelay connects as")?;
-    let password = c.take_raw("database.password").map(Secret::new);
-    let dbname = c.take_required("database.dbname", "the database holding the outbox table")?;
-    // TLS: pgjdbc's libpq-style keys (its LibPQFactory), Debezium's
-    // default sslmode being prefer like libpq's.
-    let sslmode = match c.take("database.sslmode") {
-        None => SslMode::default(),
-        Some(mode) => SslMode::parse(&mode.to_ascii_lowercase()).ok_or_else(|| {
+    Ok(host)
+}
+
+/// TLS: pgjdbc's libpq-style keys (its LibPQFactory) into `postgres`,
+/// Debezium's default sslmode being prefer like libpq's. The Java-only
+/// factory, host name verifier and password callback are refused unless
+/// they name pgjdbc's own LibPQFactory (or nothing).
+fn translate_tls(c: &mut Keys, postgres: &mut PostgresConfig) -> Result<(), ConfigError> {
+    if let Some(mode) = c.take("database.sslmode") {
+        postgres.sslmode = SslMode::parse(&mode.to_ascii_lowercase()).ok_or_else(|| {
             c.invalid(
                 "database.sslmode",
                 format!("{mode:?} is not one of disable, allow, prefer, require, verify-ca, verify-full"),
             )
-        })?,
-    };
-    let sslrootcert = c.take("database.sslrootcert").filter(|v| !v.is_empty());
-    let sslcert = c
+        })?;
+    }
+    postgres.sslrootcert = c.take("database.sslrootcert").filter(|v| !v.is_empty());
+    postgres.sslcert = c
         .take("database.sslcert")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let sslkey = c
+    postgres.sslkey = c
         .take("database.sslkey")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let sslpassword = c.take_raw("database.sslpassword").map(Secret::new);
+    postgres.sslpassword = c.take_raw("database.sslpassword").map(Secret::new);
     if let Some(factory) = c.take("database.sslfactory") {
         if !matches!(factory.as_str(), "" | "org.postgresql.ssl.LibPQFactory") {
             return Err(c.unsupported(
@@ -305,44 +371,32 @@ pub(in crate::config) fn translate_connector(
             ));
         }
     }
-    draft.postgres = Some(PostgresConfig {
-        host,
-        port: port.into(),
-        target_session_attrs,
-        user,
-        password,
-        password_env: None,
-        password_file: None,
-        dbname,
-        connect_timeout_ms: crate::postgres::config::DEFAULT_CONNECT_TIMEOUT_MS,
-        application_name: "walrelay".into(),
-        sslmode,
-        sslrootcert,
-        sslcert,
-        sslkey,
-        sslpassword,
-        sslpassword_env: None,
-        sslpassword_file: None,
-        channel_binding: Default::default(),
-    });
+    Ok(())
+}
 
-    // Decoding, slot, publication.
+/// `plugin.name` must be set, and to pgoutput: Debezium's default is
+/// decoderbufs, which walrelay cannot read.
+fn check_plugin(c: &mut Keys) -> Result<(), ConfigError> {
     match c.take("plugin.name").as_deref() {
-        Some("pgoutput") => {}
-        None => {
-            return Err(c.unsupported(
-                "plugin.name",
-                "Debezium's default is decoderbufs; walrelay reads pgoutput only: set plugin.name=pgoutput (the slot must be a pgoutput slot)",
-            ))
-        }
-        Some(other) => {
-            return Err(c.unsupported(
-                "plugin.name",
-                format!("walrelay reads pgoutput only, not {other}"),
-            ))
-        }
+        Some("pgoutput") => Ok(()),
+        None => Err(c.unsupported(
+            "plugin.name",
+            "Debezium's default is decoderbufs; walrelay reads pgoutput only: set plugin.name=pgoutput (the slot must be a pgoutput slot)",
+        )),
+        Some(other) => Err(c.unsupported(
+            "plugin.name",
+            format!("walrelay reads pgoutput only, not {other}"),
+        )),
     }
-    let r = &mut draft.replication;
+}
+
+/// The slot and the publication: their names, whether walrelay creates
+/// the publication and with which tables (`publication.autocreate.mode`),
+/// and the slot's drop-on-stop and failover flags.
+fn translate_slot_and_publication(
+    c: &mut Keys,
+    r: &mut ReplicationConfig,
+) -> Result<(), ConfigError> {
     if let Some(slot) = c.take("slot.name") {
         validate_slot_name(&slot).map_err(|e| match e {
             SettingError::Invalid { reason, .. } => c.invalid("slot.name", reason),
@@ -371,137 +425,164 @@ pub(in crate::config) fn translate_connector(
     // Debezium falls back to a plain slot below PostgreSQL 17; walrelay
     // refuses to start there instead (`replication.failover`).
     r.failover = c.take_bool("slot.failover", false)?;
-    if let Some(mode) = c.take("snapshot.mode") {
-        r.snapshot_mode = match mode.to_ascii_lowercase().as_str() {
-            "no_data" => SnapshotMode::NoData,
-            "initial" => SnapshotMode::Initial,
-            "always" => SnapshotMode::Always,
-            "when_needed" => SnapshotMode::WhenNeeded,
-            "never" | "schema_only" => {
-                return Err(c.unsupported(
-                    "snapshot.mode",
-                    format!("{mode} was removed from Debezium; use no_data"),
-                ))
-            }
-            _ => {
-                return Err(c.unsupported(
-                    "snapshot.mode",
-                    format!(
-                        "walrelay implements no_data, initial, always and when_needed, not {mode}"
-                    ),
-                ))
-            }
-        };
-    }
+    Ok(())
+}
 
-    // Logical decoding messages (PostgreSQL 14+, which walrelay requires):
-    // Debezium reads every prefix unless one of these lists says otherwise.
+/// `snapshot.mode`: the four modes walrelay implements; the modes Debezium
+/// removed point to their replacement, any other (custom, configuration
+/// based, ...) is refused.
+fn translate_snapshot_mode(c: &mut Keys, r: &mut ReplicationConfig) -> Result<(), ConfigError> {
+    let Some(mode) = c.take("snapshot.mode") else {
+        return Ok(());
+    };
+    r.snapshot_mode = match mode.to_ascii_lowercase().as_str() {
+        "no_data" => SnapshotMode::NoData,
+        "initial" => SnapshotMode::Initial,
+        "always" => SnapshotMode::Always,
+        "when_needed" => SnapshotMode::WhenNeeded,
+        "never" | "schema_only" => {
+            return Err(c.unsupported(
+                "snapshot.mode",
+                format!("{mode} was removed from Debezium; use no_data"),
+            ))
+        }
+        _ => {
+            return Err(c.unsupported(
+                "snapshot.mode",
+                format!("walrelay implements no_data, initial, always and when_needed, not {mode}"),
+            ))
+        }
+    };
+    Ok(())
+}
+
+/// Which logical decoding messages (PostgreSQL 14+, which walrelay
+/// requires) are events: Debezium reads every prefix unless one of
+/// `message.prefix.{include,exclude}.list` says otherwise, and refuses
+/// both together.
+fn translate_message_prefixes(c: &mut Keys) -> Result<PrefixRule, ConfigError> {
     let include_prefixes = c
         .take("message.prefix.include.list")
         .filter(|v| !v.trim().is_empty());
     let exclude_prefixes = c
         .take("message.prefix.exclude.list")
         .filter(|v| !v.trim().is_empty());
-    draft.message_rule =
-        match (include_prefixes, exclude_prefixes) {
-            (Some(_), Some(_)) => return Err(c.invalid(
+    Ok(match (include_prefixes, exclude_prefixes) {
+        (Some(_), Some(_)) => {
+            return Err(c.invalid(
                 "message.prefix.exclude.list",
                 "cannot be used together with message.prefix.include.list (Debezium refuses both)",
-            )),
-            (Some(list), None) => PrefixRule::Include(
-                MessageSelection::debezium_regexes(&list)
-                    .map_err(|reason| c.unsupported("message.prefix.include.list", reason))?,
-            ),
-            (None, Some(list)) => PrefixRule::Exclude(
-                MessageSelection::debezium_regexes(&list)
-                    .map_err(|reason| c.unsupported("message.prefix.exclude.list", reason))?,
-            ),
-            (None, None) => PrefixRule::All,
-        };
-    // Table rows' delete tombstones never reach Kafka (EventRouter drops
-    // them), but DecodeLogicalDecodingMessageContent fails on them
-    // (`super::transforms`).
-    if c.map.contains_key("tombstones.on.delete") {
-        draft.tombstones_on_delete = Some(c.take_bool("tombstones.on.delete", true)?);
-    }
+            ))
+        }
+        (Some(list), None) => PrefixRule::Include(
+            MessageSelection::debezium_regexes(&list)
+                .map_err(|reason| c.unsupported("message.prefix.include.list", reason))?,
+        ),
+        (None, Some(list)) => PrefixRule::Exclude(
+            MessageSelection::debezium_regexes(&list)
+                .map_err(|reason| c.unsupported("message.prefix.exclude.list", reason))?,
+        ),
+        (None, None) => PrefixRule::All,
+    })
+}
 
-    // The outbox table. Without one the connector captures what its
-    // publication publishes (nothing, with no_tables) and the logical
-    // decoding messages (`super::transforms` requires the decode transform
-    // then).
+/// The outbox tables of `table.include.list`. Without one the connector
+/// captures what its publication publishes (nothing, with no_tables) and
+/// the logical decoding messages (`super::transforms` requires the decode
+/// transform then).
+fn translate_captured_tables(
+    c: &mut Keys,
+    draft: &mut Draft,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
     match c
         .take("table.include.list")
         .filter(|v| !v.trim().is_empty())
     {
-        Some(include) => translate_outbox_table(c, draft, notes, &include)?,
-        None => {
-            if !matches!(
-                draft.replication.publication_mode,
-                PublicationMode::NoTables | PublicationMode::Disabled
-            ) {
+        Some(include) => translate_outbox_table(c, draft, notes, &include),
+        None => translate_messages_only(c, draft),
+    }
+}
+
+/// A connector without `table.include.list`: allowed only where its
+/// publication has no tables, for an outbox of logical decoding messages
+/// alone; a schema list would then select tables walrelay does not read.
+fn translate_messages_only(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
+    if !matches!(
+        draft.replication.publication_mode,
+        PublicationMode::NoTables | PublicationMode::Disabled
+    ) {
+        return Err(c.unsupported(
+            "table.include.list",
+            "it must name the outbox table (schema.table); without it Debezium routes every \
+             table of the publication through EventRouter. For an outbox of logical decoding \
+             messages only, set publication.autocreate.mode=no_tables",
+        ));
+    }
+    draft.captures_table = false;
+    for key in ["schema.include.list", "schema.exclude.list"] {
+        if c.take(key).is_some_and(|v| !v.trim().is_empty()) {
+            return Err(c.unsupported(
+                key,
+                "walrelay captures the outbox table of table.include.list (or, without it, \
+                 logical decoding messages only)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `skipped.operations`, into what the publication publishes (Debezium
+/// sets `publish` explicitly whenever the key is set) and which skipped
+/// changes the outbox does not count. Skipping inserts would skip every
+/// outbox event, so `c` is refused.
+fn translate_skipped_operations(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
+    let Some(skipped) = c.take("skipped.operations") else {
+        return Ok(());
+    };
+    let mut ops = Vec::new();
+    for op in skipped.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        match op {
+            "c" => {
                 return Err(c.unsupported(
-                    "table.include.list",
-                    "it must name the outbox table (schema.table); without it Debezium routes every \
-                     table of the publication through EventRouter. For an outbox of logical decoding \
-                     messages only, set publication.autocreate.mode=no_tables",
-                ));
+                    "skipped.operations",
+                    "skipping c (inserts) would skip every outbox event",
+                ))
             }
-            draft.captures_table = false;
-            for key in ["schema.include.list", "schema.exclude.list"] {
-                if c.take(key).is_some_and(|v| !v.trim().is_empty()) {
-                    return Err(c.unsupported(
-                        key,
-                        "walrelay captures the outbox table of table.include.list (or, without it, \
-                         logical decoding messages only)",
-                    ));
-                }
+            "u" | "d" | "t" | "none" => ops.push(op),
+            // `r` (snapshot reads) exists in newer Debezium; walrelay's
+            // snapshot emits reads only when snapshot.mode asks for them.
+            _ => {
+                return Err(c.invalid(
+                    "skipped.operations",
+                    format!("{op:?} is not one of c, u, d, t, none"),
+                ))
             }
         }
     }
+    let publish: Vec<&str> = [
+        ("insert", "c"),
+        ("update", "u"),
+        ("delete", "d"),
+        ("truncate", "t"),
+    ]
+    .iter()
+    .filter(|(_, op)| !ops.contains(op))
+    .map(|(name, _)| *name)
+    .collect();
+    draft.replication.publish = Some(publish.join(", "));
+    // Debezium's dispatcher does not count what it skips.
+    draft.outbox.skipped_operations = SkippedOperations {
+        updates: ops.contains(&"u"),
+        deletes: ops.contains(&"d"),
+    };
+    Ok(())
+}
 
-    // What the publication publishes.
-    if let Some(skipped) = c.take("skipped.operations") {
-        let mut ops = Vec::new();
-        for op in skipped.split(',').map(str::trim).filter(|o| !o.is_empty()) {
-            match op {
-                "c" => {
-                    return Err(c.unsupported(
-                        "skipped.operations",
-                        "skipping c (inserts) would skip every outbox event",
-                    ))
-                }
-                "u" | "d" | "t" | "none" => ops.push(op),
-                // `r` (snapshot reads) exists in newer Debezium; walrelay's
-                // snapshot emits reads only when snapshot.mode asks for them.
-                _ => {
-                    return Err(c.invalid(
-                        "skipped.operations",
-                        format!("{op:?} is not one of c, u, d, t, none"),
-                    ))
-                }
-            }
-        }
-        // Debezium sets publish explicitly whenever skipped.operations is set.
-        let publish: Vec<&str> = [
-            ("insert", "c"),
-            ("update", "u"),
-            ("delete", "d"),
-            ("truncate", "t"),
-        ]
-        .iter()
-        .filter(|(_, op)| !ops.contains(op))
-        .map(|(name, _)| *name)
-        .collect();
-        draft.replication.publish = Some(publish.join(", "));
-        // Debezium's dispatcher does not count what it skips.
-        draft.outbox.skipped_operations = SkippedOperations {
-            updates: ops.contains(&"u"),
-            deletes: ops.contains(&"d"),
-        };
-    }
-
-    // Column types (decimal, time, binary, interval and hstore handling,
-    // money.fraction.digits), as the connector maps them.
+/// Column types (decimal, time, binary, interval and hstore handling,
+/// money.fraction.digits), as the connector maps them; `connect::pg_modes`
+/// owns the keys and judges the values.
+fn translate_column_types(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
     for key in [
         crate::connect::pg_modes::KEY_DECIMAL_HANDLING_MODE,
         crate::connect::pg_modes::KEY_TIME_PRECISION_MODE,
@@ -518,30 +599,38 @@ pub(in crate::config) fn translate_connector(
                 .map_err(|e| c.invalid(key, e.to_string()))?;
         }
     }
+    Ok(())
+}
 
-    // Naming and headers.
+/// `topic.prefix` (required), the context headers and the name
+/// adjustments: the table's value schema name (and so the envelope
+/// schema's) and the `after` struct's field names, which the EventRouter
+/// options then name. Message and heartbeat schema names are Debezium's
+/// constants, valid already.
+fn translate_naming(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
     draft.debezium.topic_prefix = c.take_required(
         "topic.prefix",
         "Debezium requires it; it names envelope schemas, the __debezium.context.connectorLogicalName header and the heartbeat topic",
     )?;
     draft.debezium.extended_headers = c.take_bool("extended.headers.enabled", true)?;
-    // Name adjustment: the table's value schema name (and so the envelope
-    // schema's) and the `after` struct's field names, which the EventRouter
-    // options then name. Message and heartbeat schema names are Debezium's
-    // constants, valid already.
     draft.debezium.schema_name_adjustment = take_adjustment(c, "schema.name.adjustment.mode")?;
     draft.debezium.field_name_adjustment = take_adjustment(c, "field.name.adjustment.mode")?;
+    Ok(())
+}
 
-    // Transaction metadata: BEGIN and END records to
-    // <topic.prefix>.<topic.transaction>.
+/// Transaction metadata: BEGIN and END records to
+/// `<topic.prefix>.<topic.transaction>`, off unless asked for.
+fn translate_transaction_metadata(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
     draft.outbox.transaction_metadata = c.take_bool("provide.transaction.metadata", false)?;
     if let Some(topic) = c.take("topic.transaction") {
         draft.outbox.transaction_topic = topic;
     }
+    Ok(())
+}
 
-    translate_errors(c, draft, notes)?;
-
-    // Heartbeats.
+/// Heartbeats: the interval, the optional action query, and the topic,
+/// named by its prefix or (Debezium 3.6) in full.
+fn translate_heartbeats(c: &mut Keys, draft: &mut Draft) -> Result<(), ConfigError> {
     if let Some(ms) = c.take_u64("heartbeat.interval.ms")? {
         draft.heartbeat.interval_ms = ms;
     }
@@ -554,52 +643,67 @@ pub(in crate::config) fn translate_connector(
         .take("topic.heartbeat.name")
         .map(|n| n.trim().to_owned())
         .filter(|n| !n.is_empty());
+    Ok(())
+}
 
-    // A snapshot that leaves an outbox table out takes no rows of it in
-    // Debezium.
-    if let Some(list) = c.take("snapshot.include.collection.list") {
-        let list = list.trim();
-        let left_out = if list.is_empty()
-            || !draft.captures_table
-            || draft.replication.snapshot_mode == SnapshotMode::NoData
-        {
-            None
-        } else {
-            draft.outbox.table_names().into_iter().find(|table| {
-                !list
-                    .split(',')
-                    .any(|t| t.trim().eq_ignore_ascii_case(table))
-            })
-        };
-        if let Some(table) = left_out {
-            return Err(c.unsupported(
-                "snapshot.include.collection.list",
-                format!("it does not name the outbox table {table}, so Debezium's snapshot would take none of its rows where walrelay's takes them all; remove it, list every table of table.include.list, or set snapshot.mode=no_data"),
-            ));
-        }
-        notes.ignore(
-            c.name("snapshot.include.collection.list"),
-            "ignored: it names the outbox table (or nothing is snapshotted)",
-        );
+/// `snapshot.include.collection.list`: a snapshot that leaves an outbox
+/// table out takes no rows of it in Debezium, where walrelay's would take
+/// them all, so that is refused; a list naming every outbox table changes
+/// nothing and is ignored.
+fn check_snapshot_collections(
+    c: &mut Keys,
+    draft: &Draft,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
+    let Some(list) = c.take("snapshot.include.collection.list") else {
+        return Ok(());
+    };
+    let list = list.trim();
+    let left_out = if list.is_empty()
+        || !draft.captures_table
+        || draft.replication.snapshot_mode == SnapshotMode::NoData
+    {
+        None
+    } else {
+        draft.outbox.table_names().into_iter().find(|table| {
+            !list
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case(table))
+        })
+    };
+    if let Some(table) = left_out {
+        return Err(c.unsupported(
+            "snapshot.include.collection.list",
+            format!("it does not name the outbox table {table}, so Debezium's snapshot would take none of its rows where walrelay's takes them all; remove it, list every table of table.include.list, or set snapshot.mode=no_data"),
+        ));
     }
+    notes.ignore(
+        c.name("snapshot.include.collection.list"),
+        "ignored: it names the outbox table (or nothing is snapshotted)",
+    );
+    Ok(())
+}
 
-    // Notifications: the `sink` channel writes records to Kafka.
-    if let Some(channels) = c.take("notification.enabled.channels") {
-        if channels
-            .split(',')
-            .any(|ch| ch.trim().eq_ignore_ascii_case("sink"))
-        {
-            return Err(c.unsupported(
-                "notification.enabled.channels",
-                "the sink channel writes Debezium's notification records to Kafka, which walrelay does not; remove sink (log and jmx change nothing that reaches Kafka)",
-            ));
-        }
-        notes.ignore(
-            c.name("notification.enabled.channels"),
-            "ignored: walrelay has no notifications",
-        );
+/// `notification.enabled.channels`: the `sink` channel writes records to
+/// Kafka and is refused; `log` and `jmx` change nothing there and are
+/// ignored.
+fn check_notifications(c: &mut Keys, notes: &mut Notes) -> Result<(), ConfigError> {
+    let Some(channels) = c.take("notification.enabled.channels") else {
+        return Ok(());
+    };
+    if channels
+        .split(',')
+        .any(|ch| ch.trim().eq_ignore_ascii_case("sink"))
+    {
+        return Err(c.unsupported(
+            "notification.enabled.channels",
+            "the sink channel writes Debezium's notification records to Kafka, which walrelay does not; remove sink (log and jmx change nothing that reaches Kafka)",
+        ));
     }
-
+    notes.ignore(
+        c.name("notification.enabled.channels"),
+        "ignored: walrelay has no notifications",
+    );
     Ok(())
 }
 
@@ -626,6 +730,33 @@ fn translate_outbox_table(
     notes: &mut Notes,
     include: &str,
 ) -> Result<(), ConfigError> {
+    let tables = parse_table_list(c, include)?;
+    match tables.as_slice() {
+        [one] => draft.outbox.table = Some(one.spelled.to_owned()),
+        several => {
+            draft.outbox.tables = several
+                .iter()
+                .map(|t| OutboxTableConfig::named(t.spelled))
+                .collect()
+        }
+    }
+    let names: Vec<(String, String)> = tables.into_iter().map(|t| t.parts).collect();
+    check_schema_lists(c, notes, &names)
+}
+
+/// One table of `table.include.list`.
+struct ListedTable<'a> {
+    /// As the list spells it, which is how the outbox settings name it.
+    spelled: &'a str,
+    /// (schema, table), unquoted parts folded to lower case as PostgreSQL
+    /// resolves them: what the schema lists are matched against.
+    parts: (String, String),
+}
+
+/// The tables of `table.include.list`, each once. Debezium reads the list as Java regexes matched against
+/// schema.table; walrelay takes plain names only, `.` being the separator
+/// it is meant to be.
+fn parse_table_list<'a>(c: &Keys, include: &'a str) -> Result<Vec<ListedTable<'a>>, ConfigError> {
     let listed: Vec<&str> = include
         .split(',')
         .map(str::trim)
@@ -634,11 +765,8 @@ fn translate_outbox_table(
     if listed.is_empty() {
         return Err(c.invalid("table.include.list", "names no table"));
     }
-    let mut tables: Vec<&str> = Vec::with_capacity(listed.len());
-    let mut names: Vec<(String, String)> = Vec::with_capacity(listed.len());
+    let mut tables: Vec<ListedTable> = Vec::with_capacity(listed.len());
     for table in listed {
-        // Debezium reads the list as Java regexes matched against
-        // schema.table; `.` is accepted as the separator it is meant to be.
         if table.contains([
             '\\', '[', ']', '(', ')', '{', '}', '*', '+', '?', '^', '$', '|',
         ]) {
@@ -658,20 +786,25 @@ fn translate_outbox_table(
         };
         // Debezium's list is a set of patterns: naming a table twice
         // captures it once.
-        if !names.contains(&parts) {
-            names.push(parts);
-            tables.push(table);
+        if !tables.iter().any(|t| t.parts == parts) {
+            tables.push(ListedTable {
+                spelled: table,
+                parts,
+            });
         }
     }
-    match tables.as_slice() {
-        [one] => draft.outbox.table = Some((*one).to_owned()),
-        several => {
-            draft.outbox.tables = several
-                .iter()
-                .map(|t| OutboxTableConfig::named(*t))
-                .collect()
-        }
-    }
+    Ok(tables)
+}
+
+/// The schema lists beside `table.include.list`: Debezium captures a table
+/// only if `schema.include.list` (when set) names its schema as a plain
+/// name and `schema.exclude.list` does not; a list that would leave an
+/// outbox table out is refused, an exclude list that does not is ignored.
+fn check_schema_lists(
+    c: &mut Keys,
+    notes: &mut Notes,
+    names: &[(String, String)],
+) -> Result<(), ConfigError> {
     if let Some(schemas) = c.take("schema.include.list") {
         let unlisted = names.iter().find(|(schema, _)| {
             !schemas

@@ -21,6 +21,7 @@
 use super::{Draft, KafkaDraft, Keys, Notes, OFFSETS_IN_SLOT};
 use crate::config::ConfigError;
 use crate::postgres::config::SnapshotMode;
+use crate::sink::config::TransactionsConfig;
 
 /// Kafka Connect's default `offset.flush.interval.ms`, the default of
 /// `transaction.boundary.interval.ms` (`WorkerConfig`).
@@ -65,10 +66,19 @@ impl WorkerSupport {
 #[derive(Debug)]
 pub(super) struct WorkerKeys {
     support: WorkerSupport,
+    /// A distributed worker's `group.id`: the first part of Kafka
+    /// Connect's transactional id, `<group.id>-<name>-0`.
     group_id: Option<String>,
+    /// `offset.flush.interval.ms`: the boundary interval when
+    /// `transaction.boundary=interval` sets none of its own.
     flush_interval_ms: Option<u64>,
+    /// `offset.storage.topic`: the progress topic unless the connector's
+    /// `offsets.storage.topic` names one.
     topic: Option<String>,
+    /// `offset.storage.partitions`; -1 (the broker's num.partitions) keeps
+    /// walrelay's one partition.
     partitions: Option<i32>,
+    /// `offset.storage.replication.factor`, -1 being the broker's default.
     replication_factor: Option<i32>,
     /// The keys present, for the warnings when exactly-once is off.
     present: Vec<&'static str>,
@@ -173,6 +183,26 @@ fn parse_timeout(key: &str, value: &str) -> Result<u64, ConfigError> {
     }
 }
 
+/// The connector's exactly-once keys, read before the worker's decision is
+/// applied so that a bad value is refused whether or not it would matter.
+#[derive(Debug)]
+struct ConnectorKeys {
+    /// `exactly.once.support=required`: refuse to start at-least-once
+    /// (`requested`, the default, runs either way).
+    required: bool,
+    /// Whether `transaction.boundary` was set at all, for the warning when
+    /// exactly-once is off.
+    boundary_set: bool,
+    /// KIP-618's boundary; poll (walrelay's batching) when unset.
+    boundary: Boundary,
+    /// `transaction.boundary.interval.ms`, used with `boundary=interval`
+    /// only.
+    interval_ms: Option<u64>,
+    /// `offsets.storage.topic`, which wins over the worker's
+    /// `offset.storage.topic` as the progress topic.
+    topic: Option<String>,
+}
+
 /// Decides exactly-once for the Kafka Connect form from the worker's keys
 /// and the connector's (`c`, before `classify_rest`), into `draft`.
 pub(super) fn translate_connect(
@@ -181,6 +211,32 @@ pub(super) fn translate_connect(
     draft: &mut Draft,
     notes: &mut Notes,
 ) -> Result<(), ConfigError> {
+    let connector = take_connector(c)?;
+    if worker.support != WorkerSupport::Enabled {
+        return at_least_once(worker, connector, c, draft, notes);
+    }
+    let name = pipeline_name(c, draft)?;
+    refuse_snapshot_always(c, draft)?;
+    let t = &mut draft.transactions;
+    t.transactional_id = Some(match &worker.group_id {
+        // Kafka Connect's Worker.taskTransactionalId: the same id fences a
+        // KIP-618 task still running for this connector.
+        Some(group) => format!("{group}-{name}-0"),
+        None => format!("walrelay-{name}"),
+    });
+    t.pipeline = Some(name);
+    translate_progress_topic(c, &connector, &worker, t)?;
+    if let Some((key, value)) = &draft.kafka.transaction_timeout {
+        t.timeout_ms = parse_timeout(key, value)?;
+    }
+    translate_boundary(&connector, &worker, c, draft, notes)?;
+    draft.exactly_once = true;
+    Ok(())
+}
+
+/// Takes the connector's exactly-once keys out of `c`, refusing a value
+/// Kafka Connect would refuse (errors name the key).
+fn take_connector(c: &mut Keys) -> Result<ConnectorKeys, ConfigError> {
     let required = match c.take(CONNECTOR_SUPPORT) {
         None => false,
         Some(v) => match v.to_ascii_lowercase().as_str() {
@@ -213,49 +269,65 @@ pub(super) fn translate_connect(
             ))
         }
     };
-    let interval = c.take_u64("transaction.boundary.interval.ms")?;
-    let topic = c.take("offsets.storage.topic").filter(|t| !t.is_empty());
+    Ok(ConnectorKeys {
+        required,
+        boundary_set: boundary_set.is_some(),
+        boundary,
+        interval_ms: c.take_u64("transaction.boundary.interval.ms")?,
+        topic: c.take("offsets.storage.topic").filter(|t| !t.is_empty()),
+    })
+}
 
-    if worker.support != WorkerSupport::Enabled {
-        if required {
-            return Err(c.unsupported(
-                CONNECTOR_SUPPORT,
-                format!(
-                    "it is required, but the worker's {WORKER_SUPPORT} is {}; set \
-                     {WORKER_SUPPORT}=enabled in the worker file (walrelay supports it in the \
-                     standalone form too), or set {CONNECTOR_SUPPORT}=requested to run \
-                     at-least-once",
-                    worker.support.describe()
-                ),
-            ));
-        }
-        // At-least-once: the transaction keys shape nothing.
-        if boundary_set.is_some() {
-            notes.ignore(c.name("transaction.boundary"), EOS_OFF);
-        }
-        if interval.is_some() {
-            notes.ignore(c.name("transaction.boundary.interval.ms"), EOS_OFF);
-        }
-        if topic.is_some() {
-            notes.ignore(c.name("offsets.storage.topic"), OFFSETS_IN_SLOT);
-        }
-        if let Some((key, _)) = &draft.kafka.transaction_timeout {
-            notes.ignore(key.clone(), EOS_OFF);
-        }
-        for key in worker.present {
-            let why = if key == "group.id" {
-                "ignored: walrelay has no worker group (with exactly.once.source.support=enabled it \
-                 names the transactional id)"
-            } else {
-                OFFSETS_IN_SLOT
-            };
-            notes.ignore(key, why);
-        }
-        return Ok(());
+/// The worker does not enable exactly-once: a connector that requires it
+/// is refused, naming both keys; otherwise every key that only shapes the
+/// transactions or the offsets is ignored, saying why.
+fn at_least_once(
+    worker: WorkerKeys,
+    connector: ConnectorKeys,
+    c: &Keys,
+    draft: &Draft,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
+    if connector.required {
+        return Err(c.unsupported(
+            CONNECTOR_SUPPORT,
+            format!(
+                "it is required, but the worker's {WORKER_SUPPORT} is {}; set \
+                 {WORKER_SUPPORT}=enabled in the worker file (walrelay supports it in the \
+                 standalone form too), or set {CONNECTOR_SUPPORT}=requested to run \
+                 at-least-once",
+                worker.support.describe()
+            ),
+        ));
     }
+    if connector.boundary_set {
+        notes.ignore(c.name("transaction.boundary"), EOS_OFF);
+    }
+    if connector.interval_ms.is_some() {
+        notes.ignore(c.name("transaction.boundary.interval.ms"), EOS_OFF);
+    }
+    if connector.topic.is_some() {
+        notes.ignore(c.name("offsets.storage.topic"), OFFSETS_IN_SLOT);
+    }
+    if let Some((key, _)) = &draft.kafka.transaction_timeout {
+        notes.ignore(key.clone(), EOS_OFF);
+    }
+    for key in worker.present {
+        let why = if key == "group.id" {
+            "ignored: walrelay has no worker group (with exactly.once.source.support=enabled it \
+             names the transactional id)"
+        } else {
+            OFFSETS_IN_SLOT
+        };
+        notes.ignore(key, why);
+    }
+    Ok(())
+}
 
-    // Exactly-once.
-    let name = draft
+/// The connector's `name`, which exactly-once requires: it keys the
+/// pipeline's progress records and is part of its transactional id.
+fn pipeline_name(c: &Keys, draft: &Draft) -> Result<String, ConfigError> {
+    draft
         .connector_name
         .clone()
         .ok_or_else(|| ConfigError::Missing {
@@ -264,7 +336,12 @@ pub(super) fn translate_connect(
             "with the worker's {WORKER_SUPPORT}=enabled the connector's name names the pipeline \
              (the key of its progress records) and its transactional id"
         ),
-        })?;
+        })
+}
+
+/// `snapshot.mode=always` would publish every row again at each start,
+/// duplicates that exactly-once exists to rule out.
+fn refuse_snapshot_always(c: &Keys, draft: &Draft) -> Result<(), ConfigError> {
     if draft.replication.snapshot_mode == SnapshotMode::Always {
         return Err(c.unsupported(
             "snapshot.mode",
@@ -275,15 +352,20 @@ pub(super) fn translate_connect(
             ),
         ));
     }
-    let t = &mut draft.transactions;
-    t.transactional_id = Some(match &worker.group_id {
-        // Kafka Connect's Worker.taskTransactionalId: the same id fences a
-        // KIP-618 task still running for this connector.
-        Some(group) => format!("{group}-{name}-0"),
-        None => format!("walrelay-{name}"),
-    });
-    t.pipeline = Some(name);
-    let topic = match (topic, worker.topic) {
+    Ok(())
+}
+
+/// The progress topic, walrelay's stand-in for distributed mode's offsets
+/// topic: named by the connector's `offsets.storage.topic`, else the
+/// worker's `offset.storage.topic` (an error names whichever was used),
+/// with the worker's replication factor and partition count.
+fn translate_progress_topic(
+    c: &Keys,
+    connector: &ConnectorKeys,
+    worker: &WorkerKeys,
+    t: &mut TransactionsConfig,
+) -> Result<(), ConfigError> {
+    let topic = match (connector.topic.clone(), worker.topic.clone()) {
         (Some(t), _) => Some((c.name("offsets.storage.topic"), t)),
         (None, Some(t)) => Some(("offset.storage.topic".to_owned(), t)),
         (None, None) => None,
@@ -303,20 +385,29 @@ pub(super) fn translate_connect(
     if let Some(p) = worker.partitions.filter(|p| *p >= 1) {
         t.progress_topic_partitions = p;
     }
-    if let Some((key, value)) = &draft.kafka.transaction_timeout {
-        t.timeout_ms = parse_timeout(key, value)?;
-    }
-    match boundary {
-        Boundary::Connector => {
-            return Err(c.unsupported(
-                "transaction.boundary",
-                "connector: walrelay's connector defines no transaction boundaries of its own \
-                 (Debezium's PostgreSQL connector neither); use poll (walrelay's batching) or \
-                 interval",
-            ))
-        }
+    Ok(())
+}
+
+/// `transaction.boundary`: `poll` is walrelay's batching (the interval
+/// keys are then ignored, by name), `interval` sets
+/// `kafka.transactions.interval_ms`, and `connector` is refused, as no
+/// PostgreSQL connector defines boundaries of its own.
+fn translate_boundary(
+    connector: &ConnectorKeys,
+    worker: &WorkerKeys,
+    c: &Keys,
+    draft: &mut Draft,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
+    match connector.boundary {
+        Boundary::Connector => Err(c.unsupported(
+            "transaction.boundary",
+            "connector: walrelay's connector defines no transaction boundaries of its own \
+             (Debezium's PostgreSQL connector neither); use poll (walrelay's batching) or \
+             interval",
+        )),
         Boundary::Poll => {
-            if interval.is_some() {
+            if connector.interval_ms.is_some() {
                 notes.ignore(
                     c.name("transaction.boundary.interval.ms"),
                     "ignored: it applies only with transaction.boundary=interval",
@@ -329,41 +420,55 @@ pub(super) fn translate_connect(
                      (transaction.boundary=poll: kafka.transactions.interval_ms)",
                 );
             }
+            Ok(())
         }
         Boundary::Interval => {
-            let (key, ms) = match (interval, worker.flush_interval_ms) {
-                (Some(ms), _) => (c.name("transaction.boundary.interval.ms"), ms),
-                (None, Some(ms)) => ("offset.flush.interval.ms".to_owned(), ms),
-                (None, None) => (
-                    "transaction.boundary.interval.ms".to_owned(),
-                    CONNECT_OFFSET_FLUSH_INTERVAL_MS,
-                ),
-            };
-            // 0 commits at every source-transaction boundary, as 1 does.
-            let ms = ms.max(1);
-            if ms >= t.timeout_ms {
-                let timeout_key = draft
-                    .kafka
-                    .transaction_timeout
-                    .as_ref()
-                    .map_or("producer.override.transaction.timeout.ms", |(k, _)| k);
-                return Err(c.invalid(
-                    &key,
-                    format!(
-                        "{ms} ms (Kafka Connect's default when unset is the worker's \
-                         offset.flush.interval.ms, else 60000) is not below the transaction \
-                         timeout ({} ms): a transaction open that long is aborted by the broker, \
-                         so walrelay could not keep this boundary; set \
-                         transaction.boundary.interval.ms lower or raise {timeout_key}",
-                        t.timeout_ms
-                    ),
-                ));
-            }
-            t.interval_ms = ms;
+            draft.transactions.interval_ms = boundary_interval(connector, worker, c, draft)?;
+            Ok(())
         }
     }
-    draft.exactly_once = true;
-    Ok(())
+}
+
+/// The interval of `transaction.boundary=interval`, as Kafka Connect picks
+/// it: the connector's `transaction.boundary.interval.ms`, else the
+/// worker's `offset.flush.interval.ms`, else 60000; refused unless below
+/// the transaction timeout, since the broker aborts a transaction open
+/// that long.
+fn boundary_interval(
+    connector: &ConnectorKeys,
+    worker: &WorkerKeys,
+    c: &Keys,
+    draft: &Draft,
+) -> Result<u64, ConfigError> {
+    let (key, ms) = match (connector.interval_ms, worker.flush_interval_ms) {
+        (Some(ms), _) => (c.name("transaction.boundary.interval.ms"), ms),
+        (None, Some(ms)) => ("offset.flush.interval.ms".to_owned(), ms),
+        (None, None) => (
+            "transaction.boundary.interval.ms".to_owned(),
+            CONNECT_OFFSET_FLUSH_INTERVAL_MS,
+        ),
+    };
+    // 0 commits at every source-transaction boundary, as 1 does.
+    let ms = ms.max(1);
+    let timeout_ms = draft.transactions.timeout_ms;
+    if ms >= timeout_ms {
+        let timeout_key = draft
+            .kafka
+            .transaction_timeout
+            .as_ref()
+            .map_or("producer.override.transaction.timeout.ms", |(k, _)| k);
+        return Err(c.invalid(
+            &key,
+            format!(
+                "{ms} ms (Kafka Connect's default when unset is the worker's \
+                 offset.flush.interval.ms, else 60000) is not below the transaction \
+                 timeout ({timeout_ms} ms): a transaction open that long is aborted by the \
+                 broker, so walrelay could not keep this boundary; set \
+                 transaction.boundary.interval.ms lower or raise {timeout_key}"
+            ),
+        ));
+    }
+    Ok(ms)
 }
 
 /// KIP-618's `transaction.boundary`.

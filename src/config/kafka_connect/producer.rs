@@ -103,6 +103,10 @@ pub(super) const PRODUCER_DEFAULT_ONLY: &[(&str, &[&str], &str)] = &[
 
 /// Translates Java producer properties (without their prefix; `prefix` is
 /// how the file spells it, e.g. `producer.`) into librdkafka properties.
+///
+/// The steps run in a fixed order, each taking its own keys, so that where
+/// two keys are wrong the earlier step's is the one refused; what no step
+/// took is classified last.
 pub(in crate::config) fn translate_producer(
     props: BTreeMap<String, String>,
     prefix: &str,
@@ -110,6 +114,23 @@ pub(in crate::config) fn translate_producer(
     notes: &mut Notes,
 ) -> Result<(), ConfigError> {
     let mut p = Keys::new(props, prefix);
+    take_passthrough(&mut p, kafka);
+    check_delivery(&mut p, kafka)?;
+    translate_buffer_memory(&mut p, kafka)?;
+    let protocol = translate_security_protocol(&mut p, kafka)?;
+    let sasl = protocol.as_deref().is_some_and(|p| p.starts_with("sasl"));
+    translate_sasl(&mut p, kafka, sasl)?;
+    translate_endpoint_identification(&mut p, kafka);
+    collect_transaction_keys(&mut p, kafka);
+    translate_truststore(&mut p, kafka)?;
+    translate_keystore(&mut p, kafka)?;
+    classify_rest(&mut p, prefix, notes)
+}
+
+/// `bootstrap.servers` and the properties librdkafka reads under the same
+/// name or another one ([`PRODUCER_SAME`], [`PRODUCER_RENAMED`]), copied
+/// as they are: librdkafka judges their values when the producer starts.
+fn take_passthrough(p: &mut Keys, kafka: &mut KafkaDraft) {
     if let Some(servers) = p.take("bootstrap.servers") {
         kafka.bootstrap = Some(servers);
     }
@@ -123,6 +144,12 @@ pub(in crate::config) fn translate_producer(
             kafka.producer.insert((*rdkafka).to_owned(), v);
         }
     }
+}
+
+/// `acks` and `enable.idempotence`: walrelay's guarantee rests on every
+/// in-sync replica having a record and on the idempotent producer, so any
+/// weaker setting is refused.
+fn check_delivery(p: &mut Keys, kafka: &mut KafkaDraft) -> Result<(), ConfigError> {
     if let Some(acks) = p.take("acks") {
         if acks != "all" && acks != "-1" {
             return Err(p.unsupported(
@@ -140,6 +167,12 @@ pub(in crate::config) fn translate_producer(
             ));
         }
     }
+    Ok(())
+}
+
+/// `buffer.memory` (bytes) as librdkafka's `queue.buffering.max.kbytes`,
+/// rounded up and at least 1.
+fn translate_buffer_memory(p: &mut Keys, kafka: &mut KafkaDraft) -> Result<(), ConfigError> {
     if let Some(bytes) = p.take("buffer.memory") {
         let bytes: u64 = bytes
             .parse()
@@ -149,6 +182,15 @@ pub(in crate::config) fn translate_producer(
             bytes.div_ceil(1024).max(1).to_string(),
         );
     }
+    Ok(())
+}
+
+/// `security.protocol`, lower-cased as librdkafka spells it; returned too,
+/// since a SASL protocol needs a mechanism walrelay implements.
+fn translate_security_protocol(
+    p: &mut Keys,
+    kafka: &mut KafkaDraft,
+) -> Result<Option<String>, ConfigError> {
     let protocol = p.take("security.protocol").map(|s| s.to_ascii_lowercase());
     if let Some(proto) = &protocol {
         if !matches!(
@@ -164,7 +206,13 @@ pub(in crate::config) fn translate_producer(
             .producer
             .insert("security.protocol".into(), proto.clone());
     }
-    let sasl = protocol.as_deref().is_some_and(|p| p.starts_with("sasl"));
+    Ok(protocol)
+}
+
+/// `sasl.mechanism` (required with a SASL protocol: Java's default,
+/// GSSAPI, is Kerberos) and the JAAS line's username and password; the
+/// password becomes a [`Secret`] and the line never appears in an error.
+fn translate_sasl(p: &mut Keys, kafka: &mut KafkaDraft, sasl: bool) -> Result<(), ConfigError> {
     let mechanism = p.take("sasl.mechanism");
     match mechanism.as_deref() {
         Some(m @ ("PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512")) => {
@@ -192,22 +240,38 @@ pub(in crate::config) fn translate_producer(
             .secrets
             .insert("sasl.password".into(), Secret::new(password));
     }
+    Ok(())
+}
+
+/// `ssl.endpoint.identification.algorithm`: Java's empty value turns host
+/// name verification off (librdkafka's `none`); any other is https.
+fn translate_endpoint_identification(p: &mut Keys, kafka: &mut KafkaDraft) {
     if let Some(alg) = p.take("ssl.endpoint.identification.algorithm") {
         let v = if alg.is_empty() { "none" } else { "https" };
         kafka
             .producer
             .insert("ssl.endpoint.identification.algorithm".into(), v.into());
     }
-    // Transactions: the form decides (super::exactly_once), by name.
+}
+
+/// `transactional.id` (by name only, never its value) and
+/// `transaction.timeout.ms`, kept as the file spells them: whether they are
+/// used or refused is the form's exactly-once decision
+/// (`super::exactly_once`).
+fn collect_transaction_keys(p: &mut Keys, kafka: &mut KafkaDraft) {
     if p.take("transactional.id").is_some() {
         kafka.transactional_id_key = Some(p.name("transactional.id"));
     }
     if let Some(v) = p.take("transaction.timeout.ms") {
         kafka.transaction_timeout = Some((p.name("transaction.timeout.ms"), v));
     }
-    translate_truststore(&mut p, kafka)?;
-    translate_keystore(&mut p, kafka)?;
+}
 
+/// The producer keys no step took: ignored with a warning, accepted at
+/// their default only ([`PRODUCER_DEFAULT_ONLY`]), refused (Kerberos and
+/// OAuth), or warned about as unknown; the first refused key, in key
+/// order, is the error.
+fn classify_rest(p: &mut Keys, prefix: &str, notes: &mut Notes) -> Result<(), ConfigError> {
     for (key, value) in p.drain() {
         if let Some((_, why)) = PRODUCER_IGNORED.iter().find(|(k, _)| *k == key) {
             if !why.is_empty() {
@@ -268,46 +332,7 @@ fn parse_jaas(text: &str) -> Result<(String, String), String> {
     ) {
         return Err("the control flag must be required, requisite, sufficient or optional".into());
     }
-    rest = rest[flag_end..].trim_start();
-    let mut options = BTreeMap::new();
-    while !rest.is_empty() {
-        let eq = rest
-            .find('=')
-            .ok_or("malformed option list (expected name=value)")?;
-        let name = rest[..eq].trim().to_owned();
-        rest = rest[eq + 1..].trim_start();
-        let value;
-        if let Some(quoted) = rest.strip_prefix('"') {
-            let mut v = String::new();
-            let mut chars = quoted.char_indices();
-            let mut end = None;
-            while let Some((i, ch)) = chars.next() {
-                match ch {
-                    '\\' => {
-                        if let Some((_, e)) = chars.next() {
-                            v.push(e);
-                        }
-                    }
-                    '"' => {
-                        end = Some(i);
-                        break;
-                    }
-                    _ => v.push(ch),
-                }
-            }
-            let end = end.ok_or("malformed option list (unterminated quote)")?;
-            value = v;
-            rest = quoted[end + 1..].trim_start();
-        } else {
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            value = rest[..end].to_owned();
-            rest = rest[end..].trim_start();
-        }
-        if name.is_empty() {
-            return Err("malformed option list (empty option name)".into());
-        }
-        options.insert(name, value);
-    }
+    let mut options = parse_jaas_options(rest[flag_end..].trim_start())?;
     let username = options
         .remove("username")
         .ok_or("it has no username option")?;
@@ -315,6 +340,54 @@ fn parse_jaas(text: &str) -> Result<(String, String), String> {
         .remove("password")
         .ok_or("it has no password option")?;
     Ok((username, password))
+}
+
+/// The `name=value` options after a JAAS line's control flag, each value
+/// plain or double-quoted (with backslash escapes). Errors never contain
+/// the text.
+fn parse_jaas_options(mut rest: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut options = BTreeMap::new();
+    while !rest.is_empty() {
+        let eq = rest
+            .find('=')
+            .ok_or("malformed option list (expected name=value)")?;
+        let name = rest[..eq].trim().to_owned();
+        let (value, after) = take_jaas_value(rest[eq + 1..].trim_start())?;
+        rest = after;
+        if name.is_empty() {
+            return Err("malformed option list (empty option name)".into());
+        }
+        options.insert(name, value);
+    }
+    Ok(options)
+}
+
+/// One JAAS option value at the start of `rest` and what follows it: up
+/// to the closing quote, unescaped, or up to the next white space.
+fn take_jaas_value(rest: &str) -> Result<(String, &str), String> {
+    let Some(quoted) = rest.strip_prefix('"') else {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        return Ok((rest[..end].to_owned(), rest[end..].trim_start()));
+    };
+    let mut v = String::new();
+    let mut chars = quoted.char_indices();
+    let mut end = None;
+    while let Some((i, ch)) = chars.next() {
+        match ch {
+            '\\' => {
+                if let Some((_, e)) = chars.next() {
+                    v.push(e);
+                }
+            }
+            '"' => {
+                end = Some(i);
+                break;
+            }
+            _ => v.push(ch),
+        }
+    }
+    let end = end.ok_or("malformed option list (unterminated quote)")?;
+    Ok((v, quoted[end + 1..].trim_start()))
 }
 
 #[cfg(test)]
