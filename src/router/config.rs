@@ -244,6 +244,20 @@ impl Default for RouterConfig {
     }
 }
 
+impl RouterConfig {
+    /// The defaults the Debezium configuration forms start from: Debezium's
+    /// own handling of NULL keys and ids (`allow`) and of payloads that are
+    /// not JSON (`pass`), since those forms promise Debezium's output.
+    pub fn debezium() -> Self {
+        RouterConfig {
+            null_key: NullPolicy::Allow,
+            null_id: NullPolicy::Allow,
+            invalid_json_payload: InvalidJsonPolicy::Pass,
+            ..RouterConfig::default()
+        }
+    }
+}
+
 /// A configuration the router cannot run with.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RouteConfigError {
