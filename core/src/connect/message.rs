@@ -581,8 +581,8 @@ mod tests {
     #[test]
     fn json_converter_with_schemas_matches_debezium() {
         check(
-            include_str!("../../tests/compat/observed/msg-envelope-schemas.jsonl"),
-            include_str!("../../tests/compat/observed/msg-envelope-schemas.pgoutput.txt"),
+            include_str!("../../../tests/compat/observed/msg-envelope-schemas.jsonl"),
+            include_str!("../../../tests/compat/observed/msg-envelope-schemas.pgoutput.txt"),
             JSON,
         );
     }
@@ -590,8 +590,8 @@ mod tests {
     #[test]
     fn json_converter_without_schemas_matches_debezium() {
         check(
-            include_str!("../../tests/compat/observed/msg-envelope-noschemas.jsonl"),
-            include_str!("../../tests/compat/observed/msg-envelope-noschemas.pgoutput.txt"),
+            include_str!("../../../tests/compat/observed/msg-envelope-noschemas.jsonl"),
+            include_str!("../../../tests/compat/observed/msg-envelope-noschemas.pgoutput.txt"),
             Converter {
                 schemas_enable: false,
                 ..JSON
@@ -602,8 +602,8 @@ mod tests {
     #[test]
     fn string_converter_matches_debezium() {
         check(
-            include_str!("../../tests/compat/observed/msg-envelope-string.jsonl"),
-            include_str!("../../tests/compat/observed/msg-envelope-string.pgoutput.txt"),
+            include_str!("../../../tests/compat/observed/msg-envelope-string.jsonl"),
+            include_str!("../../../tests/compat/observed/msg-envelope-string.pgoutput.txt"),
             Converter {
                 kind: ConverterKind::String,
                 schemas_enable: true,

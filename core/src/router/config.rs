@@ -435,7 +435,10 @@ impl RouterConfig {
         })
     }
 
-    pub(crate) fn compile(&self) -> Result<(TopicRewrite, Vec<AdditionalField>), RouteConfigError> {
+    /// The topic rewrite and the additional placements, each option
+    /// validated (what `walrelay check` applies to the route values it
+    /// finds).
+    pub fn compile(&self) -> Result<(TopicRewrite, Vec<AdditionalField>), RouteConfigError> {
         for (key, value) in [
             (KEY_ID_FIELD, Some(&self.id_field)),
             (KEY_KEY_FIELD, Some(&self.key_field)),

@@ -30,7 +30,7 @@ use walrelay_proto::{Lsn, RelationInfo};
 pub use self::config::*;
 pub use self::headers::{HeadersError, KEY_HEADERS_FIELD};
 pub use self::message::{MessageEvent, MessageForm};
-use self::rewrite::TopicRewrite;
+pub use self::rewrite::TopicRewrite;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::connect::convert::{write_json_schema, ConvertError, Converter, HeaderConverter};
 use crate::connect::expand::{ExpandError, ExpandStage, JsonSchemaData};

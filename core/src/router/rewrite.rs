@@ -37,7 +37,7 @@ enum Piece {
 ///   mode ending in a `#` comment therefore fails to compile (a config
 ///   error, not a silent difference).
 #[derive(Debug, Clone)]
-pub(crate) struct TopicRewrite {
+pub struct TopicRewrite {
     /// Anchored: Java's `Matcher.matches()`.
     full: Regex,
     /// Unanchored: the first match `replaceFirst` rewrites.
@@ -63,7 +63,7 @@ impl TopicRewrite {
     }
 
     /// `RegexRouter.apply`: `matches()` ? `replaceFirst(replacement)` : value.
-    pub(crate) fn apply(&self, value: &str) -> String {
+    pub fn apply(&self, value: &str) -> String {
         if !self.full.is_match(value) {
             return value.to_owned();
         }
