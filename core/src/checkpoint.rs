@@ -41,8 +41,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use walrelay_proto::Lsn;
 
 /// Identifies one registered transaction; unique for the tracker's whole life
-/// (also across [`Tracker::reset`]), so late reports for old entries are
-/// recognised and ignored.
+/// (also across a reset), so late reports for old entries are recognised
+/// and ignored.
 pub type TxnSeq = u64;
 
 /// One registered transaction.
@@ -506,7 +506,7 @@ impl SharedTracker {
     }
 
     /// See [`Tracker::fail`]. Wakes the waiters too: a failure is news
-    /// for them (see [`SharedTracker::failed`]).
+    /// for them (see [`SharedTracker::wait_confirmed`]).
     pub fn fail(&self, seq: TxnSeq) {
         self.lock().fail(seq);
         if self.waiting.load(Ordering::SeqCst) > 0 {

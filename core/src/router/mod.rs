@@ -757,8 +757,7 @@ impl Router {
         }
     }
 
-    /// `bind`, failing on a layout problem instead of recording it (for
-    /// `walrelay check`).
+    /// [`Router::check_layout_with`] with the router's own columns.
     #[cfg(test)]
     pub(crate) fn check_layout(
         &self,
@@ -768,7 +767,8 @@ impl Router {
         self.check_layout_with(rel, table, &self.columns)
     }
 
-    /// [`Router::check_layout`] with a table's own columns.
+    /// `bind` with a table's own columns, failing on a layout problem
+    /// instead of recording it (for `walrelay check`).
     pub fn check_layout_with(
         &self,
         rel: &Arc<RelationInfo>,

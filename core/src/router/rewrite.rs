@@ -25,7 +25,7 @@ enum Piece {
 /// Known differences:
 /// - Java-only constructs (look-around, back-references, possessive and
 ///   atomic groups, `\Q..\E`, `\h`, octal escapes, `\p{javaLowerCase}`) are
-///   rejected by [`RouterConfig::validate`].
+///   rejected by [`RouterConfig::validate`](super::RouterConfig::validate).
 /// - `.` excludes `\n` and `\r` here (CRLF mode), Java also excludes U+0085,
 ///   U+2028 and U+2029: a route value containing those is routed here and
 ///   left raw by Java under `.*`.
