@@ -616,17 +616,23 @@ PY
 
 # What the Dockerfile copies exists, and it copies every workspace member.
 dockerfile_inputs() {
-    local src bad=0
+    local src member bad=0
     while read -r src; do
         [[ -e $REPO_ROOT/$src ]] || {
             echo "COPY source $src does not exist"
             bad=1
         }
     done < <(sed -n 's/^COPY \([^-][^ ]*\) .*/\1/p' "$DEPLOY/Dockerfile")
-    grep -q '^COPY proto/src ' "$DEPLOY/Dockerfile" || {
-        echo "the proto workspace member is not copied"
-        bad=1
-    }
+    # The members other than the root package, from `members = [...]`.
+    for member in $(sed -n 's/^members = \[\(.*\)\]/\1/p' "$REPO_ROOT/Cargo.toml" | tr -d '",'); do
+        [[ $member == . ]] && continue
+        for src in "$member/Cargo.toml" "$member/src"; do
+            grep -q "^COPY $src " "$DEPLOY/Dockerfile" || {
+                echo "the $member workspace member is not copied ($src)"
+                bad=1
+            }
+        done
+    done
     return "$bad"
 }
 
@@ -673,7 +679,7 @@ if [[ -n $PG_POSTGRES ]]; then
 else
     skip "postgresql/walrelay.conf settings exist" "no PostgreSQL server installed"
 fi
-check "Dockerfile COPY sources exist" dockerfile_inputs
+check "Dockerfile COPY sources exist, every workspace member among them" dockerfile_inputs
 
 # The SQL snippets need a server: the test environment's clusters when they
 # run (scripts/env.sh up); this script never starts one. outbox_emit.sql

@@ -144,6 +144,10 @@ cd "$REPO_ROOT"
 STOP_ENV=0
 phase fmt cargo fmt --all --check
 phase clippy cargo clippy --workspace --all-targets -- -D warnings
+# walrelay-core on its own, with only its own dependencies' features: in the
+# workspace build tokio has `net` through walrelay, so this build is the one
+# that proves the I/O-free layers cannot reach the network.
+phase core cargo clippy -p walrelay-core --all-targets -- -D warnings
 phase deploy "$SCRIPT_DIR/check-deploy.sh"
 # The operator page's browser test needs chromium (installed when missing).
 phase browser "$SCRIPT_DIR/browser.sh"

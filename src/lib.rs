@@ -8,25 +8,21 @@
 //! owns and what it must never do.
 
 pub use walrelay_proto as proto;
+// The I/O-free layers (walrelay-core), under their own names, so that
+// `crate::router::...` here and `walrelay::router::...` outside resolve as
+// they did before the split.
+pub use walrelay_core::{
+    chain, checkpoint, clock, connect, human, properties, router, secret, setting, txn,
+};
 
-pub mod chain;
 pub mod check;
-pub mod checkpoint;
 pub mod cli;
-pub mod clock;
 pub mod config;
-pub mod connect;
 pub mod heartbeat;
-pub mod human;
 pub mod lag;
 pub mod metrics;
 pub mod pipeline;
 pub mod postgres;
-pub mod properties;
-pub mod router;
-pub mod secret;
-pub mod setting;
 pub mod sink;
 pub mod source;
 pub mod status;
-pub mod txn;

@@ -1,553 +1,171 @@
-//! The layers of `src/`: the top-level modules of the library form an ordered
-//! stack, written once in the table of `docs/architecture.md` between
+//! The layers of walrelay: the top-level modules of walrelay-core
+//! (`core/src/`) and of the main crate (`src/`) form one ordered stack,
+//! written once in the table of `docs/architecture.md` between
 //! `<!-- layers:begin -->` and `<!-- layers:end -->`, and production code of
 //! a module may refer only to modules of strictly lower layers. This test
-//! follows the `mod` declarations from `src/lib.rs`, reads every production
-//! source file with a small lexer of its own (comments, strings and
-//! `#[cfg(test)]` items do not count), collects each reference of one
-//! top-level module to another (`use crate::x`, grouped and nested `use`,
-//! inline `crate::x::f()`, `super::` chains that climb to the crate root,
-//! names re-exported at the crate root), and fails on every edge that does
-//! not go down the layers and on every import cycle, all listed at once with
-//! `file:line`.
+//! parses every production source file with `syn`, following the `mod`
+//! declarations from each crate's `lib.rs` (`#[cfg(test)]` code does not
+//! count; comments and strings are not code to a parser), collects each
+//! reference of one top-level module to another (`use` trees, paths anywhere
+//! in code, in attributes and in macro input, `super::` chains that climb to
+//! the crate root, names re-exported at a crate root, a core module named
+//! through its crate or through the main crate's re-export of it), and fails
+//! on every edge that does not go down the layers, on every import cycle and
+//! on every module missing from the table, all listed at once with
+//! `file:line`. That walrelay-core never names the main crate, and never a
+//! network crate, the compiler enforces; that its manifest stays that way,
+//! `core_depends_on_no_network_crate` below.
 //!
-//! It must never compile, run or modify the code it reads, never depend on
-//! anything but std, and never name a module itself: the order lives in the
-//! table alone, so that moving a module is one edit of the documentation. A
-//! source file it cannot lex is reported as a problem, never skipped.
+//! It must never compile, run or modify the code it reads, and never name a
+//! module itself: the order lives in the table alone, so that moving a
+//! module is one edit of the documentation. A source file it cannot parse is
+//! reported as a problem, never skipped.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::path::Path;
 
-/// Where the layer order lives, relative to the crate root.
+use proc_macro2::{Spacing, Span, TokenStream, TokenTree};
+use syn::ext::IdentExt;
+use syn::punctuated::Punctuated;
+use syn::visit::{self, Visit};
+use syn::{Attribute, Expr, ForeignItem, Ident, ImplItem, Item, Meta, Token, TraitItem, UseTree};
+
+/// Where the layer order lives, relative to the workspace root.
 const TABLE: &str = "docs/architecture.md";
 const BEGIN: &str = "<!-- layers:begin -->";
 const END: &str = "<!-- layers:end -->";
 
+/// The crates whose modules the table orders: the name other crates use for
+/// it, and where its `lib.rs` is.
+const CRATES: &[(&str, &str)] = &[("walrelay_core", "core/src"), ("walrelay", "src")];
+
 // ---------------------------------------------------------------------------
-// Lexer
+// `#[cfg(test)]` code
 // ---------------------------------------------------------------------------
 
-/// One token of Rust source. Only what the rules need is kept: literals and
-/// lifetimes are opaque, so nothing inside a string can look like a path.
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    /// An identifier or keyword; `raw` for `r#name`, which is never a keyword.
-    /// (`$crate` is `$` and `crate`, so `$crate::x` reads as `crate::x`.)
-    Ident { name: String, raw: bool },
-    /// `::`.
-    PathSep,
-    /// An opening delimiter: `(`, `[` or `{`.
-    Open(char),
-    /// A closing delimiter: `)`, `]` or `}`.
-    Close(char),
-    /// Any other punctuation character.
-    Punct(char),
-    /// A string, byte string, raw string, char, byte or number literal.
-    Literal,
-    /// A lifetime or a loop label.
-    Lifetime,
+/// Whether an attribute (outer or inner) is a `cfg` that holds only in
+/// tests: `cfg(test)`, or `cfg(all(.., test, ..))`.
+fn is_cfg_test(attr: &Attribute) -> bool {
+    fn holds_only_in_tests(meta: &Meta) -> bool {
+        match meta {
+            Meta::Path(p) => p.is_ident("test"),
+            Meta::List(l) if l.path.is_ident("all") => l
+                .parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .is_ok_and(|all| all.iter().any(holds_only_in_tests)),
+            _ => false,
+        }
+    }
+    attr.path().is_ident("cfg")
+        && attr
+            .parse_args::<Meta>()
+            .is_ok_and(|m| holds_only_in_tests(&m))
 }
 
-/// A token and the line it starts on.
-#[derive(Debug, Clone)]
-struct Token {
-    tok: Tok,
-    line: usize,
+fn test_only(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(is_cfg_test)
 }
 
-/// Turns source text into tokens, dropping whitespace and every kind of
-/// comment (`//`, `///`, `//!`, nested `/* */`).
-struct Lexer {
-    chars: Vec<char>,
-    pos: usize,
-    line: usize,
-    toks: Vec<Token>,
+/// The attributes of a node of an enum whose variants all carry `attrs`.
+macro_rules! attrs_of {
+    ($node:expr, $ty:ident: $($variant:ident),*) => {
+        match $node {
+            $($ty::$variant(x) => x.attrs.as_slice(),)*
+            _ => &[],
+        }
+    };
 }
 
-/// Characters that may start an identifier.
-fn ident_start(c: char) -> bool {
-    c == '_' || c.is_alphabetic()
+fn item_attrs(i: &Item) -> &[Attribute] {
+    attrs_of!(i, Item: Const, Enum, ExternCrate, Fn, ForeignMod, Impl, Macro, Mod, Static,
+        Struct, Trait, TraitAlias, Type, Union, Use)
 }
 
-/// Characters that may continue an identifier.
-fn ident_continue(c: char) -> bool {
-    c == '_' || c.is_alphanumeric()
-}
-
-impl Lexer {
-    /// Lexes `src`, or says at which line it cannot.
-    fn run(src: &str) -> Result<Vec<Token>, String> {
-        let mut lx = Lexer {
-            chars: src.chars().collect(),
-            pos: 0,
-            line: 1,
-            toks: Vec::new(),
-        };
-        while let Some(c) = lx.peek(0) {
-            let line = lx.line;
-            match c {
-                _ if c.is_whitespace() => lx.bump(),
-                '/' if lx.peek(1) == Some('/') => {
-                    while lx.peek(0).is_some_and(|c| c != '\n') {
-                        lx.bump();
-                    }
-                }
-                '/' if lx.peek(1) == Some('*') => lx.block_comment()?,
-                '"' => {
-                    lx.quoted()?;
-                    lx.push(Tok::Literal, line);
-                }
-                '\'' => lx.quote()?,
-                _ if c.is_ascii_digit() => {
-                    lx.number();
-                    lx.push(Tok::Literal, line);
-                }
-                _ if ident_start(c) => lx.word()?,
-                ':' if lx.peek(1) == Some(':') => {
-                    lx.pos += 2;
-                    lx.push(Tok::PathSep, line);
-                }
-                '(' | '[' | '{' => {
-                    lx.bump();
-                    lx.push(Tok::Open(c), line);
-                }
-                ')' | ']' | '}' => {
-                    lx.bump();
-                    lx.push(Tok::Close(c), line);
-                }
-                _ => {
-                    lx.bump();
-                    lx.push(Tok::Punct(c), line);
-                }
-            }
-        }
-        Ok(lx.toks)
-    }
-
-    /// The character `k` places ahead, if any.
-    fn peek(&self, k: usize) -> Option<char> {
-        self.chars.get(self.pos + k).copied()
-    }
-
-    /// Steps over one character, counting lines.
-    fn bump(&mut self) {
-        if self.peek(0) == Some('\n') {
-            self.line += 1;
-        }
-        self.pos += 1;
-    }
-
-    /// Adds a token that started on `line`.
-    fn push(&mut self, tok: Tok, line: usize) {
-        self.toks.push(Token { tok, line });
-    }
-
-    /// The identifier that starts `k` places ahead, or "" if none does.
-    fn word_at(&self, k: usize) -> String {
-        let mut end = self.pos + k;
-        if !self.chars.get(end).copied().is_some_and(ident_start) {
-            return String::new();
-        }
-        while self.chars.get(end).copied().is_some_and(ident_continue) {
-            end += 1;
-        }
-        self.chars[self.pos + k..end].iter().collect()
-    }
-
-    /// Skips a block comment, which nests in Rust.
-    fn block_comment(&mut self) -> Result<(), String> {
-        let from = self.line;
-        self.pos += 2;
-        let mut depth = 1;
-        while depth > 0 {
-            match (self.peek(0), self.peek(1)) {
-                (Some('/'), Some('*')) => {
-                    depth += 1;
-                    self.pos += 2;
-                }
-                (Some('*'), Some('/')) => {
-                    depth -= 1;
-                    self.pos += 2;
-                }
-                (Some(_), _) => self.bump(),
-                (None, _) => return Err(format!("unterminated block comment from line {from}")),
-            }
-        }
-        Ok(())
-    }
-
-    /// Skips a `"..."` literal with its escapes; the opening quote is next.
-    fn quoted(&mut self) -> Result<(), String> {
-        let from = self.line;
-        self.bump();
-        loop {
-            match self.peek(0) {
-                Some('\\') => {
-                    self.bump();
-                    self.bump();
-                }
-                Some('"') => {
-                    self.bump();
-                    return Ok(());
-                }
-                Some(_) => self.bump(),
-                None => return Err(format!("unterminated string from line {from}")),
-            }
-        }
-    }
-
-    /// Skips a raw string: `#`s, a quote, and the text up to a quote followed
-    /// by as many `#`s. The prefix (`r`, `br`, `cr`) is already consumed.
-    fn raw_string(&mut self) -> Result<(), String> {
-        let from = self.line;
-        let mut hashes = 0;
-        while self.peek(0) == Some('#') {
-            hashes += 1;
-            self.bump();
-        }
-        if self.peek(0) != Some('"') {
-            return Err(format!("malformed raw string at line {from}"));
-        }
-        self.bump();
-        loop {
-            match self.peek(0) {
-                Some('"') if (1..=hashes).all(|k| self.peek(k) == Some('#')) => {
-                    self.pos += 1 + hashes;
-                    return Ok(());
-                }
-                Some(_) => self.bump(),
-                None => return Err(format!("unterminated raw string from line {from}")),
-            }
-        }
-    }
-
-    /// A quote starts a char literal (`'x'`, `'\n'`, `'"'`) or a lifetime
-    /// (`'a`, `'static`, a label): a lifetime has no closing quote right
-    /// after its first character, which is what tells them apart.
-    fn quote(&mut self) -> Result<(), String> {
-        let line = self.line;
-        if self.peek(1) == Some('\\') {
-            self.pos += 3; // the quote, the backslash and the escaped character
-            while self.peek(0).is_some_and(|c| c != '\'' && c != '\n') {
-                self.bump();
-            }
-            if self.peek(0) != Some('\'') {
-                return Err(format!("unterminated char literal at line {line}"));
-            }
-            self.bump();
-            self.push(Tok::Literal, line);
-        } else if self.peek(2) == Some('\'') && self.peek(1).is_some() {
-            self.pos += 3;
-            self.push(Tok::Literal, line);
-        } else {
-            self.bump();
-            while self.peek(0).is_some_and(ident_continue) {
-                self.bump();
-            }
-            self.push(Tok::Lifetime, line);
-        }
-        Ok(())
-    }
-
-    /// Skips a number: digits, suffixes, and one fraction (`1.5e3f64`), but
-    /// not the dots of a range (`0..n`) or of a method call.
-    fn number(&mut self) {
-        while self.peek(0).is_some_and(ident_continue) {
-            self.bump();
-        }
-        if self.peek(0) == Some('.') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
-            self.bump();
-            while self.peek(0).is_some_and(ident_continue) {
-                self.bump();
-            }
-        }
-    }
-
-    /// An identifier, a raw identifier, or a raw string (`r"..."`, `r#"..."#`,
-    /// `br"..."`, `cr"..."`), whose backslashes escape nothing. Other
-    /// prefixes (`b"..."`, `c"..."`, `b'x'`) need nothing special: the prefix
-    /// lexes as a name, the rest as an ordinary literal.
-    fn word(&mut self) -> Result<(), String> {
-        let line = self.line;
-        let word = self.word_at(0);
-        self.pos += word.chars().count();
-        let next = self.peek(0);
-        match (word.as_str(), next) {
-            ("r" | "br" | "cr", Some('"')) => {
-                self.raw_string()?;
-                self.push(Tok::Literal, line);
-            }
-            ("r" | "br" | "cr", Some('#')) if matches!(self.peek(1), Some('#' | '"')) => {
-                self.raw_string()?;
-                self.push(Tok::Literal, line);
-            }
-            ("r", Some('#')) if self.peek(1).is_some_and(ident_start) => {
-                self.bump();
-                let name = self.word_at(0);
-                self.pos += name.chars().count();
-                self.push(Tok::Ident { name, raw: true }, line);
-            }
-            _ => self.push(ident(&word), line),
-        }
-        Ok(())
-    }
-}
-
-/// A plain (not raw) identifier token.
-fn ident(name: &str) -> Tok {
-    Tok::Ident {
-        name: name.to_string(),
-        raw: false,
-    }
-}
-
-/// The tokens of one file, with every delimiter paired so that a group can
-/// be skipped in one step.
-struct Lexed {
-    path: String,
-    toks: Vec<Token>,
-    /// For an opening delimiter, the index of its closing one.
-    close: Vec<usize>,
-    /// For any token, the index of the closing delimiter of the innermost
-    /// group around it (`toks.len()` at the top of the file).
-    enclosing: Vec<usize>,
-}
-
-impl Lexed {
-    /// Lexes `text` and pairs its delimiters.
-    fn new(path: &str, text: &str) -> Result<Lexed, String> {
-        let toks = Lexer::run(text)?;
-        let n = toks.len();
-        let mut close = vec![n; n];
-        let mut parent = vec![None; n];
-        let mut stack: Vec<usize> = Vec::new();
-        for (i, t) in toks.iter().enumerate() {
-            parent[i] = stack.last().copied();
-            match t.tok {
-                Tok::Open(_) => stack.push(i),
-                Tok::Close(c) => {
-                    let Some(open) = stack.pop() else {
-                        return Err(format!("unmatched `{c}` at line {}", t.line));
-                    };
-                    let want = match toks[open].tok {
-                        Tok::Open('(') => ')',
-                        Tok::Open('[') => ']',
-                        _ => '}',
-                    };
-                    if c != want {
-                        return Err(format!(
-                            "`{c}` at line {} closes the group opened at line {}",
-                            t.line, toks[open].line
-                        ));
-                    }
-                    close[open] = i;
-                }
-                _ => {}
-            }
-        }
-        if let Some(&open) = stack.last() {
-            return Err(format!("unclosed delimiter from line {}", toks[open].line));
-        }
-        let enclosing = parent.iter().map(|p| p.map_or(n, |o| close[o])).collect();
-        Ok(Lexed {
-            path: path.to_string(),
-            toks,
-            close,
-            enclosing,
-        })
-    }
-
-    /// Token `i`, if the file has that many.
-    fn tok(&self, i: usize) -> Option<&Tok> {
-        self.toks.get(i).map(|t| &t.tok)
-    }
-
-    /// Whether token `i` is the keyword or plain identifier `name`.
-    fn is_word(&self, i: usize, name: &str) -> bool {
-        matches!(self.tok(i), Some(Tok::Ident { name: n, raw: false }) if n == name)
-    }
-
-    /// The identifier at `i` (raw or not), if it is one.
-    fn word(&self, i: usize) -> Option<&str> {
-        match self.tok(i) {
-            Some(Tok::Ident { name, .. }) => Some(name),
-            _ => None,
-        }
-    }
-
-    /// Whether token `i` is the punctuation character `c`.
-    fn is_punct(&self, i: usize, c: char) -> bool {
-        self.tok(i) == Some(&Tok::Punct(c))
-    }
-
-    /// Whether token `i` opens a group with `c`.
-    fn is_open(&self, i: usize, c: char) -> bool {
-        self.tok(i) == Some(&Tok::Open(c))
-    }
-
-    /// Whether token `i` is `::`.
-    fn is_sep(&self, i: usize) -> bool {
-        self.tok(i) == Some(&Tok::PathSep)
-    }
-
-    /// The line token `i` is on.
-    fn line(&self, i: usize) -> usize {
-        self.toks.get(i).map_or(0, |t| t.line)
-    }
+fn expr_attrs(e: &Expr) -> &[Attribute] {
+    attrs_of!(e, Expr: Array, Assign, Async, Await, Binary, Block, Break, Call, Cast, Closure,
+        Const, Continue, Field, ForLoop, Group, If, Index, Infer, Let, Lit, Loop, Macro, Match,
+        MethodCall, Paren, Path, Range, RawAddr, Reference, Repeat, Return, Struct, Try,
+        TryBlock, Tuple, Unary, Unsafe, While, Yield)
 }
 
 // ---------------------------------------------------------------------------
-// `#[cfg(test)]` items
-// ---------------------------------------------------------------------------
-
-/// Whether the tokens inside `#[...]` are a `cfg` that holds only in tests:
-/// `cfg(test)`, or `cfg(all(.., test, ..))`.
-fn cfg_is_test(f: &Lexed, from: usize, to: usize) -> bool {
-    let open = from + 1;
-    f.is_word(from, "cfg")
-        && f.is_open(open, '(')
-        && f.close[open] + 1 == to
-        && predicate_is_test(f, open + 1, f.close[open])
-}
-
-/// Whether the cfg predicate in `from..to` implies `test`.
-fn predicate_is_test(f: &Lexed, from: usize, to: usize) -> bool {
-    if to == from + 1 {
-        return f.is_word(from, "test");
-    }
-    if f.is_word(from, "all") && f.is_open(from + 1, '(') && f.close[from + 1] + 1 == to {
-        let mut start = from + 2;
-        let end = f.close[from + 1];
-        let mut i = start;
-        while i <= end {
-            if i == end || f.is_punct(i, ',') {
-                if i > start && predicate_is_test(f, start, i) {
-                    return true;
-                }
-                start = i + 1;
-            } else if matches!(f.tok(i), Some(Tok::Open(_))) {
-                i = f.close[i];
-            }
-            i += 1;
-        }
-    }
-    false
-}
-
-/// The index just past the item or statement that starts at `i`, right
-/// after a `#[cfg(test)]`: up to its `;`, or to the end of its body.
-fn item_end(f: &Lexed, mut i: usize) -> usize {
-    // Further attributes belong to the same item.
-    while f.is_punct(i, '#') && f.is_open(i + 1, '[') {
-        i = f.close[i + 1] + 1;
-    }
-    let start = i;
-    let mut j = i;
-    if f.is_word(j, "pub") {
-        j += 1;
-        if f.is_open(j, '(') {
-            j = f.close[j] + 1;
-        }
-    }
-    loop {
-        let qualifier = ["default", "unsafe", "async", "extern"]
-            .iter()
-            .any(|q| f.is_word(j, q))
-            || (f.is_word(j, "const")
-                && ["fn", "unsafe", "async", "extern"]
-                    .iter()
-                    .any(|q| f.is_word(j + 1, q)));
-        if !qualifier {
-            break;
-        }
-        j += 1;
-        if f.tok(j) == Some(&Tok::Literal) {
-            j += 1; // the ABI of `extern "C"`
-        }
-    }
-    if f.is_open(j, '{') {
-        return f.close[j] + 1; // a block, `unsafe { }` or `extern "C" { }`
-    }
-    // These may hold a `{ }` before their `;` (a use group, a struct
-    // literal), so only the `;` ends them; the others end with their body.
-    let to_semicolon = ["use", "static", "const", "type", "let"];
-    let to_body = [
-        "fn",
-        "struct",
-        "enum",
-        "union",
-        "trait",
-        "impl",
-        "mod",
-        "macro_rules",
-        "crate", // `extern crate x;`
-    ];
-    if to_semicolon.iter().any(|k| f.is_word(j, k)) {
-        scan_to_end(f, j, false)
-    } else if to_body.iter().any(|k| f.is_word(j, k)) {
-        scan_to_end(f, j, true)
-    } else {
-        statement_end(f, start)
-    }
-}
-
-/// Walks from `i` over whole groups to the `;` that ends an item (consumed),
-/// or to the first `{ }` group when `body` is set, or to the close of the
-/// enclosing group (not consumed).
-fn scan_to_end(f: &Lexed, mut i: usize, body: bool) -> usize {
-    while let Some(t) = f.tok(i) {
-        match t {
-            Tok::Open('{') if body => return f.close[i] + 1,
-            Tok::Open(_) => i = f.close[i] + 1,
-            Tok::Punct(';') => return i + 1,
-            Tok::Close(_) => return i,
-            _ => i += 1,
-        }
-    }
-    i
-}
-
-/// The end of something that is not an item (a block is handled before):
-/// a field or variant (up to its `,`), a statement (up to its `;`), a match
-/// arm with a block, or a macro invocation with braces.
-fn statement_end(f: &Lexed, start: usize) -> usize {
-    let mut i = start;
-    while let Some(t) = f.tok(i) {
-        match t {
-            Tok::Open('{') if i > start && f.is_punct(i - 1, '!') => return f.close[i] + 1,
-            Tok::Open(_) => i = f.close[i] + 1,
-            Tok::Punct(';' | ',') => return i + 1,
-            Tok::Close(_) => return i,
-            Tok::Punct('=') if f.is_punct(i + 1, '>') && f.is_open(i + 2, '{') => {
-                let end = f.close[i + 2] + 1;
-                return if f.is_punct(end, ',') { end + 1 } else { end };
-            }
-            _ => i += 1,
-        }
-    }
-    i
-}
-
-// ---------------------------------------------------------------------------
-// Walking the crate
+// Walking the crates
 // ---------------------------------------------------------------------------
 
 /// One segment of a path, with the line it is written on.
 type Segment = (String, usize);
 
-/// A reference from production code of top-level module `from` to the name
-/// `name` at the crate root (a module, a re-export, or `*`).
-struct RootRef {
-    from: String,
-    name: String,
-    file: String,
-    line: usize,
+fn line(span: Span) -> usize {
+    span.start().line
 }
 
-/// Where a module's code is, as the walk goes down.
-struct Ctx {
+fn segment(ident: &Ident) -> Segment {
+    (ident.unraw().to_string(), line(ident.span()))
+}
+
+/// What the walk found: the top-level modules, the edges between them with
+/// every place each occurs, and source that could not be read.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Each crate's `lib.rs`, for messages.
+    roots: Vec<String>,
+    /// Each top-level module of every crate and the file its code starts in.
+    modules: BTreeMap<String, String>,
+    /// (from, to) -> every `(file, line)` where `from` refers to `to`.
+    edges: BTreeMap<(String, String), BTreeSet<(String, usize)>>,
+    problems: Vec<String>,
+}
+
+/// Reads the crates of `crates` (name, source root; paths relative to the
+/// workspace root, as `read` takes them) from their `lib.rs` down and
+/// returns their module graph.
+fn scan(crates: &[(&str, &str)], read: &dyn Fn(&str) -> Option<String>) -> Scan {
+    let mut w = Walker {
+        read,
+        names: crates.iter().map(|(name, _)| name.to_string()).collect(),
+        modules: vec![BTreeMap::new(); crates.len()],
+        root_uses: vec![BTreeMap::new(); crates.len()],
+        refs: Vec::new(),
+        problems: Vec::new(),
+        krate: 0,
+        file: String::new(),
+        modpath: Vec::new(),
+        dir: String::new(),
+    };
+    for (krate, (_, dir)) in crates.iter().enumerate() {
+        (w.krate, w.dir) = (krate, dir.to_string());
+        let path = format!("{dir}/lib.rs");
+        match read(&path) {
+            Some(text) => w.file(&path, &text),
+            None => w.problems.push(format!("{path} cannot be read")),
+        }
+    }
+    w.finish(crates)
+}
+
+/// A reference of top-level module `from` to the name `name` at the root of
+/// crate number `krate`.
+struct Ref {
+    from: String,
+    krate: usize,
+    name: Segment,
+    file: String,
+}
+
+/// Collects what `Scan` holds, file after file: a visitor of the production
+/// code of `file`, which is the module `modpath` of crate number `krate`.
+struct Walker<'r> {
+    read: &'r dyn Fn(&str) -> Option<String>,
+    /// The crates' names, by number.
+    names: Vec<String>,
+    /// Per crate: its top-level modules and the file each starts in.
+    modules: Vec<BTreeMap<String, String>>,
+    /// Per crate: each name its root's `use` items bring in, and its path.
+    root_uses: Vec<BTreeMap<String, Vec<String>>>,
+    refs: Vec<Ref>,
+    problems: Vec<String>,
+    krate: usize,
+    file: String,
     /// The module path of the code: `["a", "b"]` for `src/a/b.rs`.
     modpath: Vec<String>,
     /// Where the files of `mod x;` declared here live: `src/a/b` for
@@ -555,329 +173,286 @@ struct Ctx {
     dir: String,
 }
 
-impl Ctx {
-    /// The context of the module `name` declared here.
-    fn child(&self, name: &str) -> Ctx {
-        let mut modpath = self.modpath.clone();
-        modpath.push(name.to_string());
-        Ctx {
-            modpath,
-            dir: format!("{}/{name}", self.dir),
-        }
-    }
-}
-
-/// Reads the crate from `src/lib.rs` down, collecting what `Scan` holds.
-struct Walker<'r> {
-    read: &'r dyn Fn(&str) -> Option<String>,
-    modules: BTreeMap<String, String>,
-    refs: Vec<RootRef>,
-    /// Names the crate root's own `use` items bring in: (name, first segment).
-    root_uses: Vec<(String, String)>,
-    problems: Vec<String>,
-}
-
-/// What the walk found: the top-level modules, the edges between them with
-/// every place each occurs, and source that could not be read.
-#[derive(Debug, Default)]
-struct Scan {
-    /// Each top-level module and the file its code starts in.
-    modules: BTreeMap<String, String>,
-    /// (from, to) -> every `(file, line)` where `from` refers to `to`.
-    edges: BTreeMap<(String, String), BTreeSet<(String, usize)>>,
-    problems: Vec<String>,
-}
-
-/// Reads the library from `src/lib.rs` (paths are relative to the crate
-/// root, as `read` takes them) and returns its module graph.
-fn scan_crate(read: &dyn Fn(&str) -> Option<String>) -> Scan {
-    let mut w = Walker {
-        read,
-        modules: BTreeMap::new(),
-        refs: Vec::new(),
-        root_uses: Vec::new(),
-        problems: Vec::new(),
-    };
-    let root = Ctx {
-        modpath: Vec::new(),
-        dir: "src".to_string(),
-    };
-    match read("src/lib.rs") {
-        Some(text) => w.file("src/lib.rs", &text, &root),
-        None => w.problems.push("src/lib.rs cannot be read".to_string()),
-    }
-    w.finish()
-}
-
 impl Walker<'_> {
-    /// Lexes one file and reads it as the module `ctx`.
-    fn file(&mut self, path: &str, text: &str, ctx: &Ctx) {
-        match Lexed::new(path, text) {
-            Ok(f) => self.items(&f, 0, f.toks.len(), ctx),
-            Err(e) => self.problems.push(format!("{path}: {e}")),
+    /// Parses one file and reads it as the current module.
+    fn file(&mut self, path: &str, text: &str) {
+        match syn::parse_file(text) {
+            Ok(file) if test_only(&file.attrs) => {}
+            Ok(file) => {
+                let outer = std::mem::replace(&mut self.file, path.to_string());
+                file.items.iter().for_each(|item| self.visit_item(item));
+                self.file = outer;
+            }
+            Err(e) => self
+                .problems
+                .push(format!("{path}:{}: {e}", line(e.span()))),
         }
     }
 
-    /// Reads the tokens `i..end` of `f`, which are code of module `ctx`.
-    fn items(&mut self, f: &Lexed, mut i: usize, end: usize, ctx: &Ctx) {
-        while i < end {
-            if f.is_punct(i, '#') {
-                let inner = f.is_punct(i + 1, '!');
-                let open = i + 1 + usize::from(inner);
-                if f.is_open(open, '[') && cfg_is_test(f, open + 1, f.close[open]) {
-                    // `#![cfg(test)]` makes the rest of its module or block
-                    // test-only; `#[cfg(test)]` the one item after it.
-                    i = if inner {
-                        f.enclosing[i]
-                    } else {
-                        item_end(f, f.close[open] + 1)
-                    };
-                    continue;
-                }
-                // Other attributes are read on: a path in a derive is a use.
-                i += 1;
-            } else if f.is_word(i, "mod") {
-                i = self.module(f, i, ctx);
-            } else if f.is_word(i, "use") {
-                let mut leaves = Vec::new();
-                i = use_tree(f, i + 1, Vec::new(), &mut leaves);
-                for (segments, alias) in leaves {
-                    if ctx.modpath.is_empty() {
-                        self.root_use(&segments, alias);
-                    } else {
-                        self.reference(f, ctx, &segments);
+    /// `mod name;` (read its file) or `mod name { .. }` (read its body).
+    fn module(&mut self, m: &syn::ItemMod) {
+        let (name, at) = segment(&m.ident);
+        let top = self.modpath.is_empty();
+        let dir = format!("{}/{name}", self.dir);
+        let (flat, nested) = (format!("{}/{name}.rs", self.dir), format!("{dir}/mod.rs"));
+        let outer = std::mem::replace(&mut self.dir, dir);
+        self.modpath.push(name.clone());
+        if let Some((_, items)) = &m.content {
+            if top {
+                self.modules[self.krate].insert(name, self.file.clone());
+            }
+            items.iter().for_each(|item| self.visit_item(item));
+        } else {
+            let here = format!("{}:{at}: module `{name}`", self.file);
+            match [&flat, &nested].map(|p| (self.read)(p).map(|text| (p.clone(), text))) {
+                [Some((path, text)), None] | [None, Some((path, text))] => {
+                    if top {
+                        self.modules[self.krate].insert(name, path.clone());
                     }
+                    self.file(&path, &text);
                 }
-            } else if ["crate", "super", "self"].iter().any(|k| f.is_word(i, k)) && f.is_sep(i + 1)
-            {
-                let mut segments = vec![(f.word(i).unwrap_or("").to_string(), f.line(i))];
-                let mut j = i + 1;
-                while f.is_sep(j) {
-                    let Some(name) = f.word(j + 1) else { break };
-                    segments.push((name.to_string(), f.line(j + 1)));
-                    j += 2;
-                }
-                self.reference(f, ctx, &segments);
-                i = j;
-            } else {
-                i += 1;
+                [Some(_), Some(_)] => self
+                    .problems
+                    .push(format!("{here} has two files, {flat} and {nested}")),
+                [None, None] => self
+                    .problems
+                    .push(format!("{here} has no file ({flat} or {nested})")),
+            }
+        }
+        self.modpath.pop();
+        self.dir = outer;
+    }
+
+    /// A `use` item: references, or at a crate root the names it brings in.
+    fn use_item(&mut self, u: &syn::ItemUse) {
+        let mut leaves = Vec::new();
+        use_leaves(&u.tree, Vec::new(), &mut leaves);
+        for (segments, alias) in leaves {
+            if !self.modpath.is_empty() {
+                self.reference(u.leading_colon.is_some(), &segments);
+                continue;
+            }
+            let mut path: Vec<String> = segments.into_iter().map(|(s, _)| s).collect();
+            if path.last().is_some_and(|l| l == "self") {
+                path.pop();
+            }
+            if let Some(last) = path.last().filter(|l| *l != "*") {
+                let visible = alias.unwrap_or_else(|| last.clone());
+                self.root_uses[self.krate].insert(visible, path);
             }
         }
     }
 
-    /// `mod name;` (read its file) or `mod name { .. }` (read its body); `i`
-    /// is at `mod`. Returns where to read on.
-    fn module(&mut self, f: &Lexed, i: usize, ctx: &Ctx) -> usize {
-        let Some(name) = f.word(i + 1).map(str::to_string) else {
-            return i + 1;
-        };
-        let child = ctx.child(&name);
-        if f.is_open(i + 2, '{') {
-            if ctx.modpath.is_empty() {
-                self.modules.insert(name, f.path.clone());
-            }
-            let close = f.close[i + 2];
-            self.items(f, i + 3, close, &child);
-            return close + 1;
-        }
-        if !f.is_punct(i + 2, ';') {
-            return i + 1;
-        }
-        let flat = format!("{}/{name}.rs", ctx.dir);
-        let nested = format!("{}/{name}/mod.rs", ctx.dir);
-        let found = match ((self.read)(&flat), (self.read)(&nested)) {
-            (Some(text), None) => Some((flat, text)),
-            (None, Some(text)) => Some((nested, text)),
-            (Some(_), Some(_)) => {
-                self.problems.push(format!(
-                    "{}:{}: module `{name}` has two files, {flat} and {nested}",
-                    f.path,
-                    f.line(i)
-                ));
-                None
-            }
-            (None, None) => {
-                self.problems.push(format!(
-                    "{}:{}: module `{name}` has no file ({flat} or {nested})",
-                    f.path,
-                    f.line(i)
-                ));
-                None
-            }
-        };
-        if let Some((path, text)) = found {
-            if ctx.modpath.is_empty() {
-                self.modules.insert(name, path.clone());
-            }
-            self.file(&path, &text, &child);
-        }
-        i + 3
-    }
-
-    /// Records a path written in module `ctx`, if it names something at the
-    /// crate root from inside a top-level module. Code of the crate root
-    /// itself belongs to no layer.
-    fn reference(&mut self, f: &Lexed, ctx: &Ctx, segments: &[Segment]) {
-        let Some(from) = ctx.modpath.first() else {
+    /// Records a path written here if it leads to a crate root. Code of a
+    /// crate root itself belongs to no layer.
+    fn reference(&mut self, leading_colon: bool, segments: &[Segment]) {
+        let Some(from) = self.modpath.first().cloned() else {
             return;
         };
-        if let Some((name, line)) = resolve(&ctx.modpath, segments) {
-            self.refs.push(RootRef {
-                from: from.clone(),
-                name,
-                file: f.path.clone(),
-                line,
-            });
+        let Some((krate, name)) = self.resolve(leading_colon, segments) else {
+            return;
+        };
+        if name.0 == "*" && krate == self.krate {
+            self.problems.push(format!(
+                "{}:{}: a glob import of the crate root hides which modules `{from}` uses; \
+                 name them",
+                self.file, name.1
+            ));
+        }
+        let file = self.file.clone();
+        self.refs.push(Ref {
+            from,
+            krate,
+            name,
+            file,
+        });
+    }
+
+    /// Where a path written here lands: the crate and the name after
+    /// `crate::`, after the `super::`s that climb out of the top-level
+    /// module, or after the name of a crate of the scan. `None` for paths
+    /// that stay inside the module or go elsewhere.
+    fn resolve(&self, leading_colon: bool, segments: &[Segment]) -> Option<(usize, Segment)> {
+        let names: Vec<&str> = segments.iter().map(|(s, _)| s.as_str()).collect();
+        let after = |k: usize| segments.get(k).filter(|(s, _)| s != "self").cloned();
+        let first = names.first().copied();
+        if let Some(other) = self.names.iter().position(|n| Some(n.as_str()) == first) {
+            return after(1).map(|s| (other, s));
+        }
+        let start = usize::from(first == Some("self"));
+        let climbs = names[start..].iter().take_while(|n| **n == "super").count();
+        let k = match first {
+            _ if leading_colon => return None,
+            Some("crate") => 1,
+            _ if climbs > 0 && climbs == self.modpath.len() => start + climbs,
+            _ => return None,
+        };
+        after(k).map(|s| (self.krate, s))
+    }
+
+    /// Paths inside macro input or an attribute's arguments, which are
+    /// tokens rather than syntax: every chain `a::b::c` not preceded by `::`.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let is_sep = |i: usize| {
+            matches!((tts.get(i), tts.get(i + 1)),
+                (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                    if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':')
+        };
+        let mut i = 0;
+        while i < tts.len() {
+            match &tts[i] {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(id) if !(i >= 2 && is_sep(i - 2)) => {
+                    let mut segments = vec![segment(id)];
+                    while let (true, Some(TokenTree::Ident(next))) = (is_sep(i + 1), tts.get(i + 3))
+                    {
+                        segments.push(segment(next));
+                        i += 3;
+                    }
+                    self.reference(false, &segments);
+                }
+                _ => {}
+            }
+            i += 1;
         }
     }
 
-    /// A `use` of the crate root: `use x::Y;` makes `crate::Y` mean module
-    /// `x` to the rest of the crate.
-    fn root_use(&mut self, segments: &[Segment], alias: Option<String>) {
-        let mut names: Vec<&str> = segments.iter().map(|(s, _)| s.as_str()).collect();
-        if matches!(names.first(), Some(&"crate" | &"self")) {
-            names.remove(0);
+    /// The module a name at the root of crate `krate` stands for: a module
+    /// of it, or the module of another crate or its own that its root
+    /// re-exports under that name. Anything else at a root (an item of
+    /// `lib.rs`, an external crate re-exported there) is no layer.
+    fn module_at(&self, krate: usize, name: &str) -> Option<&str> {
+        let own = |k: usize, n: &str| self.modules[k].get_key_value(n).map(|(m, _)| m.as_str());
+        if let Some(m) = own(krate, name) {
+            return Some(m);
         }
-        if names.last() == Some(&"self") {
-            names.pop();
-        }
-        let (Some(first), Some(last)) = (names.first(), names.last()) else {
-            return;
+        let path = self.root_uses[krate].get(name)?;
+        let path = match path.first().map(String::as_str) {
+            Some("crate" | "self") => &path[1..],
+            _ => &path[..],
         };
-        if *last != "*" {
-            let visible = alias.unwrap_or_else(|| last.to_string());
-            self.root_uses.push((visible, first.to_string()));
-        }
+        let first = path.first()?;
+        own(krate, first).or_else(|| {
+            let other = self.names.iter().position(|n| n == first)?;
+            own(other, path.get(1)?)
+        })
     }
 
     /// Turns the references into edges between top-level modules.
-    fn finish(mut self) -> Scan {
+    fn finish(mut self, crates: &[(&str, &str)]) -> Scan {
+        let mut modules = BTreeMap::new();
+        for (name, file) in self.modules.iter().flatten() {
+            if let Some(first) = modules.insert(name.clone(), file.clone()) {
+                let p = format!("module `{name}` is in two crates: {first} and {file}");
+                self.problems.push(p);
+            }
+        }
         let mut edges: BTreeMap<(String, String), BTreeSet<(String, usize)>> = BTreeMap::new();
-        let reexports: BTreeMap<&str, &str> = self
-            .root_uses
-            .iter()
-            .filter(|(name, first)| {
-                self.modules.contains_key(first) && !self.modules.contains_key(name)
-            })
-            .map(|(name, first)| (name.as_str(), first.as_str()))
-            .collect();
         for r in &self.refs {
-            let to = if self.modules.contains_key(&r.name) {
-                r.name.as_str()
-            } else if let Some(to) = reexports.get(r.name.as_str()) {
-                to
-            } else {
-                if r.name == "*" {
-                    self.problems.push(format!(
-                        "{}:{}: a glob import of the crate root hides which modules `{}` uses; \
-                         name them",
-                        r.file, r.line, r.from
-                    ));
-                }
-                // Anything else at the root (an item of lib.rs, an external
-                // crate re-exported there) is no layer.
-                continue;
-            };
-            if to != r.from {
-                edges
-                    .entry((r.from.clone(), to.to_string()))
-                    .or_default()
-                    .insert((r.file.clone(), r.line));
+            if let Some(to) = self
+                .module_at(r.krate, &r.name.0)
+                .filter(|to| *to != r.from)
+            {
+                let places = edges.entry((r.from.clone(), to.to_string())).or_default();
+                places.insert((r.file.clone(), r.name.1));
             }
         }
         Scan {
-            modules: self.modules,
+            roots: crates.iter().map(|(_, d)| format!("{d}/lib.rs")).collect(),
+            modules,
             edges,
             problems: self.problems,
         }
     }
 }
 
-/// Reads a use tree from `i` (`a::b::{c, d::*}`, `x as y`, `{self, z}`), adding
-/// each leaf path, prefixed by `prefix`, with its alias to `out`. Returns the
-/// index past the tree and its `;` if that follows.
-fn use_tree(
-    f: &Lexed,
-    mut i: usize,
-    mut prefix: Vec<Segment>,
+/// Each leaf of a use tree (`a::b::{c, d::*}`, `x as y`, `{self, z}`) as
+/// its whole path, with its alias.
+fn use_leaves(
+    tree: &UseTree,
+    mut path: Vec<Segment>,
     out: &mut Vec<(Vec<Segment>, Option<String>)>,
-) -> usize {
-    loop {
-        match f.tok(i) {
-            // A leading `::` names an external crate, never this one.
-            Some(Tok::PathSep) => {
-                prefix.push(("::".to_string(), f.line(i)));
-                i += 1;
-            }
-            Some(Tok::Ident { name, .. }) => {
-                prefix.push((name.clone(), f.line(i)));
-                i += 1;
-                if f.is_sep(i) {
-                    i += 1;
-                    continue;
-                }
-                let mut alias = None;
-                if f.is_word(i, "as") {
-                    alias = f.word(i + 1).map(str::to_string);
-                    i += 2;
-                }
-                out.push((prefix, alias));
-                break;
-            }
-            Some(Tok::Punct('*')) => {
-                prefix.push(("*".to_string(), f.line(i)));
-                out.push((prefix, None));
-                i += 1;
-                break;
-            }
-            Some(Tok::Open('{')) => {
-                let close = f.close[i];
-                let mut j = i + 1;
-                while j < close {
-                    let next = use_tree(f, j, prefix.clone(), out);
-                    j = if f.is_punct(next, ',') {
-                        next + 1
-                    } else if next > j {
-                        next
-                    } else {
-                        close // not a use tree; leave it to the item scan
-                    };
-                }
-                i = close + 1;
-                break;
-            }
-            _ => break,
+) {
+    match tree {
+        UseTree::Path(p) => {
+            path.push(segment(&p.ident));
+            use_leaves(&p.tree, path, out);
         }
-    }
-    if f.is_punct(i, ';') {
-        i + 1
-    } else {
-        i
+        UseTree::Name(n) => {
+            path.push(segment(&n.ident));
+            out.push((path, None));
+        }
+        UseTree::Rename(r) => {
+            path.push(segment(&r.ident));
+            out.push((path, Some(r.rename.unraw().to_string())));
+        }
+        UseTree::Glob(g) => {
+            path.push(("*".to_string(), line(g.star_token.span)));
+            out.push((path, None));
+        }
+        UseTree::Group(g) => g
+            .items
+            .iter()
+            .for_each(|t| use_leaves(t, path.clone(), out)),
     }
 }
 
-/// Where a path written in module `modpath` lands at the crate root: the
-/// name right after `crate::`, or after the `super::`s that climb out of the
-/// top-level module, with the line of that name. `None` for paths that stay
-/// inside the module or leave the crate.
-fn resolve(modpath: &[String], segments: &[Segment]) -> Option<(String, usize)> {
-    let names: Vec<&str> = segments.iter().map(|(s, _)| s.as_str()).collect();
-    let at = |k: usize| segments.get(k).map(|(s, l)| (s.clone(), *l));
-    if names.first() == Some(&"crate") {
-        return at(1).filter(|(s, _)| s != "self");
+/// Visitor methods that skip a node gated by `#[cfg(test)]`.
+macro_rules! skip_test_only {
+    ($lt:lifetime; $($method:ident($node:ident: $ty:ty) => $attrs:expr;)*) => {$(
+        fn $method(&mut self, $node: &$lt $ty) {
+            if !test_only($attrs) {
+                visit::$method(self, $node);
+            }
+        }
+    )*};
+}
+
+impl<'ast> Visit<'ast> for Walker<'_> {
+    skip_test_only! { 'ast;
+        visit_expr(e: Expr) => expr_attrs(e);
+        visit_impl_item(i: ImplItem) => attrs_of!(i, ImplItem: Const, Fn, Type, Macro);
+        visit_trait_item(i: TraitItem) => attrs_of!(i, TraitItem: Const, Fn, Type, Macro);
+        visit_foreign_item(i: ForeignItem) => attrs_of!(i, ForeignItem: Fn, Static, Type, Macro);
+        visit_field(f: syn::Field) => &f.attrs;
+        visit_variant(v: syn::Variant) => &v.attrs;
+        visit_arm(a: syn::Arm) => &a.attrs;
+        visit_field_value(f: syn::FieldValue) => &f.attrs;
+        visit_local(l: syn::Local) => &l.attrs;
+        visit_stmt_macro(s: syn::StmtMacro) => &s.attrs;
     }
-    let mut k = usize::from(names.first() == Some(&"self"));
-    let mut depth = modpath.len();
-    let mut climbed = false;
-    while names.get(k) == Some(&"super") {
-        depth = depth.checked_sub(1)?;
-        climbed = true;
-        k += 1;
+
+    fn visit_item(&mut self, i: &'ast Item) {
+        match i {
+            _ if test_only(item_attrs(i)) => {}
+            Item::Mod(m) => {
+                m.attrs.iter().for_each(|a| self.visit_attribute(a));
+                self.module(m);
+            }
+            Item::Use(u) => self.use_item(u),
+            _ => visit::visit_item(self, i),
+        }
     }
-    if climbed && depth == 0 {
-        at(k).filter(|(s, _)| s != "self")
-    } else {
-        None
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segments: Vec<Segment> = p.segments.iter().map(|s| segment(&s.ident)).collect();
+        self.reference(p.leading_colon.is_some(), &segments);
+        visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.visit_path(&m.path);
+        self.tokens(m.tokens.clone());
+    }
+
+    fn visit_attribute(&mut self, a: &'ast Attribute) {
+        self.visit_path(a.path());
+        match &a.meta {
+            Meta::Path(_) => {}
+            Meta::List(l) => self.tokens(l.tokens.clone()),
+            Meta::NameValue(nv) => self.visit_expr(&nv.value),
+        }
     }
 }
 
@@ -943,15 +518,12 @@ fn parse_layers(text: &str) -> (Vec<Layer>, Vec<String>) {
         .collect();
     let is_separator =
         |l: &str| l.starts_with('|') && l.contains('-') && l.chars().all(|c| "|-: ".contains(c));
-    match rows.get(1) {
-        Some((_, sep)) if is_separator(sep) => {}
-        _ => {
-            problems.push(format!(
-                "{TABLE}:{}: the layer table needs a header line and a `|---|` line",
-                begin + 1
-            ));
-            return (layers, problems);
-        }
+    if !rows.get(1).is_some_and(|(_, sep)| is_separator(sep)) {
+        problems.push(format!(
+            "{TABLE}:{}: the layer table needs a header line and a `|---|` line",
+            begin + 1
+        ));
+        return (layers, problems);
     }
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     for &(n, row) in &rows[2..] {
@@ -960,9 +532,9 @@ fn parse_layers(text: &str) -> (Vec<Layer>, Vec<String>) {
             continue;
         };
         let Ok(number) = number.trim().parse::<u32>() else {
+            let number = number.trim();
             problems.push(format!(
-                "{TABLE}:{n}: layer number `{}` is not a number",
-                number.trim()
+                "{TABLE}:{n}: layer number `{number}` is not a number"
             ));
             continue;
         };
@@ -982,7 +554,7 @@ fn parse_layers(text: &str) -> (Vec<Layer>, Vec<String>) {
             let bare = cell
                 .strip_prefix('`')
                 .and_then(|c| c.strip_suffix('`'))
-                .filter(|c| !c.is_empty() && c.chars().all(ident_continue));
+                .filter(|c| !c.is_empty() && c.chars().all(|c| c == '_' || c.is_alphanumeric()));
             match bare {
                 Some(m) => match seen.insert(m.to_string(), number) {
                     Some(first) => problems.push(format!(
@@ -990,7 +562,7 @@ fn parse_layers(text: &str) -> (Vec<Layer>, Vec<String>) {
                     )),
                     None => names.push(m.to_string()),
                 },
-                None if cell.is_empty() && modules.trim().is_empty() => {
+                None if modules.trim().is_empty() => {
                     problems.push(format!("{TABLE}:{n}: layer {number} lists no module"));
                 }
                 None => problems.push(format!(
@@ -1024,7 +596,7 @@ struct Findings {
     cycles: Vec<String>,
     /// `a (layer n) -> b (layer m): file:line, ...`.
     edges: Vec<String>,
-    /// Modules missing from the table or unknown to `src/lib.rs`, and
+    /// Modules missing from the table or unknown to the crates, and
     /// malformed rows.
     table: Vec<String>,
     /// Source that could not be read or is ambiguous.
@@ -1051,7 +623,7 @@ impl fmt::Display for Findings {
         let sections = [
             ("import cycles between top-level modules", &self.cycles),
             ("edges that do not go down the layers", &self.edges),
-            ("the layer table and the modules of src/lib.rs", &self.table),
+            ("the layer table and the crates' modules", &self.table),
             ("source the check could not follow", &self.source),
         ];
         for (title, items) in sections {
@@ -1083,9 +655,7 @@ fn judge(scan: &Scan, table: Result<&str, String>) -> Findings {
             members.len(),
             members.join(", ")
         ));
-        for c in cycles {
-            found.cycles.push(c.join(" -> "));
-        }
+        found.cycles.extend(cycles.iter().map(|c| c.join(" -> ")));
     }
     let layers = match table {
         Ok(text) => {
@@ -1104,17 +674,15 @@ fn judge(scan: &Scan, table: Result<&str, String>) -> Findings {
         .collect();
     for (module, file) in &scan.modules {
         if !layer_of.contains_key(module.as_str()) {
-            found
-                .table
-                .push(format!("module `{module}` ({file}) is in no layer"));
+            let problem = format!("module `{module}` ({file}) is in no layer");
+            found.table.push(problem);
         }
     }
-    for module in layer_of.keys() {
-        if !scan.modules.contains_key(*module) {
-            found.table.push(format!(
-                "`{module}` is in the table but is no module of src/lib.rs"
-            ));
-        }
+    for module in layer_of.keys().filter(|m| !scan.modules.contains_key(**m)) {
+        found.table.push(format!(
+            "`{module}` is in the table but is no module of {}",
+            scan.roots.join(" or ")
+        ));
     }
     for ((from, to), places) in &scan.edges {
         let (Some(&a), Some(&b)) = (layer_of.get(from.as_str()), layer_of.get(to.as_str())) else {
@@ -1122,10 +690,10 @@ fn judge(scan: &Scan, table: Result<&str, String>) -> Findings {
         };
         if b >= a {
             let places: Vec<String> = places.iter().map(|(f, l)| format!("{f}:{l}")).collect();
-            found.edges.push(format!(
-                "{from} (layer {a}) -> {to} (layer {b}): {}",
-                places.join(", ")
-            ));
+            let places = places.join(", ");
+            found
+                .edges
+                .push(format!("{from} (layer {a}) -> {to} (layer {b}): {places}"));
         }
     }
     found
@@ -1217,36 +785,99 @@ fn shortest_path<'g>(
 }
 
 // ---------------------------------------------------------------------------
-// The check of the real tree
+// The checks of the real tree
 // ---------------------------------------------------------------------------
 
 #[test]
 fn top_level_modules_follow_the_layers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scan = scan_crate(&|path: &str| std::fs::read_to_string(root.join(path)).ok());
+    let scan = scan(CRATES, &|path: &str| {
+        std::fs::read_to_string(root.join(path)).ok()
+    });
     let table = std::fs::read_to_string(root.join(TABLE))
         .map_err(|e| format!("{TABLE} cannot be read: {e}"));
     let found = judge(&scan, table.as_deref().map_err(Clone::clone));
     assert!(found.is_empty(), "{found}");
 }
 
+/// walrelay-core exists so that the compiler keeps its layers off the
+/// network: its manifest may name only crates that never open a socket,
+/// and tokio only with features that cannot (in a workspace build tokio has
+/// `net` through walrelay, so `cargo check -p walrelay-core` is what would
+/// catch a use of it; this keeps the manifest from asking for it).
+#[test]
+fn core_depends_on_no_network_crate() {
+    const ALLOWED: &[&str] = &[
+        "walrelay-proto",
+        "bytes",
+        "thiserror",
+        "serde",
+        "serde_json",
+        "regex",
+        "rand",
+        "tracing",
+        "tempfile",
+        "tokio",
+    ];
+    const TOKIO_FEATURES: &[&str] = &["sync", "time"];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &str| -> toml::Table {
+        let text = std::fs::read_to_string(root.join(path)).expect("manifest is readable");
+        text.parse().expect("manifest is TOML")
+    };
+    let (core, workspace) = (read("core/Cargo.toml"), read("Cargo.toml"));
+    let table = |t: &toml::Table, key: &str| t.get(key).and_then(|v| v.as_table()).cloned();
+    let deps = table(&core, "dependencies").expect("core has [dependencies]");
+    let shared = table(&workspace, "workspace")
+        .and_then(|w| table(&w, "dependencies"))
+        .expect("the workspace has [workspace.dependencies]");
+    let mut bad = Vec::new();
+    for (name, spec) in &deps {
+        if !ALLOWED.contains(&name.as_str()) {
+            bad.push(format!(
+                "{name} is not among the crates core may use: {ALLOWED:?}"
+            ));
+        }
+        // Features come from the member's entry and, for `workspace = true`,
+        // from the shared one too.
+        let inherits = spec.get("workspace").and_then(|w| w.as_bool()) == Some(true);
+        let entries = [Some(spec), shared.get(name).filter(|_| inherits)];
+        let features = entries
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("features")?.as_array())
+            .flatten()
+            .filter_map(|f| f.as_str());
+        for feature in features.filter(|f| name == "tokio" && !TOKIO_FEATURES.contains(f)) {
+            bad.push(format!(
+                "tokio feature `{feature}`: core may ask only for {TOKIO_FEATURES:?}"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "core/Cargo.toml:\n  {}", bad.join("\n  "));
+}
+
 // ---------------------------------------------------------------------------
 // Tests of the checker itself
 // ---------------------------------------------------------------------------
 
-/// Scans an in-memory crate of `(path, text)` files.
+/// Scans an in-memory workspace of `(path, text)` files holding one crate
+/// in `src/`.
 fn scan_of<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Scan {
+    scan_crates_of(&[("one", "src")], files)
+}
+
+fn scan_crates_of<P: AsRef<str>, T: AsRef<str>>(crates: &[(&str, &str)], files: &[(P, T)]) -> Scan {
     let files: BTreeMap<&str, &str> = files
         .iter()
         .map(|(p, t)| (p.as_ref(), t.as_ref()))
         .collect();
-    scan_crate(&|path: &str| files.get(path).map(|t| t.to_string()))
+    scan(crates, &|path: &str| files.get(path).map(|t| t.to_string()))
 }
 
-/// The edges of an in-memory crate as `from -> to @ file:line` lines, after
-/// checking that it had no source problems.
-fn edges_of<P: AsRef<str>, T: AsRef<str>>(files: &[(P, T)]) -> Vec<String> {
-    let scan = scan_of(files);
+/// The edges of a scan as `from -> to @ file:line` lines, after checking
+/// that it had no source problems.
+fn edges(scan: Scan) -> Vec<String> {
     assert_eq!(scan.problems, Vec::<String>::new());
     scan.edges
         .iter()
@@ -1271,11 +902,17 @@ fn crate_with_a(a_rs: &str) -> Vec<(String, String)> {
     files
 }
 
+fn edges_of_a(a_rs: &str) -> Vec<String> {
+    edges(scan_of(&crate_with_a(a_rs)))
+}
+
 #[test]
-fn grouped_and_nested_use() {
-    let edges = edges_of(&crate_with_a(
-        "use crate::{b::X, c::{Y, z::{Z as W, self}}, d, e::*};\nuse std::fmt;\n",
-    ));
+fn use_trees_give_the_line_of_each_module() {
+    let edges = edges_of_a(
+        "use crate::{b::X, c::{Y, z::{Z as W, self}}, d, e::*};\nuse std::fmt;\n\
+         pub use crate::{\n    f::X,\n    g::{\n        Y,\n    },\n};\n\
+         pub(crate) use crate::h;\npub(super) use crate::i::I as _;\nuse self::own::Thing;\n",
+    );
     assert_eq!(
         edges,
         [
@@ -1283,30 +920,17 @@ fn grouped_and_nested_use() {
             "a -> c @ src/a.rs:1",
             "a -> d @ src/a.rs:1",
             "a -> e @ src/a.rs:1",
+            "a -> f @ src/a.rs:4",
+            "a -> g @ src/a.rs:5",
+            "a -> h @ src/a.rs:9",
+            "a -> i @ src/a.rs:10",
         ]
     );
 }
 
 #[test]
-fn multi_line_use_reports_the_line_of_each_module() {
-    let edges = edges_of(&crate_with_a(
-        "pub use crate::{\n    b::X,\n    c::{\n        Y,\n    },\n};\n\
-         pub(crate) use crate::d;\npub(super) use crate::e::E as _;\n",
-    ));
-    assert_eq!(
-        edges,
-        [
-            "a -> b @ src/a.rs:2",
-            "a -> c @ src/a.rs:3",
-            "a -> d @ src/a.rs:7",
-            "a -> e @ src/a.rs:8",
-        ]
-    );
-}
-
-#[test]
-fn inline_paths_count_anywhere_in_code() {
-    let edges = edges_of(&crate_with_a(
+fn paths_count_anywhere_in_code_attributes_and_macros() {
+    let edges = edges_of_a(
         "pub fn f(x: crate::b::T) -> crate::c::U {\n\
          let s = crate::d::S { x: 1 };\n\
          println!(\"{}\", crate::e::NAME);\n\
@@ -1316,8 +940,9 @@ fn inline_paths_count_anywhere_in_code() {
          #[derive(crate::h::Derive)]\n\
          struct T;\n\
          macro_rules! m { () => { $crate::i::x() }; }\n\
-         pub fn own() { crate::a::inner(); self::inner(); }\n",
-    ));
+         pub fn own() { crate::a::inner(); self::inner(); m!(r#mod helper;); r#use(crate::j::X); }\n\
+         #[doc = crate::k::DOC]\nfn documented() {}\n",
+    );
     assert_eq!(
         edges,
         [
@@ -1329,13 +954,15 @@ fn inline_paths_count_anywhere_in_code() {
             "a -> g @ src/a.rs:5",
             "a -> h @ src/a.rs:7",
             "a -> i @ src/a.rs:9",
+            "a -> j @ src/a.rs:10",
+            "a -> k @ src/a.rs:11",
         ]
     );
 }
 
 #[test]
 fn super_chains_that_reach_the_crate_root() {
-    let edges = edges_of(&[
+    let edges = edges(scan_of(&[
         ("src/lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\n"),
         (
             "src/a/mod.rs",
@@ -1355,7 +982,7 @@ fn super_chains_that_reach_the_crate_root() {
         ),
         ("src/c.rs", ""),
         ("src/d.rs", ""),
-    ]);
+    ]));
     assert_eq!(
         edges,
         [
@@ -1369,63 +996,88 @@ fn super_chains_that_reach_the_crate_root() {
 }
 
 #[test]
-fn comments_strings_and_doc_links_are_not_edges() {
-    let edges = edges_of(&crate_with_a(
+fn comments_and_strings_are_not_edges() {
+    let edges = edges_of_a(
         "//! Uses [`crate::b`] in prose.\n\
          /// See [`crate::c::X`].\n\
          // use crate::d;\n\
          /* crate::e /* nested crate::e */ still a comment crate::e */\n\
-         /** crate::e */\n\
          const S: &str = \"crate::f \\\" crate::f\";\n\
          const R: &str = r#\"crate::g \" crate::g\"#;\n\
-         const B: &[u8] = b\"crate::h\";\n\
          const Q: char = '\"'; fn real() { crate::i::x() }\n\
          fn life<'a>(x: &'a str) -> &'a str { crate::j::f(x) }\n\
-         const E: char = '\\''; const L: u8 = b'\\\\'; fn k() { crate::k::y() }\n\
-         const BR: &[u8] = br##\"crate::h \"# crate::h\"##;\n\
-         const P: &str = r\"C:\\\"; fn l() { crate::l::x() } const N: &str = \"crate::h\";\n\
-         const DQ: char = '\\\"'; fn m() { crate::m::x() } const O: &str = \"crate::h\";\n",
-    ));
+         fn quoted() { println!(\"crate::h {}\", crate::k::X) }\n",
+    );
     assert_eq!(
         edges,
         [
-            "a -> i @ src/a.rs:9",
-            "a -> j @ src/a.rs:10",
-            "a -> k @ src/a.rs:11",
-            "a -> l @ src/a.rs:13",
-            "a -> m @ src/a.rs:14",
+            "a -> i @ src/a.rs:7",
+            "a -> j @ src/a.rs:8",
+            "a -> k @ src/a.rs:9"
         ]
     );
 }
 
 #[test]
-fn cfg_test_inline_module_is_not_production() {
-    let edges = edges_of(&crate_with_a(
-        "fn f() {}\n\
-         #[cfg(test)]\n\
-         mod tests {\n    use crate::b;\n    fn t() { crate::c::f(); { crate::d::g(); } }\n}\n\
-         use crate::e;\n",
-    ));
-    assert_eq!(edges, ["a -> e @ src/a.rs:7"]);
+fn cfg_test_code_is_not_production() {
+    // Each gated piece is followed at once by production code, which a skip
+    // that runs too far would swallow.
+    let edges = edges_of_a(
+        "#[cfg(test)]\nuse crate::b;\nuse crate::n::One;\n\
+         #[cfg(test)]\n#[allow(dead_code)]\npub(crate) fn helper() -> [u8; 2] { crate::c::f() }\n\
+         fn prod() { crate::o::p() }\n\
+         #[cfg(all(unix, test))]\nimpl X { fn f() { crate::d::g(); } }\n\
+         #[cfg(test)]\nmod tests {\n    use crate::g::X;\n}\nconst U: u8 = crate::p::U;\n\
+         #[cfg(test)]\nextern \"C\" { fn probe(x: crate::q::T); }\nfn after() { crate::r::x() }\n\
+         struct S {\n    #[cfg(test)]\n    probe: crate::h::Probe,\n    real: crate::i::Real,\n}\n\
+         fn body(x: u8) {\n    #[cfg(test)]\n    crate::j::only_in_tests();\n    crate::k::always();\n\
+         #[cfg(test)]\n    { crate::s::block(); }\n    crate::t::after_block();\n\
+         #[cfg(test)]\n    check! { crate::u::x }\n    crate::v::after_macro();\n\
+         match x {\n        #[cfg(test)]\n        0 => { crate::w::arm() }\n\
+         _ => crate::x::other(),\n    }\n}\n\
+         #[cfg(not(test))]\nuse crate::e;\n\
+         #[cfg(any(test, feature = \"x\"))]\nuse crate::f;\n\
+         mod m {\n    #![cfg(test)]\n    use crate::l;\n}\n\
+         fn gated() {\n    #![cfg(test)]\n    crate::m::x();\n}\n",
+    );
+    assert_eq!(
+        edges,
+        [
+            "a -> e @ src/a.rs:40",
+            "a -> f @ src/a.rs:42",
+            "a -> i @ src/a.rs:21",
+            "a -> k @ src/a.rs:26",
+            "a -> n @ src/a.rs:3",
+            "a -> o @ src/a.rs:7",
+            "a -> p @ src/a.rs:14",
+            "a -> r @ src/a.rs:17",
+            "a -> t @ src/a.rs:29",
+            "a -> v @ src/a.rs:32",
+            "a -> x @ src/a.rs:36",
+        ]
+    );
 }
 
 #[test]
-fn cfg_test_module_file_is_skipped() {
+fn cfg_test_files_are_skipped() {
     for tests_file in ["src/r/tests.rs", "src/r/tests/mod.rs"] {
-        let lib = ("src/lib.rs", "pub mod r;\npub mod x;\npub mod y;\n");
-        let x = ("src/x.rs", "");
-        let y = ("src/y.rs", "");
+        let lib = (
+            "src/lib.rs",
+            "pub mod r;\npub mod x;\npub mod y;\npub mod z;\n",
+        );
+        let (x, y) = (("src/x.rs", ""), ("src/y.rs", ""));
+        let z = ("src/z.rs", "#![cfg(test)]\nuse crate::x;\n");
         let tests = (tests_file, "use crate::x;\n");
         let gated = ("src/r/mod.rs", "#[cfg(test)]\nmod tests;\nuse crate::y;\n");
         assert_eq!(
-            edges_of(&[lib, x, y, tests, gated]),
+            edges(scan_of(&[lib, x, y, z, tests, gated])),
             ["r -> y @ src/r/mod.rs:3"],
             "{tests_file}"
         );
         // The same file without the gate is production code, and is read.
         let plain = ("src/r/mod.rs", "mod tests;\nuse crate::y;\n");
         assert_eq!(
-            edges_of(&[lib, x, y, tests, plain]),
+            edges(scan_of(&[lib, x, y, z, tests, plain])),
             [
                 format!("r -> x @ {tests_file}:1"),
                 "r -> y @ src/r/mod.rs:2".to_string()
@@ -1436,63 +1088,8 @@ fn cfg_test_module_file_is_skipped() {
 }
 
 #[test]
-fn cfg_test_single_items_are_skipped() {
-    // Each gated item is followed at once by production code, which a skip
-    // that runs too far would swallow.
-    let edges = edges_of(&crate_with_a(
-        "#[cfg(test)]\nuse crate::b;\nuse crate::n::One;\n\
-         #[cfg(test)]\n#[allow(dead_code)]\npub(crate) fn helper() -> [u8; 2] { crate::c::f() }\n\
-         fn prod() { crate::o::p() }\n\
-         #[cfg(all(unix, test))]\nimpl X { fn f() { crate::d::g(); } }\n\
-         #[cfg(test)]\nconst T: Foo = Foo { x: 1 }.with(crate::g::X);\nconst U: u8 = crate::p::U;\n\
-         #[cfg(test)]\nextern \"C\" { fn probe(x: crate::q::T); }\nfn after() { crate::r::x() }\n\
-         struct S {\n    #[cfg(test)]\n    probe: crate::h::Probe,\n    real: crate::i::Real,\n}\n\
-         fn body(x: u8) {\n    #[cfg(test)]\n    crate::j::only_in_tests();\n    crate::k::always();\n\
-         #[cfg(test)]\n    { crate::s::block(); }\n    crate::t::after_block();\n\
-         #[cfg(test)]\n    check! { crate::u::x }\n    crate::v::after_macro();\n\
-         match x {\n        #[cfg(test)]\n        0 => { crate::w::arm() }\n\
-         _ => crate::x::other(),\n    }\n}\n\
-         #[cfg(not(test))]\nuse crate::e;\n\
-         #[cfg(any(test, feature = \"x\"))]\nuse crate::f;\n",
-    ));
-    assert_eq!(
-        edges,
-        [
-            "a -> e @ src/a.rs:38",
-            "a -> f @ src/a.rs:40",
-            "a -> i @ src/a.rs:19",
-            "a -> k @ src/a.rs:24",
-            "a -> n @ src/a.rs:3",
-            "a -> o @ src/a.rs:7",
-            "a -> p @ src/a.rs:12",
-            "a -> r @ src/a.rs:15",
-            "a -> t @ src/a.rs:27",
-            "a -> v @ src/a.rs:30",
-            "a -> x @ src/a.rs:34",
-        ]
-    );
-}
-
-#[test]
-fn inner_cfg_test_gates_its_file_module_or_block() {
-    let edges = edges_of(&[
-        ("src/lib.rs", "mod a;\nmod b;\nmod c;\n"),
-        ("src/a.rs", "#![cfg(test)]\nuse crate::b;\n"),
-        (
-            "src/b.rs",
-            "mod m {\n    #![cfg(test)]\n    use crate::a;\n}\nuse crate::c;\n",
-        ),
-        (
-            "src/c.rs",
-            "fn f() {\n    #![cfg(test)]\n    crate::a::x();\n}\nuse crate::b;\n",
-        ),
-    ]);
-    assert_eq!(edges, ["b -> c @ src/b.rs:5", "c -> b @ src/c.rs:5"]);
-}
-
-#[test]
 fn names_re_exported_at_the_crate_root_point_to_their_module() {
-    let edges = edges_of(&[
+    let edges = edges(scan_of(&[
         (
             "src/lib.rs",
             "pub mod a;\npub mod b;\npub mod c;\npub use b::Thing;\n\
@@ -1504,35 +1101,66 @@ fn names_re_exported_at_the_crate_root_point_to_their_module() {
         ),
         ("src/b.rs", ""),
         ("src/c.rs", ""),
-    ]);
+    ]));
     assert_eq!(edges, ["a -> b @ src/a.rs:1", "a -> c @ src/a.rs:2"]);
+}
+
+#[test]
+fn modules_of_the_core_crate_are_seen_from_the_main_crate() {
+    let crates = [("lower", "core/src"), ("upper", "src")];
+    let files = [
+        ("core/src/lib.rs", "pub mod base;\npub mod model;\n"),
+        ("core/src/base.rs", "pub struct B;\n"),
+        ("core/src/model.rs", "use crate::base::B;\n"),
+        (
+            "src/lib.rs",
+            "pub use lower::{base, model as connect_model};\npub use lower::model::Model;\n\
+             pub mod app;\n",
+        ),
+        (
+            "src/app.rs",
+            "use crate::base::B;\nuse lower::model;\nfn f() { crate::connect_model::x(); }\n\
+             fn g() -> crate::Model { ::lower::base::y(); m!(lower::base::z) }\n",
+        ),
+    ];
+    assert_eq!(
+        edges(scan_crates_of(&crates, &files)),
+        [
+            "app -> base @ src/app.rs:1",
+            "app -> base @ src/app.rs:4",
+            "app -> model @ src/app.rs:2",
+            "app -> model @ src/app.rs:3",
+            "app -> model @ src/app.rs:4",
+            "model -> base @ core/src/model.rs:1",
+        ]
+    );
+    let mut twice = files.to_vec();
+    twice[3].1 = "pub mod base;\n";
+    twice.push(("src/base.rs", ""));
+    assert_eq!(
+        scan_crates_of(&crates, &twice).problems,
+        ["module `base` is in two crates: core/src/base.rs and src/base.rs"]
+    );
 }
 
 #[test]
 fn glob_of_the_crate_root_and_bad_source_are_reported() {
     let scan = scan_of(&[
-        ("src/lib.rs", "mod a;\nmod b;\nmod gone;\n"),
+        ("src/lib.rs", "mod a;\nmod b;\nmod gone;\nmod two;\n"),
         ("src/a.rs", "use super::*;\n"),
-        ("src/b.rs", "fn f() { \"open\n"),
+        ("src/b.rs", "fn f() {\n    \"open\n"),
+        ("src/two.rs", ""),
+        ("src/two/mod.rs", ""),
     ]);
     assert_eq!(
         scan.problems,
         [
-            "src/b.rs: unterminated string from line 1",
-            "src/lib.rs:3: module `gone` has no file (src/gone.rs or src/gone/mod.rs)",
             "src/a.rs:1: a glob import of the crate root hides which modules `a` uses; name them",
+            "src/b.rs:2: cannot parse string into token stream",
+            "src/lib.rs:3: module `gone` has no file (src/gone.rs or src/gone/mod.rs)",
+            "src/lib.rs:4: module `two` has two files, src/two.rs and src/two/mod.rs",
         ]
     );
-}
-
-#[test]
-fn raw_identifiers_are_not_keywords() {
-    // `r#mod` and `r#use` are names: were `r#mod` the keyword, the macro
-    // input below would send the walk looking for `src/a/helper.rs`.
-    let edges = edges_of(&crate_with_a(
-        "fn f() { m!(r#mod helper;); r#use(crate::b::X); }\n",
-    ));
-    assert_eq!(edges, ["a -> b @ src/a.rs:1"]);
 }
 
 const SAMPLE: &str = "# Architecture\n\nSome prose with `a | b`.\n\n\

@@ -65,14 +65,7 @@ fn parse_enum<T: Copy>(
 pub(crate) fn event_router_options(
     props: &BTreeMap<String, String>,
 ) -> Result<DebeziumRouterOptions, RouteConfigError> {
-    // Debezium's own handling of NULL keys and ids and of payloads that
-    // are not JSON: the Debezium forms promise Debezium's output.
-    let mut router = RouterConfig {
-        null_key: NullPolicy::Allow,
-        null_id: NullPolicy::Allow,
-        invalid_json_payload: InvalidJsonPolicy::Pass,
-        ..RouterConfig::default()
-    };
+    let mut router = RouterConfig::debezium();
     let mut op_invalid_behavior = None;
     let mut unknown = Vec::new();
     for (k, v) in props {

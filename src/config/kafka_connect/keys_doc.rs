@@ -82,7 +82,7 @@ const SOURCES: &[(&str, &str, &[&str])] = &[
     ),
     (
         "router/config.rs",
-        include_str!("../../router/config.rs"),
+        include_str!("../../../core/src/router/config.rs"),
         &["transforms.<router>."],
     ),
 ];

@@ -48,26 +48,26 @@ use crate::connect::{Field, Schema, Text, Type, Value};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageEvent {
     /// The prefix given to `pg_logical_emit_message`.
-    pub prefix: Arc<str>,
+    pub(crate) prefix: Arc<str>,
     /// The content, as written.
-    pub content: Bytes,
+    pub(crate) content: Bytes,
     /// Whether it was emitted as part of its transaction.
-    pub transactional: bool,
+    pub(crate) transactional: bool,
     /// For Debezium's `source.sequence`: the end LSN of the last Commit
     /// (or the LSN of the last non-transactional message, any prefix)
     /// seen before this message in the session.
-    pub last_commit_lsn: Option<Lsn>,
+    pub(crate) last_commit_lsn: Option<Lsn>,
     /// For Debezium's `source.ts_*`: the commit time of its transaction
     /// (Unix µs); for a non-transactional message, the last one seen.
-    pub source_time_us: i64,
+    pub(crate) source_time_us: i64,
     /// Its `transaction` block when transaction metadata is on (a
     /// transactional message); `None` otherwise.
-    pub transaction: Option<crate::connect::transaction::Block>,
+    pub(crate) transaction: Option<crate::connect::transaction::Block>,
 }
 
 impl MessageEvent {
     /// The message as a spill-file row: prefix and content as text columns.
-    pub fn spill_row(m: &Message) -> TupleData {
+    pub(crate) fn spill_row(m: &Message) -> TupleData {
         TupleData {
             columns: vec![
                 ColumnValue::Text(m.prefix.clone()),
@@ -78,7 +78,7 @@ impl MessageEvent {
 
     /// Reads back what [`MessageEvent::spill_row`] wrote (spilled messages
     /// are transactional).
-    pub fn from_spilled(row: &TupleData) -> Option<MessageEvent> {
+    pub(crate) fn from_spilled(row: &TupleData) -> Option<MessageEvent> {
         match row.columns.as_slice() {
             [ColumnValue::Text(prefix), ColumnValue::Text(content)] => Some(MessageEvent {
                 prefix: Arc::from(String::from_utf8_lossy(prefix).as_ref()),
@@ -139,9 +139,9 @@ pub(super) struct Cell {
     /// The text a `toString`-style converter prints where that is the
     /// text itself (strings; integers; `t`/`f` for booleans); `None` for
     /// null and for values without such a text.
-    pub text: Option<Bytes>,
+    pub(crate) text: Option<Bytes>,
     /// The Connect value.
-    pub value: Value,
+    pub(crate) value: Value,
 }
 
 /// The members of one message: field names and schemas, and the values.
@@ -174,7 +174,7 @@ impl Router {
     }
 
     /// Turns one logical decoding message into a record, with its event id.
-    pub fn route_message(
+    pub(crate) fn route_message(
         &mut self,
         m: &MessageEvent,
         meta: &EventMeta,
@@ -227,7 +227,7 @@ impl Router {
 
     /// The topic a message was meant for, where its route member gives a
     /// legal one (for the context of a message the router refused).
-    pub fn intended_message_topic(&mut self, m: &MessageEvent) -> Option<Arc<str>> {
+    pub(crate) fn intended_message_topic(&mut self, m: &MessageEvent) -> Option<Arc<str>> {
         let members = match self.message_form {
             MessageForm::Decode { null_include } => decode_members(m, null_include).ok()?,
             MessageForm::Native => native_members(&m.content).ok()?,

@@ -15,7 +15,7 @@
 //! catalog facts it is given and the configuration: it is a pure function
 //! plus caches (topics, envelope schemas) that mirror Debezium's.
 
-pub mod config;
+pub(crate) mod config;
 mod headers;
 mod message;
 mod rewrite;
@@ -30,7 +30,7 @@ use walrelay_proto::{Lsn, RelationInfo};
 pub use self::config::*;
 pub use self::headers::{HeadersError, KEY_HEADERS_FIELD};
 pub use self::message::{MessageEvent, MessageForm};
-use self::rewrite::TopicRewrite;
+pub use self::rewrite::TopicRewrite;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::connect::convert::{write_json_schema, ConvertError, Converter, HeaderConverter};
 use crate::connect::expand::{ExpandError, ExpandStage, JsonSchemaData};
@@ -40,19 +40,19 @@ use crate::connect::{Field, Schema, Text, Type, Value};
 use crate::properties::parse_properties_ordered;
 
 /// Name of the event id header, as Debezium writes it.
-pub const ID_HEADER: &str = "id";
+pub(crate) const ID_HEADER: &str = "id";
 /// Debezium's extended header carrying `topic.prefix`.
-pub const HEADER_CONNECTOR_LOGICAL_NAME: &str = "__debezium.context.connectorLogicalName";
+pub(crate) const HEADER_CONNECTOR_LOGICAL_NAME: &str = "__debezium.context.connectorLogicalName";
 /// Debezium's extended header carrying the task id.
-pub const HEADER_TASK_ID: &str = "__debezium.context.taskId";
+pub(crate) const HEADER_TASK_ID: &str = "__debezium.context.taskId";
 /// Debezium's extended header carrying the connector name.
-pub const HEADER_CONNECTOR_NAME: &str = "__debezium.context.connectorName";
+pub(crate) const HEADER_CONNECTOR_NAME: &str = "__debezium.context.connectorName";
 /// Debezium's extended header carrying a random id per task start.
-pub const HEADER_RUN_ID: &str = "__debezium.context.runId";
+pub(crate) const HEADER_RUN_ID: &str = "__debezium.context.runId";
 /// W3C trace context header.
-pub const HEADER_TRACEPARENT: &str = "traceparent";
+pub(crate) const HEADER_TRACEPARENT: &str = "traceparent";
 /// W3C trace state header.
-pub const HEADER_TRACESTATE: &str = "tracestate";
+pub(crate) const HEADER_TRACESTATE: &str = "tracestate";
 
 /// Name of the envelope's payload field.
 const ENVELOPE_PAYLOAD: &str = config::ENVELOPE_PAYLOAD_FIELD;
@@ -334,7 +334,7 @@ impl RouteError {
     }
 
     /// The column at fault, where there is one.
-    pub fn column(&self) -> Option<&str> {
+    pub(crate) fn column(&self) -> Option<&str> {
         match self {
             RouteError::MissingColumn { column, .. }
             | RouteError::UnmappableType { column, .. }
@@ -393,13 +393,13 @@ pub fn check_topic_name(topic: &str) -> Result<(), &'static str> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageProblem {
     /// The message's prefix.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// The `id` member's text, or `unknown`.
-    pub event_id: String,
+    pub(crate) event_id: String,
     /// The member at fault.
-    pub member: String,
+    pub(crate) member: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// Finds a configured column by name (and the key naming it) while binding.
@@ -509,24 +509,20 @@ pub struct BoundRelation {
 }
 
 impl BoundRelation {
-    /// The relation this binding was made for.
-    pub fn relation(&self) -> &Arc<RelationInfo> {
-        &self.relation
-    }
-
     /// Why this relation's layout does not fit the routing configuration,
     /// if it does not; [`Router::route`] reports it for each event.
-    pub fn problem(&self) -> Option<&RouteError> {
+    #[cfg(test)]
+    pub(crate) fn problem(&self) -> Option<&RouteError> {
         self.problem.as_ref()
     }
 
     /// `schema.table` of the relation.
-    pub fn table_name(&self) -> String {
+    pub(crate) fn table_name(&self) -> String {
         self.relation.qualified_name()
     }
 
     /// The event id column's text, if the row has a non-null one.
-    pub fn event_id(&self, row: &TupleData) -> Option<String> {
+    pub(crate) fn event_id(&self, row: &TupleData) -> Option<String> {
         match self.id_index.and_then(|i| row.get(i)) {
             Some(ColumnValue::Text(b)) => Some(String::from_utf8_lossy(b).into_owned()),
             _ => None,
@@ -536,7 +532,7 @@ impl BoundRelation {
     /// The row's original bytes for a dead-letter record: the key column's
     /// text and the payload column's text (bytea: its text form), `None`
     /// where the column is NULL, absent or not text.
-    pub fn original(&self, row: &TupleData) -> (Option<Bytes>, Option<Bytes>) {
+    pub(crate) fn original(&self, row: &TupleData) -> (Option<Bytes>, Option<Bytes>) {
         let raw = |i: Option<usize>| match i.and_then(|i| row.get(i)) {
             Some(ColumnValue::Text(b)) => Some(b.clone()),
             _ => None,
@@ -702,13 +698,9 @@ impl Router {
         })
     }
 
-    /// The configuration this router was built from.
-    pub fn config(&self) -> &RouterConfig {
-        &self.cfg
-    }
-
     /// `[router]`'s own columns, which [`Router::bind`] reads.
-    pub fn columns(&self) -> &Arc<ColumnMapping> {
+    #[cfg(test)]
+    pub(crate) fn columns(&self) -> &Arc<ColumnMapping> {
         &self.columns
     }
 
@@ -726,7 +718,8 @@ impl Router {
 
     /// Payloads `table.expand.json.payload` could not expand and sent as
     /// text instead (Debezium logs "JSON expansion failed" for each).
-    pub fn expansion_failures(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn expansion_failures(&self) -> u64 {
         self.expansion_failures
     }
 
@@ -764,9 +757,9 @@ impl Router {
         }
     }
 
-    /// `bind`, failing on a layout problem instead of recording it (for
-    /// `walrelay check`).
-    pub fn check_layout(
+    /// [`Router::check_layout_with`] with the router's own columns.
+    #[cfg(test)]
+    pub(crate) fn check_layout(
         &self,
         rel: &Arc<RelationInfo>,
         table: &TableMeta,
@@ -774,7 +767,8 @@ impl Router {
         self.check_layout_with(rel, table, &self.columns)
     }
 
-    /// [`Router::check_layout`] with a table's own columns.
+    /// `bind` with a table's own columns, failing on a layout problem
+    /// instead of recording it (for `walrelay check`).
     pub fn check_layout_with(
         &self,
         rel: &Arc<RelationInfo>,
@@ -1188,7 +1182,11 @@ impl Router {
 
     /// The topic an event was meant for, where its route column gives a
     /// legal one; for the context of an event [`Router::route`] refused.
-    pub fn intended_topic(&mut self, bound: &BoundRelation, row: &TupleData) -> Option<Arc<str>> {
+    pub(crate) fn intended_topic(
+        &mut self,
+        bound: &BoundRelation,
+        row: &TupleData,
+    ) -> Option<Arc<str>> {
         let index = bound.route_index?;
         let Some(ColumnValue::Text(route)) = row.get(index) else {
             return None;

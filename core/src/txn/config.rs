@@ -21,7 +21,7 @@ use crate::setting::SettingError;
 /// The prefix of walrelay's own heartbeat message
 /// (`pg_logical_emit_message(true, 'walrelay_heartbeat', '')`): never an
 /// event, whatever the configuration selects.
-pub const HEARTBEAT_MESSAGE_PREFIX: &str = "walrelay_heartbeat";
+pub(crate) const HEARTBEAT_MESSAGE_PREFIX: &str = "walrelay_heartbeat";
 
 /// Where a pipeline's events come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -107,7 +107,7 @@ impl MessageSelection {
 }
 
 /// Default outbox table.
-pub const DEFAULT_OUTBOX_TABLE: &str = "public.outbox";
+pub(crate) const DEFAULT_OUTBOX_TABLE: &str = "public.outbox";
 /// What Debezium's `table.op.invalid.behavior` does with UPDATEs of outbox rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -142,14 +142,14 @@ const SHARED_OUTBOX_KEYS: &[&str] = &[
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct OutboxTableConfig {
     /// `schema.table` (schema defaults to `public`), folded as `table` is.
-    pub name: String,
+    pub(crate) name: String,
     /// This table's own column names; unset ones are `[router]`'s.
     #[serde(flatten)]
     pub columns: ColumnOverrides,
     /// Any other key: refused by name ([`OutboxConfig::tables`]), with
     /// where it belongs when it is a shared setting.
     #[serde(flatten)]
-    pub other: BTreeMap<String, IgnoredAny>,
+    pub(crate) other: BTreeMap<String, IgnoredAny>,
 }
 
 impl OutboxTableConfig {
@@ -202,10 +202,10 @@ pub struct OutboxConfig {
     pub source: OutboxSource,
     /// Exact message prefixes whose messages are events (native form).
     #[serde(default)]
-    pub message_prefixes: Vec<String>,
+    pub(crate) message_prefixes: Vec<String>,
     /// What a selected non-transactional message becomes.
     #[serde(default)]
-    pub non_transactional: NonTransactional,
+    pub(crate) non_transactional: NonTransactional,
     /// Debezium forms only: the compiled `message.prefix.*.list` (the
     /// native keys above are then unused).
     #[serde(skip)]

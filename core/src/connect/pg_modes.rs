@@ -21,12 +21,12 @@ pub const KEY_HSTORE_HANDLING_MODE: &str = "hstore.handling.mode";
 /// Debezium key of [`TypeModes::money_fraction_digits`].
 pub const KEY_MONEY_FRACTION_DIGITS: &str = "money.fraction.digits";
 /// Debezium's default `money.fraction.digits`.
-pub const DEFAULT_MONEY_FRACTION_DIGITS: u8 = 2;
+pub(crate) const DEFAULT_MONEY_FRACTION_DIGITS: u8 = 2;
 
 /// `decimal.handling.mode`: numeric and money columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum DecimalMode {
+pub(crate) enum DecimalMode {
     /// Connect `Decimal` (numeric(p,s), money) or `VariableScaleDecimal`
     /// (numeric); NaN and infinities stop Debezium's task.
     #[default]
@@ -41,7 +41,7 @@ pub enum DecimalMode {
 /// `time.precision.mode`: date, time and timestamp columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum TimePrecisionMode {
+pub(crate) enum TimePrecisionMode {
     /// Milliseconds up to precision 3, microseconds above.
     #[default]
     Adaptive,
@@ -78,7 +78,7 @@ pub enum BinaryMode {
 /// `interval.handling.mode`: interval columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum IntervalMode {
+pub(crate) enum IntervalMode {
     /// INT64 `MicroDuration` (a month counts 30.4375 days).
     #[default]
     Numeric,
@@ -89,7 +89,7 @@ pub enum IntervalMode {
 /// `hstore.handling.mode`: hstore columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum HstoreMode {
+pub(crate) enum HstoreMode {
     /// STRING `io.debezium.data.Json`.
     #[default]
     Json,
@@ -103,18 +103,18 @@ pub enum HstoreMode {
 #[serde(default, deny_unknown_fields)]
 pub struct TypeModes {
     /// `precise`, `double` or `string` (`decimal.handling.mode`).
-    pub decimal_handling_mode: DecimalMode,
+    pub(crate) decimal_handling_mode: DecimalMode,
     /// `adaptive`, `adaptive_time_microseconds`, `isostring`, `connect`,
     /// `microseconds` or `nanoseconds` (`time.precision.mode`).
-    pub time_precision_mode: TimePrecisionMode,
+    pub(crate) time_precision_mode: TimePrecisionMode,
     /// `bytes`, `base64`, `base64-url-safe` or `hex` (`binary.handling.mode`).
     pub binary_handling_mode: BinaryMode,
     /// `numeric` or `string` (`interval.handling.mode`).
-    pub interval_handling_mode: IntervalMode,
+    pub(crate) interval_handling_mode: IntervalMode,
     /// `json` or `map` (`hstore.handling.mode`).
-    pub hstore_handling_mode: HstoreMode,
+    pub(crate) hstore_handling_mode: HstoreMode,
     /// Scale of money in `precise` mode (`money.fraction.digits`).
-    pub money_fraction_digits: u8,
+    pub(crate) money_fraction_digits: u8,
 }
 
 impl Default for TypeModes {
@@ -135,9 +135,9 @@ impl Default for TypeModes {
 #[error("{value:?} is not one of {allowed}")]
 pub struct InvalidMode {
     /// The value given.
-    pub value: String,
+    pub(crate) value: String,
     /// The values Debezium accepts.
-    pub allowed: &'static str,
+    pub(crate) allowed: &'static str,
 }
 
 fn pick<T: Copy>(

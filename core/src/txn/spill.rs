@@ -82,7 +82,7 @@ pub enum SpillError {
 
 /// What a spilled change was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     /// An INSERT into the outbox table: becomes an event.
     Insert,
     /// An UPDATE of an outbox row: the operation policy applies at commit.
@@ -113,17 +113,17 @@ impl ChangeKind {
 
 /// One change read back from a spill file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpilledChange {
+pub(crate) struct SpilledChange {
     /// Insert or update.
-    pub kind: ChangeKind,
+    pub(crate) kind: ChangeKind,
     /// XLogData start of the change.
-    pub lsn: Lsn,
+    pub(crate) lsn: Lsn,
     /// The (sub)transaction that made it.
-    pub subxid: u32,
+    pub(crate) subxid: u32,
     /// Caller's index of the relation binding current when it was received.
-    pub binding: u32,
+    pub(crate) binding: u32,
     /// The new row (empty for updates, whose row is never used).
-    pub row: TupleData,
+    pub(crate) row: TupleData,
 }
 
 /// Where a subtransaction's changes begin.
@@ -170,30 +170,26 @@ impl SpillFile {
         })
     }
 
-    /// The top-level transaction.
-    pub fn xid(&self) -> u32 {
-        self.xid
-    }
-
     /// Bytes in the file.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
     /// Whether no record was written (or all were cut off again).
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.records == 0
     }
 
     /// Records in the file.
-    pub fn records(&self) -> u64 {
+    pub(crate) fn records(&self) -> u64 {
         self.records
     }
 
     /// Notes that subtransaction `subxid` made a change now (whether or not
     /// it is spilled), so an abort of it cuts the file back to here. The
     /// top-level xid is never a mark: its abort drops the whole file.
-    pub fn note_subxact(&mut self, subxid: u32) {
+    pub(crate) fn note_subxact(&mut self, subxid: u32) {
         if subxid == self.xid || self.last_subxid == Some(subxid) {
             return;
         }
@@ -209,7 +205,7 @@ impl SpillFile {
     }
 
     /// Appends one change; returns the bytes written.
-    pub fn append(
+    pub(crate) fn append(
         &mut self,
         kind: ChangeKind,
         lsn: Lsn,
@@ -241,7 +237,7 @@ impl SpillFile {
     /// written after its first one (its own subtransactions and later ones,
     /// which a ROLLBACK TO SAVEPOINT also rolls back). Returns the bytes
     /// cut, or `None` when `subxid` never made a change here.
-    pub fn abort_subxact(&mut self, subxid: u32) -> Result<Option<u64>, SpillError> {
+    pub(crate) fn abort_subxact(&mut self, subxid: u32) -> Result<Option<u64>, SpillError> {
         let Some(i) = self.subxacts.iter().position(|m| m.subxid == subxid) else {
             return Ok(None);
         };
@@ -261,7 +257,7 @@ impl SpillFile {
     }
 
     /// Finishes writing and rewinds for reading back.
-    pub fn into_reader(self) -> Result<SpillReader, SpillError> {
+    pub(crate) fn into_reader(self) -> Result<SpillReader, SpillError> {
         let len = self.len;
         let mut file = self.writer.into_inner().map_err(|e| SpillError::Write {
             offset: len,
@@ -318,7 +314,7 @@ fn encode(
 
 /// A spill file being read back, front to back.
 #[derive(Debug)]
-pub struct SpillReader {
+pub(crate) struct SpillReader {
     reader: BufReader<File>,
     offset: u64,
     len: u64,
@@ -326,13 +322,13 @@ pub struct SpillReader {
 
 impl SpillReader {
     /// Bytes not read yet.
-    pub fn remaining(&self) -> u64 {
+    pub(crate) fn remaining(&self) -> u64 {
         self.len - self.offset
     }
 
     /// The next change, or `None` at the end. Only the one record is held
     /// in memory; its column values share one buffer.
-    pub fn next_change(&mut self) -> Result<Option<SpilledChange>, SpillError> {
+    pub(crate) fn next_change(&mut self) -> Result<Option<SpilledChange>, SpillError> {
         if self.offset >= self.len {
             return Ok(None);
         }

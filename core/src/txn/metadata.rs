@@ -29,7 +29,7 @@ use crate::connect::transaction::{transaction_id, Block, Marker, TransactionTopi
 /// as before its identity hash: `LogicalDecodingMessageId` has no
 /// `toString`, so `Object.toString` names the class and a new instance's
 /// identity hash, one per message.
-pub const MESSAGE_COLLECTION_CLASS: &str =
+pub(crate) const MESSAGE_COLLECTION_CLASS: &str =
     "io.debezium.connector.postgresql.LogicalDecodingMessageMonitor$LogicalDecodingMessageId";
 
 /// The data collection of the logical decoding message at `lsn`, as
@@ -38,7 +38,7 @@ pub const MESSAGE_COLLECTION_CLASS: &str =
 /// Debezium's identity hash is random per JVM run, so no relay can repeat
 /// it; walrelay derives a 31-bit one from the LSN (the same on every
 /// delivery of the transaction).
-pub fn message_collection(lsn: Lsn) -> Arc<str> {
+pub(crate) fn message_collection(lsn: Lsn) -> Arc<str> {
     // splitmix64's finaliser: a well-mixed, stable function of the LSN.
     let mut z = lsn.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -63,7 +63,7 @@ pub struct Metadata {
 
 /// The counters of the open transaction.
 #[derive(Debug)]
-pub struct Counts {
+pub(crate) struct Counts {
     xid: u32,
     begin_lsn: Lsn,
     ts_ms: i64,
@@ -85,7 +85,7 @@ pub struct Counts {
 impl Counts {
     /// A transaction whose Begin message was at `begin_lsn`, committing at
     /// `commit_time_us` (Unix µs).
-    pub fn new(xid: u32, begin_lsn: Lsn, commit_time_us: i64) -> Self {
+    pub(crate) fn new(xid: u32, begin_lsn: Lsn, commit_time_us: i64) -> Self {
         Counts {
             xid,
             begin_lsn,
@@ -102,7 +102,7 @@ impl Counts {
     /// The BEGIN marker if it has not gone out yet: call before handing
     /// out anything of the transaction, and at any change but walrelay's
     /// heartbeat.
-    pub fn begin(&mut self) -> Option<Marker> {
+    pub(crate) fn begin(&mut self) -> Option<Marker> {
         self.other = true;
         if self.begun {
             return None;
@@ -115,18 +115,18 @@ impl Counts {
     }
 
     /// Where the Begin message was.
-    pub fn begin_lsn(&self) -> Lsn {
+    pub(crate) fn begin_lsn(&self) -> Lsn {
         self.begin_lsn
     }
 
     /// walrelay's own heartbeat message was in the transaction.
-    pub fn heartbeat(&mut self) {
+    pub(crate) fn heartbeat(&mut self) {
         self.heartbeat = true;
     }
 
     /// Counts one event of the table collection `collection` at `lsn`;
     /// returns its block.
-    pub fn event(&mut self, collection: &Arc<str>, lsn: Lsn) -> Block {
+    pub(crate) fn event(&mut self, collection: &Arc<str>, lsn: Lsn) -> Block {
         let n = match self.tables.get(collection) {
             Some(&i) => {
                 self.per[i].1 += 1;
@@ -143,7 +143,7 @@ impl Counts {
 
     /// Counts the logical decoding message at `lsn`, a data collection of
     /// its own ([`message_collection`]); returns its block.
-    pub fn message_event(&mut self, lsn: Lsn) -> Block {
+    pub(crate) fn message_event(&mut self, lsn: Lsn) -> Block {
         self.per.push((message_collection(lsn), 1));
         self.block(lsn, 1)
     }
@@ -161,7 +161,7 @@ impl Counts {
     /// The markers at the Commit message found at `commit_lsn`: the BEGIN
     /// if it has not gone out, then the END; none for a transaction that
     /// held only walrelay's heartbeat.
-    pub fn end(mut self, commit_lsn: Lsn) -> Vec<Marker> {
+    pub(crate) fn end(mut self, commit_lsn: Lsn) -> Vec<Marker> {
         if self.heartbeat && !self.other {
             return Vec::new();
         }

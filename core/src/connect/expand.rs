@@ -56,14 +56,14 @@ pub enum FieldNameAdjustment {
 impl FieldNameAdjustment {
     /// Debezium's `SchemaNameAdjuster` for field names (`AVRO_FIELD_NAMER`,
     /// `AVRO_UNICODE_FIELD_NAMER`), applied per UTF-16 unit like Java.
-    pub fn adjust(self, name: &str) -> String {
+    pub(crate) fn adjust(self, name: &str) -> String {
         adjust_name(self, name, false)
     }
 
     /// Debezium's `SchemaNameAdjuster` for schema names (`AVRO`,
     /// `AVRO_UNICODE`: the connector's `schema.name.adjustment.mode`), which
     /// also keeps `.` after the first character.
-    pub fn adjust_schema_name(self, name: &str) -> String {
+    pub(crate) fn adjust_schema_name(self, name: &str) -> String {
         adjust_name(self, name, true)
     }
 }
@@ -117,18 +117,18 @@ fn adjust_name(mode: FieldNameAdjustment, name: &str, schema_name: bool) -> Stri
 /// Why a payload could not be expanded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("json expansion failed: {reason}")]
-pub struct ExpandError {
+pub(crate) struct ExpandError {
     /// Debezium's (or Kafka's) message.
-    pub reason: String,
+    pub(crate) reason: String,
     /// How far `EventRouterDelegate` got before it failed.
-    pub stage: ExpandStage,
+    pub(crate) stage: ExpandStage,
 }
 
 /// Where expansion failed, which decides what Debezium sends: it replaces
 /// the payload's schema with the inferred one before it converts the
 /// value, and keeps the replaced schema when the value then fails.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ExpandStage {
+pub(crate) enum ExpandStage {
     /// The text does not start with `{` or `[`, or is not JSON: Debezium
     /// keeps the text and its column schema.
     Parse,
@@ -164,13 +164,13 @@ fn at<T>(r: Result<T, ExpandError>, stage: &ExpandStage) -> Result<T, ExpandErro
 
 /// Debezium's `JsonSchemaData` with its three options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct JsonSchemaData {
+pub(crate) struct JsonSchemaData {
     /// What JSON nulls become.
-    pub null_behavior: NullBehavior,
+    pub(crate) null_behavior: NullBehavior,
     /// What empty arrays become.
-    pub empty_array_behavior: EmptyArrayBehavior,
+    pub(crate) empty_array_behavior: EmptyArrayBehavior,
     /// How member names become field names.
-    pub field_names: FieldNameAdjustment,
+    pub(crate) field_names: FieldNameAdjustment,
 }
 
 fn optional(kind: Type) -> Arc<Schema> {
@@ -181,7 +181,11 @@ impl JsonSchemaData {
     /// Expands `payload` (the text of column `column`) the way
     /// `EventRouterDelegate` does: only text starting with `{` or `[` is
     /// parsed; the schema is named after the column.
-    pub fn expand(&self, column: &str, payload: &str) -> Result<(Arc<Schema>, Value), ExpandError> {
+    pub(crate) fn expand(
+        &self,
+        column: &str,
+        payload: &str,
+    ) -> Result<(Arc<Schema>, Value), ExpandError> {
         if !(payload.starts_with('{') || payload.starts_with('[')) {
             return fail("payload does not start with '{' or '['");
         }
@@ -205,7 +209,11 @@ impl JsonSchemaData {
     }
 
     /// `toConnectSchema(key, node)`; `None` where Debezium returns null.
-    pub fn to_connect_schema(
+    #[allow(
+        clippy::wrong_self_convention,
+        reason = "named after Connect's toConnectSchema"
+    )]
+    pub(crate) fn to_connect_schema(
         &self,
         key: Option<&str>,
         node: &JsonNode,
@@ -333,7 +341,15 @@ impl JsonSchemaData {
     }
 
     /// `toConnectData(document, schema)`.
-    pub fn to_connect_data(&self, doc: &JsonNode, schema: &Schema) -> Result<Value, ExpandError> {
+    #[allow(
+        clippy::wrong_self_convention,
+        reason = "named after Connect's toConnectData"
+    )]
+    pub(crate) fn to_connect_data(
+        &self,
+        doc: &JsonNode,
+        schema: &Schema,
+    ) -> Result<Value, ExpandError> {
         self.build_struct(doc, schema)
     }
 

@@ -93,7 +93,7 @@ impl ConvertersConfig {
     }
 
     /// The header converter these settings describe.
-    pub fn header_converter(&self) -> super::convert::HeaderConverter {
+    pub(crate) fn header_converter(&self) -> super::convert::HeaderConverter {
         super::convert::HeaderConverter {
             kind: self.header,
             schemas_enable: self.header_schemas_enable,

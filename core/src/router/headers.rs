@@ -106,10 +106,10 @@ pub(super) fn check_config(
 #[derive(Debug, Clone)]
 pub(super) struct HeadersColumn {
     /// The column.
-    pub column: BoundColumn,
+    pub(crate) column: BoundColumn,
     /// Header names the router may write for this relation's events, each
     /// with what it is (for the collision message).
-    pub reserved: Vec<(Arc<str>, &'static str)>,
+    pub(crate) reserved: Vec<(Arc<str>, &'static str)>,
 }
 
 /// Why a headers column's value cannot become headers.
@@ -144,7 +144,7 @@ pub enum HeadersError {
 
 impl HeadersError {
     /// Metric label and `walrelay.error.kind` of the problem.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             HeadersError::Collision { .. } => "header_collision",
             _ => "invalid_headers",
@@ -152,7 +152,8 @@ impl HeadersError {
     }
 
     /// The member at fault, where there is one.
-    pub fn member(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn member(&self) -> Option<&str> {
         match self {
             HeadersError::Repeated(m) | HeadersError::Collision { member: m, .. } => Some(m),
             _ => None,

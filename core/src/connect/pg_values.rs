@@ -15,7 +15,7 @@ use super::{Decimal, Text, Value};
 /// `BigDecimal.doubleValue` (NaN and infinities as such), `string`
 /// `toPlainString` (special values as `NAN`, `POSITIVE_INFINITY`,
 /// `NEGATIVE_INFINITY`, `SpecialValueDecimal`'s enum names).
-pub fn numeric_loose(mode: DecimalMode, s: &str) -> Option<Value> {
+pub(crate) fn numeric_loose(mode: DecimalMode, s: &str) -> Option<Value> {
     let special = match s {
         "NaN" => Some((f64::NAN, "NAN")),
         "Infinity" => Some((f64::INFINITY, "POSITIVE_INFINITY")),
@@ -71,7 +71,7 @@ fn to_double(d: &Decimal) -> Option<f64> {
 
 /// `PostgresMoney.parse`: `$1,234.56`, `-$1,234.56` or `($1,234.56)` →
 /// the number (currency symbol and thousands separators dropped).
-pub fn parse_money(s: &str) -> Option<Decimal> {
+pub(crate) fn parse_money(s: &str) -> Option<Decimal> {
     let negative = s.starts_with('(') || s.starts_with('-');
     let mut v = s.strip_prefix('-').unwrap_or(s);
     v = v.strip_prefix('(').unwrap_or(v);
@@ -90,7 +90,7 @@ pub fn parse_money(s: &str) -> Option<Decimal> {
 /// money text in `mode`: precise is a Decimal at `digits` scale
 /// (`setScale(digits, HALF_UP)`), double `doubleValue`, string
 /// `toPlainString` at the text's own scale.
-pub fn money_value(mode: DecimalMode, digits: u8, s: &str) -> Option<Value> {
+pub(crate) fn money_value(mode: DecimalMode, digits: u8, s: &str) -> Option<Value> {
     let d = parse_money(s)?;
     Some(match mode {
         DecimalMode::Precise => Value::Decimal(set_scale_half_up(d, i32::from(digits))),
@@ -100,7 +100,7 @@ pub fn money_value(mode: DecimalMode, digits: u8, s: &str) -> Option<Value> {
 }
 
 /// `BigDecimal.setScale(scale, RoundingMode.HALF_UP)`.
-pub fn set_scale_half_up(d: Decimal, scale: i32) -> Decimal {
+pub(crate) fn set_scale_half_up(d: Decimal, scale: i32) -> Decimal {
     if scale >= d.scale {
         let extra = (scale - d.scale) as usize;
         let digits = if &*d.digits == "0" {
@@ -162,7 +162,7 @@ pub fn set_scale_half_up(d: Decimal, scale: i32) -> Decimal {
 }
 
 /// bytea bytes in a STRING `binary.handling.mode`.
-pub fn binary_text(mode: BinaryMode, bytes: &[u8]) -> String {
+pub(crate) fn binary_text(mode: BinaryMode, bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     match mode {
         BinaryMode::Hex => super::java::hex(bytes, &mut out),
@@ -178,7 +178,7 @@ pub fn binary_text(mode: BinaryMode, bytes: &[u8]) -> String {
 /// pgjdbc's `HStoreConverter.fromString` of hstore's text
 /// (`"k"=>"v", "n"=>NULL`), in the iteration order of the `HashMap` it
 /// builds.
-pub fn parse_hstore(s: &str) -> Option<Vec<(String, Option<String>)>> {
+pub(crate) fn parse_hstore(s: &str) -> Option<Vec<(String, Option<String>)>> {
     let chars: Vec<char> = s.chars().collect();
     let mut pos = 0;
     let mut entries: Vec<(String, Option<String>)> = Vec::new();
@@ -254,7 +254,7 @@ fn java_hash_map_order<V>(entries: Vec<(String, V)>) -> Vec<(String, V)> {
 
 /// The hstore as Debezium's json mode writes it (Jackson's
 /// `writeValueAsString`, compact: characters outside the BMP unescaped).
-pub fn hstore_json(entries: &[(String, Option<String>)]) -> String {
+pub(crate) fn hstore_json(entries: &[(String, Option<String>)]) -> String {
     let mut out = String::from("{");
     for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {
@@ -272,7 +272,7 @@ pub fn hstore_json(entries: &[(String, Option<String>)]) -> String {
 }
 
 /// The hstore as Debezium's map mode gives it.
-pub fn hstore_map(entries: Vec<(String, Option<String>)>) -> Value {
+pub(crate) fn hstore_map(entries: Vec<(String, Option<String>)>) -> Value {
     Value::Map(
         entries
             .into_iter()

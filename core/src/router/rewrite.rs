@@ -25,7 +25,7 @@ enum Piece {
 /// Known differences:
 /// - Java-only constructs (look-around, back-references, possessive and
 ///   atomic groups, `\Q..\E`, `\h`, octal escapes, `\p{javaLowerCase}`) are
-///   rejected by [`RouterConfig::validate`].
+///   rejected by [`RouterConfig::validate`](super::RouterConfig::validate).
 /// - `.` excludes `\n` and `\r` here (CRLF mode), Java also excludes U+0085,
 ///   U+2028 and U+2029: a route value containing those is routed here and
 ///   left raw by Java under `.*`.
@@ -37,7 +37,7 @@ enum Piece {
 ///   mode ending in a `#` comment therefore fails to compile (a config
 ///   error, not a silent difference).
 #[derive(Debug, Clone)]
-pub(crate) struct TopicRewrite {
+pub struct TopicRewrite {
     /// Anchored: Java's `Matcher.matches()`.
     full: Regex,
     /// Unanchored: the first match `replaceFirst` rewrites.
@@ -63,7 +63,7 @@ impl TopicRewrite {
     }
 
     /// `RegexRouter.apply`: `matches()` ? `replaceFirst(replacement)` : value.
-    pub(crate) fn apply(&self, value: &str) -> String {
+    pub fn apply(&self, value: &str) -> String {
         if !self.full.is_match(value) {
             return value.to_owned();
         }

@@ -56,27 +56,25 @@ pub const KEY_TRACING_WITH_CONTEXT_FIELD_ONLY: &str = "tracing.with.context.fiel
 pub const KEY_FIELD_NAME_ADJUSTMENT_MODE: &str = "field.name.adjustment.mode";
 
 /// Debezium's default for `table.field.event.id`.
-pub const DEFAULT_ID_FIELD: &str = "id";
+pub(crate) const DEFAULT_ID_FIELD: &str = "id";
 /// Debezium's default for `table.field.event.key`.
-pub const DEFAULT_KEY_FIELD: &str = "aggregateid";
-/// Debezium's default for `table.field.event.type`.
-pub const DEFAULT_TYPE_FIELD: &str = "type";
+pub(crate) const DEFAULT_KEY_FIELD: &str = "aggregateid";
 /// Debezium's default for `table.field.event.payload`.
-pub const DEFAULT_PAYLOAD_FIELD: &str = "payload";
+pub(crate) const DEFAULT_PAYLOAD_FIELD: &str = "payload";
 /// Debezium's default for `route.by.field`.
-pub const DEFAULT_ROUTE_BY_FIELD: &str = "aggregatetype";
+pub(crate) const DEFAULT_ROUTE_BY_FIELD: &str = "aggregatetype";
 /// Debezium's default for `route.topic.regex`.
-pub const DEFAULT_ROUTE_TOPIC_REGEX: &str = "(?<routedByValue>.*)";
+pub(crate) const DEFAULT_ROUTE_TOPIC_REGEX: &str = "(?<routedByValue>.*)";
 /// Debezium's default for `route.topic.replacement`.
-pub const DEFAULT_ROUTE_TOPIC_REPLACEMENT: &str = "outbox.event.${routedByValue}";
+pub(crate) const DEFAULT_ROUTE_TOPIC_REPLACEMENT: &str = "outbox.event.${routedByValue}";
 /// Debezium's default for `route.tombstone.on.empty.payload`.
-pub const DEFAULT_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD: bool = false;
+pub(crate) const DEFAULT_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD: bool = false;
 /// Debezium's default for `table.expand.json.payload`.
-pub const DEFAULT_EXPAND_JSON_PAYLOAD: bool = false;
+pub(crate) const DEFAULT_EXPAND_JSON_PAYLOAD: bool = false;
 /// Debezium's default for `tracing.span.context.field`.
-pub const DEFAULT_TRACING_SPAN_CONTEXT_FIELD: &str = "tracingspancontext";
+pub(crate) const DEFAULT_TRACING_SPAN_CONTEXT_FIELD: &str = "tracingspancontext";
 /// Debezium's default for `tracing.operation.name`.
-pub const DEFAULT_TRACING_OPERATION_NAME: &str = "debezium-read";
+pub(crate) const DEFAULT_TRACING_OPERATION_NAME: &str = "debezium-read";
 
 /// Name of the envelope struct's payload field.
 pub(crate) const ENVELOPE_PAYLOAD_FIELD: &str = "payload";
@@ -203,7 +201,7 @@ pub struct RouterConfig {
     pub null_key: NullPolicy,
     /// What a NULL event id column does: `error` (default) or `allow`
     /// (Debezium's: a null `id` header). The Debezium forms default to `allow`.
-    pub null_id: NullPolicy,
+    pub(crate) null_id: NullPolicy,
     /// With `expand_json_payload`: what a payload that is not JSON at all
     /// does: `error` (default) or `pass` (Debezium's: sent unexpanded).
     /// The Debezium forms default to `pass`. Valid JSON that cannot be
@@ -240,6 +238,20 @@ impl Default for RouterConfig {
             null_id: NullPolicy::Error,
             invalid_json_payload: InvalidJsonPolicy::Error,
             headers_field: None,
+        }
+    }
+}
+
+impl RouterConfig {
+    /// The defaults the Debezium configuration forms start from: Debezium's
+    /// own handling of NULL keys and ids (`allow`) and of payloads that are
+    /// not JSON (`pass`), since those forms promise Debezium's output.
+    pub fn debezium() -> Self {
+        RouterConfig {
+            null_key: NullPolicy::Allow,
+            null_id: NullPolicy::Allow,
+            invalid_json_payload: InvalidJsonPolicy::Pass,
+            ..RouterConfig::default()
         }
     }
 }
@@ -311,7 +323,7 @@ pub enum RouteConfigError {
 /// `,` then `:`, parts trimmed; 2 or 3 parts; placement case-insensitive.
 /// An empty value is refused (Debezium's validator refuses `""`); an
 /// unknown placement word is refused here, where Debezium fails per record.
-pub fn parse_placements(value: &str) -> Result<Vec<AdditionalField>, RouteConfigError> {
+pub(crate) fn parse_placements(value: &str) -> Result<Vec<AdditionalField>, RouteConfigError> {
     let key = KEY_ADDITIONAL_PLACEMENT;
     if value.is_empty() {
         return Err(RouteConfigError::InvalidPlacement {
@@ -371,7 +383,10 @@ impl RouterConfig {
     /// The columns of a table that overrides some of `[router]`'s
     /// (`overrides` empty: `[router]`'s own), compiled and checked as
     /// `[router]`'s are (envelope fields named once).
-    pub fn columns(&self, overrides: &ColumnOverrides) -> Result<ColumnMapping, RouteConfigError> {
+    pub(crate) fn columns(
+        &self,
+        overrides: &ColumnOverrides,
+    ) -> Result<ColumnMapping, RouteConfigError> {
         let pick = |o: &Option<String>, base: &String| o.clone().unwrap_or_else(|| base.clone());
         let placements = match &overrides.additional_placement {
             Some(v) => parse_placements(v)?,
@@ -421,7 +436,10 @@ impl RouterConfig {
         })
     }
 
-    pub(crate) fn compile(&self) -> Result<(TopicRewrite, Vec<AdditionalField>), RouteConfigError> {
+    /// The topic rewrite and the additional placements, each option
+    /// validated (what `walrelay check` applies to the route values it
+    /// finds).
+    pub fn compile(&self) -> Result<(TopicRewrite, Vec<AdditionalField>), RouteConfigError> {
         for (key, value) in [
             (KEY_ID_FIELD, Some(&self.id_field)),
             (KEY_KEY_FIELD, Some(&self.key_field)),
@@ -451,7 +469,7 @@ impl RouterConfig {
 
 /// The per-table keys of [`ColumnOverrides`] (`[[outbox.tables]]`), the
 /// native names of `[router]`'s column options.
-pub const COLUMN_OVERRIDE_KEYS: &[&str] = &[
+pub(crate) const COLUMN_OVERRIDE_KEYS: &[&str] = &[
     "id_field",
     "key_field",
     "payload_field",
@@ -464,7 +482,7 @@ pub const COLUMN_OVERRIDE_KEYS: &[&str] = &[
 
 /// The options of `[router]` that every table of a pipeline shares (the
 /// rest, [`COLUMN_OVERRIDE_KEYS`], a table may set for itself).
-pub const SHARED_ROUTER_KEYS: &[&str] = &[
+pub(crate) const SHARED_ROUTER_KEYS: &[&str] = &[
     "additional_missing",
     "route_topic_regex",
     "route_topic_replacement",
@@ -557,7 +575,7 @@ impl ColumnOverrides {
 
     /// Checks every value given, naming the key under `prefix` (the
     /// table's entry, e.g. `outbox.tables[1]`).
-    pub fn validate(&self, prefix: &str) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self, prefix: &str) -> Result<(), SettingError> {
         let names = COLUMN_OVERRIDE_KEYS
             .iter()
             .filter(|k| **k != "additional_placement");
@@ -627,7 +645,7 @@ impl ColumnMapping {
 }
 
 /// Default `topic.prefix`.
-pub const DEFAULT_TOPIC_PREFIX: &str = "walrelay";
+pub(crate) const DEFAULT_TOPIC_PREFIX: &str = "walrelay";
 
 /// What Debezium's PostgreSQL connector contributes beyond the row itself.
 #[derive(Debug, Clone, Deserialize)]

@@ -7,21 +7,21 @@
 //! document and never recurses deeper than Jackson's nesting limit.
 
 /// Jackson's default `StreamReadConstraints` nesting limit.
-pub const MAX_DEPTH: usize = 1000;
+pub(crate) const MAX_DEPTH: usize = 1000;
 
 /// Appends `s` as a JSON string literal with Jackson's default escaping:
 /// `"` and `\` escaped, control characters as `\b \t \n \f \r` or
 /// `\u00XX` (upper-case hex), characters outside the BMP as an escaped
 /// surrogate pair (`\uD83D\uDE00`), everything else (including `/`, DEL
 /// and other non-ASCII) as is.
-pub fn write_string(out: &mut String, s: &str) {
+pub(crate) fn write_string(out: &mut String, s: &str) {
     write_jackson_string(out, s, true);
 }
 
 /// Like [`write_string`], as Jackson's character-based generator
 /// (`ObjectMapper.writeValueAsString`) writes it: characters outside the
 /// BMP as they are (only the UTF-8 byte generator escapes them).
-pub fn write_string_chars(out: &mut String, s: &str) {
+pub(crate) fn write_string_chars(out: &mut String, s: &str) {
     write_jackson_string(out, s, false);
 }
 
@@ -76,7 +76,7 @@ fn write_jackson_string(out: &mut String, s: &str, surrogates: bool) {
 
 /// A parsed JSON document, members in document order.
 #[derive(Debug, Clone, PartialEq)]
-pub enum JsonNode {
+pub(crate) enum JsonNode {
     /// `null`.
     Null,
     /// `true` / `false`.
@@ -100,7 +100,7 @@ pub enum JsonNode {
 
 impl JsonNode {
     /// Jackson's `JsonNodeType` name, as `getNodeType().toString()` gives it.
-    pub fn node_type(&self) -> &'static str {
+    pub(crate) fn node_type(&self) -> &'static str {
         match self {
             JsonNode::Null => "NULL",
             JsonNode::Bool(_) => "BOOLEAN",
@@ -114,7 +114,7 @@ impl JsonNode {
     }
 
     /// Jackson's `asText()`: the text of a value node, `""` for containers.
-    pub fn as_text(&self) -> String {
+    pub(crate) fn as_text(&self) -> String {
         match self {
             JsonNode::Null => "null".to_owned(),
             JsonNode::Bool(b) => b.to_string(),
@@ -131,16 +131,16 @@ impl JsonNode {
 /// Why a document is not JSON.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid json at byte {position}: {reason}")]
-pub struct JsonParseError {
+pub(crate) struct JsonParseError {
     /// Byte offset.
-    pub position: usize,
+    pub(crate) position: usize,
     /// What was expected.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 /// Parses the first JSON value of `text`; like Jackson's `readTree` with
 /// default features, anything after it is ignored.
-pub fn parse(text: &str) -> Result<JsonNode, JsonParseError> {
+pub(crate) fn parse(text: &str) -> Result<JsonNode, JsonParseError> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,

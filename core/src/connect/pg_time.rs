@@ -13,9 +13,9 @@ use super::{Text, Value};
 
 /// `PGStatement.DATE_POSITIVE_INFINITY` as Debezium reads `timestamp
 /// 'infinity'`: an instant that many microseconds after the epoch.
-pub const POSITIVE_INFINITY_MICROS: i64 = 9_223_372_036_825_200_000;
+pub(crate) const POSITIVE_INFINITY_MICROS: i64 = 9_223_372_036_825_200_000;
 /// `PGStatement.DATE_NEGATIVE_INFINITY`, likewise for `'-infinity'`.
-pub const NEGATIVE_INFINITY_MICROS: i64 = -9_223_372_036_832_400_000;
+pub(crate) const NEGATIVE_INFINITY_MICROS: i64 = -9_223_372_036_832_400_000;
 /// `PostgresValueConverter.POSITIVE_INFINITY_LOCAL_DATE` (sic: a
 /// negative year) for `date 'infinity'`.
 const POSITIVE_INFINITY_DATE: (i64, u32, u32) = (-5_877_611, 6, 21);
@@ -26,7 +26,7 @@ const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
 /// The unit of a time or timestamp value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimeUnit {
+pub(crate) enum TimeUnit {
     /// INT32 (time) or INT64 (timestamp) milliseconds: Debezium's `Time`
     /// and `Timestamp`, and Connect's own (connect mode).
     Millis,
@@ -39,7 +39,7 @@ pub enum TimeUnit {
 }
 
 /// `date` text → epoch day (`infinity` as Debezium's odd dates).
-pub fn date_days(s: &str) -> Option<i64> {
+pub(crate) fn date_days(s: &str) -> Option<i64> {
     match s {
         "infinity" => {
             let (y, m, d) = POSITIVE_INFINITY_DATE;
@@ -68,7 +68,7 @@ fn push_year(out: &mut String, y: i64) {
 }
 
 /// `IsoDate.toIsoString`: `ISO_OFFSET_DATE` at UTC (`2019-03-24Z`).
-pub fn iso_date(days: i64) -> String {
+pub(crate) fn iso_date(days: i64) -> String {
     let (y, m, d) = civil_from_days(days);
     let mut out = String::with_capacity(12);
     push_year(&mut out, y);
@@ -78,7 +78,7 @@ pub fn iso_date(days: i64) -> String {
 
 /// `Strings.asDuration` of pgoutput's `time` text (`HH:MM:SS[.f]`, 24:00
 /// included) → nanoseconds.
-pub fn time_nanos(s: &str) -> Option<i64> {
+pub(crate) fn time_nanos(s: &str) -> Option<i64> {
     let mut parts = s.splitn(3, ':');
     let h: i64 = digits(parts.next()?)?;
     let m: i64 = digits(parts.next()?)?;
@@ -123,7 +123,7 @@ fn push_local_time(out: &mut String, nanos_of_day: i64) {
 /// A `time` value in `unit`; `large` is Debezium's
 /// `supportsLargeTimeValues` (false in connect and isostring modes, where
 /// a value past 24:00:00 would be refused; PostgreSQL has none).
-pub fn time_value(unit: TimeUnit, s: &str) -> Option<Value> {
+pub(crate) fn time_value(unit: TimeUnit, s: &str) -> Option<Value> {
     let n = time_nanos(s)?;
     if n > NANOS_PER_DAY {
         return None;
@@ -144,7 +144,7 @@ pub fn time_value(unit: TimeUnit, s: &str) -> Option<Value> {
 
 /// `timetz` text (`HH:MM:SS[.f]±HH[:MM]`) → `ZonedTime`: the same instant
 /// at UTC, `ISO_OFFSET_TIME` (`08:15:12.5Z`).
-pub fn zoned_time(s: &str) -> Option<String> {
+pub(crate) fn zoned_time(s: &str) -> Option<String> {
     let sign_at = s.rfind(['+', '-'])?;
     let (time, offset) = s.split_at(sign_at);
     let n = time_nanos(time)?;
@@ -173,7 +173,7 @@ pub fn zoned_time(s: &str) -> Option<String> {
 /// A `timestamp` (UTC-less, read as UTC) given in epoch microseconds, in
 /// `unit`. Nanoseconds out of INT64 range are null, as Debezium's
 /// converter gives for an optional column (it logs a warning).
-pub fn timestamp_value(unit: TimeUnit, micros: i64) -> Value {
+pub(crate) fn timestamp_value(unit: TimeUnit, micros: i64) -> Value {
     match unit {
         TimeUnit::Millis => Value::Int64(micros.div_euclid(1000)),
         TimeUnit::Micros => Value::Int64(micros),
@@ -190,24 +190,24 @@ pub fn timestamp_value(unit: TimeUnit, micros: i64) -> Value {
 /// days, hours, minutes and seconds (whole seconds plus rounded
 /// microseconds, as `getSeconds()` gives them back).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PgInterval {
+pub(crate) struct PgInterval {
     /// Years.
-    pub years: i32,
+    pub(crate) years: i32,
     /// Months.
-    pub months: i32,
+    pub(crate) months: i32,
     /// Days.
-    pub days: i32,
+    pub(crate) days: i32,
     /// Hours.
-    pub hours: i32,
+    pub(crate) hours: i32,
     /// Minutes.
-    pub minutes: i32,
+    pub(crate) minutes: i32,
     /// Seconds with fraction.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 impl PgInterval {
     /// Parses `1 year 2 mons -3 days +04:05:06.789` (or `@ ... ago`).
-    pub fn parse(text: &str) -> Option<PgInterval> {
+    pub(crate) fn parse(text: &str) -> Option<PgInterval> {
         let postgres_format = !text.starts_with('@');
         let value = text.replace(['+', '@'], " ");
         let mut iv = PgInterval {
@@ -279,7 +279,7 @@ impl PgInterval {
 
     /// `MicroDuration.durationMicros` with `DAYS_PER_MONTH_AVG` (365.25/12),
     /// in Java's int and double arithmetic.
-    pub fn micro_duration(&self) -> i64 {
+    pub(crate) fn micro_duration(&self) -> i64 {
         let months = self.years.wrapping_mul(12).wrapping_add(self.months);
         let days = f64::from(months) * (365.25 / 12.0) + f64::from(self.days);
         let secs = ((days * 24.0 + f64::from(self.hours)) * 60.0 + f64::from(self.minutes)) * 60.0
@@ -291,7 +291,7 @@ impl PgInterval {
     /// `Interval.toIsoString`: `P<y>Y<m>M<d>DT<h>H<m>M<s>S`, the seconds
     /// from `BigDecimal.valueOf(double)`, at most 9 fraction digits,
     /// trailing zeros stripped, plain.
-    pub fn iso(&self) -> String {
+    pub(crate) fn iso(&self) -> String {
         format!(
             "P{}Y{}M{}DT{}H{}M{}S",
             self.years,
@@ -359,7 +359,7 @@ const MILLIS_PER_DAY: i64 = 86_400_000;
 
 /// How a text rendering of a Connect value is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JavaText {
+pub(crate) enum JavaText {
     /// `java.util.Date.toString()` (StringConverter): `EEE MMM dd
     /// HH:mm:ss zzz yyyy` in the worker's zone (UTC assumed).
     ToString,
@@ -374,7 +374,7 @@ pub enum JavaText {
 /// renders as a date, not a number; `None` for any other schema.
 /// Dates before 1582-10-15 are rendered in the proleptic Gregorian
 /// calendar, where Java's `GregorianCalendar` switches to Julian.
-pub fn connect_logical_text(
+pub(crate) fn connect_logical_text(
     schema_name: Option<&str>,
     value: &Value,
     how: JavaText,

@@ -10,7 +10,7 @@
 use super::Decimal;
 
 /// `Double.toString(v)`.
-pub fn double_to_string(v: f64) -> String {
+pub(crate) fn double_to_string(v: f64) -> String {
     if v.is_nan() {
         return "NaN".to_owned();
     }
@@ -24,7 +24,7 @@ pub fn double_to_string(v: f64) -> String {
 }
 
 /// `Float.toString(v)`.
-pub fn float_to_string(v: f32) -> String {
+pub(crate) fn float_to_string(v: f32) -> String {
     if v.is_nan() {
         return "NaN".to_owned();
     }
@@ -85,7 +85,7 @@ fn render_shortest(sci: &str, plain: bool) -> String {
 
 /// `BigDecimal.toString()`: plain unless the scale is negative or the
 /// adjusted exponent is below -6.
-pub fn big_decimal_to_string(d: &Decimal) -> String {
+pub(crate) fn big_decimal_to_string(d: &Decimal) -> String {
     let coeff = &*d.digits;
     let mut out = String::with_capacity(coeff.len() + 8);
     if d.negative {
@@ -123,7 +123,7 @@ pub fn big_decimal_to_string(d: &Decimal) -> String {
 
 /// `BigInteger.toByteArray()` of the unscaled value: minimal big-endian
 /// two's complement.
-pub fn unscaled_bytes(d: &Decimal) -> Vec<u8> {
+pub(crate) fn unscaled_bytes(d: &Decimal) -> Vec<u8> {
     // Magnitude in base 256 by repeated division of the decimal digits.
     let mut digits: Vec<u8> = d.digits.bytes().map(|b| b.wrapping_sub(b'0')).collect();
     let mut mag = Vec::new();
@@ -171,7 +171,7 @@ const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 
 /// `Base64.getEncoder().encodeToString(bytes)` (standard alphabet, padded),
 /// which is also what Jackson writes for binary nodes.
-pub fn base64(bytes: &[u8], out: &mut String) {
+pub(crate) fn base64(bytes: &[u8], out: &mut String) {
     for chunk in bytes.chunks(3) {
         let b = [
             chunk[0],
@@ -190,7 +190,7 @@ pub fn base64(bytes: &[u8], out: &mut String) {
 }
 
 /// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8], out: &mut String) {
+pub(crate) fn hex(bytes: &[u8], out: &mut String) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for b in bytes {
         out.push(HEX[usize::from(b >> 4)] as char);
@@ -199,7 +199,8 @@ pub fn hex(bytes: &[u8], out: &mut String) {
 }
 
 /// `UUID.randomUUID().toString()`: a version 4 UUID in lower-case hex.
-pub fn random_uuid() -> String {
+#[cfg(test)]
+pub(crate) fn random_uuid() -> String {
     let mut b: [u8; 16] = rand::random();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
@@ -208,7 +209,7 @@ pub fn random_uuid() -> String {
 
 /// A time-ordered version 7 UUID (RFC 9562) for `unix_ms`, as Debezium
 /// draws `__debezium.context.runId` (observed: `01a22b5c-b89a-7857-...`).
-pub fn uuid_v7(unix_ms: u64) -> String {
+pub(crate) fn uuid_v7(unix_ms: u64) -> String {
     let mut b: [u8; 16] = rand::random();
     b[..6].copy_from_slice(&unix_ms.to_be_bytes()[2..]);
     b[6] = (b[6] & 0x0f) | 0x70;

@@ -33,23 +33,21 @@ use super::pg_values::binary_text;
 use super::{Field, Schema, Type, Value};
 
 /// Suffix of the message topic after `topic.prefix`.
-pub const TOPIC_SUFFIX: &str = ".message";
+pub(crate) const TOPIC_SUFFIX: &str = ".message";
 /// Logical name of the key schema.
-pub const KEY_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.MessageKey";
+pub(crate) const KEY_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.MessageKey";
 /// Logical name of the value schema.
-pub const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.MessageValue";
+pub(crate) const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.MessageValue";
 /// Logical name of the `message` block schema.
-pub const BLOCK_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Message";
+pub(crate) const BLOCK_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Message";
 /// Logical name of the `source` block schema.
-pub const SOURCE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Source";
-/// Logical name of the `transaction` block schema.
-pub const TRANSACTION_SCHEMA_NAME: &str = super::transaction::BLOCK_SCHEMA_NAME;
+pub(crate) const SOURCE_SCHEMA_NAME: &str = "io.debezium.connector.postgresql.Source";
 /// `source.version`: the Debezium release walrelay reproduces.
-pub const DEBEZIUM_VERSION: &str = "3.6.1.Final";
+pub(crate) const DEBEZIUM_VERSION: &str = "3.6.1.Final";
 /// `source.connector`.
-pub const CONNECTOR: &str = "postgresql";
+pub(crate) const CONNECTOR: &str = "postgresql";
 /// `op` of a message record (`Envelope.Operation.MESSAGE`).
-pub const OP_MESSAGE: &str = "m";
+pub(crate) const OP_MESSAGE: &str = "m";
 /// Logical name of `source.snapshot` (`SnapshotRecord` as an enum string).
 const ENUM_NAME: &str = "io.debezium.data.Enum";
 /// The `allowed` parameter of `source.snapshot`, in Debezium's order.
@@ -58,11 +56,11 @@ const SNAPSHOT_ALLOWED: &str =
 
 /// The replication origin of a transaction (pgoutput's Origin message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Origin<'a> {
+pub(crate) struct Origin<'a> {
     /// Origin name (`source.origin`).
-    pub name: &'a str,
+    pub(crate) name: &'a str,
     /// The commit's LSN on the origin server (`source.origin_lsn`).
-    pub lsn: Lsn,
+    pub(crate) lsn: Lsn,
 }
 
 /// One logical decoding message and the stream state Debezium's record
@@ -70,20 +68,20 @@ pub struct Origin<'a> {
 /// asks for) it comes from; "the stream" means everything pgoutput sent on
 /// this slot since the relay started streaming, whatever its prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MessageFacts<'a> {
+pub(crate) struct MessageFacts<'a> {
     /// Message.prefix (`key.prefix`, `message.prefix`).
-    pub prefix: &'a str,
+    pub(crate) prefix: &'a str,
     /// Message.content, as sent (`message.content`; JsonConverter writes
     /// it as Base64).
-    pub content: &'a [u8],
+    pub(crate) content: &'a [u8],
     /// The Message's own LSN field (`source.lsn`, the second element of
     /// `source.sequence`). It equals the XLogData start pgoutput sends it
     /// in, the end of the message's WAL record, and what
     /// `pg_logical_emit_message` returned.
-    pub lsn: Lsn,
+    pub(crate) lsn: Lsn,
     /// Begin.xid of the enclosing transaction (`source.txId`); `None` for a
     /// non-transactional message (flags bit 0 clear).
-    pub xid: Option<u32>,
+    pub(crate) xid: Option<u32>,
     /// Microseconds since 1970 for `source.ts_ms`/`ts_us`/`ts_ns`.
     /// Transactional: Begin.commit_time of its transaction.
     /// Non-transactional: Debezium keeps the last commit time it saw, so
@@ -91,7 +89,7 @@ pub struct MessageFacts<'a> {
     /// stream (a transaction of any prefix, or none); before any, the time
     /// the task started (Debezium's initial offset), or after a restart the
     /// `ts_usec` its offsets stored.
-    pub source_time_us: i64,
+    pub(crate) source_time_us: i64,
     /// The first element of `source.sequence` (Debezium's `lastCommitLsn`):
     /// the latest "commit position" before this message in the stream,
     /// where every Commit sets it to Commit.end_lsn (the XLogData start of
@@ -103,20 +101,20 @@ pub struct MessageFacts<'a> {
     /// those ahead of the transaction they were emitted in). `None` (JSON
     /// `null`) before any, on a fresh start; after a restart Debezium starts
     /// from its offsets' `lsn_commit`.
-    pub last_commit_lsn: Option<Lsn>,
+    pub(crate) last_commit_lsn: Option<Lsn>,
     /// The transaction's Origin message (`source.origin`, `origin_lsn`);
     /// `None` when pgoutput sent none. Debezium clears it at every Begin,
     /// so a non-transactional message carries the previous transaction's.
-    pub origin: Option<Origin<'a>>,
+    pub(crate) origin: Option<Origin<'a>>,
     /// The `transaction` block (`provide.transaction.metadata=true`, a
     /// transactional message); `None` writes null.
-    pub transaction: Option<&'a super::transaction::Block>,
+    pub(crate) transaction: Option<&'a super::transaction::Block>,
 }
 
 /// Debezium's message record for one connector: topic, schemas and the
 /// fixed parts of the `source` block.
 #[derive(Debug, Clone)]
-pub struct MessageEnvelope {
+pub(crate) struct MessageEnvelope {
     topic: String,
     server_name: Arc<str>,
     database: Arc<str>,
@@ -206,13 +204,14 @@ fn sequence(last_commit: Option<Lsn>, lsn: Lsn) -> String {
 impl MessageEnvelope {
     /// The record of a connector with this `topic.prefix` on the database
     /// `database` (`database.dbname`, written as `source.db`).
-    pub fn new(topic_prefix: &str, database: &str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(topic_prefix: &str, database: &str) -> Self {
         MessageEnvelope::with_binary(topic_prefix, database, BinaryMode::Bytes)
     }
 
     /// Likewise, with the content rendered as `binary.handling.mode` says
     /// (`LogicalDecodingMessageMonitor.convertContent`).
-    pub fn with_binary(topic_prefix: &str, database: &str, binary: BinaryMode) -> Self {
+    pub(crate) fn with_binary(topic_prefix: &str, database: &str, binary: BinaryMode) -> Self {
         let key_schema =
             Schema::structure(None, vec![field("prefix", Schema::optional(Type::String))])
                 .named(KEY_SCHEMA_NAME, Some(1));
@@ -238,12 +237,12 @@ impl MessageEnvelope {
     }
 
     /// `<topic.prefix>.message`.
-    pub fn topic(&self) -> &str {
+    pub(crate) fn topic(&self) -> &str {
         &self.topic
     }
 
     /// The key: `MessageKey{prefix}`.
-    pub fn key(&self, m: &MessageFacts) -> (Arc<Schema>, Value) {
+    pub(crate) fn key(&self, m: &MessageFacts) -> (Arc<Schema>, Value) {
         (
             self.key_schema.clone(),
             Value::Struct(vec![Value::string(m.prefix)]),
@@ -253,7 +252,7 @@ impl MessageEnvelope {
     /// The value. `now_ms` is the top-level `ts_ms`: Debezium's wall clock
     /// when it dispatched the message (not the commit time; the Kafka
     /// record timestamp is left to the producer, the SourceRecord has none).
-    pub fn value(&self, m: &MessageFacts, now_ms: i64) -> (Arc<Schema>, Value) {
+    pub(crate) fn value(&self, m: &MessageFacts, now_ms: i64) -> (Arc<Schema>, Value) {
         let us = m.source_time_us;
         let source = Value::Struct(vec![
             Value::string(DEBEZIUM_VERSION),
@@ -297,7 +296,7 @@ impl MessageEnvelope {
     }
 
     /// The key bytes through `converter`.
-    pub fn key_bytes(
+    pub(crate) fn key_bytes(
         &self,
         converter: Converter,
         m: &MessageFacts,
@@ -311,7 +310,7 @@ impl MessageEnvelope {
     /// `toString()` (`java.nio.HeapByteBuffer[pos=0 lim=N cap=N]`) is
     /// reproducible, unlike a `byte[]`'s identity hash the generic
     /// converter refuses.
-    pub fn value_bytes(
+    pub(crate) fn value_bytes(
         &self,
         converter: Converter,
         m: &MessageFacts,
@@ -581,8 +580,8 @@ mod tests {
     #[test]
     fn json_converter_with_schemas_matches_debezium() {
         check(
-            include_str!("../../tests/compat/observed/msg-envelope-schemas.jsonl"),
-            include_str!("../../tests/compat/observed/msg-envelope-schemas.pgoutput.txt"),
+            include_str!("../../../tests/compat/observed/msg-envelope-schemas.jsonl"),
+            include_str!("../../../tests/compat/observed/msg-envelope-schemas.pgoutput.txt"),
             JSON,
         );
     }
@@ -590,8 +589,8 @@ mod tests {
     #[test]
     fn json_converter_without_schemas_matches_debezium() {
         check(
-            include_str!("../../tests/compat/observed/msg-envelope-noschemas.jsonl"),
-            include_str!("../../tests/compat/observed/msg-envelope-noschemas.pgoutput.txt"),
+            include_str!("../../../tests/compat/observed/msg-envelope-noschemas.jsonl"),
+            include_str!("../../../tests/compat/observed/msg-envelope-noschemas.pgoutput.txt"),
             Converter {
                 schemas_enable: false,
                 ..JSON
@@ -602,8 +601,8 @@ mod tests {
     #[test]
     fn string_converter_matches_debezium() {
         check(
-            include_str!("../../tests/compat/observed/msg-envelope-string.jsonl"),
-            include_str!("../../tests/compat/observed/msg-envelope-string.pgoutput.txt"),
+            include_str!("../../../tests/compat/observed/msg-envelope-string.jsonl"),
+            include_str!("../../../tests/compat/observed/msg-envelope-string.pgoutput.txt"),
             Converter {
                 kind: ConverterKind::String,
                 schemas_enable: true,

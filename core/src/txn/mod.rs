@@ -61,7 +61,7 @@ pub struct OutboxTable {
 
 impl OutboxTable {
     /// `schema.table`, Debezium's data collection name.
-    pub fn qualified(&self) -> String {
+    pub(crate) fn qualified(&self) -> String {
         format!("{}.{}", self.schema, self.table)
     }
 }
@@ -84,12 +84,12 @@ pub struct OutboxEvent {
     /// Where it came from.
     pub meta: EventMeta,
     /// The row or the message.
-    pub body: EventBody,
+    pub(crate) body: EventBody,
 }
 
 /// What an event carries.
 #[derive(Debug, Clone)]
-pub enum EventBody {
+pub(crate) enum EventBody {
     /// A row inserted into the outbox table.
     Row {
         /// The outbox relation with the router's columns resolved.
@@ -111,7 +111,7 @@ pub enum EventBody {
 
 /// The routing outcome of one event: its record and, for error context
 /// later on, its event id.
-pub type Routed = (KafkaRecord, Option<String>);
+pub(crate) type Routed = (KafkaRecord, Option<String>);
 
 impl OutboxEvent {
     /// A row event.
@@ -386,9 +386,9 @@ impl Replay {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AssemblyStats {
     /// Outbox inserts turned into events.
-    pub events: u64,
+    pub(crate) events: u64,
     /// Committed transactions.
-    pub transactions: u64,
+    pub(crate) transactions: u64,
     /// Committed transactions that carried at least one event.
     pub relayed_transactions: u64,
     /// Outbox deletes dropped.
@@ -401,7 +401,7 @@ pub struct AssemblyStats {
     pub truncates_ignored: u64,
     /// Logical decoding messages turned into events (counted in `events`
     /// too).
-    pub messages: u64,
+    pub(crate) messages: u64,
     /// Logical decoding messages whose prefix is not selected.
     pub messages_ignored: u64,
     /// Selected non-transactional messages dropped
@@ -649,7 +649,8 @@ impl Assembler {
     }
 
     /// Streamed transactions started and not yet committed or aborted.
-    pub fn open_streams(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn open_streams(&self) -> usize {
         self.streams.len()
     }
 

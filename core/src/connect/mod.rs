@@ -13,13 +13,13 @@
 pub mod config;
 pub mod convert;
 pub mod expand;
-pub mod java;
-pub mod json;
-pub mod message;
+pub(crate) mod java;
+pub(crate) mod json;
+pub(crate) mod message;
 pub mod pg;
 pub mod pg_modes;
-pub mod pg_time;
-pub mod pg_values;
+pub(crate) mod pg_time;
+pub(crate) mod pg_values;
 pub mod transaction;
 
 use std::fmt;
@@ -58,7 +58,7 @@ pub enum Type {
 
 impl Type {
     /// The name Java's `Schema.Type.toString()` gives.
-    pub fn java_name(self) -> &'static str {
+    pub(crate) fn java_name(self) -> &'static str {
         match self {
             Type::Int8 => "INT8",
             Type::Int16 => "INT16",
@@ -76,7 +76,7 @@ impl Type {
     }
 
     /// The `type` JsonConverter writes in a schema.
-    pub fn json_name(self) -> &'static str {
+    pub(crate) fn json_name(self) -> &'static str {
         match self {
             Type::Int8 => "int8",
             Type::Int16 => "int16",
@@ -95,7 +95,7 @@ impl Type {
 }
 
 /// Kafka's logical name of a decimal (`org.apache.kafka.connect.data.Decimal`).
-pub const DECIMAL_NAME: &str = "org.apache.kafka.connect.data.Decimal";
+pub(crate) const DECIMAL_NAME: &str = "org.apache.kafka.connect.data.Decimal";
 
 /// One field of a struct schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,25 +111,25 @@ pub struct Field {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
     /// The physical type.
-    pub kind: Type,
+    pub(crate) kind: Type,
     /// Whether null is allowed.
-    pub optional: bool,
+    pub(crate) optional: bool,
     /// Logical name (`io.debezium.data.Json`, ...).
-    pub name: Option<Arc<str>>,
+    pub(crate) name: Option<Arc<str>>,
     /// Schema version.
-    pub version: Option<i32>,
+    pub(crate) version: Option<i32>,
     /// Documentation.
-    pub doc: Option<Arc<str>>,
+    pub(crate) doc: Option<Arc<str>>,
     /// Parameters, in insertion order (Java's `LinkedHashMap`).
-    pub parameters: Vec<(Arc<str>, Arc<str>)>,
+    pub(crate) parameters: Vec<(Arc<str>, Arc<str>)>,
     /// Default value; `Struct.get` and JsonConverter substitute it for null.
-    pub default: Option<Value>,
+    pub(crate) default: Option<Value>,
     /// Struct fields, in order.
-    pub fields: Vec<Field>,
+    pub(crate) fields: Vec<Field>,
     /// Map key schema.
-    pub key_schema: Option<Arc<Schema>>,
+    pub(crate) key_schema: Option<Arc<Schema>>,
     /// Array element schema, or map value schema.
-    pub value_schema: Option<Arc<Schema>>,
+    pub(crate) value_schema: Option<Arc<Schema>>,
 }
 
 impl Schema {
@@ -150,12 +150,12 @@ impl Schema {
     }
 
     /// An optional schema of `kind`.
-    pub fn optional(kind: Type) -> Self {
+    pub(crate) fn optional(kind: Type) -> Self {
         Schema::new(kind).with_optional(true)
     }
 
     /// Sets optionality.
-    pub fn with_optional(mut self, optional: bool) -> Self {
+    pub(crate) fn with_optional(mut self, optional: bool) -> Self {
         self.optional = optional;
         self
     }
@@ -168,7 +168,7 @@ impl Schema {
     }
 
     /// Adds a parameter.
-    pub fn with_parameter(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn with_parameter(mut self, key: &str, value: &str) -> Self {
         self.parameters.push((Arc::from(key), Arc::from(value)));
         self
     }
@@ -182,19 +182,19 @@ impl Schema {
     }
 
     /// An array schema of `items`.
-    pub fn array(items: Arc<Schema>) -> Self {
+    pub(crate) fn array(items: Arc<Schema>) -> Self {
         let mut s = Schema::new(Type::Array);
         s.value_schema = Some(items);
         s
     }
 
     /// Position of the field called `name`.
-    pub fn field_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn field_index(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|f| &*f.name == name)
     }
 
     /// Java's `ConnectSchema.toString()`: `Schema{name:TYPE}` or `Schema{TYPE}`.
-    pub fn java_string(&self) -> String {
+    pub(crate) fn java_string(&self) -> String {
         match &self.name {
             Some(n) => format!("Schema{{{n}:{}}}", self.kind.java_name()),
             None => format!("Schema{{{}}}", self.kind.java_name()),
@@ -202,12 +202,12 @@ impl Schema {
     }
 
     /// Whether this is Kafka's Decimal logical type.
-    pub fn is_decimal(&self) -> bool {
+    pub(crate) fn is_decimal(&self) -> bool {
         self.kind == Type::Bytes && self.name.as_deref() == Some(DECIMAL_NAME)
     }
 
     /// The `scale` parameter of a Decimal schema.
-    pub fn decimal_scale(&self) -> Option<i32> {
+    pub(crate) fn decimal_scale(&self) -> Option<i32> {
         self.parameters
             .iter()
             .find(|(k, _)| &**k == "scale")
@@ -222,24 +222,19 @@ pub struct Text(Bytes);
 
 impl Text {
     /// Checks that `bytes` is UTF-8.
-    pub fn new(bytes: Bytes) -> Result<Text, std::str::Utf8Error> {
+    pub(crate) fn new(bytes: Bytes) -> Result<Text, std::str::Utf8Error> {
         std::str::from_utf8(&bytes)?;
         Ok(Text(bytes))
     }
 
-    /// Static text.
-    pub fn from_static(s: &'static str) -> Text {
-        Text(Bytes::from_static(s.as_bytes()))
-    }
-
     /// The text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         // Every constructor checked or produced UTF-8.
         std::str::from_utf8(&self.0).unwrap_or_default()
     }
 
     /// The UTF-8 bytes, shared.
-    pub fn bytes(&self) -> &Bytes {
+    pub(crate) fn bytes(&self) -> &Bytes {
         &self.0
     }
 }
@@ -266,11 +261,11 @@ impl fmt::Debug for Text {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Decimal {
     /// Whether the value is below zero (never set for zero).
-    pub negative: bool,
+    pub(crate) negative: bool,
     /// Unscaled magnitude: ASCII digits, no leading zeros, `0` for zero.
-    pub digits: Box<str>,
+    pub(crate) digits: Box<str>,
     /// Digits after the decimal point.
-    pub scale: i32,
+    pub(crate) scale: i32,
 }
 
 /// A Connect value. Struct values are positional: field `i` of the schema
@@ -309,7 +304,7 @@ pub enum Value {
 
 impl Value {
     /// Whether this is null.
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
 

@@ -5,7 +5,7 @@
 //!   begin(commit_time) -> seq        ack(seq, n) / fail(seq)
 //!   add_events(seq, n)                        │
 //!   commit(seq, end_lsn)                      │
-//!   discard(seq), keepalive(wal_end)          │
+//!   aborted(lsn), keepalive(wal_end)          │
 //!          └────────────► Tracker ◄───────────┘
 //!                            │ confirmed()
 //!                            ▼
@@ -41,8 +41,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use walrelay_proto::Lsn;
 
 /// Identifies one registered transaction; unique for the tracker's whole life
-/// (also across [`Tracker::reset`]), so late reports for old entries are
-/// recognised and ignored.
+/// (also across a reset), so late reports for old entries are recognised
+/// and ignored.
 pub type TxnSeq = u64;
 
 /// One registered transaction.
@@ -83,7 +83,7 @@ impl Entry {
 /// `seq - front_seq`, and complete entries are popped from the front as soon
 /// as everything before them is complete.
 #[derive(Debug, Clone)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     confirmed: Lsn,
     /// Highest end LSN of the entries popped as complete; normally equal to
     /// `confirmed`, ahead of it only while held back by an out-of-order commit.
@@ -105,7 +105,7 @@ pub struct Tracker {
 impl Tracker {
     /// A tracker whose confirmed LSN starts at `start`, the slot's
     /// `confirmed_flush_lsn`.
-    pub fn new(start: Lsn) -> Self {
+    pub(crate) fn new(start: Lsn) -> Self {
         Tracker {
             confirmed: start,
             frontier: start,
@@ -124,7 +124,8 @@ impl Tracker {
     /// confirmed position) and clears the failure state. Sequence numbers
     /// keep counting, so reports for the forgotten entries are ignored; the
     /// confirmed LSN becomes the later of the current one and `start`.
-    pub fn reset(&mut self, start: Lsn) {
+    #[cfg(test)]
+    pub(crate) fn reset(&mut self, start: Lsn) {
         self.front_seq = self.next_seq();
         self.entries.clear();
         self.commit_order.clear();
@@ -151,7 +152,7 @@ impl Tracker {
     /// committed, and the records added so far. `None` once it left the
     /// tracker (complete) or when unknown or discarded. The transactional
     /// sink asks this to know whether it has seen a transaction whole.
-    pub fn registered(&self, seq: TxnSeq) -> Option<(Option<Lsn>, u64)> {
+    pub(crate) fn registered(&self, seq: TxnSeq) -> Option<(Option<Lsn>, u64)> {
         let idx = usize::try_from(seq.checked_sub(self.front_seq)?).ok()?;
         let e = self.entries.get(idx)?;
         (!e.discarded).then_some((e.end, e.sent))
@@ -159,7 +160,7 @@ impl Tracker {
 
     /// Opens an entry at the back for a transaction that commits after every
     /// transaction registered so far. Records may be added while it is open.
-    pub fn begin(&mut self, commit_time_us: i64) -> TxnSeq {
+    pub(crate) fn begin(&mut self, commit_time_us: i64) -> TxnSeq {
         let seq = self.next_seq();
         self.entries.push_back(Entry {
             commit_time_us,
@@ -176,7 +177,7 @@ impl Tracker {
     /// Kafka. Must happen before the reports for them and before
     /// `commit(seq)` (an entry may leave the tracker as soon as it is
     /// committed and settled, after which this is ignored).
-    pub fn add_events(&mut self, seq: TxnSeq, n: u32) {
+    pub(crate) fn add_events(&mut self, seq: TxnSeq, n: u32) {
         if let Some(e) = self.entry_mut(seq) {
             // Counted for a discarded entry too: its records are real
             // deliveries in flight.
@@ -188,7 +189,7 @@ impl Tracker {
     /// Closes entry `seq` with its commit end LSN. Calls must come in WAL
     /// order (each `end_lsn` at least the previous one); a second commit of
     /// the same entry, or one for an unknown or discarded entry, is ignored.
-    pub fn commit(&mut self, seq: TxnSeq, end_lsn: Lsn) {
+    pub(crate) fn commit(&mut self, seq: TxnSeq, end_lsn: Lsn) {
         let Some(e) = self.entry_mut(seq) else { return };
         if e.end.is_some() || e.discarded {
             return;
@@ -206,7 +207,7 @@ impl Tracker {
 
     /// `add_events(seq, n)` then `commit(seq, end_lsn)`: the records handed
     /// out since the last registration plus the commit, in one step.
-    pub fn add_and_commit(&mut self, seq: TxnSeq, n: u32, end_lsn: Lsn) {
+    pub(crate) fn add_and_commit(&mut self, seq: TxnSeq, n: u32, end_lsn: Lsn) {
         self.add_events(seq, n);
         self.commit(seq, end_lsn);
     }
@@ -215,7 +216,8 @@ impl Tracker {
     /// StreamAbort). The entry leaves once its outstanding reports have
     /// arrived; it never moves the confirmed LSN, and reports for it (before
     /// or after it left) move nothing either, failures included.
-    pub fn discard(&mut self, seq: TxnSeq) {
+    #[cfg(test)]
+    pub(crate) fn discard(&mut self, seq: TxnSeq) {
         if let Some(e) = self.entry_mut(seq) {
             e.discarded = true;
             self.advance();
@@ -227,7 +229,7 @@ impl Tracker {
     /// are ignored, as are reports beyond the number of records added.
     /// Returns the transaction's commit time (µs since the Unix epoch) when
     /// the report was for a known entry, for latency metrics.
-    pub fn ack(&mut self, seq: TxnSeq, n: u32) -> Option<i64> {
+    pub(crate) fn ack(&mut self, seq: TxnSeq, n: u32) -> Option<i64> {
         let e = self.entry_mut(seq)?;
         let accepted = u64::from(n).min(e.outstanding());
         let commit_time_us = e.commit_time_us;
@@ -241,7 +243,7 @@ impl Tracker {
     /// LSN will never pass this transaction in this tracker (until
     /// [`Tracker::reset`]). Settles one record. Ignored for unknown entries;
     /// for a discarded entry it only settles the record.
-    pub fn fail(&mut self, seq: TxnSeq) {
+    pub(crate) fn fail(&mut self, seq: TxnSeq) {
         let Some(e) = self.entry_mut(seq) else { return };
         let accepted = e.outstanding().min(1);
         e.settled += accepted;
@@ -269,7 +271,7 @@ impl Tracker {
     /// misordering the queue, and so is an abort while a registered
     /// transaction is still open (aborts come between transactions, never
     /// inside one).
-    pub fn aborted(&mut self, abort_lsn: Lsn, abort_time_us: i64) {
+    pub(crate) fn aborted(&mut self, abort_lsn: Lsn, abort_time_us: i64) {
         let behind = abort_lsn <= self.confirmed.max(self.frontier)
             || self.last_commit_end.is_some_and(|last| abort_lsn <= last);
         // Rare (one per aborted large transaction): a scan is fine.
@@ -286,7 +288,7 @@ impl Tracker {
     /// all, the confirmed LSN may advance to `wal_end`, so an idle outbox
     /// does not pin WAL. The caller must register a transaction at its
     /// Begin, or a keepalive in the middle of it would confirm past it.
-    pub fn keepalive(&mut self, wal_end: Lsn) {
+    pub(crate) fn keepalive(&mut self, wal_end: Lsn) {
         if self.entries.is_empty() && !self.misordered {
             self.commit_order.clear();
             self.frontier = self.frontier.max(wal_end);
@@ -332,40 +334,43 @@ impl Tracker {
     }
 
     /// The LSN that may be reported as flushed and applied. Never moves backwards.
-    pub fn confirmed(&self) -> Lsn {
+    pub(crate) fn confirmed(&self) -> Lsn {
         self.confirmed
     }
 
     /// Records handed to Kafka that have no delivery report yet.
-    pub fn in_flight_events(&self) -> u64 {
+    pub(crate) fn in_flight_events(&self) -> u64 {
         self.in_flight
     }
 
     /// Registered transactions not yet behind the confirmed LSN (open,
     /// waiting for reports, or complete but waiting behind an earlier one).
-    pub fn open_transactions(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn open_transactions(&self) -> usize {
         self.entries.len()
     }
 
     /// Commit time (Unix µs, as given to `begin`) of the oldest registered
     /// transaction: the one holding the confirmed LSN back.
-    pub fn oldest_pending_commit_time_us(&self) -> Option<i64> {
+    pub(crate) fn oldest_pending_commit_time_us(&self) -> Option<i64> {
         self.entries.front().map(|e| e.commit_time_us)
     }
 
     /// A permanent delivery failure was reported since creation or the last reset.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.failed
     }
 
     /// The caller committed transactions out of WAL order; the confirmed
     /// LSN is frozen until [`Tracker::reset`]. Always a bug in the caller.
-    pub fn misordered(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn misordered(&self) -> bool {
         self.misordered
     }
 
     /// All counters at once.
-    pub fn stats(&self) -> TrackerStats {
+    #[cfg(test)]
+    pub(crate) fn stats(&self) -> TrackerStats {
         TrackerStats {
             confirmed: self.confirmed,
             in_flight_events: self.in_flight,
@@ -378,20 +383,21 @@ impl Tracker {
 }
 
 /// A consistent snapshot of a tracker's counters, for status updates and metrics.
+#[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TrackerStats {
+pub(crate) struct TrackerStats {
     /// See [`Tracker::confirmed`].
-    pub confirmed: Lsn,
+    pub(crate) confirmed: Lsn,
     /// See [`Tracker::in_flight_events`].
-    pub in_flight_events: u64,
+    pub(crate) in_flight_events: u64,
     /// See [`Tracker::open_transactions`].
-    pub open_transactions: usize,
+    pub(crate) open_transactions: usize,
     /// See [`Tracker::oldest_pending_commit_time_us`].
-    pub oldest_pending_commit_time_us: Option<i64>,
+    pub(crate) oldest_pending_commit_time_us: Option<i64>,
     /// See [`Tracker::failed`].
-    pub failed: bool,
+    pub(crate) failed: bool,
     /// See [`Tracker::misordered`].
-    pub misordered: bool,
+    pub(crate) misordered: bool,
 }
 
 /// A [`Tracker`] shared between the replication task (registers) and the
@@ -442,11 +448,6 @@ impl SharedTracker {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs `f` under the lock; keep `f` short (no I/O, no waiting).
-    pub fn with<R>(&self, f: impl FnOnce(&mut Tracker) -> R) -> R {
-        f(&mut self.lock())
-    }
-
     /// See [`Tracker::begin`].
     pub fn begin(&self, commit_time_us: i64) -> TxnSeq {
         self.lock().begin(commit_time_us)
@@ -465,11 +466,6 @@ impl SharedTracker {
     /// See [`Tracker::add_and_commit`]; one lock for both steps.
     pub fn add_and_commit(&self, seq: TxnSeq, n: u32, end_lsn: Lsn) {
         self.lock().add_and_commit(seq, n, end_lsn)
-    }
-
-    /// See [`Tracker::discard`].
-    pub fn discard(&self, seq: TxnSeq) {
-        self.lock().discard(seq)
     }
 
     /// See [`Tracker::ack`]. Wakes [`SharedTracker::wait_confirmed`] when
@@ -510,7 +506,7 @@ impl SharedTracker {
     }
 
     /// See [`Tracker::fail`]. Wakes the waiters too: a failure is news
-    /// for them (see [`SharedTracker::failed`]).
+    /// for them (see [`SharedTracker::wait_confirmed`]).
     pub fn fail(&self, seq: TxnSeq) {
         self.lock().fail(seq);
         if self.waiting.load(Ordering::SeqCst) > 0 {
@@ -543,18 +539,13 @@ impl SharedTracker {
     }
 
     /// See [`Tracker::aborted`].
-    pub fn aborted(&self, abort_lsn: Lsn, abort_time_us: i64) {
+    pub(crate) fn aborted(&self, abort_lsn: Lsn, abort_time_us: i64) {
         self.lock().aborted(abort_lsn, abort_time_us)
     }
 
     /// See [`Tracker::keepalive`].
     pub fn keepalive(&self, wal_end: Lsn) {
         self.lock().keepalive(wal_end)
-    }
-
-    /// See [`Tracker::reset`].
-    pub fn reset(&self, start: Lsn) {
-        self.lock().reset(start)
     }
 
     /// See [`Tracker::confirmed`].
@@ -573,12 +564,13 @@ impl SharedTracker {
     }
 
     /// See [`Tracker::open_transactions`].
-    pub fn open_transactions(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn open_transactions(&self) -> usize {
         self.lock().open_transactions()
     }
 
     /// See [`Tracker::oldest_pending_commit_time_us`].
-    pub fn oldest_pending_commit_time_us(&self) -> Option<i64> {
+    pub(crate) fn oldest_pending_commit_time_us(&self) -> Option<i64> {
         self.lock().oldest_pending_commit_time_us()
     }
 
@@ -589,13 +581,9 @@ impl SharedTracker {
             .map_or(0.0, |oldest| (now_us - oldest).max(0) as f64 / 1e6)
     }
 
-    /// See [`Tracker::failed`].
-    pub fn failed(&self) -> bool {
-        self.lock().failed()
-    }
-
     /// See [`Tracker::stats`].
-    pub fn stats(&self) -> TrackerStats {
+    #[cfg(test)]
+    pub(crate) fn stats(&self) -> TrackerStats {
         self.lock().stats()
     }
 }

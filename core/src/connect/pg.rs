@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use regex::Regex;
 
-pub use super::pg_modes::TypeModes;
+pub(crate) use super::pg_modes::TypeModes;
 use super::pg_modes::{BinaryMode, DecimalMode, HstoreMode, IntervalMode, TimePrecisionMode};
 use super::pg_time::{self, TimeUnit};
 use super::pg_values;
@@ -39,13 +39,14 @@ pub struct ColumnMeta {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TableMeta {
     /// Known columns; a column not listed counts as nullable without default.
-    pub columns: Vec<ColumnMeta>,
+    pub(crate) columns: Vec<ColumnMeta>,
 }
 
 impl TableMeta {
     /// Nothing known: every column nullable, no defaults (tests, or a
     /// catalog that could not be read).
-    pub fn unknown() -> Self {
+    #[cfg(test)]
+    pub(crate) fn unknown() -> Self {
         TableMeta::default()
     }
 
@@ -55,7 +56,7 @@ impl TableMeta {
     }
 
     /// The facts about the column called `name`.
-    pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
+    pub(crate) fn column(&self, name: &str) -> Option<&ColumnMeta> {
         self.columns.iter().find(|c| c.name == name)
     }
 }
@@ -63,9 +64,9 @@ impl TableMeta {
 /// Well-known PostgreSQL type OIDs (`pg_type.oid`).
 pub mod oid {
     /// `bool`.
-    pub const BOOL: u32 = 16;
+    pub(crate) const BOOL: u32 = 16;
     /// `bytea`.
-    pub const BYTEA: u32 = 17;
+    pub(crate) const BYTEA: u32 = 17;
     /// `int8`.
     pub const INT8: u32 = 20;
     /// `int2`.
@@ -75,31 +76,31 @@ pub mod oid {
     /// `text`.
     pub const TEXT: u32 = 25;
     /// `json`.
-    pub const JSON: u32 = 114;
+    pub(crate) const JSON: u32 = 114;
     /// `float4`.
-    pub const FLOAT4: u32 = 700;
+    pub(crate) const FLOAT4: u32 = 700;
     /// `float8`.
-    pub const FLOAT8: u32 = 701;
+    pub(crate) const FLOAT8: u32 = 701;
     /// `bpchar`.
-    pub const BPCHAR: u32 = 1042;
+    pub(crate) const BPCHAR: u32 = 1042;
     /// `varchar`.
     pub const VARCHAR: u32 = 1043;
     /// `date`.
-    pub const DATE: u32 = 1082;
+    pub(crate) const DATE: u32 = 1082;
     /// `timestamp`.
     pub const TIMESTAMP: u32 = 1114;
     /// `timestamptz`.
     pub const TIMESTAMPTZ: u32 = 1184;
     /// `numeric`.
-    pub const NUMERIC: u32 = 1700;
+    pub(crate) const NUMERIC: u32 = 1700;
     /// `money`.
-    pub const MONEY: u32 = 790;
+    pub(crate) const MONEY: u32 = 790;
     /// `time`.
-    pub const TIME: u32 = 1083;
+    pub(crate) const TIME: u32 = 1083;
     /// `timetz`.
-    pub const TIMETZ: u32 = 1266;
+    pub(crate) const TIMETZ: u32 = 1266;
     /// `interval`.
-    pub const INTERVAL: u32 = 1186;
+    pub(crate) const INTERVAL: u32 = 1186;
     /// `uuid`.
     pub const UUID: u32 = 2950;
     /// `jsonb`.
@@ -107,53 +108,53 @@ pub mod oid {
 }
 
 /// Debezium logical names used here.
-pub mod names {
+pub(crate) mod names {
     /// `uuid` columns.
-    pub const UUID: &str = "io.debezium.data.Uuid";
+    pub(crate) const UUID: &str = "io.debezium.data.Uuid";
     /// `json`/`jsonb` columns.
-    pub const JSON: &str = "io.debezium.data.Json";
+    pub(crate) const JSON: &str = "io.debezium.data.Json";
     /// `timestamp(0..3)`: epoch milliseconds.
-    pub const TIMESTAMP: &str = "io.debezium.time.Timestamp";
+    pub(crate) const TIMESTAMP: &str = "io.debezium.time.Timestamp";
     /// `timestamp(4..6)`: epoch microseconds.
-    pub const MICRO_TIMESTAMP: &str = "io.debezium.time.MicroTimestamp";
+    pub(crate) const MICRO_TIMESTAMP: &str = "io.debezium.time.MicroTimestamp";
     /// Epoch nanoseconds (never produced from PostgreSQL, accepted as a
     /// timestamp column type).
-    pub const NANO_TIMESTAMP: &str = "io.debezium.time.NanoTimestamp";
+    pub(crate) const NANO_TIMESTAMP: &str = "io.debezium.time.NanoTimestamp";
     /// `timestamptz`: ISO-8601 text in UTC.
-    pub const ZONED_TIMESTAMP: &str = "io.debezium.time.ZonedTimestamp";
+    pub(crate) const ZONED_TIMESTAMP: &str = "io.debezium.time.ZonedTimestamp";
     /// `date`: days since the epoch.
-    pub const DATE: &str = "io.debezium.time.Date";
+    pub(crate) const DATE: &str = "io.debezium.time.Date";
     /// `numeric` without a type modifier.
-    pub const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
+    pub(crate) const VARIABLE_SCALE_DECIMAL: &str = "io.debezium.data.VariableScaleDecimal";
     /// `time(0..3)`: milliseconds past midnight (INT32).
-    pub const TIME: &str = "io.debezium.time.Time";
+    pub(crate) const TIME: &str = "io.debezium.time.Time";
     /// `time(4..6)`: microseconds past midnight.
-    pub const MICRO_TIME: &str = "io.debezium.time.MicroTime";
+    pub(crate) const MICRO_TIME: &str = "io.debezium.time.MicroTime";
     /// Nanoseconds past midnight (`time.precision.mode=nanoseconds`).
-    pub const NANO_TIME: &str = "io.debezium.time.NanoTime";
+    pub(crate) const NANO_TIME: &str = "io.debezium.time.NanoTime";
     /// `timetz`: ISO-8601 time at UTC.
-    pub const ZONED_TIME: &str = "io.debezium.time.ZonedTime";
+    pub(crate) const ZONED_TIME: &str = "io.debezium.time.ZonedTime";
     /// `time.precision.mode=isostring` dates.
-    pub const ISO_DATE: &str = "io.debezium.time.IsoDate";
+    pub(crate) const ISO_DATE: &str = "io.debezium.time.IsoDate";
     /// `time.precision.mode=isostring` times.
-    pub const ISO_TIME: &str = "io.debezium.time.IsoTime";
+    pub(crate) const ISO_TIME: &str = "io.debezium.time.IsoTime";
     /// `time.precision.mode=isostring` timestamps.
-    pub const ISO_TIMESTAMP: &str = "io.debezium.time.IsoTimestamp";
+    pub(crate) const ISO_TIMESTAMP: &str = "io.debezium.time.IsoTimestamp";
     /// Kafka Connect's date (`time.precision.mode=connect`).
-    pub const CONNECT_DATE: &str = "org.apache.kafka.connect.data.Date";
+    pub(crate) const CONNECT_DATE: &str = "org.apache.kafka.connect.data.Date";
     /// Kafka Connect's time (`time.precision.mode=connect`).
-    pub const CONNECT_TIME: &str = "org.apache.kafka.connect.data.Time";
+    pub(crate) const CONNECT_TIME: &str = "org.apache.kafka.connect.data.Time";
     /// Kafka Connect's timestamp (`time.precision.mode=connect`).
-    pub const CONNECT_TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
+    pub(crate) const CONNECT_TIMESTAMP: &str = "org.apache.kafka.connect.data.Timestamp";
     /// `interval.handling.mode=numeric`: approximate microseconds.
-    pub const MICRO_DURATION: &str = "io.debezium.time.MicroDuration";
+    pub(crate) const MICRO_DURATION: &str = "io.debezium.time.MicroDuration";
     /// `interval.handling.mode=string`: ISO-8601 duration.
-    pub const INTERVAL: &str = "io.debezium.time.Interval";
+    pub(crate) const INTERVAL: &str = "io.debezium.time.Interval";
 }
 
 /// How a column's text value becomes a Connect value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PgType {
+pub(crate) enum PgType {
     /// `bool` → BOOLEAN.
     Bool,
     /// `int2` → INT16.
@@ -230,18 +231,18 @@ pub enum PgType {
 
 impl PgType {
     /// Whether the text value is already the Connect STRING.
-    pub fn is_text(self) -> bool {
+    pub(crate) fn is_text(self) -> bool {
         matches!(self, PgType::Text)
     }
 }
 
 /// A column's Debezium mapping.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ColumnType {
+pub(crate) struct ColumnType {
     /// How to decode its text.
-    pub pg: PgType,
+    pub(crate) pg: PgType,
     /// Its Connect schema (optional iff nullable, default from the catalog).
-    pub schema: Arc<Schema>,
+    pub(crate) schema: Arc<Schema>,
 }
 
 /// A text value that is not valid for its type.
@@ -249,16 +250,16 @@ pub struct ColumnType {
 #[error("{value:?} is not a valid {type_name} value as debezium maps it: {reason}")]
 pub struct InvalidText {
     /// The PostgreSQL type.
-    pub type_name: &'static str,
+    pub(crate) type_name: &'static str,
     /// The text (truncated).
-    pub value: String,
+    pub(crate) value: String,
     /// What is wrong or unsupported.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 /// The name PostgreSQL (and Debezium's `column.typeName()`) gives a
 /// well-known type OID.
-pub fn type_name(type_oid: u32) -> Option<&'static str> {
+pub(crate) fn type_name(type_oid: u32) -> Option<&'static str> {
     Some(match type_oid {
         oid::BOOL => "bool",
         oid::BYTEA => "bytea",
@@ -287,7 +288,8 @@ pub fn type_name(type_oid: u32) -> Option<&'static str> {
 
 /// Maps a column under Debezium's defaults; `None` for a type walrelay
 /// cannot map.
-pub fn column_type(
+#[cfg(test)]
+pub(crate) fn column_type(
     type_oid: u32,
     type_modifier: i32,
     meta: Option<&ColumnMeta>,
@@ -305,7 +307,7 @@ fn is_hstore(meta: Option<&ColumnMeta>) -> bool {
 
 /// Maps a column as Debezium does under `modes`; `None` for a type
 /// walrelay cannot map.
-pub fn column_type_with(
+pub(crate) fn column_type_with(
     type_oid: u32,
     type_modifier: i32,
     meta: Option<&ColumnMeta>,
@@ -503,7 +505,7 @@ fn time_schema(mode: TimePrecisionMode, precision: i32) -> (TimeUnit, Type, &'st
 }
 
 /// `io.debezium.data.VariableScaleDecimal.schema()`.
-pub fn variable_scale_decimal_schema() -> Schema {
+pub(crate) fn variable_scale_decimal_schema() -> Schema {
     let mut s = Schema::structure(
         Some(names::VARIABLE_SCALE_DECIMAL),
         vec![
@@ -532,7 +534,7 @@ fn invalid(type_name: &'static str, text: &[u8], reason: &'static str) -> Invali
 }
 
 /// Decodes one pgoutput text value.
-pub fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
+pub(crate) fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
     let s = std::str::from_utf8(text).map_err(|_| invalid("text", text, "not utf-8"))?;
     match pg {
         PgType::Text => Ok(Value::String(
@@ -874,7 +876,7 @@ fn parse_timestamp(s: &str) -> Option<(i64, Option<i64>)> {
 /// `ZonedTimestamp.toIsoString` of a UTC instant: `ISO_LOCAL_DATE` year
 /// rules, seconds always, `fraction` digits exactly (or as many as needed,
 /// trailing zeros dropped, when `None`), `Z`.
-pub fn zoned_timestamp(utc_micros: i64, fraction: Option<u8>) -> String {
+pub(crate) fn zoned_timestamp(utc_micros: i64, fraction: Option<u8>) -> String {
     let secs = utc_micros.div_euclid(1_000_000);
     let micros = utc_micros.rem_euclid(1_000_000);
     let days = secs.div_euclid(86_400);

@@ -1289,25 +1289,15 @@ type Observed = (
     &'static [(&'static str, &'static str)],
 );
 
-fn check_observed(
-    props: &[(&str, &str)],
-    conv: ConvertersConfig,
-    aggtype: &str,
-    expected: &[Observed],
-) {
-    let props: std::collections::BTreeMap<String, String> = props
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let opts = crate::config::kafka_connect::event_router::event_router_options(&props)
-        .expect("observed config is valid");
-    assert!(opts.unknown.is_empty(), "{:?}", opts.unknown);
+/// `cfg` is what observe.sh's EventRouter properties translate to: the
+/// Debezium forms' defaults ([`RouterConfig::debezium`]) and the keys set.
+fn check_observed(cfg: RouterConfig, conv: ConvertersConfig, aggtype: &str, expected: &[Observed]) {
     let debezium = DebeziumConfig {
         topic_prefix: "test".to_owned(),
         extended_headers: true,
         ..DebeziumConfig::default()
     };
-    let mut router = Router::new(opts.router, conv, debezium).expect("valid");
+    let mut router = Router::new(cfg, conv, debezium).expect("valid");
     let (rel, meta_) = observed_table();
     let bound = router.bind(&rel, &meta_).expect("binds");
     for (row, (topic, key, value, headers)) in observed_rows(aggtype).iter().zip(expected) {
@@ -1343,10 +1333,10 @@ fn check_observed(
 #[test]
 fn observed_envelope_noschemas() {
     check_observed(
-        &[(
-            "table.fields.additional.placement",
-            "type:envelope:eventType",
-        )],
+        RouterConfig {
+            additional_placement: Some("type:envelope:eventType".to_owned()),
+            ..RouterConfig::debezium()
+        },
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: false,
@@ -1399,10 +1389,10 @@ fn observed_envelope_noschemas() {
 #[test]
 fn observed_envelope_schemas() {
     check_observed(
-        &[(
-            "table.fields.additional.placement",
-            "type:envelope:eventType",
-        )],
+        RouterConfig {
+            additional_placement: Some("type:envelope:eventType".to_owned()),
+            ..RouterConfig::debezium()
+        },
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: true,
@@ -1459,13 +1449,11 @@ fn observed_envelope_schemas() {
 #[test]
 fn observed_envelope_tombstone() {
     check_observed(
-        &[
-            (
-                "table.fields.additional.placement",
-                "type:envelope:eventType",
-            ),
-            ("route.tombstone.on.empty.payload", "true"),
-        ],
+        RouterConfig {
+            additional_placement: Some("type:envelope:eventType".to_owned()),
+            route_tombstone_on_empty_payload: true,
+            ..RouterConfig::debezium()
+        },
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: false,
@@ -1518,7 +1506,10 @@ fn observed_envelope_tombstone() {
 #[test]
 fn observed_expand_noschemas() {
     check_observed(
-        &[("table.expand.json.payload", "true")],
+        RouterConfig {
+            expand_json_payload: true,
+            ..RouterConfig::debezium()
+        },
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: false,
@@ -1569,7 +1560,10 @@ fn observed_expand_noschemas() {
 #[test]
 fn observed_expand_schemas() {
     check_observed(
-        &[("table.expand.json.payload", "true")],
+        RouterConfig {
+            expand_json_payload: true,
+            ..RouterConfig::debezium()
+        },
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: true,
@@ -1626,7 +1620,7 @@ fn observed_expand_schemas() {
 #[test]
 fn observed_header_json_noschemas() {
     check_observed(
-        &[],
+        RouterConfig::debezium(),
         ConvertersConfig {
             key: ConverterKind::String,
             key_schemas_enable: true,
@@ -1679,7 +1673,7 @@ fn observed_header_json_noschemas() {
 #[test]
 fn observed_header_json() {
     check_observed(
-        &[],
+        RouterConfig::debezium(),
         ConvertersConfig {
             key: ConverterKind::String,
             key_schemas_enable: true,
@@ -1768,7 +1762,10 @@ fn observed_header_json() {
 #[test]
 fn observed_header_placement() {
     check_observed(
-        &[("table.fields.additional.placement", "type:header:eventType")],
+        RouterConfig {
+            additional_placement: Some("type:header:eventType".to_owned()),
+            ..RouterConfig::debezium()
+        },
         ConvertersConfig {
             key: ConverterKind::String,
             key_schemas_enable: true,
@@ -1824,7 +1821,7 @@ fn observed_header_placement() {
 #[test]
 fn observed_json_noschemas() {
     check_observed(
-        &[],
+        RouterConfig::debezium(),
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: false,
@@ -1877,7 +1874,7 @@ fn observed_json_noschemas() {
 #[test]
 fn observed_json_schemas() {
     check_observed(
-        &[],
+        RouterConfig::debezium(),
         ConvertersConfig {
             key: ConverterKind::Json,
             key_schemas_enable: true,
@@ -1934,7 +1931,7 @@ fn observed_json_schemas() {
 #[test]
 fn observed_string() {
     check_observed(
-        &[],
+        RouterConfig::debezium(),
         ConvertersConfig {
             key: ConverterKind::String,
             key_schemas_enable: true,

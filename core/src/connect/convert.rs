@@ -53,9 +53,9 @@ fn refused(converter: &'static str, reason: impl Into<String>) -> ConvertError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Converter {
     /// Which converter.
-    pub kind: ConverterKind,
+    pub(crate) kind: ConverterKind,
     /// `schemas.enable` (JsonConverter only).
-    pub schemas_enable: bool,
+    pub(crate) schemas_enable: bool,
 }
 
 impl Converter {
@@ -120,17 +120,21 @@ impl Converter {
 
 /// A header converter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeaderConverter {
+pub(crate) struct HeaderConverter {
     /// Which converter.
-    pub kind: HeaderConverterKind,
+    pub(crate) kind: HeaderConverterKind,
     /// `schemas.enable` (JsonConverter only).
-    pub schemas_enable: bool,
+    pub(crate) schemas_enable: bool,
 }
 
 impl HeaderConverter {
     /// `HeaderConverter.fromConnectHeader(topic, key, schema, value)`;
     /// `None` is a null header value.
-    pub fn from_connect_header(
+    #[allow(
+        clippy::wrong_self_convention,
+        reason = "named after Connect's fromConnectHeader"
+    )]
+    pub(crate) fn from_connect_header(
         &self,
         schema: Option<&Schema>,
         value: &Value,
@@ -187,7 +191,7 @@ fn string_converter(schema: Option<&Schema>, value: &Value) -> Result<Option<Byt
 
 /// Java's `toString()` of a Connect value (`Struct.toString`,
 /// `AbstractCollection.toString`, `AbstractMap.toString`).
-pub fn java_to_string(
+pub(crate) fn java_to_string(
     out: &mut String,
     schema: Option<&Schema>,
     value: &Value,
@@ -268,7 +272,7 @@ pub fn java_to_string(
 /// (and so `SimpleHeaderConverter`) uses: strings raw at top level and
 /// quoted with `\` and `"` escaped inside containers, bytes as Base64,
 /// structs as `{"name":value,...}` with schema defaults applied.
-pub fn values_append(
+pub(crate) fn values_append(
     out: &mut String,
     schema: Option<&Schema>,
     value: &Value,
@@ -401,7 +405,7 @@ fn json_converter(
 /// `JsonConverter.asJsonSchema`, compact: `type`, `fields`/`items`/
 /// `keys`+`values`, `optional`, `name`, `version`, `doc`, `parameters`,
 /// `default`; a struct field's schema ends with `"field":<name>`.
-pub fn write_json_schema(out: &mut String, schema: &Schema) {
+pub(crate) fn write_json_schema(out: &mut String, schema: &Schema) {
     write_json_schema_inner(out, schema, None);
 }
 
@@ -495,7 +499,7 @@ fn write_f64(out: &mut String, v: f64) {
 /// `JsonConverter.convertToJson`: a null takes the schema's default
 /// (`replace.null.with.default=true`), Decimal is Base64 of the unscaled
 /// two's-complement bytes (`decimal.format=BASE64`), bytes are Base64.
-pub fn write_json_value(
+pub(crate) fn write_json_value(
     out: &mut String,
     schema: Option<&Schema>,
     value: &Value,

@@ -45,7 +45,9 @@ pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, Properti
 
 /// Parses `.properties` text into `(key, value)` pairs in file order,
 /// duplicates included.
-pub fn parse_properties_ordered(text: &str) -> Result<Vec<(String, String)>, PropertiesError> {
+pub(crate) fn parse_properties_ordered(
+    text: &str,
+) -> Result<Vec<(String, String)>, PropertiesError> {
     let mut out = Vec::new();
     for (line, logical) in logical_lines(text) {
         let (key, value) = split_entry(&logical);

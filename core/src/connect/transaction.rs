@@ -25,26 +25,26 @@ use super::convert::{ConvertError, Converter};
 use super::{Field, Schema, Type, Value};
 
 /// Debezium's default `topic.transaction`.
-pub const DEFAULT_TOPIC: &str = "transaction";
+pub(crate) const DEFAULT_TOPIC: &str = "transaction";
 /// Logical name of the key schema.
-pub const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.TransactionMetadataKey";
+pub(crate) const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.TransactionMetadataKey";
 /// Logical name of the value schema.
-pub const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.common.TransactionMetadataValue";
+pub(crate) const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.common.TransactionMetadataValue";
 /// Logical name of an element of `data_collections`.
-pub const COLLECTION_SCHEMA_NAME: &str = "event.collection";
+pub(crate) const COLLECTION_SCHEMA_NAME: &str = "event.collection";
 /// Logical name of the envelope's `transaction` block.
-pub const BLOCK_SCHEMA_NAME: &str = "event.block";
+pub(crate) const BLOCK_SCHEMA_NAME: &str = "event.block";
 
 /// Debezium's transaction id on PostgreSQL: `<xid>:<lsn>`, the LSN being
 /// the position of the message the record or event was made at (so a
 /// transaction's BEGIN, events and END carry different ids).
-pub fn transaction_id(xid: u32, lsn: Lsn) -> String {
+pub(crate) fn transaction_id(xid: u32, lsn: Lsn) -> String {
     format!("{xid}:{}", lsn.0)
 }
 
 /// One BEGIN or END record's facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Marker {
+pub(crate) enum Marker {
     /// The transaction started (pgoutput's Begin).
     Begin {
         /// [`transaction_id`] at the Begin message.
@@ -67,18 +67,18 @@ pub enum Marker {
 
 /// An event's `transaction` block: `{id, total_order, data_collection_order}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
+pub(crate) struct Block {
     /// [`transaction_id`] at the event.
-    pub id: String,
+    pub(crate) id: String,
     /// Its place among the transaction's events, from 1.
-    pub total_order: u64,
+    pub(crate) total_order: u64,
     /// Its place among the events of its data collection, from 1.
-    pub data_collection_order: u64,
+    pub(crate) data_collection_order: u64,
 }
 
 /// The envelope's `transaction` block schema
 /// (`SchemaFactory.transactionBlockSchema()`), optional.
-pub fn block_schema() -> Schema {
+pub(crate) fn block_schema() -> Schema {
     Schema::structure(
         None,
         vec![
@@ -92,7 +92,7 @@ pub fn block_schema() -> Schema {
 }
 
 /// The block as a value of [`block_schema`]; `None` is null.
-pub fn block_value(block: Option<&Block>) -> Value {
+pub(crate) fn block_value(block: Option<&Block>) -> Value {
     match block {
         None => Value::Null,
         Some(b) => Value::Struct(vec![
@@ -122,11 +122,11 @@ pub struct TransactionTopic {
 
 /// A BEGIN or END record, converted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// Key bytes.
-    pub key: Option<Bytes>,
+    pub(crate) key: Option<Bytes>,
     /// Value bytes.
-    pub value: Option<Bytes>,
+    pub(crate) value: Option<Bytes>,
 }
 
 impl TransactionTopic {
@@ -181,12 +181,12 @@ impl TransactionTopic {
     }
 
     /// `<topic.prefix>.<topic.transaction>`.
-    pub fn topic(&self) -> &Arc<str> {
+    pub(crate) fn topic(&self) -> &Arc<str> {
         &self.topic
     }
 
     /// Key and value as Connect data.
-    pub fn connect_data(&self, m: &Marker) -> ((Arc<Schema>, Value), (Arc<Schema>, Value)) {
+    pub(crate) fn connect_data(&self, m: &Marker) -> ((Arc<Schema>, Value), (Arc<Schema>, Value)) {
         let (status, id, event_count, collections, ts_ms) = match m {
             Marker::Begin { id, ts_ms } => ("BEGIN", id, Value::Null, Value::Null, *ts_ms),
             Marker::End {
@@ -224,7 +224,7 @@ impl TransactionTopic {
     }
 
     /// Key and value bytes through the converters.
-    pub fn render(&self, m: &Marker) -> Result<Rendered, ConvertError> {
+    pub(crate) fn render(&self, m: &Marker) -> Result<Rendered, ConvertError> {
         let ((ks, k), (vs, v)) = self.connect_data(m);
         Ok(Rendered {
             key: self.key_converter.from_connect_data(Some(&ks), &k)?,
