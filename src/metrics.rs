@@ -1045,6 +1045,185 @@ async fn handle(
 mod tests {
     use super::*;
 
+    /// A sample in every family of a pipeline, each value its own, so that
+    /// a family registered under another's name or help shows.
+    fn sample_every_family(m: &Metrics) {
+        let topic = |t: &str| TopicLabel { topic: t.into() };
+        m.events.get_or_create(&topic("t1")).inc_by(1);
+        m.events.get_or_create(&topic("t2")).inc_by(2);
+        m.transactions.inc_by(3);
+        m.filtered
+            .get_or_create(&ReasonLabel { reason: "delete" })
+            .inc_by(4);
+        m.filtered
+            .get_or_create(&ReasonLabel { reason: "update" })
+            .inc_by(5);
+        m.delivery_errors
+            .get_or_create(&CodeLabel {
+                code: "MsgSizeTooLarge".into(),
+            })
+            .inc_by(6);
+        m.reconnects.inc_by(7);
+        m.in_flight.set(8);
+        m.oldest_unacked_age.set(9.5);
+        m.commit_to_ack.observe(0.0007);
+        m.commit_to_ack.observe(3.0);
+        m.stages.commit_to_receive.observe(0.0009);
+        m.stages.receive_to_produce.observe(0.00012);
+        m.stages.produce_to_ack.observe(0.004);
+        m.stages.produce_to_ack.observe(0.3);
+        m.stages.ack_to_confirm.observe(20.0);
+        m.received_lsn.set(10);
+        m.confirmed_lsn.set(11);
+        m.slot_retained_wal.set(12);
+        m.slot_confirmed_lag.set(13);
+        m.slot_safe_wal_size.set(14);
+        m.slot_wal_status
+            .get_or_create(&StatusLabel {
+                status: "reserved".into(),
+            })
+            .set(1);
+        m.slot_active.set(1);
+        m.slot_alert_level
+            .get_or_create(&KindLabel {
+                kind: "retained_wal",
+            })
+            .set(2);
+        m.slot_alert_level
+            .get_or_create(&KindLabel {
+                kind: "lag_seconds",
+            })
+            .set(1);
+        m.replication_lag.set(15.25);
+        m.streaming.store(true, Ordering::Relaxed);
+        m.kafka_reachable.store(true, Ordering::Relaxed);
+        m.dead_lettered
+            .get_or_create(&ReasonLabel { reason: "route" })
+            .inc_by(16);
+        m.streamed_transactions.inc_by(17);
+        m.stream_aborts.inc_by(18);
+        m.subxact_aborts.inc_by(19);
+        m.stream_abort_lsn.set(20);
+        m.proto_version.set(4);
+        m.spilled_bytes.inc_by(21);
+        m.spill_bytes.set(22);
+        m.exactly_once.set(1);
+        m.kafka_transactions
+            .get_or_create(&ResultLabel {
+                result: "committed",
+            })
+            .inc_by(23);
+        m.kafka_transactions
+            .get_or_create(&ResultLabel { result: "aborted" })
+            .inc_by(24);
+        m.kafka_transaction_records.observe(25.0);
+        m.kafka_transaction_commit.observe(0.026);
+        m.producer_fenced.set(1);
+        m.progress_committed_lsn.set(27);
+        m.progress_committed_events.set(28);
+        m.source_info
+            .get_or_create(&KindLabel { kind: "wal" })
+            .set(1);
+        m.poll_unpublished.set(29);
+        m.poll_oldest_unpublished_age.set(30.5);
+        m.poll_published.inc_by(31);
+        m.poll_batches
+            .get_or_create(&ResultLabel {
+                result: "published",
+            })
+            .inc_by(32);
+        m.poll_claim.observe(0.0033);
+        m.poll_mark.observe(0.034);
+        m.poll_errors
+            .get_or_create(&KindLabel { kind: "claim" })
+            .inc_by(35);
+        m.poll_shards_held.set(36);
+        m.poll_retention_deleted.inc_by(37);
+        m.poll_notifications.inc_by(38);
+    }
+
+    /// An exposition with its families in name order and each family's
+    /// series in label order: the two orders that carry no meaning (a
+    /// family's series come from a HashMap; Prometheus and `walrelay
+    /// status` read families by name), so that only names, help, types,
+    /// units, labels, bucket bounds and values are compared, every byte of
+    /// them.
+    fn canonical(text: &str) -> String {
+        // Family -> (descriptor lines, series: label set without `le` -> lines).
+        type Series<'a> = std::collections::BTreeMap<String, Vec<&'a str>>;
+        let mut families: std::collections::BTreeMap<&str, (Vec<&str>, Series)> =
+            std::collections::BTreeMap::new();
+        let mut current = "";
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# ") {
+                if rest != "EOF" {
+                    current = rest.split(' ').nth(1).unwrap_or("");
+                    families.entry(current).or_default().0.push(line);
+                }
+                continue;
+            }
+            let labels = line
+                .split_once('{')
+                .and_then(|(_, l)| l.split_once('}'))
+                .map_or("", |(l, _)| l);
+            let key: Vec<&str> = labels
+                .split(',')
+                .filter(|l| !l.starts_with("le="))
+                .collect();
+            let family = families.entry(current).or_default();
+            family.1.entry(key.join(",")).or_default().push(line);
+        }
+        let mut out = String::new();
+        for (descriptor, series) in families.values() {
+            for line in descriptor.iter().chain(series.values().flatten()) {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Every family of a pipeline, with a sample in each, renders exactly
+    /// as `exposition.txt` records: the guard of the declarations (a name,
+    /// help text, type, label or bucket bound changed shows here).
+    /// `WALRELAY_BLESS=1 cargo test --lib metrics::tests::exposition`
+    /// writes the file anew after an intended change.
+    #[test]
+    fn exposition_of_every_family_is_unchanged() {
+        let p = Process::new();
+        let m = p.add_pipeline("p");
+        sample_every_family(&m);
+        let version = format!("version=\"{}\"", env!("CARGO_PKG_VERSION"));
+        let text = p.render().replace(&version, "version=\"VERSION\"");
+        // Every family has a series: none was left out of the samples.
+        let mut without = Vec::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with("# TYPE ") {
+                let unit = lines[i + 1..]
+                    .iter()
+                    .take_while(|l| l.starts_with("# UNIT "));
+                let next = lines.get(i + 1 + unit.count());
+                if next.is_none_or(|l| l.starts_with("# ")) {
+                    without.push(*line);
+                }
+            }
+        }
+        assert!(without.is_empty(), "families without a sample: {without:?}");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/metrics/exposition.txt");
+        let got = canonical(&text);
+        if std::env::var_os("WALRELAY_BLESS").is_some() {
+            std::fs::write(path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(path).unwrap();
+        let first = got.lines().zip(want.lines()).position(|(g, w)| g != w);
+        assert!(
+            got == want,
+            "{path} differs from line {:?} on; got:\n{got}",
+            first.map(|i| i + 1)
+        );
+    }
+
     #[test]
     fn renders_names_with_units_and_suffixes() {
         let m = Metrics::new();
