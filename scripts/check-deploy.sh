@@ -167,27 +167,26 @@ PY
 }
 
 # Every walrelay_* series the rules, tests and dashboard use is one
-# src/metrics.rs exports, with the suffix its type gets (_total for
+# src/metrics/ declares, with the suffix its type gets (_total for
 # counters; _bucket, _sum, _count for histograms, whose family name prose
-# may also use).
+# may also use). A declaration (src/metrics/declare.rs) is
+# `CONST field: Type {` then `name: "walrelay_...",`, its help and, for a
+# histogram, its buckets, then a line with its closing brace.
 metric_names_known() {
-    "$PY" - "$REPO_ROOT/src/metrics.rs" "$RULES" "$RULE_TESTS" "$DASHBOARD" <<'PY'
-import re, sys
-src = open(sys.argv[1]).read()
-consts = dict(re.findall(r'pub const ([A-Z_]+): &str = "(walrelay_\w+)";', src))
-fields = dict(re.findall(r'pub (\w+): ([^\n]+),\n', src))
-kinds = {}
-for const, field in re.findall(r'register\(\s*([A-Z_]+)\s*,\s*"[^"]*"\s*,\s*m\.(\w+)\.clone\(\)', src, re.S):
-    t = fields.get(field, "")
-    kinds[const] = "counter" if "Counter" in t else "histogram" if "Histogram" in t else "gauge"
+    "$PY" - "$REPO_ROOT/src" "$RULES" "$RULE_TESTS" "$DASHBOARD" <<'PY'
+import glob, os, re, sys
+files = [os.path.join(sys.argv[1], "metrics.rs")] + sorted(glob.glob(os.path.join(sys.argv[1], "metrics", "*.rs")))
+src = "\n".join(open(p).read() for p in files)
+decl = re.compile(r'^\s*[A-Z][A-Z0-9_]* \w+: ([^\n{]+?) \{\n\s*name: "(walrelay_\w+)",(.*?)\n\s*\}', re.M | re.S)
 allowed = set()
-for const, name in consts.items():
-    kind = kinds.get(const, "gauge")
+for ty, name, body in decl.findall(src):
+    kind = ("counter" if re.search(r"\bCounter\b", ty)
+            else "histogram" if "Histogram" in ty or "buckets:" in body else "gauge")
     allowed |= {"counter": {name + "_total"},
                 "histogram": {name + s for s in ("", "_bucket", "_sum", "_count")},
                 "gauge": {name}}[kind]
 if len(allowed) < 15:
-    sys.exit(f"found only {len(allowed)} metric names in {sys.argv[1]}: has its layout changed?")
+    sys.exit(f"found only {len(allowed)} metric names in {sys.argv[1]}/metrics: has its layout changed?")
 bad = []
 for path in sys.argv[2:]:
     for name in sorted(set(re.findall(r"\bwalrelay_[a-z0-9_]+", open(path).read()))):
@@ -644,7 +643,7 @@ ensure_python
 check "promtool check rules" "$PROMTOOL" check rules "$RULES"
 check "promtool test rules" "$PROMTOOL" test rules "$RULE_TESTS"
 check "alerts: severity, summary, description, tested firing and quiet" alerts_complete
-check "metric names exist in src/metrics.rs" metric_names_known
+check "metric names are declared in src/metrics/" metric_names_known
 check "dashboard is valid JSON" "$PY" -m json.tool "$DASHBOARD"
 check "dashboard: datasource and pipeline variables, panel ids, every query by pipeline, PromQL parses" dashboard_queries
 check "systemd-analyze verify walrelay.service" unit_verify

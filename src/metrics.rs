@@ -5,15 +5,24 @@
 //! reaches it through a global), every sample of which carries the
 //! pipeline's name as the `pipeline` label, and the [`Process`] that holds
 //! them all with the process's own metrics and renders them as one
-//! exposition;
-//! the metric names (constants below; the text format adds `_total` to
-//! counters) and the small HTTP listener that serves `/metrics`, `/healthz`,
+//! exposition; the small HTTP listener that serves `/metrics`, `/healthz`,
 //! `/readyz` and the operator's page (`/` and `/api/state`, in [`page`],
-//! from the samples of [`history`]). Pipeline stages update
-//! metrics per batch or per status interval, never per event on the hot
-//! path (the commit-to-ack histogram is the one per-delivery update). Labels
-//! are of low cardinality: topic, reason, error code, slot status; never an
-//! aggregate id, key or payload. Nothing here may block the pipeline.
+//! from the samples of [`history`]).
+//!
+//! Each metric family is declared once, in the group of the stage that
+//! emits it (`process.rs`, `wal.rs`, `poll.rs`, `sink.rs`,
+//! `exactly_once.rs`, `lag.rs`): its name, help text, type, labels and
+//! buckets together, from which `declare_metrics!` (`declare.rs`) makes
+//! the `pub const` of the name (the text format adds `_total` to
+//! counters), the field of [`Metrics`] and its registration. The groups
+//! live here, below the stages, because [`Metrics`] is one struct that
+//! every stage, the operator's page and `walrelay status` read.
+//!
+//! Pipeline stages update metrics per batch or per status interval, never
+//! per event on the hot path (the commit-to-ack histogram is the one
+//! per-delivery update). Labels are of low cardinality: topic, reason,
+//! error code, slot status; never an aggregate id, key or payload. Nothing
+//! here may block the pipeline.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -28,10 +37,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use std::sync::atomic::AtomicU64;
@@ -39,123 +46,35 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{debug, info};
 
+// What the declarations of the groups name: they are read here.
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::exponential_buckets;
+use sink::stage_buckets;
+
 pub mod history;
 pub mod page;
 
-/// Events produced to Kafka, by topic (`walrelay_events_total`).
-pub const EVENTS: &str = "walrelay_events";
-/// Transactions committed that carried at least one message (`walrelay_transactions_total`).
-pub const TRANSACTIONS: &str = "walrelay_transactions";
-/// Outbox changes not relayed, by reason (`walrelay_events_filtered_total`).
-pub const EVENTS_FILTERED: &str = "walrelay_events_filtered";
-/// Permanent Kafka delivery failures, by error code (`walrelay_delivery_errors_total`).
-pub const DELIVERY_ERRORS: &str = "walrelay_delivery_errors";
-/// Replication sessions re-established after a transient failure (`walrelay_reconnects_total`).
-pub const RECONNECTS: &str = "walrelay_reconnects";
-/// Events handed to Kafka and not yet acknowledged.
-pub const EVENTS_IN_FLIGHT: &str = "walrelay_events_in_flight";
-/// Age of the oldest unacknowledged event's commit, seconds.
-pub const OLDEST_UNACKED_AGE: &str = "walrelay_oldest_unacked_event_age_seconds";
-/// Commit to Kafka acknowledgement latency, seconds.
-pub const COMMIT_TO_ACK: &str = "walrelay_commit_to_ack_seconds";
-/// An event's latency split into stages, seconds, label `stage`: see
-/// [`Stages`].
-pub const STAGE_SECONDS: &str = "walrelay_stage_seconds";
-/// Highest WAL position received from the server, bytes.
-pub const RECEIVED_LSN: &str = "walrelay_received_lsn_bytes";
-/// Position confirmed to the server (the slot's confirmed_flush_lsn), bytes.
-pub const CONFIRMED_LSN: &str = "walrelay_confirmed_lsn_bytes";
-/// `pg_current_wal_lsn() - restart_lsn`: WAL the slot keeps on the primary.
-pub const SLOT_RETAINED_WAL: &str = "walrelay_slot_retained_wal_bytes";
-/// `pg_current_wal_lsn() - confirmed_flush_lsn`.
-pub const SLOT_CONFIRMED_LAG: &str = "walrelay_slot_confirmed_lag_bytes";
-/// `safe_wal_size` of the slot (bytes left before invalidation; absent when unlimited).
-pub const SLOT_SAFE_WAL_SIZE: &str = "walrelay_slot_safe_wal_size_bytes";
-/// `wal_status` of the slot: 1 for the current status label.
-pub const SLOT_WAL_STATUS: &str = "walrelay_slot_wal_status";
-/// Whether a walsender holds the slot.
-pub const SLOT_ACTIVE: &str = "walrelay_slot_active";
-/// Lag alert level by kind (`retained_wal`, `lag_seconds`): 0 ok, 1 warning, 2 critical.
-pub const SLOT_ALERT_LEVEL: &str = "walrelay_slot_alert_level";
-/// Now minus the commit time of the oldest unconfirmed event; 0 when caught up.
-pub const REPLICATION_LAG: &str = "walrelay_replication_lag_seconds";
+// `declare_metrics!`, then the groups of declarations, one per stage.
+#[macro_use]
+mod declare;
+#[macro_use]
+mod exactly_once;
+#[macro_use]
+mod lag;
+#[macro_use]
+mod poll;
+#[macro_use]
+mod process;
+#[macro_use]
+mod sink;
+#[macro_use]
+mod wal;
+
+pub use sink::{StageLabel, Stages};
+
 /// The pipeline label every pipeline metric carries.
 pub const PIPELINE_LABEL: &str = "pipeline";
-/// 1 while the pipeline runs, 0 once it stopped on a fatal error (the
-/// process keeps its other pipelines running).
-pub const PIPELINE_UP: &str = "walrelay_pipeline_up";
-/// Build information (`version` label), always 1.
-pub const BUILD_INFO: &str = "walrelay_build_info";
-/// 1 while the process runs.
-pub const UP: &str = "walrelay_up";
-/// 1 while ready (streaming, Kafka reachable, lag below critical).
-pub const READY: &str = "walrelay_ready";
-
-/// Events sent to the dead-letter topic, by kind of problem
-/// (`walrelay_dead_lettered_total`).
-pub const DEAD_LETTERED: &str = "walrelay_dead_lettered";
-
-/// Streamed (protocol version 2) transactions committed and read back
-/// (`walrelay_streamed_transactions_total`).
-pub const STREAMED_TRANSACTIONS: &str = "walrelay_streamed_transactions";
-/// Streamed transactions aborted as a whole (`walrelay_stream_aborts_total`).
-pub const STREAM_ABORTS: &str = "walrelay_stream_aborts";
-/// Subtransaction aborts that dropped streamed changes
-/// (`walrelay_subtransaction_aborts_total`).
-pub const SUBTRANSACTION_ABORTS: &str = "walrelay_subtransaction_aborts";
-/// The abort LSN the server sent in the last Stream Abort (protocol 4 with
-/// `streaming 'parallel'`, PostgreSQL 16+); 0 while none carried one.
-pub const STREAM_ABORT_LSN: &str = "walrelay_stream_abort_lsn_bytes";
-/// The pgoutput protocol version of the current replication session (1, 2
-/// or 4); 0 before the first session starts.
-pub const PGOUTPUT_PROTO_VERSION: &str = "walrelay_pgoutput_proto_version";
-/// Bytes written to spill files of streamed transactions (`walrelay_spilled_bytes_total`).
-pub const SPILLED_BYTES: &str = "walrelay_spilled_bytes";
-/// Bytes in spill files right now.
-pub const SPILL_BYTES: &str = "walrelay_spill_bytes";
-
-/// 1 in exactly-once mode (`kafka.exactly_once = true`), 0 at-least-once.
-pub const EXACTLY_ONCE: &str = "walrelay_exactly_once";
-/// Kafka transactions ended, by result (`committed`, `aborted`)
-/// (`walrelay_kafka_transactions_total`).
-pub const KAFKA_TRANSACTIONS: &str = "walrelay_kafka_transactions";
-/// Records (events, dead letters, heartbeats; the progress record not
-/// counted) per committed Kafka transaction.
-pub const KAFKA_TRANSACTION_RECORDS: &str = "walrelay_kafka_transaction_records";
-/// Seconds a Kafka transaction's commit took (flush and EndTxn).
-pub const KAFKA_TRANSACTION_COMMIT: &str = "walrelay_kafka_transaction_commit_seconds";
-/// 1 once the producer was fenced by another instance with the same
-/// transactional id.
-pub const PRODUCER_FENCED: &str = "walrelay_producer_fenced";
-/// The source position of the last committed progress record (the commit
-/// end LSN of the last whole source transaction in it), bytes.
-pub const PROGRESS_COMMITTED_LSN: &str = "walrelay_progress_committed_lsn_bytes";
-/// Events of a source transaction already committed when the last progress
-/// record was written inside it (a split large transaction); 0 otherwise.
-pub const PROGRESS_COMMITTED_EVENTS: &str = "walrelay_progress_committed_events";
-
-/// Which source the pipeline reads: `{kind="wal"}` or `{kind="poll"}`, 1.
-pub const SOURCE_INFO: &str = "walrelay_source_info";
-/// Unpublished rows in the outbox table (polling source).
-pub const POLL_UNPUBLISHED: &str = "walrelay_poll_unpublished_rows";
-/// Age of the oldest unpublished row (polling source).
-pub const POLL_OLDEST_UNPUBLISHED_AGE: &str = "walrelay_poll_oldest_unpublished_age_seconds";
-/// Rows published and marked (or deleted) by the polling source.
-pub const POLL_PUBLISHED: &str = "walrelay_poll_published_rows";
-/// Claimed batches, by result.
-pub const POLL_BATCHES: &str = "walrelay_poll_batches";
-/// Seconds a claim statement took.
-pub const POLL_CLAIM: &str = "walrelay_poll_claim_seconds";
-/// Seconds the mark (or delete) and commit took.
-pub const POLL_MARK: &str = "walrelay_poll_mark_seconds";
-/// Errors of the polling source, by kind.
-pub const POLL_ERRORS: &str = "walrelay_poll_errors";
-/// Shard locks this process holds (0 on a hot standby).
-pub const POLL_SHARDS_HELD: &str = "walrelay_poll_shards_held";
-/// Published rows deleted by retention.
-pub const POLL_RETENTION_DELETED: &str = "walrelay_poll_retention_deleted_rows";
-/// LISTEN notifications received.
-pub const POLL_NOTIFICATIONS: &str = "walrelay_poll_notifications";
 
 /// The pipeline name of a configuration that names none (the native TOML
 /// without `name`).
@@ -192,46 +111,6 @@ fn default_listen() -> String {
 pub struct TopicLabel {
     /// Kafka topic.
     pub topic: String,
-}
-
-/// Label set `{stage}`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StageLabel {
-    /// Which stage of an event's way.
-    pub stage: &'static str,
-}
-
-/// The stages of [`STAGE_SECONDS`], each a histogram of the family (the
-/// handles are kept so the hot path never looks a label up). Their sum is
-/// an event's way from its commit to the slot's confirmation; the WAL
-/// source observes all four, the polling source only `produce_to_ack`.
-#[derive(Clone, Debug)]
-pub struct Stages {
-    /// `commit_to_receive`: the server's commit timestamp to walrelay
-    /// reading the commit off the socket (the walsender's decoding and
-    /// sending, the network, the socket buffers). Per transaction.
-    pub commit_to_receive: Histogram,
-    /// `receive_to_produce`: read off the socket to handed to the
-    /// producer (decoding, assembly, the hand-over, routing). Per event.
-    pub receive_to_produce: Histogram,
-    /// `produce_to_ack`: handed to the producer to its delivery report
-    /// (librdkafka's batching and the broker). Per event.
-    pub produce_to_ack: Histogram,
-    /// `ack_to_confirm`: the oldest transaction newly confirmed, fully
-    /// acknowledged, to the status update that confirms it to the server.
-    /// Per status update that moves the confirmed position.
-    pub ack_to_confirm: Histogram,
-}
-
-/// 0.1 ms .. ~18 s in steps of √2, fine enough to read percentiles off;
-/// each bound rounded to 4 significant digits so the `le` labels read
-/// cleanly (0.0001414, not 0.00014142135623730952).
-fn stage_histogram() -> Histogram {
-    Histogram::new((0..36).map(|i| {
-        let bound = 0.0001 * std::f64::consts::SQRT_2.powi(i);
-        let scale = 10f64.powi(3 - bound.log10().floor() as i32);
-        (bound * scale).round() / scale
-    }))
 }
 
 /// Observes a duration given in microseconds (two wall-clock readings
@@ -311,111 +190,36 @@ impl PipelineState {
     }
 }
 
-/// Every metric of one pipeline.
-pub struct Metrics {
-    registry: Registry,
-    name: String,
-    stopped: std::sync::Mutex<Option<PipelineState>>,
-    /// See [`PIPELINE_UP`].
-    pub pipeline_up: Gauge,
-    /// See [`EVENTS`].
-    pub events: Family<TopicLabel, Counter>,
-    /// See [`TRANSACTIONS`].
-    pub transactions: Counter,
-    /// See [`EVENTS_FILTERED`].
-    pub filtered: Family<ReasonLabel, Counter>,
-    /// See [`DELIVERY_ERRORS`].
-    pub delivery_errors: Family<CodeLabel, Counter>,
-    /// See [`RECONNECTS`].
-    pub reconnects: Counter,
-    /// See [`EVENTS_IN_FLIGHT`].
-    pub in_flight: Gauge,
-    /// See [`OLDEST_UNACKED_AGE`].
-    pub oldest_unacked_age: FloatGauge,
-    /// See [`COMMIT_TO_ACK`].
-    pub commit_to_ack: Histogram,
-    /// See [`STAGE_SECONDS`]: the family, whose entries are [`Metrics::stages`].
-    pub stage_seconds: Family<StageLabel, Histogram, fn() -> Histogram>,
-    /// See [`STAGE_SECONDS`].
-    pub stages: Stages,
-    /// See [`RECEIVED_LSN`].
-    pub received_lsn: Gauge,
-    /// See [`CONFIRMED_LSN`].
-    pub confirmed_lsn: Gauge,
-    /// See [`SLOT_RETAINED_WAL`].
-    pub slot_retained_wal: Gauge,
-    /// See [`SLOT_CONFIRMED_LAG`].
-    pub slot_confirmed_lag: Gauge,
-    /// See [`SLOT_SAFE_WAL_SIZE`].
-    pub slot_safe_wal_size: Gauge,
-    /// See [`SLOT_WAL_STATUS`].
-    pub slot_wal_status: Family<StatusLabel, Gauge>,
-    /// See [`SLOT_ACTIVE`].
-    pub slot_active: Gauge,
-    /// See [`SLOT_ALERT_LEVEL`].
-    pub slot_alert_level: Family<KindLabel, Gauge>,
-    /// See [`REPLICATION_LAG`].
-    pub replication_lag: FloatGauge,
-    /// See [`READY`].
-    pub ready: Gauge,
-    /// Streaming from the slot right now.
-    pub streaming: AtomicBool,
-    /// Kafka answered the last metadata request.
-    pub kafka_reachable: AtomicBool,
-    /// See [`DEAD_LETTERED`].
-    pub dead_lettered: Family<ReasonLabel, Counter>,
-    /// A lag threshold is at critical.
-    pub lag_critical: AtomicBool,
-    /// See [`STREAMED_TRANSACTIONS`].
-    pub streamed_transactions: Counter,
-    /// See [`STREAM_ABORTS`].
-    pub stream_aborts: Counter,
-    /// See [`SUBTRANSACTION_ABORTS`].
-    pub subxact_aborts: Counter,
-    /// See [`STREAM_ABORT_LSN`].
-    pub stream_abort_lsn: Gauge,
-    /// See [`PGOUTPUT_PROTO_VERSION`].
-    pub proto_version: Gauge,
-    /// See [`SPILLED_BYTES`].
-    pub spilled_bytes: Counter,
-    /// See [`SPILL_BYTES`].
-    pub spill_bytes: Gauge,
-    /// See [`EXACTLY_ONCE`].
-    pub exactly_once: Gauge,
-    /// See [`KAFKA_TRANSACTIONS`].
-    pub kafka_transactions: Family<ResultLabel, Counter>,
-    /// See [`KAFKA_TRANSACTION_RECORDS`].
-    pub kafka_transaction_records: Histogram,
-    /// See [`KAFKA_TRANSACTION_COMMIT`].
-    pub kafka_transaction_commit: Histogram,
-    /// See [`PRODUCER_FENCED`].
-    pub producer_fenced: Gauge,
-    /// See [`PROGRESS_COMMITTED_LSN`].
-    pub progress_committed_lsn: Gauge,
-    /// See [`PROGRESS_COMMITTED_EVENTS`].
-    pub progress_committed_events: Gauge,
-    /// See [`SOURCE_INFO`].
-    pub source_info: Family<KindLabel, Gauge>,
-    /// See [`POLL_UNPUBLISHED`].
-    pub poll_unpublished: Gauge,
-    /// See [`POLL_OLDEST_UNPUBLISHED_AGE`].
-    pub poll_oldest_unpublished_age: FloatGauge,
-    /// See [`POLL_PUBLISHED`].
-    pub poll_published: Counter,
-    /// See [`POLL_BATCHES`].
-    pub poll_batches: Family<ResultLabel, Counter>,
-    /// See [`POLL_CLAIM`].
-    pub poll_claim: Histogram,
-    /// See [`POLL_MARK`].
-    pub poll_mark: Histogram,
-    /// See [`POLL_ERRORS`].
-    pub poll_errors: Family<KindLabel, Counter>,
-    /// See [`POLL_SHARDS_HELD`].
-    pub poll_shards_held: Gauge,
-    /// See [`POLL_RETENTION_DELETED`].
-    pub poll_retention_deleted: Counter,
-    /// See [`POLL_NOTIFICATIONS`].
-    pub poll_notifications: Counter,
+declare_metrics! {
+    /// Every metric of one pipeline: a field per family that the groups
+    /// below declare (`metrics/process.rs`, `wal.rs`, `poll.rs`, `sink.rs`,
+    /// `exactly_once.rs`, `lag.rs`, each the families of one stage),
+    /// exposed in that order, and what the pipeline's readiness and state
+    /// are made of.
+    pub struct Metrics {
+        registry: Registry,
+        name: String,
+        stopped: std::sync::Mutex<Option<PipelineState>>,
+        /// Streaming from the slot right now (or, polling, holding a shard).
+        pub streaming: AtomicBool,
+        /// Kafka answered the last metadata request.
+        pub kafka_reachable: AtomicBool,
+        /// A lag threshold is at critical.
+        pub lag_critical: AtomicBool,
+    }
+    with
+        pipeline_metrics,
+        wal_metrics,
+        poll_metrics,
+        sink_metrics,
+        exactly_once_metrics,
+        lag_metrics,
+}
+
+declare_metrics! {
+    /// The process's own families, without a `pipeline` label.
+    struct ProcessMetrics {}
+    with process_metrics
 }
 
 impl Metrics {
@@ -436,312 +240,13 @@ impl Metrics {
             )]
             .into_iter(),
         );
-        // The family's entries and the handles share their state.
-        let stage_family = Family::<StageLabel, Histogram, fn() -> Histogram>::new_with_constructor(
-            stage_histogram,
-        );
-        let stage = |name: &'static str| {
-            stage_family
-                .get_or_create(&StageLabel { stage: name })
-                .clone()
-        };
-        let m = Metrics {
-            registry: Registry::default(),
-            name: name.to_owned(),
-            stopped: std::sync::Mutex::new(None),
-            pipeline_up: Gauge::default(),
-            events: Family::default(),
-            transactions: Counter::default(),
-            filtered: Family::default(),
-            delivery_errors: Family::default(),
-            reconnects: Counter::default(),
-            in_flight: Gauge::default(),
-            oldest_unacked_age: FloatGauge::default(),
-            // 0.5 ms .. ~65 s
-            commit_to_ack: Histogram::new(exponential_buckets(0.0005, 2.0, 18)),
-            stage_seconds: stage_family.clone(),
-            stages: Stages {
-                commit_to_receive: stage("commit_to_receive"),
-                receive_to_produce: stage("receive_to_produce"),
-                produce_to_ack: stage("produce_to_ack"),
-                ack_to_confirm: stage("ack_to_confirm"),
-            },
-            received_lsn: Gauge::default(),
-            confirmed_lsn: Gauge::default(),
-            slot_retained_wal: Gauge::default(),
-            slot_confirmed_lag: Gauge::default(),
-            slot_safe_wal_size: Gauge::default(),
-            slot_wal_status: Family::default(),
-            slot_active: Gauge::default(),
-            slot_alert_level: Family::default(),
-            replication_lag: FloatGauge::default(),
-            ready: Gauge::default(),
-            dead_lettered: Family::default(),
-            streaming: AtomicBool::new(false),
-            kafka_reachable: AtomicBool::new(false),
-            lag_critical: AtomicBool::new(false),
-            streamed_transactions: Counter::default(),
-            stream_aborts: Counter::default(),
-            subxact_aborts: Counter::default(),
-            stream_abort_lsn: Gauge::default(),
-            proto_version: Gauge::default(),
-            spilled_bytes: Counter::default(),
-            spill_bytes: Gauge::default(),
-            exactly_once: Gauge::default(),
-            kafka_transactions: Family::default(),
-            // 1 .. ~1M records
-            kafka_transaction_records: Histogram::new(exponential_buckets(1.0, 4.0, 11)),
-            // 0.5 ms .. ~65 s
-            kafka_transaction_commit: Histogram::new(exponential_buckets(0.0005, 2.0, 18)),
-            producer_fenced: Gauge::default(),
-            progress_committed_lsn: Gauge::default(),
-            progress_committed_events: Gauge::default(),
-            source_info: Family::default(),
-            poll_unpublished: Gauge::default(),
-            poll_oldest_unpublished_age: FloatGauge::default(),
-            poll_published: Counter::default(),
-            poll_batches: Family::default(),
-            // 0.1 ms .. ~6.5 s
-            poll_claim: Histogram::new(exponential_buckets(0.0001, 2.0, 17)),
-            poll_mark: Histogram::new(exponential_buckets(0.0001, 2.0, 17)),
-            poll_errors: Family::default(),
-            poll_shards_held: Gauge::default(),
-            poll_retention_deleted: Counter::default(),
-            poll_notifications: Counter::default(),
-        };
-        registry.register(
-            EVENTS,
-            "Events produced to Kafka and acknowledged or in flight, by topic",
-            m.events.clone(),
-        );
-        registry.register(
-            TRANSACTIONS,
-            "Source transactions relayed",
-            m.transactions.clone(),
-        );
-        registry.register(
-            EVENTS_FILTERED,
-            "Outbox changes and logical decoding messages not relayed, by reason",
-            m.filtered.clone(),
-        );
-        registry.register(
-            DELIVERY_ERRORS,
-            "Permanent Kafka delivery failures, by error code",
-            m.delivery_errors.clone(),
-        );
-        registry.register(
-            RECONNECTS,
-            "Replication sessions re-established after a transient failure",
-            m.reconnects.clone(),
-        );
-        registry.register(
-            EVENTS_IN_FLIGHT,
-            "Events handed to Kafka and not yet acknowledged",
-            m.in_flight.clone(),
-        );
-        registry.register(
-            OLDEST_UNACKED_AGE,
-            "Seconds since the commit of the oldest unacknowledged event",
-            m.oldest_unacked_age.clone(),
-        );
-        registry.register(
-            COMMIT_TO_ACK,
-            "Seconds from source commit to Kafka acknowledgement",
-            m.commit_to_ack.clone(),
-        );
-        registry.register(
-            STAGE_SECONDS,
-            "An event's latency by stage, seconds: commit_to_receive (per transaction), \
-             receive_to_produce and produce_to_ack (per event), ack_to_confirm (per status update)",
-            m.stage_seconds.clone(),
-        );
-        registry.register(
-            RECEIVED_LSN,
-            "Highest WAL position received from the server",
-            m.received_lsn.clone(),
-        );
-        registry.register(
-            CONFIRMED_LSN,
-            "WAL position confirmed to the server as flushed",
-            m.confirmed_lsn.clone(),
-        );
-        registry.register(
-            SLOT_RETAINED_WAL,
-            "WAL retained by the slot: pg_current_wal_lsn() - restart_lsn",
-            m.slot_retained_wal.clone(),
-        );
-        registry.register(
-            SLOT_CONFIRMED_LAG,
-            "pg_current_wal_lsn() - confirmed_flush_lsn of the slot",
-            m.slot_confirmed_lag.clone(),
-        );
-        registry.register(
-            SLOT_SAFE_WAL_SIZE,
-            "Bytes of WAL that can still be written before the slot is invalidated",
-            m.slot_safe_wal_size.clone(),
-        );
-        registry.register(
-            SLOT_WAL_STATUS,
-            "wal_status of the slot (1 for the current status)",
-            m.slot_wal_status.clone(),
-        );
-        registry.register(
-            SLOT_ACTIVE,
-            "Whether a walsender holds the slot",
-            m.slot_active.clone(),
-        );
-        registry.register(
-            SLOT_ALERT_LEVEL,
-            "Lag alert level: 0 ok, 1 warning, 2 critical",
-            m.slot_alert_level.clone(),
-        );
-        registry.register(
-            REPLICATION_LAG,
-            "Seconds since the commit of the oldest unconfirmed event, 0 when caught up",
-            m.replication_lag.clone(),
-        );
+        let m = Metrics::new_registered(&mut registry);
         m.pipeline_up.set(1);
-        registry.register(
-            PIPELINE_UP,
-            "1 while the pipeline runs, 0 once it stopped on a fatal error",
-            m.pipeline_up.clone(),
-        );
-        registry.register(
-            READY,
-            "1 while the pipeline streams (or holds a shard), Kafka is reachable and lag is below critical",
-            m.ready.clone(),
-        );
-        registry.register(
-            DEAD_LETTERED,
-            "Events sent to the dead-letter topic, by kind of problem",
-            m.dead_lettered.clone(),
-        );
-        registry.register(
-            STREAMED_TRANSACTIONS,
-            "Streamed (in-progress) transactions committed and relayed from their spill files",
-            m.streamed_transactions.clone(),
-        );
-        registry.register(
-            STREAM_ABORTS,
-            "Streamed transactions aborted as a whole; their spill files were dropped",
-            m.stream_aborts.clone(),
-        );
-        registry.register(
-            SUBTRANSACTION_ABORTS,
-            "Subtransactions of streamed transactions rolled back; their changes were dropped from the spill files",
-            m.subxact_aborts.clone(),
-        );
-        registry.register(
-            STREAM_ABORT_LSN,
-            "Abort LSN sent in the last Stream Abort (protocol 4, PostgreSQL 16+); 0 while none carried one",
-            m.stream_abort_lsn.clone(),
-        );
-        registry.register(
-            PGOUTPUT_PROTO_VERSION,
-            "pgoutput protocol version of the current replication session (1, 2 or 4)",
-            m.proto_version.clone(),
-        );
-        registry.register(
-            SPILLED_BYTES,
-            "Bytes written to spill files of streamed transactions",
-            m.spilled_bytes.clone(),
-        );
-        registry.register(
-            SPILL_BYTES,
-            "Bytes in spill files of streamed transactions right now",
-            m.spill_bytes.clone(),
-        );
-        registry.register(
-            EXACTLY_ONCE,
-            "1 in exactly-once mode (transactional producer), 0 at-least-once",
-            m.exactly_once.clone(),
-        );
-        registry.register(
-            KAFKA_TRANSACTIONS,
-            "Kafka transactions ended, by result (committed, aborted)",
-            m.kafka_transactions.clone(),
-        );
-        registry.register(
-            KAFKA_TRANSACTION_RECORDS,
-            "Records per committed Kafka transaction (the progress record not counted)",
-            m.kafka_transaction_records.clone(),
-        );
-        registry.register(
-            KAFKA_TRANSACTION_COMMIT,
-            "Seconds a Kafka transaction's commit took",
-            m.kafka_transaction_commit.clone(),
-        );
-        registry.register(
-            PRODUCER_FENCED,
-            "1 once another instance with the same transactional id fenced this producer",
-            m.producer_fenced.clone(),
-        );
-        registry.register(
-            PROGRESS_COMMITTED_LSN,
-            "Source position of the last committed progress record",
-            m.progress_committed_lsn.clone(),
-        );
-        registry.register(
-            PROGRESS_COMMITTED_EVENTS,
-            "Events of a split source transaction already committed at the last progress record; 0 at a transaction boundary",
-            m.progress_committed_events.clone(),
-        );
-        registry.register(
-            SOURCE_INFO,
-            "Which source the pipeline reads (kind: wal or poll), 1",
-            m.source_info.clone(),
-        );
-        registry.register(
-            POLL_UNPUBLISHED,
-            "Unpublished rows in the outbox table (polling source; read every poll.stats_interval_ms)",
-            m.poll_unpublished.clone(),
-        );
-        registry.register(
-            POLL_OLDEST_UNPUBLISHED_AGE,
-            "Seconds the oldest unpublished row has waited (polling source; from poll.created_column, or since walrelay first saw it)",
-            m.poll_oldest_unpublished_age.clone(),
-        );
-        registry.register(
-            POLL_PUBLISHED,
-            "Rows acknowledged by Kafka and marked published (or deleted) by the polling source",
-            m.poll_published.clone(),
-        );
-        registry.register(
-            POLL_BATCHES,
-            "Claims of the polling source, by result (published, empty, rolled_back)",
-            m.poll_batches.clone(),
-        );
-        registry.register(
-            POLL_CLAIM,
-            "Seconds a claim (BEGIN and SELECT ... FOR UPDATE SKIP LOCKED) took",
-            m.poll_claim.clone(),
-        );
-        registry.register(
-            POLL_MARK,
-            "Seconds the mark (or delete) and commit of an acknowledged batch took",
-            m.poll_mark.clone(),
-        );
-        registry.register(
-            POLL_ERRORS,
-            "Errors of the polling source, by kind",
-            m.poll_errors.clone(),
-        );
-        registry.register(
-            POLL_SHARDS_HELD,
-            "Shard locks this process holds (0 while a hot standby)",
-            m.poll_shards_held.clone(),
-        );
-        registry.register(
-            POLL_RETENTION_DELETED,
-            "Published rows deleted by poll.retention_seconds",
-            m.poll_retention_deleted.clone(),
-        );
-        registry.register(
-            POLL_NOTIFICATIONS,
-            "LISTEN notifications received on poll.listen_channel",
-            m.poll_notifications.clone(),
-        );
-        Metrics { registry, ..m }
+        Metrics {
+            registry,
+            name: name.to_owned(),
+            ..m
+        }
     }
 
     /// Renders this pipeline's registry in the OpenMetrics text format.
@@ -832,16 +337,13 @@ impl Process {
     /// A process with no pipeline yet.
     pub fn new() -> Process {
         let mut registry = Registry::default();
-        let build: Family<VersionLabel, Gauge> = Family::default();
-        build
+        let own = ProcessMetrics::new_registered(&mut registry);
+        own.build_info
             .get_or_create(&VersionLabel {
                 version: env!("CARGO_PKG_VERSION"),
             })
             .set(1);
-        registry.register(BUILD_INFO, "Build information", build);
-        let up: Gauge = Gauge::default();
-        up.set(1);
-        registry.register(UP, "1 while walrelay runs", up);
+        own.up.set(1);
         Process {
             registry,
             pipelines: std::sync::RwLock::new(Vec::new()),
@@ -1044,6 +546,185 @@ async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sample in every family of a pipeline, each value its own, so that
+    /// a family registered under another's name or help shows.
+    fn sample_every_family(m: &Metrics) {
+        let topic = |t: &str| TopicLabel { topic: t.into() };
+        m.events.get_or_create(&topic("t1")).inc_by(1);
+        m.events.get_or_create(&topic("t2")).inc_by(2);
+        m.transactions.inc_by(3);
+        m.filtered
+            .get_or_create(&ReasonLabel { reason: "delete" })
+            .inc_by(4);
+        m.filtered
+            .get_or_create(&ReasonLabel { reason: "update" })
+            .inc_by(5);
+        m.delivery_errors
+            .get_or_create(&CodeLabel {
+                code: "MsgSizeTooLarge".into(),
+            })
+            .inc_by(6);
+        m.reconnects.inc_by(7);
+        m.in_flight.set(8);
+        m.oldest_unacked_age.set(9.5);
+        m.commit_to_ack.observe(0.0007);
+        m.commit_to_ack.observe(3.0);
+        m.stages.commit_to_receive.observe(0.0009);
+        m.stages.receive_to_produce.observe(0.00012);
+        m.stages.produce_to_ack.observe(0.004);
+        m.stages.produce_to_ack.observe(0.3);
+        m.stages.ack_to_confirm.observe(20.0);
+        m.received_lsn.set(10);
+        m.confirmed_lsn.set(11);
+        m.slot_retained_wal.set(12);
+        m.slot_confirmed_lag.set(13);
+        m.slot_safe_wal_size.set(14);
+        m.slot_wal_status
+            .get_or_create(&StatusLabel {
+                status: "reserved".into(),
+            })
+            .set(1);
+        m.slot_active.set(1);
+        m.slot_alert_level
+            .get_or_create(&KindLabel {
+                kind: "retained_wal",
+            })
+            .set(2);
+        m.slot_alert_level
+            .get_or_create(&KindLabel {
+                kind: "lag_seconds",
+            })
+            .set(1);
+        m.replication_lag.set(15.25);
+        m.streaming.store(true, Ordering::Relaxed);
+        m.kafka_reachable.store(true, Ordering::Relaxed);
+        m.dead_lettered
+            .get_or_create(&ReasonLabel { reason: "route" })
+            .inc_by(16);
+        m.streamed_transactions.inc_by(17);
+        m.stream_aborts.inc_by(18);
+        m.subxact_aborts.inc_by(19);
+        m.stream_abort_lsn.set(20);
+        m.proto_version.set(4);
+        m.spilled_bytes.inc_by(21);
+        m.spill_bytes.set(22);
+        m.exactly_once.set(1);
+        m.kafka_transactions
+            .get_or_create(&ResultLabel {
+                result: "committed",
+            })
+            .inc_by(23);
+        m.kafka_transactions
+            .get_or_create(&ResultLabel { result: "aborted" })
+            .inc_by(24);
+        m.kafka_transaction_records.observe(25.0);
+        m.kafka_transaction_commit.observe(0.026);
+        m.producer_fenced.set(1);
+        m.progress_committed_lsn.set(27);
+        m.progress_committed_events.set(28);
+        m.source_info
+            .get_or_create(&KindLabel { kind: "wal" })
+            .set(1);
+        m.poll_unpublished.set(29);
+        m.poll_oldest_unpublished_age.set(30.5);
+        m.poll_published.inc_by(31);
+        m.poll_batches
+            .get_or_create(&ResultLabel {
+                result: "published",
+            })
+            .inc_by(32);
+        m.poll_claim.observe(0.0033);
+        m.poll_mark.observe(0.034);
+        m.poll_errors
+            .get_or_create(&KindLabel { kind: "claim" })
+            .inc_by(35);
+        m.poll_shards_held.set(36);
+        m.poll_retention_deleted.inc_by(37);
+        m.poll_notifications.inc_by(38);
+    }
+
+    /// An exposition with its families in name order and each family's
+    /// series in label order: the two orders that carry no meaning (a
+    /// family's series come from a HashMap; Prometheus and `walrelay
+    /// status` read families by name), so that only names, help, types,
+    /// units, labels, bucket bounds and values are compared, every byte of
+    /// them.
+    fn canonical(text: &str) -> String {
+        // Family -> (descriptor lines, series: label set without `le` -> lines).
+        type Series<'a> = std::collections::BTreeMap<String, Vec<&'a str>>;
+        let mut families: std::collections::BTreeMap<&str, (Vec<&str>, Series)> =
+            std::collections::BTreeMap::new();
+        let mut current = "";
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# ") {
+                if rest != "EOF" {
+                    current = rest.split(' ').nth(1).unwrap_or("");
+                    families.entry(current).or_default().0.push(line);
+                }
+                continue;
+            }
+            let labels = line
+                .split_once('{')
+                .and_then(|(_, l)| l.split_once('}'))
+                .map_or("", |(l, _)| l);
+            let key: Vec<&str> = labels
+                .split(',')
+                .filter(|l| !l.starts_with("le="))
+                .collect();
+            let family = families.entry(current).or_default();
+            family.1.entry(key.join(",")).or_default().push(line);
+        }
+        let mut out = String::new();
+        for (descriptor, series) in families.values() {
+            for line in descriptor.iter().chain(series.values().flatten()) {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Every family of a pipeline, with a sample in each, renders exactly
+    /// as `exposition.txt` records: the guard of the declarations (a name,
+    /// help text, type, label or bucket bound changed shows here).
+    /// `WALRELAY_BLESS=1 cargo test --lib metrics::tests::exposition`
+    /// writes the file anew after an intended change.
+    #[test]
+    fn exposition_of_every_family_is_unchanged() {
+        let p = Process::new();
+        let m = p.add_pipeline("p");
+        sample_every_family(&m);
+        let version = format!("version=\"{}\"", env!("CARGO_PKG_VERSION"));
+        let text = p.render().replace(&version, "version=\"VERSION\"");
+        // Every family has a series: none was left out of the samples.
+        let mut without = Vec::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with("# TYPE ") {
+                let unit = lines[i + 1..]
+                    .iter()
+                    .take_while(|l| l.starts_with("# UNIT "));
+                let next = lines.get(i + 1 + unit.count());
+                if next.is_none_or(|l| l.starts_with("# ")) {
+                    without.push(*line);
+                }
+            }
+        }
+        assert!(without.is_empty(), "families without a sample: {without:?}");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/metrics/exposition.txt");
+        let got = canonical(&text);
+        if std::env::var_os("WALRELAY_BLESS").is_some() {
+            std::fs::write(path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(path).unwrap();
+        let first = got.lines().zip(want.lines()).position(|(g, w)| g != w);
+        assert!(
+            got == want,
+            "{path} differs from line {:?} on; got:\n{got}",
+            first.map(|i| i + 1)
+        );
+    }
 
     #[test]
     fn renders_names_with_units_and_suffixes() {
