@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod postgres;
 pub mod properties;
+pub mod retry;
 pub mod router;
 pub mod secret;
 pub mod setting;
