@@ -28,6 +28,7 @@ use super::tls::{TlsError, TlsParams};
 use crate::postgres::config::{
     ChannelBindingMode, Endpoint, PostgresConfig, SslMode, TargetSessionAttrs,
 };
+use crate::retry::{Class, Retry};
 use crate::secret::Secret;
 
 /// Read buffer growth step; large enough that one read usually holds many
@@ -110,6 +111,9 @@ pub enum ReplicationError {
         message: String,
         /// DETAIL, if any.
         detail: Option<String>,
+        /// What the SQLSTATE allows ([`sqlstate_class`]), judged when the
+        /// error arrived.
+        retry: Class,
     },
     /// The server asked for an authentication method we do not speak.
     #[error("the server asked for {0} authentication, which walrelay does not support")]
@@ -143,29 +147,35 @@ impl ReplicationError {
             _ => None,
         }
     }
+}
 
-    /// Whether waiting and reconnecting can help: lost connections, server
-    /// shutdown and restarts, a slot held by another walrelay (hot standby).
-    pub fn is_transient(&self) -> bool {
-        match self {
-            ReplicationError::Connect { .. }
-            | ReplicationError::ConnectTimeout { .. }
-            | ReplicationError::Io(_)
-            | ReplicationError::Closed => true,
-            ReplicationError::Server { code, .. } => is_transient_sqlstate(code),
-            ReplicationError::Tls(e) => e.is_transient(),
-            ReplicationError::Hosts(e) => e.is_transient(ReplicationError::is_transient),
-            ReplicationError::UnsupportedAuth(_)
-            | ReplicationError::PasswordRequired { .. }
-            | ReplicationError::Protocol(_)
-            | ReplicationError::ChannelBindingRequired(_) => false,
+/// Each variant's class, or the one it was created with: lost connections,
+/// server shutdown and restarts, a slot held by another walrelay (hot
+/// standby) are worth waiting for; a refused login, an authentication
+/// walrelay cannot do or a protocol violation are not.
+impl From<ReplicationError> for Retry<ReplicationError> {
+    fn from(e: ReplicationError) -> Self {
+        use ReplicationError as R;
+        match e {
+            e @ (R::Connect { .. } | R::ConnectTimeout { .. } | R::Io(_) | R::Closed) => {
+                Retry::Transient(e)
+            }
+            e @ R::Server { retry, .. } => Retry::new(retry, e),
+            R::Tls(tls) => Retry::from(tls).map(R::Tls),
+            R::Hosts(hosts) => Retry::new(hosts.retry, R::Hosts(hosts)),
+            e @ (R::UnsupportedAuth(_)
+            | R::PasswordRequired { .. }
+            | R::Protocol(_)
+            | R::ChannelBindingRequired(_)) => Retry::Definite(e),
         }
     }
 }
 
-/// SQLSTATEs after which a reconnect is worth trying.
-pub fn is_transient_sqlstate(code: &str) -> bool {
-    matches!(
+/// What a server error allows, by its SQLSTATE: a reconnect is worth
+/// trying after a shutdown or restart, a lost connection, a resource taken
+/// for now; every other error stays.
+pub fn sqlstate_class(code: &str) -> Class {
+    let transient = matches!(
         code,
         // admin_shutdown, crash_shutdown, cannot_connect_now
         "57P01" | "57P02" | "57P03"
@@ -175,7 +185,12 @@ pub fn is_transient_sqlstate(code: &str) -> bool {
         | "53300" | "53400"
         // idle_session_timeout, query_canceled (walsender timeout)
         | "57P05" | "57014"
-    ) || code.starts_with("08")
+    ) || code.starts_with("08");
+    if transient {
+        Class::Transient
+    } else {
+        Class::Definite
+    }
 }
 
 /// What `IDENTIFY_SYSTEM` returns.
@@ -243,12 +258,11 @@ impl ReplicationConnection {
         };
         let (conn, yes) = match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(done)) => done,
-            Ok(Err(e)) => return Err(Refusal::Failed(e)),
+            Ok(Err(e)) => return Err(Refusal::Failed(e.into())),
             Err(_) => {
-                return Err(Refusal::Failed(ReplicationError::ConnectTimeout {
-                    addr,
-                    timeout,
-                }))
+                return Err(Refusal::Failed(Retry::Transient(
+                    ReplicationError::ConnectTimeout { addr, timeout },
+                )))
             }
         };
         match hosts::verdict(test, yes) {
@@ -304,10 +318,12 @@ impl ReplicationConnection {
                 other => other,
             },
             // libpq's prefer: TLS when offered; plain again when the TLS
-            // handshake or the session over TLS is refused.
+            // handshake or the session over TLS is refused (a handshake the
+            // network broke is no refusal).
             SslMode::Prefer => {
                 match Self::attempt(params, endpoint, addr, Some((&connector, true))).await {
-                    Err(ReplicationError::Tls(e)) if !e.is_transient() => {
+                    Err(e @ ReplicationError::Tls(TlsError::HandshakeLost { .. })) => Err(e),
+                    Err(ReplicationError::Tls(e)) => {
                         tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
                         Self::attempt(params, endpoint, addr, None).await
                     }
@@ -787,6 +803,7 @@ pub(super) fn server_error(
         }
     }
     ReplicationError::Server {
+        retry: sqlstate_class(&code),
         code,
         message,
         detail,
@@ -1038,10 +1055,24 @@ mod tests {
 
     #[test]
     fn transient_classification() {
-        assert!(is_transient_sqlstate("57P01"));
-        assert!(is_transient_sqlstate("55006"));
-        assert!(is_transient_sqlstate("08006"));
-        assert!(!is_transient_sqlstate("28P01"));
-        assert!(!is_transient_sqlstate("42704"));
+        assert_eq!(sqlstate_class("57P01"), Class::Transient);
+        assert_eq!(sqlstate_class("55006"), Class::Transient);
+        assert_eq!(sqlstate_class("08006"), Class::Transient);
+        assert_eq!(sqlstate_class("28P01"), Class::Definite);
+        assert_eq!(sqlstate_class("42704"), Class::Definite);
+        let server = |code: &str| ReplicationError::Server {
+            code: code.into(),
+            message: "m".into(),
+            detail: None,
+            retry: sqlstate_class(code),
+        };
+        let class = |e: ReplicationError| Retry::<ReplicationError>::from(e).class();
+        assert_eq!(class(server("57P01")), Class::Transient);
+        assert_eq!(class(server("28P01")), Class::Definite);
+        assert_eq!(class(ReplicationError::Closed), Class::Transient);
+        assert_eq!(
+            class(ReplicationError::PasswordRequired { user: "u".into() }),
+            Class::Definite
+        );
     }
 }

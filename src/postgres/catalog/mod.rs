@@ -22,12 +22,13 @@ use tracing::{info, warn};
 use walrelay_proto::Lsn;
 
 use super::hosts::{self, HostsError, Refusal};
-use super::replication::{quote_ident, ConnectParams};
+use super::replication::{quote_ident, sqlstate_class, ConnectParams};
 use super::tls::{MakeTls, TlsError};
 use crate::postgres::config::{
     ChannelBindingMode, Endpoint, PostgresConfig, PublicationMode, ReplicationConfig, SslMode,
     TargetSessionAttrs,
 };
+use crate::retry::{Class, Retry};
 
 /// Errors of catalog work.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +41,9 @@ pub enum CatalogError {
         /// The driver's error.
         #[source]
         source: tokio_postgres::Error,
+        /// What the failure allows, judged from the driver's error when it
+        /// arrived ([`sql`]).
+        retry: Class,
     },
     /// An outbox table is missing.
     #[error("outbox table {schema}.{table} does not exist in database {dbname}")]
@@ -148,22 +152,26 @@ pub enum CatalogError {
     },
 }
 
-impl CatalogError {
-    /// Whether a retry can help (connection problems, server restarts).
-    pub fn is_transient(&self) -> bool {
-        match self {
-            CatalogError::Sql { source, .. } => match source.code() {
-                Some(code) => super::replication::is_transient_sqlstate(code.code()),
-                // A refused certificate or handshake does not fix itself.
-                None if is_tls_failure(source) => false,
-                // No SQLSTATE: the connection itself failed.
-                None => true,
-            },
-            CatalogError::Tls(e) => e.is_transient(),
-            CatalogError::Timeout { .. } | CatalogError::SyncedOnStandby { .. } => true,
-            CatalogError::Unsupported(u) => u.is_transient(),
-            CatalogError::Hosts(e) => e.is_transient(CatalogError::is_transient),
-            _ => false,
+/// Each variant's class, or the one it was created with: connection
+/// problems, server restarts, a dead path, a slot waiting for its standby's
+/// promotion are worth retrying; a missing table, publication or
+/// capability, a mismatched slot are not.
+impl From<CatalogError> for Retry<CatalogError> {
+    fn from(e: CatalogError) -> Self {
+        use CatalogError as C;
+        match e {
+            e @ C::Sql { retry, .. } => Retry::new(retry, e),
+            C::Tls(tls) => Retry::from(tls).map(C::Tls),
+            e @ (C::Timeout { .. } | C::SyncedOnStandby { .. }) => Retry::Transient(e),
+            C::Unsupported(u) => Retry::from(u).map(C::Unsupported),
+            C::Hosts(hosts) => Retry::new(hosts.retry, C::Hosts(hosts)),
+            e @ (C::NoOutboxTable { .. }
+            | C::MissingOutboxColumn { .. }
+            | C::NoPublication { .. }
+            | C::PublicationMismatch { .. }
+            | C::UnexpectedAnswer { .. }
+            | C::FailoverUnsupported { .. }
+            | C::SlotMismatch { .. }) => Retry::Definite(e),
         }
     }
 }
@@ -192,11 +200,26 @@ where
     }
 }
 
+/// A failed statement or connection as [`CatalogError::Sql`], with
+/// `context` and its class: by SQLSTATE when the server answered
+/// ([`sqlstate_class`]), definite when a certificate or the TLS handshake
+/// was refused, transient when the connection itself failed.
 pub(super) fn sql(
     context: impl Into<String>,
 ) -> impl FnOnce(tokio_postgres::Error) -> CatalogError {
     let context = context.into();
-    move |source| CatalogError::Sql { context, source }
+    move |source| {
+        let retry = match source.code() {
+            Some(code) => sqlstate_class(code.code()),
+            None if is_tls_failure(&source) => Class::Definite,
+            None => Class::Transient,
+        };
+        CatalogError::Sql {
+            context,
+            source,
+            retry,
+        }
+    }
 }
 
 /// Whether the server answered a connection attempt with an error
@@ -219,7 +242,7 @@ fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(e) = source {
         if let Some(tls) = e.downcast_ref::<TlsError>() {
-            return !tls.is_transient();
+            return !matches!(tls, TlsError::HandshakeLost { .. });
         }
         source = e.source();
     }
@@ -295,7 +318,7 @@ async fn connect_host(
     );
     let (client, yes) = bounded(params.connect_timeout, &what, attempt)
         .await
-        .map_err(Refusal::Failed)?;
+        .map_err(|e| Refusal::Failed(e.into()))?;
     // A mismatch drops the client, which closes the connection.
     hosts::verdict(test, yes).map_err(Refusal::Mismatch)?;
     Ok(client)
