@@ -17,7 +17,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use fallible_iterator::FallibleIterator;
 use openssl::ssl::SslConnector;
 use postgres_protocol::authentication::{md5_hash, sasl};
-use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::backend::{AuthenticationSaslBody, Message};
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
@@ -413,10 +413,6 @@ impl ReplicationConnection {
         encrypted: bool,
         binding: Option<Vec<u8>>,
     ) -> Result<(), ReplicationError> {
-        let binding_mode = params.tls.channel_binding;
-        let require_binding = binding_mode == ChannelBindingMode::Require;
-        let mut bound = false;
-        let mut scram_done = false;
         let startup = [
             ("user", params.user.as_str()),
             ("database", params.dbname.as_str()),
@@ -426,123 +422,9 @@ impl ReplicationConnection {
         ];
         frontend::startup_message(startup.iter().copied(), &mut self.write_buf)?;
         self.flush().await?;
-
-        let password = |user: &str| {
-            params
-                .password
-                .as_ref()
-                .map(|p| p.expose().as_bytes().to_vec())
-                .ok_or_else(|| ReplicationError::PasswordRequired {
-                    user: user.to_owned(),
-                })
-        };
-        let mut scram: Option<sasl::ScramSha256> = None;
+        let mut auth = Auth::new(params, encrypted, binding);
         loop {
             match self.read_message().await? {
-                Message::AuthenticationOk => {
-                    if scram.is_some() && !scram_done {
-                        return Err(ReplicationError::Protocol(
-                            "the server ended SCRAM without proving it knows the password".into(),
-                        ));
-                    }
-                    if require_binding && !bound {
-                        return Err(ReplicationError::ChannelBindingRequired(
-                            "the server authenticated walrelay without SCRAM channel binding",
-                        ));
-                    }
-                }
-                Message::AuthenticationCleartextPassword => {
-                    if require_binding {
-                        return Err(ReplicationError::ChannelBindingRequired(
-                            "the server asked for a cleartext password",
-                        ));
-                    }
-                    let pw = password(&params.user)?;
-                    frontend::password_message(&pw, &mut self.write_buf)?;
-                    self.flush().await?;
-                }
-                Message::AuthenticationMd5Password(body) => {
-                    if require_binding {
-                        return Err(ReplicationError::ChannelBindingRequired(
-                            "the server asked for an md5 password",
-                        ));
-                    }
-                    let pw = password(&params.user)?;
-                    let hash = md5_hash(params.user.as_bytes(), &pw, body.salt());
-                    frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
-                    self.flush().await?;
-                }
-                Message::AuthenticationSasl(body) => {
-                    let (mut has_scram, mut has_plus) = (false, false);
-                    let mut mechanisms = body.mechanisms();
-                    while let Some(m) = mechanisms.next()? {
-                        has_scram |= m == sasl::SCRAM_SHA_256;
-                        has_plus |= m == sasl::SCRAM_SHA_256_PLUS;
-                    }
-                    let usable = binding
-                        .clone()
-                        .filter(|_| has_plus && binding_mode != ChannelBindingMode::Disable);
-                    let (mechanism, channel) = match usable {
-                        Some(data) => (
-                            sasl::SCRAM_SHA_256_PLUS,
-                            sasl::ChannelBinding::tls_server_end_point(data),
-                        ),
-                        None if require_binding => {
-                            return Err(ReplicationError::ChannelBindingRequired(if encrypted {
-                                "the server does not offer SCRAM-SHA-256-PLUS"
-                            } else {
-                                "the server did not accept tls (postgres.sslmode)"
-                            }))
-                        }
-                        // We could bind but the server did not offer it: say
-                        // so ('y'), which lets the server detect a downgrade.
-                        None if encrypted
-                            && binding.is_some()
-                            && binding_mode != ChannelBindingMode::Disable =>
-                        {
-                            (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unrequested())
-                        }
-                        None => (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unsupported()),
-                    };
-                    if mechanism == sasl::SCRAM_SHA_256 && !has_scram {
-                        return Err(ReplicationError::UnsupportedAuth(
-                            "SASL without SCRAM-SHA-256",
-                        ));
-                    }
-                    let pw = password(&params.user)?;
-                    let s = sasl::ScramSha256::new(&pw, channel);
-                    frontend::sasl_initial_response(mechanism, s.message(), &mut self.write_buf)?;
-                    self.flush().await?;
-                    bound = mechanism == sasl::SCRAM_SHA_256_PLUS;
-                    scram = Some(s);
-                }
-                Message::AuthenticationSaslContinue(body) => {
-                    let s = scram.as_mut().ok_or_else(|| {
-                        ReplicationError::Protocol("SASL continue without SASL start".into())
-                    })?;
-                    s.update(body.data())?;
-                    frontend::sasl_response(s.message(), &mut self.write_buf)?;
-                    self.flush().await?;
-                }
-                Message::AuthenticationSaslFinal(body) => {
-                    let s = scram.as_mut().ok_or_else(|| {
-                        ReplicationError::Protocol("SASL final without SASL start".into())
-                    })?;
-                    s.finish(body.data())?;
-                    scram_done = true;
-                }
-                Message::AuthenticationKerberosV5 => {
-                    return Err(ReplicationError::UnsupportedAuth("Kerberos V5"))
-                }
-                Message::AuthenticationScmCredential => {
-                    return Err(ReplicationError::UnsupportedAuth("SCM credential"))
-                }
-                Message::AuthenticationGss | Message::AuthenticationGssContinue(_) => {
-                    return Err(ReplicationError::UnsupportedAuth("GSSAPI"))
-                }
-                Message::AuthenticationSspi => {
-                    return Err(ReplicationError::UnsupportedAuth("SSPI"))
-                }
                 Message::ParameterStatus(body) => {
                     if let (Ok(name), Ok(value)) = (body.name(), body.value()) {
                         self.reported.record(name, value);
@@ -551,12 +433,70 @@ impl ReplicationConnection {
                 Message::BackendKeyData(_) | Message::NoticeResponse(_) => {}
                 Message::ReadyForQuery(_) => return Ok(()),
                 Message::ErrorResponse(body) => return Err(server_error(&body)),
-                _ => {
-                    return Err(ReplicationError::Protocol(
-                        "unexpected message during startup".into(),
-                    ))
-                }
+                other => self.authenticate(&mut auth, other).await?,
             }
+        }
+    }
+
+    /// Answers one message of the authentication exchange.
+    async fn authenticate(
+        &mut self,
+        auth: &mut Auth<'_>,
+        message: Message,
+    ) -> Result<(), ReplicationError> {
+        match message {
+            Message::AuthenticationOk => auth.accept_ok(),
+            Message::AuthenticationCleartextPassword => {
+                auth.refuse_unbound("the server asked for a cleartext password")?;
+                let pw = auth.password()?;
+                frontend::password_message(&pw, &mut self.write_buf)?;
+                self.flush().await
+            }
+            Message::AuthenticationMd5Password(body) => {
+                auth.refuse_unbound("the server asked for an md5 password")?;
+                let pw = auth.password()?;
+                let hash = md5_hash(auth.params.user.as_bytes(), &pw, body.salt());
+                frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
+                self.flush().await
+            }
+            Message::AuthenticationSasl(body) => {
+                let (mechanism, channel) = auth.mechanism(&body)?;
+                let s = sasl::ScramSha256::new(&auth.password()?, channel);
+                frontend::sasl_initial_response(mechanism, s.message(), &mut self.write_buf)?;
+                self.flush().await?;
+                auth.bound = mechanism == sasl::SCRAM_SHA_256_PLUS;
+                auth.scram = Some(s);
+                Ok(())
+            }
+            Message::AuthenticationSaslContinue(body) => {
+                let s = auth.scram.as_mut().ok_or_else(|| {
+                    ReplicationError::Protocol("SASL continue without SASL start".into())
+                })?;
+                s.update(body.data())?;
+                frontend::sasl_response(s.message(), &mut self.write_buf)?;
+                self.flush().await
+            }
+            Message::AuthenticationSaslFinal(body) => {
+                let s = auth.scram.as_mut().ok_or_else(|| {
+                    ReplicationError::Protocol("SASL final without SASL start".into())
+                })?;
+                s.finish(body.data())?;
+                auth.scram_done = true;
+                Ok(())
+            }
+            Message::AuthenticationKerberosV5 => {
+                Err(ReplicationError::UnsupportedAuth("Kerberos V5"))
+            }
+            Message::AuthenticationScmCredential => {
+                Err(ReplicationError::UnsupportedAuth("SCM credential"))
+            }
+            Message::AuthenticationGss | Message::AuthenticationGssContinue(_) => {
+                Err(ReplicationError::UnsupportedAuth("GSSAPI"))
+            }
+            Message::AuthenticationSspi => Err(ReplicationError::UnsupportedAuth("SSPI")),
+            _ => Err(ReplicationError::Protocol(
+                "unexpected message during startup".into(),
+            )),
         }
     }
 
@@ -771,6 +711,122 @@ impl ReplicationConnection {
                 return Err(ReplicationError::Closed);
             }
         }
+    }
+}
+
+/// Where authentication stands during one startup.
+struct Auth<'a> {
+    params: &'a ConnectParams,
+    /// The connection is TLS.
+    encrypted: bool,
+    /// The `tls-server-end-point` data of a TLS connection.
+    binding: Option<Vec<u8>>,
+    /// SCRAM, once the server asked for SASL.
+    scram: Option<sasl::ScramSha256>,
+    /// The server proved it knows the password (SASL final).
+    scram_done: bool,
+    /// SCRAM-SHA-256-PLUS was chosen.
+    bound: bool,
+}
+
+impl<'a> Auth<'a> {
+    fn new(params: &'a ConnectParams, encrypted: bool, binding: Option<Vec<u8>>) -> Self {
+        Auth {
+            params,
+            encrypted,
+            binding,
+            scram: None,
+            scram_done: false,
+            bound: false,
+        }
+    }
+
+    fn mode(&self) -> ChannelBindingMode {
+        self.params.tls.channel_binding
+    }
+
+    /// The configured password, which the server asked for.
+    fn password(&self) -> Result<Vec<u8>, ReplicationError> {
+        self.params
+            .password
+            .as_ref()
+            .map(|p| p.expose().as_bytes().to_vec())
+            .ok_or_else(|| ReplicationError::PasswordRequired {
+                user: self.params.user.clone(),
+            })
+    }
+
+    /// A method without channel binding, refused when binding is required.
+    fn refuse_unbound(&self, asked: &'static str) -> Result<(), ReplicationError> {
+        if self.mode() == ChannelBindingMode::Require {
+            return Err(ReplicationError::ChannelBindingRequired(asked));
+        }
+        Ok(())
+    }
+
+    /// AuthenticationOk: only after SCRAM proved the server, and bound
+    /// when binding is required.
+    fn accept_ok(&self) -> Result<(), ReplicationError> {
+        if self.scram.is_some() && !self.scram_done {
+            return Err(ReplicationError::Protocol(
+                "the server ended SCRAM without proving it knows the password".into(),
+            ));
+        }
+        if self.mode() == ChannelBindingMode::Require && !self.bound {
+            return Err(ReplicationError::ChannelBindingRequired(
+                "the server authenticated walrelay without SCRAM channel binding",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The SASL mechanism and channel binding to answer the server's list
+    /// with.
+    fn mechanism(
+        &self,
+        body: &AuthenticationSaslBody,
+    ) -> Result<(&'static str, sasl::ChannelBinding), ReplicationError> {
+        let (mut has_scram, mut has_plus) = (false, false);
+        let mut mechanisms = body.mechanisms();
+        while let Some(m) = mechanisms.next()? {
+            has_scram |= m == sasl::SCRAM_SHA_256;
+            has_plus |= m == sasl::SCRAM_SHA_256_PLUS;
+        }
+        let mode = self.mode();
+        let usable = self
+            .binding
+            .clone()
+            .filter(|_| has_plus && mode != ChannelBindingMode::Disable);
+        let (mechanism, channel) = match usable {
+            Some(data) => (
+                sasl::SCRAM_SHA_256_PLUS,
+                sasl::ChannelBinding::tls_server_end_point(data),
+            ),
+            None if mode == ChannelBindingMode::Require => {
+                return Err(ReplicationError::ChannelBindingRequired(
+                    if self.encrypted {
+                        "the server does not offer SCRAM-SHA-256-PLUS"
+                    } else {
+                        "the server did not accept tls (postgres.sslmode)"
+                    },
+                ))
+            }
+            // We could bind but the server did not offer it: say so ('y'),
+            // which lets the server detect a downgrade.
+            None if self.encrypted
+                && self.binding.is_some()
+                && mode != ChannelBindingMode::Disable =>
+            {
+                (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unrequested())
+            }
+            None => (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unsupported()),
+        };
+        if mechanism == sasl::SCRAM_SHA_256 && !has_scram {
+            return Err(ReplicationError::UnsupportedAuth(
+                "SASL without SCRAM-SHA-256",
+            ));
+        }
+        Ok((mechanism, channel))
     }
 }
 

@@ -670,7 +670,71 @@ pub async fn prepare_publication(
     if plan.messages_only {
         return prepare_message_publication(client, plan).await;
     }
+    require_outbox_tables(client, plan).await?;
+    // Errors about the publication as a whole name the first table.
+    let first = plan
+        .tables
+        .first()
+        .expect("a plan that is not messages-only names an outbox table");
     let publication = &plan.publication;
+    let row = client
+        .query_opt(
+            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(sql(format!("cannot look up publication {publication}")))?;
+    let Some(row) = row else {
+        create_publication(client, plan, first).await?;
+        return Ok(());
+    };
+    let pubinsert: bool = row.get(0);
+    let puballtables: bool = row.get(1);
+    if !pubinsert {
+        return Err(plan.mismatch(first, "it does not publish inserts"));
+    }
+    if puballtables {
+        return accept_all_tables(plan, first);
+    }
+    require_publication_tables(client, plan).await
+}
+
+impl PublicationPlan {
+    /// [`CatalogError::PublicationMismatch`] about `table`.
+    fn mismatch(&self, (schema, table): &(String, String), reason: &str) -> CatalogError {
+        CatalogError::PublicationMismatch {
+            publication: self.publication.clone(),
+            schema: schema.clone(),
+            table: table.clone(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// The outbox tables as `FOR TABLE` lists them.
+    fn table_list(&self) -> String {
+        self.tables
+            .iter()
+            .map(|(s, t)| format!("{}.{}", quote_ident(s), quote_ident(t)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The `WITH (publish = ...)` of a publication walrelay creates:
+    /// `replication.publish`, else `default`, else none.
+    fn with_publish(&self, default: Option<&str>) -> String {
+        match self.publish.as_deref().or(default) {
+            // The list was validated to be operation names only.
+            Some(publish) => format!(" WITH (publish = '{publish}')"),
+            None => String::new(),
+        }
+    }
+}
+
+/// Every outbox table exists (a table or a partitioned table).
+async fn require_outbox_tables(
+    client: &Client,
+    plan: &PublicationPlan,
+) -> Result<(), CatalogError> {
     for (schema, table) in &plan.tables {
         let exists = client
             .query_opt(
@@ -688,92 +752,82 @@ pub async fn prepare_publication(
             });
         }
     }
-    // Errors about the publication as a whole name the first table.
-    let first = plan
-        .tables
-        .first()
-        .expect("a plan that is not messages-only names an outbox table");
-    let mismatch_of =
-        |(schema, table): &(String, String), reason: &str| CatalogError::PublicationMismatch {
-            publication: publication.clone(),
-            schema: schema.clone(),
-            table: table.clone(),
-            reason: reason.to_owned(),
-        };
-    let mismatch = |reason: &str| mismatch_of(first, reason);
-    let outbox = plan
-        .tables
-        .iter()
-        .map(|(s, t)| format!("{}.{}", quote_ident(s), quote_ident(t)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let with = |default: Option<&str>| match plan.publish.as_deref().or(default) {
-        // The list was validated to be operation names only.
-        Some(publish) => format!(" WITH (publish = '{publish}')"),
-        None => String::new(),
+    Ok(())
+}
+
+/// Creates the missing publication as the plan's mode says, or refuses
+/// when the mode forbids it; `no_tables` creates one and stops, for the
+/// operator to add the tables.
+async fn create_publication(
+    client: &Client,
+    plan: &PublicationPlan,
+    first: &(String, String),
+) -> Result<(), CatalogError> {
+    let publication = &plan.publication;
+    let outbox = plan.table_list();
+    let target = match plan.mode {
+        PublicationMode::Table if plan.create => {
+            let default = table_publish(plan.transaction_metadata);
+            format!("FOR TABLE {outbox}{}", plan.with_publish(Some(default)))
+        }
+        PublicationMode::Table => {
+            return Err(CatalogError::NoPublication {
+                publication: publication.clone(),
+                setting: "replication.create_publication is false",
+            })
+        }
+        PublicationMode::Disabled => {
+            return Err(CatalogError::NoPublication {
+                publication: publication.clone(),
+                setting: "publication.autocreate.mode is disabled",
+            })
+        }
+        PublicationMode::AllTables => format!("FOR ALL TABLES{}", plan.with_publish(None)),
+        PublicationMode::Filtered => format!("FOR TABLE {outbox}{}", plan.with_publish(None)),
+        PublicationMode::NoTables => plan.with_publish(None),
     };
-    let row = client
-        .query_opt(
-            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
-            &[publication],
-        )
+    let stmt = format!("CREATE PUBLICATION {} {target}", quote_ident(publication));
+    client
+        .batch_execute(&stmt)
         .await
-        .map_err(sql(format!("cannot look up publication {publication}")))?;
-    let Some(row) = row else {
-        let target = match plan.mode {
-            PublicationMode::Table if plan.create => {
-                let default = table_publish(plan.transaction_metadata);
-                format!("FOR TABLE {outbox}{}", with(Some(default)))
-            }
-            PublicationMode::Table => {
-                return Err(CatalogError::NoPublication {
-                    publication: publication.clone(),
-                    setting: "replication.create_publication is false",
-                })
-            }
-            PublicationMode::Disabled => {
-                return Err(CatalogError::NoPublication {
-                    publication: publication.clone(),
-                    setting: "publication.autocreate.mode is disabled",
-                })
-            }
-            PublicationMode::AllTables => format!("FOR ALL TABLES{}", with(None)),
-            PublicationMode::Filtered => format!("FOR TABLE {outbox}{}", with(None)),
-            PublicationMode::NoTables => with(None),
-        };
-        let stmt = format!("CREATE PUBLICATION {} {target}", quote_ident(publication));
-        client
-            .batch_execute(&stmt)
-            .await
-            .map_err(sql(format!("cannot create publication {publication}")))?;
-        info!(publication = %publication, mode = plan.mode.as_str(), "created publication");
-        if plan.mode != PublicationMode::NoTables {
-            return Ok(());
-        }
-        return Err(mismatch(
-            "it was just created without tables (publication.autocreate.mode=no_tables); \
-             add the outbox tables with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
-        ));
-    };
-    let pubinsert: bool = row.get(0);
-    let puballtables: bool = row.get(1);
-    if !pubinsert {
-        return Err(mismatch("it does not publish inserts"));
-    }
-    if puballtables {
-        if plan.mode == PublicationMode::Filtered {
-            return Err(mismatch(
-                "it is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication; \
-                 drop it or use all_tables",
-            ));
-        }
-        warn!(
-            publication = %publication,
-            "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
-             a publication FOR TABLE <outbox tables> is cheaper"
-        );
+        .map_err(sql(format!("cannot create publication {publication}")))?;
+    info!(publication = %publication, mode = plan.mode.as_str(), "created publication");
+    if plan.mode != PublicationMode::NoTables {
         return Ok(());
     }
+    Err(plan.mismatch(
+        first,
+        "it was just created without tables (publication.autocreate.mode=no_tables); \
+         add the outbox tables with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
+    ))
+}
+
+/// A publication `FOR ALL TABLES` carries the outbox tables, at a cost;
+/// mode `filtered` wants a `FOR TABLE` one.
+fn accept_all_tables(plan: &PublicationPlan, first: &(String, String)) -> Result<(), CatalogError> {
+    if plan.mode == PublicationMode::Filtered {
+        return Err(plan.mismatch(
+            first,
+            "it is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication; \
+             drop it or use all_tables",
+        ));
+    }
+    warn!(
+        publication = %plan.publication,
+        "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
+         a publication FOR TABLE <outbox tables> is cheaper"
+    );
+    Ok(())
+}
+
+/// Every outbox table is in the publication's list; mode `filtered` makes
+/// the list the outbox tables instead (Debezium's filtered mode: the
+/// publication's tables become the include list's).
+async fn require_publication_tables(
+    client: &Client,
+    plan: &PublicationPlan,
+) -> Result<(), CatalogError> {
+    let publication = &plan.publication;
     let rows = client
         .query(
             "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1",
@@ -784,11 +838,10 @@ pub async fn prepare_publication(
     let listed: BTreeSet<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     let wanted: BTreeSet<(String, String)> = plan.tables.iter().cloned().collect();
     if plan.mode == PublicationMode::Filtered && listed != wanted {
-        // Debezium's filtered mode: the publication's tables become the
-        // include list's.
         let stmt = format!(
-            "ALTER PUBLICATION {} SET TABLE {outbox}",
-            quote_ident(publication)
+            "ALTER PUBLICATION {} SET TABLE {}",
+            quote_ident(publication),
+            plan.table_list()
         );
         client
             .batch_execute(&stmt)
@@ -798,7 +851,7 @@ pub async fn prepare_publication(
         return Ok(());
     }
     if let Some(missing) = plan.tables.iter().find(|t| !listed.contains(*t)) {
-        return Err(mismatch_of(missing, "the table is not in it"));
+        return Err(plan.mismatch(missing, "the table is not in it"));
     }
     Ok(())
 }
