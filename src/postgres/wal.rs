@@ -639,9 +639,10 @@ impl<F: Frontier> ReadLoop<'_, F> {
                 r?;
                 Ok(None)
             }
-            // Silence is normal: a walsender with nothing to send and
-            // regular replies from us sends nothing. Halfway to the timeout
-            // ask for a reply; a live server answers with a keepalive.
+            // 5. silence, which is normal: a walsender with nothing to send
+            // and regular replies from us sends nothing. Halfway to the
+            // timeout ask for a reply; a live server answers with a
+            // keepalive.
             _ = tokio::time::sleep_until(self.last_receive + timeout / 2), if !self.pinged => {
                 let durable = self.frontier.durable();
                 self.writer
@@ -650,6 +651,7 @@ impl<F: Frontier> ReadLoop<'_, F> {
                 self.pinged = true;
                 Ok(None)
             }
+            // 6. no answer to that request either
             _ = tokio::time::sleep_until(self.last_receive + timeout), if self.pinged => {
                 Err(Retry::Transient(WalError::ReceiveTimeout(timeout)))
             }
