@@ -330,132 +330,204 @@ pub async fn monitor(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), LagError> {
     let probe = std::sync::Arc::new(kafka_probe);
-    let mut client: Option<tokio_postgres::Client> = None;
-    let mut alerts = Alerts::default();
-    // The max_slot_wal_keep_size last warned about, so that a reconnect to
-    // the same server does not repeat it and another server's is checked.
-    let mut warned_keep_size: Option<String> = None;
-    let mut checked_keep_size = false;
-    let mut catch_up = CatchUp::default();
-    // Whether the last connection attempt failed (logged once per outage).
-    let mut failing = false;
     let mut ticker = tokio::time::interval(Duration::from_millis(cfg.poll_interval_ms));
     // A slow connect must not be followed by a burst of polls.
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut monitor = Monitor {
+        m,
+        cfg,
+        params,
+        slot,
+        tracker,
+        client: None,
+        alerts: Alerts::default(),
+        warned_keep_size: None,
+        checked_keep_size: false,
+        catch_up: CatchUp::default(),
+        failing: false,
+    };
     loop {
         tokio::select! {
             biased;
+            // 1. shutdown
             _ = shutdown.changed() => return Ok(()),
+            // 2. the next poll
             _ = ticker.tick() => {}
         }
         let p = probe.clone();
         let reachable = tokio::task::spawn_blocking(move || p())
             .await
             .unwrap_or(false);
-        m.kafka_reachable.store(reachable, Ordering::Relaxed);
+        monitor
+            .m
+            .kafka_reachable
+            .store(reachable, Ordering::Relaxed);
+        monitor.poll().await?;
+    }
+}
 
-        if client.as_ref().is_none_or(|c| c.is_closed()) {
-            match catalog::connect(&params).await {
-                Ok(c) => {
-                    if failing {
-                        info!(slot, "slot lag monitor reconnected");
-                    }
-                    failing = false;
-                    client = Some(c);
-                    // Another server, possibly: its positions and settings are its own.
-                    catch_up.reset();
-                    checked_keep_size = false;
-                }
-                Err(e) => {
-                    if !failing {
-                        warn!(
-                            slot,
-                            error = %crate::chain::DisplayChain(&e),
-                            "slot lag monitor cannot connect; retrying at every poll"
-                        );
-                    }
-                    failing = true;
-                    client = None;
-                    continue;
-                }
-            }
-        }
-        let Some(c) = client.as_ref() else { continue };
+/// What the monitor keeps from one poll to the next.
+struct Monitor {
+    m: std::sync::Arc<Metrics>,
+    cfg: LagConfig,
+    params: ConnectParams,
+    slot: String,
+    tracker: watch::Receiver<Option<SharedTracker>>,
+    /// The connection polled on, while it works.
+    client: Option<tokio_postgres::Client>,
+    alerts: Alerts,
+    /// The max_slot_wal_keep_size last warned about, so that a reconnect to
+    /// the same server does not repeat it and another server's is checked.
+    warned_keep_size: Option<String>,
+    /// The current server's max_slot_wal_keep_size was read.
+    checked_keep_size: bool,
+    catch_up: CatchUp,
+    /// The last connection attempt failed (logged once per outage).
+    failing: bool,
+}
+
+impl Monitor {
+    /// One poll of the slot. A connection that fails or does not answer is
+    /// dropped, to be opened again at the next poll.
+    async fn poll(&mut self) -> Result<(), LagError> {
+        let Some(client) = self.connection().await else {
+            return Ok(());
+        };
         // Every round trip is bounded: on a black-holed path the old
         // connection never answers, and the monitor must recover with it.
-        let bound = catalog::sql_timeout(&params);
-        if !checked_keep_size {
-            let shown = tokio::time::timeout(bound, catalog::max_slot_wal_keep_size(c)).await;
-            if shown.is_err() {
-                warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
-                client = None;
-                continue;
-            }
-            if let Ok(Ok(value)) = shown {
-                if value == "-1" && warned_keep_size.as_deref() != Some("-1") {
-                    warn!(
-                        "max_slot_wal_keep_size is unlimited: a stuck slot can fill the primary's disk; \
-                         set a bound (walrelay stops cleanly if its slot is ever invalidated)"
-                    );
-                }
-                warned_keep_size = Some(value);
-                checked_keep_size = true;
-            }
+        let bound = catalog::sql_timeout(&self.params);
+        if !self.checked_keep_size && !self.check_keep_size(&client, bound).await {
+            return Ok(());
         }
-        let lag_seconds = replication_lag_seconds(tracker.borrow().as_ref());
-        m.replication_lag.set(lag_seconds);
-        let Ok(polled) = tokio::time::timeout(bound, catalog::poll_slot(c, &slot)).await else {
+        let lag_seconds = replication_lag_seconds(self.tracker.borrow().as_ref());
+        self.m.replication_lag.set(lag_seconds);
+        let Ok(polled) = tokio::time::timeout(bound, catalog::poll_slot(&client, &self.slot)).await
+        else {
             warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
-            client = None;
-            continue;
+            return Ok(());
         };
         match polled {
             Ok(Some(s)) => {
-                set_slot_gauges(&m, &s);
-                let behind = s.confirmed_lag_bytes.unwrap_or(0).max(0) as u64;
-                let confirmed = s
-                    .confirmed
-                    .as_deref()
-                    .and_then(|t| t.parse::<walrelay_proto::Lsn>().ok())
-                    .map(u64::from);
-                if let Some(now_pos) = confirmed {
-                    let rate = catch_up.observe(std::time::Instant::now(), now_pos);
-                    if let Some(rate) = rate.filter(|_| behind >= CATCH_UP_LOG_BYTES) {
-                        info!(
-                            slot,
-                            behind_bytes = behind,
-                            "{}",
-                            crate::human::catch_up_line(behind, rate)
-                        );
-                    }
-                }
-                let critical =
-                    alerts.observe(&m, &cfg, &slot, s.retained_bytes.unwrap_or(0), lag_seconds);
-                m.lag_critical.store(critical, Ordering::Relaxed);
-                let what = match s.wal_status.as_deref() {
-                    Some("unreserved") => Some("the WAL it needs exceeds max_slot_wal_keep_size and will be removed at the next checkpoint"),
-                    Some("lost") => Some("the WAL it needs has been removed; the slot is invalidated"),
-                    _ => None,
-                };
-                if let Some(what) = what {
-                    return Err(LagError::SlotInvalidated {
-                        slot,
-                        status: s.wal_status.unwrap_or_default(),
-                        what,
-                        confirmed: s.confirmed.unwrap_or_else(|| "?".into()),
-                    });
-                }
+                self.client = Some(client);
+                self.observe(s, lag_seconds)
             }
             Ok(None) => {
-                clear_slot_gauges(&m);
-                catch_up.reset();
+                clear_slot_gauges(&self.m);
+                self.catch_up.reset();
+                self.client = Some(client);
+                Ok(())
             }
             Err(e) => {
                 // E.g. a server that became a standby (pg_current_wal_lsn()
                 // fails during recovery): connect again, maybe elsewhere.
                 warn!(error = %e, "slot lag poll failed; reconnecting at the next interval");
-                client = None;
+                Ok(())
             }
+        }
+    }
+
+    /// The connection to poll on: the open one, or a new one (another
+    /// server, possibly: its positions and settings are its own). `None`
+    /// when connecting failed, warned about once per outage.
+    async fn connection(&mut self) -> Option<tokio_postgres::Client> {
+        if let Some(c) = self.client.take().filter(|c| !c.is_closed()) {
+            return Some(c);
+        }
+        match catalog::connect(&self.params).await {
+            Ok(c) => {
+                if self.failing {
+                    info!(slot = self.slot.as_str(), "slot lag monitor reconnected");
+                }
+                self.failing = false;
+                self.catch_up.reset();
+                self.checked_keep_size = false;
+                Some(c)
+            }
+            Err(e) => {
+                if !self.failing {
+                    warn!(
+                        slot = self.slot.as_str(),
+                        error = %crate::chain::DisplayChain(&e),
+                        "slot lag monitor cannot connect; retrying at every poll"
+                    );
+                }
+                self.failing = true;
+                None
+            }
+        }
+    }
+
+    /// Reads the server's max_slot_wal_keep_size and warns (once per
+    /// value) when it is unlimited. False when the server did not answer
+    /// in time.
+    async fn check_keep_size(&mut self, client: &tokio_postgres::Client, bound: Duration) -> bool {
+        let Ok(shown) = tokio::time::timeout(bound, catalog::max_slot_wal_keep_size(client)).await
+        else {
+            warn!(after = ?bound, "slot lag poll got no answer; reconnecting at the next interval");
+            return false;
+        };
+        if let Ok(value) = shown {
+            if value == "-1" && self.warned_keep_size.as_deref() != Some("-1") {
+                warn!(
+                    "max_slot_wal_keep_size is unlimited: a stuck slot can fill the primary's disk; \
+                     set a bound (walrelay stops cleanly if its slot is ever invalidated)"
+                );
+            }
+            self.warned_keep_size = Some(value);
+            self.checked_keep_size = true;
+        }
+        true
+    }
+
+    /// One poll's view of the slot: gauges, catch-up progress, alerts; a
+    /// slot that is losing or has lost WAL stops walrelay.
+    fn observe(&mut self, s: catalog::SlotLag, lag_seconds: f64) -> Result<(), LagError> {
+        set_slot_gauges(&self.m, &s);
+        self.log_catch_up(&s);
+        let critical = self.alerts.observe(
+            &self.m,
+            &self.cfg,
+            &self.slot,
+            s.retained_bytes.unwrap_or(0),
+            lag_seconds,
+        );
+        self.m.lag_critical.store(critical, Ordering::Relaxed);
+        let what = match s.wal_status.as_deref() {
+            Some("unreserved") => Some("the WAL it needs exceeds max_slot_wal_keep_size and will be removed at the next checkpoint"),
+            Some("lost") => Some("the WAL it needs has been removed; the slot is invalidated"),
+            _ => None,
+        };
+        match what {
+            Some(what) => Err(LagError::SlotInvalidated {
+                slot: self.slot.clone(),
+                status: s.wal_status.unwrap_or_default(),
+                what,
+                confirmed: s.confirmed.unwrap_or_else(|| "?".into()),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A progress line while the slot is far behind, with the catch-up
+    /// rate since the previous poll.
+    fn log_catch_up(&mut self, s: &catalog::SlotLag) {
+        let behind = s.confirmed_lag_bytes.unwrap_or(0).max(0) as u64;
+        let confirmed = s
+            .confirmed
+            .as_deref()
+            .and_then(|t| t.parse::<walrelay_proto::Lsn>().ok())
+            .map(u64::from);
+        let Some(now_pos) = confirmed else {
+            return;
+        };
+        let rate = self.catch_up.observe(std::time::Instant::now(), now_pos);
+        if let Some(rate) = rate.filter(|_| behind >= CATCH_UP_LOG_BYTES) {
+            info!(
+                slot = self.slot.as_str(),
+                behind_bytes = behind,
+                "{}",
+                crate::human::catch_up_line(behind, rate)
+            );
         }
     }
 }

@@ -12,7 +12,7 @@ pub use walrelay_proto as proto;
 // `crate::router::...` here and `walrelay::router::...` outside resolve as
 // they did before the split.
 pub use walrelay_core::{
-    chain, checkpoint, clock, connect, human, properties, router, secret, setting, txn,
+    chain, checkpoint, clock, connect, human, properties, retry, router, secret, setting, txn,
 };
 
 pub mod check;

@@ -19,8 +19,11 @@
 //!
 //! Positions are [`Lsn`]s: a source without WAL numbers its claims with a
 //! monotonic counter of its own. The traits are called per session and per
-//! batch, never per event, so the hot path has no dynamic dispatch. This
-//! module never reads a socket, never routes and never produces.
+//! batch, never per event, so the hot path has no dynamic dispatch. A
+//! session that fails says in its error's type whether a new session can
+//! help ([`Retry`]): the source decides where the failure happens, the
+//! pipeline only matches. This module never reads a socket, never routes
+//! and never produces.
 
 use std::future::Future;
 
@@ -28,6 +31,7 @@ use tokio::sync::{mpsc, watch};
 use walrelay_proto::Lsn;
 
 use crate::checkpoint::SharedTracker;
+use crate::retry::Retry;
 use crate::txn::OutboxEvent;
 
 /// The events of committed transactions, in commit order, as one hand-off
@@ -42,12 +46,6 @@ pub enum StreamEnd {
     Shutdown,
     /// The sink went away (its own error says why).
     SinkStopped,
-}
-
-/// A failure of a source: transient (reconnect with backoff) or fatal.
-pub trait SourceFailure: std::error::Error + Send + Sync + 'static {
-    /// Whether reconnecting can help.
-    fn is_transient(&self) -> bool;
 }
 
 /// The durable position, as the origin must see it: everything before it
@@ -67,8 +65,10 @@ impl Frontier for SharedTracker {
 
 /// One session of an event source, opened by the pipeline.
 pub trait Source: Send {
-    /// What ends a session with an error.
-    type Error: SourceFailure;
+    /// What ends a session with an error; each comes as a [`Retry`]:
+    /// [`Retry::Transient`] (reconnect with backoff) or
+    /// [`Retry::Definite`] (stop the pipeline).
+    type Error: std::error::Error + Send + Sync + 'static;
 
     /// Where this session's stream begins: every event before it was
     /// delivered in an earlier session.
@@ -84,11 +84,11 @@ pub trait Source: Send {
         frontier: &F,
         out: mpsc::Sender<Batch>,
         shutdown: &mut watch::Receiver<bool>,
-    ) -> impl Future<Output = Result<StreamEnd, Self::Error>> + Send;
+    ) -> impl Future<Output = Result<StreamEnd, Retry<Self::Error>>> + Send;
 
     /// After the sink has finished: tells the origin the final durable
     /// position and closes the session.
-    fn finish(self, durable: Lsn) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    fn finish(self, durable: Lsn) -> impl Future<Output = Result<(), Retry<Self::Error>>> + Send;
 }
 
 /// What a session must do about its slot, as the progress store sees it.

@@ -27,6 +27,7 @@ pub mod clock;
 pub mod connect;
 pub mod human;
 pub mod properties;
+pub mod retry;
 pub mod router;
 pub mod secret;
 pub mod setting;

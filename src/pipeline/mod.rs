@@ -4,12 +4,13 @@
 //! heartbeats that run beside them.
 //!
 //! Owns the order of things in a session and the decision between
-//! reconnecting (transient errors) and stopping (fatal ones). It drives its
-//! source through the [`crate::source`] seam and never confirms a position
-//! other than the progress store's frontier; it never recreates a slot it
-//! has been reading. Everything that belongs to one pipeline (its plan,
-//! router, tracker, metrics handle) is a value held here, never a global,
-//! so that one process can run several.
+//! reconnecting and stopping, taken by matching on the class each error
+//! carries ([`Retry`]: transient, reconnect with backoff; definite, stop).
+//! It drives its source through the [`crate::source`] seam and never
+//! confirms a position other than the progress store's frontier; it never
+//! recreates a slot it has been reading. Everything that belongs to one
+//! pipeline (its plan, router, tracker, metrics handle) is a value held
+//! here, never a global, so that one process can run several.
 
 mod plan;
 mod poll;
@@ -35,9 +36,10 @@ use crate::config::OnPipelineFailure;
 use crate::lag::LagError;
 use crate::metrics::{Metrics, Process};
 use crate::postgres::wal::WalError;
+use crate::retry::Retry;
 use crate::sink::transactional::KafkaProgress;
 use crate::sink::{KafkaSink, SinkError};
-use crate::source::{ProgressStore, SourceFailure, TrackerProgress};
+use crate::source::{ProgressStore, TrackerProgress};
 
 /// Batches in flight between the source and the sink.
 pub const CHANNEL_BATCHES: usize = 8;
@@ -352,7 +354,7 @@ async fn sessions<P: ProgressStore>(
         metrics.streaming.store(false, Ordering::Relaxed);
         match result {
             Ok(()) => return Ok(()),
-            Err(SessionError::Sink(e)) if e.is_transient() => {
+            Err(SessionError::Sink(Retry::Transient(e))) => {
                 // An aborted Kafka transaction: a new session resumes from
                 // the last committed progress.
                 metrics.reconnects.inc();
@@ -363,8 +365,8 @@ async fn sessions<P: ProgressStore>(
                     _ = tokio::time::sleep(delay) => {}
                 }
             }
-            Err(SessionError::Sink(e)) => return Err(e.into()),
-            Err(SessionError::Source(e)) if e.is_transient() => {
+            Err(SessionError::Sink(Retry::Definite(e))) => return Err(e.into()),
+            Err(SessionError::Source(Retry::Transient(e))) => {
                 metrics.reconnects.inc();
                 if started.elapsed() > Duration::from_secs(30) {
                     backoff.reset();
@@ -376,7 +378,7 @@ async fn sessions<P: ProgressStore>(
                     _ = tokio::time::sleep(delay) => {}
                 }
             }
-            Err(SessionError::Source(e)) => return Err(e.into()),
+            Err(SessionError::Source(Retry::Definite(e))) => return Err(e.into()),
             Err(SessionError::SinkGone) => return Err(PipelineError::SinkStopped),
         }
     }
@@ -401,14 +403,18 @@ async fn prepare_exactly_once(
     let mut told = false;
     loop {
         let wait = match slot_held_elsewhere(plan, eos.slot()).await {
-            Ok(false) => match sink.start_exactly_once().await {
+            Ok(false) => match sink
+                .start_exactly_once()
+                .await
+                .map_err(Retry::<SinkError>::from)
+            {
                 Ok(()) => return Ok(true),
-                Err(e) if e.is_start_transient() => {
+                Err(Retry::Transient(e)) => {
                     let delay = backoff.next_delay();
                     warn!(error = %DisplayChain(&e), retry_in = ?delay, "exactly-once start failed; retrying");
                     delay
                 }
-                Err(e) => return Err(e.into()),
+                Err(Retry::Definite(e)) => return Err(e.into()),
             },
             Ok(true) => {
                 if !told {

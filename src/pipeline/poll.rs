@@ -23,8 +23,9 @@ use crate::postgres::catalog::snapshot as pg_snapshot;
 use crate::postgres::catalog::{self, CatalogError};
 use crate::postgres::poll::sql::PollSql;
 use crate::postgres::poll::{self, PollError, PollSource};
+use crate::retry::Retry;
 use crate::sink::KafkaSink;
-use crate::source::{SourceFailure, TrackerProgress};
+use crate::source::TrackerProgress;
 
 /// Runs the polling pipeline of `plan` until shutdown (Ok) or a fatal error.
 /// `sink`, its metrics listener and `backoff` are the pipeline's own
@@ -81,15 +82,16 @@ pub(super) async fn run(
                 &tracker_tx,
             )
             .await
-            .and_then(|stopped| stopped.map_err(SessionError::Sink)),
+            .and_then(|stopped| stopped.map_err(SessionError::from)),
             Err(e) => Err(SessionError::Source(e)),
         };
         metrics.streaming.store(false, Ordering::Relaxed);
         match result {
             Ok(()) => return Ok(()),
-            Err(SessionError::Sink(e)) => return Err(e.into()),
+            // The polling source has no Kafka transactions to resume from.
+            Err(SessionError::Sink(e)) => return Err(e.into_inner().into()),
             Err(SessionError::SinkGone) => return Err(PipelineError::SinkStopped),
-            Err(SessionError::Source(e)) if e.is_transient() => {
+            Err(SessionError::Source(Retry::Transient(e))) => {
                 metrics.reconnects.inc();
                 if started.elapsed() > Duration::from_secs(30) {
                     backoff.reset();
@@ -101,7 +103,7 @@ pub(super) async fn run(
                     _ = tokio::time::sleep(delay) => {}
                 }
             }
-            Err(SessionError::Source(e)) => {
+            Err(SessionError::Source(Retry::Definite(e))) => {
                 error!(error = %DisplayChain(&e), "polling stopped");
                 return Err(e.into());
             }
@@ -124,7 +126,7 @@ fn polled_table(plan: &Plan) -> Result<&PlannedTable, PipelineError> {
 
 /// Opens one polling session: the table's columns from the catalog, the
 /// router bound to them, and the configured columns checked against them.
-async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollError> {
+async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, Retry<PollError>> {
     let config = plan.config();
     let params = plan.params();
     let outbox = plan
@@ -135,11 +137,11 @@ async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollErr
     let bound = catalog::sql_timeout(params);
     let client =
         catalog::bounded(bound, "opening a sql connection", catalog::connect(params)).await?;
-    let relation = catalog::bounded(bound, "reading the outbox table's columns", async {
-        pg_snapshot::relation_info(&client, schema, table)
-            .await
-            .map_err(PollError::from)
-    })
+    let relation = catalog::bounded(
+        bound,
+        "reading the outbox table's columns",
+        pg_snapshot::relation_info(&client, schema, table),
+    )
     .await?;
     if relation.columns.is_empty() {
         return Err(CatalogError::NoOutboxTable {
@@ -153,11 +155,11 @@ async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollErr
     let shard_column = poll.shard_column_or(outbox.columns.key_field());
     for (key, column) in poll.named_columns(shard_column) {
         if !relation.columns.iter().any(|c| c.name == column) {
-            return Err(PollError::MissingColumn {
+            return Err(Retry::Definite(PollError::MissingColumn {
                 key,
                 column: column.to_owned(),
                 table: format!("{schema}.{table}"),
-            });
+            }));
         }
     }
     let table_meta = catalog::bounded(
@@ -165,16 +167,17 @@ async fn open(plan: &Plan, metrics: &Arc<Metrics>) -> Result<PollSource, PollErr
         "reading the outbox table's columns",
         catalog::table_meta(&client, schema, table),
     )
-    .await
-    .map_err(PollError::from)?;
+    .await?;
     let relation = Arc::new(relation);
     let router = plan.router();
     outbox.require_columns(&router, &relation, &table_meta)?;
     let bound_relation = router
         .bind_with(&relation, &table_meta, &outbox.columns)
-        .map_err(|source| PollError::Layout {
-            table: format!("{schema}.{table}"),
-            source: Box::new(source),
+        .map_err(|source| {
+            Retry::Definite(PollError::Layout {
+                table: format!("{schema}.{table}"),
+                source: Box::new(source),
+            })
         })?;
     let columns: Vec<String> = relation.columns.iter().map(|c| c.name.clone()).collect();
     let sql = PollSql::new(schema, table, &columns, poll, shard_column);

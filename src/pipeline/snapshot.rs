@@ -19,6 +19,7 @@ use crate::checkpoint::SharedTracker;
 use crate::connect::pg::TableMeta;
 use crate::postgres::catalog::snapshot as pg_snapshot;
 use crate::postgres::wal::WalError;
+use crate::retry::Retry;
 use crate::router::EventMeta;
 use crate::sink::KafkaSink;
 use crate::txn::{OutboxEvent, TxnError};
@@ -42,7 +43,9 @@ pub(super) async fn publish(
         let relation = Arc::new(pg_snapshot::relation_info(client, &t.schema, &t.table).await?);
         let bound = router
             .bind_with(&relation, meta, &t.columns)
-            .map_err(|source| WalError::Txn(TxnError::Layout { lsn: start, source }))?;
+            .map_err(|source| {
+                Retry::Definite(WalError::Txn(TxnError::Layout { lsn: start, source }))
+            })?;
         relations.push(relation);
         bindings.push(Arc::new(bound));
     }
@@ -90,17 +93,17 @@ pub(super) async fn publish(
         Err(pg_snapshot::SnapshotError::Catalog(e)) => return Err(e.into()),
         Err(pg_snapshot::SnapshotError::Sink(())) => 0,
     };
-    sink_result.map_err(SessionError::Sink)?;
+    sink_result?;
     // Every row is with librdkafka; wait for its acknowledgements.
     while tracker.in_flight_events() > 0 {
         if let Some(e) = sink.take_failure() {
-            return Err(SessionError::Sink(e));
+            return Err(e.into());
         }
         let s = Arc::clone(sink);
         let _ = tokio::task::spawn_blocking(move || s.flush(Duration::from_millis(500))).await;
     }
     if let Some(e) = sink.take_failure() {
-        return Err(SessionError::Sink(e));
+        return Err(e.into());
     }
     Ok(rows)
 }

@@ -21,6 +21,7 @@ use tracing::{debug, info};
 
 use crate::chain::DisplayChain;
 use crate::postgres::config::{Endpoint, TargetSessionAttrs};
+use crate::retry::{Class, Retry};
 
 /// What the test of a target needs to know about a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,8 +119,9 @@ pub fn verdict(target: TargetSessionAttrs, yes: bool) -> Result<(), &'static str
 /// Why one host was not used.
 #[derive(Debug)]
 pub enum Refusal<E> {
-    /// It could not be connected to (or timed out, or refused the login).
-    Failed(E),
+    /// It could not be connected to (or timed out, or refused the login),
+    /// and whether trying it again can help.
+    Failed(Retry<E>),
     /// It connected but failed the `target_session_attrs` test.
     Mismatch(&'static str),
 }
@@ -140,6 +142,11 @@ pub struct HostsError<E> {
     pub target: TargetSessionAttrs,
     /// Every host tried, in order (a host twice with `prefer-standby`).
     pub attempts: Vec<Attempt<E>>,
+    /// Whether trying the list again can help, decided by [`choose`] from
+    /// the attempts: a host that was down or not yet promoted may be back;
+    /// only when every host failed for good (a refused login, a
+    /// certificate) is it definite.
+    pub retry: Class,
 }
 
 impl<E: std::error::Error + 'static> fmt::Display for HostsError<E> {
@@ -168,16 +175,6 @@ pub fn describe<E: std::error::Error + 'static>(attempts: &[Attempt<E>]) -> Stri
 }
 
 impl<E> HostsError<E> {
-    /// Whether trying the list again can help: a host that was down or not
-    /// yet promoted may be back; only when every host failed for good (a
-    /// refused login, a certificate) is it fatal.
-    pub fn is_transient(&self, transient: impl Fn(&E) -> bool) -> bool {
-        self.attempts.iter().any(|a| match &a.refusal {
-            Refusal::Failed(e) => transient(e),
-            Refusal::Mismatch(_) => true,
-        })
-    }
-
     /// The error to return: a single host that failed to connect gives its
     /// own error, as before host lists existed; anything else is `wrap`ped.
     pub fn collapse(mut self, wrap: impl FnOnce(Self) -> E) -> E {
@@ -187,10 +184,25 @@ impl<E> HostsError<E> {
                 ..
             }) = self.attempts.pop()
             {
-                return e;
+                return e.into_inner();
             }
         }
         wrap(self)
+    }
+}
+
+/// [`HostsError::retry`] for these attempts.
+fn retry_of<E>(attempts: &[Attempt<E>]) -> Class {
+    let transient = attempts.iter().any(|a| {
+        matches!(
+            a.refusal,
+            Refusal::Failed(Retry::Transient(_)) | Refusal::Mismatch(_)
+        )
+    });
+    if transient {
+        Class::Transient
+    } else {
+        Class::Definite
     }
 }
 
@@ -268,7 +280,12 @@ where
             }
         }
     }
-    Err(HostsError { target, attempts })
+    let retry = retry_of(&attempts);
+    Err(HostsError {
+        target,
+        attempts,
+        retry,
+    })
 }
 
 #[cfg(test)]
@@ -284,6 +301,8 @@ mod tests {
     #[derive(Clone, Copy)]
     enum Host {
         Unreachable,
+        /// Refuses the login: trying again cannot help.
+        Refusing,
         Primary,
         Standby,
         /// A primary with `default_transaction_read_only = on`.
@@ -296,6 +315,24 @@ mod tests {
         hosts: &[(&str, Host)],
         target: TargetSessionAttrs,
     ) -> (Result<String, String>, Vec<String>) {
+        let (result, tried) = try_hosts(hosts, target);
+        (
+            result.map(|e| e.to_string()).map_err(|e| e.to_string()),
+            tried,
+        )
+    }
+
+    /// The error of [`choose`] over fake hosts none of which is usable.
+    fn fail(hosts: &[(&str, Host)], target: TargetSessionAttrs) -> HostsError<Down> {
+        try_hosts(hosts, target).0.expect_err("no usable host")
+    }
+
+    /// Runs [`choose`] over fake hosts; returns the chosen host (or the
+    /// error) and the hosts connected to, in order.
+    fn try_hosts(
+        hosts: &[(&str, Host)],
+        target: TargetSessionAttrs,
+    ) -> (Result<Endpoint, HostsError<Down>>, Vec<String>) {
         let kinds: HashMap<String, Host> = hosts
             .iter()
             .map(|(h, k)| (format!("{h}:5432"), *k))
@@ -312,7 +349,14 @@ mod tests {
                 async move {
                     let reported = match kind {
                         Host::Unreachable => {
-                            return Err(Refusal::Failed(Down("connection refused")))
+                            return Err(Refusal::Failed(Retry::Transient(Down(
+                                "connection refused",
+                            ))))
+                        }
+                        Host::Refusing => {
+                            return Err(Refusal::Failed(Retry::Definite(Down(
+                                "password authentication failed",
+                            ))))
                         }
                         Host::Primary => ("off", "off"),
                         Host::Standby => ("on", "on"),
@@ -328,12 +372,7 @@ mod tests {
             },
         ))
         .expect("no awaits pending");
-        (
-            result
-                .map(|((), e)| e.to_string())
-                .map_err(|e| e.to_string()),
-            tried,
-        )
+        (result.map(|((), e)| e), tried)
     }
 
     use Host::*;
@@ -399,24 +438,16 @@ mod tests {
 
     #[test]
     fn transient_unless_every_host_failed_for_good() {
-        let fatal = |_: &Down| false;
-        let mismatch = HostsError::<Down> {
-            target: T::ReadWrite,
-            attempts: vec![Attempt {
-                endpoint: Endpoint::new("a", 1),
-                refusal: Refusal::Mismatch("session is read-only"),
-            }],
-        };
         // No primary yet (a failover in progress): try again.
-        assert!(mismatch.is_transient(fatal));
-        let refused = HostsError::<Down> {
-            target: T::Any,
-            attempts: vec![Attempt {
-                endpoint: Endpoint::new("a", 1),
-                refusal: Refusal::Failed(Down("password authentication failed")),
-            }],
-        };
-        assert!(!refused.is_transient(fatal));
+        assert_eq!(
+            fail(&[("a", Standby)], T::ReadWrite).retry,
+            Class::Transient
+        );
+        // One host refused for good, another may come back.
+        let some_down = fail(&[("a", Refusing), ("b", Unreachable)], T::Any);
+        assert_eq!(some_down.retry, Class::Transient);
+        let refused = fail(&[("a", Refusing)], T::Any);
+        assert_eq!(refused.retry, Class::Definite);
         // One host that failed gives its own error back.
         assert_eq!(
             refused.collapse(|_| Down("wrapped")).to_string(),

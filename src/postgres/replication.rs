@@ -17,7 +17,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use fallible_iterator::FallibleIterator;
 use openssl::ssl::SslConnector;
 use postgres_protocol::authentication::{md5_hash, sasl};
-use postgres_protocol::message::backend::Message;
+use postgres_protocol::message::backend::{AuthenticationSaslBody, Message};
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
@@ -28,6 +28,7 @@ use super::tls::{TlsError, TlsParams};
 use crate::postgres::config::{
     ChannelBindingMode, Endpoint, PostgresConfig, SslMode, TargetSessionAttrs,
 };
+use crate::retry::{Class, Retry};
 use crate::secret::Secret;
 
 /// Read buffer growth step; large enough that one read usually holds many
@@ -110,6 +111,9 @@ pub enum ReplicationError {
         message: String,
         /// DETAIL, if any.
         detail: Option<String>,
+        /// What the SQLSTATE allows ([`sqlstate_class`]), judged when the
+        /// error arrived.
+        retry: Class,
     },
     /// The server asked for an authentication method we do not speak.
     #[error("the server asked for {0} authentication, which walrelay does not support")]
@@ -143,29 +147,35 @@ impl ReplicationError {
             _ => None,
         }
     }
+}
 
-    /// Whether waiting and reconnecting can help: lost connections, server
-    /// shutdown and restarts, a slot held by another walrelay (hot standby).
-    pub fn is_transient(&self) -> bool {
-        match self {
-            ReplicationError::Connect { .. }
-            | ReplicationError::ConnectTimeout { .. }
-            | ReplicationError::Io(_)
-            | ReplicationError::Closed => true,
-            ReplicationError::Server { code, .. } => is_transient_sqlstate(code),
-            ReplicationError::Tls(e) => e.is_transient(),
-            ReplicationError::Hosts(e) => e.is_transient(ReplicationError::is_transient),
-            ReplicationError::UnsupportedAuth(_)
-            | ReplicationError::PasswordRequired { .. }
-            | ReplicationError::Protocol(_)
-            | ReplicationError::ChannelBindingRequired(_) => false,
+/// Each variant's class, or the one it was created with: lost connections,
+/// server shutdown and restarts, a slot held by another walrelay (hot
+/// standby) are worth waiting for; a refused login, an authentication
+/// walrelay cannot do or a protocol violation are not.
+impl From<ReplicationError> for Retry<ReplicationError> {
+    fn from(e: ReplicationError) -> Self {
+        use ReplicationError as R;
+        match e {
+            e @ (R::Connect { .. } | R::ConnectTimeout { .. } | R::Io(_) | R::Closed) => {
+                Retry::Transient(e)
+            }
+            e @ R::Server { retry, .. } => Retry::new(retry, e),
+            R::Tls(tls) => Retry::from(tls).map(R::Tls),
+            R::Hosts(hosts) => Retry::new(hosts.retry, R::Hosts(hosts)),
+            e @ (R::UnsupportedAuth(_)
+            | R::PasswordRequired { .. }
+            | R::Protocol(_)
+            | R::ChannelBindingRequired(_)) => Retry::Definite(e),
         }
     }
 }
 
-/// SQLSTATEs after which a reconnect is worth trying.
-pub fn is_transient_sqlstate(code: &str) -> bool {
-    matches!(
+/// What a server error allows, by its SQLSTATE: a reconnect is worth
+/// trying after a shutdown or restart, a lost connection, a resource taken
+/// for now; every other error stays.
+pub fn sqlstate_class(code: &str) -> Class {
+    let transient = matches!(
         code,
         // admin_shutdown, crash_shutdown, cannot_connect_now
         "57P01" | "57P02" | "57P03"
@@ -175,7 +185,12 @@ pub fn is_transient_sqlstate(code: &str) -> bool {
         | "53300" | "53400"
         // idle_session_timeout, query_canceled (walsender timeout)
         | "57P05" | "57014"
-    ) || code.starts_with("08")
+    ) || code.starts_with("08");
+    if transient {
+        Class::Transient
+    } else {
+        Class::Definite
+    }
 }
 
 /// What `IDENTIFY_SYSTEM` returns.
@@ -243,12 +258,11 @@ impl ReplicationConnection {
         };
         let (conn, yes) = match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(done)) => done,
-            Ok(Err(e)) => return Err(Refusal::Failed(e)),
+            Ok(Err(e)) => return Err(Refusal::Failed(e.into())),
             Err(_) => {
-                return Err(Refusal::Failed(ReplicationError::ConnectTimeout {
-                    addr,
-                    timeout,
-                }))
+                return Err(Refusal::Failed(Retry::Transient(
+                    ReplicationError::ConnectTimeout { addr, timeout },
+                )))
             }
         };
         match hosts::verdict(test, yes) {
@@ -304,10 +318,12 @@ impl ReplicationConnection {
                 other => other,
             },
             // libpq's prefer: TLS when offered; plain again when the TLS
-            // handshake or the session over TLS is refused.
+            // handshake or the session over TLS is refused (a handshake the
+            // network broke is no refusal).
             SslMode::Prefer => {
                 match Self::attempt(params, endpoint, addr, Some((&connector, true))).await {
-                    Err(ReplicationError::Tls(e)) if !e.is_transient() => {
+                    Err(e @ ReplicationError::Tls(TlsError::HandshakeLost { .. })) => Err(e),
+                    Err(ReplicationError::Tls(e)) => {
                         tracing::debug!(error = %e, "tls refused, retrying without (sslmode prefer)");
                         Self::attempt(params, endpoint, addr, None).await
                     }
@@ -397,10 +413,6 @@ impl ReplicationConnection {
         encrypted: bool,
         binding: Option<Vec<u8>>,
     ) -> Result<(), ReplicationError> {
-        let binding_mode = params.tls.channel_binding;
-        let require_binding = binding_mode == ChannelBindingMode::Require;
-        let mut bound = false;
-        let mut scram_done = false;
         let startup = [
             ("user", params.user.as_str()),
             ("database", params.dbname.as_str()),
@@ -410,123 +422,9 @@ impl ReplicationConnection {
         ];
         frontend::startup_message(startup.iter().copied(), &mut self.write_buf)?;
         self.flush().await?;
-
-        let password = |user: &str| {
-            params
-                .password
-                .as_ref()
-                .map(|p| p.expose().as_bytes().to_vec())
-                .ok_or_else(|| ReplicationError::PasswordRequired {
-                    user: user.to_owned(),
-                })
-        };
-        let mut scram: Option<sasl::ScramSha256> = None;
+        let mut auth = Auth::new(params, encrypted, binding);
         loop {
             match self.read_message().await? {
-                Message::AuthenticationOk => {
-                    if scram.is_some() && !scram_done {
-                        return Err(ReplicationError::Protocol(
-                            "the server ended SCRAM without proving it knows the password".into(),
-                        ));
-                    }
-                    if require_binding && !bound {
-                        return Err(ReplicationError::ChannelBindingRequired(
-                            "the server authenticated walrelay without SCRAM channel binding",
-                        ));
-                    }
-                }
-                Message::AuthenticationCleartextPassword => {
-                    if require_binding {
-                        return Err(ReplicationError::ChannelBindingRequired(
-                            "the server asked for a cleartext password",
-                        ));
-                    }
-                    let pw = password(&params.user)?;
-                    frontend::password_message(&pw, &mut self.write_buf)?;
-                    self.flush().await?;
-                }
-                Message::AuthenticationMd5Password(body) => {
-                    if require_binding {
-                        return Err(ReplicationError::ChannelBindingRequired(
-                            "the server asked for an md5 password",
-                        ));
-                    }
-                    let pw = password(&params.user)?;
-                    let hash = md5_hash(params.user.as_bytes(), &pw, body.salt());
-                    frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
-                    self.flush().await?;
-                }
-                Message::AuthenticationSasl(body) => {
-                    let (mut has_scram, mut has_plus) = (false, false);
-                    let mut mechanisms = body.mechanisms();
-                    while let Some(m) = mechanisms.next()? {
-                        has_scram |= m == sasl::SCRAM_SHA_256;
-                        has_plus |= m == sasl::SCRAM_SHA_256_PLUS;
-                    }
-                    let usable = binding
-                        .clone()
-                        .filter(|_| has_plus && binding_mode != ChannelBindingMode::Disable);
-                    let (mechanism, channel) = match usable {
-                        Some(data) => (
-                            sasl::SCRAM_SHA_256_PLUS,
-                            sasl::ChannelBinding::tls_server_end_point(data),
-                        ),
-                        None if require_binding => {
-                            return Err(ReplicationError::ChannelBindingRequired(if encrypted {
-                                "the server does not offer SCRAM-SHA-256-PLUS"
-                            } else {
-                                "the server did not accept tls (postgres.sslmode)"
-                            }))
-                        }
-                        // We could bind but the server did not offer it: say
-                        // so ('y'), which lets the server detect a downgrade.
-                        None if encrypted
-                            && binding.is_some()
-                            && binding_mode != ChannelBindingMode::Disable =>
-                        {
-                            (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unrequested())
-                        }
-                        None => (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unsupported()),
-                    };
-                    if mechanism == sasl::SCRAM_SHA_256 && !has_scram {
-                        return Err(ReplicationError::UnsupportedAuth(
-                            "SASL without SCRAM-SHA-256",
-                        ));
-                    }
-                    let pw = password(&params.user)?;
-                    let s = sasl::ScramSha256::new(&pw, channel);
-                    frontend::sasl_initial_response(mechanism, s.message(), &mut self.write_buf)?;
-                    self.flush().await?;
-                    bound = mechanism == sasl::SCRAM_SHA_256_PLUS;
-                    scram = Some(s);
-                }
-                Message::AuthenticationSaslContinue(body) => {
-                    let s = scram.as_mut().ok_or_else(|| {
-                        ReplicationError::Protocol("SASL continue without SASL start".into())
-                    })?;
-                    s.update(body.data())?;
-                    frontend::sasl_response(s.message(), &mut self.write_buf)?;
-                    self.flush().await?;
-                }
-                Message::AuthenticationSaslFinal(body) => {
-                    let s = scram.as_mut().ok_or_else(|| {
-                        ReplicationError::Protocol("SASL final without SASL start".into())
-                    })?;
-                    s.finish(body.data())?;
-                    scram_done = true;
-                }
-                Message::AuthenticationKerberosV5 => {
-                    return Err(ReplicationError::UnsupportedAuth("Kerberos V5"))
-                }
-                Message::AuthenticationScmCredential => {
-                    return Err(ReplicationError::UnsupportedAuth("SCM credential"))
-                }
-                Message::AuthenticationGss | Message::AuthenticationGssContinue(_) => {
-                    return Err(ReplicationError::UnsupportedAuth("GSSAPI"))
-                }
-                Message::AuthenticationSspi => {
-                    return Err(ReplicationError::UnsupportedAuth("SSPI"))
-                }
                 Message::ParameterStatus(body) => {
                     if let (Ok(name), Ok(value)) = (body.name(), body.value()) {
                         self.reported.record(name, value);
@@ -535,12 +433,70 @@ impl ReplicationConnection {
                 Message::BackendKeyData(_) | Message::NoticeResponse(_) => {}
                 Message::ReadyForQuery(_) => return Ok(()),
                 Message::ErrorResponse(body) => return Err(server_error(&body)),
-                _ => {
-                    return Err(ReplicationError::Protocol(
-                        "unexpected message during startup".into(),
-                    ))
-                }
+                other => self.authenticate(&mut auth, other).await?,
             }
+        }
+    }
+
+    /// Answers one message of the authentication exchange.
+    async fn authenticate(
+        &mut self,
+        auth: &mut Auth<'_>,
+        message: Message,
+    ) -> Result<(), ReplicationError> {
+        match message {
+            Message::AuthenticationOk => auth.accept_ok(),
+            Message::AuthenticationCleartextPassword => {
+                auth.refuse_unbound("the server asked for a cleartext password")?;
+                let pw = auth.password()?;
+                frontend::password_message(&pw, &mut self.write_buf)?;
+                self.flush().await
+            }
+            Message::AuthenticationMd5Password(body) => {
+                auth.refuse_unbound("the server asked for an md5 password")?;
+                let pw = auth.password()?;
+                let hash = md5_hash(auth.params.user.as_bytes(), &pw, body.salt());
+                frontend::password_message(hash.as_bytes(), &mut self.write_buf)?;
+                self.flush().await
+            }
+            Message::AuthenticationSasl(body) => {
+                let (mechanism, channel) = auth.mechanism(&body)?;
+                let s = sasl::ScramSha256::new(&auth.password()?, channel);
+                frontend::sasl_initial_response(mechanism, s.message(), &mut self.write_buf)?;
+                self.flush().await?;
+                auth.bound = mechanism == sasl::SCRAM_SHA_256_PLUS;
+                auth.scram = Some(s);
+                Ok(())
+            }
+            Message::AuthenticationSaslContinue(body) => {
+                let s = auth.scram.as_mut().ok_or_else(|| {
+                    ReplicationError::Protocol("SASL continue without SASL start".into())
+                })?;
+                s.update(body.data())?;
+                frontend::sasl_response(s.message(), &mut self.write_buf)?;
+                self.flush().await
+            }
+            Message::AuthenticationSaslFinal(body) => {
+                let s = auth.scram.as_mut().ok_or_else(|| {
+                    ReplicationError::Protocol("SASL final without SASL start".into())
+                })?;
+                s.finish(body.data())?;
+                auth.scram_done = true;
+                Ok(())
+            }
+            Message::AuthenticationKerberosV5 => {
+                Err(ReplicationError::UnsupportedAuth("Kerberos V5"))
+            }
+            Message::AuthenticationScmCredential => {
+                Err(ReplicationError::UnsupportedAuth("SCM credential"))
+            }
+            Message::AuthenticationGss | Message::AuthenticationGssContinue(_) => {
+                Err(ReplicationError::UnsupportedAuth("GSSAPI"))
+            }
+            Message::AuthenticationSspi => Err(ReplicationError::UnsupportedAuth("SSPI")),
+            _ => Err(ReplicationError::Protocol(
+                "unexpected message during startup".into(),
+            )),
         }
     }
 
@@ -758,6 +714,122 @@ impl ReplicationConnection {
     }
 }
 
+/// Where authentication stands during one startup.
+struct Auth<'a> {
+    params: &'a ConnectParams,
+    /// The connection is TLS.
+    encrypted: bool,
+    /// The `tls-server-end-point` data of a TLS connection.
+    binding: Option<Vec<u8>>,
+    /// SCRAM, once the server asked for SASL.
+    scram: Option<sasl::ScramSha256>,
+    /// The server proved it knows the password (SASL final).
+    scram_done: bool,
+    /// SCRAM-SHA-256-PLUS was chosen.
+    bound: bool,
+}
+
+impl<'a> Auth<'a> {
+    fn new(params: &'a ConnectParams, encrypted: bool, binding: Option<Vec<u8>>) -> Self {
+        Auth {
+            params,
+            encrypted,
+            binding,
+            scram: None,
+            scram_done: false,
+            bound: false,
+        }
+    }
+
+    fn mode(&self) -> ChannelBindingMode {
+        self.params.tls.channel_binding
+    }
+
+    /// The configured password, which the server asked for.
+    fn password(&self) -> Result<Vec<u8>, ReplicationError> {
+        self.params
+            .password
+            .as_ref()
+            .map(|p| p.expose().as_bytes().to_vec())
+            .ok_or_else(|| ReplicationError::PasswordRequired {
+                user: self.params.user.clone(),
+            })
+    }
+
+    /// A method without channel binding, refused when binding is required.
+    fn refuse_unbound(&self, asked: &'static str) -> Result<(), ReplicationError> {
+        if self.mode() == ChannelBindingMode::Require {
+            return Err(ReplicationError::ChannelBindingRequired(asked));
+        }
+        Ok(())
+    }
+
+    /// AuthenticationOk: only after SCRAM proved the server, and bound
+    /// when binding is required.
+    fn accept_ok(&self) -> Result<(), ReplicationError> {
+        if self.scram.is_some() && !self.scram_done {
+            return Err(ReplicationError::Protocol(
+                "the server ended SCRAM without proving it knows the password".into(),
+            ));
+        }
+        if self.mode() == ChannelBindingMode::Require && !self.bound {
+            return Err(ReplicationError::ChannelBindingRequired(
+                "the server authenticated walrelay without SCRAM channel binding",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The SASL mechanism and channel binding to answer the server's list
+    /// with.
+    fn mechanism(
+        &self,
+        body: &AuthenticationSaslBody,
+    ) -> Result<(&'static str, sasl::ChannelBinding), ReplicationError> {
+        let (mut has_scram, mut has_plus) = (false, false);
+        let mut mechanisms = body.mechanisms();
+        while let Some(m) = mechanisms.next()? {
+            has_scram |= m == sasl::SCRAM_SHA_256;
+            has_plus |= m == sasl::SCRAM_SHA_256_PLUS;
+        }
+        let mode = self.mode();
+        let usable = self
+            .binding
+            .clone()
+            .filter(|_| has_plus && mode != ChannelBindingMode::Disable);
+        let (mechanism, channel) = match usable {
+            Some(data) => (
+                sasl::SCRAM_SHA_256_PLUS,
+                sasl::ChannelBinding::tls_server_end_point(data),
+            ),
+            None if mode == ChannelBindingMode::Require => {
+                return Err(ReplicationError::ChannelBindingRequired(
+                    if self.encrypted {
+                        "the server does not offer SCRAM-SHA-256-PLUS"
+                    } else {
+                        "the server did not accept tls (postgres.sslmode)"
+                    },
+                ))
+            }
+            // We could bind but the server did not offer it: say so ('y'),
+            // which lets the server detect a downgrade.
+            None if self.encrypted
+                && self.binding.is_some()
+                && mode != ChannelBindingMode::Disable =>
+            {
+                (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unrequested())
+            }
+            None => (sasl::SCRAM_SHA_256, sasl::ChannelBinding::unsupported()),
+        };
+        if mechanism == sasl::SCRAM_SHA_256 && !has_scram {
+            return Err(ReplicationError::UnsupportedAuth(
+                "SASL without SCRAM-SHA-256",
+            ));
+        }
+        Ok((mechanism, channel))
+    }
+}
+
 /// Total length (tag included) of the message at the start of `buf`, which
 /// holds at least 5 bytes.
 pub(super) fn frame_len(buf: &[u8]) -> Result<usize, ReplicationError> {
@@ -787,6 +859,7 @@ pub(super) fn server_error(
         }
     }
     ReplicationError::Server {
+        retry: sqlstate_class(&code),
         code,
         message,
         detail,
@@ -1038,10 +1111,24 @@ mod tests {
 
     #[test]
     fn transient_classification() {
-        assert!(is_transient_sqlstate("57P01"));
-        assert!(is_transient_sqlstate("55006"));
-        assert!(is_transient_sqlstate("08006"));
-        assert!(!is_transient_sqlstate("28P01"));
-        assert!(!is_transient_sqlstate("42704"));
+        assert_eq!(sqlstate_class("57P01"), Class::Transient);
+        assert_eq!(sqlstate_class("55006"), Class::Transient);
+        assert_eq!(sqlstate_class("08006"), Class::Transient);
+        assert_eq!(sqlstate_class("28P01"), Class::Definite);
+        assert_eq!(sqlstate_class("42704"), Class::Definite);
+        let server = |code: &str| ReplicationError::Server {
+            code: code.into(),
+            message: "m".into(),
+            detail: None,
+            retry: sqlstate_class(code),
+        };
+        let class = |e: ReplicationError| Retry::<ReplicationError>::from(e).class();
+        assert_eq!(class(server("57P01")), Class::Transient);
+        assert_eq!(class(server("28P01")), Class::Definite);
+        assert_eq!(class(ReplicationError::Closed), Class::Transient);
+        assert_eq!(
+            class(ReplicationError::PasswordRequired { user: "u".into() }),
+            Class::Definite
+        );
     }
 }

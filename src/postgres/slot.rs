@@ -254,6 +254,7 @@ pub async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retry::Retry;
 
     #[test]
     fn failover_is_refused_below_17_naming_the_keys_and_the_version() {
@@ -268,7 +269,10 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part:?} missing from {text:?}");
         }
-        assert!(!e.is_transient(), "a refusal must stop walrelay");
+        assert!(
+            matches!(Retry::<CatalogError>::from(e), Retry::Definite(_)),
+            "a refusal must stop walrelay"
+        );
         assert!(failover_supported(170000, "17.0").is_ok());
         assert!(failover_supported(180001, "18.1").is_ok());
     }
@@ -276,7 +280,10 @@ mod tests {
     #[test]
     fn a_synced_copy_on_a_standby_is_retried() {
         let standby = CatalogError::SyncedOnStandby { slot: "s".into() };
-        assert!(standby.is_transient(), "a promotion may be under way");
+        assert!(
+            matches!(Retry::<CatalogError>::from(standby), Retry::Transient(_)),
+            "a promotion may be under way"
+        );
     }
 
     #[test]

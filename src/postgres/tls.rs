@@ -24,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_openssl::SslStream;
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
+use crate::retry::Retry;
 use crate::secret::Secret;
 
 use crate::postgres::config::{ChannelBindingMode, PostgresConfig, SslMode};
@@ -155,7 +156,8 @@ pub enum TlsError {
         /// The root certificate used.
         against: String,
     },
-    /// The handshake failed for another reason (protocol, closed socket).
+    /// The handshake failed for another reason (a protocol the two sides
+    /// do not share, an alert from the server).
     #[error("tls handshake with {addr} failed")]
     Handshake {
         /// `host:port`.
@@ -164,13 +166,41 @@ pub enum TlsError {
         #[source]
         source: openssl::ssl::Error,
     },
+    /// The network broke the handshake (a reset or closed socket): the one
+    /// TLS failure that trying again can fix.
+    #[error("tls handshake with {addr} failed")]
+    HandshakeLost {
+        /// `host:port`.
+        addr: String,
+        /// OpenSSL's error, carrying the socket's.
+        #[source]
+        source: openssl::ssl::Error,
+    },
+}
+
+/// Certificates and settings do not fix themselves; a broken network may.
+impl From<TlsError> for Retry<TlsError> {
+    fn from(e: TlsError) -> Self {
+        match e {
+            e @ TlsError::HandshakeLost { .. } => Retry::Transient(e),
+            e @ (TlsError::ReadFile { .. }
+            | TlsError::BadFile { .. }
+            | TlsError::KeyPermissions { .. }
+            | TlsError::NoRootCert { .. }
+            | TlsError::Setup(_)
+            | TlsError::Refused { .. }
+            | TlsError::Verification { .. }
+            | TlsError::Handshake { .. }) => Retry::Definite(e),
+        }
+    }
 }
 
 impl TlsError {
-    /// Whether reconnecting can help: only a handshake broken by the
-    /// network; certificates and settings do not fix themselves.
+    /// Whether the network broke the handshake rather than a side refusing
+    /// it. For `walrelay check`, which words its fix from it; the relay
+    /// takes the class from [`Retry`].
     pub fn is_transient(&self) -> bool {
-        matches!(self, TlsError::Handshake { source, .. } if source.io_error().is_some())
+        matches!(self, TlsError::HandshakeLost { .. })
     }
 }
 
@@ -280,9 +310,12 @@ impl TlsParams {
                     against: self.against(),
                 });
             }
-            return Err(TlsError::Handshake {
-                addr: addr.to_owned(),
-                source,
+            let addr = addr.to_owned();
+            let lost = source.io_error().is_some();
+            return Err(if lost {
+                TlsError::HandshakeLost { addr, source }
+            } else {
+                TlsError::Handshake { addr, source }
             });
         }
         let binding = stream

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tracing::{debug, info, warn};
 use walrelay_proto::frame::{decode_replication_message, ReplicationMessage, StandbyStatusUpdate};
 use walrelay_proto::pgoutput::{self, DecoderState};
@@ -26,7 +26,8 @@ use super::replication::{ReplicationError, StreamWriter};
 use crate::checkpoint::SharedTracker;
 use crate::clock::{pg_now_micros, unix_now_micros};
 use crate::metrics::{observe_micros, Metrics, ReasonLabel};
-use crate::source::{Frontier, Source, SourceFailure, StreamEnd};
+use crate::retry::Retry;
+use crate::source::{Frontier, Source, StreamEnd};
 use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
 
 /// How long a failing stream waits to hand its last events to the sink.
@@ -121,28 +122,23 @@ pub enum WalError {
     /// The slot that existed when walrelay started is gone.
     #[error("replication slot {0} no longer exists; walrelay never recreates a slot it was reading (that would skip events); recreate it deliberately and restart")]
     SlotGone(String),
-    /// The sink stopped (its own error is reported separately).
-    #[error("the kafka sink stopped")]
-    SinkStopped,
     /// Exactly-once mode cannot go on from this slot (its message names
     /// both positions and the way out).
     #[error("exactly-once: {0}")]
     ExactlyOnce(String),
 }
 
-impl SourceFailure for WalError {
-    fn is_transient(&self) -> bool {
-        match self {
-            WalError::Replication(e) => e.is_transient(),
-            WalError::Catalog(e) => e.is_transient(),
-            WalError::ReceiveTimeout(_) => true,
-            WalError::Refused { capability, .. } => capability.is_transient(),
-            WalError::Decode { .. }
-            | WalError::Txn(_)
-            | WalError::SlotGone(_)
-            | WalError::ExactlyOnce(_)
-            | WalError::SinkStopped => false,
-        }
+/// A failed replication connection keeps the class it failed with.
+impl From<ReplicationError> for Retry<WalError> {
+    fn from(e: ReplicationError) -> Self {
+        Retry::from(e).map(WalError::Replication)
+    }
+}
+
+/// Failed catalog work keeps the class it failed with.
+impl From<CatalogError> for Retry<WalError> {
+    fn from(e: CatalogError) -> Self {
+        Retry::from(e).map(WalError::Catalog)
     }
 }
 
@@ -158,10 +154,11 @@ pub struct StreamSettings {
 }
 
 impl WalError {
-    /// `error` as [`WalError::Refused`] when the server refused for want of
-    /// a capability ([`capability::refusal`]; `slot` is the slot being
-    /// created), otherwise as it is.
-    pub fn explain(error: ReplicationError, slot: &str) -> WalError {
+    /// `error` as [`WalError::Refused`], in the capability's class, when
+    /// the server refused for want of a capability
+    /// ([`capability::refusal`]; `slot` is the slot being created),
+    /// otherwise as it is.
+    pub fn explain(error: ReplicationError, slot: &str) -> Retry<WalError> {
         let found = match &error {
             ReplicationError::Server { code, message, .. } => {
                 capability::refusal(code, message, slot)
@@ -169,11 +166,11 @@ impl WalError {
             _ => None,
         };
         match found {
-            Some(capability) => WalError::Refused {
+            Some(capability) => Retry::from(capability).map(|capability| WalError::Refused {
                 capability,
                 source: Box::new(error),
-            },
-            None => WalError::Replication(error),
+            }),
+            None => error.into(),
         }
     }
 }
@@ -312,13 +309,13 @@ impl Source for WalSource {
         frontier: &F,
         out: mpsc::Sender<Vec<OutboxEvent>>,
         shutdown: &mut watch::Receiver<bool>,
-    ) -> Result<StreamEnd, WalError> {
+    ) -> Result<StreamEnd, Retry<WalError>> {
         let stream = self
             .stream
             .take()
             .expect("a replication session is streamed once");
         let settings = self.settings;
-        match stream_wal(
+        let (end, writer) = stream_wal(
             stream,
             &mut self.assembler,
             tracker,
@@ -328,18 +325,14 @@ impl Source for WalSource {
             settings,
             &self.metrics,
         )
-        .await
-        {
-            Ok(writer) => {
-                self.writer = Some(writer);
-                Ok(StreamEnd::Shutdown)
-            }
-            Err(WalError::SinkStopped) => Ok(StreamEnd::SinkStopped),
-            Err(e) => Err(e),
+        .await?;
+        if end == StreamEnd::Shutdown {
+            self.writer = Some(writer);
         }
+        Ok(end)
     }
 
-    async fn finish(self, durable: Lsn) -> Result<(), WalError> {
+    async fn finish(self, durable: Lsn) -> Result<(), Retry<WalError>> {
         let Some(mut writer) = self.writer else {
             return Ok(());
         };
@@ -351,8 +344,9 @@ impl Source for WalSource {
     }
 }
 
-/// Reads the stream until shutdown or an error, handing events to `tx`;
-/// shutdown hands the writer back for the final status update.
+/// Reads the stream until shutdown, the sink's departure or an error,
+/// handing events to `tx`; hands the writer back for the final status
+/// update.
 #[allow(clippy::too_many_arguments)]
 async fn stream_wal<F: Frontier>(
     stream: (FrameReceiver, StreamWriter),
@@ -363,249 +357,331 @@ async fn stream_wal<F: Frontier>(
     shutdown: &mut watch::Receiver<bool>,
     settings: StreamSettings,
     metrics: &Metrics,
-) -> Result<StreamWriter, WalError> {
-    let (mut reader, mut writer) = stream;
-    let mut decoder = DecoderState::new(settings.proto_version);
-    let mut received = Lsn::ZERO;
-    let mut batch: Vec<OutboxEvent> = Vec::with_capacity(BATCH_EVENTS);
+) -> Result<(StreamEnd, StreamWriter), Retry<WalError>> {
+    let (reader, writer) = stream;
     let mut ticker = tokio::time::interval(settings.status_interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut last_receive = Instant::now();
-    // A status update asking for a reply is outstanding.
-    let mut pinged = false;
-    let mut last_reported = Lsn::ZERO;
-    let mut last_stats = assembler.stats();
+    let read_loop = ReadLoop {
+        reader,
+        writer,
+        decoder: DecoderState::new(settings.proto_version),
+        last_stats: assembler.stats(),
+        assembler,
+        tracker,
+        frontier,
+        tx,
+        settings,
+        metrics,
+        received: Lsn::ZERO,
+        batch: Vec::with_capacity(BATCH_EVENTS),
+        ticker,
+        last_receive: Instant::now(),
+        pinged: false,
+        last_reported: Lsn::ZERO,
+    };
+    read_loop.run(shutdown).await
+}
 
-    loop {
-        let mut reply_now = false;
-        let mut full = false;
-        if assembler.replaying() {
-            // A committed streamed transaction: one batch from its spill
-            // file per turn, handed over below with backpressure.
-            if let Err(e) = assembler.replay(tracker, &mut batch, BATCH_EVENTS) {
-                if !batch.is_empty() {
-                    assembler.register_pending(tracker);
-                    let ready = std::mem::take(&mut batch);
-                    let _ = tokio::time::timeout(HANDOVER_ON_ERROR, tx.send(ready)).await;
+/// The read loop of one session and what it carries from turn to turn.
+struct ReadLoop<'a, F> {
+    reader: FrameReceiver,
+    writer: StreamWriter,
+    decoder: DecoderState,
+    assembler: &'a mut Assembler,
+    tracker: &'a SharedTracker,
+    frontier: &'a F,
+    tx: mpsc::Sender<Vec<OutboxEvent>>,
+    settings: StreamSettings,
+    metrics: &'a Metrics,
+    /// The highest WAL end the server sent.
+    received: Lsn,
+    /// Events not handed to the sink yet.
+    batch: Vec<OutboxEvent>,
+    /// When the next standby status update is due.
+    ticker: Interval,
+    /// When the server was last heard (or we were last busy).
+    last_receive: Instant,
+    /// A status update asking for a reply is outstanding.
+    pinged: bool,
+    /// The durable position last reported to the server.
+    last_reported: Lsn,
+    /// The assembler's counters at the last report.
+    last_stats: AssemblyStats,
+}
+
+/// What one turn's decoding left to do.
+#[derive(Default)]
+struct Turn {
+    /// A batch is full, or a streamed transaction is being read back: go
+    /// on without waiting.
+    full: bool,
+    /// The server asked for a reply.
+    reply_now: bool,
+}
+
+impl<F: Frontier> ReadLoop<'_, F> {
+    /// Turns until shutdown, the sink's departure or an error: decode what
+    /// is buffered, hand it over, answer the server, then wait.
+    async fn run(
+        mut self,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<(StreamEnd, StreamWriter), Retry<WalError>> {
+        loop {
+            let turn = if self.assembler.replaying() {
+                // A committed streamed transaction: one batch from its
+                // spill file per turn, handed over below with backpressure.
+                self.replay().await?;
+                Turn {
+                    full: true,
+                    reply_now: false,
                 }
-                return Err(e.into());
-            }
-            full = true;
-        }
-        // Drain the complete frames already buffered, up to a full batch.
-        while !full {
-            let Some(frame) = reader.try_next()? else {
-                break;
+            } else {
+                self.drain().await?
             };
-            match decode_replication_message(frame).map_err(|source| WalError::Decode {
-                lsn: received,
-                source,
-            })? {
+            // Anything the server sent, however it was taken, shows it alive.
+            if self.reader.take_heard() {
+                self.heard();
+            }
+            if !self.batch.is_empty() {
+                if let Some(end) = self.hand_over(shutdown).await? {
+                    return Ok((end, self.writer));
+                }
+            }
+            if turn.reply_now {
+                let confirmed = self.frontier.durable();
+                self.writer
+                    .send_status(&status_update(self.received, confirmed, false))
+                    .await?;
+                self.last_reported = confirmed;
+            }
+            if turn.full {
+                // More frames may be buffered, or a spill file is being
+                // read back: go on before waiting, but keep the feedback
+                // flowing when the sink keeps up and we never wait below.
+                if self.ticker.tick().now_or_never().is_some() {
+                    self.last_reported = self.report().await?;
+                }
+                // We were busy, not the server silent.
+                self.heard();
+                continue;
+            }
+            if let Some(end) = self.wait(shutdown).await? {
+                return Ok((end, self.writer));
+            }
+        }
+    }
+
+    fn heard(&mut self) {
+        self.last_receive = Instant::now();
+        self.pinged = false;
+    }
+
+    /// Decodes the complete frames already buffered, up to a full batch
+    /// or the start of a streamed transaction's read-back.
+    async fn drain(&mut self) -> Result<Turn, Retry<WalError>> {
+        let mut turn = Turn::default();
+        while let Some(frame) = self.reader.try_next()? {
+            let message = decode_replication_message(frame).map_err(|source| {
+                Retry::Definite(WalError::Decode {
+                    lsn: self.received,
+                    source,
+                })
+            })?;
+            match message {
                 ReplicationMessage::XLogData(x) => {
-                    received = received.max(x.wal_end);
-                    let msg = pgoutput::decode(&mut decoder, x.data).map_err(|source| {
-                        WalError::Decode {
+                    self.received = self.received.max(x.wal_end);
+                    let msg = pgoutput::decode(&mut self.decoder, x.data).map_err(|source| {
+                        Retry::Definite(WalError::Decode {
                             lsn: x.wal_start,
                             source,
-                        }
+                        })
                     })?;
-                    // The commit read off the socket: how long the server
-                    // took to decode and send it.
-                    let received_us = reader.received_us();
-                    if let pgoutput::LogicalMessage::Commit(pgoutput::Commit {
-                        commit_time, ..
-                    })
-                    | pgoutput::LogicalMessage::StreamCommit(pgoutput::StreamCommit {
-                        commit_time,
-                        ..
-                    }) = &msg
-                    {
-                        let since = received_us - (commit_time + PG_EPOCH_OFFSET_MICROS);
-                        observe_micros(&metrics.stages.commit_to_receive, since);
-                    }
-                    let before = batch.len();
-                    if let Err(e) = assembler.handle(msg, x.wal_start, tracker, &mut batch) {
-                        // Hand over the events before the offending change,
-                        // as Debezium produces the records before a failing
-                        // one; their transaction is never confirmed.
-                        if !batch.is_empty() {
-                            assembler.register_pending(tracker);
-                            let ready = std::mem::take(&mut batch);
-                            let _ = tokio::time::timeout(HANDOVER_ON_ERROR, tx.send(ready)).await;
+                    match self.assemble(msg, x.wal_start) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            turn.full = true;
+                            break;
                         }
-                        return Err(e.into());
-                    }
-                    for event in &mut batch[before..] {
-                        event.meta.received_us = received_us;
-                    }
-                    if batch.len() >= BATCH_EVENTS || assembler.replaying() {
-                        // Hand this batch over (or start reading back a
-                        // streamed transaction) before decoding further.
-                        full = true;
-                        break;
+                        Err(e) => return Err(self.fail(e).await),
                     }
                 }
                 ReplicationMessage::PrimaryKeepalive(k) => {
-                    received = received.max(k.wal_end);
+                    self.received = self.received.max(k.wal_end);
                     // Everything before this keepalive has been handed to
-                    // the assembler, so if the tracker holds nothing, all of
-                    // it is delivered (or carried no event).
-                    if !assembler.in_transaction() {
-                        tracker.keepalive(k.wal_end);
+                    // the assembler, so if the tracker holds nothing, all
+                    // of it is delivered (or carried no event).
+                    if !self.assembler.in_transaction() {
+                        self.tracker.keepalive(k.wal_end);
                     }
-                    reply_now |= k.reply_requested;
+                    turn.reply_now |= k.reply_requested;
                 }
             }
         }
-        // Anything the server sent, however it was taken, shows it alive.
-        if reader.take_heard() {
-            last_receive = Instant::now();
-            pinged = false;
-        }
-        if !batch.is_empty() {
-            assembler.register_pending(tracker);
-            let ready = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_EVENTS));
-            if send_batch(
-                ready,
-                &tx,
-                &mut writer,
-                frontier,
-                received,
-                shutdown,
-                &mut ticker,
-            )
-            .await?
-            {
-                return Ok(writer);
-            }
-        }
-        if reply_now {
-            let confirmed = frontier.durable();
-            writer
-                .send_status(&status_update(received, confirmed, false))
-                .await?;
-            last_reported = confirmed;
-        }
-        if full {
-            // More frames may be buffered, or a spill file is being read
-            // back: go on before waiting, but keep the feedback flowing
-            // when the sink keeps up and we never wait below.
-            if ticker.tick().now_or_never().is_some() {
-                last_reported = report(
-                    &mut writer,
-                    received,
-                    frontier,
-                    (metrics, tracker),
-                    assembler.stats(),
-                    (&mut last_stats, last_reported),
-                )
-                .await?;
-            }
-            // We were busy, not the server silent.
-            last_receive = Instant::now();
-            pinged = false;
-            continue;
-        }
+        Ok(turn)
+    }
 
+    /// One decoded message into the assembler, its events stamped with the
+    /// time it was read. Returns whether to hand the batch over (it is
+    /// full, or a streamed transaction is to be read back) before decoding
+    /// further.
+    fn assemble(&mut self, msg: pgoutput::LogicalMessage, at: Lsn) -> Result<bool, TxnError> {
+        // The commit read off the socket: how long the server took to
+        // decode and send it.
+        let received_us = self.reader.received_us();
+        if let pgoutput::LogicalMessage::Commit(pgoutput::Commit { commit_time, .. })
+        | pgoutput::LogicalMessage::StreamCommit(pgoutput::StreamCommit {
+            commit_time, ..
+        }) = &msg
+        {
+            let since = received_us - (commit_time + PG_EPOCH_OFFSET_MICROS);
+            observe_micros(&self.metrics.stages.commit_to_receive, since);
+        }
+        let before = self.batch.len();
+        self.assembler
+            .handle(msg, at, self.tracker, &mut self.batch)?;
+        for event in &mut self.batch[before..] {
+            event.meta.received_us = received_us;
+        }
+        Ok(self.batch.len() >= BATCH_EVENTS || self.assembler.replaying())
+    }
+
+    /// One batch of a committed streamed transaction from its spill file.
+    async fn replay(&mut self) -> Result<(), Retry<WalError>> {
+        match self
+            .assembler
+            .replay(self.tracker, &mut self.batch, BATCH_EVENTS)
+        {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e).await),
+        }
+    }
+
+    /// Ends the loop on an assembly error, after handing over the events
+    /// before the offending change (bounded), as Debezium produces the
+    /// records before a failing one; their transaction is never confirmed.
+    async fn fail(&mut self, e: TxnError) -> Retry<WalError> {
+        if !self.batch.is_empty() {
+            self.assembler.register_pending(self.tracker);
+            let ready = std::mem::take(&mut self.batch);
+            let _ = tokio::time::timeout(HANDOVER_ON_ERROR, self.tx.send(ready)).await;
+        }
+        Retry::Definite(WalError::Txn(e))
+    }
+
+    /// Hands the batch to the sink, waiting for room while still sending
+    /// status updates so the walsender does not time us out during
+    /// backpressure. `Some` ends the loop.
+    async fn hand_over(
+        &mut self,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<Option<StreamEnd>, Retry<WalError>> {
+        self.assembler.register_pending(self.tracker);
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_EVENTS));
+        loop {
+            tokio::select! {
+                biased;
+                // 1. shutdown
+                _ = shutdown.changed() => return Ok(Some(StreamEnd::Shutdown)),
+                // 2. room in the channel (or the sink gone)
+                permit = self.tx.reserve() => {
+                    let Ok(permit) = permit else {
+                        return Ok(Some(StreamEnd::SinkStopped));
+                    };
+                    permit.send(batch);
+                    return Ok(None);
+                }
+                // 3. feedback
+                _ = self.ticker.tick() => {
+                    let durable = self.frontier.durable();
+                    self.writer
+                        .send_status(&status_update(self.received, durable, false))
+                        .await?;
+                }
+            }
+        }
+    }
+
+    /// Waits for the first of shutdown, the sink's departure, the next
+    /// status update, new WAL or the server's silence. `Some` ends the loop.
+    async fn wait(
+        &mut self,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<Option<StreamEnd>, Retry<WalError>> {
+        let timeout = self.settings.receive_timeout;
         tokio::select! {
             biased;
             // 1. shutdown
-            _ = shutdown.changed() => {
-                return Ok(writer);
-            }
+            _ = shutdown.changed() => Ok(Some(StreamEnd::Shutdown)),
             // 2. the sink went away
-            _ = tx.closed() => {
+            _ = self.tx.closed() => {
                 // Confirm what was delivered before the sink stopped, so a
                 // restart does not replay it.
-                let _ = writer
-                    .send_status(&status_update(received, frontier.durable(), false))
+                let durable = self.frontier.durable();
+                let _ = self
+                    .writer
+                    .send_status(&status_update(self.received, durable, false))
                     .await;
-                return Err(WalError::SinkStopped);
+                Ok(Some(StreamEnd::SinkStopped))
             }
             // 3. feedback
-            _ = ticker.tick() => {
-                let confirmed = report(
-                    &mut writer,
-                    received,
-                    frontier,
-                    (metrics, tracker),
-                    assembler.stats(),
-                    (&mut last_stats, last_reported),
-                )
-                .await?;
-                if confirmed != last_reported {
-                    debug!(%confirmed, %received, "confirmed");
-                    last_reported = confirmed;
+            _ = self.ticker.tick() => {
+                let confirmed = self.report().await?;
+                if confirmed != self.last_reported {
+                    debug!(%confirmed, received = %self.received, "confirmed");
+                    self.last_reported = confirmed;
                 }
+                Ok(None)
             }
             // 4. new WAL
             // (read on the reader thread, which also paces the reads)
             // (the next turn of the loop counts it as heard)
-            r = reader.read_more() => {
+            r = self.reader.read_more() => {
                 r?;
+                Ok(None)
             }
-            // Silence is normal: a walsender with nothing to send and
-            // regular replies from us sends nothing. Halfway to the timeout
-            // ask for a reply; a live server answers with a keepalive.
-            _ = tokio::time::sleep_until(last_receive + settings.receive_timeout / 2), if !pinged => {
-                writer.send_status(&status_update(received, frontier.durable(), true)).await?;
-                pinged = true;
+            // 5. silence, which is normal: a walsender with nothing to send
+            // and regular replies from us sends nothing. Halfway to the
+            // timeout ask for a reply; a live server answers with a
+            // keepalive.
+            _ = tokio::time::sleep_until(self.last_receive + timeout / 2), if !self.pinged => {
+                let durable = self.frontier.durable();
+                self.writer
+                    .send_status(&status_update(self.received, durable, true))
+                    .await?;
+                self.pinged = true;
+                Ok(None)
             }
-            _ = tokio::time::sleep_until(last_receive + settings.receive_timeout), if pinged => {
-                return Err(WalError::ReceiveTimeout(settings.receive_timeout));
+            // 6. no answer to that request either
+            _ = tokio::time::sleep_until(self.last_receive + timeout), if self.pinged => {
+                Err(Retry::Transient(WalError::ReceiveTimeout(timeout)))
             }
         }
     }
-}
 
-/// The periodic feedback: a status update with the frontier's durable
-/// position, then the progress metrics. Returns the position reported.
-async fn report<F: Frontier>(
-    writer: &mut StreamWriter,
-    received: Lsn,
-    frontier: &F,
-    (metrics, tracker): (&Metrics, &SharedTracker),
-    stats: AssemblyStats,
-    (last, last_reported): (&mut AssemblyStats, Lsn),
-) -> Result<Lsn, WalError> {
-    let confirmed = frontier.durable();
-    writer
-        .send_status(&status_update(received, confirmed, false))
-        .await?;
-    if confirmed > last_reported {
-        if let Some(since) = tracker.take_completed_since() {
-            observe_micros(&metrics.stages.ack_to_confirm, unix_now_micros() - since);
-        }
-    }
-    publish_progress(metrics, received, confirmed, tracker, stats, last);
-    Ok(confirmed)
-}
-
-/// Hands a batch to the sink, waiting for room while still sending status
-/// updates so the walsender does not time us out during backpressure.
-/// Returns true when shutdown was requested instead.
-async fn send_batch<F: Frontier>(
-    batch: Vec<OutboxEvent>,
-    tx: &mpsc::Sender<Vec<OutboxEvent>>,
-    writer: &mut StreamWriter,
-    frontier: &F,
-    received: Lsn,
-    shutdown: &mut watch::Receiver<bool>,
-    ticker: &mut tokio::time::Interval,
-) -> Result<bool, WalError> {
-    loop {
-        tokio::select! {
-            biased;
-            _ = shutdown.changed() => return Ok(true),
-            permit = tx.reserve() => {
-                let permit = permit.map_err(|_| WalError::SinkStopped)?;
-                permit.send(batch);
-                return Ok(false);
-            }
-            _ = ticker.tick() => {
-                writer.send_status(&status_update(received, frontier.durable(), false)).await?;
+    /// The periodic feedback: a status update with the frontier's durable
+    /// position, then the progress metrics. Returns the position reported.
+    async fn report(&mut self) -> Result<Lsn, Retry<WalError>> {
+        let confirmed = self.frontier.durable();
+        self.writer
+            .send_status(&status_update(self.received, confirmed, false))
+            .await?;
+        if confirmed > self.last_reported {
+            if let Some(since) = self.tracker.take_completed_since() {
+                observe_micros(
+                    &self.metrics.stages.ack_to_confirm,
+                    unix_now_micros() - since,
+                );
             }
         }
+        publish_progress(
+            self.metrics,
+            self.received,
+            confirmed,
+            self.tracker,
+            self.assembler.stats(),
+            &mut self.last_stats,
+        );
+        Ok(confirmed)
     }
 }
 

@@ -56,6 +56,7 @@ use self::transactional::Eos;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
 use crate::metrics::Metrics;
+use crate::retry::Retry;
 use crate::router::{RouteError, Router};
 use crate::secret::is_secret_key;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
@@ -206,26 +207,52 @@ pub enum SinkError {
     },
 }
 
+/// What each sink error allows. Transient: an aborted Kafka transaction
+/// (a new session resumes from the last committed progress), and, at
+/// exactly-once's start, brokers that did not answer (init, or reading the
+/// progress, timed out or failed to connect; a progress topic not usable
+/// yet). Everything else stops the pipeline: a bad event under
+/// `errors.tolerance = none`, a refused dead-letter record, the cluster
+/// refusing walrelay, fencing (fatal init errors are `Fenced` or
+/// `Cluster`), a malformed progress record.
+impl From<SinkError> for Retry<SinkError> {
+    fn from(e: SinkError) -> Self {
+        use progress::ProgressError;
+        match e {
+            e @ (SinkError::TransactionAborted { .. }
+            | SinkError::TransactionInit { .. }
+            | SinkError::Progress(
+                ProgressError::Timeout { .. } | ProgressError::Consumer { .. },
+            )
+            | SinkError::ProgressTopic {
+                transient: true, ..
+            }) => Retry::Transient(e),
+            e @ (SinkError::Unmet(_)
+            | SinkError::Create(_)
+            | SinkError::Route(_)
+            | SinkError::Produce { .. }
+            | SinkError::Delivery { .. }
+            | SinkError::DeadLetterProduce { .. }
+            | SinkError::DeadLetter { .. }
+            | SinkError::BatchTooLarge { .. }
+            | SinkError::Fenced { .. }
+            | SinkError::SnapshotTooLong { .. }
+            | SinkError::ProgressTopic {
+                transient: false, ..
+            }
+            | SinkError::Progress(ProgressError::Malformed { .. })
+            | SinkError::Cluster { .. }) => Retry::Definite(e),
+        }
+    }
+}
+
 impl SinkError {
-    /// Whether a new session can help: an aborted Kafka transaction (the
-    /// session resumes from the last committed progress). Every other sink
-    /// error stops the pipeline.
+    /// Whether this is an aborted Kafka transaction, after which the
+    /// session resumes from the last committed progress: what the
+    /// exactly-once abort paths (`transactional`) ask of the errors they
+    /// build. The pipeline takes the class from [`Retry`] instead.
     pub fn is_transient(&self) -> bool {
         matches!(self, SinkError::TransactionAborted { .. })
-    }
-
-    /// Whether exactly-once's start may be tried again: the brokers did
-    /// not answer (init or reading the progress timed out or failed to
-    /// connect). A fenced, refused or malformed start is not retried.
-    pub fn is_start_transient(&self) -> bool {
-        match self {
-            // Fatal init errors (fenced, unauthorised) are Fenced/Cluster.
-            SinkError::TransactionInit { .. }
-            | SinkError::Progress(progress::ProgressError::Timeout { .. })
-            | SinkError::Progress(progress::ProgressError::Consumer { .. }) => true,
-            SinkError::ProgressTopic { transient, .. } => *transient,
-            _ => false,
-        }
     }
 }
 

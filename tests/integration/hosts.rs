@@ -16,7 +16,8 @@ use common::{consume, env, kafka_bootstrap, PrivatePg};
 use walrelay::check::{self, run_check, CheckStatus};
 use walrelay::config::Config;
 use walrelay::postgres::catalog;
-use walrelay::postgres::replication::{ConnectParams, ReplicationConnection};
+use walrelay::postgres::replication::{ConnectParams, ReplicationConnection, ReplicationError};
+use walrelay::retry::Retry;
 
 /// A loopback port nothing listens on.
 fn closed_port() -> u16 {
@@ -120,7 +121,8 @@ async fn standby_against_the_primary_only_names_every_host() {
     };
     expect_named(&walrelay::chain::DisplayChain(&err).to_string());
     // A failover in progress looks like this: walrelay retries.
-    assert!(err.is_transient(), "{err}");
+    let err = Retry::<ReplicationError>::from(err);
+    assert!(matches!(err, Retry::Transient(_)), "{err}");
     // walrelay check names the test as what to fix.
     let report = run_check(&config).await;
     for name in [check::POSTGRES_CONNECTION, check::REPLICATION_CONNECTION] {

@@ -13,6 +13,7 @@ use std::fmt;
 use tokio_postgres::Client;
 
 use crate::postgres::replication::quote_ident;
+use crate::retry::Retry;
 
 /// The oldest server walrelay supports (`server_version_num`): streaming of
 /// in-progress transactions (pgoutput protocol 2) and the slot views it
@@ -202,13 +203,23 @@ impl Unsupported {
             }
         }
     }
+}
 
-    /// Whether waiting can fix it (a slot or a WAL sender may be freed).
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Unsupported::SlotsExhausted { .. } | Unsupported::WalSendersExhausted
-        )
+/// Waiting can fix only what is taken for now (a slot or a WAL sender may
+/// be freed); a version, a setting, a role or a missing plugin stays.
+impl From<Unsupported> for Retry<Unsupported> {
+    fn from(u: Unsupported) -> Self {
+        match u {
+            u @ (Unsupported::SlotsExhausted { .. } | Unsupported::WalSendersExhausted) => {
+                Retry::Transient(u)
+            }
+            u @ (Unsupported::ServerVersion { .. }
+            | Unsupported::WalLevel { .. }
+            | Unsupported::NoReplicationSlots
+            | Unsupported::NoWalSenders
+            | Unsupported::NoReplicationRole { .. }
+            | Unsupported::NoPgoutput) => Retry::Definite(u),
+        }
     }
 }
 
@@ -242,6 +253,11 @@ pub fn refusal(code: &str, message: &str, slot: &str) -> Option<Unsupported> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retry::Class;
+
+    fn class(problem: &Unsupported) -> Class {
+        Retry::from(problem.clone()).class()
+    }
 
     fn facts() -> ServerFacts {
         ServerFacts {
@@ -286,7 +302,7 @@ mod tests {
             "postgresql 13.16 is not supported: walrelay supports postgresql 14 and later; \
              fix: upgrade the server to postgresql 14 or later (pg_upgrade, or a dump and restore)"
         );
-        assert!(!problems[0].is_transient());
+        assert_eq!(class(&problems[0]), Class::Definite);
     }
 
     #[test]
@@ -313,7 +329,7 @@ mod tests {
                  fix: ALTER ROLE \"relay\" REPLICATION",
             ]
         );
-        assert!(problems.iter().all(|p| !p.is_transient()));
+        assert!(problems.iter().all(|p| class(p) == Class::Definite));
     }
 
     #[test]
@@ -325,7 +341,7 @@ mod tests {
         )
         .expect("recognised");
         assert_eq!(senders, Unsupported::WalSendersExhausted);
-        assert!(senders.is_transient());
+        assert_eq!(class(&senders), Class::Transient);
         assert!(senders.fix().contains("max_wal_senders"));
         let slots =
             refusal("53400", "all replication slots are in use", "walrelay").expect("recognised");
@@ -335,7 +351,7 @@ mod tests {
              slot (SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT \
              active ...) or raise max_replication_slots (restart needed)"
         );
-        assert!(slots.is_transient());
+        assert_eq!(class(&slots), Class::Transient);
         let plugin = refusal(
             "58P01",
             "could not access file \"pgoutput\": No such file or directory",
@@ -343,7 +359,7 @@ mod tests {
         )
         .expect("recognised");
         assert_eq!(plugin, Unsupported::NoPgoutput);
-        assert!(!plugin.is_transient());
+        assert_eq!(class(&plugin), Class::Definite);
         assert_eq!(refusal("53300", "too many clients already", "s"), None);
         assert_eq!(refusal("42501", "permission denied", "s"), None);
     }

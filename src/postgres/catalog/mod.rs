@@ -22,12 +22,13 @@ use tracing::{info, warn};
 use walrelay_proto::Lsn;
 
 use super::hosts::{self, HostsError, Refusal};
-use super::replication::{quote_ident, ConnectParams};
+use super::replication::{quote_ident, sqlstate_class, ConnectParams};
 use super::tls::{MakeTls, TlsError};
 use crate::postgres::config::{
     ChannelBindingMode, Endpoint, PostgresConfig, PublicationMode, ReplicationConfig, SslMode,
     TargetSessionAttrs,
 };
+use crate::retry::{Class, Retry};
 
 /// Errors of catalog work.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +41,9 @@ pub enum CatalogError {
         /// The driver's error.
         #[source]
         source: tokio_postgres::Error,
+        /// What the failure allows, judged from the driver's error when it
+        /// arrived ([`sql`]).
+        retry: Class,
     },
     /// An outbox table is missing.
     #[error("outbox table {schema}.{table} does not exist in database {dbname}")]
@@ -148,22 +152,26 @@ pub enum CatalogError {
     },
 }
 
-impl CatalogError {
-    /// Whether a retry can help (connection problems, server restarts).
-    pub fn is_transient(&self) -> bool {
-        match self {
-            CatalogError::Sql { source, .. } => match source.code() {
-                Some(code) => super::replication::is_transient_sqlstate(code.code()),
-                // A refused certificate or handshake does not fix itself.
-                None if is_tls_failure(source) => false,
-                // No SQLSTATE: the connection itself failed.
-                None => true,
-            },
-            CatalogError::Tls(e) => e.is_transient(),
-            CatalogError::Timeout { .. } | CatalogError::SyncedOnStandby { .. } => true,
-            CatalogError::Unsupported(u) => u.is_transient(),
-            CatalogError::Hosts(e) => e.is_transient(CatalogError::is_transient),
-            _ => false,
+/// Each variant's class, or the one it was created with: connection
+/// problems, server restarts, a dead path, a slot waiting for its standby's
+/// promotion are worth retrying; a missing table, publication or
+/// capability, a mismatched slot are not.
+impl From<CatalogError> for Retry<CatalogError> {
+    fn from(e: CatalogError) -> Self {
+        use CatalogError as C;
+        match e {
+            e @ C::Sql { retry, .. } => Retry::new(retry, e),
+            C::Tls(tls) => Retry::from(tls).map(C::Tls),
+            e @ (C::Timeout { .. } | C::SyncedOnStandby { .. }) => Retry::Transient(e),
+            C::Unsupported(u) => Retry::from(u).map(C::Unsupported),
+            C::Hosts(hosts) => Retry::new(hosts.retry, C::Hosts(hosts)),
+            e @ (C::NoOutboxTable { .. }
+            | C::MissingOutboxColumn { .. }
+            | C::NoPublication { .. }
+            | C::PublicationMismatch { .. }
+            | C::UnexpectedAnswer { .. }
+            | C::FailoverUnsupported { .. }
+            | C::SlotMismatch { .. }) => Retry::Definite(e),
         }
     }
 }
@@ -192,11 +200,26 @@ where
     }
 }
 
+/// A failed statement or connection as [`CatalogError::Sql`], with
+/// `context` and its class: by SQLSTATE when the server answered
+/// ([`sqlstate_class`]), definite when a certificate or the TLS handshake
+/// was refused, transient when the connection itself failed.
 pub(super) fn sql(
     context: impl Into<String>,
 ) -> impl FnOnce(tokio_postgres::Error) -> CatalogError {
     let context = context.into();
-    move |source| CatalogError::Sql { context, source }
+    move |source| {
+        let retry = match source.code() {
+            Some(code) => sqlstate_class(code.code()),
+            None if is_tls_failure(&source) => Class::Definite,
+            None => Class::Transient,
+        };
+        CatalogError::Sql {
+            context,
+            source,
+            retry,
+        }
+    }
 }
 
 /// Whether the server answered a connection attempt with an error
@@ -219,7 +242,7 @@ fn is_tls_failure(error: &tokio_postgres::Error) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(e) = source {
         if let Some(tls) = e.downcast_ref::<TlsError>() {
-            return !tls.is_transient();
+            return !matches!(tls, TlsError::HandshakeLost { .. });
         }
         source = e.source();
     }
@@ -295,7 +318,7 @@ async fn connect_host(
     );
     let (client, yes) = bounded(params.connect_timeout, &what, attempt)
         .await
-        .map_err(Refusal::Failed)?;
+        .map_err(|e| Refusal::Failed(e.into()))?;
     // A mismatch drops the client, which closes the connection.
     hosts::verdict(test, yes).map_err(Refusal::Mismatch)?;
     Ok(client)
@@ -647,7 +670,71 @@ pub async fn prepare_publication(
     if plan.messages_only {
         return prepare_message_publication(client, plan).await;
     }
+    require_outbox_tables(client, plan).await?;
+    // Errors about the publication as a whole name the first table.
+    let first = plan
+        .tables
+        .first()
+        .expect("a plan that is not messages-only names an outbox table");
     let publication = &plan.publication;
+    let row = client
+        .query_opt(
+            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(sql(format!("cannot look up publication {publication}")))?;
+    let Some(row) = row else {
+        create_publication(client, plan, first).await?;
+        return Ok(());
+    };
+    let pubinsert: bool = row.get(0);
+    let puballtables: bool = row.get(1);
+    if !pubinsert {
+        return Err(plan.mismatch(first, "it does not publish inserts"));
+    }
+    if puballtables {
+        return accept_all_tables(plan, first);
+    }
+    require_publication_tables(client, plan).await
+}
+
+impl PublicationPlan {
+    /// [`CatalogError::PublicationMismatch`] about `table`.
+    fn mismatch(&self, (schema, table): &(String, String), reason: &str) -> CatalogError {
+        CatalogError::PublicationMismatch {
+            publication: self.publication.clone(),
+            schema: schema.clone(),
+            table: table.clone(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// The outbox tables as `FOR TABLE` lists them.
+    fn table_list(&self) -> String {
+        self.tables
+            .iter()
+            .map(|(s, t)| format!("{}.{}", quote_ident(s), quote_ident(t)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The `WITH (publish = ...)` of a publication walrelay creates:
+    /// `replication.publish`, else `default`, else none.
+    fn with_publish(&self, default: Option<&str>) -> String {
+        match self.publish.as_deref().or(default) {
+            // The list was validated to be operation names only.
+            Some(publish) => format!(" WITH (publish = '{publish}')"),
+            None => String::new(),
+        }
+    }
+}
+
+/// Every outbox table exists (a table or a partitioned table).
+async fn require_outbox_tables(
+    client: &Client,
+    plan: &PublicationPlan,
+) -> Result<(), CatalogError> {
     for (schema, table) in &plan.tables {
         let exists = client
             .query_opt(
@@ -665,92 +752,82 @@ pub async fn prepare_publication(
             });
         }
     }
-    // Errors about the publication as a whole name the first table.
-    let first = plan
-        .tables
-        .first()
-        .expect("a plan that is not messages-only names an outbox table");
-    let mismatch_of =
-        |(schema, table): &(String, String), reason: &str| CatalogError::PublicationMismatch {
-            publication: publication.clone(),
-            schema: schema.clone(),
-            table: table.clone(),
-            reason: reason.to_owned(),
-        };
-    let mismatch = |reason: &str| mismatch_of(first, reason);
-    let outbox = plan
-        .tables
-        .iter()
-        .map(|(s, t)| format!("{}.{}", quote_ident(s), quote_ident(t)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let with = |default: Option<&str>| match plan.publish.as_deref().or(default) {
-        // The list was validated to be operation names only.
-        Some(publish) => format!(" WITH (publish = '{publish}')"),
-        None => String::new(),
+    Ok(())
+}
+
+/// Creates the missing publication as the plan's mode says, or refuses
+/// when the mode forbids it; `no_tables` creates one and stops, for the
+/// operator to add the tables.
+async fn create_publication(
+    client: &Client,
+    plan: &PublicationPlan,
+    first: &(String, String),
+) -> Result<(), CatalogError> {
+    let publication = &plan.publication;
+    let outbox = plan.table_list();
+    let target = match plan.mode {
+        PublicationMode::Table if plan.create => {
+            let default = table_publish(plan.transaction_metadata);
+            format!("FOR TABLE {outbox}{}", plan.with_publish(Some(default)))
+        }
+        PublicationMode::Table => {
+            return Err(CatalogError::NoPublication {
+                publication: publication.clone(),
+                setting: "replication.create_publication is false",
+            })
+        }
+        PublicationMode::Disabled => {
+            return Err(CatalogError::NoPublication {
+                publication: publication.clone(),
+                setting: "publication.autocreate.mode is disabled",
+            })
+        }
+        PublicationMode::AllTables => format!("FOR ALL TABLES{}", plan.with_publish(None)),
+        PublicationMode::Filtered => format!("FOR TABLE {outbox}{}", plan.with_publish(None)),
+        PublicationMode::NoTables => plan.with_publish(None),
     };
-    let row = client
-        .query_opt(
-            "SELECT pubinsert, puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
-            &[publication],
-        )
+    let stmt = format!("CREATE PUBLICATION {} {target}", quote_ident(publication));
+    client
+        .batch_execute(&stmt)
         .await
-        .map_err(sql(format!("cannot look up publication {publication}")))?;
-    let Some(row) = row else {
-        let target = match plan.mode {
-            PublicationMode::Table if plan.create => {
-                let default = table_publish(plan.transaction_metadata);
-                format!("FOR TABLE {outbox}{}", with(Some(default)))
-            }
-            PublicationMode::Table => {
-                return Err(CatalogError::NoPublication {
-                    publication: publication.clone(),
-                    setting: "replication.create_publication is false",
-                })
-            }
-            PublicationMode::Disabled => {
-                return Err(CatalogError::NoPublication {
-                    publication: publication.clone(),
-                    setting: "publication.autocreate.mode is disabled",
-                })
-            }
-            PublicationMode::AllTables => format!("FOR ALL TABLES{}", with(None)),
-            PublicationMode::Filtered => format!("FOR TABLE {outbox}{}", with(None)),
-            PublicationMode::NoTables => with(None),
-        };
-        let stmt = format!("CREATE PUBLICATION {} {target}", quote_ident(publication));
-        client
-            .batch_execute(&stmt)
-            .await
-            .map_err(sql(format!("cannot create publication {publication}")))?;
-        info!(publication = %publication, mode = plan.mode.as_str(), "created publication");
-        if plan.mode != PublicationMode::NoTables {
-            return Ok(());
-        }
-        return Err(mismatch(
-            "it was just created without tables (publication.autocreate.mode=no_tables); \
-             add the outbox tables with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
-        ));
-    };
-    let pubinsert: bool = row.get(0);
-    let puballtables: bool = row.get(1);
-    if !pubinsert {
-        return Err(mismatch("it does not publish inserts"));
-    }
-    if puballtables {
-        if plan.mode == PublicationMode::Filtered {
-            return Err(mismatch(
-                "it is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication; \
-                 drop it or use all_tables",
-            ));
-        }
-        warn!(
-            publication = %publication,
-            "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
-             a publication FOR TABLE <outbox tables> is cheaper"
-        );
+        .map_err(sql(format!("cannot create publication {publication}")))?;
+    info!(publication = %publication, mode = plan.mode.as_str(), "created publication");
+    if plan.mode != PublicationMode::NoTables {
         return Ok(());
     }
+    Err(plan.mismatch(
+        first,
+        "it was just created without tables (publication.autocreate.mode=no_tables); \
+         add the outbox tables with ALTER PUBLICATION ... ADD TABLE and start walrelay again",
+    ))
+}
+
+/// A publication `FOR ALL TABLES` carries the outbox tables, at a cost;
+/// mode `filtered` wants a `FOR TABLE` one.
+fn accept_all_tables(plan: &PublicationPlan, first: &(String, String)) -> Result<(), CatalogError> {
+    if plan.mode == PublicationMode::Filtered {
+        return Err(plan.mismatch(
+            first,
+            "it is FOR ALL TABLES, but publication.autocreate.mode=filtered needs a FOR TABLE publication; \
+             drop it or use all_tables",
+        ));
+    }
+    warn!(
+        publication = %plan.publication,
+        "publication is FOR ALL TABLES: the walsender decodes and sends every table's changes; \
+         a publication FOR TABLE <outbox tables> is cheaper"
+    );
+    Ok(())
+}
+
+/// Every outbox table is in the publication's list; mode `filtered` makes
+/// the list the outbox tables instead (Debezium's filtered mode: the
+/// publication's tables become the include list's).
+async fn require_publication_tables(
+    client: &Client,
+    plan: &PublicationPlan,
+) -> Result<(), CatalogError> {
+    let publication = &plan.publication;
     let rows = client
         .query(
             "SELECT schemaname::text, tablename::text FROM pg_catalog.pg_publication_tables WHERE pubname = $1",
@@ -761,11 +838,10 @@ pub async fn prepare_publication(
     let listed: BTreeSet<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     let wanted: BTreeSet<(String, String)> = plan.tables.iter().cloned().collect();
     if plan.mode == PublicationMode::Filtered && listed != wanted {
-        // Debezium's filtered mode: the publication's tables become the
-        // include list's.
         let stmt = format!(
-            "ALTER PUBLICATION {} SET TABLE {outbox}",
-            quote_ident(publication)
+            "ALTER PUBLICATION {} SET TABLE {}",
+            quote_ident(publication),
+            plan.table_list()
         );
         client
             .batch_execute(&stmt)
@@ -775,7 +851,7 @@ pub async fn prepare_publication(
         return Ok(());
     }
     if let Some(missing) = plan.tables.iter().find(|t| !listed.contains(*t)) {
-        return Err(mismatch_of(missing, "the table is not in it"));
+        return Err(plan.mismatch(missing, "the table is not in it"));
     }
     Ok(())
 }

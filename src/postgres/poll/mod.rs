@@ -57,8 +57,9 @@ use crate::checkpoint::SharedTracker;
 use crate::metrics::{KindLabel, Metrics, ResultLabel};
 use crate::postgres::catalog::{self, CatalogError};
 use crate::postgres::replication::{quote_ident, ConnectParams};
+use crate::retry::Retry;
 use crate::router::{BoundRelation, EventMeta};
-use crate::source::{Batch, Frontier, Source, SourceFailure, StreamEnd};
+use crate::source::{Batch, Frontier, Source, StreamEnd};
 use crate::txn::OutboxEvent;
 
 /// Errors of the polling source.
@@ -121,17 +122,10 @@ pub enum PollError {
     },
 }
 
-impl SourceFailure for PollError {
-    fn is_transient(&self) -> bool {
-        match self {
-            PollError::Catalog(e) => e.is_transient(),
-            PollError::ListenLost { .. } => true,
-            PollError::MarkMismatch { .. }
-            | PollError::BadClaim { .. }
-            | PollError::Task { .. }
-            | PollError::MissingColumn { .. }
-            | PollError::Layout { .. } => false,
-        }
+/// A failed statement or connection keeps the class it failed with.
+impl From<CatalogError> for Retry<PollError> {
+    fn from(e: CatalogError) -> Self {
+        Retry::from(e).map(PollError::Catalog)
     }
 }
 
@@ -197,7 +191,7 @@ impl Source for PollSource {
         _frontier: &F,
         out: mpsc::Sender<Batch>,
         shutdown: &mut watch::Receiver<bool>,
-    ) -> Result<StreamEnd, PollError> {
+    ) -> Result<StreamEnd, Retry<PollError>> {
         let shared = &self.shared;
         // Ready only while this process holds a shard.
         shared.metrics.streaming.store(false, Ordering::Relaxed);
@@ -261,21 +255,21 @@ impl Source for PollSource {
                 Ok(Ok(StreamEnd::SinkStopped)) => return Ok(StreamEnd::SinkStopped),
                 Ok(Err(e)) => return Err(e),
                 Err(e) => {
-                    return Err(PollError::Task {
+                    return Err(Retry::Definite(PollError::Task {
                         task: if e.is_panic() {
                             "panicked"
                         } else {
                             "was cancelled"
                         }
                         .to_owned(),
-                    })
+                    }))
                 }
             }
         }
         Ok(StreamEnd::Shutdown)
     }
 
-    async fn finish(self, _durable: Lsn) -> Result<(), PollError> {
+    async fn finish(self, _durable: Lsn) -> Result<(), Retry<PollError>> {
         // Each claim marked its own rows; nothing is left to report.
         Ok(())
     }
@@ -324,7 +318,7 @@ impl Drop for HeldShard<'_> {
 }
 
 impl Worker {
-    async fn run(mut self, s: Arc<Shared>) -> Result<StreamEnd, PollError> {
+    async fn run(mut self, s: Arc<Shared>) -> Result<StreamEnd, Retry<PollError>> {
         let bound = catalog::sql_timeout(&s.params);
         let client = catalog::bounded(
             bound,
@@ -402,8 +396,10 @@ impl Worker {
             s.metrics
                 .poll_claim
                 .observe(started.elapsed().as_secs_f64());
-            let rows = sql::claimed_rows(answer).ok_or_else(|| PollError::BadClaim {
-                table: s.sql.table().to_owned(),
+            let rows = sql::claimed_rows(answer).ok_or_else(|| {
+                Retry::Definite(PollError::BadClaim {
+                    table: s.sql.table().to_owned(),
+                })
             })?;
             if rows.is_empty() {
                 end_transaction(&client, bound, "COMMIT").await?;
@@ -427,7 +423,7 @@ impl Worker {
         client: &tokio_postgres::Client,
         bound: Duration,
         rows: Vec<ClaimedRow>,
-    ) -> Result<Option<StreamEnd>, PollError> {
+    ) -> Result<Option<StreamEnd>, Retry<PollError>> {
         let n = rows.len();
         let claimed_at = crate::clock::unix_now_micros();
         let (seq, position) = {
@@ -518,12 +514,12 @@ impl Worker {
         .inspect_err(|_| error_kind(&s.metrics, "mark"))?;
         let marked = sql::affected(&answer);
         if marked != n as u64 {
-            return Err(PollError::MarkMismatch {
+            return Err(Retry::Definite(PollError::MarkMismatch {
                 shard: self.shard,
                 table: s.sql.table().to_owned(),
                 claimed: n,
                 marked,
-            });
+            }));
         }
         s.metrics.poll_mark.observe(started.elapsed().as_secs_f64());
         s.metrics.poll_published.inc_by(n as u64);
@@ -566,7 +562,7 @@ async fn end_transaction(
     client: &tokio_postgres::Client,
     bound: Duration,
     statement: &'static str,
-) -> Result<(), PollError> {
+) -> Result<(), CatalogError> {
     catalog::bounded(bound, "ending a claim", async {
         sql::run(client, statement)
             .await
@@ -576,11 +572,8 @@ async fn end_transaction(
     .await
 }
 
-fn sql_error(context: &str, source: tokio_postgres::Error) -> PollError {
-    PollError::Catalog(CatalogError::Sql {
-        context: context.to_owned(),
-        source,
-    })
+fn sql_error(context: &str, source: tokio_postgres::Error) -> CatalogError {
+    catalog::sql(context)(source)
 }
 
 fn error_kind(metrics: &Metrics, kind: &'static str) {
@@ -600,7 +593,7 @@ async fn listen(
     s: Arc<Shared>,
     wake: watch::Sender<u64>,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<StreamEnd, PollError> {
+) -> Result<StreamEnd, Retry<PollError>> {
     let channel = &s.config.listen_channel;
     let bound = catalog::sql_timeout(&s.params);
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -635,7 +628,9 @@ async fn listen(
                 }
                 None => {
                     error_kind(&s.metrics, "listen");
-                    return Err(PollError::ListenLost { channel: channel.clone() });
+                    return Err(Retry::Transient(PollError::ListenLost {
+                        channel: channel.clone(),
+                    }));
                 }
             }
         }
@@ -648,7 +643,7 @@ async fn listen(
 async fn retention(
     s: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<StreamEnd, PollError> {
+) -> Result<StreamEnd, Retry<PollError>> {
     let interval = Duration::from_millis(s.config.retention_interval_ms);
     let statement = s
         .sql
