@@ -132,7 +132,8 @@ fn tls_refused(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(error);
     while let Some(e) = source {
         if let Some(tls) = e.downcast_ref::<crate::postgres::tls::TlsError>() {
-            return !tls.is_transient();
+            // A handshake the network broke is not a refusal.
+            return !matches!(tls, crate::postgres::tls::TlsError::HandshakeLost { .. });
         }
         source = e.source();
     }
@@ -325,7 +326,9 @@ fn replication_fix(e: &ReplicationError, user: &str, addr: &str, dbname: &str) -
         ReplicationError::ChannelBindingRequired(_) => {
             "the server did not use channel binding: connect over TLS (postgres.sslmode = \"require\" or stricter) to a role with scram-sha-256 in pg_hba.conf, or relax postgres.channel_binding".to_owned()
         }
-        ReplicationError::Tls(e) if !e.is_transient() => TLS_FIX.to_owned(),
+        ReplicationError::Tls(e) if !matches!(e, crate::postgres::tls::TlsError::HandshakeLost { .. }) => {
+            TLS_FIX.to_owned()
+        }
         ReplicationError::Hosts(hosts) => {
             target_fix(hosts).unwrap_or_else(|| connection_fix(None, user, addr, dbname))
         }

@@ -195,15 +195,6 @@ impl From<TlsError> for Retry<TlsError> {
     }
 }
 
-impl TlsError {
-    /// Whether the network broke the handshake rather than a side refusing
-    /// it. For `walrelay check`, which words its fix from it; the relay
-    /// takes the class from [`Retry`].
-    pub fn is_transient(&self) -> bool {
-        matches!(self, TlsError::HandshakeLost { .. })
-    }
-}
-
 fn home_file(name: &str) -> Option<PathBuf> {
     let home = std::env::var_os("HOME")?;
     let path = Path::new(&home).join(".postgresql").join(name);

@@ -246,16 +246,6 @@ impl From<SinkError> for Retry<SinkError> {
     }
 }
 
-impl SinkError {
-    /// Whether this is an aborted Kafka transaction, after which the
-    /// session resumes from the last committed progress: what the
-    /// exactly-once abort paths (`transactional`) ask of the errors they
-    /// build. The pipeline takes the class from [`Retry`] instead.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, SinkError::TransactionAborted { .. })
-    }
-}
-
 /// The producer, shared by every replication session of the process.
 pub struct KafkaSink {
     /// Replaced (only by [`KafkaSink::run`], after every record handed to

@@ -753,7 +753,7 @@ impl KafkaSink {
         let _ = self.take_failure();
         if fatal {
             let err = eos.timed_out(age, err);
-            if err.is_transient() {
+            if matches!(err, SinkError::TransactionAborted { .. }) {
                 return err;
             }
             if matches!(err, SinkError::Fenced { .. }) {
@@ -775,7 +775,7 @@ impl KafkaSink {
                 if matches!(abort_err, SinkError::Fenced { .. }) {
                     self.shared.metrics.producer_fenced.set(1);
                 }
-                if abort_err.is_transient() {
+                if matches!(abort_err, SinkError::TransactionAborted { .. }) {
                     // The producer's state is unknown now: make a new one.
                     eos.reinit.store(true, Ordering::Release);
                 }
@@ -1067,7 +1067,7 @@ impl KafkaSink {
                     transactional_id: eos.transactional_id.clone(),
                 };
                 let err = eos.timed_out(age, fenced);
-                if !err.is_transient() {
+                if !matches!(err, SinkError::TransactionAborted { .. }) {
                     self.shared.metrics.producer_fenced.set(1);
                 }
                 return err;
@@ -1082,7 +1082,7 @@ impl KafkaSink {
         if let Err(a) = aborted {
             let (_, e) = classify(&a, &eos.transactional_id);
             let e = eos.timed_out(age, e);
-            if e.is_transient() {
+            if matches!(e, SinkError::TransactionAborted { .. }) {
                 eos.reinit.store(true, Ordering::Release);
             }
             return e;
