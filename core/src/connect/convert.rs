@@ -298,14 +298,7 @@ pub(crate) fn values_append(
         | Value::Decimal(_) => java_to_string(out, schema, value)?,
         Value::String(t) => {
             if embedded {
-                out.push('"');
-                for c in t.as_str().chars() {
-                    if c == '\\' || c == '"' {
-                        out.push('\\');
-                    }
-                    out.push(c);
-                }
-                out.push('"');
+                push_quoted(out, t.as_str());
             } else {
                 out.push_str(t.as_str());
             }
@@ -344,36 +337,53 @@ pub(crate) fn values_append(
             }
             out.push('}');
         }
-        Value::Struct(values) => {
-            let Some(schema) = schema else {
-                return Err(refused(
-                    SIMPLE_HEADER_CONVERTER,
-                    "a struct needs its schema",
-                ));
-            };
-            out.push('{');
-            for (i, field) in schema.fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push('"');
-                for c in field.name.chars() {
-                    if c == '\\' || c == '"' {
-                        out.push('\\');
-                    }
-                    out.push(c);
-                }
-                out.push_str("\":");
-                let v = values.get(i).unwrap_or(&Value::Null);
-                let v = match (v, &field.schema.default) {
-                    (Value::Null, Some(d)) => d,
-                    _ => v,
-                };
-                values_append(out, Some(&field.schema), v, true)?;
-            }
-            out.push('}');
-        }
+        Value::Struct(values) => values_append_struct(out, schema, values)?,
     }
+    Ok(())
+}
+
+/// `"text"` with `\` and `"` escaped, as `Values.append` quotes an
+/// embedded string or a struct's field name.
+#[inline]
+fn push_quoted(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        if c == '\\' || c == '"' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
+/// A struct as `Values.append` writes it: `{"name":value,...}` in schema
+/// order, a missing or null field taking its schema's default.
+fn values_append_struct(
+    out: &mut String,
+    schema: Option<&Schema>,
+    values: &[Value],
+) -> Result<(), ConvertError> {
+    let Some(schema) = schema else {
+        return Err(refused(
+            SIMPLE_HEADER_CONVERTER,
+            "a struct needs its schema",
+        ));
+    };
+    out.push('{');
+    for (i, field) in schema.fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_quoted(out, &field.name);
+        out.push(':');
+        let v = values.get(i).unwrap_or(&Value::Null);
+        let v = match (v, &field.schema.default) {
+            (Value::Null, Some(d)) => d,
+            _ => v,
+        };
+        values_append(out, Some(&field.schema), v, true)?;
+    }
+    out.push('}');
     Ok(())
 }
 

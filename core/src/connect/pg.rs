@@ -1025,21 +1025,7 @@ fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
         "bool" => Value::Boolean(text("false")?.eq_ignore_ascii_case("true")),
         "bpchar" | "varchar" | "text" => Value::String(Text::from(text("")?)),
         "json" | "jsonb" => Value::String(Text::from(text("{}")?)),
-        "uuid" => {
-            let u = text("00000000-0000-0000-0000-000000000000")?;
-            let ok = u.len() == 36
-                && u.bytes().enumerate().all(|(i, b)| {
-                    if matches!(i, 8 | 13 | 18 | 23) {
-                        b == b'-'
-                    } else {
-                        b.is_ascii_hexdigit()
-                    }
-                });
-            if !ok {
-                return None;
-            }
-            Value::String(Text::from(u.to_ascii_lowercase()))
-        }
+        "uuid" => uuid_default(text("00000000-0000-0000-0000-000000000000")?)?,
         "int2" => Value::Int16(text("0")?.parse().ok()?),
         "int4" => Value::Int32(text("0")?.parse().ok()?),
         "int8" => Value::Int64(text("0")?.parse().ok()?),
@@ -1072,39 +1058,65 @@ fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
         "timestamp" if matches!(pg, PgType::TimestampIn(_)) => {
             decode(pg, &Bytes::copy_from_slice(text("1970-01-01")?.as_bytes())).ok()?
         }
-        "date" => {
-            let (days, rest) = parse_date(text("1970-01-01")?)?;
-            if !rest.is_empty() {
-                return None;
-            }
-            Value::Int32(i32::try_from(days).ok()?)
-        }
-        "timestamp" => {
-            let t = text("1970-01-01")?;
-            let micros = match parse_timestamp(t) {
-                Some((m, None)) => m,
-                _ => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
-            };
-            match pg {
-                PgType::Timestamp { millis: true } => Value::Int64(micros.div_euclid(1000)),
-                _ => Value::Int64(micros),
-            }
-        }
-        "timestamptz" => {
-            let t = text("1970-01-01")?;
-            let utc = match parse_timestamp(t) {
-                Some((m, off)) => m - off.unwrap_or(0) * 1_000_000,
-                None => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
-            };
-            let fraction = match pg {
-                PgType::Timestamptz { fraction } => fraction,
-                _ => None,
-            };
-            Value::String(Text::from(zoned_timestamp(utc, fraction)))
-        }
+        "date" => date_default(text("1970-01-01")?)?,
+        "timestamp" => timestamp_default(text("1970-01-01")?, pg)?,
+        "timestamptz" => timestamptz_default(text("1970-01-01")?, pg)?,
         _ => return None,
     };
     Some(v)
+}
+
+/// A uuid default: only the canonical 8-4-4-4-12 hex form, lowercased.
+fn uuid_default(u: &str) -> Option<Value> {
+    let ok = u.len() == 36
+        && u.bytes().enumerate().all(|(i, b)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                b == b'-'
+            } else {
+                b.is_ascii_hexdigit()
+            }
+        });
+    if !ok {
+        return None;
+    }
+    Some(Value::String(Text::from(u.to_ascii_lowercase())))
+}
+
+/// A date default as Connect's days since the epoch; nothing may follow
+/// the date.
+fn date_default(t: &str) -> Option<Value> {
+    let (days, rest) = parse_date(t)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    Some(Value::Int32(i32::try_from(days).ok()?))
+}
+
+/// A timestamp default (a bare date is its midnight) in the column's
+/// unit: milliseconds or microseconds.
+fn timestamp_default(t: &str, pg: PgType) -> Option<Value> {
+    let micros = match parse_timestamp(t) {
+        Some((m, None)) => m,
+        _ => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
+    };
+    Some(match pg {
+        PgType::Timestamp { millis: true } => Value::Int64(micros.div_euclid(1000)),
+        _ => Value::Int64(micros),
+    })
+}
+
+/// A timestamptz default (a bare date is its UTC midnight) as Debezium's
+/// `ZonedTimestamp` string.
+fn timestamptz_default(t: &str, pg: PgType) -> Option<Value> {
+    let utc = match parse_timestamp(t) {
+        Some((m, off)) => m - off.unwrap_or(0) * 1_000_000,
+        None => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
+    };
+    let fraction = match pg {
+        PgType::Timestamptz { fraction } => fraction,
+        _ => None,
+    };
+    Some(Value::String(Text::from(zoned_timestamp(utc, fraction))))
 }
 
 #[cfg(test)]
