@@ -298,14 +298,7 @@ pub(crate) fn values_append(
         | Value::Decimal(_) => java_to_string(out, schema, value)?,
         Value::String(t) => {
             if embedded {
-                out.push('"');
-                for c in t.as_str().chars() {
-                    if c == '\\' || c == '"' {
-                        out.push('\\');
-                    }
-                    out.push(c);
-                }
-                out.push('"');
+                push_quoted(out, t.as_str());
             } else {
                 out.push_str(t.as_str());
             }
@@ -344,36 +337,53 @@ pub(crate) fn values_append(
             }
             out.push('}');
         }
-        Value::Struct(values) => {
-            let Some(schema) = schema else {
-                return Err(refused(
-                    SIMPLE_HEADER_CONVERTER,
-                    "a struct needs its schema",
-                ));
-            };
-            out.push('{');
-            for (i, field) in schema.fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push('"');
-                for c in field.name.chars() {
-                    if c == '\\' || c == '"' {
-                        out.push('\\');
-                    }
-                    out.push(c);
-                }
-                out.push_str("\":");
-                let v = values.get(i).unwrap_or(&Value::Null);
-                let v = match (v, &field.schema.default) {
-                    (Value::Null, Some(d)) => d,
-                    _ => v,
-                };
-                values_append(out, Some(&field.schema), v, true)?;
-            }
-            out.push('}');
-        }
+        Value::Struct(values) => values_append_struct(out, schema, values)?,
     }
+    Ok(())
+}
+
+/// `"text"` with `\` and `"` escaped, as `Values.append` quotes an
+/// embedded string or a struct's field name.
+#[inline]
+fn push_quoted(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        if c == '\\' || c == '"' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
+/// A struct as `Values.append` writes it: `{"name":value,...}` in schema
+/// order, a missing or null field taking its schema's default.
+fn values_append_struct(
+    out: &mut String,
+    schema: Option<&Schema>,
+    values: &[Value],
+) -> Result<(), ConvertError> {
+    let Some(schema) = schema else {
+        return Err(refused(
+            SIMPLE_HEADER_CONVERTER,
+            "a struct needs its schema",
+        ));
+    };
+    out.push('{');
+    for (i, field) in schema.fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_quoted(out, &field.name);
+        out.push(':');
+        let v = values.get(i).unwrap_or(&Value::Null);
+        let v = match (v, &field.schema.default) {
+            (Value::Null, Some(d)) => d,
+            _ => v,
+        };
+        values_append(out, Some(&field.schema), v, true)?;
+    }
+    out.push('}');
     Ok(())
 }
 
@@ -508,46 +518,11 @@ pub(crate) fn write_json_value(
         return write_schemaless(out, value);
     };
     if value.is_null() {
-        if let Some(d) = &schema.default {
-            return write_json_value(out, Some(schema), d);
-        }
-        if schema.optional {
-            out.push_str("null");
-            return Ok(());
-        }
-        return Err(refused(
-            JSON_CONVERTER,
-            "null value for field that is required and has no default value",
-        ));
+        return write_json_null(out, schema);
     }
     if schema.is_decimal() {
-        let Value::Decimal(d) = value else {
-            return Err(refused(
-                JSON_CONVERTER,
-                "invalid type for Decimal, expected BigDecimal",
-            ));
-        };
-        if schema.decimal_scale() != Some(d.scale) {
-            return Err(refused(
-                JSON_CONVERTER,
-                "BigDecimal has mismatching scale value for given Decimal schema",
-            ));
-        }
-        out.push('"');
-        base64(&unscaled_bytes(d), out);
-        out.push('"');
-        return Ok(());
+        return write_json_decimal(out, schema, value);
     }
-    let mismatch = || {
-        refused(
-            JSON_CONVERTER,
-            format!(
-                "invalid type {} for schema {}",
-                java_class(value),
-                schema.kind.java_name()
-            ),
-        )
-    };
     match (schema.kind, value) {
         (Type::Boolean, Value::Boolean(b)) => out.push_str(if *b { "true" } else { "false" }),
         (Type::Int8, Value::Int8(v)) => out.push_str(&v.to_string()),
@@ -568,67 +543,149 @@ pub(crate) fn write_json_value(
             base64(b, out);
             out.push('"');
         }
-        (Type::Array, Value::Array(items)) => {
-            let items_schema = schema.value_schema.as_deref();
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_value(out, items_schema, item)?;
+        (Type::Array, Value::Array(items)) => write_json_array(out, schema, items)?,
+        (Type::Map, Value::Map(entries)) => write_json_map(out, schema, value, entries)?,
+        (Type::Struct, Value::Struct(values)) => write_json_struct(out, schema, value, values)?,
+        _ => return Err(mismatch(schema, value)),
+    }
+    Ok(())
+}
+
+/// A value of another Java class than its schema's type asks for.
+#[cold]
+fn mismatch(schema: &Schema, value: &Value) -> ConvertError {
+    refused(
+        JSON_CONVERTER,
+        format!(
+            "invalid type {} for schema {}",
+            java_class(value),
+            schema.kind.java_name()
+        ),
+    )
+}
+
+/// A null: the schema's default where it has one, `null` where the field
+/// is optional, refused where it is required.
+fn write_json_null(out: &mut String, schema: &Schema) -> Result<(), ConvertError> {
+    if let Some(d) = &schema.default {
+        return write_json_value(out, Some(schema), d);
+    }
+    if schema.optional {
+        out.push_str("null");
+        return Ok(());
+    }
+    Err(refused(
+        JSON_CONVERTER,
+        "null value for field that is required and has no default value",
+    ))
+}
+
+/// A `Decimal`: Base64 of the unscaled bytes, refused unless its scale is
+/// the schema's (`decimal.format=BASE64`).
+fn write_json_decimal(
+    out: &mut String,
+    schema: &Schema,
+    value: &Value,
+) -> Result<(), ConvertError> {
+    let Value::Decimal(d) = value else {
+        return Err(refused(
+            JSON_CONVERTER,
+            "invalid type for Decimal, expected BigDecimal",
+        ));
+    };
+    if schema.decimal_scale() != Some(d.scale) {
+        return Err(refused(
+            JSON_CONVERTER,
+            "BigDecimal has mismatching scale value for given Decimal schema",
+        ));
+    }
+    out.push('"');
+    base64(&unscaled_bytes(d), out);
+    out.push('"');
+    Ok(())
+}
+
+/// An array, each item under the schema's value schema.
+fn write_json_array(
+    out: &mut String,
+    schema: &Schema,
+    items: &[Value],
+) -> Result<(), ConvertError> {
+    let items_schema = schema.value_schema.as_deref();
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_value(out, items_schema, item)?;
+    }
+    out.push(']');
+    Ok(())
+}
+
+/// A map: a JSON object when its keys are strings, otherwise an array of
+/// `[key, value]` pairs, as JsonConverter writes it.
+fn write_json_map(
+    out: &mut String,
+    schema: &Schema,
+    value: &Value,
+    entries: &[(Value, Value)],
+) -> Result<(), ConvertError> {
+    let key_schema = schema.key_schema.as_deref();
+    let value_schema = schema.value_schema.as_deref();
+    let string_keys = key_schema.is_some_and(|k| k.kind == Type::String);
+    if string_keys {
+        out.push('{');
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
             }
+            let Value::String(k) = k else {
+                return Err(mismatch(schema, value));
+            };
+            write_string(out, k.as_str());
+            out.push(':');
+            write_json_value(out, value_schema, v)?;
+        }
+        out.push('}');
+    } else {
+        out.push('[');
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            write_json_value(out, key_schema, k)?;
+            out.push(',');
+            write_json_value(out, value_schema, v)?;
             out.push(']');
         }
-        (Type::Map, Value::Map(entries)) => {
-            let key_schema = schema.key_schema.as_deref();
-            let value_schema = schema.value_schema.as_deref();
-            let string_keys = key_schema.is_some_and(|k| k.kind == Type::String);
-            if string_keys {
-                out.push('{');
-                for (i, (k, v)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    let Value::String(k) = k else {
-                        return Err(mismatch());
-                    };
-                    write_string(out, k.as_str());
-                    out.push(':');
-                    write_json_value(out, value_schema, v)?;
-                }
-                out.push('}');
-            } else {
-                out.push('[');
-                for (i, (k, v)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push('[');
-                    write_json_value(out, key_schema, k)?;
-                    out.push(',');
-                    write_json_value(out, value_schema, v)?;
-                    out.push(']');
-                }
-                out.push(']');
-            }
-        }
-        (Type::Struct, Value::Struct(values)) => {
-            if values.len() != schema.fields.len() {
-                return Err(mismatch());
-            }
-            out.push('{');
-            for (i, (field, v)) in schema.fields.iter().zip(values).enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, &field.name);
-                out.push(':');
-                write_json_value(out, Some(&field.schema), v)?;
-            }
-            out.push('}');
-        }
-        _ => return Err(mismatch()),
+        out.push(']');
     }
+    Ok(())
+}
+
+/// A struct: its fields in schema order, refused when the value has
+/// another number of fields than the schema.
+fn write_json_struct(
+    out: &mut String,
+    schema: &Schema,
+    value: &Value,
+    values: &[Value],
+) -> Result<(), ConvertError> {
+    if values.len() != schema.fields.len() {
+        return Err(mismatch(schema, value));
+    }
+    out.push('{');
+    for (i, (field, v)) in schema.fields.iter().zip(values).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, &field.name);
+        out.push(':');
+        write_json_value(out, Some(&field.schema), v)?;
+    }
+    out.push('}');
     Ok(())
 }
 

@@ -313,10 +313,32 @@ pub(crate) fn column_type_with(
     meta: Option<&ColumnMeta>,
     modes: TypeModes,
 ) -> Option<ColumnType> {
-    let time_mode = modes.time_precision_mode;
     // Debezium's column precision: pgjdbc reports 6 without a modifier.
     let precision = if type_modifier < 0 { 6 } else { type_modifier };
-    let (pg, schema) = match type_oid {
+    // A type-mapping option decides first; the guards of each mode leave
+    // the default mapping to `fixed_type`.
+    let (pg, schema) = value_mode_type(type_oid, meta, modes)
+        .or_else(|| time_mode_type(type_oid, precision, modes))
+        .or_else(|| fixed_type(type_oid, type_modifier, precision))?;
+    let mut schema = schema.with_optional(!meta.is_some_and(|m| m.not_null));
+    if let Some(expr) = meta.and_then(|m| m.default_expr.as_deref()) {
+        schema.default = default_value(type_oid, pg, expr);
+    }
+    Some(ColumnType {
+        pg,
+        schema: Arc::new(schema),
+    })
+}
+
+/// The mappings `hstore.handling.mode`, `binary.handling.mode` and
+/// `decimal.handling.mode` change (hstore, bytea, numeric, money); `None`
+/// where the mode leaves the default or the type is another.
+fn value_mode_type(
+    type_oid: u32,
+    meta: Option<&ColumnMeta>,
+    modes: TypeModes,
+) -> Option<(PgType, Schema)> {
+    Some(match type_oid {
         _ if is_hstore(meta) => match modes.hstore_handling_mode {
             HstoreMode::Json => (
                 PgType::Hstore { map: false },
@@ -355,6 +377,16 @@ pub(crate) fn column_type_with(
                 schema,
             )
         }
+        _ => return None,
+    })
+}
+
+/// The mappings `time.precision.mode` and `interval.handling.mode`
+/// change (date, time, timetz, timestamp, interval); `None` where the
+/// adaptive modes leave the default or the type is another.
+fn time_mode_type(type_oid: u32, precision: i32, modes: TypeModes) -> Option<(PgType, Schema)> {
+    let time_mode = modes.time_precision_mode;
+    Some(match type_oid {
         oid::DATE if time_mode == TimePrecisionMode::Isostring => (
             PgType::DateIso,
             Schema::new(Type::String).named(names::ISO_DATE, Some(1)),
@@ -404,6 +436,14 @@ pub(crate) fn column_type_with(
                 Schema::new(Type::String).named(names::INTERVAL, Some(1)),
             ),
         },
+        _ => return None,
+    })
+}
+
+/// The mappings no option changes (and the defaults of those that do:
+/// bytea as bytes, precise numeric, adaptive date and timestamp).
+fn fixed_type(type_oid: u32, type_modifier: i32, precision: i32) -> Option<(PgType, Schema)> {
+    Some(match type_oid {
         oid::BOOL => (PgType::Bool, Schema::new(Type::Boolean)),
         oid::INT2 => (PgType::Int2, Schema::new(Type::Int16)),
         oid::INT4 => (PgType::Int4, Schema::new(Type::Int32)),
@@ -451,33 +491,28 @@ pub(crate) fn column_type_with(
                 Schema::new(Type::String).named(names::ZONED_TIMESTAMP, Some(1)),
             )
         }
-        oid::NUMERIC => {
-            if type_modifier < 4 {
-                (PgType::VariableNumeric, variable_scale_decimal_schema())
-            } else {
-                let m = type_modifier - 4;
-                let precision = (m >> 16) & 0xffff;
-                // PostgreSQL 15 stores an 11-bit signed scale.
-                let scale = ((m & 0x7ff) ^ 1024) - 1024;
-                (
-                    PgType::Numeric { scale },
-                    Schema::new(Type::Bytes)
-                        .named(DECIMAL_NAME, Some(1))
-                        .with_parameter("scale", &scale.to_string())
-                        .with_parameter("connect.decimal.precision", &precision.to_string()),
-                )
-            }
-        }
+        oid::NUMERIC => numeric_type(type_modifier),
         _ => return None,
-    };
-    let mut schema = schema.with_optional(!meta.is_some_and(|m| m.not_null));
-    if let Some(expr) = meta.and_then(|m| m.default_expr.as_deref()) {
-        schema.default = default_value(type_oid, pg, expr);
-    }
-    Some(ColumnType {
-        pg,
-        schema: Arc::new(schema),
     })
+}
+
+/// A precise numeric: a `Decimal` of the declared scale, or Debezium's
+/// `VariableScaleDecimal` struct without a declared one.
+fn numeric_type(type_modifier: i32) -> (PgType, Schema) {
+    if type_modifier < 4 {
+        return (PgType::VariableNumeric, variable_scale_decimal_schema());
+    }
+    let m = type_modifier - 4;
+    let precision = (m >> 16) & 0xffff;
+    // PostgreSQL 15 stores an 11-bit signed scale.
+    let scale = ((m & 0x7ff) ^ 1024) - 1024;
+    (
+        PgType::Numeric { scale },
+        Schema::new(Type::Bytes)
+            .named(DECIMAL_NAME, Some(1))
+            .with_parameter("scale", &scale.to_string())
+            .with_parameter("connect.decimal.precision", &precision.to_string()),
+    )
 }
 
 /// numeric or money under `decimal.handling.mode` double or string.
@@ -576,43 +611,18 @@ pub(crate) fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
             .map(|days| Value::String(Text::from(pg_time::iso_date(days))))
             .ok_or_else(|| invalid("date", text, "expected YYYY-MM-DD[ BC]")),
         PgType::Timestamp { millis } => {
-            let micros = timestamp_micros(s, text)?;
-            Ok(pg_time::timestamp_value(
-                if millis {
-                    TimeUnit::Millis
-                } else {
-                    TimeUnit::Micros
-                },
-                micros,
-            ))
+            let unit = if millis {
+                TimeUnit::Millis
+            } else {
+                TimeUnit::Micros
+            };
+            Ok(pg_time::timestamp_value(unit, timestamp_micros(s, text)?))
         }
         PgType::TimestampIn(unit) => Ok(pg_time::timestamp_value(unit, timestamp_micros(s, text)?)),
         PgType::Time(unit) => pg_time::time_value(unit, s)
             .ok_or_else(|| invalid("time", text, "expected HH:MM:SS[.ffffff]")),
-        PgType::Timetz => pg_time::zoned_time(s)
-            .map(|t| Value::String(Text::from(t)))
-            .ok_or_else(|| {
-                invalid(
-                    "timetz",
-                    text,
-                    "expected HH:MM:SS[.ffffff]+HH[:MM] before 24:00 (Debezium cannot read 24:00 or an offset with seconds either)",
-                )
-            }),
-        PgType::Interval { iso } => pg_time::PgInterval::parse(s)
-            .map(|iv| {
-                if iso {
-                    Value::String(Text::from(iv.iso()))
-                } else {
-                    Value::Int64(iv.micro_duration())
-                }
-            })
-            .ok_or_else(|| {
-                invalid(
-                    "interval",
-                    text,
-                    "expected IntervalStyle postgres text (1 year 2 mons -3 days +04:05:06)",
-                )
-            }),
+        PgType::Timetz => decode_timetz(s, text),
+        PgType::Interval { iso } => decode_interval(s, text, iso),
         PgType::NumericLoose { mode } => pg_values::numeric_loose(mode, s)
             .ok_or_else(|| invalid("numeric", text, "not a number")),
         PgType::Money { mode, digits } => pg_values::money_value(mode, digits, s)
@@ -620,55 +630,12 @@ pub(crate) fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
         PgType::ByteaText(mode) => decode_bytea(s)
             .map(|b| Value::String(Text::from(pg_values::binary_text(mode, &b))))
             .ok_or_else(|| invalid("bytea", text, "expected \\x hex format")),
-        PgType::Hstore { map } => pg_values::parse_hstore(s)
-            .map(|entries| {
-                if map {
-                    pg_values::hstore_map(entries)
-                } else {
-                    Value::String(Text::from(pg_values::hstore_json(&entries)))
-                }
-            })
-            .ok_or_else(|| invalid("hstore", text, "expected hstore text (\"k\"=>\"v\")")),
-        PgType::Timestamptz { .. } if s == "infinity" || s == "-infinity" => {
-            // convertTimestampWithZone passes PostgreSQL's text through.
-            Ok(Value::string(s))
-        }
-        PgType::Timestamptz { fraction } => {
-            let (micros, offset) = parse_timestamp(s).ok_or_else(|| {
-                invalid(
-                    "timestamptz",
-                    text,
-                    "expected YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM] (infinity is not supported)",
-                )
-            })?;
-            let Some(offset) = offset else {
-                return Err(invalid("timestamptz", text, "missing utc offset"));
-            };
-            Ok(Value::String(Text::from(zoned_timestamp(
-                micros - offset * 1_000_000,
-                fraction,
-            ))))
-        }
-        PgType::Numeric { scale } => {
-            let d = parse_numeric(s).ok_or_else(|| {
-                invalid(
-                    "numeric",
-                    text,
-                    "not a finite number (NaN and infinity cannot be represented)",
-                )
-            })?;
-            Ok(Value::Decimal(rescale(d, scale)))
-        }
+        PgType::Hstore { map } => decode_hstore(s, text, map),
+        PgType::Timestamptz { fraction } => decode_timestamptz(s, text, fraction),
+        PgType::Numeric { scale } => Ok(Value::Decimal(rescale(finite_numeric(s, text)?, scale))),
         PgType::VariableNumeric => {
-            let d = parse_numeric(s).ok_or_else(|| {
-                invalid(
-                    "numeric",
-                    text,
-                    "not a finite number (NaN and infinity cannot be represented)",
-                )
-            })?;
             // convertDecimal: stripTrailingZeros, a negative scale set to 0.
-            let d = strip_trailing_zeros(d);
+            let d = strip_trailing_zeros(finite_numeric(s, text)?);
             Ok(Value::Struct(vec![
                 Value::Int32(d.scale),
                 Value::Bytes(Bytes::from(super::java::unscaled_bytes(&d))),
@@ -680,6 +647,86 @@ pub(crate) fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
             "a content member has no text form",
         )),
     }
+}
+
+/// `timetz` text → Debezium's `ZonedTime` string (UTC).
+fn decode_timetz(s: &str, text: &Bytes) -> Result<Value, InvalidText> {
+    pg_time::zoned_time(s)
+        .map(|t| Value::String(Text::from(t)))
+        .ok_or_else(|| {
+            invalid(
+                "timetz",
+                text,
+                "expected HH:MM:SS[.ffffff]+HH[:MM] before 24:00 (Debezium cannot read 24:00 or an offset with seconds either)",
+            )
+        })
+}
+
+/// `interval` text → an ISO 8601 string (`iso`) or `MicroDuration`.
+fn decode_interval(s: &str, text: &Bytes, iso: bool) -> Result<Value, InvalidText> {
+    pg_time::PgInterval::parse(s)
+        .map(|iv| {
+            if iso {
+                Value::String(Text::from(iv.iso()))
+            } else {
+                Value::Int64(iv.micro_duration())
+            }
+        })
+        .ok_or_else(|| {
+            invalid(
+                "interval",
+                text,
+                "expected IntervalStyle postgres text (1 year 2 mons -3 days +04:05:06)",
+            )
+        })
+}
+
+/// `hstore` text → a Connect map (`map`) or its JSON text.
+fn decode_hstore(s: &str, text: &Bytes, map: bool) -> Result<Value, InvalidText> {
+    pg_values::parse_hstore(s)
+        .map(|entries| {
+            if map {
+                pg_values::hstore_map(entries)
+            } else {
+                Value::String(Text::from(pg_values::hstore_json(&entries)))
+            }
+        })
+        .ok_or_else(|| invalid("hstore", text, "expected hstore text (\"k\"=>\"v\")"))
+}
+
+/// `timestamptz` text → Debezium's `ZonedTimestamp` string in UTC with
+/// `fraction` digits; `[-]infinity` passes through as PostgreSQL wrote it
+/// (convertTimestampWithZone).
+fn decode_timestamptz(s: &str, text: &Bytes, fraction: Option<u8>) -> Result<Value, InvalidText> {
+    if s == "infinity" || s == "-infinity" {
+        return Ok(Value::string(s));
+    }
+    let (micros, offset) = parse_timestamp(s).ok_or_else(|| {
+        invalid(
+            "timestamptz",
+            text,
+            "expected YYYY-MM-DD HH:MM:SS[.ffffff]+HH[:MM] (infinity is not supported)",
+        )
+    })?;
+    let Some(offset) = offset else {
+        return Err(invalid("timestamptz", text, "missing utc offset"));
+    };
+    Ok(Value::String(Text::from(zoned_timestamp(
+        micros - offset * 1_000_000,
+        fraction,
+    ))))
+}
+
+/// `numeric` text as a decimal; NaN and the infinities have no Connect
+/// form and are refused.
+fn finite_numeric(s: &str, text: &Bytes) -> Result<Decimal, InvalidText> {
+    parse_numeric(s).ok_or_else(|| {
+        invalid(
+            "numeric",
+            text,
+            "not a finite number (NaN and infinity cannot be represented)",
+        )
+    })
 }
 
 /// `timestamp` text (or `[-]infinity`) → epoch microseconds, as
@@ -978,21 +1025,7 @@ fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
         "bool" => Value::Boolean(text("false")?.eq_ignore_ascii_case("true")),
         "bpchar" | "varchar" | "text" => Value::String(Text::from(text("")?)),
         "json" | "jsonb" => Value::String(Text::from(text("{}")?)),
-        "uuid" => {
-            let u = text("00000000-0000-0000-0000-000000000000")?;
-            let ok = u.len() == 36
-                && u.bytes().enumerate().all(|(i, b)| {
-                    if matches!(i, 8 | 13 | 18 | 23) {
-                        b == b'-'
-                    } else {
-                        b.is_ascii_hexdigit()
-                    }
-                });
-            if !ok {
-                return None;
-            }
-            Value::String(Text::from(u.to_ascii_lowercase()))
-        }
+        "uuid" => uuid_default(text("00000000-0000-0000-0000-000000000000")?)?,
         "int2" => Value::Int16(text("0")?.parse().ok()?),
         "int4" => Value::Int32(text("0")?.parse().ok()?),
         "int8" => Value::Int64(text("0")?.parse().ok()?),
@@ -1025,39 +1058,65 @@ fn default_value(type_oid: u32, pg: PgType, expr: &str) -> Option<Value> {
         "timestamp" if matches!(pg, PgType::TimestampIn(_)) => {
             decode(pg, &Bytes::copy_from_slice(text("1970-01-01")?.as_bytes())).ok()?
         }
-        "date" => {
-            let (days, rest) = parse_date(text("1970-01-01")?)?;
-            if !rest.is_empty() {
-                return None;
-            }
-            Value::Int32(i32::try_from(days).ok()?)
-        }
-        "timestamp" => {
-            let t = text("1970-01-01")?;
-            let micros = match parse_timestamp(t) {
-                Some((m, None)) => m,
-                _ => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
-            };
-            match pg {
-                PgType::Timestamp { millis: true } => Value::Int64(micros.div_euclid(1000)),
-                _ => Value::Int64(micros),
-            }
-        }
-        "timestamptz" => {
-            let t = text("1970-01-01")?;
-            let utc = match parse_timestamp(t) {
-                Some((m, off)) => m - off.unwrap_or(0) * 1_000_000,
-                None => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
-            };
-            let fraction = match pg {
-                PgType::Timestamptz { fraction } => fraction,
-                _ => None,
-            };
-            Value::String(Text::from(zoned_timestamp(utc, fraction)))
-        }
+        "date" => date_default(text("1970-01-01")?)?,
+        "timestamp" => timestamp_default(text("1970-01-01")?, pg)?,
+        "timestamptz" => timestamptz_default(text("1970-01-01")?, pg)?,
         _ => return None,
     };
     Some(v)
+}
+
+/// A uuid default: only the canonical 8-4-4-4-12 hex form, lowercased.
+fn uuid_default(u: &str) -> Option<Value> {
+    let ok = u.len() == 36
+        && u.bytes().enumerate().all(|(i, b)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                b == b'-'
+            } else {
+                b.is_ascii_hexdigit()
+            }
+        });
+    if !ok {
+        return None;
+    }
+    Some(Value::String(Text::from(u.to_ascii_lowercase())))
+}
+
+/// A date default as Connect's days since the epoch; nothing may follow
+/// the date.
+fn date_default(t: &str) -> Option<Value> {
+    let (days, rest) = parse_date(t)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    Some(Value::Int32(i32::try_from(days).ok()?))
+}
+
+/// A timestamp default (a bare date is its midnight) in the column's
+/// unit: milliseconds or microseconds.
+fn timestamp_default(t: &str, pg: PgType) -> Option<Value> {
+    let micros = match parse_timestamp(t) {
+        Some((m, None)) => m,
+        _ => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
+    };
+    Some(match pg {
+        PgType::Timestamp { millis: true } => Value::Int64(micros.div_euclid(1000)),
+        _ => Value::Int64(micros),
+    })
+}
+
+/// A timestamptz default (a bare date is its UTC midnight) as Debezium's
+/// `ZonedTimestamp` string.
+fn timestamptz_default(t: &str, pg: PgType) -> Option<Value> {
+    let utc = match parse_timestamp(t) {
+        Some((m, off)) => m - off.unwrap_or(0) * 1_000_000,
+        None => parse_date(t).filter(|(_, r)| r.is_empty())?.0 * 86_400_000_000,
+    };
+    let fraction = match pg {
+        PgType::Timestamptz { fraction } => fraction,
+        _ => None,
+    };
+    Some(Value::String(Text::from(zoned_timestamp(utc, fraction))))
 }
 
 #[cfg(test)]

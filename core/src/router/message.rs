@@ -400,29 +400,7 @@ fn member_problem(problem: &RouteError) -> (String, String) {
 /// text starting with `{` or `[`, Jackson's tree, `JsonSchemaData` with the
 /// transform's null behaviour and no name adjustment.
 fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, String> {
-    let text = String::from_utf8_lossy(&m.content);
-    if !(text.starts_with('{') || text.starts_with('[')) {
-        return Err(format!(
-            "its content does not start with '{{' or '[' (Debezium: \"Unable to parse logical \
-             decoding message content JSON string\"); it is {} bytes",
-            m.content.len()
-        ));
-    }
-    let doc = parse(&text).map_err(|e| format!("its content is not JSON: {e}"))?;
-    if !matches!(doc, JsonNode::Object(_)) {
-        return Err(format!(
-            "its content is a JSON {}, not an object (Debezium's decode transform fails on it)",
-            doc.node_type().to_ascii_lowercase()
-        ));
-    }
-    if has_empty_name(&doc) {
-        // Debezium's SchemaBuilder refuses it ("fieldName cannot be null"):
-        // its task fails.
-        return Err(
-            "its content has a member with an empty name, which no Connect struct can hold"
-                .to_owned(),
-        );
-    }
+    let doc = decode_document(m)?;
     let data = JsonSchemaData {
         null_behavior: if null_include {
             NullBehavior::OptionalBytes
@@ -455,6 +433,36 @@ fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, Strin
         fields: schema.fields.clone(),
         cells,
     })
+}
+
+/// The content as the decode transform reads it: lossy UTF-8 text that
+/// starts like JSON, parses, is an object, and has no member named `""`
+/// (each refusal worded as what Debezium's task does with it).
+fn decode_document(m: &MessageEvent) -> Result<JsonNode, String> {
+    let text = String::from_utf8_lossy(&m.content);
+    if !(text.starts_with('{') || text.starts_with('[')) {
+        return Err(format!(
+            "its content does not start with '{{' or '[' (Debezium: \"Unable to parse logical \
+             decoding message content JSON string\"); it is {} bytes",
+            m.content.len()
+        ));
+    }
+    let doc = parse(&text).map_err(|e| format!("its content is not JSON: {e}"))?;
+    if !matches!(doc, JsonNode::Object(_)) {
+        return Err(format!(
+            "its content is a JSON {}, not an object (Debezium's decode transform fails on it)",
+            doc.node_type().to_ascii_lowercase()
+        ));
+    }
+    if has_empty_name(&doc) {
+        // Debezium's SchemaBuilder refuses it ("fieldName cannot be null"):
+        // its task fails.
+        return Err(
+            "its content has a member with an empty name, which no Connect struct can hold"
+                .to_owned(),
+        );
+    }
+    Ok(doc)
 }
 
 /// Whether any object in `node` has a member named `""`.

@@ -3,7 +3,9 @@
 //! OutboxEventRouterIT, DebeziumEngineIT). They never touch a server: the
 //! router is pure, so its inputs are built here.
 
-use walrelay_proto::RelationColumnInfo;
+use bytes::Bytes;
+use walrelay_proto::pgoutput::{ColumnValue, TupleData};
+use walrelay_proto::{Lsn, RelationColumnInfo, RelationInfo};
 
 use super::*;
 use crate::connect::pg::oid;

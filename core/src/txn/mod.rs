@@ -24,26 +24,32 @@
 //! says so, so that keepalives do not confirm past it.
 
 pub mod config;
+mod event;
 pub mod metadata;
 pub mod spill;
+mod stream;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use tracing::{debug, error, warn};
-use walrelay_proto::pgoutput::{LogicalMessage, Message, OldTuple, StreamAbort, TupleData};
+use tracing::{error, warn};
+use walrelay_proto::pgoutput::{
+    Begin, Commit, Delete, Insert, LogicalMessage, Message, OldTuple, Update,
+};
 use walrelay_proto::{pg_micros_to_unix_micros, Lsn, RelationCache};
 
 use self::config::{MessageSelection, NonTransactional, OpInvalidBehavior};
+pub(crate) use self::event::EventBody;
+pub use self::event::OutboxEvent;
 use self::metadata::{Counts, Metadata};
-use self::spill::{ChangeKind, SpillError, SpillFile, SpillReader};
+use self::spill::SpillError;
+use self::stream::{Replay, StreamedTxn};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::connect::pg::TableMeta;
 use crate::connect::transaction::{Marker, TransactionTopic};
 pub use crate::router::MessageEvent;
-use crate::router::{BoundRelation, ColumnMapping, EventMeta, KafkaRecord, RouteError, Router};
+use crate::router::{BoundRelation, ColumnMapping, EventMeta, RouteError, Router};
 
 /// One outbox table of a session: its name, the columns the router reads
 /// from it, and the catalog facts about them read at session start.
@@ -74,126 +80,6 @@ struct OutboxRelation {
     /// Debezium's data collection (`schema.table`), for transaction
     /// metadata's counts.
     collection: Arc<str>,
-}
-
-/// One outbox event on its way to Kafka.
-#[derive(Debug, Clone)]
-pub struct OutboxEvent {
-    /// The transaction's entry in the checkpoint tracker.
-    pub seq: TxnSeq,
-    /// Where it came from.
-    pub meta: EventMeta,
-    /// The row or the message.
-    pub(crate) body: EventBody,
-}
-
-/// What an event carries.
-#[derive(Debug, Clone)]
-pub(crate) enum EventBody {
-    /// A row inserted into the outbox table.
-    Row {
-        /// The outbox relation with the router's columns resolved.
-        bound: Arc<BoundRelation>,
-        /// The inserted row.
-        row: TupleData,
-    },
-    /// A logical decoding message with a selected prefix.
-    Message(MessageEvent),
-    /// A BEGIN or END record of transaction metadata
-    /// (`outbox.transaction_metadata`).
-    Transaction {
-        /// The transaction topic and its converters.
-        topic: Arc<TransactionTopic>,
-        /// Which record.
-        marker: Marker,
-    },
-}
-
-/// The routing outcome of one event: its record and, for error context
-/// later on, its event id.
-pub(crate) type Routed = (KafkaRecord, Option<String>);
-
-impl OutboxEvent {
-    /// A row event.
-    pub fn row(seq: TxnSeq, meta: EventMeta, bound: Arc<BoundRelation>, row: TupleData) -> Self {
-        OutboxEvent {
-            seq,
-            meta,
-            body: EventBody::Row { bound, row },
-        }
-    }
-
-    /// Routes the event to its record.
-    pub fn route(&self, router: &mut Router) -> Result<Routed, RouteError> {
-        match &self.body {
-            EventBody::Row { bound, row } => {
-                let record = router.route(bound, row, &self.meta)?;
-                Ok((record, bound.event_id(row)))
-            }
-            EventBody::Message(m) => router.route_message(m, &self.meta),
-            EventBody::Transaction { topic, marker } => {
-                let r = topic.render(marker).map_err(|source| RouteError::Convert {
-                    what: "transaction metadata record".to_owned(),
-                    lsn: self.meta.lsn,
-                    event_id: "unknown".to_owned(),
-                    source,
-                })?;
-                let record = KafkaRecord {
-                    topic: Arc::clone(topic.topic()),
-                    key: r.key,
-                    value: r.value,
-                    // Debezium's TransactionMonitor adds no headers, and
-                    // leaves partition and timestamp to the producer.
-                    headers: Vec::new(),
-                    partition: None,
-                    timestamp_ms: None,
-                };
-                Ok((record, None))
-            }
-        }
-    }
-
-    /// The topic the event was meant for, where it can be told; for the
-    /// context of an event the router refused.
-    pub fn intended_topic(&self, router: &mut Router) -> Option<Arc<str>> {
-        match &self.body {
-            EventBody::Row { bound, row } => router.intended_topic(bound, row),
-            EventBody::Message(m) => router.intended_message_topic(m),
-            EventBody::Transaction { topic, .. } => Some(Arc::clone(topic.topic())),
-        }
-    }
-
-    /// The event's original bytes for a dead-letter record: the key
-    /// column's and payload column's text of a row, or no key and the
-    /// message's content as it was written.
-    pub fn original(&self) -> (Option<Bytes>, Option<Bytes>) {
-        match &self.body {
-            EventBody::Row { bound, row } => bound.original(row),
-            EventBody::Message(m) => (None, Some(m.content.clone())),
-            EventBody::Transaction { .. } => (None, None),
-        }
-    }
-
-    /// The event id, where the row or message has one (error context).
-    pub fn event_id(&self) -> Option<String> {
-        match &self.body {
-            EventBody::Row { bound, row } => bound.event_id(row),
-            // Only known once the router has read the content
-            // (`Router::route_message` returns it).
-            EventBody::Message(_) => None,
-            EventBody::Transaction { .. } => None,
-        }
-    }
-
-    /// Where the event came from, for error context and dead-letter
-    /// headers: `schema.table`, or `message prefix <prefix>`.
-    pub fn origin(&self) -> String {
-        match &self.body {
-            EventBody::Row { bound, .. } => bound.table_name(),
-            EventBody::Message(m) => format!("message prefix {}", m.prefix),
-            EventBody::Transaction { .. } => "transaction metadata".to_owned(),
-        }
-    }
 }
 
 /// Errors of transaction assembly; all of them stop the pipeline without
@@ -337,44 +223,6 @@ impl OpenTxn {
         EventMeta {
             lsn,
             commit_lsn: self.final_lsn,
-            xid: self.xid,
-            commit_time_us: self.commit_time_us,
-            received_us: 0,
-        }
-    }
-}
-
-/// A streamed transaction between its first Stream Start and its Stream
-/// Commit or Stream Abort.
-#[derive(Debug)]
-struct StreamedTxn {
-    spill: SpillFile,
-    /// Outbox bindings the spilled records refer to by index: a row is
-    /// routed with the binding current when it was received.
-    bindings: Vec<Arc<BoundRelation>>,
-}
-
-/// A committed streamed transaction being read back from its spill file.
-#[derive(Debug)]
-struct Replay {
-    seq: TxnSeq,
-    xid: u32,
-    commit_lsn: Lsn,
-    end_lsn: Lsn,
-    commit_time_us: i64,
-    reader: SpillReader,
-    bindings: Vec<Arc<BoundRelation>>,
-    /// Events handed out but not yet registered with the tracker.
-    unregistered: u32,
-    events: u64,
-}
-
-impl Replay {
-    /// Where a change of this transaction at `lsn` comes from.
-    fn meta(&self, lsn: Lsn) -> EventMeta {
-        EventMeta {
-            lsn,
-            commit_lsn: self.commit_lsn,
             xid: self.xid,
             commit_time_us: self.commit_time_us,
             received_us: 0,
@@ -680,189 +528,24 @@ impl Assembler {
             return self.handle_streamed(top, msg, lsn);
         }
         match msg {
-            LogicalMessage::Begin(b) => {
-                let commit_time_us = pg_micros_to_unix_micros(b.commit_time);
-                self.last_commit_time_us = commit_time_us;
-                let seq = tracker.begin(commit_time_us);
-                self.current = Some(OpenTxn {
-                    seq,
-                    xid: b.xid,
-                    final_lsn: b.final_lsn,
-                    commit_time_us,
-                    unregistered: 0,
-                    events: 0,
-                    counts: self
-                        .metadata
-                        .as_ref()
-                        .map(|_| Counts::new(b.xid, lsn, commit_time_us)),
-                });
-            }
-            LogicalMessage::Commit(c) => {
-                let mut txn = self.current.take().ok_or(TxnError::OutsideTransaction {
-                    what: "COMMIT",
-                    lsn,
-                })?;
-                if let (Some(md), Some(counts)) = (self.metadata.as_ref(), txn.counts.take()) {
-                    for m in counts.end(lsn) {
-                        txn.push_marker(&md.topic, m, lsn, out);
-                    }
-                }
-                tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
-                self.last_commit_lsn = Some(c.end_lsn);
-                self.stats.transactions += 1;
-                if txn.events > 0 {
-                    self.stats.relayed_transactions += 1;
-                }
-            }
+            LogicalMessage::Begin(b) => self.begin(&b, lsn, tracker),
+            LogicalMessage::Commit(c) => self.commit(&c, lsn, tracker, out)?,
             LogicalMessage::Relation(rel) => self.apply_relation(&rel, lsn)?,
-            LogicalMessage::Insert(ins) => {
-                let txn = self.current.as_mut().ok_or(TxnError::OutsideTransaction {
-                    what: "INSERT",
-                    lsn,
-                })?;
-                txn.changed(self.metadata.as_ref(), out);
-                match self.outbox.get(&ins.relation_id) {
-                    Some(rel) => {
-                        txn.count(&rel.collection, lsn, 1);
-                        out.push(OutboxEvent::row(
-                            txn.seq,
-                            txn.meta(lsn),
-                            Arc::clone(&rel.bound),
-                            ins.new,
-                        ));
-                        txn.unregistered += 1;
-                        txn.events += 1;
-                        self.stats.events += 1;
-                    }
-                    None => self.ignore_other(ins.relation_id, lsn)?,
-                }
-            }
-            LogicalMessage::Update(upd) => {
-                let counted = self.metadata.as_ref().is_some_and(|m| m.count_updates);
-                let rel = self.outbox.get(&upd.relation_id);
-                if let Some(txn) = self.current.as_mut() {
-                    txn.changed(self.metadata.as_ref(), out);
-                    if let (true, Some(rel)) = (counted, rel) {
-                        // A new primary key: Debezium's delete and create.
-                        let n = if matches!(upd.old, Some(OldTuple::Key(_))) {
-                            2
-                        } else {
-                            1
-                        };
-                        txn.count(&rel.collection, lsn, n);
-                    }
-                }
-                if let Some(rel) = rel {
-                    let xid = self.current.as_ref().map(|t| t.xid).unwrap_or_default();
-                    let table = rel.bound.table_name();
-                    self.outbox_update(lsn, xid, table)?;
-                } else {
-                    self.ignore_other(upd.relation_id, lsn)?;
-                }
-            }
-            LogicalMessage::Delete(del) => {
-                let counted = self.metadata.as_ref().is_some_and(|m| m.count_deletes);
-                if let Some(txn) = self.current.as_mut() {
-                    txn.changed(self.metadata.as_ref(), out);
-                    if let (true, Some(rel)) = (counted, self.outbox.get(&del.relation_id)) {
-                        txn.count(&rel.collection, lsn, 1);
-                    }
-                }
-                if self.outbox.contains_key(&del.relation_id) {
-                    self.stats.deletes_dropped += 1;
-                } else {
-                    self.ignore_other(del.relation_id, lsn)?;
-                }
-            }
-            LogicalMessage::Truncate(_) => {
-                // Debezium skips truncates (`skipped.operations` has `t`
-                // by default) but its transaction still has BEGIN/END.
-                if let Some(txn) = self.current.as_mut() {
-                    txn.changed(self.metadata.as_ref(), out);
-                }
-                self.stats.truncates_ignored += 1
-            }
+            LogicalMessage::Insert(ins) => self.insert(ins, lsn, out)?,
+            LogicalMessage::Update(upd) => self.update(&upd, lsn, out)?,
+            LogicalMessage::Delete(del) => self.delete(&del, lsn, out)?,
+            LogicalMessage::Truncate(_) => self.truncate(out),
             LogicalMessage::Message(m) => self.message(m, lsn, tracker, out)?,
             // Origins and types carry no outbox events.
             LogicalMessage::Origin(_) | LogicalMessage::Type(_) => {}
-            LogicalMessage::StreamStart(s) => {
-                if self.current.is_some() {
-                    return Err(TxnError::Protocol {
-                        what: "STREAM START inside BEGIN .. COMMIT",
-                        lsn,
-                    });
-                }
-                if s.first_segment {
-                    let spill =
-                        SpillFile::new(s.xid, self.spill_dir.as_deref()).map_err(|source| {
-                            TxnError::Spill {
-                                xid: s.xid,
-                                lsn,
-                                source,
-                            }
-                        })?;
-                    let fresh = StreamedTxn {
-                        spill,
-                        bindings: Vec::new(),
-                    };
-                    if self.streams.insert(s.xid, fresh).is_some() {
-                        warn!(xid = s.xid, %lsn, "streamed transaction started again; its earlier changes are dropped");
-                    }
-                    debug!(xid = s.xid, %lsn, open = self.streams.len(), "streamed transaction started");
-                } else if !self.streams.contains_key(&s.xid) {
-                    return Err(TxnError::UnknownStream {
-                        what: "STREAM START",
-                        xid: s.xid,
-                        lsn,
-                    });
-                }
-                self.stream_xid = Some(s.xid);
-            }
+            LogicalMessage::StreamStart(s) => self.stream_start(&s, lsn)?,
             LogicalMessage::StreamStop => {
                 return Err(TxnError::Protocol {
                     what: "STREAM STOP outside a stream block",
                     lsn,
                 })
             }
-            LogicalMessage::StreamCommit(c) => {
-                if self.current.is_some() {
-                    return Err(TxnError::Protocol {
-                        what: "STREAM COMMIT inside BEGIN .. COMMIT",
-                        lsn,
-                    });
-                }
-                let streamed = self.streams.remove(&c.xid).ok_or(TxnError::UnknownStream {
-                    what: "STREAM COMMIT",
-                    xid: c.xid,
-                    lsn,
-                })?;
-                let commit_time_us = pg_micros_to_unix_micros(c.commit_time);
-                let records = streamed.spill.records();
-                let bytes = streamed.spill.len();
-                let reader = streamed
-                    .spill
-                    .into_reader()
-                    .map_err(|source| TxnError::Spill {
-                        xid: c.xid,
-                        lsn,
-                        source,
-                    })?;
-                // Registered now, at its commit, so the tracker sees
-                // transactions in commit order.
-                let seq = tracker.begin(commit_time_us);
-                debug!(xid = c.xid, commit_lsn = %c.commit_lsn, records, bytes, "streamed transaction committed; reading back its spill file");
-                self.replay = Some(Replay {
-                    seq,
-                    xid: c.xid,
-                    commit_lsn: c.commit_lsn,
-                    end_lsn: c.end_lsn,
-                    commit_time_us,
-                    reader,
-                    bindings: streamed.bindings,
-                    unregistered: 0,
-                    events: 0,
-                });
-            }
+            LogicalMessage::StreamCommit(c) => self.stream_commit(&c, lsn, tracker)?,
             LogicalMessage::StreamAbort(a) => {
                 if self.current.is_some() {
                     return Err(TxnError::Protocol {
@@ -886,6 +569,152 @@ impl Assembler {
         Ok(())
     }
 
+    /// BEGIN: the transaction gets its tracker entry now, before any of
+    /// its events can leave this stage.
+    #[inline]
+    fn begin(&mut self, b: &Begin, lsn: Lsn, tracker: &SharedTracker) {
+        let commit_time_us = pg_micros_to_unix_micros(b.commit_time);
+        self.last_commit_time_us = commit_time_us;
+        let seq = tracker.begin(commit_time_us);
+        self.current = Some(OpenTxn {
+            seq,
+            xid: b.xid,
+            final_lsn: b.final_lsn,
+            commit_time_us,
+            unregistered: 0,
+            events: 0,
+            counts: self
+                .metadata
+                .as_ref()
+                .map(|_| Counts::new(b.xid, lsn, commit_time_us)),
+        });
+    }
+
+    /// COMMIT: transaction metadata's END marker last, then the entry is
+    /// committed at the commit's end LSN with every event it handed out.
+    #[inline]
+    fn commit(
+        &mut self,
+        c: &Commit,
+        lsn: Lsn,
+        tracker: &SharedTracker,
+        out: &mut Vec<OutboxEvent>,
+    ) -> Result<(), TxnError> {
+        let mut txn = self.current.take().ok_or(TxnError::OutsideTransaction {
+            what: "COMMIT",
+            lsn,
+        })?;
+        if let (Some(md), Some(counts)) = (self.metadata.as_ref(), txn.counts.take()) {
+            for m in counts.end(lsn) {
+                txn.push_marker(&md.topic, m, lsn, out);
+            }
+        }
+        tracker.add_and_commit(txn.seq, txn.unregistered, c.end_lsn);
+        self.last_commit_lsn = Some(c.end_lsn);
+        self.stats.transactions += 1;
+        if txn.events > 0 {
+            self.stats.relayed_transactions += 1;
+        }
+        Ok(())
+    }
+
+    /// INSERT: a row of an outbox table becomes an event bound to its
+    /// relation (the row moves into it, uncopied); other tables' rows are
+    /// counted and dropped.
+    #[inline]
+    fn insert(
+        &mut self,
+        ins: Insert,
+        lsn: Lsn,
+        out: &mut Vec<OutboxEvent>,
+    ) -> Result<(), TxnError> {
+        let txn = self.current.as_mut().ok_or(TxnError::OutsideTransaction {
+            what: "INSERT",
+            lsn,
+        })?;
+        txn.changed(self.metadata.as_ref(), out);
+        match self.outbox.get(&ins.relation_id) {
+            Some(rel) => {
+                txn.count(&rel.collection, lsn, 1);
+                out.push(OutboxEvent::row(
+                    txn.seq,
+                    txn.meta(lsn),
+                    Arc::clone(&rel.bound),
+                    ins.new,
+                ));
+                txn.unregistered += 1;
+                txn.events += 1;
+                self.stats.events += 1;
+            }
+            None => self.ignore_other(ins.relation_id, lsn)?,
+        }
+        Ok(())
+    }
+
+    /// UPDATE: counted for transaction metadata where Debezium counts it,
+    /// then `outbox.op_invalid_behavior` for an outbox row.
+    fn update(
+        &mut self,
+        upd: &Update,
+        lsn: Lsn,
+        out: &mut Vec<OutboxEvent>,
+    ) -> Result<(), TxnError> {
+        let counted = self.metadata.as_ref().is_some_and(|m| m.count_updates);
+        let rel = self.outbox.get(&upd.relation_id);
+        if let Some(txn) = self.current.as_mut() {
+            txn.changed(self.metadata.as_ref(), out);
+            if let (true, Some(rel)) = (counted, rel) {
+                // A new primary key: Debezium's delete and create.
+                let n = if matches!(upd.old, Some(OldTuple::Key(_))) {
+                    2
+                } else {
+                    1
+                };
+                txn.count(&rel.collection, lsn, n);
+            }
+        }
+        if let Some(rel) = rel {
+            let xid = self.current.as_ref().map(|t| t.xid).unwrap_or_default();
+            let table = rel.bound.table_name();
+            self.outbox_update(lsn, xid, table)
+        } else {
+            self.ignore_other(upd.relation_id, lsn)
+        }
+    }
+
+    /// DELETE: an outbox row's delete is dropped (insert-and-delete yields
+    /// one event), counted for transaction metadata where Debezium counts it.
+    #[inline]
+    fn delete(
+        &mut self,
+        del: &Delete,
+        lsn: Lsn,
+        out: &mut Vec<OutboxEvent>,
+    ) -> Result<(), TxnError> {
+        let counted = self.metadata.as_ref().is_some_and(|m| m.count_deletes);
+        if let Some(txn) = self.current.as_mut() {
+            txn.changed(self.metadata.as_ref(), out);
+            if let (true, Some(rel)) = (counted, self.outbox.get(&del.relation_id)) {
+                txn.count(&rel.collection, lsn, 1);
+            }
+        }
+        if self.outbox.contains_key(&del.relation_id) {
+            self.stats.deletes_dropped += 1;
+            Ok(())
+        } else {
+            self.ignore_other(del.relation_id, lsn)
+        }
+    }
+
+    /// TRUNCATE: Debezium skips truncates (`skipped.operations` has `t` by
+    /// default) but its transaction still has BEGIN/END.
+    fn truncate(&mut self, out: &mut Vec<OutboxEvent>) {
+        if let Some(txn) = self.current.as_mut() {
+            txn.changed(self.metadata.as_ref(), out);
+        }
+        self.stats.truncates_ignored += 1
+    }
+
     /// Registers events handed out since the last call with the tracker;
     /// call before the events leave this stage.
     pub fn register_pending(&mut self, tracker: &SharedTracker) {
@@ -901,248 +730,6 @@ impl Assembler {
                 r.unregistered = 0;
             }
         }
-    }
-
-    /// Reads the committed streamed transaction back from its spill file,
-    /// appending events to `out` until it holds `max` or the file ends. At
-    /// the end the transaction is committed in the tracker with its commit
-    /// end LSN and [`Assembler::replaying`] turns false. Only one record is
-    /// in memory at a time besides `out`.
-    pub fn replay(
-        &mut self,
-        tracker: &SharedTracker,
-        out: &mut Vec<OutboxEvent>,
-        max: usize,
-    ) -> Result<(), TxnError> {
-        while out.len() < max {
-            let Some(r) = self.replay.as_mut() else {
-                return Ok(());
-            };
-            let (xid, commit_lsn) = (r.xid, r.commit_lsn);
-            let spill_err = |source| TxnError::Spill {
-                xid,
-                lsn: commit_lsn,
-                source,
-            };
-            let Some(change) = r.reader.next_change().map_err(spill_err)? else {
-                let r = self.replay.take().expect("replay is Some: checked above");
-                tracker.add_and_commit(r.seq, r.unregistered, r.end_lsn);
-                self.stats.transactions += 1;
-                self.stats.streamed_transactions += 1;
-                if r.events > 0 {
-                    self.stats.relayed_transactions += 1;
-                }
-                debug!(xid, events = r.events, end_lsn = %r.end_lsn, "streamed transaction read back");
-                return Ok(());
-            };
-            match change.kind {
-                ChangeKind::Insert => {
-                    let bound = r.bindings.get(change.binding as usize).ok_or_else(|| {
-                        spill_err(SpillError::Corrupt {
-                            offset: 0,
-                            reason: "record names a relation binding that was never recorded",
-                        })
-                    })?;
-                    out.push(OutboxEvent::row(
-                        r.seq,
-                        r.meta(change.lsn),
-                        Arc::clone(bound),
-                        change.row,
-                    ));
-                    r.unregistered += 1;
-                    r.events += 1;
-                    self.stats.events += 1;
-                }
-                ChangeKind::Message => {
-                    let Some(body) = MessageEvent::from_spilled(&change.row) else {
-                        return Err(spill_err(SpillError::Corrupt {
-                            offset: 0,
-                            reason: "message record without prefix and content",
-                        }));
-                    };
-                    out.push(OutboxEvent {
-                        seq: r.seq,
-                        meta: r.meta(change.lsn),
-                        body: EventBody::Message(body),
-                    });
-                    r.unregistered += 1;
-                    r.events += 1;
-                    self.stats.events += 1;
-                    self.stats.messages += 1;
-                }
-                ChangeKind::Update => {
-                    let table = r
-                        .bindings
-                        .get(change.binding as usize)
-                        .map_or_else(|| "an outbox table".to_owned(), |b| b.table_name());
-                    self.outbox_update(change.lsn, xid, table)?
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// A message inside the Stream Start .. Stream Stop block of `top`.
-    fn handle_streamed(&mut self, top: u32, msg: LogicalMessage, lsn: Lsn) -> Result<(), TxnError> {
-        // Changes carry the xid of the (sub)transaction that made them.
-        let subxid = match &msg {
-            LogicalMessage::Relation(m) => m.xid,
-            LogicalMessage::Type(m) => m.xid,
-            LogicalMessage::Insert(m) => m.xid,
-            LogicalMessage::Update(m) => m.xid,
-            LogicalMessage::Delete(m) => m.xid,
-            LogicalMessage::Truncate(m) => m.xid,
-            LogicalMessage::Message(m) => m.xid,
-            _ => None,
-        };
-        let selected = matches!(&msg, LogicalMessage::Message(m) if self.selects(m));
-        let streamed = self.streams.get_mut(&top).ok_or(TxnError::UnknownStream {
-            what: msg.kind(),
-            xid: top,
-            lsn,
-        })?;
-        if let Some(subxid) = subxid {
-            streamed.spill.note_subxact(subxid);
-        }
-        let subxid = subxid.unwrap_or(top);
-        match msg {
-            LogicalMessage::StreamStop => self.stream_xid = None,
-            // Relations apply at once: a later row is routed with the
-            // binding current when it arrived (recorded per record), and
-            // pgoutput announces the relation again before it is used
-            // outside this transaction.
-            LogicalMessage::Relation(rel) => self.apply_relation(&rel, lsn)?,
-            LogicalMessage::Insert(ins) => match self.outbox.get(&ins.relation_id) {
-                Some(rel) => {
-                    let binding = binding_index(&mut streamed.bindings, &rel.bound);
-                    let n = streamed
-                        .spill
-                        .append(ChangeKind::Insert, lsn, subxid, binding, &ins.new)
-                        .map_err(|source| TxnError::Spill {
-                            xid: top,
-                            lsn,
-                            source,
-                        })?;
-                    self.stats.spilled_bytes += n;
-                }
-                None => self.ignore_other(ins.relation_id, lsn)?,
-            },
-            LogicalMessage::Update(upd) => match self.outbox.get(&upd.relation_id) {
-                // The policy applies at commit: an update in a transaction
-                // that aborts must not stop anything.
-                Some(rel) => {
-                    let binding = binding_index(&mut streamed.bindings, &rel.bound);
-                    let n = streamed
-                        .spill
-                        .append(
-                            ChangeKind::Update,
-                            lsn,
-                            subxid,
-                            binding,
-                            &TupleData::default(),
-                        )
-                        .map_err(|source| TxnError::Spill {
-                            xid: top,
-                            lsn,
-                            source,
-                        })?;
-                    self.stats.spilled_bytes += n;
-                }
-                None => self.ignore_other(upd.relation_id, lsn)?,
-            },
-            LogicalMessage::Delete(del) => {
-                if self.outbox.contains_key(&del.relation_id) {
-                    self.stats.deletes_dropped += 1;
-                } else {
-                    self.ignore_other(del.relation_id, lsn)?;
-                }
-            }
-            LogicalMessage::Truncate(_) => self.stats.truncates_ignored += 1,
-            LogicalMessage::Message(m) => {
-                if !selected {
-                    return Ok(());
-                }
-                if !m.transactional {
-                    // Not part of the streamed transaction: it is
-                    // published at once (and never streamed, but be safe).
-                    return Err(TxnError::Protocol {
-                        what: "non-transactional message inside a stream block",
-                        lsn,
-                    });
-                }
-                let row = MessageEvent::spill_row(&m);
-                let n = streamed
-                    .spill
-                    .append(ChangeKind::Message, lsn, subxid, 0, &row)
-                    .map_err(|source| TxnError::Spill {
-                        xid: top,
-                        lsn,
-                        source,
-                    })?;
-                self.stats.spilled_bytes += n;
-            }
-            LogicalMessage::Type(_) | LogicalMessage::Origin(_) => {}
-            other => {
-                debug!(xid = top, %lsn, kind = other.kind(), "message not allowed inside a stream block");
-                return Err(TxnError::Protocol {
-                    what: "transaction control message inside a stream block",
-                    lsn,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// A Stream Abort found at `lsn` (its XLogData start). The abort LSN is
-    /// the message's own on protocol 4 with `streaming 'parallel'`
-    /// (PostgreSQL 16+); before, the XLogData start is that same position
-    /// (logical.c writes a Stream Abort at the abort LSN). A whole
-    /// transaction's abort hands that position to the tracker, so the
-    /// aborted transaction never holds the confirmed position back: it is
-    /// confirmable as soon as everything before it is, as the end of a
-    /// transaction without events would be. A subtransaction's abort is no
-    /// position to release (its top-level transaction is still open).
-    fn stream_abort(
-        &mut self,
-        a: &StreamAbort,
-        lsn: Lsn,
-        tracker: &SharedTracker,
-    ) -> Result<(), TxnError> {
-        let (xid, subxid) = (a.xid, a.subxid);
-        let abort_lsn = a.abort_lsn.unwrap_or(lsn);
-        if let Some(sent) = a.abort_lsn {
-            self.stats.sent_abort_lsn = sent.0;
-        }
-        if subxid == xid {
-            match self.streams.remove(&xid) {
-                Some(streamed) => {
-                    self.stats.stream_aborts += 1;
-                    debug!(xid, %abort_lsn, sent = a.abort_lsn.is_some(), records = streamed.spill.records(), bytes = streamed.spill.len(), "streamed transaction aborted; spill file dropped");
-                }
-                None => {
-                    debug!(xid, %abort_lsn, "abort of a streamed transaction never started here")
-                }
-            }
-            let abort_time_us = a
-                .abort_time
-                .map(pg_micros_to_unix_micros)
-                .unwrap_or_else(crate::clock::unix_now_micros);
-            tracker.aborted(abort_lsn, abort_time_us);
-            return Ok(());
-        }
-        let Some(streamed) = self.streams.get_mut(&xid) else {
-            debug!(xid, subxid, %abort_lsn, "subtransaction abort of a streamed transaction never started here");
-            return Ok(());
-        };
-        let cut = streamed
-            .spill
-            .abort_subxact(subxid)
-            .map_err(|source| TxnError::Spill { xid, lsn, source })?;
-        if let Some(bytes) = cut {
-            self.stats.subxact_aborts += 1;
-            debug!(xid, subxid, %abort_lsn, bytes, "subtransaction of a streamed transaction aborted; its changes dropped");
-        }
-        Ok(())
     }
 
     fn apply_relation(
@@ -1204,22 +791,12 @@ impl Assembler {
         Ok(())
     }
 }
-
-/// The index of `bound` in `bindings`, appending it when new.
-fn binding_index(bindings: &mut Vec<Arc<BoundRelation>>, bound: &Arc<BoundRelation>) -> u32 {
-    if let Some(i) = bindings.iter().rposition(|b| Arc::ptr_eq(b, bound)) {
-        return i as u32;
-    }
-    bindings.push(Arc::clone(bound));
-    (bindings.len() - 1) as u32
-}
-
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
     use walrelay_proto::pgoutput::{
         Begin, ColumnValue, Commit, Insert, Relation, RelationColumn, StreamAbort, StreamCommit,
-        StreamStart, Update,
+        StreamStart, TupleData, Update,
     };
 
     use super::*;

@@ -1,0 +1,238 @@
+//! The routed record and where it comes from: [`EventMeta`] in,
+//! [`KafkaRecord`] out, assembled from the topic, the headers (inherited
+//! context, tracing, `id`, placements, the headers column), the key, the
+//! value, partition and timestamp. Never does I/O or logs.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use walrelay_proto::pgoutput::TupleData;
+use walrelay_proto::Lsn;
+
+use super::bind::TimestampUnit;
+use super::config::NullPolicy;
+use super::{BoundColumn, BoundRelation, RouteError, Router, Row, ID_HEADER};
+use crate::connect::Value;
+
+/// Where an event comes from; used for error context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventMeta {
+    /// LSN of the change.
+    pub lsn: Lsn,
+    /// Commit LSN of its transaction.
+    pub commit_lsn: Lsn,
+    /// Transaction id.
+    pub xid: u32,
+    /// Commit time, Unix µs.
+    pub commit_time_us: i64,
+    /// When walrelay read the change off the replication socket, Unix µs;
+    /// 0 when it did not come from one (polling, the snapshot). Only for
+    /// the latency metrics.
+    pub received_us: i64,
+}
+
+/// One Kafka header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// Header name, shared between records.
+    pub name: Arc<str>,
+    /// Header value; `None` is a null header.
+    pub value: Option<Bytes>,
+}
+
+/// A record ready for the producer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaRecord {
+    /// Destination topic, shared with every record of the same route value.
+    pub topic: Arc<str>,
+    /// Key bytes; `None` is a null key.
+    pub key: Option<Bytes>,
+    /// Value bytes; `None` is a tombstone.
+    pub value: Option<Bytes>,
+    /// Headers in order.
+    pub headers: Vec<RecordHeader>,
+    /// Explicit partition; `None` lets the producer's partitioner decide.
+    pub partition: Option<i32>,
+    /// Explicit timestamp, Unix ms; `None` uses the producer's clock.
+    pub timestamp_ms: Option<i64>,
+}
+
+impl Router {
+    /// Turns one inserted outbox row into a record.
+    pub fn route(
+        &mut self,
+        bound: &BoundRelation,
+        row: &TupleData,
+        meta: &EventMeta,
+    ) -> Result<KafkaRecord, RouteError> {
+        if let Some(problem) = &bound.problem {
+            return Err(RouteError::Layout {
+                column: problem.column().unwrap_or("?").to_owned(),
+                lsn: meta.lsn,
+                event_id: bound.event_id(row).unwrap_or_else(|| "unknown".to_owned()),
+                source: Box::new(problem.clone()),
+            });
+        }
+        let r = Row {
+            bound,
+            row,
+            meta,
+            cells: None,
+        };
+        self.route_row(&r)
+    }
+
+    /// [`Router::route`] once the row (or message) is in hand. The parts
+    /// are computed in Debezium's order, so the first problem of an event
+    /// is the one reported: topic, timestamp, headers, key, value.
+    pub(super) fn route_row(&mut self, r: &Row<'_>) -> Result<KafkaRecord, RouteError> {
+        let topic = self.route_topic(r)?;
+        let timestamp_ms = record_timestamp(r)?;
+        let mut headers = self.leading_headers(r)?;
+        let key = self.record_key(r)?;
+        let mut partition = None;
+        let value = if self.direct_value_applies(r.bound) {
+            self.direct_value(r, &mut headers)?
+        } else {
+            self.general_value(r, &mut headers, &mut partition)?
+        };
+        if let Some(h) = &r.bound.headers {
+            self.column_headers(r, h, &mut headers)?;
+        }
+
+        if self.server_mode {
+            // KafkaChangeConsumer builds `new ProducerRecord<>(topic, null, null, key, value, headers)`.
+            return Ok(KafkaRecord {
+                topic,
+                key,
+                value,
+                headers,
+                partition: None,
+                timestamp_ms: None,
+            });
+        }
+        Ok(KafkaRecord {
+            topic,
+            key,
+            value,
+            headers,
+            partition,
+            timestamp_ms,
+        })
+    }
+
+    /// Topic: `getString(route.by.field)` with no default (a null route is
+    /// an error naming the event), then `RegexRouter` through the cache.
+    #[inline]
+    fn route_topic(&mut self, r: &Row<'_>) -> Result<Arc<str>, RouteError> {
+        let route = r
+            .raw(&r.bound.route)?
+            .ok_or_else(|| RouteError::NullRouteValue {
+                column: r.bound.route.name.to_string(),
+                lsn: r.meta.lsn,
+                event_id: r.event_id(),
+            })?;
+        self.topic(r, route)
+    }
+
+    /// The headers every record starts with, in Debezium's order: its
+    /// context headers (table rows only), tracing, then the event id,
+    /// which `router.null_id = "error"` requires.
+    #[inline]
+    fn leading_headers(&self, r: &Row<'_>) -> Result<Vec<RecordHeader>, RouteError> {
+        let bound = r.bound;
+        // Debezium adds its context headers to table rows only, never to
+        // a decoded message.
+        let inherited: &[RecordHeader] = if r.cells.is_some() {
+            &[]
+        } else {
+            &self.inherited
+        };
+        let mut headers = Vec::with_capacity(inherited.len() + 1 + bound.placements.len());
+        headers.extend(inherited.iter().cloned());
+        self.tracing_headers(r, &mut headers)?;
+        let id = self.header_value(r, &bound.id, ID_HEADER)?;
+        if id.is_none() && self.cfg.null_id == NullPolicy::Error {
+            return Err(RouteError::NullId {
+                column: bound.id.name.to_string(),
+                lsn: r.meta.lsn,
+            });
+        }
+        headers.push(RecordHeader {
+            name: Arc::clone(&self.id_header),
+            value: id,
+        });
+        Ok(headers)
+    }
+
+    /// The key column through the key converter (the text itself where a
+    /// `StringConverter` prints it so); a null key is refused under
+    /// `router.null_key = "error"`.
+    #[inline]
+    fn record_key(&self, r: &Row<'_>) -> Result<Option<Bytes>, RouteError> {
+        let c = &r.bound.key;
+        let key = if self.key_direct {
+            r.direct(
+                c,
+                |v| self.key_converter.from_connect_data(Some(&c.ty.schema), v),
+                "key",
+            )?
+        } else {
+            let v = r.get(c)?;
+            r.convert(
+                "key",
+                self.key_converter.from_connect_data(Some(&c.ty.schema), &v),
+            )?
+        };
+        if key.is_none() && self.cfg.null_key == NullPolicy::Error {
+            return Err(RouteError::NullKey {
+                column: c.name.to_string(),
+                lsn: r.meta.lsn,
+                event_id: r.event_id(),
+            });
+        }
+        Ok(key)
+    }
+
+    /// `headers.add(name, struct.get(column), columnSchema)` through the
+    /// header converter.
+    pub(super) fn header_value(
+        &self,
+        r: &Row<'_>,
+        c: &BoundColumn,
+        name: &str,
+    ) -> Result<Option<Bytes>, RouteError> {
+        let schema = &c.ty.schema;
+        if self.header_direct {
+            let what = format!("header {name}");
+            return r.direct(
+                c,
+                |v| self.header_converter.from_connect_header(Some(schema), v),
+                &what,
+            );
+        }
+        let v = r.get(c)?;
+        r.convert(
+            &format!("header {name}"),
+            self.header_converter.from_connect_header(Some(schema), &v),
+        )
+    }
+}
+
+/// The timestamp column in milliseconds (`getInt64`: null gives the
+/// producer's clock).
+#[inline]
+fn record_timestamp(r: &Row<'_>) -> Result<Option<i64>, RouteError> {
+    let Some((c, unit)) = &r.bound.timestamp else {
+        return Ok(None);
+    };
+    Ok(match r.value(c)? {
+        Value::Int64(t) => Some(match unit {
+            TimestampUnit::Millis => t,
+            // Java's long division truncates toward zero, as Rust's does.
+            TimestampUnit::Micros => t / 1_000,
+            TimestampUnit::Nanos => t / 1_000_000,
+        }),
+        _ => None,
+    })
+}
