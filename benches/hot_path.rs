@@ -12,6 +12,8 @@
 //! Run: `cargo bench --bench hot_path` (add `-- route` to filter). It must
 //! never touch the network or the file system beyond criterion's reports.
 
+#![allow(missing_docs, reason = "criterion_main! writes an undocumented main")]
+
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -170,7 +172,7 @@ fn decode(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let msg = insert_message();
     g.bench_function("insert", |b| {
-        b.iter(|| decode_message(black_box(msg.clone()), 1, false).expect("valid insert"))
+        b.iter(|| decode_message(black_box(msg.clone()), 1, false).expect("valid insert"));
     });
     let frame = xlogdata_frame();
     g.bench_function("frame", |b| {
@@ -181,7 +183,7 @@ fn decode(c: &mut Criterion) {
                 unreachable!("the frame is an XLogData");
             };
             decode_message(x.data, 1, false).expect("valid insert")
-        })
+        });
     });
     g.finish();
 }
@@ -197,7 +199,7 @@ fn route(c: &mut Criterion) {
             string_router
                 .route(&string_bound, black_box(&row), &meta)
                 .expect("routes")
-        })
+        });
     });
     let (mut json_router, json_bound) = router(json_converters());
     g.bench_function("json_converter_schemas", |b| {
@@ -205,7 +207,7 @@ fn route(c: &mut Criterion) {
             json_router
                 .route(&json_bound, black_box(&row), &meta)
                 .expect("routes")
-        })
+        });
     });
     g.finish();
 }
@@ -240,7 +242,7 @@ fn pipeline(c: &mut Criterion) {
             };
             let record = r.route(&bound, &ins.new, &meta).expect("routes");
             encode(&record, 7)
-        })
+        });
     });
     g.finish();
 }

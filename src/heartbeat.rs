@@ -162,7 +162,10 @@ pub async fn run(
             _ = ticker.tick() => {}
         }
         produce(&record, &sink);
-        if client.as_ref().is_none_or(|c| c.is_closed()) {
+        if client
+            .as_ref()
+            .is_none_or(tokio_postgres::Client::is_closed)
+        {
             client = match catalog::connect(&params).await {
                 Ok(c) => Some(c),
                 Err(e) => {

@@ -840,7 +840,7 @@ fn core_depends_on_no_network_crate() {
         }
         // Features come from the member's entry and, for `workspace = true`,
         // from the shared one too.
-        let inherits = spec.get("workspace").and_then(|w| w.as_bool()) == Some(true);
+        let inherits = spec.get("workspace").and_then(toml::Value::as_bool) == Some(true);
         let entries = [Some(spec), shared.get(name).filter(|_| inherits)];
         let features = entries
             .into_iter()
@@ -872,7 +872,9 @@ fn scan_crates_of<P: AsRef<str>, T: AsRef<str>>(crates: &[(&str, &str)], files: 
         .iter()
         .map(|(p, t)| (p.as_ref(), t.as_ref()))
         .collect();
-    scan(crates, &|path: &str| files.get(path).map(|t| t.to_string()))
+    scan(crates, &|path: &str| {
+        files.get(path).map(std::string::ToString::to_string)
+    })
 }
 
 /// The edges of a scan as `from -> to @ file:line` lines, after checking
@@ -1180,7 +1182,10 @@ fn table_rows_parse_with_prose_in_the_fourth_column() {
     let layer = |number: u32, name: &str, modules: &[&str]| Layer {
         number,
         name: name.to_string(),
-        modules: modules.iter().map(|m| m.to_string()).collect(),
+        modules: modules
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
     };
     assert_eq!(
         layers,

@@ -445,7 +445,7 @@ impl SharedTracker {
         // closure passed to `with`; the tracker's own state is still whole.
         self.inner
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// See [`Tracker::begin`].
@@ -455,17 +455,17 @@ impl SharedTracker {
 
     /// See [`Tracker::add_events`].
     pub fn add_events(&self, seq: TxnSeq, n: u32) {
-        self.lock().add_events(seq, n)
+        self.lock().add_events(seq, n);
     }
 
     /// See [`Tracker::commit`].
     pub fn commit(&self, seq: TxnSeq, end_lsn: Lsn) {
-        self.lock().commit(seq, end_lsn)
+        self.lock().commit(seq, end_lsn);
     }
 
     /// See [`Tracker::add_and_commit`]; one lock for both steps.
     pub fn add_and_commit(&self, seq: TxnSeq, n: u32, end_lsn: Lsn) {
-        self.lock().add_and_commit(seq, n, end_lsn)
+        self.lock().add_and_commit(seq, n, end_lsn);
     }
 
     /// See [`Tracker::ack`]. Wakes [`SharedTracker::wait_confirmed`] when
@@ -540,12 +540,12 @@ impl SharedTracker {
 
     /// See [`Tracker::aborted`].
     pub(crate) fn aborted(&self, abort_lsn: Lsn, abort_time_us: i64) {
-        self.lock().aborted(abort_lsn, abort_time_us)
+        self.lock().aborted(abort_lsn, abort_time_us);
     }
 
     /// See [`Tracker::keepalive`].
     pub fn keepalive(&self, wal_end: Lsn) {
-        self.lock().keepalive(wal_end)
+        self.lock().keepalive(wal_end);
     }
 
     /// See [`Tracker::confirmed`].
@@ -1103,14 +1103,14 @@ mod tests {
         }
 
         // Liveness: commit everything still open, deliver everything outstanding.
-        for x in txns.iter_mut() {
+        for x in &mut txns {
             if x.end.is_none() && !x.discarded {
                 wal += 1;
                 t.commit(x.seq, lsn(wal));
                 x.end = Some(lsn(wal));
             }
         }
-        for x in txns.iter_mut() {
+        for x in &mut txns {
             let n = x.sent - x.settled;
             t.ack(x.seq, n as u32);
             x.settled += n;

@@ -72,7 +72,7 @@ fn tuple_text(t: &TupleData) -> String {
             ColumnValue::Text(b) => format!("'{}'", bytes_text(b)),
             ColumnValue::Binary(b) => {
                 let mut s = String::from("b'");
-                for byte in b.iter() {
+                for byte in b {
                     let _ = write!(s, "{byte:02x}");
                 }
                 s.push('\'');

@@ -51,7 +51,7 @@ fn check_error_offset(buf: &Bytes, res: Result<LogicalMessage, DecodeError>) {
             assert!(needed >= 1, "truncated error with needed = 0");
             offset
         }
-        Err(DecodeError::UnknownTag { offset, .. }) | Err(DecodeError::Invalid { offset, .. }) => {
+        Err(DecodeError::UnknownTag { offset, .. } | DecodeError::Invalid { offset, .. }) => {
             assert!(
                 offset < buf.len(),
                 "tag/invalid offset {offset} past input {}",
@@ -194,7 +194,7 @@ proptest! {
         pick in any::<prop::sample::Index>(),
         muts in prop::collection::vec(mutation(), 1..6),
     ) {
-        let fixtures = FIXTURES.with(|f| f.clone());
+        let fixtures = FIXTURES.with(std::clone::Clone::clone);
         if fixtures.is_empty() {
             return Ok(());
         }

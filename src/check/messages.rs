@@ -48,14 +48,14 @@ fn prefixes(rule: &PrefixRule) -> String {
         PrefixRule::Include(res) => format!(
             "prefixes matching {} (message.prefix.include.list, case-insensitive)",
             res.iter()
-                .map(|r| r.as_str())
+                .map(regex::Regex::as_str)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
         PrefixRule::Exclude(res) => format!(
             "every prefix except those matching {} (message.prefix.exclude.list)",
             res.iter()
-                .map(|r| r.as_str())
+                .map(regex::Regex::as_str)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

@@ -468,7 +468,7 @@ fn check_privileges(
             format!("walrelay would alter the publication's tables, but {user} does not own it"),
             "set the publication's tables to the outbox as its owner, or ALTER PUBLICATION ... OWNER TO the walrelay role",
         ),
-        Some(PublicationAction::Create { .. }) | Some(PublicationAction::Alter { .. }) => {
+        Some(PublicationAction::Create { .. } | PublicationAction::Alter { .. }) => {
             report.pass(
                 OUTBOX_PRIVILEGES,
                 format!("SELECT on {qualified}, and enough to set up the publication"),

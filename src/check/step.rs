@@ -82,7 +82,7 @@ pub(super) fn sqlstate(e: &CheckError) -> Option<&str> {
     match e {
         CheckError::Sql { source, .. }
         | CheckError::Catalog(catalog::CatalogError::Sql { source, .. }) => {
-            source.code().map(|c| c.code())
+            source.code().map(tokio_postgres::error::SqlState::code)
         }
         _ => None,
     }

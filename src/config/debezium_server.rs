@@ -430,7 +430,7 @@ fn translate_format(
     };
     for role in ["key", "value"] {
         let kind = match f.take(role).as_deref() {
-            None | Some("json") | Some("jsonbytearray") => ConverterKind::Json,
+            None | Some("json" | "jsonbytearray") => ConverterKind::Json,
             Some("simplestring") => ConverterKind::String,
             Some("binary") => ConverterKind::BinaryData,
             Some(other) => {
@@ -449,7 +449,7 @@ fn translate_format(
         }
     }
     match f.take("header").as_deref() {
-        None | Some("json") | Some("jsonbytearray") => {}
+        None | Some("json" | "jsonbytearray") => {}
         Some(other) => {
             return Err(ConfigError::Unsupported {
                 key: f.name("header"),

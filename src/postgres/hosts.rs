@@ -266,10 +266,10 @@ where
                 Err(refusal) => {
                     match &refusal {
                         Refusal::Failed(e) => {
-                            debug!(connection = what, host = %endpoint, error = %DisplayChain(e), "host skipped")
+                            debug!(connection = what, host = %endpoint, error = %DisplayChain(e), "host skipped");
                         }
                         Refusal::Mismatch(why) => {
-                            debug!(connection = what, host = %endpoint, test = %test, reason = why, "host skipped")
+                            debug!(connection = what, host = %endpoint, test = %test, reason = why, "host skipped");
                         }
                     }
                     attempts.push(Attempt {

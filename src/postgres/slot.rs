@@ -236,7 +236,7 @@ pub async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str
                 match catalog::drop_slot(client, slot).await {
                     Ok(()) => info!(slot, "dropped replication slot (slot_drop_on_stop)"),
                     Err(e) => {
-                        warn!(slot, error = %DisplayChain(&e), "cannot drop the replication slot")
+                        warn!(slot, error = %DisplayChain(&e), "cannot drop the replication slot");
                     }
                 }
                 return;

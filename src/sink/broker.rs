@@ -84,7 +84,7 @@ impl<'a> WireRecord<'a> {
             + self
                 .headers
                 .iter()
-                .map(|h| h.name.len() + h.value.as_ref().map_or(0, |v| v.len()))
+                .map(|h| h.name.len() + h.value.as_ref().map_or(0, bytes::Bytes::len))
                 .sum::<usize>()
     }
 }

@@ -259,7 +259,11 @@ pub fn read_last(
         .topics()
         .iter()
         .filter(|t| t.name() == topic && t.error().is_none())
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .flat_map(|t| {
+            t.partitions()
+                .iter()
+                .map(rdkafka::metadata::MetadataPartition::id)
+        })
         .collect();
     if partitions.is_empty() {
         return Ok(None);

@@ -110,7 +110,7 @@ pub fn is_poll(p: &PipelineView) -> bool {
 }
 
 /// Whether a lag threshold of `p`'s slot is at critical.
-pub fn lag_critical(p: &PipelineView) -> bool {
+pub(super) fn lag_critical(p: &PipelineView) -> bool {
     p.slot
         .as_ref()
         .is_some_and(|s| s.alert_levels.values().any(|level| *level >= 2))

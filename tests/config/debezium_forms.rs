@@ -56,7 +56,10 @@ fn assert_connect_example(t: &Translation) {
     assert_eq!(c.postgres.user, "debezium");
     assert_eq!(c.postgres.dbname, "shop");
     assert_eq!(
-        c.postgres.password.as_ref().map(|p| p.expose()),
+        c.postgres
+            .password
+            .as_ref()
+            .map(walrelay::secret::Secret::expose),
         Some("pg-s3cret")
     );
     assert_eq!(c.replication.slot, "outbox_slot");
@@ -499,7 +502,10 @@ fn debezium_server_example() {
     assert_eq!(c.postgres.user, "debezium");
     // The environment overrides the file's value.
     assert_eq!(
-        c.postgres.password.as_ref().map(|p| p.expose()),
+        c.postgres
+            .password
+            .as_ref()
+            .map(walrelay::secret::Secret::expose),
         Some("env-password")
     );
     assert_eq!(c.kafka.bootstrap_servers, "localhost:9092");
@@ -914,7 +920,10 @@ fn shipped_connect_example_field_by_field() {
         assert_eq!(c.postgres.user, "debezium");
         assert_eq!(c.postgres.dbname, "app");
         assert_eq!(
-            c.postgres.password.as_ref().map(|p| p.expose()),
+            c.postgres
+                .password
+                .as_ref()
+                .map(walrelay::secret::Secret::expose),
             Some("change-me")
         );
         assert_eq!(c.replication.slot, "debezium_outbox");

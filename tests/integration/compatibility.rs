@@ -1135,7 +1135,7 @@ impl Drop for Running {
         // runtime's threads when there is one.
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| self.clean_up())
+                tokio::task::block_in_place(|| self.clean_up());
             }
             _ => self.clean_up(),
         }
@@ -1168,7 +1168,7 @@ impl Running {
                 ) {
                     Ok((204 | 200, _)) => {}
                     Ok((status, body)) => {
-                        eprintln!("warning: DELETE connector {}: {status} {body}", c.name)
+                        eprintln!("warning: DELETE connector {}: {status} {body}", c.name);
                     }
                     Err(e) => eprintln!("warning: DELETE connector {}: {e}", c.name),
                 }
@@ -1324,7 +1324,7 @@ async fn read_all_async(bootstrap: &str, token: &str) -> Topics {
 fn mask_message_clock(mut topics: Topics) -> Topics {
     let ts = regex::Regex::new(r#"^(\{"schema":.*?"payload":\{"op":"m","ts_ms":|\{"op":"m","ts_ms":|Struct\{op=m,ts_ms=)-?[0-9]+"#)
         .expect("valid regex");
-    for ((topic, _), recs) in topics.iter_mut() {
+    for ((topic, _), recs) in &mut topics {
         if !topic.ends_with(".message") {
             continue;
         }
@@ -1343,7 +1343,7 @@ fn mask_message_clock(mut topics: Topics) -> Topics {
 /// converter framing around it must still be equal).
 fn heartbeats_only_first(mut topics: Topics) -> Topics {
     let ts = regex::Regex::new(r#"(ts_ms=|"ts_ms":)-?[0-9]+"#).expect("valid regex");
-    for ((topic, _), recs) in topics.iter_mut() {
+    for ((topic, _), recs) in &mut topics {
         if !topic.starts_with(HEARTBEAT_TOPIC_PREFIX) {
             continue;
         }

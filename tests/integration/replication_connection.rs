@@ -286,7 +286,7 @@ async fn create_slot_and_stream_an_insert() {
                             .iter()
                             .map(|c| String::from_utf8_lossy(&c.name).into_owned())
                             .collect::<Vec<_>>(),
-                    ))
+                    ));
                 }
                 LogicalMessage::Insert(i) => row_values = Some(i.new.columns),
                 LogicalMessage::Commit(c) => return c,

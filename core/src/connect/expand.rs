@@ -106,7 +106,7 @@ fn adjust_name(mode: FieldNameAdjustment, name: &str, schema_name: bool) -> Stri
         } else {
             out.push('_');
             // Java's Character.isDigit: a leading digit is kept after it.
-            if i == 0 && char::from_u32(u32::from(u)).is_some_and(|c| c.is_numeric()) {
+            if i == 0 && char::from_u32(u32::from(u)).is_some_and(char::is_numeric) {
                 out.push(char::from_u32(u32::from(u)).unwrap_or('_'));
             }
         }

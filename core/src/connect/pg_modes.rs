@@ -171,7 +171,7 @@ impl TypeModes {
                         ("string", DecimalMode::String),
                     ],
                     "precise, double, string",
-                )?
+                )?;
             }
             KEY_TIME_PRECISION_MODE => {
                 self.time_precision_mode = pick(
@@ -188,7 +188,7 @@ impl TypeModes {
                         ("nanoseconds", TimePrecisionMode::Nanoseconds),
                     ],
                     "adaptive, adaptive_time_microseconds, isostring, connect, microseconds, nanoseconds",
-                )?
+                )?;
             }
             KEY_BINARY_HANDLING_MODE => {
                 self.binary_handling_mode = pick(
@@ -200,7 +200,7 @@ impl TypeModes {
                         ("hex", BinaryMode::Hex),
                     ],
                     "bytes, base64, base64-url-safe, hex",
-                )?
+                )?;
             }
             KEY_INTERVAL_HANDLING_MODE => {
                 self.interval_handling_mode = pick(
@@ -210,26 +210,28 @@ impl TypeModes {
                         ("string", IntervalMode::String),
                     ],
                     "numeric, string",
-                )?
+                )?;
             }
             KEY_HSTORE_HANDLING_MODE => {
                 self.hstore_handling_mode = pick(
                     value,
                     &[("json", HstoreMode::Json), ("map", HstoreMode::Map)],
                     "json, map",
-                )?
+                )?;
             }
             KEY_MONEY_FRACTION_DIGITS => {
                 // Debezium's Type.SHORT; a scale beyond what money can hold
                 // (PostgreSQL's is 2 under most locales) is kept as given,
                 // up to what walrelay renders.
-                self.money_fraction_digits =
-                    value.trim().parse::<u8>().ok().filter(|d| *d <= 38).ok_or_else(|| {
-                        InvalidMode {
-                            value: value.to_owned(),
-                            allowed: "an integer from 0 to 38",
-                        }
-                    })?
+                self.money_fraction_digits = value
+                    .trim()
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|d| *d <= 38)
+                    .ok_or_else(|| InvalidMode {
+                    value: value.to_owned(),
+                    allowed: "an integer from 0 to 38",
+                })?;
             }
             _ => return Ok(false),
         }

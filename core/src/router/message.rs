@@ -550,7 +550,7 @@ fn native_member(raw: &str) -> Result<(Arc<Schema>, Cell), String> {
                 },
             )
         }
-        Some(b'{') | Some(b'[') => {
+        Some(b'{' | b'[') => {
             // A jsonb column: its text as written.
             let bytes = Bytes::copy_from_slice(raw.as_bytes());
             let text = Text::new(bytes.clone()).map_err(|e| e.to_string())?;

@@ -122,7 +122,7 @@ fn parse_replacement(replacement: &str, regex: &Regex) -> Result<Vec<Piece>, Rou
                 let group = if next == '{' {
                     let name_start = i + 2;
                     let mut end = name_start;
-                    while chars.get(end).is_some_and(|c| c.is_ascii_alphanumeric()) {
+                    while chars.get(end).is_some_and(char::is_ascii_alphanumeric) {
                         end += 1;
                     }
                     let name: String = chars[name_start..end].iter().collect();

@@ -146,11 +146,11 @@ impl Router {
                 },
             ) => {
                 p.schemaless = self.unfitting_expansion(r, e, schema)?;
-                self.expansion_failures += 1
+                self.expansion_failures += 1;
             }
             Err(_) => {
                 self.check_json_text(r, text.as_str())?;
-                self.expansion_failures += 1
+                self.expansion_failures += 1;
             }
         }
         Ok(p)

@@ -712,7 +712,7 @@ impl Assembler {
         if let Some(txn) = self.current.as_mut() {
             txn.changed(self.metadata.as_ref(), out);
         }
-        self.stats.truncates_ignored += 1
+        self.stats.truncates_ignored += 1;
     }
 
     /// Registers events handed out since the last call with the tracker;
@@ -772,10 +772,10 @@ impl Assembler {
     fn outbox_update(&mut self, lsn: Lsn, xid: u32, table: String) -> Result<(), TxnError> {
         match self.op_invalid {
             OpInvalidBehavior::Warn => {
-                warn!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = warn)")
+                warn!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = warn)");
             }
             OpInvalidBehavior::Error => {
-                error!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = error)")
+                error!(%lsn, xid, table, "unexpected update of an outbox row, dropped (outbox.op_invalid_behavior = error)");
             }
             OpInvalidBehavior::Fatal => return Err(TxnError::UnexpectedUpdate { table, lsn, xid }),
         }

@@ -246,7 +246,7 @@ impl Assembler {
                         .bindings
                         .get(change.binding as usize)
                         .map_or_else(|| "an outbox table".to_owned(), |b| b.table_name());
-                    self.outbox_update(change.lsn, xid, table)?
+                    self.outbox_update(change.lsn, xid, table)?;
                 }
             }
         }
@@ -361,7 +361,7 @@ impl Assembler {
                     debug!(xid, %abort_lsn, sent = a.abort_lsn.is_some(), records = streamed.spill.records(), bytes = streamed.spill.len(), "streamed transaction aborted; spill file dropped");
                 }
                 None => {
-                    debug!(xid, %abort_lsn, "abort of a streamed transaction never started here")
+                    debug!(xid, %abort_lsn, "abort of a streamed transaction never started here");
                 }
             }
             let abort_time_us = a

@@ -17,7 +17,7 @@ use walrelay_proto::Lsn;
 
 /// One recorded message.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// 1-based line number in the file, for failure messages.
     pub line: usize,
     /// The `lsn` column.
@@ -30,7 +30,7 @@ pub struct Recorded {
 
 /// One scenario file.
 #[derive(Debug, Clone)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     /// File stem: the scenario name.
     pub name: String,
     /// `proto_version=` from the header.
@@ -44,13 +44,13 @@ pub struct Scenario {
 }
 
 /// The fixtures directory of this crate.
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// Every `*.txt` scenario in the fixtures directory, sorted by name; empty
 /// when the directory does not exist yet.
-pub fn load_all() -> Vec<Scenario> {
+pub(crate) fn load_all() -> Vec<Scenario> {
     let Ok(entries) = std::fs::read_dir(fixtures_dir()) else {
         return Vec::new();
     };
@@ -64,7 +64,7 @@ pub fn load_all() -> Vec<Scenario> {
 
 /// Loads one scenario file, panicking with the file and line on a format error
 /// (a broken fixture is a test failure, not something to skip).
-pub fn load(path: &Path) -> Scenario {
+pub(crate) fn load(path: &Path) -> Scenario {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let name = path
@@ -133,7 +133,7 @@ fn parse_header(comment: &str) -> Result<(u32, bool, bool), String> {
                 version = Some(
                     v.parse()
                         .map_err(|e| format!("bad proto_version {v:?}: {e}"))?,
-                )
+                );
             }
             "binary" => binary = on()?,
             "streaming" => streaming = on()?,

@@ -737,7 +737,7 @@ fn translate_outbox_table(
             draft.outbox.tables = several
                 .iter()
                 .map(|t| OutboxTableConfig::named(t.spelled))
-                .collect()
+                .collect();
         }
     }
     let names: Vec<(String, String)> = tables.into_iter().map(|t| t.parts).collect();

@@ -88,14 +88,14 @@ pub(crate) fn event_router_options(
                         ("ignore", AdditionalMissing::Ignore),
                     ],
                     "error or ignore",
-                )?
+                )?;
             }
             KEY_ROUTE_BY_FIELD => router.route_by_field = value,
             KEY_ROUTE_TOPIC_REGEX => router.route_topic_regex = value,
             KEY_ROUTE_TOPIC_REPLACEMENT => router.route_topic_replacement = value,
             KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD => {
                 router.route_tombstone_on_empty_payload =
-                    parse_bool(KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD, &value)?
+                    parse_bool(KEY_ROUTE_TOMBSTONE_ON_EMPTY_PAYLOAD, &value)?;
             }
             KEY_OP_INVALID_BEHAVIOR => {
                 op_invalid_behavior = Some(parse_enum(
@@ -107,10 +107,10 @@ pub(crate) fn event_router_options(
                         ("fatal", OpInvalidBehavior::Fatal),
                     ],
                     "warn, error or fatal",
-                )?)
+                )?);
             }
             KEY_EXPAND_JSON_PAYLOAD => {
-                router.expand_json_payload = parse_bool(KEY_EXPAND_JSON_PAYLOAD, &value)?
+                router.expand_json_payload = parse_bool(KEY_EXPAND_JSON_PAYLOAD, &value)?;
             }
             KEY_JSON_PAYLOAD_NULL_BEHAVIOR => {
                 router.json_payload_null_behavior = parse_enum(
@@ -121,7 +121,7 @@ pub(crate) fn event_router_options(
                         ("optional_bytes", NullBehavior::OptionalBytes),
                     ],
                     "ignore or optional_bytes",
-                )?
+                )?;
             }
             // Debezium 3.6.1's EventRouter does not define it (an empty
             // array has no schema and is dropped), so the Debezium forms
@@ -132,7 +132,7 @@ pub(crate) fn event_router_options(
             KEY_TRACING_OPERATION_NAME => router.tracing_operation_name = value,
             KEY_TRACING_WITH_CONTEXT_FIELD_ONLY => {
                 router.tracing_with_context_field_only =
-                    Some(parse_bool(KEY_TRACING_WITH_CONTEXT_FIELD_ONLY, &value)?)
+                    Some(parse_bool(KEY_TRACING_WITH_CONTEXT_FIELD_ONLY, &value)?);
             }
             KEY_FIELD_NAME_ADJUSTMENT_MODE => {
                 router.field_name_adjustment_mode = parse_enum(
@@ -144,7 +144,7 @@ pub(crate) fn event_router_options(
                         ("avro_unicode", FieldNameAdjustment::AvroUnicode),
                     ],
                     "none, avro or avro_unicode",
-                )?
+                )?;
             }
             _ => unknown.push(k.clone()),
         }

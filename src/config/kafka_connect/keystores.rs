@@ -151,7 +151,11 @@ fn pkcs12_certificates_pem(
 /// OpenSSL's reason strings, without the file and line noise of its
 /// `Display`.
 fn openssl_reasons(stack: &openssl::error::ErrorStack) -> String {
-    let reasons: Vec<&str> = stack.errors().iter().filter_map(|e| e.reason()).collect();
+    let reasons: Vec<&str> = stack
+        .errors()
+        .iter()
+        .filter_map(openssl::error::Error::reason)
+        .collect();
     if reasons.is_empty() {
         "no reason given".into()
     } else {

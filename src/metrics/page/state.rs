@@ -415,28 +415,30 @@ mod lsn_text {
     use serde::{Deserialize, Deserializer, Serializer};
     use walrelay_proto::Lsn;
 
-    pub fn serialize<S: Serializer>(lsn: &Lsn, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(lsn: &Lsn, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(lsn)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Lsn, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Lsn, D::Error> {
         String::deserialize(d)?.parse().map_err(D::Error::custom)
     }
 
     /// An optional [`Lsn`]: `null` or `X/Y`.
-    pub mod option {
+    pub(super) mod option {
         use serde::de::Error as _;
         use serde::{Deserialize, Deserializer, Serializer};
         use walrelay_proto::Lsn;
 
-        pub fn serialize<S: Serializer>(lsn: &Option<Lsn>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(lsn: &Option<Lsn>, s: S) -> Result<S::Ok, S::Error> {
             match lsn {
                 Some(lsn) => s.collect_str(lsn),
                 None => s.serialize_none(),
             }
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Lsn>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Lsn>, D::Error> {
             Option::<String>::deserialize(d)?
                 .map(|t| t.parse().map_err(D::Error::custom))
                 .transpose()

@@ -315,7 +315,10 @@ mod tests {
             ..facts()
         };
         let problems = bare.problems();
-        let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        let text: Vec<String> = problems
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         assert_eq!(
             text,
             vec![

@@ -427,7 +427,10 @@ impl Worker {
         let n = rows.len();
         let claimed_at = crate::clock::unix_now_micros();
         let (seq, position) = {
-            let mut last = s.position.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = s
+                .position
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             *last += 1;
             let position = Lsn(*last);
             let seq = self.tracker.begin(claimed_at);
@@ -733,7 +736,10 @@ pub async fn monitor<P, Fut>(
         metrics
             .kafka_reachable
             .store(probe().await, Ordering::Relaxed);
-        if client.as_ref().is_none_or(|c| c.is_closed()) {
+        if client
+            .as_ref()
+            .is_none_or(tokio_postgres::Client::is_closed)
+        {
             client = catalog::bounded(
                 bound,
                 "opening the statistics connection",

@@ -11,7 +11,7 @@ use super::relay::WAIT;
 use super::{connect, connect_url, env, unique_name};
 
 /// A database created for one test; [`TestDb::drop`] removes it.
-pub struct TestDb {
+pub(crate) struct TestDb {
     /// Its name (unique, `[a-z0-9_]`).
     pub name: String,
 }
@@ -20,7 +20,7 @@ impl TestDb {
     /// Creates a database named after `test` with `settings`
     /// (`key = 'value'`, each an `ALTER DATABASE ... SET`) and connects
     /// to it.
-    pub async fn new(test: &str, settings: &[&str]) -> (TestDb, tokio_postgres::Client) {
+    pub(crate) async fn new(test: &str, settings: &[&str]) -> (TestDb, tokio_postgres::Client) {
         let name = unique_name(test);
         let admin = connect().await;
         // One statement each: CREATE DATABASE refuses to run inside the
@@ -41,7 +41,7 @@ impl TestDb {
     }
 
     /// libpq connection string of the database, as superuser.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "host=127.0.0.1 port={} user=postgres dbname={}",
             env().pg_port,
@@ -50,7 +50,7 @@ impl TestDb {
     }
 
     /// Drops the database, closing any connection still open to it.
-    pub async fn drop(self) {
+    pub(crate) async fn drop(self) {
         connect()
             .await
             .batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name))
@@ -61,7 +61,7 @@ impl TestDb {
 
 /// A counter of `slot` in `pg_stat_replication_slots` (`stream_txns`,
 /// `spill_txns`, ...); 0 before the slot has any.
-pub async fn slot_stat(client: &tokio_postgres::Client, slot: &str, column: &str) -> i64 {
+pub(crate) async fn slot_stat(client: &tokio_postgres::Client, slot: &str, column: &str) -> i64 {
     // Inside an open transaction statistics are read once and cached
     // (stats_fetch_consistency = cache): drop the snapshot so each call
     // sees the current count.
@@ -84,7 +84,7 @@ pub async fn slot_stat(client: &tokio_postgres::Client, slot: &str, column: &str
 /// A walsender publishes its statistics at most once a second and only
 /// while it has work, so each round gives it some: a non-transactional
 /// logical decoding message with prefix `poke` (which no test selects).
-pub async fn wait_slot_stat(
+pub(crate) async fn wait_slot_stat(
     client: &tokio_postgres::Client,
     slot: &str,
     column: &str,

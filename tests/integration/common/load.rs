@@ -30,7 +30,7 @@ use super::Record;
 
 /// What the generator writes.
 #[derive(Debug, Clone)]
-pub struct LoadSpec {
+pub(crate) struct LoadSpec {
     /// libpq connection string (the generator's own path to the server).
     pub url: String,
     /// Outbox table (unqualified, in `public`).
@@ -53,7 +53,7 @@ pub struct LoadSpec {
 
 impl LoadSpec {
     /// 200 aggregates, 1..=10 events per transaction, one in 20 rolled back.
-    pub fn new(url: String, table: &str, agg: &str, events: u64) -> LoadSpec {
+    pub(crate) fn new(url: String, table: &str, agg: &str, events: u64) -> LoadSpec {
         LoadSpec {
             url,
             table: table.to_string(),
@@ -70,7 +70,7 @@ impl LoadSpec {
 
 /// One committed event.
 #[derive(Debug, Clone)]
-pub struct Event {
+pub(crate) struct Event {
     /// Event id (the `id` header).
     pub id: String,
     /// Aggregate id (the record key).
@@ -86,7 +86,7 @@ pub struct Event {
 
 /// What the generator did.
 #[derive(Debug, Default)]
-pub struct LoadLog {
+pub(crate) struct LoadLog {
     /// Committed events in commit order.
     pub committed: Vec<Event>,
     /// Ids of events whose transaction did not commit.
@@ -104,7 +104,7 @@ pub struct LoadLog {
 }
 
 /// A running generator.
-pub struct Load {
+pub(crate) struct Load {
     stop: Arc<AtomicBool>,
     committed: Arc<AtomicU64>,
     handle: tokio::task::JoinHandle<LoadLog>,
@@ -112,7 +112,7 @@ pub struct Load {
 
 impl Load {
     /// Creates the marker table `<table>_marks` and starts writing.
-    pub async fn start(spec: LoadSpec) -> Load {
+    pub(crate) async fn start(spec: LoadSpec) -> Load {
         let client = super::connect_url(&spec.url).await;
         client
             .batch_execute(&format!(
@@ -132,18 +132,18 @@ impl Load {
     }
 
     /// Events committed so far.
-    pub fn committed(&self) -> u64 {
+    pub(crate) fn committed(&self) -> u64 {
         self.committed.load(Ordering::Relaxed)
     }
 
     /// Whether the generator has stopped.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.handle.is_finished()
     }
 
     /// Waits (bounded by `timeout`) until at least `n` events committed or
     /// the generator stopped; returns whether `n` was reached.
-    pub async fn wait_for(&self, n: u64, timeout: Duration) -> bool {
+    pub(crate) async fn wait_for(&self, n: u64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while self.committed() < n {
             if self.is_finished() || Instant::now() >= deadline {
@@ -155,12 +155,12 @@ impl Load {
     }
 
     /// Asks the generator to stop after the current transaction.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
 
     /// Waits for the generator to finish (it is bounded by its deadline).
-    pub async fn finish(self) -> LoadLog {
+    pub(crate) async fn finish(self) -> LoadLog {
         self.handle.await.expect("load generator panicked")
     }
 }
@@ -313,7 +313,10 @@ async fn ensure_connected<'a>(
     opened: &mut u64,
     deadline: Instant,
 ) -> Option<&'a tokio_postgres::Client> {
-    if client.as_ref().is_some_and(|c| c.is_closed()) {
+    if client
+        .as_ref()
+        .is_some_and(tokio_postgres::Client::is_closed)
+    {
         *client = None;
     }
     while client.is_none() {
@@ -365,7 +368,7 @@ async fn resolve(
 /// Event id → commit end LSN of its transaction, from a probe slot
 /// (pgoutput, created before the load) that decodes `publication`. Peeks,
 /// so the probe does not move. The outbox table's first column is the id.
-pub async fn probe_commit_ends(
+pub(crate) async fn probe_commit_ends(
     client: &tokio_postgres::Client,
     probe: &str,
     publication: &str,
@@ -401,7 +404,7 @@ pub async fn probe_commit_ends(
 /// the WAL position once it was over. Only transactions committing inside
 /// (confirmed_before, wal_after] may be delivered again because of it.
 #[derive(Debug, Clone)]
-pub struct Fault {
+pub(crate) struct Fault {
     /// What happened (for the summary).
     pub what: String,
     /// `confirmed_flush_lsn` sampled just before the fault (at most the
@@ -414,7 +417,7 @@ pub struct Fault {
 
 /// The checker's findings, for the lead to quote.
 #[derive(Debug, Clone)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Committed events.
     pub events: usize,
     /// Committed transactions.
@@ -465,7 +468,7 @@ enum Repeats<'a> {
 
 /// Checks the at-least-once delivery contract; the error lists every
 /// violation found (the first few of each kind).
-pub fn check(
+pub(crate) fn check(
     log: &LoadLog,
     records: &[Record],
     commit_ends: &HashMap<String, Lsn>,
@@ -484,7 +487,7 @@ pub fn check(
 /// Checks the exactly-once contract of a `read_committed` consumer: what
 /// [`check`] checks, and no id read twice, whatever the `faults` (only
 /// counted in the summary).
-pub fn check_exactly_once(
+pub(crate) fn check_exactly_once(
     log: &LoadLog,
     records: &[Record],
     faults: &[Fault],

@@ -12,7 +12,7 @@ use walrelay::status::client;
 use super::relay::Relay;
 
 /// A loopback port that was free a moment ago (for `[metrics] listen`).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
 }
@@ -23,13 +23,13 @@ fn addr(port: u16) -> String {
 
 /// The state of the walrelay listening on `port`; `None` while nothing
 /// answers.
-pub async fn state(port: u16) -> Option<State> {
+pub(crate) async fn state(port: u16) -> Option<State> {
     client::fetch_state(&addr(port)).await.ok()
 }
 
 /// The one pipeline of a one-pipeline process, whatever its name; `None`
 /// while nothing answers.
-pub async fn pipeline(port: u16) -> Option<PipelineView> {
+pub(crate) async fn pipeline(port: u16) -> Option<PipelineView> {
     let mut state = state(port).await?;
     assert!(
         state.pipelines.len() <= 1,
@@ -41,7 +41,7 @@ pub async fn pipeline(port: u16) -> Option<PipelineView> {
 
 /// Reads the one pipeline of the process until `pred` holds, returning
 /// that reading.
-pub async fn wait_pipeline(
+pub(crate) async fn wait_pipeline(
     port: u16,
     what: &str,
     relay: &mut Relay,
@@ -68,7 +68,7 @@ pub async fn wait_pipeline(
 
 /// `GET path` on the listener at `port`: (status code, body); `None`
 /// while nothing answers.
-pub async fn get_text(port: u16, path: &str) -> Option<(u16, String)> {
+pub(crate) async fn get_text(port: u16, path: &str) -> Option<(u16, String)> {
     let answer = client::get(&addr(port), path).await.ok()?;
     Some((answer.status.as_u16(), answer.text()?.to_owned()))
 }
@@ -76,7 +76,7 @@ pub async fn get_text(port: u16, path: &str) -> Option<(u16, String)> {
 /// The series of `/metrics`, `name{labels}` → value (without the
 /// `pipeline` label), for the tests of the exposition itself; figures are
 /// read from [`state`]. `None` while nothing answers.
-pub async fn exposition(port: u16) -> Option<HashMap<String, f64>> {
+pub(crate) async fn exposition(port: u16) -> Option<HashMap<String, f64>> {
     let (status, text) = get_text(port, "/metrics").await?;
     assert_eq!(status, 200, "{text}");
     let mut out = HashMap::new();
@@ -107,7 +107,7 @@ fn without_pipeline(series: &str) -> String {
 
 /// Whether walrelay's slot lag monitor (its poll query) reached the server
 /// of `client` within the last 5 s.
-pub async fn lag_monitor_polled(client: &tokio_postgres::Client) -> bool {
+pub(crate) async fn lag_monitor_polled(client: &tokio_postgres::Client) -> bool {
     client
         .query_one(
             "SELECT coalesce(max(query_start) > now() - interval '5 seconds', false) \

@@ -8,14 +8,14 @@
 //! started only through `scripts/pg.sh` and `scripts/kafka.sh`, so tests,
 //! demo and CI share one way of running them.
 
-pub mod database;
-pub mod load;
-pub mod metrics;
-pub mod progress;
-pub mod proxy;
-pub mod relay;
-pub mod scene;
-pub mod tls;
+pub(crate) mod database;
+pub(crate) mod load;
+pub(crate) mod metrics;
+pub(crate) mod progress;
+pub(crate) mod proxy;
+pub(crate) mod relay;
+pub(crate) mod scene;
+pub(crate) mod tls;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -44,7 +44,7 @@ const ENV_HINT: &str = "run scripts/test.sh (or scripts/env.sh up, then source .
 /// `pipelines::a_throttled_pipeline_holds_back_only_itself`), which no
 /// other client uses and which the test removes again.
 #[derive(Debug, Clone)]
-pub struct TestEnv {
+pub(crate) struct TestEnv {
     /// Port of the shared PostgreSQL cluster on 127.0.0.1.
     pub pg_port: u16,
     /// Directory of the shared cluster (for `scripts/pg.sh`).
@@ -64,7 +64,7 @@ pub struct TestEnv {
 
 /// The shared environment: `WALRELAY_TEST_*` variables, falling back to
 /// `.walrelay-env/env` at the repository root. Panics when neither has it.
-pub fn env() -> &'static TestEnv {
+pub(crate) fn env() -> &'static TestEnv {
     static ENV: OnceLock<TestEnv> = OnceLock::new();
     ENV.get_or_init(load_env)
 }
@@ -127,7 +127,7 @@ fn load_env() -> TestEnv {
 }
 
 /// libpq key/value connection string of the shared cluster, as superuser.
-pub fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     pg_url_for_port(env().pg_port)
 }
 
@@ -138,7 +138,7 @@ fn pg_url_for_port(port: u16) -> String {
 /// Port of the shared `wal_level = replica` cluster, the polling source's:
 /// `WALRELAY_TEST_PG_REPLICA_PORT`, falling back to `.walrelay-env/env`.
 /// Panics when neither has it.
-pub fn pg_replica_port() -> u16 {
+pub(crate) fn pg_replica_port() -> u16 {
     const KEY: &str = "WALRELAY_TEST_PG_REPLICA_PORT";
     let file = repo_root().join(".walrelay-env/env");
     let value = std::env::var(KEY).ok().or_else(|| {
@@ -162,22 +162,22 @@ pub fn pg_replica_port() -> u16 {
 
 /// libpq key/value connection string of the shared `wal_level = replica`
 /// cluster, as superuser.
-pub fn pg_replica_url() -> String {
+pub(crate) fn pg_replica_url() -> String {
     pg_url_for_port(pg_replica_port())
 }
 
 /// Bootstrap address of the shared Kafka broker.
-pub fn kafka_bootstrap() -> String {
+pub(crate) fn kafka_bootstrap() -> String {
     env().kafka.clone()
 }
 
 /// Connects to the shared cluster; the connection runs on a spawned task.
-pub async fn connect() -> tokio_postgres::Client {
+pub(crate) async fn connect() -> tokio_postgres::Client {
     connect_url(&pg_url()).await
 }
 
 /// Connects with a libpq connection string; the connection runs on a spawned task.
-pub async fn connect_url(url: &str) -> tokio_postgres::Client {
+pub(crate) async fn connect_url(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to PostgreSQL at '{url}': {e} ({ENV_HINT})"));
@@ -191,7 +191,7 @@ pub async fn connect_url(url: &str) -> tokio_postgres::Client {
 /// A name no other test, process or earlier run uses: lowercase
 /// `[a-z0-9_]` (valid for slots, publications, tables and topics), at most 63
 /// bytes. `prefix` should name the test.
-pub fn unique_name(prefix: &str) -> String {
+pub(crate) fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let clean: String = prefix
         .chars()
@@ -215,12 +215,12 @@ pub fn unique_name(prefix: &str) -> String {
 
 /// Creates `topic` with `partitions` partitions (replication factor 1) on the
 /// broker at `bootstrap` and waits until every partition has a leader.
-pub async fn create_topic_on(bootstrap: &str, topic: &str, partitions: i32) {
+pub(crate) async fn create_topic_on(bootstrap: &str, topic: &str, partitions: i32) {
     create_topic_with(bootstrap, topic, partitions, &[]).await;
 }
 
 /// [`create_topic_on`] with topic configuration `settings`.
-pub async fn create_topic_with(
+pub(crate) async fn create_topic_with(
     bootstrap: &str,
     topic: &str,
     partitions: i32,
@@ -255,13 +255,13 @@ pub async fn create_topic_with(
 }
 
 /// [`create_topic_on`] the shared broker.
-pub async fn create_topic(topic: &str, partitions: i32) {
+pub(crate) async fn create_topic(topic: &str, partitions: i32) {
     create_topic_on(&kafka_bootstrap(), topic, partitions).await;
 }
 
 /// One record as a consumer read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     /// Partition the record is in.
     pub partition: i32,
     /// Offset within the partition.
@@ -276,7 +276,7 @@ pub struct Record {
 
 impl Record {
     /// The value of the first header named `name`, if any and not null.
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
+    pub(crate) fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -314,7 +314,10 @@ fn wait_for_partitions(consumer: &BaseConsumer, topic: &str, timeout: Duration) 
                         && !parts.is_empty()
                         && parts.iter().all(|p| p.error().is_none() && p.leader() >= 0)
                     {
-                        return parts.iter().map(|p| p.id()).collect();
+                        return parts
+                            .iter()
+                            .map(rdkafka::metadata::MetadataPartition::id)
+                            .collect();
                     }
                     last = format!("topic error {:?}, {} partitions", t.error(), parts.len());
                 }
@@ -331,7 +334,7 @@ fn wait_for_partitions(consumer: &BaseConsumer, topic: &str, timeout: Duration) 
 /// Reads `topic` on `bootstrap` from the beginning of every partition until
 /// `count` records arrived or `timeout` passed, and returns what it read
 /// (possibly fewer: assert on the result). Blocking; see [`consume`].
-pub fn consume_blocking(
+pub(crate) fn consume_blocking(
     bootstrap: &str,
     topic: &str,
     count: usize,
@@ -342,17 +345,17 @@ pub fn consume_blocking(
 
 /// Reads `topic` on `bootstrap` from the beginning until the end of every
 /// partition as of now (read_committed), within `timeout`. Blocking.
-pub fn read_to_end_blocking(bootstrap: &str, topic: &str, timeout: Duration) -> Vec<Record> {
+pub(crate) fn read_to_end_blocking(bootstrap: &str, topic: &str, timeout: Duration) -> Vec<Record> {
     read(bootstrap, topic, Stop::End, timeout)
 }
 
 /// [`consume_blocking`] on the shared broker, off the async runtime.
-pub async fn consume(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
+pub(crate) async fn consume(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
     consume_on(&kafka_bootstrap(), topic, count, timeout).await
 }
 
 /// [`consume_blocking`] off the async runtime.
-pub async fn consume_on(
+pub(crate) async fn consume_on(
     bootstrap: &str,
     topic: &str,
     count: usize,
@@ -365,13 +368,13 @@ pub async fn consume_on(
 }
 
 /// [`read_to_end_blocking`] on the shared broker, off the async runtime.
-pub async fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
+pub(crate) async fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
     read_to_end_on(&kafka_bootstrap(), topic, timeout).await
 }
 
 /// [`read_to_end_blocking`] on the broker at `bootstrap`, off the async
 /// runtime.
-pub async fn read_to_end_on(bootstrap: &str, topic: &str, timeout: Duration) -> Vec<Record> {
+pub(crate) async fn read_to_end_on(bootstrap: &str, topic: &str, timeout: Duration) -> Vec<Record> {
     let (bootstrap, topic) = (bootstrap.to_string(), topic.to_string());
     tokio::task::spawn_blocking(move || read_to_end_blocking(&bootstrap, &topic, timeout))
         .await
@@ -380,7 +383,7 @@ pub async fn read_to_end_on(bootstrap: &str, topic: &str, timeout: Duration) -> 
 
 /// [`read_to_end_on`] as a `read_uncommitted` consumer: records of aborted
 /// and still open Kafka transactions too (what exactly-once hides).
-pub async fn read_uncommitted_to_end_on(
+pub(crate) async fn read_uncommitted_to_end_on(
     bootstrap: &str,
     topic: &str,
     timeout: Duration,
@@ -487,7 +490,7 @@ fn read_with(consumer: BaseConsumer, topic: &str, stop: Stop, timeout: Duration)
 }
 
 /// Renders records compactly for assertion messages.
-pub fn describe(records: &[Record]) -> String {
+pub(crate) fn describe(records: &[Record]) -> String {
     let mut s = String::new();
     for r in records {
         let _ = writeln!(
@@ -507,14 +510,14 @@ pub fn describe(records: &[Record]) -> String {
 }
 
 /// Major version of the shared cluster.
-pub fn pg_major() -> u32 {
+pub(crate) fn pg_major() -> u32 {
     env().pg_major
 }
 
 /// Runs `scripts/<script> ARGS` and returns its stdout; panics with its
 /// stderr on failure. Servers it starts get a watchdog that stops them when
 /// this test process exits, even if it is killed.
-pub fn run_script<S: AsRef<OsStr>>(script: &str, args: &[S]) -> String {
+pub(crate) fn run_script<S: AsRef<OsStr>>(script: &str, args: &[S]) -> String {
     run_script_with(script, args, &[])
 }
 
@@ -564,7 +567,7 @@ fn read_port(dir: &Path) -> u16 {
 /// A PostgreSQL cluster of one test, in a temporary directory; removed on
 /// drop. Same settings as the shared one (`scripts/pg.sh`). The methods block
 /// while the script runs: call them from a test's setup or `spawn_blocking`.
-pub struct PrivatePg {
+pub(crate) struct PrivatePg {
     root: tempfile::TempDir,
     dir: PathBuf,
     port: u16,
@@ -574,13 +577,13 @@ pub struct PrivatePg {
 impl PrivatePg {
     /// Creates and starts a cluster of the shared cluster's major version on
     /// a free port.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_major(pg_major())
     }
 
     /// Creates and starts a cluster of PostgreSQL `major` (13 to 18) on a
     /// free port; the first use of a major fetches its binaries.
-    pub fn start_major(major: u32) -> Self {
+    pub(crate) fn start_major(major: u32) -> Self {
         let root = private_dir("walrelay-pg-");
         let dir = root.path().join("pg");
         run_script_with(
@@ -602,14 +605,14 @@ impl PrivatePg {
     /// this cluster, `hot_standby_feedback`; from 17 on,
     /// `sync_replication_slots` on the standby and the slot in this
     /// cluster's `synchronized_standby_slots`. Returns once it streams.
-    pub fn start_standby(&self) -> PrivatePg {
+    pub(crate) fn start_standby(&self) -> PrivatePg {
         self.standby(&[])
     }
 
     /// [`PrivatePg::start_standby`] without adding the standby's slot to
     /// this cluster's `synchronized_standby_slots`.
     #[expect(dead_code, reason = "harness API no test uses at the moment")]
-    pub fn start_standby_without_standby_slots(&self) -> PrivatePg {
+    pub(crate) fn start_standby_without_standby_slots(&self) -> PrivatePg {
         self.standby(&["--no-standby-slots"])
     }
 
@@ -629,60 +632,60 @@ impl PrivatePg {
     }
 
     /// Promotes this standby; returns once it accepts writes.
-    pub fn promote(&self) {
+    pub(crate) fn promote(&self) {
         run_script("pg.sh", &[OsStr::new("promote"), self.dir.as_os_str()]);
     }
 
     /// Its major version.
-    pub fn major(&self) -> u32 {
+    pub(crate) fn major(&self) -> u32 {
         self.major
     }
 
     /// Its port on 127.0.0.1 (kept across stop/start).
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
     /// libpq connection string, as superuser.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         pg_url_for_port(self.port)
     }
 
     /// Its directory (for `scripts/pg.sh` subcommands).
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Connects as superuser.
-    pub async fn connect(&self) -> tokio_postgres::Client {
+    pub(crate) async fn connect(&self) -> tokio_postgres::Client {
         connect_url(&self.url()).await
     }
 
     /// Fast shutdown; returns once the server is down.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         run_script("pg.sh", &[OsStr::new("stop"), self.dir.as_os_str()]);
     }
 
     /// Immediate shutdown (as a crash: no shutdown checkpoint, nothing more
     /// sent to standbys); returns once the server is down.
-    pub fn stop_immediate(&self) {
+    pub(crate) fn stop_immediate(&self) {
         let args = [self.dir.as_os_str(), OsStr::new("immediate")];
         run_script("pg.sh", &[OsStr::new("stop"), args[0], args[1]]);
     }
 
     /// Starts it again (same data, same port).
-    pub fn start_again(&self) {
+    pub(crate) fn start_again(&self) {
         run_script("pg.sh", &[OsStr::new("start"), self.dir.as_os_str()]);
     }
 
     /// Stop, then start.
     #[expect(dead_code, reason = "harness API no test uses at the moment")]
-    pub fn restart(&self) {
+    pub(crate) fn restart(&self) {
         run_script("pg.sh", &[OsStr::new("restart"), self.dir.as_os_str()]);
     }
 
     /// Appends `key=value` settings; reloads, or restarts when one needs it.
-    pub fn conf(&self, settings: &[&str]) {
+    pub(crate) fn conf(&self, settings: &[&str]) {
         let mut args = vec![OsStr::new("conf"), self.dir.as_os_str()];
         args.extend(settings.iter().map(OsStr::new));
         run_script("pg.sh", &args);
@@ -708,7 +711,7 @@ impl Drop for PrivatePg {
 
 /// A Kafka broker of one test, in a temporary directory; removed on drop.
 /// Starting takes seconds (a JVM); the methods block like [`PrivatePg`]'s.
-pub struct PrivateKafka {
+pub(crate) struct PrivateKafka {
     root: tempfile::TempDir,
     dir: PathBuf,
     port: u16,
@@ -716,7 +719,7 @@ pub struct PrivateKafka {
 
 impl PrivateKafka {
     /// Formats and starts a broker on a free port; returns once it answers.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let root = private_dir("walrelay-kafka-");
         let dir = root.path().join("kafka");
         run_script("kafka.sh", &[OsStr::new("start"), dir.as_os_str()]);
@@ -725,28 +728,28 @@ impl PrivateKafka {
     }
 
     /// Its bootstrap address, `127.0.0.1:PORT` (kept across stop/start).
-    pub fn bootstrap(&self) -> String {
+    pub(crate) fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     /// Its directory (for `scripts/kafka.sh` subcommands).
     #[expect(dead_code, reason = "harness API no test uses at the moment")]
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// SIGTERM, then SIGKILL after 30 s; returns once the JVM is gone.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         run_script("kafka.sh", &[OsStr::new("stop"), self.dir.as_os_str()]);
     }
 
     /// SIGKILL: the broker dies without flushing or deregistering.
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         run_script("kafka.sh", &[OsStr::new("kill"), self.dir.as_os_str()]);
     }
 
     /// Starts it again (same data, same ports); returns once it answers.
-    pub fn start_again(&self) {
+    pub(crate) fn start_again(&self) {
         run_script("kafka.sh", &[OsStr::new("start"), self.dir.as_os_str()]);
     }
 }

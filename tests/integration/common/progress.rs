@@ -19,7 +19,7 @@ use super::{read_to_end_on, unique_name, Record};
 
 /// One progress record of the pipeline.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Offset in the progress topic.
     pub offset: i64,
     pub system_id: Option<String>,
@@ -33,7 +33,7 @@ pub struct Progress {
 
 /// The progress topic of one test's pipeline.
 #[derive(Debug, Clone)]
-pub struct ProgressTopic {
+pub(crate) struct ProgressTopic {
     pub bootstrap: String,
     /// `kafka.transactions.progress_topic`, unique per test.
     pub topic: String,
@@ -48,7 +48,7 @@ const PROGRESS_WAIT: Duration = Duration::from_secs(180);
 impl ProgressTopic {
     /// A fresh progress topic name for a pipeline named `pipeline` (the
     /// slot, by default) on the broker at `bootstrap`.
-    pub fn new(bootstrap: &str, pipeline: &str) -> ProgressTopic {
+    pub(crate) fn new(bootstrap: &str, pipeline: &str) -> ProgressTopic {
         ProgressTopic {
             bootstrap: bootstrap.to_string(),
             topic: unique_name("progress"),
@@ -59,7 +59,7 @@ impl ProgressTopic {
     /// `config` (a test configuration whose `[kafka]` table starts with
     /// `bootstrap_servers`) in exactly-once mode with this progress topic;
     /// `transactions` are more lines of `[kafka.transactions]`.
-    pub fn config(&self, config: &str, transactions: &str) -> String {
+    pub(crate) fn config(&self, config: &str, transactions: &str) -> String {
         let marker = format!("bootstrap_servers = \"{}\"\n", self.bootstrap);
         assert!(
             config.contains(&marker),
@@ -75,7 +75,7 @@ impl ProgressTopic {
 
     /// The pipeline's progress records in the topic, in offset order
     /// (compaction may have removed older ones).
-    pub async fn history(&self) -> Vec<Progress> {
+    pub(crate) async fn history(&self) -> Vec<Progress> {
         let records = read_to_end_on(&self.bootstrap, &self.topic, WAIT).await;
         records
             .iter()
@@ -85,13 +85,13 @@ impl ProgressTopic {
     }
 
     /// The last committed progress record of the pipeline, if any.
-    pub async fn last(&self) -> Option<Progress> {
+    pub(crate) async fn last(&self) -> Option<Progress> {
         self.history().await.pop()
     }
 
     /// Waits until the last committed progress record is at or past `lsn`
     /// (bounded; panics with the log of `relay` while it still runs).
-    pub async fn wait_for(&self, lsn: Lsn, relay: &mut Relay) -> Progress {
+    pub(crate) async fn wait_for(&self, lsn: Lsn, relay: &mut Relay) -> Progress {
         self.wait_until(&format!("a position at or past {lsn}"), relay, |p| {
             p.lsn >= lsn
         })
@@ -100,7 +100,7 @@ impl ProgressTopic {
 
     /// Waits until the last committed progress record satisfies `pred`
     /// (bounded; `what` names the wait in the panic).
-    pub async fn wait_until(
+    pub(crate) async fn wait_until(
         &self,
         what: &str,
         relay: &mut Relay,
@@ -128,7 +128,7 @@ impl ProgressTopic {
 
     /// Committed progress never goes back: LSNs never decrease, and within
     /// one position and phase the events already committed never decrease.
-    pub fn assert_monotonic(&self, history: &[Progress]) {
+    pub(crate) fn assert_monotonic(&self, history: &[Progress]) {
         for pair in history.windows(2) {
             let (a, b) = (&pair[0], &pair[1]);
             let back =
@@ -143,7 +143,7 @@ impl ProgressTopic {
 }
 
 /// Whether `record` is a progress record of `pipeline`.
-pub fn is_key_of(record: &Record, pipeline: &str) -> bool {
+pub(crate) fn is_key_of(record: &Record, pipeline: &str) -> bool {
     let Some(key) = record.key.as_deref() else {
         return false;
     };

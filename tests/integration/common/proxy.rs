@@ -23,7 +23,7 @@ struct State {
 }
 
 /// The proxy; dropping it closes the listener and every connection.
-pub struct Proxy {
+pub(crate) struct Proxy {
     addr: SocketAddr,
     state: Arc<watch::Sender<State>>,
     accepted: Arc<AtomicU64>,
@@ -33,7 +33,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// Listens on 127.0.0.1 (a free port) and forwards to `127.0.0.1:target`.
-    pub fn start(target: u16) -> Proxy {
+    pub(crate) fn start(target: u16) -> Proxy {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         std_listener
             .set_nonblocking(true)
@@ -98,18 +98,18 @@ impl Proxy {
     }
 
     /// The port clients connect to.
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// Connections accepted so far.
-    pub fn connections(&self) -> u64 {
+    pub(crate) fn connections(&self) -> u64 {
         self.accepted.load(Ordering::Relaxed)
     }
 
     /// Stops forwarding in both directions without closing anything; new
     /// connections are accepted and held too.
-    pub fn black_hole(&self) {
+    pub(crate) fn black_hole(&self) {
         self.state.send_modify(|s| {
             s.blocked = true;
             s.generation += 1;
@@ -119,7 +119,7 @@ impl Proxy {
     /// Forwards again. With `lose_old`, connections opened before the
     /// black hole stay silent for good (as after a lost NAT or firewall
     /// state: their packets keep vanishing); the ones opened during it flow.
-    pub fn restore(&self, lose_old: bool) {
+    pub(crate) fn restore(&self, lose_old: bool) {
         self.state.send_modify(|s| {
             s.blocked = false;
             if lose_old {
@@ -131,7 +131,7 @@ impl Proxy {
     /// Forwards again for new connections only: every connection opened
     /// before now stays silent for good, including those the black hole
     /// accepted (as a middlebox that accepts and then stalls).
-    pub fn restore_new_only(&self) {
+    pub(crate) fn restore_new_only(&self) {
         self.state.send_modify(|s| {
             s.blocked = false;
             s.generation += 1;

@@ -16,22 +16,22 @@ use walrelay::proto::Lsn;
 use super::{connect, env, read_to_end_on, unique_name, Record};
 
 /// Generous bound for anything that should happen in well under a second.
-pub const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// One test's outbox: table, publication, slot and the aggregate type that
 /// routes to its own topic.
-pub struct Outbox {
+pub(crate) struct Outbox {
     pub client: tokio_postgres::Client,
     pub name: String,
 }
 
 impl Outbox {
-    pub async fn new(test: &str) -> Outbox {
+    pub(crate) async fn new(test: &str) -> Outbox {
         Outbox::new_with(test, connect().await).await
     }
 
     /// An outbox in the database `client` is connected to.
-    pub async fn new_with(test: &str, client: tokio_postgres::Client) -> Outbox {
+    pub(crate) async fn new_with(test: &str, client: tokio_postgres::Client) -> Outbox {
         let name = unique_name(test);
         client
             .batch_execute(&format!(
@@ -49,15 +49,15 @@ impl Outbox {
     }
 
     /// The aggregate type whose topic is `outbox.event.<agg>`; unique per test.
-    pub fn agg(&self, suffix: &str) -> String {
+    pub(crate) fn agg(&self, suffix: &str) -> String {
         format!("{}{suffix}", self.name)
     }
 
-    pub fn topic(&self, suffix: &str) -> String {
+    pub(crate) fn topic(&self, suffix: &str) -> String {
         format!("outbox.event.{}", self.agg(suffix))
     }
 
-    pub fn config(&self, bootstrap: &str) -> String {
+    pub(crate) fn config(&self, bootstrap: &str) -> String {
         self.config_with(
             bootstrap,
             "# Tests run many relays at once: each gets its own ephemeral port.\n[metrics]\nlisten = \"127.0.0.1:0\"\n",
@@ -66,12 +66,18 @@ impl Outbox {
 
     /// The test configuration plus `extra` TOML (which must bring its own
     /// `[metrics]` table).
-    pub fn config_with(&self, bootstrap: &str, extra: &str) -> String {
+    pub(crate) fn config_with(&self, bootstrap: &str, extra: &str) -> String {
         self.config_for(bootstrap, env().pg_port, "postgres", extra)
     }
 
     /// The test configuration against any cluster and database.
-    pub fn config_for(&self, bootstrap: &str, pg_port: u16, dbname: &str, extra: &str) -> String {
+    pub(crate) fn config_for(
+        &self,
+        bootstrap: &str,
+        pg_port: u16,
+        dbname: &str,
+        extra: &str,
+    ) -> String {
         format!(
             r#"
 [postgres]
@@ -105,7 +111,7 @@ bootstrap_servers = "{bootstrap}"
     /// Creates a probe slot on the outbox's publication (decoded by
     /// [`commit_ends`], so a test knows exact commit LSNs) and returns its
     /// name; drop it with [`Outbox::drop_probe`].
-    pub async fn create_probe(&self) -> String {
+    pub(crate) async fn create_probe(&self) -> String {
         let probe = format!("{}_probe", self.name);
         self.client
             .execute(
@@ -118,7 +124,7 @@ bootstrap_servers = "{bootstrap}"
     }
 
     /// Drops a slot made by [`Outbox::create_probe`].
-    pub async fn drop_probe(&self, probe: &str) {
+    pub(crate) async fn drop_probe(&self, probe: &str) {
         self.client
             .execute("SELECT pg_drop_replication_slot($1)", &[&probe])
             .await
@@ -127,7 +133,7 @@ bootstrap_servers = "{bootstrap}"
 
     /// Events `first..=last` in one transaction (one INSERT ... SELECT):
     /// payload `{"n": n}`, key `k<n % 10>`.
-    pub async fn insert_series(&self, first: u64, last: u64) {
+    pub(crate) async fn insert_series(&self, first: u64, last: u64) {
         self.client
             .execute(
                 &format!(
@@ -143,7 +149,7 @@ bootstrap_servers = "{bootstrap}"
     }
 
     /// Inserts one event in its own transaction.
-    pub async fn insert(&self, id: u64, agg_suffix: &str, key: &str, payload: &str) {
+    pub(crate) async fn insert(&self, id: u64, agg_suffix: &str, key: &str, payload: &str) {
         self.client
             .execute(
                 &format!(
@@ -156,7 +162,7 @@ bootstrap_servers = "{bootstrap}"
             .expect("insert outbox row");
     }
 
-    pub async fn slot_confirmed(&self) -> Option<Lsn> {
+    pub(crate) async fn slot_confirmed(&self) -> Option<Lsn> {
         let row = self
             .client
             .query_opt(
@@ -170,7 +176,7 @@ bootstrap_servers = "{bootstrap}"
     }
 
     /// Whether the test's slot exists at all.
-    pub async fn slot_exists(&self) -> bool {
+    pub(crate) async fn slot_exists(&self) -> bool {
         self.client
             .query_opt(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1",
@@ -181,7 +187,7 @@ bootstrap_servers = "{bootstrap}"
             .is_some()
     }
 
-    pub async fn slot_active(&self) -> bool {
+    pub(crate) async fn slot_active(&self) -> bool {
         let row = self
             .client
             .query_opt(
@@ -193,7 +199,7 @@ bootstrap_servers = "{bootstrap}"
         row.map(|r| r.get::<_, bool>(0)).unwrap_or(false)
     }
 
-    pub async fn current_lsn(&self) -> Lsn {
+    pub(crate) async fn current_lsn(&self) -> Lsn {
         let row = self
             .client
             .query_one("SELECT pg_current_wal_lsn()::text", &[])
@@ -205,7 +211,7 @@ bootstrap_servers = "{bootstrap}"
     /// Writes `txns` transactions of `per_txn` events (ids 1.., keys over
     /// `keys` aggregates) from a task of its own, pausing 20 ms every
     /// `pause_every` transactions when given.
-    pub fn spawn_writer(
+    pub(crate) fn spawn_writer(
         &self,
         txns: u64,
         per_txn: u64,
@@ -240,7 +246,7 @@ bootstrap_servers = "{bootstrap}"
     /// running at that moment to end; rows committed before its consistent
     /// point are, correctly, never decoded, so tests must not write until
     /// `confirmed_flush_lsn` exists.
-    pub async fn slot_streaming(&self) -> bool {
+    pub(crate) async fn slot_streaming(&self) -> bool {
         let row = self
             .client
             .query_opt(
@@ -254,7 +260,7 @@ bootstrap_servers = "{bootstrap}"
     }
 
     /// Waits until walrelay holds the slot past its consistent point.
-    pub async fn wait_active(&self, relay: &mut Relay) {
+    pub(crate) async fn wait_active(&self, relay: &mut Relay) {
         let deadline = Instant::now() + WAIT;
         while !self.slot_streaming().await {
             relay.assert_running();
@@ -267,7 +273,7 @@ bootstrap_servers = "{bootstrap}"
         }
     }
 
-    pub async fn wait_inactive(&self) {
+    pub(crate) async fn wait_inactive(&self) {
         let deadline = Instant::now() + WAIT;
         while self.slot_active().await {
             assert!(Instant::now() < deadline, "slot {} still active", self.name);
@@ -276,7 +282,7 @@ bootstrap_servers = "{bootstrap}"
     }
 
     /// Waits until the slot's confirmed position reaches `lsn`.
-    pub async fn wait_confirmed(&self, lsn: Lsn, relay: &Relay) {
+    pub(crate) async fn wait_confirmed(&self, lsn: Lsn, relay: &Relay) {
         let deadline = Instant::now() + WAIT;
         loop {
             let confirmed = self.slot_confirmed().await.expect("slot exists");
@@ -295,7 +301,7 @@ bootstrap_servers = "{bootstrap}"
     /// Terminates the walsender holding the slot and drops the slot
     /// behind walrelay's back, retrying while walrelay reconnects in
     /// between (a slot walrelay was reading and finds gone is fatal).
-    pub async fn drop_slot_behind_its_back(&self) {
+    pub(crate) async fn drop_slot_behind_its_back(&self) {
         let deadline = Instant::now() + WAIT;
         loop {
             self.client
@@ -325,21 +331,21 @@ bootstrap_servers = "{bootstrap}"
 
     /// Stops the relay and removes the slot (an inactive slot would pin WAL
     /// in the shared cluster), the publication and the table.
-    pub async fn finish(self, relay: Relay) {
+    pub(crate) async fn finish(self, relay: Relay) {
         drop(relay);
         self.remove().await;
     }
 
     /// As [`Outbox::finish`] once every walrelay of the test is gone: the
     /// slot must exist.
-    pub async fn remove(self) {
+    pub(crate) async fn remove(self) {
         self.wait_inactive().await;
         self.drop_objects(true).await;
     }
 
     /// Cleanup after walrelay has exited on its own: removes the slot if
     /// one was created, the publication and the table.
-    pub async fn finish_exited(self, relay: Relay) {
+    pub(crate) async fn finish_exited(self, relay: Relay) {
         drop(relay);
         self.wait_inactive().await;
         self.drop_objects(false).await;
@@ -365,7 +371,7 @@ bootstrap_servers = "{bootstrap}"
 /// Commit end LSNs of the transactions a probe slot (pgoutput, created by
 /// the test before the writes) decodes for `publication`, in commit order.
 /// Peeks, so the probe slot does not move.
-pub async fn commit_ends(
+pub(crate) async fn commit_ends(
     client: &tokio_postgres::Client,
     probe: &str,
     publication: &str,
@@ -388,18 +394,18 @@ pub async fn commit_ends(
 }
 
 /// The event id of test event `n`, a uuid.
-pub fn event_id(n: u64) -> String {
+pub(crate) fn event_id(n: u64) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
 }
 
 /// The event number of an id made by [`event_id`] (or the series inserts).
-pub fn event_number(id: &[u8]) -> Option<u64> {
+pub(crate) fn event_number(id: &[u8]) -> Option<u64> {
     let id = std::str::from_utf8(id).ok()?;
     u64::from_str_radix(id.strip_prefix("00000000-0000-4000-8000-")?, 16).ok()
 }
 
 /// The last `n` lines of a relay log, for failure messages.
-pub fn tail(log: &str, n: usize) -> String {
+pub(crate) fn tail(log: &str, n: usize) -> String {
     let lines: Vec<&str> = log.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
@@ -409,7 +415,7 @@ pub fn tail(log: &str, n: usize) -> String {
 /// = slot name) for the cluster on `pg_port` and the broker at
 /// `bootstrap`, in `dir`; `worker_extra` and `connector_extra` are more
 /// lines of each. For `walrelay connect-standalone WORKER CONNECTOR`.
-pub fn connect_files(
+pub(crate) fn connect_files(
     dir: &Path,
     ob: &Outbox,
     pg_port: u16,
@@ -457,20 +463,20 @@ pub fn connect_files(
 }
 
 /// The walrelay binary as a child process, logging to a file.
-pub struct Relay {
+pub(crate) struct Relay {
     child: Child,
     log: PathBuf,
     config: Option<tempfile::NamedTempFile>,
 }
 
 impl Relay {
-    pub fn start(config: &str) -> Relay {
+    pub(crate) fn start(config: &str) -> Relay {
         let mut file = tempfile::NamedTempFile::new().expect("config file");
         file.write_all(config.as_bytes()).expect("write config");
         Relay::start_with(file)
     }
 
-    pub fn start_with(config: tempfile::NamedTempFile) -> Relay {
+    pub(crate) fn start_with(config: tempfile::NamedTempFile) -> Relay {
         let log = config.path().with_extension("log");
         let args = [
             OsStr::new("run"),
@@ -485,7 +491,7 @@ impl Relay {
     /// walrelay with any command line (`connect-standalone W C`, ...),
     /// appending its output to `log`. It cannot be restarted with
     /// [`Relay::kill_and_restart`].
-    pub fn start_args<S: AsRef<OsStr>>(args: &[S], log: PathBuf) -> Relay {
+    pub(crate) fn start_args<S: AsRef<OsStr>>(args: &[S], log: PathBuf) -> Relay {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -507,12 +513,12 @@ impl Relay {
     }
 
     /// The child's process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// The child's peak resident set so far (`VmHWM`, kB).
-    pub fn peak_rss_kb(&self) -> u64 {
+    pub(crate) fn peak_rss_kb(&self) -> u64 {
         let path = format!("/proc/{}/status", self.child.id());
         let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
         status
@@ -523,19 +529,19 @@ impl Relay {
     }
 
     /// Kills with SIGKILL and starts the same configuration again.
-    pub fn kill_and_restart(self) -> Relay {
+    pub(crate) fn kill_and_restart(self) -> Relay {
         let mut this = self;
         this.kill();
         let config = this.config.take().expect("a running relay has its config");
         Relay::start_with(config)
     }
 
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
-    pub fn signal(&self, sig: &str) {
+    pub(crate) fn signal(&self, sig: &str) {
         let status = Command::new("kill")
             .args([&format!("-{sig}"), &self.child.id().to_string()])
             .status()
@@ -543,7 +549,7 @@ impl Relay {
         assert!(status.success(), "kill -{sig} failed");
     }
 
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait walrelay") {
@@ -560,7 +566,7 @@ impl Relay {
     /// returns its exit code; panics with its log if it still runs or was
     /// ended by a signal. Blocks the thread: call it from a multi-thread
     /// runtime (it uses `block_in_place`).
-    pub fn exit_code(&mut self, timeout: Duration) -> i32 {
+    pub(crate) fn exit_code(&mut self, timeout: Duration) -> i32 {
         let status = tokio::task::block_in_place(|| self.wait_exit(timeout))
             .unwrap_or_else(|| panic!("walrelay still runs after {timeout:?}:\n{}", self.log()));
         status
@@ -568,13 +574,13 @@ impl Relay {
             .unwrap_or_else(|| panic!("walrelay ended by {status}:\n{}", self.log()))
     }
 
-    pub fn assert_running(&mut self) {
+    pub(crate) fn assert_running(&mut self) {
         if let Some(status) = self.child.try_wait().expect("wait walrelay") {
             panic!("walrelay exited with {status}:\n{}", self.log());
         }
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -587,7 +593,7 @@ impl Drop for Relay {
 }
 
 /// Distinct event ids (the `id` header) in `records`.
-pub fn ids(records: &[Record]) -> HashSet<String> {
+pub(crate) fn ids(records: &[Record]) -> HashSet<String> {
     records
         .iter()
         .map(|r| String::from_utf8(r.header("id").expect("id header").to_vec()).expect("utf-8 id"))
@@ -595,12 +601,16 @@ pub fn ids(records: &[Record]) -> HashSet<String> {
 }
 
 /// Reads `topic` until it holds every id in `want` (duplicates allowed).
-pub async fn read_until_ids(topic: &str, want: &HashSet<String>, relay: &mut Relay) -> Vec<Record> {
+pub(crate) async fn read_until_ids(
+    topic: &str,
+    want: &HashSet<String>,
+    relay: &mut Relay,
+) -> Vec<Record> {
     read_until_ids_on(&super::kafka_bootstrap(), topic, want, relay).await
 }
 
 /// [`read_until_ids`] through the broker at `bootstrap`.
-pub async fn read_until_ids_on(
+pub(crate) async fn read_until_ids_on(
     bootstrap: &str,
     topic: &str,
     want: &HashSet<String>,
@@ -627,7 +637,7 @@ pub async fn read_until_ids_on(
 
 /// What [`count_events`] read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct EventCount {
+pub(crate) struct EventCount {
     /// Distinct event numbers of the range read.
     pub distinct: u64,
     /// Records read.
@@ -646,7 +656,7 @@ pub struct EventCount {
 /// end, or `bound` passed; keeps only a bitmap and the last number per key,
 /// so a million records fit. Blocking; checks every 5 s that `relay` still
 /// runs.
-pub fn count_events(
+pub(crate) fn count_events(
     bootstrap: &str,
     topic: &str,
     range: std::ops::RangeInclusive<u64>,
@@ -729,7 +739,7 @@ pub fn count_events(
 }
 
 /// Java's `Utils.murmur2`, as Kafka's default partitioner uses it.
-pub fn murmur2(data: &[u8]) -> i32 {
+pub(crate) fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
     const M: u32 = 0x5bd1_e995;
     let mut h = SEED ^ data.len() as u32;
@@ -759,6 +769,6 @@ pub fn murmur2(data: &[u8]) -> i32 {
     h as i32
 }
 
-pub fn java_partition(key: &[u8], partitions: i32) -> i32 {
+pub(crate) fn java_partition(key: &[u8], partitions: i32) -> i32 {
     (murmur2(key) & 0x7fff_ffff) % partitions
 }

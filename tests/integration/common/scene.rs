@@ -19,13 +19,13 @@ use super::relay::{ids, tail, Outbox, Relay, WAIT};
 use super::{connect_url, create_topic_on, read_to_end_blocking, Record};
 
 /// Partitions of each scenario's topic: per-key order is per partition.
-pub const PARTITIONS: i32 = 3;
+pub(crate) const PARTITIONS: i32 = 3;
 const METRICS: &str = "[metrics]\nlisten = \"127.0.0.1:0\"\n";
 /// Bound on reading every committed event back after the load.
 const DRAIN: Duration = Duration::from_secs(180);
 
 /// A number from the environment (`WALRELAY_FAULT_KILLS`, ...), else `default`.
-pub fn env_u64(key: &str, default: u64) -> u64 {
+pub(crate) fn env_u64(key: &str, default: u64) -> u64 {
     match std::env::var(key) {
         Ok(v) => v
             .parse()
@@ -60,7 +60,7 @@ async fn lsn_query(url: &str, sql: &str, arg: &str) -> Option<Lsn> {
 }
 
 /// `confirmed_flush_lsn` of `slot` on the cluster at `url`.
-pub async fn confirmed(url: &str, slot: &str) -> Option<Lsn> {
+pub(crate) async fn confirmed(url: &str, slot: &str) -> Option<Lsn> {
     lsn_query(
         url,
         "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
@@ -70,7 +70,7 @@ pub async fn confirmed(url: &str, slot: &str) -> Option<Lsn> {
 }
 
 /// `pg_current_wal_lsn()` of the cluster at `url`.
-pub async fn wal_now(url: &str) -> Lsn {
+pub(crate) async fn wal_now(url: &str) -> Lsn {
     lsn_query(
         url,
         "SELECT pg_current_wal_lsn()::text WHERE $1::text IS NOT NULL",
@@ -81,7 +81,7 @@ pub async fn wal_now(url: &str) -> Lsn {
 }
 
 /// One scenario: outbox, topic, probe slot, the faults injected so far.
-pub struct Scene {
+pub(crate) struct Scene {
     pub test: &'static str,
     pub ob: Outbox,
     /// Direct libpq URL of the cluster (the generator and the checks use
@@ -94,7 +94,12 @@ pub struct Scene {
 }
 
 impl Scene {
-    pub async fn new(test: &'static str, url: String, pg_port: u16, bootstrap: String) -> Scene {
+    pub(crate) async fn new(
+        test: &'static str,
+        url: String,
+        pg_port: u16,
+        bootstrap: String,
+    ) -> Scene {
         let ob = Outbox::new_with(test, connect_url(&url).await).await;
         create_topic_on(&bootstrap, &ob.topic(""), PARTITIONS).await;
         let probe = format!("{}_probe", ob.name);
@@ -111,17 +116,23 @@ impl Scene {
 
     /// The relay configuration; `replication` lines are added to the
     /// `[replication]` table, `extra` is appended (after `[metrics]`).
-    pub fn config(&self, replication: &str, extra: &str) -> String {
+    pub(crate) fn config(&self, replication: &str, extra: &str) -> String {
         self.config_on(self.pg_port, replication, extra)
     }
 
     /// [`Scene::config`] through `port` (a proxy) instead of the cluster's.
-    pub fn config_on(&self, port: u16, replication: &str, extra: &str) -> String {
+    pub(crate) fn config_on(&self, port: u16, replication: &str, extra: &str) -> String {
         self.config_full(port, replication, METRICS, extra)
     }
 
     /// [`Scene::config_on`] with `metrics` as the `[metrics]` table.
-    pub fn config_full(&self, port: u16, replication: &str, metrics: &str, extra: &str) -> String {
+    pub(crate) fn config_full(
+        &self,
+        port: u16,
+        replication: &str,
+        metrics: &str,
+        extra: &str,
+    ) -> String {
         self.ob
             .config_for(
                 &self.bootstrap,
@@ -137,7 +148,7 @@ impl Scene {
 
     /// Creates the probe slot; call once walrelay streams (the publication
     /// exists) and before the load.
-    pub async fn start_probe(&self) {
+    pub(crate) async fn start_probe(&self) {
         connect_url(&self.url)
             .await
             .execute(
@@ -149,13 +160,13 @@ impl Scene {
     }
 
     /// A generator of `events` events on this scene's outbox.
-    pub fn spec(&self, events: u64) -> LoadSpec {
+    pub(crate) fn spec(&self, events: u64) -> LoadSpec {
         LoadSpec::new(self.url.clone(), &self.ob.name, &self.ob.agg(""), events)
     }
 
     /// Records a fault: `before` was sampled just before it; the WAL
     /// position is sampled now.
-    pub async fn fault(&mut self, what: String, before: Lsn) {
+    pub(crate) async fn fault(&mut self, what: String, before: Lsn) {
         let wal_after = wal_now(&self.url).await;
         self.faults.push(Fault {
             what,
@@ -164,7 +175,7 @@ impl Scene {
         });
     }
 
-    pub async fn confirmed(&self) -> Lsn {
+    pub(crate) async fn confirmed(&self) -> Lsn {
         confirmed(&self.url, &self.ob.name)
             .await
             .expect("slot has a confirmed position")
@@ -232,7 +243,7 @@ impl Scene {
 
     /// Waits for the generator, reads the topic until every committed id is
     /// there, runs the at-least-once checker and prints its summary.
-    pub async fn finish(&self, load: Load, want_events: u64, relay: &mut Relay) -> Summary {
+    pub(crate) async fn finish(&self, load: Load, want_events: u64, relay: &mut Relay) -> Summary {
         let (log, records) = self.drain(load, want_events, relay).await;
         let ends = self.take_probe().await;
         let summary = check(&log, &records, &ends, &self.faults).unwrap_or_else(|e| {
@@ -255,7 +266,7 @@ impl Scene {
     /// committed event exactly once, in commit order per key, and nothing
     /// rolled back; also that the progress records never went back and the
     /// slot is confirmed no further than the last of them.
-    pub async fn finish_exactly_once(
+    pub(crate) async fn finish_exactly_once(
         &self,
         load: Load,
         want_events: u64,

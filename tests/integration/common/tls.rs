@@ -11,9 +11,9 @@ use std::process::{Command, Stdio};
 use super::{private_dir, read_port, repo_root, run_script, PrivatePg};
 
 /// The SCRAM role of [`TlsPg`] (password auth over TLS only).
-pub const SCRAM_USER: &str = "walrelay_tls";
+pub(crate) const SCRAM_USER: &str = "walrelay_tls";
 /// The certificate role of [`TlsPg`] (`cert` auth: CN = role name).
-pub const CERT_USER: &str = "walrelay_cert";
+pub(crate) const CERT_USER: &str = "walrelay_cert";
 
 /// pg_hba: the superuser keeps trust on loopback (test setup only); every
 /// other role must use TLS, SCRAM or a client certificate.
@@ -30,7 +30,7 @@ hostssl replication  all             127.0.0.1/32   scram-sha-256
 
 /// A private cluster with TLS on, a SCRAM role with `password` and a
 /// certificate role, both superusers (walrelay creates publications).
-pub struct TlsPg {
+pub(crate) struct TlsPg {
     /// The cluster.
     pub pg: PrivatePg,
     certs_root: tempfile::TempDir,
@@ -38,7 +38,7 @@ pub struct TlsPg {
 
 impl TlsPg {
     /// Starts the cluster; blocks (call through `spawn_blocking`).
-    pub fn start(password: &str) -> TlsPg {
+    pub(crate) fn start(password: &str) -> TlsPg {
         let pg = PrivatePg::start();
         let certs_root = private_dir("walrelay-certs-");
         let certs = certs_root.path().join("certs");
@@ -71,12 +71,12 @@ impl TlsPg {
     }
 
     /// A file made by `scripts/certs.sh` (`ca.crt`, `client.key`, ...).
-    pub fn cert(&self, name: &str) -> PathBuf {
+    pub(crate) fn cert(&self, name: &str) -> PathBuf {
         self.certs_root.path().join("certs").join(name)
     }
 
     /// A scratch directory next to the certificates.
-    pub fn scratch(&self) -> &Path {
+    pub(crate) fn scratch(&self) -> &Path {
         self.certs_root.path()
     }
 }
@@ -85,7 +85,7 @@ impl TlsPg {
 /// listener accepts `user` with SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN,
 /// with certificates also an SSL listener for client certificates;
 /// removed on drop.
-pub struct ScramKafka {
+pub(crate) struct ScramKafka {
     root: tempfile::TempDir,
     dir: PathBuf,
     port: u16,
@@ -94,14 +94,14 @@ pub struct ScramKafka {
 
 impl ScramKafka {
     /// Formats and starts the broker; blocks for seconds.
-    pub fn start(user: &str, password: &str) -> ScramKafka {
+    pub(crate) fn start(user: &str, password: &str) -> ScramKafka {
         ScramKafka::start_with_tls(user, password, None)
     }
 
     /// As [`ScramKafka::start`], plus a SASL_SSL listener serving
     /// `certs`/server.crt (made by `scripts/certs.sh`) and an SSL listener
     /// requiring a client certificate signed by `certs`/ca.crt when given.
-    pub fn start_with_tls(user: &str, password: &str, certs: Option<&Path>) -> ScramKafka {
+    pub(crate) fn start_with_tls(user: &str, password: &str, certs: Option<&Path>) -> ScramKafka {
         let root = private_dir("walrelay-kafka-sasl-");
         let dir = root.path().join("kafka");
         let mut cmd = Command::new(repo_root().join("scripts/kafka.sh"));
@@ -134,17 +134,17 @@ impl ScramKafka {
     }
 
     /// The PLAINTEXT listener (topic setup and test consumers).
-    pub fn plain_bootstrap(&self) -> String {
+    pub(crate) fn plain_bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     /// The SASL_PLAINTEXT listener.
-    pub fn sasl_bootstrap(&self) -> String {
+    pub(crate) fn sasl_bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.sasl_port)
     }
 
     /// The SASL_SSL listener, by the name its certificate carries.
-    pub fn sasl_ssl_bootstrap(&self) -> String {
+    pub(crate) fn sasl_ssl_bootstrap(&self) -> String {
         let port = std::fs::read_to_string(self.dir.join("ssl_port")).expect("ssl_port");
         format!("localhost:{}", port.trim())
     }
@@ -152,7 +152,7 @@ impl ScramKafka {
     /// The SSL listener that requires a client certificate signed by the
     /// test CA (started with certificates only), by the name its
     /// certificate carries.
-    pub fn mtls_bootstrap(&self) -> String {
+    pub(crate) fn mtls_bootstrap(&self) -> String {
         let port = std::fs::read_to_string(self.dir.join("mtls_port")).expect("mtls_port");
         format!("localhost:{}", port.trim())
     }
