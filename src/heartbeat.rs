@@ -43,15 +43,15 @@ use crate::setting::SettingError;
 use crate::sink::KafkaSink;
 
 /// Logical name of the heartbeat key schema.
-pub const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.ServerNameKey";
+pub(crate) const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.ServerNameKey";
 /// Logical name of the heartbeat value schema.
-pub const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.common.Heartbeat";
+pub(crate) const VALUE_SCHEMA_NAME: &str = "io.debezium.connector.common.Heartbeat";
 /// The partition Debezium's `HeartbeatImpl` puts on every heartbeat record.
-pub const PARTITION: i32 = 0;
+pub(crate) const PARTITION: i32 = 0;
 
 /// Errors of the heartbeat record.
 #[derive(Debug, thiserror::Error)]
-pub enum HeartbeatError {
+pub(crate) enum HeartbeatError {
     /// The configured converter cannot write the heartbeat struct (Debezium's
     /// task would fail on its first heartbeat).
     #[error("the {which} converter cannot write the heartbeat record")]
@@ -67,7 +67,7 @@ pub enum HeartbeatError {
 /// Debezium's heartbeat record for one configuration: topic and key bytes
 /// are fixed, the value carries the wall clock.
 #[derive(Debug, Clone)]
-pub struct HeartbeatRecord {
+pub(crate) struct HeartbeatRecord {
     topic: String,
     key: Option<Bytes>,
     value_schema: Schema,
@@ -77,7 +77,7 @@ pub struct HeartbeatRecord {
 impl HeartbeatRecord {
     /// Builds the topic and key, and checks that the value converter can
     /// write the value.
-    pub fn new(
+    pub(crate) fn new(
         heartbeat: &HeartbeatConfig,
         debezium: &DebeziumConfig,
         converters: ConvertersConfig,
@@ -114,17 +114,17 @@ impl HeartbeatRecord {
     }
 
     /// The heartbeat topic.
-    pub fn topic(&self) -> &str {
+    pub(crate) fn topic(&self) -> &str {
         &self.topic
     }
 
     /// The key bytes (`None` only for a converter that writes null).
-    pub fn key(&self) -> Option<&[u8]> {
+    pub(crate) fn key(&self) -> Option<&[u8]> {
         self.key.as_deref()
     }
 
     /// The value bytes for `ts_ms`.
-    pub fn value(&self, ts_ms: i64) -> Result<Option<Bytes>, HeartbeatError> {
+    pub(crate) fn value(&self, ts_ms: i64) -> Result<Option<Bytes>, HeartbeatError> {
         self.value_converter
             .from_connect_data(
                 Some(&self.value_schema),
@@ -141,7 +141,7 @@ impl HeartbeatRecord {
 /// and then the SQL. Failures are logged and retried on the next tick; they
 /// never stop walrelay (a permanent delivery failure of the record stops
 /// the sink, like any other).
-pub async fn run(
+pub(crate) async fn run(
     cfg: HeartbeatConfig,
     record: HeartbeatRecord,
     sink: Arc<KafkaSink>,
@@ -218,7 +218,7 @@ fn produce(record: &HeartbeatRecord, sink: &KafkaSink) {
 }
 
 /// Default heartbeat topic prefix (Debezium's `topic.heartbeat.prefix`).
-pub const DEFAULT_HEARTBEAT_TOPIC_PREFIX: &str = "__debezium-heartbeat";
+pub(crate) const DEFAULT_HEARTBEAT_TOPIC_PREFIX: &str = "__debezium-heartbeat";
 
 /// Debezium's heartbeats: records to `<topic_prefix>.<debezium.topic_prefix>`
 /// and an optional SQL statement, so an idle database still lets the slot
@@ -239,7 +239,7 @@ pub struct HeartbeatConfig {
     /// `topic.heartbeat.name`: the whole topic name, instead of
     /// `<topic_prefix>.<debezium.topic_prefix>`.
     #[serde(default)]
-    pub topic_name: Option<String>,
+    pub(crate) topic_name: Option<String>,
 }
 
 impl Default for HeartbeatConfig {
@@ -260,7 +260,7 @@ fn default_heartbeat_topic_prefix() -> String {
 impl HeartbeatConfig {
     /// The heartbeat topic of a connector whose `topic.prefix` is
     /// `topic_prefix`: `topic_name`, else `<self.topic_prefix>.<topic_prefix>`.
-    pub fn topic(&self, topic_prefix: &str) -> String {
+    pub(crate) fn topic(&self, topic_prefix: &str) -> String {
         match &self.topic_name {
             Some(name) => name.clone(),
             None => format!("{}.{topic_prefix}", self.topic_prefix),
@@ -268,7 +268,7 @@ impl HeartbeatConfig {
     }
 
     /// Checks the section; the error names the key.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         if self
             .topic_name
             .as_deref()

@@ -21,37 +21,37 @@ use crate::postgres::catalog;
 use crate::postgres::replication::ConnectParams;
 
 /// Confirmed lag above which each poll logs a catch-up progress line.
-pub const CATCH_UP_LOG_BYTES: u64 = 64 << 20;
+pub(crate) const CATCH_UP_LOG_BYTES: u64 = 64 << 20;
 /// Default poll interval.
-pub const DEFAULT_POLL_INTERVAL_MS: u64 = 10_000;
+pub(crate) const DEFAULT_POLL_INTERVAL_MS: u64 = 10_000;
 /// Default warning threshold for retained WAL: 1 GiB.
-pub const DEFAULT_RETAINED_WARNING_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_RETAINED_WARNING_BYTES: u64 = 1 << 30;
 /// Default critical threshold for retained WAL: 8 GiB.
-pub const DEFAULT_RETAINED_CRITICAL_BYTES: u64 = 8 << 30;
+pub(crate) const DEFAULT_RETAINED_CRITICAL_BYTES: u64 = 8 << 30;
 /// Default warning threshold for lag: 60 s.
-pub const DEFAULT_LAG_WARNING_SECONDS: f64 = 60.0;
+pub(crate) const DEFAULT_LAG_WARNING_SECONDS: f64 = 60.0;
 /// Default critical threshold for lag: 10 min.
-pub const DEFAULT_LAG_CRITICAL_SECONDS: f64 = 600.0;
+pub(crate) const DEFAULT_LAG_CRITICAL_SECONDS: f64 = 600.0;
 
 /// Thresholds and polling.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LagConfig {
+pub(crate) struct LagConfig {
     /// Milliseconds between polls of `pg_replication_slots`.
     #[serde(default = "default_poll_interval_ms")]
-    pub poll_interval_ms: u64,
+    pub(crate) poll_interval_ms: u64,
     /// Retained WAL (`pg_current_wal_lsn() - restart_lsn`) that raises a warning.
     #[serde(default = "default_retained_warning")]
-    pub retained_wal_warning_bytes: u64,
+    pub(crate) retained_wal_warning_bytes: u64,
     /// Retained WAL that is critical (and makes `/readyz` fail).
     #[serde(default = "default_retained_critical")]
-    pub retained_wal_critical_bytes: u64,
+    pub(crate) retained_wal_critical_bytes: u64,
     /// Replication lag (now - commit time of the oldest unconfirmed event) that raises a warning.
     #[serde(default = "default_lag_warning")]
-    pub lag_warning_seconds: f64,
+    pub(crate) lag_warning_seconds: f64,
     /// Replication lag that is critical.
     #[serde(default = "default_lag_critical")]
-    pub lag_critical_seconds: f64,
+    pub(crate) lag_critical_seconds: f64,
 }
 
 impl Default for LagConfig {
@@ -68,7 +68,7 @@ impl Default for LagConfig {
 
 impl LagConfig {
     /// Checks the thresholds; the message names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         if self.poll_interval_ms == 0 {
             return Err("lag.poll_interval_ms must be above 0".into());
         }
@@ -107,7 +107,7 @@ fn default_lag_critical() -> f64 {
 
 /// Why the monitor stopped walrelay.
 #[derive(Debug, thiserror::Error)]
-pub enum LagError {
+pub(crate) enum LagError {
     /// The slot is about to lose, or has lost, WAL it needs.
     #[error(
         "replication slot {slot} has wal_status = {status}: {what}. walrelay stops so that nothing is confirmed past \
@@ -129,7 +129,7 @@ pub enum LagError {
 
 /// Alert level of one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub(crate) enum Level {
     /// Below the warning threshold.
     Ok = 0,
     /// At or above warning.
@@ -139,7 +139,7 @@ pub enum Level {
 }
 
 /// Level of `value` against two thresholds.
-pub fn level<T: PartialOrd>(value: T, warning: T, critical: T) -> Level {
+pub(crate) fn level<T: PartialOrd>(value: T, warning: T, critical: T) -> Level {
     if value >= critical {
         Level::Critical
     } else if value >= warning {
@@ -151,7 +151,7 @@ pub fn level<T: PartialOrd>(value: T, warning: T, critical: T) -> Level {
 
 /// Tracks alert levels so each crossing is logged once.
 #[derive(Debug)]
-pub struct Alerts {
+pub(crate) struct Alerts {
     retained: Level,
     lag: Level,
 }
@@ -168,7 +168,7 @@ impl Default for Alerts {
 impl Alerts {
     /// Applies one observation; logs and sets gauges on changes. Returns
     /// whether any kind is critical.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         m: &Metrics,
         cfg: &LagConfig,
@@ -243,7 +243,7 @@ impl Alerts {
 }
 
 /// Seconds since the oldest unconfirmed event's commit; 0 when caught up.
-pub fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
+pub(crate) fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
     tracker.map_or(0.0, |t| {
         t.pending_age_seconds(crate::clock::unix_now_micros())
     })
@@ -255,19 +255,19 @@ pub fn replication_lag_seconds(tracker: Option<&SharedTracker>) -> f64 {
 /// stand behind) it starts over, and a position that went backwards starts
 /// it over too, rather than give a negative or absurd rate.
 #[derive(Debug, Default)]
-pub struct CatchUp {
+pub(crate) struct CatchUp {
     previous: Option<(std::time::Instant, u64)>,
 }
 
 impl CatchUp {
     /// Forgets the previous poll (a new connection).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.previous = None;
     }
 
     /// Records `position` at `now`; the rate since the previous poll, if
     /// there was one and the position did not go backwards.
-    pub fn observe(&mut self, now: std::time::Instant, position: u64) -> Option<f64> {
+    pub(crate) fn observe(&mut self, now: std::time::Instant, position: u64) -> Option<f64> {
         let rate = match self.previous {
             Some((then, then_pos)) if position >= then_pos => {
                 let secs = now.saturating_duration_since(then).as_secs_f64().max(1e-3);
@@ -284,7 +284,7 @@ impl CatchUp {
 /// server computed against its own WAL position; a negative one (a slot
 /// ahead of the server's WAL, as a promoted standby's synchronized copy can
 /// briefly be) is shown as 0.
-pub fn set_slot_gauges(m: &Metrics, s: &catalog::SlotLag) {
+pub(crate) fn set_slot_gauges(m: &Metrics, s: &catalog::SlotLag) {
     m.slot_active.set(i64::from(s.active));
     m.slot_retained_wal
         .set(s.retained_bytes.unwrap_or(0).max(0));
@@ -296,7 +296,7 @@ pub fn set_slot_gauges(m: &Metrics, s: &catalog::SlotLag) {
 
 /// The slot does not exist on the server polled (e.g. a new primary that
 /// never had a copy): no gauge keeps the previous server's numbers.
-pub fn clear_slot_gauges(m: &Metrics) {
+pub(crate) fn clear_slot_gauges(m: &Metrics) {
     m.slot_active.set(0);
     m.slot_retained_wal.set(0);
     m.slot_confirmed_lag.set(0);
@@ -320,7 +320,7 @@ fn set_wal_status(m: &Metrics, current: Option<&str>) {
 /// connection parameters reach), and nothing learnt from the previous
 /// server (its positions, its settings) is carried over.
 #[allow(clippy::too_many_arguments)]
-pub async fn monitor(
+pub(crate) async fn monitor(
     m: std::sync::Arc<Metrics>,
     cfg: LagConfig,
     params: ConnectParams,

@@ -52,7 +52,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::exponential_buckets;
 use sink::stage_buckets;
 
-pub mod history;
+pub(crate) mod history;
 pub mod page;
 
 // `declare_metrics!`, then the groups of declarations, one per stage.
@@ -71,27 +71,27 @@ mod sink;
 #[macro_use]
 mod wal;
 
-pub use sink::{StageLabel, Stages};
+pub(crate) use sink::Stages;
 
 /// The pipeline label every pipeline metric carries.
-pub const PIPELINE_LABEL: &str = "pipeline";
+pub(crate) const PIPELINE_LABEL: &str = "pipeline";
 
 /// The pipeline name of a configuration that names none (the native TOML
 /// without `name`).
-pub const DEFAULT_PIPELINE: &str = "default";
+pub(crate) const DEFAULT_PIPELINE: &str = "default";
 
 /// Default listen address: loopback only.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:9187";
 
 /// Metrics listener settings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MetricsConfig {
+pub(crate) struct MetricsConfig {
     /// Address of the `/metrics`, `/healthz`, `/readyz` and operator's page
     /// (`/`, `/api/state`) listener; empty disables it. Loopback by
     /// default: expose it deliberately.
     #[serde(default = "default_listen")]
-    pub listen: String,
+    pub(crate) listen: String,
 }
 
 impl Default for MetricsConfig {
@@ -108,58 +108,58 @@ fn default_listen() -> String {
 
 /// Label set `{topic}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct TopicLabel {
+pub(crate) struct TopicLabel {
     /// Kafka topic.
-    pub topic: String,
+    pub(crate) topic: String,
 }
 
 /// Observes a duration given in microseconds (two wall-clock readings
 /// subtracted): a negative one, from a clock step or another host's clock
 /// running ahead, counts as 0 rather than vanishing.
-pub fn observe_micros(histogram: &Histogram, micros: i64) {
+pub(crate) fn observe_micros(histogram: &Histogram, micros: i64) {
     histogram.observe(micros.max(0) as f64 / 1e6);
 }
 
 /// Label set `{reason}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReasonLabel {
+pub(crate) struct ReasonLabel {
     /// Why the change was not relayed.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }
 
 /// Label set `{code}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CodeLabel {
+pub(crate) struct CodeLabel {
     /// librdkafka error code name.
-    pub code: String,
+    pub(crate) code: String,
 }
 
 /// Label set `{status}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StatusLabel {
+pub(crate) struct StatusLabel {
     /// `reserved`, `extended`, `unreserved`, `lost`.
-    pub status: String,
+    pub(crate) status: String,
 }
 
 /// Label set `{kind}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabel {
+pub(crate) struct KindLabel {
     /// `retained_wal` or `lag_seconds`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
 }
 
 /// Label set `{result}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResultLabel {
+pub(crate) struct ResultLabel {
     /// `committed` or `aborted`.
-    pub result: &'static str,
+    pub(crate) result: &'static str,
 }
 
 /// Label set `{version}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct VersionLabel {
+pub(crate) struct VersionLabel {
     /// Crate version.
-    pub version: &'static str,
+    pub(crate) version: &'static str,
 }
 
 type FloatGauge = Gauge<f64, AtomicU64>;
@@ -167,7 +167,7 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 /// Where a pipeline is in its life, as `/readyz`, `walrelay status` and
 /// the operator's page show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PipelineState {
+pub(crate) enum PipelineState {
     /// Connecting, waiting for its slot or lock, or reconnecting.
     Starting,
     /// Streaming (WAL) or holding a shard (polling).
@@ -178,34 +178,22 @@ pub enum PipelineState {
     Stopped,
 }
 
-impl PipelineState {
-    /// One lowercase word: `starting`, `running`, `failed`, `stopped`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            PipelineState::Starting => "starting",
-            PipelineState::Running => "running",
-            PipelineState::Failed(_) => "failed",
-            PipelineState::Stopped => "stopped",
-        }
-    }
-}
-
 declare_metrics! {
     /// Every metric of one pipeline: a field per family that the groups
     /// below declare (`metrics/process.rs`, `wal.rs`, `poll.rs`, `sink.rs`,
     /// `exactly_once.rs`, `lag.rs`, each the families of one stage),
     /// exposed in that order, and what the pipeline's readiness and state
     /// are made of.
-    pub struct Metrics {
+    pub(crate) struct Metrics {
         registry: Registry,
         name: String,
         stopped: std::sync::Mutex<Option<PipelineState>>,
         /// Streaming from the slot right now (or, polling, holding a shard).
-        pub streaming: AtomicBool,
+        pub(crate) streaming: AtomicBool,
         /// Kafka answered the last metadata request.
-        pub kafka_reachable: AtomicBool,
+        pub(crate) kafka_reachable: AtomicBool,
         /// A lag threshold is at critical.
-        pub lag_critical: AtomicBool,
+        pub(crate) lag_critical: AtomicBool,
     }
     with
         pipeline_metrics,
@@ -225,14 +213,14 @@ declare_metrics! {
 impl Metrics {
     /// A fresh registry for a pipeline named `default`, every metric at
     /// zero (tests, and tools that look at one pipeline).
-    pub fn new() -> Metrics {
+    pub(crate) fn new() -> Metrics {
         Metrics::for_pipeline(DEFAULT_PIPELINE)
     }
 
     /// A fresh registry for the pipeline `name`, every metric at zero and
     /// every sample labelled `pipeline="<name>"`. The process runner makes
     /// one per pipeline and hands it to that pipeline's stages.
-    pub fn for_pipeline(name: &str) -> Metrics {
+    pub(crate) fn for_pipeline(name: &str) -> Metrics {
         let mut registry = Registry::with_labels(
             [(
                 std::borrow::Cow::Borrowed(PIPELINE_LABEL),
@@ -250,7 +238,7 @@ impl Metrics {
     }
 
     /// Renders this pipeline's registry in the OpenMetrics text format.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         self.update_ready();
         let mut out = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
@@ -259,13 +247,13 @@ impl Metrics {
     }
 
     /// The pipeline's name (its `pipeline` label).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Whether the pipeline is ready: streaming, Kafka reachable, lag
     /// below critical.
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.streaming.load(Ordering::Relaxed)
             && self.kafka_reachable.load(Ordering::Relaxed)
             && !self.lag_critical.load(Ordering::Relaxed)
@@ -273,7 +261,7 @@ impl Metrics {
 
     /// Where the pipeline is: stopped or failed once it ended, else
     /// running while it streams (or holds a shard), else starting.
-    pub fn state(&self) -> PipelineState {
+    pub(crate) fn state(&self) -> PipelineState {
         if let Some(end) = self.stopped.lock().expect("never poisoned").clone() {
             return end;
         }
@@ -286,7 +274,7 @@ impl Metrics {
 
     /// Records how the pipeline ended: `Some(error)` for a fatal error
     /// (then `walrelay_pipeline_up` drops to 0), `None` at shutdown.
-    pub fn set_ended(&self, error: Option<String>) {
+    pub(crate) fn set_ended(&self, error: Option<String>) {
         self.streaming.store(false, Ordering::Relaxed);
         let state = match error {
             Some(e) => {
@@ -299,7 +287,7 @@ impl Metrics {
     }
 
     /// Why the pipeline is not ready, for `/readyz`; `None` when it is.
-    pub fn not_ready_reason(&self) -> Option<String> {
+    pub(crate) fn not_ready_reason(&self) -> Option<String> {
         match self.state() {
             PipelineState::Failed(e) => Some(format!("failed: {e}")),
             PipelineState::Stopped => Some("stopped".into()),
@@ -328,14 +316,14 @@ impl Default for Metrics {
 /// and every pipeline's [`Metrics`], rendered as one exposition and served
 /// by [`serve`]. Pipelines are added at start and never removed (a failed
 /// pipeline stays, with its state, until the process ends).
-pub struct Process {
+pub(crate) struct Process {
     registry: Registry,
     pipelines: std::sync::RwLock<Vec<Arc<Metrics>>>,
 }
 
 impl Process {
     /// A process with no pipeline yet.
-    pub fn new() -> Process {
+    pub(crate) fn new() -> Process {
         let mut registry = Registry::default();
         let own = ProcessMetrics::new_registered(&mut registry);
         own.build_info
@@ -351,7 +339,7 @@ impl Process {
     }
 
     /// Adds the pipeline `name` and returns its metrics.
-    pub fn add_pipeline(&self, name: &str) -> Arc<Metrics> {
+    pub(crate) fn add_pipeline(&self, name: &str) -> Arc<Metrics> {
         let m = Arc::new(Metrics::for_pipeline(name));
         self.pipelines
             .write()
@@ -361,14 +349,14 @@ impl Process {
     }
 
     /// Every pipeline's metrics, in the order they were added.
-    pub fn pipelines(&self) -> Vec<Arc<Metrics>> {
+    pub(crate) fn pipelines(&self) -> Vec<Arc<Metrics>> {
         self.pipelines.read().expect("never poisoned").clone()
     }
 
     /// Renders the process's and every pipeline's metrics as one
     /// OpenMetrics exposition: each metric family once, with one series
     /// per pipeline.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut parts = Vec::new();
         let mut own = String::with_capacity(512);
         prometheus_client::encoding::text::encode(&mut own, &self.registry)
@@ -382,7 +370,7 @@ impl Process {
 
     /// `None` when every pipeline is ready, else one line per pipeline
     /// that is not, naming it and why.
-    pub fn not_ready(&self) -> Option<String> {
+    pub(crate) fn not_ready(&self) -> Option<String> {
         let pipelines = self.pipelines();
         if pipelines.is_empty() {
             return Some("no pipeline started yet\n".into());
@@ -455,7 +443,7 @@ fn merge_expositions(parts: &[String]) -> String {
 /// Serves `/metrics`, `/healthz`, `/readyz`, the operator's page (`/`) and
 /// its data (`/api/state`) on `addr` until `shutdown` changes. Returns the
 /// bound address (useful with port 0).
-pub async fn serve(
+pub(crate) async fn serve(
     addr: &str,
     process: Arc<Process>,
     mut shutdown: watch::Receiver<bool>,

@@ -37,11 +37,11 @@ use crate::txn::OutboxEvent;
 /// The events of committed transactions, in commit order, as one hand-off
 /// to the sink. Every transaction they belong to is registered with the
 /// session's tracker before the batch is sent.
-pub type Batch = Vec<OutboxEvent>;
+pub(crate) type Batch = Vec<OutboxEvent>;
 
 /// How a source's stream ended without an error of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamEnd {
+pub(crate) enum StreamEnd {
     /// Shutdown was requested.
     Shutdown,
     /// The sink went away (its own error says why).
@@ -51,7 +51,7 @@ pub enum StreamEnd {
 /// The durable position, as the origin must see it: everything before it
 /// is safe in Kafka, so the origin may release it (a slot's flush LSN, a
 /// polling source's published marker).
-pub trait Frontier: Send + Sync {
+pub(crate) trait Frontier: Send + Sync {
     /// The durable position now. Never moves backwards.
     fn durable(&self) -> Lsn;
 }
@@ -64,7 +64,7 @@ impl Frontier for SharedTracker {
 }
 
 /// One session of an event source, opened by the pipeline.
-pub trait Source: Send {
+pub(crate) trait Source: Send {
     /// What ends a session with an error; each comes as a [`Retry`]:
     /// [`Retry::Transient`] (reconnect with backoff) or
     /// [`Retry::Definite`] (stop the pipeline).
@@ -93,7 +93,7 @@ pub trait Source: Send {
 
 /// What a session must do about its slot, as the progress store sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SlotVerdict {
+pub(crate) enum SlotVerdict {
     /// Go on with the slot as it is (or create it).
     Proceed,
     /// An initial snapshot was begun and never committed: drop its slot
@@ -102,7 +102,7 @@ pub enum SlotVerdict {
 }
 
 /// Where progress is kept between sessions.
-pub trait ProgressStore: Send {
+pub(crate) trait ProgressStore: Send {
     /// The frontier a session reports from.
     type Frontier: Frontier + Clone + 'static;
 
@@ -133,7 +133,7 @@ pub trait ProgressStore: Send {
 /// session then asks the server to skip what was already delivered, as
 /// PostgreSQL's own apply worker does with its replication origin.
 #[derive(Debug, Default)]
-pub struct TrackerProgress {
+pub(crate) struct TrackerProgress {
     last: Option<(String, SharedTracker)>,
 }
 

@@ -36,7 +36,7 @@ const EXIT_USAGE: u8 = 2;
 
 /// Errors of the commands.
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// The configuration does not load.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -80,7 +80,7 @@ pub enum CliError {
 impl CliError {
     /// 2 when the configuration or the request is wrong (nothing ran), 1
     /// when running failed.
-    pub fn exit_code(&self) -> ExitCode {
+    pub(crate) fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Config(_)
             | CliError::NoSuchPipeline { .. }

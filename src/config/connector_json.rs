@@ -36,9 +36,9 @@ pub enum SyntaxError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectorJson {
     /// The connector's name (the REST form's `name`, else the config's `name`).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// The connector configuration, every value rendered as a string.
-    pub config: BTreeMap<String, String>,
+    pub(crate) config: BTreeMap<String, String>,
 }
 
 /// Parses a connector JSON file: either the flat configuration map or the

@@ -24,7 +24,7 @@ use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKin
 use crate::properties::{decode_text, parse_properties};
 
 /// Looks up an environment variable (injectable for tests).
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Deepest `${...}` nesting followed before giving up (a cycle).
 const MAX_EXPANSION_DEPTH: usize = 32;

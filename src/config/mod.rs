@@ -13,10 +13,10 @@
 pub mod connector_json;
 pub mod debezium_server;
 pub mod kafka_connect;
-pub mod process;
+pub(crate) mod process;
 
 use self::process::validate_pipeline_name;
-pub use self::process::ProcessConfig;
+pub(crate) use self::process::ProcessConfig;
 
 use std::path::{Path, PathBuf};
 
@@ -34,7 +34,7 @@ use crate::sink::config::{ErrorsConfig, KafkaConfig};
 use crate::txn::config::OutboxConfig;
 
 /// Default bound on waiting for in-flight deliveries at shutdown.
-pub const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
+pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
 /// Whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,18 +44,18 @@ pub struct Config {
     /// TOML's `name` (default `default`), the connector's `name` in the
     /// Kafka Connect form.
     #[serde(default = "default_pipeline_name")]
-    pub name: String,
+    pub(crate) name: String,
     /// Connection to the database holding the outbox table.
     pub postgres: PostgresConfig,
     /// Which source the pipeline reads: the WAL (default) or polling.
     #[serde(default)]
-    pub source: SourceConfig,
+    pub(crate) source: SourceConfig,
     /// Slot, publication and stream settings.
     #[serde(default)]
     pub replication: ReplicationConfig,
     /// The polling source (`source.kind = "poll"`).
     #[serde(default)]
-    pub poll: PollConfig,
+    pub(crate) poll: PollConfig,
     /// Which table is the outbox and what to do with non-insert changes.
     #[serde(default)]
     pub outbox: OutboxConfig,
@@ -75,25 +75,25 @@ pub struct Config {
     pub kafka: KafkaConfig,
     /// Process behaviour.
     #[serde(default)]
-    pub runtime: RuntimeConfig,
+    pub(crate) runtime: RuntimeConfig,
     /// The `/metrics`, `/healthz` and `/readyz` listener.
     #[serde(default)]
-    pub metrics: MetricsConfig,
+    pub(crate) metrics: MetricsConfig,
     /// Slot lag monitor thresholds.
     #[serde(default)]
-    pub lag: LagConfig,
+    pub(crate) lag: LagConfig,
     /// What happens to an event walrelay cannot route or Kafka rejects.
     #[serde(default)]
-    pub errors: ErrorsConfig,
+    pub(crate) errors: ErrorsConfig,
 }
 
 /// Process behaviour.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RuntimeConfig {
+pub(crate) struct RuntimeConfig {
     /// Milliseconds to wait for in-flight deliveries on SIGTERM.
     #[serde(default = "default_shutdown_timeout_ms")]
-    pub shutdown_timeout_ms: u64,
+    pub(crate) shutdown_timeout_ms: u64,
     /// Tokio worker threads; 0 runs every task, of every pipeline, on one
     /// thread (the source hands batches to the sink without waking another
     /// thread). 0 stays the default with several pipelines: four pipelines
@@ -101,10 +101,10 @@ pub struct RuntimeConfig {
     /// workers at 1.07, with 0.76 and 0.94 of their CPU per event
     /// (docs/benchmarks.md; the walsenders need the cores).
     #[serde(default = "default_worker_threads")]
-    pub worker_threads: usize,
+    pub(crate) worker_threads: usize,
     /// What a pipeline's fatal error does to the process.
     #[serde(default)]
-    pub on_pipeline_failure: OnPipelineFailure,
+    pub(crate) on_pipeline_failure: OnPipelineFailure,
 }
 
 impl Default for RuntimeConfig {
@@ -121,7 +121,7 @@ impl Default for RuntimeConfig {
 /// (`runtime.on_pipeline_failure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum OnPipelineFailure {
+pub(crate) enum OnPipelineFailure {
     /// The pipeline stops alone; the others keep running, `/readyz` and
     /// `walrelay status` name it, and the process exits (status 1) once
     /// no pipeline is left running.
@@ -133,16 +133,16 @@ pub enum OnPipelineFailure {
 }
 
 /// Default of `runtime.worker_threads`: one thread.
-pub const DEFAULT_WORKER_THREADS: usize = 0;
+pub(crate) const DEFAULT_WORKER_THREADS: usize = 0;
 
 fn default_worker_threads() -> usize {
     DEFAULT_WORKER_THREADS
 }
 
 /// The name of a pipeline that names none.
-pub const DEFAULT_PIPELINE_NAME: &str = crate::metrics::DEFAULT_PIPELINE;
+pub(crate) const DEFAULT_PIPELINE_NAME: &str = crate::metrics::DEFAULT_PIPELINE;
 /// Longest pipeline name.
-pub const MAX_PIPELINE_NAME: usize = 128;
+pub(crate) const MAX_PIPELINE_NAME: usize = 128;
 
 fn default_pipeline_name() -> String {
     DEFAULT_PIPELINE_NAME.into()
@@ -270,7 +270,7 @@ impl Config {
     /// `replication.streaming`, unless logical decoding messages are
     /// events (a streamed message carries its top-level transaction's xid,
     /// so a rolled-back savepoint's messages could not be told apart).
-    pub fn streaming(&self) -> bool {
+    pub(crate) fn streaming(&self) -> bool {
         // Transaction metadata needs whole transactions too: Debezium's
         // BEGIN names the Begin message's position, which a streamed
         // transaction never has.
@@ -281,7 +281,7 @@ impl Config {
 
     /// Checks every section, then what only the whole can check; the error
     /// names the key and why.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         validate_pipeline_name(&self.name)?;
         self.postgres.validate()?;
         self.replication.validate()?;

@@ -20,15 +20,15 @@ const PROCESS_SECTIONS: &[&str] = &["metrics", "runtime"];
 
 /// Every pipeline of one process.
 #[derive(Debug, Clone)]
-pub struct ProcessConfig {
+pub(crate) struct ProcessConfig {
     /// The pipelines, in the order the configuration gives them; never
     /// empty, names unique.
-    pub pipelines: Vec<Config>,
+    pub(crate) pipelines: Vec<Config>,
 }
 
 impl ProcessConfig {
     /// A process of one pipeline.
-    pub fn single(config: Config) -> ProcessConfig {
+    pub(crate) fn single(config: Config) -> ProcessConfig {
         ProcessConfig {
             pipelines: vec![config],
         }
@@ -37,7 +37,7 @@ impl ProcessConfig {
     /// Reads a configuration file of either form: Debezium Server's
     /// `application.properties` (one pipeline, its model) or walrelay's
     /// TOML, with one pipeline or several (`[[pipelines]]`).
-    pub fn load(path: &Path) -> Result<ProcessConfig, ConfigError> {
+    pub(crate) fn load(path: &Path) -> Result<ProcessConfig, ConfigError> {
         if path.extension().is_some_and(|e| e == "properties") {
             return Config::load(path).map(ProcessConfig::single);
         }
@@ -50,7 +50,7 @@ impl ProcessConfig {
 
     /// Parses and validates TOML text of either native form; `path` is
     /// only used in messages.
-    pub fn from_toml(text: &str, path: &Path) -> Result<ProcessConfig, ConfigError> {
+    pub(crate) fn from_toml(text: &str, path: &Path) -> Result<ProcessConfig, ConfigError> {
         let mut top: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: parse_error_message(&e, text),
@@ -139,7 +139,7 @@ impl ProcessConfig {
     /// Translates a Kafka Connect worker file and any number of connector
     /// files (`.properties` and REST `.json`, mixed), one pipeline each,
     /// as `connect-standalone` takes them.
-    pub fn from_connect(
+    pub(crate) fn from_connect(
         worker: &Path,
         connectors: &[PathBuf],
     ) -> Result<(ProcessConfig, Vec<Translation>), ConfigError> {
@@ -155,32 +155,32 @@ impl ProcessConfig {
     }
 
     /// The process's metrics listener (the same in every pipeline).
-    pub fn metrics(&self) -> &MetricsConfig {
+    pub(crate) fn metrics(&self) -> &MetricsConfig {
         &self.pipelines[0].metrics
     }
 
     /// The process's runtime settings (the same in every pipeline).
-    pub fn runtime(&self) -> &RuntimeConfig {
+    pub(crate) fn runtime(&self) -> &RuntimeConfig {
         &self.pipelines[0].runtime
     }
 
     /// Sets the metrics listener of the process (the command line's
     /// `--metrics-addr`).
-    pub fn set_metrics_listen(&mut self, addr: &str) {
+    pub(crate) fn set_metrics_listen(&mut self, addr: &str) {
         for p in &mut self.pipelines {
             p.metrics.listen = addr.to_owned();
         }
     }
 
     /// Sets what a pipeline's fatal error does to the process.
-    pub fn set_on_pipeline_failure(&mut self, policy: super::OnPipelineFailure) {
+    pub(crate) fn set_on_pipeline_failure(&mut self, policy: super::OnPipelineFailure) {
         for p in &mut self.pipelines {
             p.runtime.on_pipeline_failure = policy;
         }
     }
 
     /// The pipeline named `name`.
-    pub fn pipeline(&self, name: &str) -> Option<&Config> {
+    pub(crate) fn pipeline(&self, name: &str) -> Option<&Config> {
         self.pipelines.iter().find(|p| p.name == name)
     }
 

@@ -25,41 +25,41 @@ use walrelay_proto::Lsn;
 use super::{KindLabel, Metrics, Process};
 
 /// How often the sampler reads every pipeline.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How far back the history reaches: [`SAMPLE_INTERVAL`] apart, the ring
 /// of each pipeline holds this window's samples and no more.
-pub const HISTORY_WINDOW: Duration = Duration::from_secs(600);
+pub(crate) const HISTORY_WINDOW: Duration = Duration::from_secs(600);
 
 /// The source kinds a pipeline can report through `walrelay_source_info`.
 const SOURCE_KINDS: [&str; 2] = ["wal", "poll"];
 
 /// One pipeline's numbers at one moment, as the page shows them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// `walrelay_events_total`, summed over topics.
-    pub events_total: u64,
+    pub(crate) events_total: u64,
     /// `walrelay_slot_confirmed_lag_bytes`.
-    pub confirmed_lag_bytes: i64,
+    pub(crate) confirmed_lag_bytes: i64,
     /// `walrelay_slot_retained_wal_bytes`.
-    pub retained_wal_bytes: i64,
+    pub(crate) retained_wal_bytes: i64,
     /// `walrelay_replication_lag_seconds`.
-    pub replication_lag_seconds: f64,
+    pub(crate) replication_lag_seconds: f64,
     /// `walrelay_received_lsn_bytes`.
-    pub received_lsn: Lsn,
+    pub(crate) received_lsn: Lsn,
     /// `walrelay_confirmed_lsn_bytes`.
-    pub confirmed_lsn: Lsn,
+    pub(crate) confirmed_lsn: Lsn,
     /// `walrelay_poll_unpublished_rows`.
-    pub unpublished_rows: i64,
+    pub(crate) unpublished_rows: i64,
     /// `walrelay_poll_oldest_unpublished_age_seconds`.
-    pub oldest_unpublished_age_seconds: f64,
+    pub(crate) oldest_unpublished_age_seconds: f64,
     /// `walrelay_events_in_flight`.
-    pub in_flight: i64,
+    pub(crate) in_flight: i64,
 }
 
 impl Reading {
     /// Reads `m` now.
-    pub fn of(m: &Metrics) -> Reading {
+    pub(crate) fn of(m: &Metrics) -> Reading {
         Reading {
             events_total: events_total(m),
             confirmed_lag_bytes: m.slot_confirmed_lag.get(),
@@ -81,7 +81,7 @@ fn lsn(bits: i64) -> Lsn {
 
 /// The pipeline's source kind (`wal` or `poll`) from
 /// `walrelay_source_info`; `None` before the pipeline set it.
-pub fn source_kind(m: &Metrics) -> Option<&'static str> {
+pub(crate) fn source_kind(m: &Metrics) -> Option<&'static str> {
     SOURCE_KINDS.into_iter().find(|kind| {
         m.source_info
             .get(&KindLabel { kind })
@@ -102,12 +102,12 @@ fn events_total(m: &Metrics) -> u64 {
 pub(super) struct Series {
     /// What the text format adds to the metric's name: `_total`, `_sum`,
     /// `_count`, `_bucket`, or nothing.
-    pub suffix: String,
+    pub(crate) suffix: String,
     /// The value of the series' one label (`le` for a bucket); `None`
     /// without a label.
-    pub label: Option<String>,
+    pub(crate) label: Option<String>,
     /// The sample's value.
-    pub value: f64,
+    pub(crate) value: f64,
 }
 
 /// Every series of `metric`. prometheus-client's `Family` cannot list
@@ -148,47 +148,47 @@ pub(super) fn series(metric: impl Metric) -> Vec<Series> {
 
 /// One entry of a pipeline's ring.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// When it was taken (monotonic: rates and ages).
-    pub at: Instant,
+    pub(crate) at: Instant,
     /// When it was taken, milliseconds since the Unix epoch (for people).
-    pub unix_ms: i64,
+    pub(crate) unix_ms: i64,
     /// What was read.
-    pub reading: Reading,
+    pub(crate) reading: Reading,
     /// Events per second since the previous sample; `None` for the first.
-    pub events_per_second: Option<f64>,
+    pub(crate) events_per_second: Option<f64>,
 }
 
 /// A sample as `/api/state` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleView {
     /// Seconds before the answer was built.
-    pub age_seconds: f64,
+    pub(crate) age_seconds: f64,
     /// Milliseconds since the Unix epoch.
-    pub unix_ms: i64,
+    pub(crate) unix_ms: i64,
     /// See [`Reading::events_total`].
-    pub events_total: u64,
+    pub(crate) events_total: u64,
     /// See [`Sample::events_per_second`].
-    pub events_per_second: Option<f64>,
+    pub(crate) events_per_second: Option<f64>,
     /// See [`Reading::confirmed_lag_bytes`].
-    pub confirmed_lag_bytes: i64,
+    pub(crate) confirmed_lag_bytes: i64,
     /// See [`Reading::retained_wal_bytes`].
-    pub retained_wal_bytes: i64,
+    pub(crate) retained_wal_bytes: i64,
     /// See [`Reading::replication_lag_seconds`].
-    pub replication_lag_seconds: f64,
+    pub(crate) replication_lag_seconds: f64,
     /// See [`Reading::received_lsn`], as `X/Y`.
-    pub received_lsn: String,
+    pub(crate) received_lsn: String,
     /// See [`Reading::confirmed_lsn`], as `X/Y`.
-    pub confirmed_lsn: String,
+    pub(crate) confirmed_lsn: String,
     /// See [`Reading::unpublished_rows`].
-    pub unpublished_rows: i64,
+    pub(crate) unpublished_rows: i64,
     /// See [`Reading::oldest_unpublished_age_seconds`].
-    pub oldest_unpublished_age_seconds: f64,
+    pub(crate) oldest_unpublished_age_seconds: f64,
 }
 
 impl Sample {
     /// The sample as seen at `now`.
-    pub fn view(&self, now: Instant) -> SampleView {
+    pub(crate) fn view(&self, now: Instant) -> SampleView {
         let r = &self.reading;
         SampleView {
             age_seconds: now.saturating_duration_since(self.at).as_secs_f64(),
@@ -208,7 +208,7 @@ impl Sample {
 
 /// Every pipeline's ring of samples.
 #[derive(Debug)]
-pub struct History {
+pub(crate) struct History {
     interval: Duration,
     window: Duration,
     capacity: usize,
@@ -218,7 +218,7 @@ pub struct History {
 impl History {
     /// Samples every `interval`, keeping `window` of them per pipeline
     /// (at least two, so that a rate exists).
-    pub fn new(interval: Duration, window: Duration) -> History {
+    pub(crate) fn new(interval: Duration, window: Duration) -> History {
         let per = interval.as_secs_f64().max(1e-3);
         let capacity = ((window.as_secs_f64() / per).ceil() as usize).max(2);
         History {
@@ -230,24 +230,25 @@ impl History {
     }
 
     /// The sampling interval.
-    pub fn interval(&self) -> Duration {
+    pub(crate) fn interval(&self) -> Duration {
         self.interval
     }
 
     /// The window kept.
-    pub fn window(&self) -> Duration {
+    pub(crate) fn window(&self) -> Duration {
         self.window
     }
 
+    #[cfg(test)]
     /// Samples a ring holds at most.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Appends `reading` of pipeline `name` taken `at`, computing the rate
     /// since the previous sample and dropping the oldest beyond the
     /// capacity.
-    pub fn record(&self, name: &str, reading: Reading, at: Instant, unix_ms: i64) {
+    pub(crate) fn record(&self, name: &str, reading: Reading, at: Instant, unix_ms: i64) {
         let mut rings = self.rings.lock().expect("never poisoned");
         let ring = rings
             .entry(name.to_owned())
@@ -275,7 +276,7 @@ impl History {
     }
 
     /// Reads every pipeline of `process` into its ring.
-    pub fn sample(&self, process: &Process, at: Instant, unix_ms: i64) {
+    pub(crate) fn sample(&self, process: &Process, at: Instant, unix_ms: i64) {
         for m in process.pipelines() {
             // Read before taking the lock: the lock never waits on a metric.
             let reading = Reading::of(&m);
@@ -284,7 +285,7 @@ impl History {
     }
 
     /// A copy of pipeline `name`'s samples, oldest first.
-    pub fn samples(&self, name: &str) -> Vec<Sample> {
+    pub(crate) fn samples(&self, name: &str) -> Vec<Sample> {
         let rings = self.rings.lock().expect("never poisoned");
         rings
             .get(name)
@@ -296,7 +297,7 @@ impl History {
 /// Takes the first sample of `process` into `history` now, then starts
 /// the task that takes one every interval until `shutdown` changes or its
 /// sender is gone.
-pub fn start(
+pub(crate) fn start(
     history: Arc<History>,
     process: Arc<Process>,
     shutdown: watch::Receiver<bool>,

@@ -27,17 +27,17 @@ pub mod state;
 pub use state::{PipelineView, State};
 
 /// The page, built into the binary.
-pub const PAGE: &str = include_str!("page.html");
+pub(crate) const PAGE: &str = include_str!("page.html");
 
 /// What the page may do: run its inline script and style, fetch from its
 /// own origin, show `data:` images; nothing else (no other script, frame,
 /// form target or base URL).
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
      style-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
 /// `GET /`: the page.
-pub fn page() -> Response<Full<Bytes>> {
+pub(crate) fn page() -> Response<Full<Bytes>> {
     let mut resp = respond(StatusCode::OK, "text/html; charset=utf-8", PAGE.into());
     resp.headers_mut().insert(
         hyper::header::CONTENT_SECURITY_POLICY,
@@ -47,7 +47,7 @@ pub fn page() -> Response<Full<Bytes>> {
 }
 
 /// `GET /api/state`: [`State`] as JSON.
-pub fn state(process: &Process, history: &History) -> Response<Full<Bytes>> {
+pub(crate) fn state(process: &Process, history: &History) -> Response<Full<Bytes>> {
     let state = State::of(process, history, Instant::now());
     match serde_json::to_vec(&state) {
         Ok(body) => respond(StatusCode::OK, "application/json", body.into()),

@@ -61,9 +61,9 @@ pub(super) fn stage_buckets() -> impl Iterator<Item = f64> + Clone {
 
 /// Label set `{stage}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StageLabel {
+pub(crate) struct StageLabel {
     /// Which stage of an event's way.
-    pub stage: &'static str,
+    pub(crate) stage: &'static str,
 }
 
 /// The family `walrelay_stage_seconds`: a histogram per stage, each a
@@ -72,26 +72,26 @@ pub struct StageLabel {
 /// commit to the slot's confirmation; the WAL source observes all four,
 /// the polling source only `produce_to_ack`.
 #[derive(Clone, Debug)]
-pub struct Stages {
+pub(crate) struct Stages {
     /// `commit_to_receive`: the server's commit timestamp to walrelay
     /// reading the commit off the socket (the walsender's decoding and
     /// sending, the network, the socket buffers). Per transaction.
-    pub commit_to_receive: Histogram,
+    pub(crate) commit_to_receive: Histogram,
     /// `receive_to_produce`: read off the socket to handed to the
     /// producer (decoding, assembly, the hand-over, routing). Per event.
-    pub receive_to_produce: Histogram,
+    pub(crate) receive_to_produce: Histogram,
     /// `produce_to_ack`: handed to the producer to its delivery report
     /// (librdkafka's batching and the broker). Per event.
-    pub produce_to_ack: Histogram,
+    pub(crate) produce_to_ack: Histogram,
     /// `ack_to_confirm`: the oldest transaction newly confirmed, fully
     /// acknowledged, to the status update that confirms it to the server.
     /// Per status update that moves the confirmed position.
-    pub ack_to_confirm: Histogram,
+    pub(crate) ack_to_confirm: Histogram,
 }
 
 impl Stages {
     /// Four histograms at zero, each with `buckets`.
-    pub fn new(buckets: impl Iterator<Item = f64> + Clone) -> Stages {
+    pub(crate) fn new(buckets: impl Iterator<Item = f64> + Clone) -> Stages {
         Stages {
             commit_to_receive: Histogram::new(buckets.clone()),
             receive_to_produce: Histogram::new(buckets.clone()),

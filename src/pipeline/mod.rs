@@ -27,9 +27,9 @@ use tracing::{error, info, warn, Instrument};
 
 use crate::postgres::catalog::{self, CatalogError};
 
-pub use self::plan::Plan;
+pub(crate) use self::plan::Plan;
 use self::session::SessionError;
-pub use self::session::PROTO_VERSION;
+pub(crate) use self::session::PROTO_VERSION;
 use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
 use crate::config::OnPipelineFailure;
@@ -42,11 +42,11 @@ use crate::sink::{KafkaSink, SinkError};
 use crate::source::{ProgressStore, TrackerProgress};
 
 /// Batches in flight between the source and the sink.
-pub const CHANNEL_BATCHES: usize = 8;
+pub(crate) const CHANNEL_BATCHES: usize = 8;
 
 /// Errors that end a pipeline.
 #[derive(Debug, thiserror::Error)]
-pub enum PipelineError {
+pub(crate) enum PipelineError {
     /// The source failed fatally.
     #[error(transparent)]
     Source(#[from] WalError),
@@ -69,7 +69,7 @@ pub enum PipelineError {
 
 /// Errors that end a process.
 #[derive(Debug, thiserror::Error)]
-pub enum ProcessError {
+pub(crate) enum ProcessError {
     /// The metrics listener could not be opened.
     #[error("cannot listen on metrics.listen = {addr}")]
     MetricsListen {
@@ -95,7 +95,7 @@ pub enum ProcessError {
 /// on `/readyz` and in its metrics), unless `on_failure` is
 /// [`OnPipelineFailure::Exit`]: then the others are stopped gracefully.
 /// Returns an error naming the failed pipelines, if any failed.
-pub async fn run_process(
+pub(crate) async fn run_process(
     plans: Vec<Plan>,
     process: Arc<Process>,
     listen: &str,
@@ -177,7 +177,7 @@ pub async fn run_process(
 /// Reconnect delays: exponential with full jitter, reset after a session
 /// that streamed for a while.
 #[derive(Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     min: Duration,
     max: Duration,
     current: Duration,
@@ -185,7 +185,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// A backoff between `min` and `max`.
-    pub fn new(min: Duration, max: Duration) -> Self {
+    pub(crate) fn new(min: Duration, max: Duration) -> Self {
         Backoff {
             min,
             max,
@@ -194,7 +194,7 @@ impl Backoff {
     }
 
     /// The next delay: uniformly random in [current/2, current], then doubles.
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let cur = self.current;
         self.current = (self.current * 2).min(self.max);
         let half = cur / 2;
@@ -202,14 +202,14 @@ impl Backoff {
     }
 
     /// Back to the minimum.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.current = self.min;
     }
 }
 
 /// Runs the pipeline of `plan` until shutdown (Ok) or a fatal error,
 /// counting into `metrics` and serving them when `metrics.listen` is set.
-pub async fn run(
+pub(crate) async fn run(
     plan: Plan,
     metrics: Arc<Metrics>,
     shutdown: watch::Receiver<bool>,

@@ -27,22 +27,22 @@ use super::PipelineError;
 /// One outbox table of a plan: its name and the columns the router reads
 /// from it (its own, or `[router]`'s).
 #[derive(Debug, Clone)]
-pub struct PlannedTable {
+pub(crate) struct PlannedTable {
     /// Schema.
-    pub schema: String,
+    pub(crate) schema: String,
     /// Table.
-    pub table: String,
+    pub(crate) table: String,
     /// The columns the router reads.
-    pub columns: Arc<ColumnMapping>,
+    pub(crate) columns: Arc<ColumnMapping>,
     /// The table's own column names (empty: `[router]`'s).
-    pub overrides: ColumnOverrides,
+    pub(crate) overrides: ColumnOverrides,
     /// The key naming the table: `outbox.table` or `outbox.tables[<i>]`.
-    pub key: String,
+    pub(crate) key: String,
 }
 
 impl PlannedTable {
     /// `schema.table`.
-    pub fn qualified(&self) -> String {
+    pub(crate) fn qualified(&self) -> String {
         format!("{}.{}", self.schema, self.table)
     }
 
@@ -51,7 +51,7 @@ impl PlannedTable {
     /// need; the error names the table, the column and the setting.
     /// Other layout problems (a type walrelay cannot map) stay per event,
     /// under the `[errors]` policy, as Debezium fails per record.
-    pub fn require_columns(
+    pub(crate) fn require_columns(
         &self,
         router: &Router,
         relation: &Arc<RelationInfo>,
@@ -76,7 +76,7 @@ impl PlannedTable {
     }
 
     /// The table for a session, with the catalog facts read at its start.
-    pub fn with_meta(&self, meta: TableMeta) -> OutboxTable {
+    pub(crate) fn with_meta(&self, meta: TableMeta) -> OutboxTable {
         OutboxTable {
             schema: self.schema.clone(),
             table: self.table.clone(),
@@ -87,7 +87,7 @@ impl PlannedTable {
 }
 
 /// One pipeline's settings, checked, with the parts built from them.
-pub struct Plan {
+pub(crate) struct Plan {
     config: Arc<Config>,
     router: Router,
     /// The outbox tables whose rows are events (none with messages only).
@@ -101,7 +101,7 @@ pub struct Plan {
 impl Plan {
     /// Checks what a session will need and builds the router once. The
     /// error names the setting.
-    pub fn new(config: Config) -> Result<Plan, PipelineError> {
+    pub(crate) fn new(config: Config) -> Result<Plan, PipelineError> {
         // A bad regex or converter combination fails before connecting.
         let mut router = Router::new(
             config.router.clone(),
@@ -162,33 +162,33 @@ impl Plan {
     }
 
     /// The pipeline's settings.
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
     /// A copy of the pipeline's router for one stage (its caches are its own).
-    pub fn router(&self) -> Router {
+    pub(crate) fn router(&self) -> Router {
         self.router.clone()
     }
 
     /// The outbox tables whose rows are events, in configuration order
     /// (none when events are logical decoding messages only).
-    pub fn tables(&self) -> &[PlannedTable] {
+    pub(crate) fn tables(&self) -> &[PlannedTable] {
         &self.tables
     }
 
     /// How to reach the database.
-    pub fn params(&self) -> &ConnectParams {
+    pub(crate) fn params(&self) -> &ConnectParams {
         &self.params
     }
 
     /// The heartbeat record, when heartbeats are on.
-    pub fn heartbeat(&self) -> Option<&HeartbeatRecord> {
+    pub(crate) fn heartbeat(&self) -> Option<&HeartbeatRecord> {
         self.heartbeat.as_ref()
     }
 
     /// What the publication must look like.
-    pub fn publication(&self) -> PublicationPlan {
+    pub(crate) fn publication(&self) -> PublicationPlan {
         let tables = self
             .tables
             .iter()
@@ -202,13 +202,13 @@ impl Plan {
     }
 
     /// Which logical decoding messages are events, if any.
-    pub fn messages(&self) -> Option<crate::txn::config::MessageSelection> {
+    pub(crate) fn messages(&self) -> Option<crate::txn::config::MessageSelection> {
         self.config.outbox.message_selection()
     }
 
     /// A fresh assembler for one session over the outbox tables, whose
     /// columns' catalog facts `metas` holds in [`Plan::tables`] order.
-    pub fn assembler(&self, metas: Vec<TableMeta>) -> Assembler {
+    pub(crate) fn assembler(&self, metas: Vec<TableMeta>) -> Assembler {
         let tables = self
             .tables
             .iter()

@@ -38,7 +38,7 @@ use crate::source::{Frontier, ProgressStore, SlotVerdict, Source, StreamEnd};
 /// [`wal::STREAMING_PROTO_VERSION`] (`streaming 'on'`) on PostgreSQL 14 and
 /// 15 and [`wal::PARALLEL_STREAMING_PROTO_VERSION`] (`streaming
 /// 'parallel'`) from 16 are requested instead ([`wal::proto_version_for`]).
-pub const PROTO_VERSION: u32 = 1;
+pub(crate) const PROTO_VERSION: u32 = 1;
 
 /// How a session failed, each side in its class.
 pub(super) enum SessionError<E> {

@@ -16,25 +16,25 @@ use crate::secret::Secret;
 use crate::setting::SettingError;
 
 /// Default PostgreSQL port.
-pub const DEFAULT_PG_PORT: u16 = 5432;
+pub(crate) const DEFAULT_PG_PORT: u16 = 5432;
 /// Default slot name (Debezium's is `debezium`; ours differs so both can coexist).
-pub const DEFAULT_SLOT: &str = "walrelay";
+pub(crate) const DEFAULT_SLOT: &str = "walrelay";
 /// Default publication name.
-pub const DEFAULT_PUBLICATION: &str = "walrelay_outbox";
+pub(crate) const DEFAULT_PUBLICATION: &str = "walrelay_outbox";
 /// Default interval between standby status updates.
-pub const DEFAULT_STATUS_INTERVAL_MS: u64 = 1_000;
+pub(crate) const DEFAULT_STATUS_INTERVAL_MS: u64 = 1_000;
 /// Longest allowed status interval: well inside PostgreSQL's default
 /// `wal_sender_timeout` of 60 s.
-pub const MAX_STATUS_INTERVAL_MS: u64 = 10_000;
+pub(crate) const MAX_STATUS_INTERVAL_MS: u64 = 10_000;
 /// Default bound on silence from the server before the connection is
 /// considered dead (the walsender sends keepalives at half its timeout).
-pub const DEFAULT_RECEIVE_TIMEOUT_MS: u64 = 60_000;
+pub(crate) const DEFAULT_RECEIVE_TIMEOUT_MS: u64 = 60_000;
 /// Default TCP connect + authentication timeout.
-pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+pub(crate) const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 /// Default first reconnect delay.
-pub const DEFAULT_RECONNECT_MIN_MS: u64 = 200;
+pub(crate) const DEFAULT_RECONNECT_MIN_MS: u64 = 200;
 /// Default longest reconnect delay.
-pub const DEFAULT_RECONNECT_MAX_MS: u64 = 10_000;
+pub(crate) const DEFAULT_RECONNECT_MAX_MS: u64 = 10_000;
 
 /// PostgreSQL connection.
 #[derive(Clone, Deserialize)]
@@ -66,53 +66,53 @@ pub struct PostgresConfig {
     pub password: Option<Secret>,
     /// Name of an environment variable holding the password.
     #[serde(default)]
-    pub password_env: Option<String>,
+    pub(crate) password_env: Option<String>,
     /// Path of a file holding the password (trailing newline ignored).
     #[serde(default)]
-    pub password_file: Option<PathBuf>,
+    pub(crate) password_file: Option<PathBuf>,
     /// Database.
     pub dbname: String,
     /// TCP connect + authentication timeout in milliseconds.
     #[serde(default = "default_connect_timeout_ms")]
-    pub connect_timeout_ms: u64,
+    pub(crate) connect_timeout_ms: u64,
     /// `application_name` reported to the server.
     #[serde(default = "default_application_name")]
-    pub application_name: String,
+    pub(crate) application_name: String,
     /// TLS use and verification, as libpq's `sslmode`.
     #[serde(default)]
-    pub sslmode: SslMode,
+    pub(crate) sslmode: SslMode,
     /// CA certificate file (PEM) verifying the server, or `system` for the
     /// system's trust store (which needs `sslmode = "verify-full"`). Unset:
     /// `~/.postgresql/root.crt` when it exists, as with libpq.
     #[serde(default)]
-    pub sslrootcert: Option<String>,
+    pub(crate) sslrootcert: Option<String>,
     /// Client certificate file (PEM, may hold the chain). Unset:
     /// `~/.postgresql/postgresql.crt` when it exists.
     #[serde(default)]
-    pub sslcert: Option<PathBuf>,
+    pub(crate) sslcert: Option<PathBuf>,
     /// Private key of the client certificate (PEM or DER PKCS#8; must not be
     /// readable by group or others). Unset: `~/.postgresql/postgresql.key`.
     #[serde(default)]
-    pub sslkey: Option<PathBuf>,
+    pub(crate) sslkey: Option<PathBuf>,
     /// Passphrase of an encrypted `sslkey`, written inline (prefer
     /// `sslpassword_env` or `sslpassword_file`).
     #[serde(default)]
-    pub sslpassword: Option<Secret>,
+    pub(crate) sslpassword: Option<Secret>,
     /// Name of an environment variable holding the `sslkey` passphrase.
     #[serde(default)]
-    pub sslpassword_env: Option<String>,
+    pub(crate) sslpassword_env: Option<String>,
     /// Path of a file holding the `sslkey` passphrase.
     #[serde(default)]
-    pub sslpassword_file: Option<PathBuf>,
+    pub(crate) sslpassword_file: Option<PathBuf>,
     /// SCRAM channel binding, as libpq's `channel_binding`.
     #[serde(default)]
-    pub channel_binding: ChannelBindingMode,
+    pub(crate) channel_binding: ChannelBindingMode,
 }
 
 /// libpq's `sslmode`: whether TLS is used and what is verified.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum SslMode {
+pub(crate) enum SslMode {
     /// Never TLS.
     Disable,
     /// Plain first; TLS only when the server refuses the plain connection.
@@ -131,7 +131,7 @@ pub enum SslMode {
 
 impl SslMode {
     /// Parses libpq's spelling.
-    pub fn parse(value: &str) -> Option<SslMode> {
+    pub(crate) fn parse(value: &str) -> Option<SslMode> {
         Some(match value {
             "disable" => SslMode::Disable,
             "allow" => SslMode::Allow,
@@ -144,7 +144,7 @@ impl SslMode {
     }
 
     /// libpq's spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SslMode::Disable => "disable",
             SslMode::Allow => "allow",
@@ -235,10 +235,11 @@ pub enum TargetSessionAttrs {
 
 impl TargetSessionAttrs {
     /// Every value, in libpq's spelling.
-    pub const ALL: &'static str = "any, read-write, read-only, primary, standby, prefer-standby";
+    pub(crate) const ALL: &'static str =
+        "any, read-write, read-only, primary, standby, prefer-standby";
 
     /// Parses libpq's spelling.
-    pub fn parse(value: &str) -> Option<TargetSessionAttrs> {
+    pub(crate) fn parse(value: &str) -> Option<TargetSessionAttrs> {
         Some(match value {
             "any" => TargetSessionAttrs::Any,
             "read-write" => TargetSessionAttrs::ReadWrite,
@@ -251,7 +252,7 @@ impl TargetSessionAttrs {
     }
 
     /// libpq's spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TargetSessionAttrs::Any => "any",
             TargetSessionAttrs::ReadWrite => "read-write",
@@ -286,7 +287,7 @@ impl<'de> Deserialize<'de> for TargetSessionAttrs {
 pub struct Endpoint {
     /// Host name or address, as configured (also the name `verify-full`
     /// checks the certificate against).
-    pub host: String,
+    pub(crate) host: String,
     /// TCP port.
     pub port: u16,
 }
@@ -314,7 +315,7 @@ impl fmt::Display for Endpoint {
 /// libpq's `channel_binding`: SCRAM-SHA-256-PLUS over TLS.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ChannelBindingMode {
+pub(crate) enum ChannelBindingMode {
     /// Never bind.
     Disable,
     /// Bind when the connection is TLS and the server offers it.
@@ -361,17 +362,17 @@ pub struct ReplicationConfig {
     /// that disappears while walrelay runs is a fatal error (recreating it
     /// would skip events).
     #[serde(default = "default_true")]
-    pub create_slot: bool,
+    pub(crate) create_slot: bool,
     /// With `create_slot`: when walrelay may create a slot that is missing
     /// at start. PostgreSQL keeps no trace of a dropped slot, so walrelay
     /// records each slot it uses in its publication's comment.
     #[serde(default)]
-    pub slot_missing: SlotMissing,
+    pub(crate) slot_missing: SlotMissing,
     /// With `publication_mode = "table"`: create the publication
     /// `FOR TABLE <outbox>` when it does not exist (false: it must exist, as
     /// with mode `disabled`). Ignored by the other modes.
     #[serde(default = "default_true")]
-    pub create_publication: bool,
+    pub(crate) create_publication: bool,
     /// How the publication is created or checked (Debezium's
     /// `publication.autocreate.mode`, plus walrelay's own `table`).
     #[serde(default)]
@@ -405,17 +406,17 @@ pub struct ReplicationConfig {
     pub failover: bool,
     /// Milliseconds between standby status updates.
     #[serde(default = "default_status_interval_ms")]
-    pub status_interval_ms: u64,
+    pub(crate) status_interval_ms: u64,
     /// Milliseconds of silence from the server after which the connection
     /// is considered dead and re-established.
     #[serde(default = "default_receive_timeout_ms")]
-    pub receive_timeout_ms: u64,
+    pub(crate) receive_timeout_ms: u64,
     /// First reconnect delay in milliseconds (doubles up to the maximum, with jitter).
     #[serde(default = "default_reconnect_min_ms")]
-    pub reconnect_min_ms: u64,
+    pub(crate) reconnect_min_ms: u64,
     /// Longest reconnect delay in milliseconds.
     #[serde(default = "default_reconnect_max_ms")]
-    pub reconnect_max_ms: u64,
+    pub(crate) reconnect_max_ms: u64,
     /// Ask the server to stream large transactions while they run
     /// (pgoutput protocol version 2 with `streaming 'on'` on PostgreSQL 14
     /// and 15, 4 with `streaming 'parallel'` from 16, whose Stream Abort
@@ -423,23 +424,23 @@ pub struct ReplicationConfig {
     /// until their commit, so its memory stays bounded whatever their size.
     /// Off: protocol version 1, whole transactions after their commit.
     #[serde(default = "default_true")]
-    pub streaming: bool,
+    pub(crate) streaming: bool,
     /// Directory for the spill files of streamed transactions (unlinked
     /// temporary files, as large as the open transactions' outbox rows).
     /// Unset: the system temporary directory (`TMPDIR`, else `/tmp`),
     /// often a small tmpfs; point it at a disk with room.
     #[serde(default)]
-    pub spill_dir: Option<PathBuf>,
+    pub(crate) spill_dir: Option<PathBuf>,
     /// Microseconds to pause after each read from the server (on the
     /// reader thread), so the next read takes a batch: every
     /// read that wakes walrelay costs the walsender a wake-up too. Adds at
     /// most this much latency; 0 reads as soon as bytes arrive.
     #[serde(default = "default_read_coalesce_us")]
-    pub read_coalesce_us: u64,
+    pub(crate) read_coalesce_us: u64,
 }
 
 /// Default of `replication.read_coalesce_us`.
-pub const DEFAULT_READ_COALESCE_US: u64 = 1000;
+pub(crate) const DEFAULT_READ_COALESCE_US: u64 = 1000;
 
 fn default_read_coalesce_us() -> u64 {
     DEFAULT_READ_COALESCE_US
@@ -473,7 +474,7 @@ impl Default for ReplicationConfig {
 /// A slot that disappears while walrelay runs is always fatal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum SlotMissing {
+pub(crate) enum SlotMissing {
     /// Create it unless the publication's comment records that this slot
     /// existed (walrelay adds that line once the slot exists; it needs
     /// ownership of the publication). A recorded slot that is missing was
@@ -485,17 +486,6 @@ pub enum SlotMissing {
     Create,
     /// Never create it: the operator creates the slot.
     Fail,
-}
-
-impl SlotMissing {
-    /// The configuration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SlotMissing::IfNew => "if_new",
-            SlotMissing::Create => "create",
-            SlotMissing::Fail => "fail",
-        }
-    }
 }
 
 /// How the publication is created or checked. Every mode then requires the
@@ -523,7 +513,7 @@ pub enum PublicationMode {
 
 impl PublicationMode {
     /// The Debezium spelling (`publication.autocreate.mode`), or `table`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PublicationMode::Table => "table",
             PublicationMode::AllTables => "all_tables",
@@ -554,7 +544,7 @@ pub enum SnapshotMode {
 
 /// Checks a publication `publish` list: comma-separated `insert`, `update`,
 /// `delete`, `truncate`, including `insert` (the outbox is inserts).
-pub fn validate_publish(publish: &str) -> Result<(), SettingError> {
+pub(crate) fn validate_publish(publish: &str) -> Result<(), SettingError> {
     let ops: Vec<&str> = publish.split(',').map(str::trim).collect();
     let invalid = |reason: String| SettingError::Invalid {
         key: "replication.publish".into(),
@@ -577,7 +567,7 @@ pub fn validate_publish(publish: &str) -> Result<(), SettingError> {
 
 /// Checks a replication slot name the way PostgreSQL does: 1 to 63
 /// characters of `a-z`, `0-9` and `_`.
-pub fn validate_slot_name(name: &str) -> Result<(), SettingError> {
+pub(crate) fn validate_slot_name(name: &str) -> Result<(), SettingError> {
     let ok = !name.is_empty()
         && name.len() <= 63
         && name
@@ -762,7 +752,7 @@ fn resolve_secret(
 impl PostgresConfig {
     /// Resolves the password and the key passphrase given by environment
     /// variable or file; errors name the key, never the value.
-    pub fn resolve_secrets(&mut self) -> Result<(), SettingError> {
+    pub(crate) fn resolve_secrets(&mut self) -> Result<(), SettingError> {
         let sources = [
             self.password.is_some(),
             self.password_env.is_some(),
@@ -803,7 +793,7 @@ impl PostgresConfig {
 
     /// The host list with each host's port, in the order they are tried
     /// (libpq's rules: one port for all hosts, or exactly one per host).
-    pub fn endpoints(&self) -> Result<Vec<Endpoint>, SettingError> {
+    pub(crate) fn endpoints(&self) -> Result<Vec<Endpoint>, SettingError> {
         let hosts = parse_hosts(&self.host)?;
         let ports = parse_ports(&self.port)?;
         if ports.len() != 1 && ports.len() != hosts.len() {
@@ -834,7 +824,7 @@ impl PostgresConfig {
     }
 
     /// Checks the section; the error names the key and why.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         self.endpoints()?;
         if self.user.is_empty() {
             return Err(SettingError::invalid("postgres.user", "must not be empty"));
@@ -851,7 +841,7 @@ impl PostgresConfig {
 
 impl ReplicationConfig {
     /// Checks the section; the error names the key and why.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         validate_slot_name(&self.slot)?;
         if self.publication.is_empty() || self.publication.len() > 63 {
             return Err(SettingError::invalid(
@@ -891,7 +881,7 @@ impl ReplicationConfig {
     }
 
     /// The standby status update interval.
-    pub fn status_interval(&self) -> Duration {
+    pub(crate) fn status_interval(&self) -> Duration {
         Duration::from_millis(self.status_interval_ms)
     }
 }

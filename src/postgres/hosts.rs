@@ -25,7 +25,7 @@ use crate::retry::{Class, Retry};
 
 /// What the test of a target needs to know about a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// Nothing (`any`).
     Nothing,
     /// Whether the session is read-only by default (`read-write`, `read-only`).
@@ -36,7 +36,7 @@ pub enum Need {
 
 /// What a target of one pass needs; `prefer-standby` is tested as `standby`
 /// in its first pass (and as `any` in its second).
-pub fn need(target: TargetSessionAttrs) -> Need {
+pub(crate) fn need(target: TargetSessionAttrs) -> Need {
     match target {
         TargetSessionAttrs::Any => Need::Nothing,
         TargetSessionAttrs::ReadWrite | TargetSessionAttrs::ReadOnly => Need::ReadOnly,
@@ -49,16 +49,16 @@ pub fn need(target: TargetSessionAttrs) -> Need {
 /// The GUC_REPORT parameters PostgreSQL 14 and later send at startup
 /// (absent from older servers).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reported {
+pub(crate) struct Reported {
     /// `in_hot_standby`.
-    pub in_hot_standby: Option<bool>,
+    pub(crate) in_hot_standby: Option<bool>,
     /// `default_transaction_read_only`.
-    pub default_transaction_read_only: Option<bool>,
+    pub(crate) default_transaction_read_only: Option<bool>,
 }
 
 impl Reported {
     /// Records one ParameterStatus; other parameters are ignored.
-    pub fn record(&mut self, name: &str, value: &str) {
+    pub(crate) fn record(&mut self, name: &str, value: &str) {
         let on = value == "on";
         match name {
             "in_hot_standby" => self.in_hot_standby = Some(on),
@@ -70,7 +70,7 @@ impl Reported {
     /// What `need` asks, when the startup parameters answer it: libpq uses
     /// them only when the server reported both (read-only-ness) or
     /// `in_hot_standby` (hot standby); otherwise it asks with a query.
-    pub fn answer(&self, need: Need) -> Option<bool> {
+    pub(crate) fn answer(&self, need: Need) -> Option<bool> {
         match need {
             Need::Nothing => Some(false),
             Need::ReadOnly => match (self.default_transaction_read_only, self.in_hot_standby) {
@@ -84,7 +84,7 @@ impl Reported {
 
 /// The query libpq sends when the startup parameters do not answer `need`;
 /// its one value is `on`/`off` or `t`/`f`.
-pub fn query(need: Need) -> Option<&'static str> {
+pub(crate) fn query(need: Need) -> Option<&'static str> {
     match need {
         Need::Nothing => None,
         Need::ReadOnly => Some("SHOW transaction_read_only"),
@@ -93,7 +93,7 @@ pub fn query(need: Need) -> Option<&'static str> {
 }
 
 /// Reads the one value of [`query`]'s answer.
-pub fn parse_answer(value: Option<&str>) -> Option<bool> {
+pub(crate) fn parse_answer(value: Option<&str>) -> Option<bool> {
     match value? {
         "on" | "t" | "true" => Some(true),
         "off" | "f" | "false" => Some(false),
@@ -103,7 +103,7 @@ pub fn parse_answer(value: Option<&str>) -> Option<bool> {
 
 /// Whether a server whose answer to `need(target)` is `yes` fits `target`;
 /// the error is libpq's reason for skipping it.
-pub fn verdict(target: TargetSessionAttrs, yes: bool) -> Result<(), &'static str> {
+pub(crate) fn verdict(target: TargetSessionAttrs, yes: bool) -> Result<(), &'static str> {
     match target {
         TargetSessionAttrs::Any => Ok(()),
         TargetSessionAttrs::ReadWrite if yes => Err("session is read-only"),
@@ -118,7 +118,7 @@ pub fn verdict(target: TargetSessionAttrs, yes: bool) -> Result<(), &'static str
 
 /// Why one host was not used.
 #[derive(Debug)]
-pub enum Refusal<E> {
+pub(crate) enum Refusal<E> {
     /// It could not be connected to (or timed out, or refused the login),
     /// and whether trying it again can help.
     Failed(Retry<E>),
@@ -128,25 +128,25 @@ pub enum Refusal<E> {
 
 /// One host tried and not used.
 #[derive(Debug)]
-pub struct Attempt<E> {
+pub(crate) struct Attempt<E> {
     /// The host.
-    pub endpoint: Endpoint,
+    pub(crate) endpoint: Endpoint,
     /// Why not.
-    pub refusal: Refusal<E>,
+    pub(crate) refusal: Refusal<E>,
 }
 
 /// No host of the list was usable; names each host tried and why.
 #[derive(Debug)]
 pub struct HostsError<E> {
     /// The target in effect.
-    pub target: TargetSessionAttrs,
+    pub(crate) target: TargetSessionAttrs,
     /// Every host tried, in order (a host twice with `prefer-standby`).
-    pub attempts: Vec<Attempt<E>>,
+    pub(crate) attempts: Vec<Attempt<E>>,
     /// Whether trying the list again can help, decided by [`choose`] from
     /// the attempts: a host that was down or not yet promoted may be back;
     /// only when every host failed for good (a refused login, a
     /// certificate) is it definite.
-    pub retry: Class,
+    pub(crate) retry: Class,
 }
 
 impl<E: std::error::Error + 'static> fmt::Display for HostsError<E> {
@@ -163,7 +163,7 @@ impl<E: std::error::Error + 'static> fmt::Display for HostsError<E> {
 impl<E: std::error::Error + 'static> std::error::Error for HostsError<E> {}
 
 /// `host:port: reason; ...`, for errors and logs.
-pub fn describe<E: std::error::Error + 'static>(attempts: &[Attempt<E>]) -> String {
+pub(crate) fn describe<E: std::error::Error + 'static>(attempts: &[Attempt<E>]) -> String {
     attempts
         .iter()
         .map(|a| match &a.refusal {
@@ -177,7 +177,7 @@ pub fn describe<E: std::error::Error + 'static>(attempts: &[Attempt<E>]) -> Stri
 impl<E> HostsError<E> {
     /// The error to return: a single host that failed to connect gives its
     /// own error, as before host lists existed; anything else is `wrap`ped.
-    pub fn collapse(mut self, wrap: impl FnOnce(Self) -> E) -> E {
+    pub(crate) fn collapse(mut self, wrap: impl FnOnce(Self) -> E) -> E {
         if self.attempts.len() == 1 && matches!(self.attempts[0].refusal, Refusal::Failed(_)) {
             if let Some(Attempt {
                 refusal: Refusal::Failed(e),
@@ -209,7 +209,7 @@ fn retry_of<E>(attempts: &[Attempt<E>]) -> Class {
 /// The passes over the host list libpq makes for `target`: one, testing
 /// `target`; for `prefer-standby` a first testing `standby` and a second
 /// accepting any server.
-pub fn passes(target: TargetSessionAttrs) -> &'static [TargetSessionAttrs] {
+pub(crate) fn passes(target: TargetSessionAttrs) -> &'static [TargetSessionAttrs] {
     match target {
         TargetSessionAttrs::PreferStandby => {
             &[TargetSessionAttrs::Standby, TargetSessionAttrs::Any]
@@ -227,7 +227,7 @@ pub fn passes(target: TargetSessionAttrs) -> &'static [TargetSessionAttrs] {
 /// connects to one host within its own timeout and applies `test` (never
 /// `prefer-standby`: the passes resolve it), closing the connection on a
 /// mismatch. `what` names the connection in the logs.
-pub async fn choose<C, E, F, Fut>(
+pub(crate) async fn choose<C, E, F, Fut>(
     what: &'static str,
     hosts: &[Endpoint],
     target: TargetSessionAttrs,

@@ -40,10 +40,10 @@
 
 pub mod catalog;
 pub mod config;
-pub mod hosts;
-pub mod poll;
-pub mod reader;
+pub(crate) mod hosts;
+pub(crate) mod poll;
+pub(crate) mod reader;
 pub mod replication;
-pub mod slot;
+pub(crate) mod slot;
 pub mod tls;
 pub mod wal;

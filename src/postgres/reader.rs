@@ -49,7 +49,7 @@ use crate::clock::unix_now_micros;
 
 /// Bytes the reader holds while the channel is full before it stops
 /// reading the socket.
-pub const READER_LIMIT: usize = 2 * 1024 * 1024;
+pub(crate) const READER_LIMIT: usize = 2 * 1024 * 1024;
 
 /// Runs of messages in the channel between the reader and the decoder.
 const CHANNEL_CHUNKS: usize = 4;
@@ -71,7 +71,7 @@ struct Chunk {
 /// registration and the reader task. Dropping it ends the thread (and with
 /// it any socket still registered there), so it must outlive the
 /// connection and the stream made on it.
-pub struct WalIo {
+pub(crate) struct WalIo {
     handle: tokio::runtime::Handle,
     stop: Option<oneshot::Sender<()>>,
 }
@@ -79,7 +79,7 @@ pub struct WalIo {
 impl WalIo {
     /// Starts the thread, named `walrelay-wal` (the pipeline's name is in
     /// the log lines' span, not in the 15-byte thread name).
-    pub fn start() -> io::Result<WalIo> {
+    pub(crate) fn start() -> io::Result<WalIo> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -99,7 +99,7 @@ impl WalIo {
 
     /// Opens the replication connection on this thread, so its socket is
     /// registered with this thread's reactor.
-    pub async fn connect(
+    pub(crate) async fn connect(
         &self,
         params: &ConnectParams,
     ) -> Result<ReplicationConnection, ReplicationError> {
@@ -112,7 +112,7 @@ impl WalIo {
 
     /// Moves the stream's reading side to this thread: from now on the
     /// socket is read there, `coalesce` being the pause after every read.
-    pub fn receive(&self, reader: StreamReader, coalesce: Duration) -> FrameReceiver {
+    pub(crate) fn receive(&self, reader: StreamReader, coalesce: Duration) -> FrameReceiver {
         let (io, buf) = reader.into_parts();
         let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
         let task = self.handle.spawn(read_loop(io, buf, tx, coalesce));
@@ -250,7 +250,7 @@ async fn read_loop(
 
 /// The decoder's side: CopyData payloads from the reader thread, each run
 /// with the time it was read.
-pub struct FrameReceiver {
+pub(crate) struct FrameReceiver {
     rx: mpsc::Receiver<Result<Chunk, ReplicationError>>,
     /// What is left of the current run: whole messages only.
     current: Bytes,
@@ -263,7 +263,7 @@ pub struct FrameReceiver {
 impl FrameReceiver {
     /// The next CopyData payload already read, without waiting; `Ok(None)`
     /// when everything read so far was taken.
-    pub fn try_next(&mut self) -> Result<Option<Bytes>, ReplicationError> {
+    pub(crate) fn try_next(&mut self) -> Result<Option<Bytes>, ReplicationError> {
         loop {
             if self.current.is_empty() {
                 match self.rx.try_recv() {
@@ -309,7 +309,7 @@ impl FrameReceiver {
 
     /// Waits until the reader hands over more; returns how many bytes.
     /// Cancel-safe.
-    pub async fn read_more(&mut self) -> Result<usize, ReplicationError> {
+    pub(crate) async fn read_more(&mut self) -> Result<usize, ReplicationError> {
         match self.rx.recv().await {
             Some(chunk) => {
                 let chunk = chunk?;
@@ -322,7 +322,7 @@ impl FrameReceiver {
     }
 
     /// When the bytes of the last payload returned were read, Unix µs.
-    pub fn received_us(&self) -> i64 {
+    pub(crate) fn received_us(&self) -> i64 {
         self.received_us
     }
 
@@ -330,7 +330,7 @@ impl FrameReceiver {
     /// by [`FrameReceiver::try_next`] counts as much as one `read_more`
     /// waited for (the reader thread hands over at any time, so an answer
     /// to a request for a reply is often taken without waiting).
-    pub fn take_heard(&mut self) -> bool {
+    pub(crate) fn take_heard(&mut self) -> bool {
         std::mem::take(&mut self.heard)
     }
 

@@ -36,7 +36,7 @@ use crate::secret::Secret;
 pub(super) const READ_CHUNK: usize = 256 * 1024;
 
 /// Anything we can speak the protocol over (plain TCP or TLS).
-pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {}
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Transport for T {}
 
 pub(super) type BoxedTransport = Box<dyn Transport>;
@@ -174,7 +174,7 @@ impl From<ReplicationError> for Retry<ReplicationError> {
 /// What a server error allows, by its SQLSTATE: a reconnect is worth
 /// trying after a shutdown or restart, a lost connection, a resource taken
 /// for now; every other error stays.
-pub fn sqlstate_class(code: &str) -> Class {
+pub(crate) fn sqlstate_class(code: &str) -> Class {
     let transient = matches!(
         code,
         // admin_shutdown, crash_shutdown, cannot_connect_now
@@ -502,7 +502,7 @@ impl ReplicationConnection {
 
     /// Runs a replication command or SQL query with the simple query
     /// protocol and returns the rows as text.
-    pub async fn simple_query(
+    pub(crate) async fn simple_query(
         &mut self,
         sql: &str,
     ) -> Result<Vec<Vec<Option<String>>>, ReplicationError> {
@@ -577,7 +577,7 @@ impl ReplicationConnection {
     /// an existing logical slot a failover slot or a plain one. The server
     /// refuses while another walsender holds the slot (SQLSTATE 55006,
     /// transient) and on a standby.
-    pub async fn set_slot_failover(
+    pub(crate) async fn set_slot_failover(
         &mut self,
         slot: &str,
         on: bool,
@@ -592,7 +592,7 @@ impl ReplicationConnection {
     /// the name of a snapshot consistent with its position, usable by other
     /// sessions while this connection stays open and idle. Returns the
     /// consistent point and the snapshot name.
-    pub async fn create_temporary_slot_exporting_snapshot(
+    pub(crate) async fn create_temporary_slot_exporting_snapshot(
         &mut self,
         slot: &str,
     ) -> Result<(Lsn, String), ReplicationError> {
@@ -984,7 +984,7 @@ impl StreamWriter {
 /// option list of PostgreSQL 15+ (the legacy keywords cannot be combined
 /// with options), `SNAPSHOT 'nothing'` being `NOEXPORT_SNAPSHOT`'s
 /// equivalent (the default there would export one).
-pub fn create_slot_command(slot: &str, failover: bool) -> String {
+pub(crate) fn create_slot_command(slot: &str, failover: bool) -> String {
     if failover {
         format!(
             "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput (SNAPSHOT 'nothing', FAILOVER true)",
@@ -999,7 +999,7 @@ pub fn create_slot_command(slot: &str, failover: bool) -> String {
 }
 
 /// `ALTER_REPLICATION_SLOT <slot> (FAILOVER true|false)`.
-pub fn alter_slot_failover_command(slot: &str, on: bool) -> String {
+pub(crate) fn alter_slot_failover_command(slot: &str, on: bool) -> String {
     format!(
         "ALTER_REPLICATION_SLOT {} (FAILOVER {on})",
         quote_ident(slot)
@@ -1007,7 +1007,7 @@ pub fn alter_slot_failover_command(slot: &str, on: bool) -> String {
 }
 
 /// Quotes an identifier for PostgreSQL (`"` doubled).
-pub fn quote_ident(ident: &str) -> String {
+pub(crate) fn quote_ident(ident: &str) -> String {
     let mut out = String::with_capacity(ident.len() + 2);
     out.push('"');
     for c in ident.chars() {
@@ -1021,7 +1021,7 @@ pub fn quote_ident(ident: &str) -> String {
 }
 
 /// Quotes a string literal for PostgreSQL (`'` doubled; standard strings).
-pub fn quote_literal(value: &str) -> String {
+pub(crate) fn quote_literal(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('\'');
     for c in value.chars() {
@@ -1053,7 +1053,7 @@ impl ConnectParams {
 
     /// The same parameters for `endpoint` alone, accepting any server
     /// (`walrelay check` asks each host what it is).
-    pub fn only(&self, endpoint: &Endpoint) -> Self {
+    pub(crate) fn only(&self, endpoint: &Endpoint) -> Self {
         ConnectParams {
             hosts: vec![endpoint.clone()],
             target_session_attrs: TargetSessionAttrs::Any,
@@ -1062,7 +1062,7 @@ impl ConnectParams {
     }
 
     /// The configured hosts as `host:port,...`, for messages.
-    pub fn hosts_label(&self) -> String {
+    pub(crate) fn hosts_label(&self) -> String {
         self.hosts
             .iter()
             .map(Endpoint::to_string)
@@ -1072,7 +1072,7 @@ impl ConnectParams {
 
     /// The longest a connection attempt may take: every host of every pass
     /// within the connect timeout.
-    pub fn connect_bound(&self) -> Duration {
+    pub(crate) fn connect_bound(&self) -> Duration {
         let attempts = self.hosts.len().max(1) * hosts::passes(self.target_session_attrs).len();
         self.connect_timeout
             .saturating_mul(u32::try_from(attempts).unwrap_or(u32::MAX))

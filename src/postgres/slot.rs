@@ -27,7 +27,7 @@ use crate::chain::DisplayChain;
 /// Refuses a server without failover slots when `replication.failover` is
 /// on; run before anything is created, so that a refused start leaves no
 /// slot (and no plain slot in place of a failover one).
-pub fn require_failover_support(
+pub(crate) fn require_failover_support(
     replication: &ReplicationConfig,
     server: &ServerFacts,
 ) -> Result<(), CatalogError> {
@@ -38,7 +38,7 @@ pub fn require_failover_support(
 }
 
 /// [`require_failover_support`]'s decision for a known server version.
-pub fn failover_supported(version_num: u32, version: &str) -> Result<(), CatalogError> {
+pub(crate) fn failover_supported(version_num: u32, version: &str) -> Result<(), CatalogError> {
     if version_num >= catalog::FAILOVER_MIN_SERVER_VERSION {
         Ok(())
     } else {
@@ -55,7 +55,7 @@ pub fn failover_supported(version_num: u32, version: &str) -> Result<(), Catalog
 /// transient error and is retried, instead of the server's error stopping
 /// walrelay. On a promoted server `synced` may stay true; that copy is
 /// used.
-pub async fn usable_here(
+pub(crate) async fn usable_here(
     client: &tokio_postgres::Client,
     slot: &str,
     state: &SlotState,
@@ -70,7 +70,7 @@ pub async fn usable_here(
 
 /// What to do about an existing slot's `failover` flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailoverAction {
+pub(crate) enum FailoverAction {
     /// It already is what the setting asks for (or the setting is off and
     /// the slot plain, or the server predates failover slots).
     Keep,
@@ -83,7 +83,7 @@ pub enum FailoverAction {
 
 /// The action for a slot whose `failover` column reads `current` (`None`
 /// before PostgreSQL 17) when the setting is `wanted`.
-pub fn failover_action(wanted: bool, current: Option<bool>) -> FailoverAction {
+pub(crate) fn failover_action(wanted: bool, current: Option<bool>) -> FailoverAction {
     match (wanted, current) {
         (true, Some(false)) => FailoverAction::TurnOn,
         (false, Some(true)) => FailoverAction::LeaveOn,
@@ -95,7 +95,7 @@ pub fn failover_action(wanted: bool, current: Option<bool>) -> FailoverAction {
 /// `replication.failover`: turns it on with `ALTER_REPLICATION_SLOT` when
 /// asked and missing, and only logs when the slot is a failover slot that
 /// the setting does not ask for.
-pub async fn reconcile_failover(
+pub(crate) async fn reconcile_failover(
     repl: &mut ReplicationConnection,
     slot: &str,
     state: &SlotState,
@@ -130,7 +130,7 @@ fn slot_marker(slot: &str) -> String {
 
 /// Whether the publication's comment says `slot` existed. A failed lookup
 /// counts as no (and is an error only where it decides).
-pub async fn slot_recorded(
+pub(crate) async fn slot_recorded(
     client: &tokio_postgres::Client,
     publication: &str,
     slot: &str,
@@ -144,7 +144,7 @@ pub async fn slot_recorded(
 /// a later start can tell a dropped slot from a first start. Best effort:
 /// COMMENT needs ownership of the publication; without it walrelay warns
 /// that it cannot guard against recreating a dropped slot.
-pub async fn record_slot(client: &tokio_postgres::Client, publication: &str, slot: &str) {
+pub(crate) async fn record_slot(client: &tokio_postgres::Client, publication: &str, slot: &str) {
     let marker = slot_marker(slot);
     let result = async {
         let comment = catalog::publication_comment(client, publication).await?;
@@ -178,7 +178,7 @@ pub async fn record_slot(client: &tokio_postgres::Client, publication: &str, slo
 /// position and skips everything written since a dropped one's position,
 /// so by default it is created only when the publication's comment does
 /// not record that this slot existed.
-pub async fn may_create_slot(
+pub(crate) async fn may_create_slot(
     replication: &ReplicationConfig,
     client: &tokio_postgres::Client,
 ) -> Result<(), CatalogError> {
@@ -228,7 +228,7 @@ pub async fn may_create_slot(
 
 /// `slot.drop.on.stop`: waits (bounded) until the walsender released the
 /// slot, then drops it. Failures are logged: the stop itself succeeded.
-pub async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str) {
+pub(crate) async fn drop_slot_when_released(client: &tokio_postgres::Client, slot: &str) {
     for _ in 0..50 {
         match catalog::slot_state(client, slot).await {
             Ok(Some(state)) if state.active => tokio::time::sleep(Duration::from_millis(100)).await,

@@ -31,7 +31,7 @@ use crate::postgres::config::{ChannelBindingMode, PostgresConfig, SslMode};
 
 /// What the server certificate is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verify {
+pub(crate) enum Verify {
     /// Nothing: encryption only (libpq's `prefer`/`require` without a root
     /// certificate).
     None,
@@ -43,7 +43,7 @@ pub enum Verify {
 
 /// Where the trusted CA certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RootCert {
+pub(crate) enum RootCert {
     /// A PEM file.
     File(PathBuf),
     /// The system's default trust store (`sslrootcert=system`).
@@ -55,15 +55,15 @@ pub enum RootCert {
 #[derive(Clone)]
 pub struct TlsParams {
     /// libpq's `sslmode`.
-    pub mode: SslMode,
+    pub(crate) mode: SslMode,
     /// Trusted CAs, if any.
-    pub rootcert: Option<RootCert>,
+    pub(crate) rootcert: Option<RootCert>,
     /// Client certificate and its key, if any.
-    pub client_cert: Option<(PathBuf, PathBuf)>,
+    pub(crate) client_cert: Option<(PathBuf, PathBuf)>,
     /// Passphrase of an encrypted key.
-    pub key_password: Option<Secret>,
+    pub(crate) key_password: Option<Secret>,
     /// libpq's `channel_binding`.
-    pub channel_binding: ChannelBindingMode,
+    pub(crate) channel_binding: ChannelBindingMode,
 }
 
 impl std::fmt::Debug for TlsParams {
@@ -204,7 +204,7 @@ fn home_file(name: &str) -> Option<PathBuf> {
 impl TlsParams {
     /// The TLS settings of `[postgres]`, with libpq's defaults for unset
     /// files (`~/.postgresql/root.crt`, `postgresql.crt`, `postgresql.key`).
-    pub fn from_config(pg: &PostgresConfig) -> TlsParams {
+    pub(crate) fn from_config(pg: &PostgresConfig) -> TlsParams {
         let rootcert = match pg.sslrootcert.as_deref() {
             Some("system") => Some(RootCert::System),
             Some(path) => Some(RootCert::File(PathBuf::from(path))),
@@ -225,7 +225,7 @@ impl TlsParams {
 
     /// What the server certificate is checked against: libpq verifies the
     /// chain in every TLS mode once a root certificate exists.
-    pub fn verify(&self) -> Verify {
+    pub(crate) fn verify(&self) -> Verify {
         match self.mode {
             SslMode::VerifyFull => Verify::Full,
             SslMode::VerifyCa => Verify::Ca,
@@ -245,7 +245,7 @@ impl TlsParams {
     /// The OpenSSL connector for these settings, files read now (so a
     /// rotated certificate is picked up at the next connect). `None` when
     /// `sslmode = disable`.
-    pub fn connector(&self) -> Result<Option<SslConnector>, TlsError> {
+    pub(crate) fn connector(&self) -> Result<Option<SslConnector>, TlsError> {
         if self.mode == SslMode::Disable {
             return Ok(None);
         }
@@ -278,7 +278,7 @@ impl TlsParams {
 
     /// Upgrades `tcp` (after the server answered `S` to an SSLRequest) and
     /// returns the stream with its `tls-server-end-point` data.
-    pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    pub(crate) async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         connector: &SslConnector,
         host: &str,
@@ -319,7 +319,7 @@ impl TlsParams {
 
 /// tokio-postgres's TLS hook with the same settings, verification and
 /// errors as the replication connection.
-pub struct MakeTls {
+pub(crate) struct MakeTls {
     params: TlsParams,
     connector: SslConnector,
     addr: String,
@@ -327,7 +327,7 @@ pub struct MakeTls {
 
 impl MakeTls {
     /// For connections to `addr` (`host:port`, used in errors).
-    pub fn new(params: TlsParams, connector: SslConnector, addr: String) -> Self {
+    pub(crate) fn new(params: TlsParams, connector: SslConnector, addr: String) -> Self {
         MakeTls {
             params,
             connector,
@@ -352,7 +352,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> MakeTlsConnect<S> for M
 }
 
 /// One pending handshake of a tokio-postgres connection.
-pub struct Connect {
+pub(crate) struct Connect {
     params: TlsParams,
     connector: SslConnector,
     host: String,
@@ -377,7 +377,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> TlsConnect<S> for Conne
 
 /// A TLS stream of a tokio-postgres connection, with its channel binding
 /// data.
-pub struct TlsStream<S> {
+pub(crate) struct TlsStream<S> {
     inner: SslStream<S>,
     binding: Option<Vec<u8>>,
 }
@@ -549,7 +549,7 @@ fn check_key_permissions(_path: &Path, _file: &std::fs::File) -> Result<(), TlsE
 
 /// RFC 5929 `tls-server-end-point`: the server certificate hashed with its
 /// signature's digest, SHA-256 when that is MD5 or SHA-1.
-pub fn tls_server_end_point(cert: &X509Ref) -> Option<Vec<u8>> {
+pub(crate) fn tls_server_end_point(cert: &X509Ref) -> Option<Vec<u8>> {
     let algorithms = cert
         .signature_algorithm()
         .object()

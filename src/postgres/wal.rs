@@ -33,15 +33,15 @@ use crate::txn::{Assembler, AssemblyStats, OutboxEvent, TxnError};
 /// How long a failing stream waits to hand its last events to the sink.
 const HANDOVER_ON_ERROR: Duration = Duration::from_secs(5);
 /// Events per batch handed to the sink; bounds one channel slot's memory.
-pub const BATCH_EVENTS: usize = 1024;
+pub(crate) const BATCH_EVENTS: usize = 1024;
 /// pgoutput protocol version that streams in-progress transactions.
-pub const STREAMING_PROTO_VERSION: u32 = 2;
+pub(crate) const STREAMING_PROTO_VERSION: u32 = 2;
 /// First server version (`server_version_num`) with protocol version 2.
-pub const STREAMING_MIN_SERVER_VERSION: u32 = 140_000;
+pub(crate) const STREAMING_MIN_SERVER_VERSION: u32 = 140_000;
 /// pgoutput protocol version that accepts `streaming 'parallel'`.
-pub const PARALLEL_STREAMING_PROTO_VERSION: u32 = 4;
+pub(crate) const PARALLEL_STREAMING_PROTO_VERSION: u32 = 4;
 /// First server version (`server_version_num`) with protocol version 4.
-pub const PARALLEL_STREAMING_MIN_SERVER_VERSION: u32 = 160_000;
+pub(crate) const PARALLEL_STREAMING_MIN_SERVER_VERSION: u32 = 160_000;
 
 /// The `streaming` option of `START_REPLICATION` for a protocol version:
 /// none below 2, `on` for 2 and 3, `parallel` from 4.
@@ -72,7 +72,7 @@ pub fn streaming_option(proto_version: u32) -> Option<&'static str> {
 /// choice PostgreSQL's own subscriber makes from the publisher's version.
 /// No setting forces 2 on 16+: 4 decodes like 2 plus two fields of one
 /// message, so there is nothing to fall back from.
-pub fn proto_version_for(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
+pub(crate) fn proto_version_for(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
     if !streaming {
         fallback
     } else if server_version_num >= PARALLEL_STREAMING_MIN_SERVER_VERSION {
@@ -86,7 +86,7 @@ pub fn proto_version_for(server_version_num: u32, streaming: bool, fallback: u32
 
 /// Errors of a replication session.
 #[derive(Debug, thiserror::Error)]
-pub enum WalError {
+pub(crate) enum WalError {
     /// The replication connection failed.
     #[error(transparent)]
     Replication(#[from] ReplicationError),
@@ -144,13 +144,13 @@ impl From<CatalogError> for Retry<WalError> {
 
 /// Stream settings.
 #[derive(Debug, Clone, Copy)]
-pub struct StreamSettings {
+pub(crate) struct StreamSettings {
     /// pgoutput protocol version requested.
-    pub proto_version: u32,
+    pub(crate) proto_version: u32,
     /// Interval between standby status updates.
-    pub status_interval: Duration,
+    pub(crate) status_interval: Duration,
     /// Silence after which the connection is considered dead.
-    pub receive_timeout: Duration,
+    pub(crate) receive_timeout: Duration,
 }
 
 impl WalError {
@@ -158,7 +158,7 @@ impl WalError {
     /// the server refused for want of a capability
     /// ([`capability::refusal`]; `slot` is the slot being created),
     /// otherwise as it is.
-    pub fn explain(error: ReplicationError, slot: &str) -> Retry<WalError> {
+    pub(crate) fn explain(error: ReplicationError, slot: &str) -> Retry<WalError> {
         let found = match &error {
             ReplicationError::Server { code, message, .. } => {
                 capability::refusal(code, message, slot)
@@ -176,7 +176,11 @@ impl WalError {
 }
 
 /// Builds the status update for the current positions.
-pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> StandbyStatusUpdate {
+pub(crate) fn status_update(
+    received: Lsn,
+    confirmed: Lsn,
+    reply_requested: bool,
+) -> StandbyStatusUpdate {
     StandbyStatusUpdate {
         write: received.max(confirmed),
         flush: confirmed,
@@ -188,7 +192,7 @@ pub fn status_update(received: Lsn, confirmed: Lsn, reply_requested: bool) -> St
 
 /// The pgoutput protocol version to request from a server of
 /// `server_version_num` ([`proto_version_for`]), logged with what it means.
-pub fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
+pub(crate) fn choose_proto_version(server_version_num: u32, streaming: bool, fallback: u32) -> u32 {
     let proto_version = proto_version_for(server_version_num, streaming, fallback);
     match streaming_option(proto_version) {
         Some(mode) => info!(
@@ -265,7 +269,7 @@ fn publish_progress(
 
 /// A started replication stream with its assembler: one session of the
 /// WAL source.
-pub struct WalSource {
+pub(crate) struct WalSource {
     start: Lsn,
     stream: Option<(FrameReceiver, StreamWriter)>,
     writer: Option<StreamWriter>,
@@ -278,7 +282,7 @@ impl WalSource {
     /// A source over a stream the server started at `start`: its reading
     /// side on the reader thread ([`super::reader::WalIo::receive`]) and
     /// its writing side.
-    pub fn new(
+    pub(crate) fn new(
         start: Lsn,
         stream: (FrameReceiver, StreamWriter),
         assembler: Assembler,

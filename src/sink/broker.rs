@@ -26,21 +26,22 @@ use crate::router::{KafkaRecord, RecordHeader};
 #[derive(Debug, Clone, Copy)]
 pub struct WireRecord<'a> {
     /// Topic, subject, stream, queue or URL path, as the router chose it.
-    pub destination: &'a str,
+    pub(crate) destination: &'a str,
     /// `None` is a null key.
-    pub key: Option<&'a [u8]>,
+    pub(crate) key: Option<&'a [u8]>,
     /// `None` is a tombstone (a broker without tombstones refuses it).
-    pub value: Option<&'a [u8]>,
+    pub(crate) value: Option<&'a [u8]>,
     /// In order; a broker without headers refuses a record that has some.
-    pub headers: &'a [RecordHeader],
+    pub(crate) headers: &'a [RecordHeader],
+    #[cfg(test)]
     /// Records with equal ordering keys are delivered in the order sent
     /// (per aggregate, the outbox's key); `None`: no order is asked for.
-    pub ordering_key: Option<&'a [u8]>,
+    pub(crate) ordering_key: Option<&'a [u8]>,
     /// Kafka's explicit partition (EventRouter `route.partition`-style
     /// settings); `None` lets the broker's partitioner use the key.
-    pub partition: Option<i32>,
+    pub(crate) partition: Option<i32>,
     /// Kafka's record timestamp, Unix ms; `None` uses the broker's clock.
-    pub timestamp_ms: Option<i64>,
+    pub(crate) timestamp_ms: Option<i64>,
 }
 
 impl<'a> WireRecord<'a> {
@@ -53,6 +54,7 @@ impl<'a> WireRecord<'a> {
             key,
             value: record.value.as_deref(),
             headers: &record.headers,
+            #[cfg(test)]
             ordering_key: key,
             partition: record.partition,
             timestamp_ms: record.timestamp_ms,
@@ -61,7 +63,7 @@ impl<'a> WireRecord<'a> {
 
     /// A record with no headers, partition or timestamp (heartbeats,
     /// progress records).
-    pub fn plain(
+    pub(crate) fn plain(
         destination: &'a str,
         key: Option<&'a [u8]>,
         value: Option<&'a [u8]>,
@@ -71,6 +73,7 @@ impl<'a> WireRecord<'a> {
             key,
             value,
             headers: &[],
+            #[cfg(test)]
             ordering_key: key,
             partition: None,
             timestamp_ms: None,
@@ -78,7 +81,7 @@ impl<'a> WireRecord<'a> {
     }
 
     /// Bytes of key, value and headers: what size limits count.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.key.map_or(0, <[u8]>::len)
             + self.value.map_or(0, <[u8]>::len)
             + self
@@ -91,48 +94,48 @@ impl<'a> WireRecord<'a> {
 
 /// What a broker promises about what it was handed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Guarantees {
+pub(crate) struct Guarantees {
     /// A retried send never writes the record twice (Kafka's idempotent
     /// producer).
-    pub idempotent: bool,
+    pub(crate) idempotent: bool,
     /// Records and a progress record commit or vanish together, so
     /// exactly-once delivery is possible (Kafka transactions).
-    pub transactional: bool,
+    pub(crate) transactional: bool,
     /// The broker drops a record whose id it saw within a window (NATS
     /// `Nats-Msg-Id`, SQS FIFO deduplication ids).
-    pub dedup_by_id: bool,
+    pub(crate) dedup_by_id: bool,
     /// Records with equal ordering keys are stored in the order sent.
-    pub per_key_order: bool,
+    pub(crate) per_key_order: bool,
 }
 
 /// What a configuration asks of the broker, each with the key that asks it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// Exactly-once delivery (`kafka.exactly_once`,
     /// `exactly.once.support=required`).
-    pub transactional: Option<&'static str>,
+    pub(crate) transactional: Option<&'static str>,
     /// No duplicates from retries inside one session.
-    pub idempotent: Option<&'static str>,
+    pub(crate) idempotent: Option<&'static str>,
     /// Per-aggregate order.
-    pub per_key_order: Option<&'static str>,
+    pub(crate) per_key_order: Option<&'static str>,
 }
 
 /// A guarantee the configuration asks for and the broker cannot give.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key} asks for {guarantee}, which the {broker} broker cannot give; remove the key or choose a broker that gives it")]
-pub struct Unmet {
+pub(crate) struct Unmet {
     /// The configuration key that asks for it.
-    pub key: &'static str,
+    pub(crate) key: &'static str,
     /// The guarantee, in words.
-    pub guarantee: &'static str,
+    pub(crate) guarantee: &'static str,
     /// The broker's name.
-    pub broker: &'static str,
+    pub(crate) broker: &'static str,
 }
 
 impl Guarantees {
     /// Refuses, by key, the first guarantee `wanted` asks for that this
     /// broker lacks.
-    pub fn check(&self, broker: &'static str, wanted: &Wanted) -> Result<(), Unmet> {
+    pub(crate) fn check(&self, broker: &'static str, wanted: &Wanted) -> Result<(), Unmet> {
         let asks = [
             (
                 wanted.transactional,
@@ -159,7 +162,7 @@ impl Guarantees {
 /// report) is to be treated. A broker maps its own error codes onto this;
 /// the publish step decides from it alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureClass {
+pub(crate) enum FailureClass {
     /// About this record alone (its size, its destination, a policy):
     /// dead-lettered under `errors.tolerance = all`. The kind is the
     /// metric label and the dead-letter record's `walrelay.error.kind`.
@@ -181,21 +184,21 @@ pub enum FailureClass {
 
 /// A failed delivery, in the publish step's terms.
 #[derive(Debug, Clone)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     /// Where the record was going.
-    pub destination: String,
+    pub(crate) destination: String,
     /// What the failure means for the record.
-    pub class: FailureClass,
+    pub(crate) class: FailureClass,
     /// The broker's error, for people.
-    pub error: String,
+    pub(crate) error: String,
     /// The broker's error code, a metric label of low cardinality.
-    pub code: String,
+    pub(crate) code: String,
     /// Key, value and header bytes of the refused record.
-    pub record_bytes: usize,
+    pub(crate) record_bytes: usize,
 }
 
 /// Why a broker did not take a record.
-pub enum Refusal<T, E> {
+pub(crate) enum Refusal<T, E> {
     /// Its local queue is full: wait for acknowledgements, then send the
     /// record again (backpressure, never a failure).
     Full(T),
@@ -219,7 +222,7 @@ impl<T, E: fmt::Debug> fmt::Debug for Refusal<T, E> {
 /// [`super::publish::Shared::settle`] with the outcome. A send that cannot
 /// take the record now returns it ([`Refusal::Full`]) so the publish step
 /// can wait without buffering more.
-pub trait Broker {
+pub(crate) trait Broker {
     /// Travels with a record and comes back with its acknowledgement.
     type Ticket;
     /// What a refused send carries.
@@ -227,9 +230,6 @@ pub trait Broker {
 
     /// The broker's name in messages (`kafka`, `nats-jetstream`, ...).
     const NAME: &'static str;
-
-    /// What the broker promises.
-    fn guarantees(&self) -> Guarantees;
 
     /// Hands `record` over; its acknowledgement arrives later.
     fn send(
@@ -240,9 +240,6 @@ pub trait Broker {
 
     /// What a refused send means for the record.
     fn classify(error: &Self::Error) -> FailureClass;
-
-    /// Records handed over and not yet acknowledged.
-    fn in_flight(&self) -> usize;
 }
 
 #[cfg(test)]

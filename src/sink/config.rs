@@ -33,11 +33,11 @@ pub struct KafkaConfig {
     /// Secret librdkafka properties read from environment variables:
     /// property name → variable name (resolved into `secrets` at load).
     #[serde(default)]
-    pub secrets_env: BTreeMap<String, String>,
+    pub(crate) secrets_env: BTreeMap<String, String>,
     /// Secret librdkafka properties read from files (trailing newline
     /// ignored): property name → path (resolved into `secrets` at load).
     #[serde(default)]
-    pub secrets_file: BTreeMap<String, PathBuf>,
+    pub(crate) secrets_file: BTreeMap<String, PathBuf>,
     /// Exactly-once mode: a transactional producer; each Kafka transaction
     /// carries whole PostgreSQL transactions and one progress record, and
     /// the slot is confirmed only up to a committed progress record. Off:
@@ -51,16 +51,16 @@ pub struct KafkaConfig {
 }
 
 /// Default of `kafka.transactions.progress_topic`.
-pub const DEFAULT_PROGRESS_TOPIC: &str = "walrelay-progress";
+pub(crate) const DEFAULT_PROGRESS_TOPIC: &str = "walrelay-progress";
 /// Default of `kafka.transactions.max_events`.
-pub const DEFAULT_TXN_MAX_EVENTS: u64 = 10_000;
+pub(crate) const DEFAULT_TXN_MAX_EVENTS: u64 = 10_000;
 /// Default of `kafka.transactions.max_bytes`.
-pub const DEFAULT_TXN_MAX_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_TXN_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// Default of `kafka.transactions.interval_ms`.
-pub const DEFAULT_TXN_INTERVAL_MS: u64 = 100;
+pub(crate) const DEFAULT_TXN_INTERVAL_MS: u64 = 100;
 /// Default of `kafka.transactions.timeout_ms` (Kafka's own default of
 /// `transaction.timeout.ms`).
-pub const DEFAULT_TXN_TIMEOUT_MS: u64 = 60_000;
+pub(crate) const DEFAULT_TXN_TIMEOUT_MS: u64 = 60_000;
 
 /// What a restart does when the slot is ahead of the last committed
 /// progress record (something else consumed the slot).
@@ -164,19 +164,19 @@ fn default_txn_timeout_ms() -> u64 {
 
 impl TransactionsConfig {
     /// The pipeline name: `pipeline`, else the slot's name.
-    pub fn pipeline_name<'a>(&'a self, slot: &'a str) -> &'a str {
+    pub(crate) fn pipeline_name<'a>(&'a self, slot: &'a str) -> &'a str {
         self.pipeline.as_deref().unwrap_or(slot)
     }
 
     /// The transactional id: `transactional_id`, else `walrelay-<pipeline>`.
-    pub fn transactional_id_for(&self, slot: &str) -> String {
+    pub(crate) fn transactional_id_for(&self, slot: &str) -> String {
         self.transactional_id
             .clone()
             .unwrap_or_else(|| format!("walrelay-{}", self.pipeline_name(slot)))
     }
 
     /// Checks the section; the error names the key.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         crate::router::check_topic_name(&self.progress_topic).map_err(|reason| {
             SettingError::invalid(
                 "kafka.transactions.progress_topic",
@@ -238,7 +238,7 @@ impl TransactionsConfig {
 impl KafkaConfig {
     /// Every producer property: `producer`, then `secrets`. Only for handing
     /// to librdkafka.
-    pub fn properties(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub(crate) fn properties(&self) -> impl Iterator<Item = (&str, &str)> {
         self.producer
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -277,7 +277,7 @@ impl fmt::Debug for KafkaConfig {
 /// Kafka Connect's `errors.tolerance`: what a bad event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum Tolerance {
+pub(crate) enum Tolerance {
     /// Stop without confirming past the event (the default).
     #[default]
     None,
@@ -288,21 +288,21 @@ pub enum Tolerance {
 /// The error policy: stop on a bad event, or dead-letter it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ErrorsConfig {
+pub(crate) struct ErrorsConfig {
     /// `none`: a bad event stops walrelay, nothing after it is confirmed.
     /// `all`: it goes to `dead_letter_topic` and the stream goes on
     /// (Kafka Connect's `errors.tolerance`).
     #[serde(default)]
-    pub tolerance: Tolerance,
+    pub(crate) tolerance: Tolerance,
     /// Topic receiving bad events with `tolerance = "all"`; required then,
     /// because skipping an event would lose it
     /// (`errors.deadletterqueue.topic.name`).
     #[serde(default)]
-    pub dead_letter_topic: Option<String>,
+    pub(crate) dead_letter_topic: Option<String>,
     /// Add the context headers (reason, LSNs, event id, intended topic) to
     /// dead-letter records (`errors.deadletterqueue.context.headers.enable`).
     #[serde(default = "default_true")]
-    pub dead_letter_context_headers: bool,
+    pub(crate) dead_letter_context_headers: bool,
 }
 
 impl Default for ErrorsConfig {
@@ -317,7 +317,7 @@ impl Default for ErrorsConfig {
 
 impl ErrorsConfig {
     /// The dead-letter topic when bad events go there.
-    pub fn dead_letter(&self) -> Option<&str> {
+    pub(crate) fn dead_letter(&self) -> Option<&str> {
         match self.tolerance {
             Tolerance::All => self.dead_letter_topic.as_deref(),
             Tolerance::None => None,
@@ -325,7 +325,7 @@ impl ErrorsConfig {
     }
 
     /// Checks the section; the error names the key.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         if let Some(topic) = &self.dead_letter_topic {
             crate::router::check_topic_name(topic).map_err(|reason| SettingError::Invalid {
                 key: "errors.dead_letter_topic".into(),
@@ -349,7 +349,7 @@ fn default_true() -> bool {
 impl KafkaConfig {
     /// Resolves `secrets_env` and `secrets_file` into `secrets`; errors name
     /// the key, never the value.
-    pub fn resolve_secrets(&mut self) -> Result<(), SettingError> {
+    pub(crate) fn resolve_secrets(&mut self) -> Result<(), SettingError> {
         let from_env = self
             .secrets_env
             .iter()
@@ -395,7 +395,7 @@ impl KafkaConfig {
 
     /// Checks the section, including the guarantees walrelay will not give
     /// up (the idempotent producer, `acks=all`); the error names the key.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         if self.bootstrap_servers.trim().is_empty() {
             return Err(SettingError::invalid(
                 "kafka.bootstrap_servers",

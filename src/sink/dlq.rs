@@ -27,29 +27,29 @@ use crate::router::{RecordHeader, RouteError};
 use crate::txn::OutboxEvent;
 
 /// Kafka Connect's header: the topic the record was meant for.
-pub const HEADER_TOPIC: &str = "__connect.errors.topic";
+pub(crate) const HEADER_TOPIC: &str = "__connect.errors.topic";
 /// Kafka Connect's header: the stage that failed (`TRANSFORMATION` for a
 /// routing error, `KAFKA_PRODUCE` for a delivery failure).
-pub const HEADER_STAGE: &str = "__connect.errors.stage";
+pub(crate) const HEADER_STAGE: &str = "__connect.errors.stage";
 /// Kafka Connect's header: the error's class (walrelay: the Rust error type).
-pub const HEADER_EXCEPTION_CLASS: &str = "__connect.errors.exception.class.name";
+pub(crate) const HEADER_EXCEPTION_CLASS: &str = "__connect.errors.exception.class.name";
 /// Kafka Connect's header: the error message, with its causes.
-pub const HEADER_EXCEPTION_MESSAGE: &str = "__connect.errors.exception.message";
+pub(crate) const HEADER_EXCEPTION_MESSAGE: &str = "__connect.errors.exception.message";
 /// The kind of problem, as in `walrelay_dead_lettered_total{reason}`.
-pub const HEADER_KIND: &str = "walrelay.error.kind";
+pub(crate) const HEADER_KIND: &str = "walrelay.error.kind";
 /// LSN of the outbox INSERT.
-pub const HEADER_SOURCE_LSN: &str = "walrelay.source.lsn";
+pub(crate) const HEADER_SOURCE_LSN: &str = "walrelay.source.lsn";
 /// LSN of its transaction's commit record.
-pub const HEADER_COMMIT_LSN: &str = "walrelay.commit.lsn";
+pub(crate) const HEADER_COMMIT_LSN: &str = "walrelay.commit.lsn";
 /// Its transaction id.
-pub const HEADER_XID: &str = "walrelay.xid";
+pub(crate) const HEADER_XID: &str = "walrelay.xid";
 /// The event id column's text (absent when NULL).
-pub const HEADER_EVENT_ID: &str = "walrelay.event.id";
+pub(crate) const HEADER_EVENT_ID: &str = "walrelay.event.id";
 /// `schema.table` of the outbox.
-pub const HEADER_SOURCE_TABLE: &str = "walrelay.source.table";
+pub(crate) const HEADER_SOURCE_TABLE: &str = "walrelay.source.table";
 /// Present when the original value (or key) was left out because the
 /// dead-letter record would be too large; says what was dropped and why.
-pub const HEADER_DROPPED: &str = "walrelay.original.dropped";
+pub(crate) const HEADER_DROPPED: &str = "walrelay.original.dropped";
 
 /// Room kept for headers and record overhead below the producer's
 /// `message.max.bytes` when deciding whether the original bytes fit.
@@ -57,7 +57,7 @@ const HEADER_ROOM: usize = 4096;
 
 /// Where a failure happened, for `__connect.errors.stage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// The router refused the row.
     Transformation,
     /// Kafka refused the record.
@@ -75,41 +75,41 @@ impl Stage {
 
 /// What is known about a bad event.
 #[derive(Debug, Clone)]
-pub struct Letter {
+pub(crate) struct Letter {
     /// Delivery tag of the event: session generation and transaction.
-    pub tag: u64,
+    pub(crate) tag: u64,
     /// LSN of the INSERT.
-    pub lsn: Lsn,
+    pub(crate) lsn: Lsn,
     /// LSN of the transaction's commit record.
-    pub commit_lsn: Lsn,
+    pub(crate) commit_lsn: Lsn,
     /// Transaction id.
-    pub xid: u32,
+    pub(crate) xid: u32,
     /// The event id column's text, if not NULL.
-    pub event_id: Option<String>,
+    pub(crate) event_id: Option<String>,
     /// `schema.table`.
-    pub table: String,
+    pub(crate) table: String,
     /// The key column's text.
-    pub key: Option<Bytes>,
+    pub(crate) key: Option<Bytes>,
     /// The payload column's bytes.
-    pub value: Option<Bytes>,
+    pub(crate) value: Option<Bytes>,
     /// The topic the event was meant for, if known.
-    pub topic: Option<String>,
+    pub(crate) topic: Option<String>,
     /// Short kind name (metric label).
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// Rust type of the error.
-    pub class: &'static str,
+    pub(crate) class: &'static str,
     /// The error message with its causes.
-    pub message: String,
+    pub(crate) message: String,
     /// Which stage failed.
-    pub stage: Stage,
+    pub(crate) stage: Stage,
     /// The producer refused the record for its size (its own
     /// `message.max.bytes`): never resend the value.
-    pub too_large: bool,
+    pub(crate) too_large: bool,
 }
 
 impl Letter {
     /// The parts of a dead-letter record that come from the event itself.
-    pub fn for_event(event: &OutboxEvent, tag: u64) -> Letter {
+    pub(crate) fn for_event(event: &OutboxEvent, tag: u64) -> Letter {
         let (key, value) = event.original();
         Letter {
             tag,
@@ -131,7 +131,7 @@ impl Letter {
 
     /// The dead-letter record of an event the router refused; `intended`
     /// is the topic it was meant for, when the router could tell.
-    pub fn route_error(
+    pub(crate) fn route_error(
         event: &OutboxEvent,
         tag: u64,
         err: &RouteError,
@@ -165,13 +165,13 @@ impl Letter {
 }
 
 /// What a dead-letter delivery report needs.
-pub struct LetterTag {
+pub(crate) struct LetterTag {
     tag: u64,
     kind: &'static str,
 }
 
 /// Delivery reports of dead-letter records settle the original event.
-pub struct DeadLetterContext {
+pub(crate) struct DeadLetterContext {
     shared: Arc<Shared>,
 }
 
@@ -210,7 +210,7 @@ impl ProducerContext for DeadLetterContext {
 }
 
 /// The dead-letter producer and topic.
-pub struct DeadLetter {
+pub(crate) struct DeadLetter {
     producer: ThreadedProducer<DeadLetterContext>,
     topic: String,
     context_headers: bool,
@@ -241,24 +241,24 @@ impl DeadLetter {
     }
 
     /// The dead-letter topic.
-    pub fn topic(&self) -> &str {
+    pub(crate) fn topic(&self) -> &str {
         &self.topic
     }
 
     /// Records handed to the dead-letter producer and not yet reported.
-    pub fn in_flight(&self) -> i32 {
+    pub(crate) fn in_flight(&self) -> i32 {
         self.producer.in_flight_count()
     }
 
     /// Waits up to `timeout` for every dead-letter record to be reported.
-    pub fn flush(&self, timeout: Duration) -> bool {
+    pub(crate) fn flush(&self, timeout: Duration) -> bool {
         self.producer.flush(timeout).is_ok()
     }
 
     /// The key, value and headers of `letter`'s dead-letter record, for a
     /// producer of the caller's (exactly-once mode produces it inside the
     /// Kafka transaction). Logs the event as [`DeadLetter::send`] does.
-    pub fn record_parts(
+    pub(crate) fn record_parts(
         &self,
         letter: &Letter,
     ) -> (Option<Bytes>, Option<Bytes>, Vec<RecordHeader>) {
@@ -304,7 +304,7 @@ impl DeadLetter {
     /// Produces the dead-letter record for `letter` through the publish
     /// step's blocking send (a delivery callback calls this), waiting while
     /// the local queue is full. Its delivery report settles the event.
-    pub fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
+    pub(crate) fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
         let (key, value, headers) = self.record_parts(letter);
         let tag = Box::new(LetterTag {
             tag: letter.tag,

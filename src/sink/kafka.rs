@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
 use rdkafka::util::IntoOpaque;
 use rdkafka::{ClientContext, Message};
 use tracing::{error, warn};
@@ -24,7 +24,7 @@ use super::SinkError;
 
 /// What Kafka gives: an idempotent producer (`enable.idempotence`, forced),
 /// transactions, and order per partition, which the key picks.
-pub const GUARANTEES: Guarantees = Guarantees {
+pub(crate) const GUARANTEES: Guarantees = Guarantees {
     idempotent: true,
     transactional: true,
     dedup_by_id: false,
@@ -32,17 +32,13 @@ pub const GUARANTEES: Guarantees = Guarantees {
 };
 
 /// The exception class named in dead-letter records of Kafka's refusals.
-pub const ERROR_CLASS: &str = "rdkafka::error::KafkaError";
+pub(crate) const ERROR_CLASS: &str = "rdkafka::error::KafkaError";
 
 impl<C: ProducerContext + 'static> Broker for ThreadedProducer<C> {
     type Ticket = C::DeliveryOpaque;
     type Error = KafkaError;
 
     const NAME: &'static str = "kafka";
-
-    fn guarantees(&self) -> Guarantees {
-        GUARANTEES
-    }
 
     fn send(
         &self,
@@ -60,10 +56,6 @@ impl<C: ProducerContext + 'static> Broker for ThreadedProducer<C> {
 
     fn classify(error: &KafkaError) -> FailureClass {
         class_of(error.rdkafka_error_code())
-    }
-
-    fn in_flight(&self) -> usize {
-        usize::try_from(self.in_flight_count()).unwrap_or(0)
     }
 }
 
@@ -103,7 +95,7 @@ pub fn base_record<'a, O: IntoOpaque>(
 /// Kind names of the failures that are about one record (its size, its
 /// topic, a broker policy) rather than the cluster; under
 /// `errors.tolerance = all` those records are dead-lettered.
-pub fn per_record_failure(code: RDKafkaErrorCode) -> Option<&'static str> {
+pub(crate) fn per_record_failure(code: RDKafkaErrorCode) -> Option<&'static str> {
     Some(match code {
         RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidMessageSize => {
             "message_too_large"
@@ -171,7 +163,7 @@ fn failure_of(err: &KafkaError, msg: &rdkafka::message::BorrowedMessage<'_>) -> 
 }
 
 /// The main producer's context: delivery reports into the publish step.
-pub struct DeliveryContext {
+pub(crate) struct DeliveryContext {
     pub(super) shared: Arc<Shared>,
     pub(super) dead_letter: Option<Arc<DeadLetter>>,
 }

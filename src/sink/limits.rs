@@ -18,7 +18,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::error::RDKafkaErrorCode;
 
 /// librdkafka's default `batch.size`.
-pub const DEFAULT_BATCH_SIZE: u64 = 1_000_000;
+pub(crate) const DEFAULT_BATCH_SIZE: u64 = 1_000_000;
 
 /// The topic setting that bounds a record batch.
 const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
@@ -37,7 +37,7 @@ const ONE_RECORD_OVERHEAD: u64 = 128;
 /// lowered it). `cc` is the producer's configuration (same brokers and
 /// security settings). The error text names what failed; it carries no
 /// configuration values.
-pub async fn topic_limit(cc: &ClientConfig, topic: &str) -> Result<Option<u64>, String> {
+pub(crate) async fn topic_limit(cc: &ClientConfig, topic: &str) -> Result<Option<u64>, String> {
     // An admin client is a producer inside librdkafka: without this it
     // would ask the cluster for a producer id of its own.
     let mut cc = cc.clone();
@@ -81,7 +81,7 @@ pub async fn topic_limit(cc: &ClientConfig, topic: &str) -> Result<Option<u64>, 
 /// The largest `batch.size` whose batches a topic with `limit` accepts:
 /// room for the batch header, and for compression of input that does not
 /// compress (LZ4 and zstd grow it by well under 1 %).
-pub fn batch_size_for(limit: u64) -> u64 {
+pub(crate) fn batch_size_for(limit: u64) -> u64 {
     limit
         .saturating_sub(limit / 100)
         .saturating_sub(ONE_RECORD_OVERHEAD)
@@ -90,12 +90,12 @@ pub fn batch_size_for(limit: u64) -> u64 {
 
 /// Whether a record with `bytes` of key, value and headers fits alone in a
 /// batch under `limit` (uncompressed: a conservative answer).
-pub fn fits_alone(bytes: usize, limit: u64) -> bool {
+pub(crate) fn fits_alone(bytes: usize, limit: u64) -> bool {
     (bytes as u64).saturating_add(ONE_RECORD_OVERHEAD) <= limit
 }
 
 /// The `batch.size` a producer configuration sets, or librdkafka's default.
-pub fn configured_batch_size(value: Option<&str>) -> u64 {
+pub(crate) fn configured_batch_size(value: Option<&str>) -> u64 {
     value
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(DEFAULT_BATCH_SIZE)

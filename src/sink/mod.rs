@@ -28,13 +28,13 @@
 
 pub mod broker;
 pub mod config;
-pub mod dlq;
+pub(crate) mod dlq;
 pub mod kafka;
-pub mod limits;
-pub mod progress;
+pub(crate) mod limits;
+pub(crate) mod progress;
 pub mod progress_topic;
 pub(crate) mod publish;
-pub mod transactional;
+pub(crate) mod transactional;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,7 +84,7 @@ const FAILURE_CHECK: Duration = Duration::from_millis(100);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Errors of the sink.
 #[derive(Debug, thiserror::Error)]
-pub enum SinkError {
+pub(crate) enum SinkError {
     /// The configuration asks for a guarantee the broker cannot give.
     #[error(transparent)]
     Unmet(#[from] broker::Unmet),
@@ -247,7 +247,7 @@ impl From<SinkError> for Retry<SinkError> {
 }
 
 /// The producer, shared by every replication session of the process.
-pub struct KafkaSink {
+pub(crate) struct KafkaSink {
     /// Replaced (only by [`KafkaSink::run`], after every record handed to
     /// it was reported) when a topic needs smaller batches.
     producer: RwLock<Arc<ThreadedProducer<DeliveryContext>>>,
@@ -275,7 +275,7 @@ impl KafkaSink {
     /// With `kafka.exactly_once` the producer is transactional (its
     /// `transactional.id` derived from the pipeline reading `slot`); call
     /// [`KafkaSink::start_exactly_once`] before the first session.
-    pub fn with_errors(
+    pub(crate) fn with_errors(
         config: &KafkaConfig,
         errors: &ErrorsConfig,
         status_interval: Duration,
@@ -341,13 +341,13 @@ impl KafkaSink {
     }
 
     /// Exactly-once mode's state, if on.
-    pub fn exactly_once(&self) -> Option<&Arc<Eos>> {
+    pub(crate) fn exactly_once(&self) -> Option<&Arc<Eos>> {
         self.eos.as_ref()
     }
 
     /// Starts a new replication session: later delivery reports go to
     /// `tracker`; reports for earlier sessions are ignored.
-    pub fn begin_session(&self, tracker: SharedTracker) -> u64 {
+    pub(crate) fn begin_session(&self, tracker: SharedTracker) -> u64 {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         *self
             .shared
@@ -358,13 +358,13 @@ impl KafkaSink {
     }
 
     /// Takes a recorded permanent delivery failure.
-    pub fn take_failure(&self) -> Option<SinkError> {
+    pub(crate) fn take_failure(&self) -> Option<SinkError> {
         self.shared.take_failure()
     }
 
     /// Records handed to librdkafka (dead-letter records included) and not
     /// yet reported.
-    pub fn in_flight(&self) -> i32 {
+    pub(crate) fn in_flight(&self) -> i32 {
         self.producer().in_flight_count() + self.dead_letter.as_ref().map_or(0, |d| d.in_flight())
     }
 
@@ -373,14 +373,9 @@ impl KafkaSink {
         Arc::clone(&self.producer.read().expect("producer lock poisoned"))
     }
 
-    /// Successful deliveries since start.
-    pub fn delivered(&self) -> u64 {
-        self.shared.delivered.load(Ordering::Relaxed)
-    }
-
     /// Whether a broker answers a metadata request within `timeout`
     /// (blocking; call from a blocking thread).
-    pub fn probe(&self, timeout: Duration) -> bool {
+    pub(crate) fn probe(&self, timeout: Duration) -> bool {
         self.producer()
             .client()
             .fetch_metadata(None, timeout)
@@ -388,7 +383,7 @@ impl KafkaSink {
     }
 
     /// Waits up to `timeout` for every record to be reported (blocking).
-    pub fn flush(&self, timeout: Duration) -> bool {
+    pub(crate) fn flush(&self, timeout: Duration) -> bool {
         let main = self.producer().flush(timeout).is_ok();
         // A failed delivery may have produced a dead-letter record just now.
         let dead = self.dead_letter.as_ref().is_none_or(|d| d.flush(timeout));
@@ -400,7 +395,7 @@ impl KafkaSink {
     /// hash the key. A permanent delivery failure still stops
     /// the sink, as it stops Debezium's task. Never waits: a full local
     /// queue is an error the caller may skip.
-    pub fn produce_untracked(
+    pub(crate) fn produce_untracked(
         &self,
         topic: &str,
         partition: Option<i32>,
@@ -454,7 +449,7 @@ impl KafkaSink {
     /// permanent delivery failure that is not dead-lettered, or a
     /// dead-letter record that cannot be delivered. Waits (backpressure)
     /// while librdkafka's queue is full.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         router: &mut Router,
         rx: mpsc::Receiver<Vec<OutboxEvent>>,

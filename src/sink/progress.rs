@@ -28,33 +28,33 @@ const FORMAT: u32 = 1;
 
 /// What a pipeline's progress record says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// The pipeline (the key).
-    pub pipeline: String,
+    pub(crate) pipeline: String,
     /// PostgreSQL's system identifier.
-    pub system_id: String,
+    pub(crate) system_id: String,
     /// The timeline of the server walrelay read from.
-    pub timeline: u32,
+    pub(crate) timeline: u32,
     /// The replication slot.
-    pub slot: String,
+    pub(crate) slot: String,
     /// Commit end LSN of the last whole source transaction in Kafka.
-    pub lsn: Lsn,
+    pub(crate) lsn: Lsn,
     /// The split transaction's commit record LSN, when `events` > 0.
-    pub commit_lsn: Lsn,
+    pub(crate) commit_lsn: Lsn,
     /// Events of the split transaction already in Kafka; 0 at a boundary.
-    pub events: u64,
+    pub(crate) events: u64,
     /// Where the pipeline stands.
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     /// Rows the initial snapshot delivered (in the record that ends it).
-    pub snapshot_rows: Option<u64>,
+    pub(crate) snapshot_rows: Option<u64>,
     /// When the record was written, Unix ms.
-    pub ts_ms: i64,
+    pub(crate) ts_ms: i64,
 }
 
 /// The phase a progress record names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub(crate) enum Phase {
     /// An initial snapshot began and has not been committed: its slot (if
     /// any) must be dropped and the snapshot done again.
     Snapshot,
@@ -82,7 +82,7 @@ struct Wire {
 
 /// Errors reading progress.
 #[derive(Debug, thiserror::Error)]
-pub enum ProgressError {
+pub(crate) enum ProgressError {
     /// The consumer could not be created or assigned.
     #[error("cannot read the progress topic {topic}")]
     Consumer {
@@ -119,18 +119,18 @@ pub enum ProgressError {
 
 impl Progress {
     /// The key of `pipeline`'s records.
-    pub fn key_for(pipeline: &str) -> Vec<u8> {
+    pub(crate) fn key_for(pipeline: &str) -> Vec<u8> {
         serde_json::to_vec(&serde_json::json!([pipeline, {"walrelay": "progress"}]))
             .expect("a JSON array of strings serialises")
     }
 
     /// This record's key.
-    pub fn key(&self) -> Vec<u8> {
+    pub(crate) fn key(&self) -> Vec<u8> {
         Self::key_for(&self.pipeline)
     }
 
     /// The value bytes.
-    pub fn value(&self) -> Vec<u8> {
+    pub(crate) fn value(&self) -> Vec<u8> {
         serde_json::to_vec(&Wire {
             format: FORMAT,
             pipeline: self.pipeline.clone(),
@@ -149,7 +149,7 @@ impl Progress {
     }
 
     /// Parses a value; the error says what is wrong.
-    pub fn parse(value: &[u8]) -> Result<Progress, String> {
+    pub(crate) fn parse(value: &[u8]) -> Result<Progress, String> {
         let w: Wire = serde_json::from_slice(value).map_err(|e| e.to_string())?;
         if w.format != FORMAT {
             return Err(format!(
@@ -179,7 +179,7 @@ impl Progress {
     /// Where the stream must start so that nothing after this record is
     /// missed: the split transaction's commit record, else the end of the
     /// last whole transaction.
-    pub fn resume_lsn(&self) -> Lsn {
+    pub(crate) fn resume_lsn(&self) -> Lsn {
         if self.events > 0 {
             self.commit_lsn
         } else {
@@ -190,7 +190,7 @@ impl Progress {
     /// Whether the event that is number `index` (from 0) of the source
     /// transaction whose commit record is at `commit_lsn` is already in
     /// Kafka according to this record.
-    pub fn covers(&self, commit_lsn: Lsn, index: u64) -> bool {
+    pub(crate) fn covers(&self, commit_lsn: Lsn, index: u64) -> bool {
         if self.events > 0 && commit_lsn == self.commit_lsn {
             return index < self.events;
         }
@@ -242,7 +242,7 @@ fn consumer(producer: &ClientConfig, topic: &str) -> Result<BaseConsumer, Progre
 /// begins; a transaction still open there (another pipeline's, or a zombie
 /// walrelay's not yet fenced) holds read_committed readers back until it
 /// ends, bounded by `timeout`.
-pub fn read_last(
+pub(crate) fn read_last(
     producer: &ClientConfig,
     topic: &str,
     pipeline: &str,

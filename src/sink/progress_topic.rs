@@ -22,7 +22,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use crate::sink::config::TransactionsConfig;
 
 /// Bound on one admin or metadata request.
-pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The topic setting that must contain `compact`.
 const CLEANUP_POLICY: &str = "cleanup.policy";
@@ -31,7 +31,7 @@ const CLEANUP_POLICY: &str = "cleanup.policy";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicFacts {
     /// The topic's name.
-    pub topic: String,
+    pub(crate) topic: String,
     /// Its partition count.
     pub partitions: usize,
     /// The replica count of its first partition.
@@ -51,7 +51,7 @@ impl TopicFacts {
 
 /// Whether a `cleanup.policy` value includes `compact` (`compact` or
 /// `compact,delete`).
-pub fn is_compacted(policy: &str) -> bool {
+pub(crate) fn is_compacted(policy: &str) -> bool {
     policy
         .split(',')
         .any(|p| p.trim().eq_ignore_ascii_case("compact"))

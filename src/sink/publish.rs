@@ -292,7 +292,7 @@ impl Shared {
 /// What an acknowledgement needs to know about its record: which
 /// transaction to settle, and enough of the event to name it in an error
 /// or dead-letter it. The ticket every broker carries.
-pub struct RecordContext {
+pub(crate) struct RecordContext {
     tag: u64,
     lsn: Lsn,
     commit_lsn: Lsn,
@@ -524,7 +524,7 @@ pub(super) fn send_blocking<B: Broker>(
 mod tests {
     use std::cell::{Cell, RefCell};
 
-    use super::super::broker::{Guarantees, WireRecord};
+    use super::super::broker::WireRecord;
     use super::*;
 
     /// A broker that takes `room` records, then is full until `drain`.
@@ -542,15 +542,6 @@ mod tests {
         type Ticket = u32;
         type Error = Refuse;
         const NAME: &'static str = "queue";
-
-        fn guarantees(&self) -> Guarantees {
-            Guarantees {
-                idempotent: false,
-                transactional: false,
-                dedup_by_id: false,
-                per_key_order: true,
-            }
-        }
 
         fn send(&self, record: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
             if let Some(why) = self.refuse {
@@ -571,10 +562,6 @@ mod tests {
                 kind: "invalid_record",
                 too_large: false,
             }
-        }
-
-        fn in_flight(&self) -> usize {
-            self.sent.borrow().len()
         }
     }
 

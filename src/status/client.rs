@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
-use hyper::header::HeaderMap;
 use hyper::{StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -21,9 +20,9 @@ use hyper_util::rt::TokioExecutor;
 use crate::metrics::page::State;
 
 /// Default bound on one request (connect, request and the whole answer).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The path of the typed state.
-pub const STATE_PATH: &str = "/api/state";
+pub(crate) const STATE_PATH: &str = "/api/state";
 /// The listener's pages, any of which may name it in a URL.
 const PAGES: [&str; 5] = ["/api/state", "/metrics", "/readyz", "/healthz", "/"];
 /// Largest answer accepted.
@@ -121,9 +120,10 @@ pub struct Response {
     /// The status.
     pub status: StatusCode,
     /// The headers.
-    pub headers: HeaderMap,
+    #[cfg(test)]
+    pub(crate) headers: hyper::header::HeaderMap,
     /// The body.
-    pub body: Bytes,
+    pub(crate) body: Bytes,
 }
 
 impl Response {
@@ -136,14 +136,14 @@ impl Response {
 /// A client of the listener, each request bounded by its timeout. Cheap
 /// to clone; clones share their idle connections (`--watch` reuses one).
 #[derive(Debug, Clone)]
-pub struct Client {
+pub(crate) struct Client {
     http: hyper_util::client::legacy::Client<HttpConnector, Empty<Bytes>>,
     timeout: Duration,
 }
 
 impl Client {
     /// A client whose requests each end within `timeout`.
-    pub fn new(timeout: Duration) -> Client {
+    pub(crate) fn new(timeout: Duration) -> Client {
         Client {
             http: hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http(),
             timeout,
@@ -151,7 +151,7 @@ impl Client {
     }
 
     /// GET `url`, whatever the status of the answer.
-    pub async fn get(&self, url: &str) -> Result<Response, ClientError> {
+    pub(crate) async fn get(&self, url: &str) -> Result<Response, ClientError> {
         let uri: Uri = url.parse().map_err(|source| ClientError::InvalidUrl {
             url: url.to_owned(),
             source,
@@ -192,6 +192,7 @@ impl Client {
                 .to_bytes();
             Ok(Response {
                 status: parts.status,
+                #[cfg(test)]
                 headers: parts.headers,
                 body,
             })
@@ -204,8 +205,9 @@ impl Client {
             })?
     }
 
+    #[cfg(test)]
     /// GET `url` as text; an answer other than 200 is an error.
-    pub async fn text(&self, url: &str) -> Result<String, ClientError> {
+    pub(crate) async fn text(&self, url: &str) -> Result<String, ClientError> {
         let answer = self.ok(url).await?;
         answer
             .text()
@@ -216,7 +218,7 @@ impl Client {
     }
 
     /// GET `url` (an `/api/state`) as the typed state.
-    pub async fn state(&self, url: &str) -> Result<State, ClientError> {
+    pub(crate) async fn state(&self, url: &str) -> Result<State, ClientError> {
         decode_state(url, &self.ok(url).await?.body)
     }
 
@@ -234,7 +236,7 @@ impl Client {
 }
 
 /// The state in `body`, the answer of `url`.
-pub fn decode_state(url: &str, body: &[u8]) -> Result<State, ClientError> {
+pub(crate) fn decode_state(url: &str, body: &[u8]) -> Result<State, ClientError> {
     serde_json::from_slice(body).map_err(|source| ClientError::NotState {
         url: url.to_owned(),
         source,
@@ -245,7 +247,7 @@ pub fn decode_state(url: &str, body: &[u8]) -> Result<State, ClientError> {
 /// for `addr`: a listen address (`127.0.0.1:9187`), or a URL of the
 /// listener (`http://proxy/walrelay/`) or of any of its pages
 /// (`http://127.0.0.1:9187/metrics`).
-pub fn page_url(addr: &str, path: &str) -> String {
+pub(crate) fn page_url(addr: &str, path: &str) -> String {
     if !addr.contains("://") {
         return format!("http://{addr}{path}");
     }

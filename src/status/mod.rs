@@ -21,7 +21,7 @@ mod run;
 mod snapshot;
 mod view;
 
-pub use client::{fetch_state, ClientError, DEFAULT_TIMEOUT};
+pub(crate) use client::{ClientError, DEFAULT_TIMEOUT};
 pub use run::{run_status, run_status_to, RATE_WINDOW};
 pub use snapshot::{is_poll, PipelineState, Rates, Snapshot};
 pub use view::{render, render_view, CATCH_UP_THRESHOLD_BYTES};
@@ -54,13 +54,13 @@ pub enum StatusError {
 #[derive(Debug, Clone)]
 pub struct StatusOptions {
     /// The state, e.g. `http://127.0.0.1:9187/api/state`.
-    pub url: String,
+    pub(crate) url: String,
     /// Refresh every this often until Ctrl-C; `None` shows the view once.
-    pub watch: Option<Duration>,
+    pub(crate) watch: Option<Duration>,
     /// Bound on each reading.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Show only this pipeline; `None` shows every pipeline.
-    pub pipeline: Option<String>,
+    pub(crate) pipeline: Option<String>,
 }
 
 impl StatusOptions {
@@ -77,7 +77,7 @@ impl StatusOptions {
 
     /// The options for a listen address such as `127.0.0.1:9187`, or a URL
     /// of the listener (see [`client::page_url`]).
-    pub fn for_addr(addr: &str) -> Self {
+    pub(crate) fn for_addr(addr: &str) -> Self {
         StatusOptions::new(client::state_url(addr))
     }
 }

@@ -14,16 +14,16 @@ use crate::metrics::page::state::{Lifecycle, PipelineView, SourceKind, State};
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     /// Where it came from.
-    pub url: String,
+    pub(crate) url: String,
     /// When it was read (for rates).
-    pub taken: Instant,
+    pub(crate) taken: Instant,
     /// What the process said.
     pub state: State,
 }
 
 impl Snapshot {
     /// Reads the state at `url` (an `/api/state`) now.
-    pub async fn take(client: &Client, url: &str) -> Result<Snapshot, ClientError> {
+    pub(crate) async fn take(client: &Client, url: &str) -> Result<Snapshot, ClientError> {
         let state = client.state(url).await?;
         Ok(Snapshot {
             url: url.to_owned(),
@@ -33,7 +33,7 @@ impl Snapshot {
     }
 
     /// The names of the process's pipelines, in the order it started them.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.state
             .pipelines
             .iter()
@@ -92,7 +92,7 @@ impl PipelineState {
     }
 
     /// One word for the table of pipelines.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PipelineState::Running => "running",
             PipelineState::Starting => "starting",
@@ -120,17 +120,17 @@ pub(super) fn lag_critical(p: &PipelineView) -> bool {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Rates {
     /// Events per second.
-    pub events_per_s: Option<f64>,
+    pub(crate) events_per_s: Option<f64>,
     /// Confirmed WAL bytes per second.
-    pub confirmed_bytes_per_s: Option<f64>,
+    pub(crate) confirmed_bytes_per_s: Option<f64>,
     /// Rows the polling source published per second.
-    pub published_rows_per_s: Option<f64>,
+    pub(crate) published_rows_per_s: Option<f64>,
 }
 
 impl Rates {
     /// Rates from `previous` to `current`, `seconds` apart; `None` fields
     /// when a counter went backwards (a restart) or no time passed.
-    pub fn between(previous: &PipelineView, current: &PipelineView, seconds: f64) -> Rates {
+    pub(crate) fn between(previous: &PipelineView, current: &PipelineView, seconds: f64) -> Rates {
         if seconds <= 0.0 {
             return Rates::default();
         }
@@ -151,7 +151,7 @@ impl Rates {
     }
 
     /// The rates of pipeline `name` from `previous` to `current`.
-    pub fn of_pipeline(previous: &Snapshot, current: &Snapshot, name: &str) -> Rates {
+    pub(crate) fn of_pipeline(previous: &Snapshot, current: &Snapshot, name: &str) -> Rates {
         let seconds = current
             .taken
             .saturating_duration_since(previous.taken)

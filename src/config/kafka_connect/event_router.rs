@@ -16,11 +16,11 @@ use crate::txn::config::OpInvalidBehavior;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DebeziumRouterOptions {
     /// The router options.
-    pub router: RouterConfig,
+    pub(crate) router: RouterConfig,
     /// `table.op.invalid.behavior`, if set (it belongs to `outbox`).
-    pub op_invalid_behavior: Option<OpInvalidBehavior>,
+    pub(crate) op_invalid_behavior: Option<OpInvalidBehavior>,
     /// Keys the EventRouter does not define; the caller warns about them.
-    pub unknown: Vec<String>,
+    pub(crate) unknown: Vec<String>,
 }
 
 /// Debezium's `Field.isBoolean` and `Boolean.parseBoolean` after trimming.

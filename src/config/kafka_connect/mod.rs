@@ -57,9 +57,9 @@ const OFFSETS_IN_SLOT: &str = "ignored: walrelay keeps its position in the repli
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IgnoredKey {
     /// The key as the file spells it.
-    pub key: String,
+    pub(crate) key: String,
     /// Why it is ignored (never contains the value).
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// A translated configuration and what was ignored on the way.
@@ -73,7 +73,7 @@ pub struct Translation {
 
 impl Translation {
     /// Logs one warning per ignored key (the key's name, never its value).
-    pub fn warn(&self) {
+    pub(crate) fn warn(&self) {
         for i in &self.ignored {
             tracing::warn!(key = %i.key, "{}", i.reason);
         }

@@ -26,11 +26,11 @@ pub struct State {
     /// walrelay's version.
     pub version: String,
     /// Every pipeline ready (`/readyz` would answer 200).
-    pub ready: bool,
+    pub(crate) ready: bool,
     /// Seconds between two history samples.
-    pub sample_interval_seconds: f64,
+    pub(crate) sample_interval_seconds: f64,
     /// Seconds of history kept.
-    pub window_seconds: f64,
+    pub(crate) window_seconds: f64,
     /// The pipelines, in the order the configuration gives them.
     pub pipelines: Vec<PipelineView>,
 }
@@ -52,7 +52,7 @@ pub enum Lifecycle {
 /// Which source a pipeline reads (`walrelay_source_info`'s `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SourceKind {
+pub(crate) enum SourceKind {
     /// A replication slot.
     Wal,
     /// The polling source.
@@ -67,28 +67,28 @@ pub struct PipelineView {
     /// `starting`, `running`, `failed` or `stopped`.
     pub state: Lifecycle,
     /// The error chain that stopped it, when `failed`.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Streaming (or holding a shard), Kafka reachable, lag below critical.
     pub ready: bool,
     /// `wal` or `poll`; `null` until the pipeline said.
-    pub source: Option<SourceKind>,
+    pub(crate) source: Option<SourceKind>,
     /// Events produced, over every topic.
     pub events_total: u64,
     /// Events per second over the last sample interval; `null` before two
     /// samples.
-    pub events_per_second: Option<f64>,
+    pub(crate) events_per_second: Option<f64>,
     /// Events handed to Kafka and not yet acknowledged.
     pub in_flight: i64,
     /// The highest WAL position received, `X/Y`; `null` for polling.
     #[serde(with = "lsn_text::option")]
-    pub received_lsn: Option<Lsn>,
+    pub(crate) received_lsn: Option<Lsn>,
     /// The position confirmed to the slot, `X/Y`; `null` for polling.
     #[serde(with = "lsn_text::option")]
     pub confirmed_lsn: Option<Lsn>,
     /// `pg_current_wal_lsn() - confirmed_flush_lsn`; `null` for polling.
     pub confirmed_lag_bytes: Option<i64>,
     /// `pg_current_wal_lsn() - restart_lsn`; `null` for polling.
-    pub retained_wal_bytes: Option<i64>,
+    pub(crate) retained_wal_bytes: Option<i64>,
     /// Now minus the commit time of the oldest unconfirmed event; `null`
     /// for polling.
     pub replication_lag_seconds: Option<f64>,
@@ -98,24 +98,24 @@ pub struct PipelineView {
     pub oldest_unpublished_age_seconds: Option<f64>,
     /// Why it is not ready, as `/readyz` words it (`failed: <error>`,
     /// `stopped`, or the conditions that do not hold); `null` when ready.
-    pub not_ready_reason: Option<String>,
+    pub(crate) not_ready_reason: Option<String>,
     /// Events produced, by topic.
     pub events_by_topic: BTreeMap<String, u64>,
     /// Source transactions relayed.
-    pub transactions_total: u64,
+    pub(crate) transactions_total: u64,
     /// Seconds since the commit of the oldest unacknowledged event.
     pub oldest_unacked_age_seconds: f64,
     /// Source commit to Kafka acknowledgement.
-    pub commit_to_ack: Latency,
+    pub(crate) commit_to_ack: Latency,
     /// Where that time goes, by stage; absent from older processes.
     #[serde(default)]
-    pub stage_seconds: Option<StageLatencies>,
+    pub(crate) stage_seconds: Option<StageLatencies>,
     /// Permanent Kafka delivery failures, over every error code.
-    pub delivery_errors_total: u64,
+    pub(crate) delivery_errors_total: u64,
     /// Sessions re-established after a transient failure.
     pub reconnects_total: u64,
     /// Changes and messages not relayed, over every reason.
-    pub filtered_total: u64,
+    pub(crate) filtered_total: u64,
     /// The transactional producer's progress; `null` at-least-once.
     pub exactly_once: Option<ExactlyOnceView>,
     /// The replication slot as the lag monitor last read it; `null` for
@@ -134,37 +134,37 @@ pub struct PipelineView {
 /// (`walrelay_commit_to_ack_seconds`, each stage of
 /// `walrelay_stage_seconds`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
+pub(crate) struct Latency {
     /// Observations.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Their sum, seconds.
-    pub sum_seconds: f64,
+    pub(crate) sum_seconds: f64,
     /// Cumulative counts at each finite upper bound, ascending; the
     /// `+Inf` bucket is `count`. Empty from a process that serves none.
     #[serde(default)]
-    pub buckets: Vec<Bucket>,
+    pub(crate) buckets: Vec<Bucket>,
 }
 
 /// One cumulative bucket of a [`Latency`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     /// Upper bound, seconds.
-    pub le: f64,
+    pub(crate) le: f64,
     /// Observations at or below it.
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 /// The latency of an event by stage (`walrelay_stage_seconds`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StageLatencies {
+pub(crate) struct StageLatencies {
     /// Commit timestamp to reading the commit off the socket.
-    pub commit_to_receive: Latency,
+    pub(crate) commit_to_receive: Latency,
     /// Read off the socket to handed to the broker.
-    pub receive_to_produce: Latency,
+    pub(crate) receive_to_produce: Latency,
     /// Handed to the broker to its acknowledgement.
-    pub produce_to_ack: Latency,
+    pub(crate) produce_to_ack: Latency,
     /// Fully acknowledged to confirmed to the server.
-    pub ack_to_confirm: Latency,
+    pub(crate) ack_to_confirm: Latency,
 }
 
 /// Exactly-once delivery: the last committed progress record and the
@@ -177,17 +177,17 @@ pub struct ExactlyOnceView {
     pub committed_lsn: Lsn,
     /// Events of a split source transaction committed at that record; 0
     /// at a transaction boundary.
-    pub committed_events: i64,
+    pub(crate) committed_events: i64,
     /// Kafka transactions committed.
     pub transactions_committed: u64,
     /// Kafka transactions aborted.
     pub transactions_aborted: u64,
     /// Another instance with the same transactional id fenced this one.
-    pub producer_fenced: bool,
+    pub(crate) producer_fenced: bool,
     /// How long committing a Kafka transaction took
     /// (`walrelay_kafka_transaction_commit_seconds`).
     #[serde(default)]
-    pub commit_seconds: Option<Latency>,
+    pub(crate) commit_seconds: Option<Latency>,
 }
 
 /// The replication slot.
@@ -197,9 +197,9 @@ pub struct SlotView {
     pub active: bool,
     /// Its `wal_status` (`reserved`, `extended`, `unreserved`, `lost`);
     /// `null` before the lag monitor read it.
-    pub wal_status: Option<String>,
+    pub(crate) wal_status: Option<String>,
     /// Bytes of WAL before it is invalidated; 0 when unlimited.
-    pub safe_wal_size_bytes: i64,
+    pub(crate) safe_wal_size_bytes: i64,
     /// Lag alert level by kind (`retained_wal`, `lag_seconds`): 0 ok, 1
     /// warning, 2 critical.
     pub alert_levels: BTreeMap<String, i64>,
@@ -234,16 +234,16 @@ pub struct PollView {
     /// Published rows deleted by retention.
     pub retention_deleted_rows: u64,
     /// `LISTEN` notifications received.
-    pub notifications: u64,
+    pub(crate) notifications: u64,
     /// Claims by result (`published`, `empty`, `rolled_back`).
     pub batches: BTreeMap<String, u64>,
     /// Errors by kind.
-    pub errors: BTreeMap<String, u64>,
+    pub(crate) errors: BTreeMap<String, u64>,
 }
 
 impl State {
     /// The state of `process` with `history`, as of `now`.
-    pub fn of(process: &Process, history: &History, now: Instant) -> State {
+    pub(crate) fn of(process: &Process, history: &History, now: Instant) -> State {
         State {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             ready: process.not_ready().is_none(),
@@ -265,7 +265,7 @@ impl State {
 
 impl PipelineView {
     /// Pipeline `m` now, with its `samples` as seen at `now`.
-    pub fn of(m: &Metrics, samples: &[history::Sample], now: Instant) -> PipelineView {
+    pub(crate) fn of(m: &Metrics, samples: &[history::Sample], now: Instant) -> PipelineView {
         let reading = Reading::of(m);
         let source = history::source_kind(m).map(|kind| match kind {
             "poll" => SourceKind::Poll,

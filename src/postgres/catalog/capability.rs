@@ -18,34 +18,34 @@ use crate::retry::Retry;
 /// The oldest server walrelay supports (`server_version_num`): streaming of
 /// in-progress transactions (pgoutput protocol 2) and the slot views it
 /// reads are PostgreSQL 14's.
-pub const MIN_SERVER_VERSION_NUM: u32 = 140_000;
+pub(crate) const MIN_SERVER_VERSION_NUM: u32 = 140_000;
 /// The first release that saves a logical slot's confirmed position at a
 /// shutdown checkpoint.
-pub const SAVES_CONFIRMED_AT_SHUTDOWN: u32 = 170_000;
+pub(crate) const SAVES_CONFIRMED_AT_SHUTDOWN: u32 = 170_000;
 
 /// The settings and role attributes the judgement needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerFacts {
+pub(crate) struct ServerFacts {
     /// `server_version_num`, e.g. 160004.
-    pub version_num: u32,
+    pub(crate) version_num: u32,
     /// `server_version` as shown, e.g. `16.4 (Debian 16.4-1)`.
-    pub version: String,
+    pub(crate) version: String,
     /// `wal_level`.
-    pub wal_level: String,
+    pub(crate) wal_level: String,
     /// `max_replication_slots`.
-    pub max_replication_slots: i32,
+    pub(crate) max_replication_slots: i32,
     /// `max_wal_senders`.
-    pub max_wal_senders: i32,
+    pub(crate) max_wal_senders: i32,
     /// The connected role (`current_user`).
-    pub user: String,
+    pub(crate) user: String,
     /// `rolreplication` (false when the role is not in `pg_roles`).
-    pub replication: bool,
+    pub(crate) replication: bool,
     /// `rolsuper`.
-    pub superuser: bool,
+    pub(crate) superuser: bool,
 }
 
 /// Reads [`ServerFacts`] in one round trip.
-pub async fn server_facts(client: &Client) -> Result<ServerFacts, tokio_postgres::Error> {
+pub(crate) async fn server_facts(client: &Client) -> Result<ServerFacts, tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT current_setting('server_version_num')::int4, current_setting('server_version'),
@@ -73,7 +73,7 @@ impl ServerFacts {
     /// What keeps walrelay from streaming from this server, most basic
     /// first (an unsupported version before everything else); none of it
     /// fixes itself.
-    pub fn problems(&self) -> Vec<Unsupported> {
+    pub(crate) fn problems(&self) -> Vec<Unsupported> {
         let mut out = Vec::new();
         if self.version_num < MIN_SERVER_VERSION_NUM {
             out.push(Unsupported::ServerVersion {
@@ -101,7 +101,7 @@ impl ServerFacts {
 
     /// Whether the server saves a logical slot's confirmed position at a
     /// shutdown checkpoint (PostgreSQL 17 and later).
-    pub fn saves_confirmed_at_shutdown(&self) -> bool {
+    pub(crate) fn saves_confirmed_at_shutdown(&self) -> bool {
         self.version_num >= SAVES_CONFIRMED_AT_SHUTDOWN
     }
 }
@@ -143,7 +143,7 @@ pub enum Unsupported {
 
 impl Unsupported {
     /// What was found.
-    pub fn problem(&self) -> String {
+    pub(crate) fn problem(&self) -> String {
         match self {
             Unsupported::ServerVersion { version } => format!(
                 "postgresql {version} is not supported: walrelay supports postgresql 14 and later"
@@ -173,7 +173,7 @@ impl Unsupported {
     }
 
     /// How to fix it.
-    pub fn fix(&self) -> String {
+    pub(crate) fn fix(&self) -> String {
         match self {
             Unsupported::ServerVersion { .. } => {
                 "upgrade the server to postgresql 14 or later (pg_upgrade, or a dump and restore)"
@@ -235,7 +235,7 @@ impl std::error::Error for Unsupported {}
 /// connection (SQLSTATE and primary message), if it is one: no free WAL
 /// sender when connecting, no free slot or no pgoutput when creating the
 /// slot `slot`.
-pub fn refusal(code: &str, message: &str, slot: &str) -> Option<Unsupported> {
+pub(crate) fn refusal(code: &str, message: &str, slot: &str) -> Option<Unsupported> {
     match code {
         // too_many_connections: "number of requested standby connections
         // exceeds max_wal_senders"

@@ -8,9 +8,9 @@
 //! reach SQL as bind parameters or through [`quote_ident`]; nothing here
 //! touches the replication stream.
 
-pub mod capability;
-pub mod preflight;
-pub mod snapshot;
+pub(crate) mod capability;
+pub(crate) mod preflight;
+pub(crate) mod snapshot;
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -179,13 +179,13 @@ impl From<CatalogError> for Retry<CatalogError> {
 /// The bound on one catalog statement or connection attempt. TCP alone
 /// never notices a black-holed path (the kernel or a proxy keeps accepting
 /// bytes), so every SQL round trip walrelay waits on is bounded.
-pub fn sql_timeout(params: &ConnectParams) -> Duration {
+pub(crate) fn sql_timeout(params: &ConnectParams) -> Duration {
     params.connect_timeout.saturating_mul(3)
 }
 
 /// Runs `work` (a statement or a connection attempt) within `after`; an
 /// expired bound is a transient [`CatalogError::Timeout`] naming `what`.
-pub async fn bounded<T, E, F>(after: Duration, what: &str, work: F) -> Result<T, E>
+pub(crate) async fn bounded<T, E, F>(after: Duration, what: &str, work: F) -> Result<T, E>
 where
     F: Future<Output = Result<T, E>>,
     E: From<CatalogError>,
@@ -266,11 +266,12 @@ pub async fn connect_with_host(params: &ConnectParams) -> Result<(Client, Endpoi
 }
 
 /// Where a listening connection's notifications go (`LISTEN`).
-pub type NotificationSender = tokio::sync::mpsc::UnboundedSender<tokio_postgres::Notification>;
+pub(crate) type NotificationSender =
+    tokio::sync::mpsc::UnboundedSender<tokio_postgres::Notification>;
 
 /// [`connect`] for a connection that `LISTEN`s: its notifications go to
 /// `notifications`, which is dropped when the connection ends.
-pub async fn connect_listening(
+pub(crate) async fn connect_listening(
     params: &ConnectParams,
     notifications: NotificationSender,
 ) -> Result<Client, CatalogError> {
@@ -500,33 +501,34 @@ fn drive_connection<S, T>(
 
 /// A replication slot as `pg_replication_slots` shows it.
 #[derive(Debug, Clone)]
-pub struct SlotState {
+pub(crate) struct SlotState {
     /// Output plugin.
-    pub plugin: Option<String>,
+    pub(crate) plugin: Option<String>,
     /// `logical` or `physical`.
-    pub slot_type: String,
+    pub(crate) slot_type: String,
     /// Database of a logical slot.
-    pub database: Option<String>,
+    pub(crate) database: Option<String>,
     /// Whether a walsender holds it.
-    pub active: bool,
+    pub(crate) active: bool,
     /// PID of that walsender.
-    pub active_pid: Option<i32>,
+    pub(crate) active_pid: Option<i32>,
     /// Position confirmed by the consumer.
-    pub confirmed_flush_lsn: Option<Lsn>,
-    /// Oldest WAL the slot retains.
-    pub restart_lsn: Option<Lsn>,
+    pub(crate) confirmed_flush_lsn: Option<Lsn>,
     /// `reserved`, `extended`, `unreserved` or `lost`.
-    pub wal_status: Option<String>,
+    pub(crate) wal_status: Option<String>,
     /// Whether it is a failover slot (`None` before PostgreSQL 17, which
     /// has no such column).
-    pub failover: Option<bool>,
+    pub(crate) failover: Option<bool>,
     /// Whether it was synchronized from a primary (`None` before 17). On a
     /// standby such a slot cannot be used until the standby is promoted.
-    pub synced: Option<bool>,
+    pub(crate) synced: Option<bool>,
 }
 
 /// Reads a slot's state; `None` when it does not exist.
-pub async fn slot_state(client: &Client, slot: &str) -> Result<Option<SlotState>, CatalogError> {
+pub(crate) async fn slot_state(
+    client: &Client,
+    slot: &str,
+) -> Result<Option<SlotState>, CatalogError> {
     // `failover` and `synced` exist from PostgreSQL 17 on; read through
     // the row's JSON so that older servers answer NULL instead of an error.
     let row = client
@@ -550,7 +552,6 @@ pub async fn slot_state(client: &Client, slot: &str) -> Result<Option<SlotState>
             active: r.get(3),
             active_pid: r.get(4),
             confirmed_flush_lsn: lsn(5),
-            restart_lsn: lsn(6),
             wal_status: r.get(7),
             failover: r.get(8),
             synced: r.get(9),
@@ -560,7 +561,7 @@ pub async fn slot_state(client: &Client, slot: &str) -> Result<Option<SlotState>
 
 /// Checks that an existing slot is a logical pgoutput slot of `dbname` that
 /// has not been invalidated.
-pub fn check_slot(slot: &str, state: &SlotState, dbname: &str) -> Result<(), CatalogError> {
+pub(crate) fn check_slot(slot: &str, state: &SlotState, dbname: &str) -> Result<(), CatalogError> {
     let mismatch = |reason: String| CatalogError::SlotMismatch {
         slot: slot.to_owned(),
         reason,
@@ -598,16 +599,16 @@ pub fn check_slot(slot: &str, state: &SlotState, dbname: &str) -> Result<(), Cat
 /// meet `outbox.op_invalid_behavior` (Debezium's `table.op.invalid.behavior`).
 /// Deletes are left out: assembly drops every outbox delete, so the
 /// walsender would encode and send each deleted row for nothing.
-pub const TABLE_PUBLISH: &str = "insert, update";
+pub(crate) const TABLE_PUBLISH: &str = "insert, update";
 
 /// [`TABLE_PUBLISH`] with transaction metadata on: Debezium's BEGIN and END
 /// records count an outbox table's deletes, and a transaction that only
 /// deletes still gets its pair, so the deletes must keep arriving.
-pub const TABLE_PUBLISH_WITH_METADATA: &str = "insert, update, delete";
+pub(crate) const TABLE_PUBLISH_WITH_METADATA: &str = "insert, update, delete";
 
 /// The `publish` list walrelay gives a publication it creates in mode
 /// `table` when `replication.publish` is unset.
-pub fn table_publish(transaction_metadata: bool) -> &'static str {
+pub(crate) fn table_publish(transaction_metadata: bool) -> &'static str {
     if transaction_metadata {
         TABLE_PUBLISH_WITH_METADATA
     } else {
@@ -617,31 +618,31 @@ pub fn table_publish(transaction_metadata: bool) -> &'static str {
 
 /// What the publication must look like, from the configuration.
 #[derive(Debug, Clone)]
-pub struct PublicationPlan {
+pub(crate) struct PublicationPlan {
     /// Publication name.
-    pub publication: String,
+    pub(crate) publication: String,
     /// How it is created or checked.
-    pub mode: PublicationMode,
+    pub(crate) mode: PublicationMode,
     /// With mode `table`: whether a missing publication may be created.
-    pub create: bool,
+    pub(crate) create: bool,
     /// The `publish` option for a publication walrelay creates.
-    pub publish: Option<String>,
+    pub(crate) publish: Option<String>,
     /// The outbox tables as (schema, table), in configuration order.
-    pub tables: Vec<(String, String)>,
+    pub(crate) tables: Vec<(String, String)>,
     /// Database (for messages).
-    pub dbname: String,
+    pub(crate) dbname: String,
     /// Events come from logical decoding messages only: no outbox table
     /// is needed, and a publication without tables is what is wanted.
-    pub messages_only: bool,
+    pub(crate) messages_only: bool,
     /// Transaction metadata is on, so a publication created in mode
     /// `table` keeps publishing deletes ([`table_publish`]).
-    pub transaction_metadata: bool,
+    pub(crate) transaction_metadata: bool,
 }
 
 impl PublicationPlan {
     /// The plan validated settings ask for, for the outbox `tables`
     /// (schema, table).
-    pub fn new(
+    pub(crate) fn new(
         postgres: &PostgresConfig,
         replication: &ReplicationConfig,
         tables: Vec<(String, String)>,
@@ -663,7 +664,7 @@ impl PublicationPlan {
 /// their inserts, creating or altering the publication as the plan's mode
 /// allows (Debezium's `publication.autocreate.mode` semantics, plus
 /// `table`).
-pub async fn prepare_publication(
+pub(crate) async fn prepare_publication(
     client: &Client,
     plan: &PublicationPlan,
 ) -> Result<(), CatalogError> {
@@ -932,33 +933,9 @@ async fn prepare_message_publication(
     Ok(())
 }
 
-/// Makes sure the outbox table exists and the publication publishes its
-/// inserts, creating it `FOR TABLE <outbox>` when allowed (mode `table`).
-/// Prefer [`prepare_publication`], which honours every mode.
-pub async fn ensure_publication(
-    client: &Client,
-    publication: &str,
-    schema: &str,
-    table: &str,
-    dbname: &str,
-    create: bool,
-) -> Result<(), CatalogError> {
-    let plan = PublicationPlan {
-        publication: publication.to_owned(),
-        mode: PublicationMode::Table,
-        create,
-        publish: None,
-        tables: vec![(schema.to_owned(), table.to_owned())],
-        dbname: dbname.to_owned(),
-        messages_only: false,
-        transaction_metadata: false,
-    };
-    prepare_publication(client, &plan).await
-}
-
 /// Reads what pgoutput does not send about the outbox table's columns:
 /// NOT NULL, the declared type and defaults (they shape Debezium's schemas).
-pub async fn table_meta(
+pub(crate) async fn table_meta(
     client: &Client,
     schema: &str,
     table: &str,
@@ -991,7 +968,7 @@ pub async fn table_meta(
 
 /// Drops a slot (`slot.drop.on.stop`); only called on an orderly stop, after
 /// the replication connection released it.
-pub async fn drop_slot(client: &Client, slot: &str) -> Result<(), CatalogError> {
+pub(crate) async fn drop_slot(client: &Client, slot: &str) -> Result<(), CatalogError> {
     client
         .execute("SELECT pg_drop_replication_slot($1)", &[&slot])
         .await
@@ -1000,7 +977,7 @@ pub async fn drop_slot(client: &Client, slot: &str) -> Result<(), CatalogError> 
 }
 
 /// The comment of a publication (walrelay records its slots there).
-pub async fn publication_comment(
+pub(crate) async fn publication_comment(
     client: &Client,
     publication: &str,
 ) -> Result<Option<String>, CatalogError> {
@@ -1017,7 +994,7 @@ pub async fn publication_comment(
 }
 
 /// Replaces a publication's comment; needs ownership of the publication.
-pub async fn set_publication_comment(
+pub(crate) async fn set_publication_comment(
     client: &Client,
     publication: &str,
     text: &str,
@@ -1034,24 +1011,24 @@ pub async fn set_publication_comment(
 
 /// One poll's view of the slot.
 #[derive(Debug, Clone, Default)]
-pub struct SlotLag {
+pub(crate) struct SlotLag {
     /// Whether a walsender holds the slot.
-    pub active: bool,
+    pub(crate) active: bool,
     /// `wal_status`.
-    pub wal_status: Option<String>,
+    pub(crate) wal_status: Option<String>,
     /// `safe_wal_size`; `None` when `max_slot_wal_keep_size` is unlimited.
-    pub safe_wal_size: Option<i64>,
+    pub(crate) safe_wal_size: Option<i64>,
     /// `pg_current_wal_lsn() - restart_lsn` (on a standby, its last
     /// replayed position instead of `pg_current_wal_lsn()`).
-    pub retained_bytes: Option<i64>,
+    pub(crate) retained_bytes: Option<i64>,
     /// `pg_current_wal_lsn() - confirmed_flush_lsn` (the same on a standby).
-    pub confirmed_lag_bytes: Option<i64>,
+    pub(crate) confirmed_lag_bytes: Option<i64>,
     /// `confirmed_flush_lsn` as text.
-    pub confirmed: Option<String>,
+    pub(crate) confirmed: Option<String>,
 }
 
 /// Reads the slot's lag; `None` when the slot does not exist.
-pub async fn poll_slot(
+pub(crate) async fn poll_slot(
     client: &Client,
     slot: &str,
 ) -> Result<Option<SlotLag>, tokio_postgres::Error> {
@@ -1081,7 +1058,9 @@ pub async fn poll_slot(
 }
 
 /// `max_slot_wal_keep_size` as the server shows it (`-1`: unlimited).
-pub async fn max_slot_wal_keep_size(client: &Client) -> Result<String, tokio_postgres::Error> {
+pub(crate) async fn max_slot_wal_keep_size(
+    client: &Client,
+) -> Result<String, tokio_postgres::Error> {
     Ok(client
         .query_one("SHOW max_slot_wal_keep_size", &[])
         .await?
@@ -1089,7 +1068,7 @@ pub async fn max_slot_wal_keep_size(client: &Client) -> Result<String, tokio_pos
 }
 
 /// Whether the server is a standby (`pg_is_in_recovery()`).
-pub async fn in_recovery(client: &Client) -> Result<bool, CatalogError> {
+pub(crate) async fn in_recovery(client: &Client) -> Result<bool, CatalogError> {
     Ok(client
         .query_one("SELECT pg_is_in_recovery()", &[])
         .await
@@ -1098,12 +1077,12 @@ pub async fn in_recovery(client: &Client) -> Result<bool, CatalogError> {
 }
 
 /// First server version (`server_version_num`) with failover slots.
-pub const FAILOVER_MIN_SERVER_VERSION: u32 = 170_000;
+pub(crate) const FAILOVER_MIN_SERVER_VERSION: u32 = 170_000;
 
 /// What walrelay needs from the server ([`capability::server_facts`]),
 /// bounded by `after`: an error naming the first missing capability when
 /// it cannot stream from this server at all.
-pub async fn require_capabilities(
+pub(crate) async fn require_capabilities(
     client: &Client,
     after: Duration,
 ) -> Result<capability::ServerFacts, CatalogError> {
@@ -1121,12 +1100,12 @@ pub async fn require_capabilities(
 
 /// What a heartbeat runs when no `action_query` is configured: a
 /// transactional logical decoding message, prefix `walrelay_heartbeat`.
-pub const DEFAULT_HEARTBEAT_SQL: &str =
+pub(crate) const DEFAULT_HEARTBEAT_SQL: &str =
     "SELECT pg_logical_emit_message(true, 'walrelay_heartbeat', '')";
 
 /// Runs a heartbeat statement: [`DEFAULT_HEARTBEAT_SQL`], or the user's
 /// `heartbeat.action_query` as written (Debezium runs it as is too).
-pub async fn run_heartbeat(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
+pub(crate) async fn run_heartbeat(client: &Client, sql: &str) -> Result<(), tokio_postgres::Error> {
     client.batch_execute(sql).await
 }
 

@@ -19,14 +19,14 @@ use tokio_postgres::Client;
 use crate::postgres::replication::quote_ident;
 
 /// `server_version` as the server shows it, e.g. `16.4 (Debian 16.4-1)`.
-pub async fn server_version(client: &Client) -> Result<String, tokio_postgres::Error> {
+pub(crate) async fn server_version(client: &Client) -> Result<String, tokio_postgres::Error> {
     Ok(client.query_one("SHOW server_version", &[]).await?.get(0))
 }
 
 /// Bounds every later statement of this session on the server side too:
 /// `SET statement_timeout` to `after` in whole milliseconds, at least 1 (0
 /// would lift the bound). Changes this connection's session only.
-pub async fn set_statement_timeout(
+pub(crate) async fn set_statement_timeout(
     client: &Client,
     after: Duration,
 ) -> Result<(), tokio_postgres::Error> {
@@ -40,7 +40,7 @@ fn statement_timeout_sql(after: Duration) -> String {
 
 /// What the connected server is: `(pg_is_in_recovery(), transaction_read_only)`,
 /// a standby and a read-only session respectively.
-pub async fn server_role(client: &Client) -> Result<(bool, bool), tokio_postgres::Error> {
+pub(crate) async fn server_role(client: &Client) -> Result<(bool, bool), tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT pg_catalog.pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'",
@@ -51,13 +51,13 @@ pub async fn server_role(client: &Client) -> Result<(bool, bool), tokio_postgres
 }
 
 /// `wal_level` as the server shows it (`replica`, `logical`, ...).
-pub async fn wal_level(client: &Client) -> Result<String, tokio_postgres::Error> {
+pub(crate) async fn wal_level(client: &Client) -> Result<String, tokio_postgres::Error> {
     Ok(client.query_one("SHOW wal_level", &[]).await?.get(0))
 }
 
 /// Whether the server's library directory (`PKGLIBDIR`) holds pgoutput.
 /// Superuser only (`pg_config` and `pg_ls_dir`).
-pub async fn pgoutput_installed(client: &Client) -> Result<bool, tokio_postgres::Error> {
+pub(crate) async fn pgoutput_installed(client: &Client) -> Result<bool, tokio_postgres::Error> {
     Ok(client
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_ls_dir(
@@ -71,16 +71,16 @@ pub async fn pgoutput_installed(client: &Client) -> Result<bool, tokio_postgres:
 
 /// The attributes of the connected role that decide whether it may stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RoleAttributes {
+pub(crate) struct RoleAttributes {
     /// `rolreplication`: the role may start a walsender.
-    pub replication: bool,
+    pub(crate) replication: bool,
     /// `rolsuper`.
-    pub superuser: bool,
+    pub(crate) superuser: bool,
 }
 
 /// The connected role's (`current_user`) attributes from `pg_roles`; `None`
 /// when the role is not listed there.
-pub async fn role_attributes(
+pub(crate) async fn role_attributes(
     client: &Client,
 ) -> Result<Option<RoleAttributes>, tokio_postgres::Error> {
     let row = client
@@ -98,24 +98,24 @@ pub async fn role_attributes(
 /// Replication slots and WAL senders: configured, in use, and whether the
 /// slot walrelay uses is among the slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplicationCapacity {
+pub(crate) struct ReplicationCapacity {
     /// `max_replication_slots`.
-    pub max_slots: i32,
+    pub(crate) max_slots: i32,
     /// Slots in `pg_replication_slots`.
-    pub used_slots: i32,
+    pub(crate) used_slots: i32,
     /// Whether the slot asked about is one of them.
-    pub slot_exists: bool,
+    pub(crate) slot_exists: bool,
     /// `max_wal_senders`.
-    pub max_wal_senders: i32,
+    pub(crate) max_wal_senders: i32,
     /// Walsenders in `pg_stat_replication`, without the one left out.
-    pub used_wal_senders: i32,
+    pub(crate) used_wal_senders: i32,
 }
 
 /// Slot and WAL sender capacity in one round trip. `slot` is the slot to
 /// look for; walsenders whose `application_name` is `except_application`
 /// (the preflight's own replication connection, which may not have exited
 /// yet) are not counted.
-pub async fn replication_capacity(
+pub(crate) async fn replication_capacity(
     client: &Client,
     slot: &str,
     except_application: &str,
@@ -143,20 +143,20 @@ pub async fn replication_capacity(
 /// The outbox table as the catalog describes it, with what the connected
 /// role may do with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutboxTable {
+pub(crate) struct OutboxTable {
     /// The table's OID (what pgoutput's Relation message carries).
-    pub oid: u32,
+    pub(crate) oid: u32,
     /// `SELECT` on the table.
-    pub can_select: bool,
+    pub(crate) can_select: bool,
     /// Whether the role is (a member of) the table's owner.
-    pub owns: bool,
+    pub(crate) owns: bool,
     /// `CREATE` on the current database (needed to create a publication).
-    pub can_create_in_db: bool,
+    pub(crate) can_create_in_db: bool,
 }
 
 /// The ordinary or partitioned table `schema.table`; `None` when there is
 /// none (or the name is another kind of relation).
-pub async fn outbox_table(
+pub(crate) async fn outbox_table(
     client: &Client,
     schema: &str,
     table: &str,
@@ -181,24 +181,24 @@ pub async fn outbox_table(
 /// One column of the outbox table, as pgoutput would describe it plus what
 /// it does not send.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboxColumn {
+pub(crate) struct OutboxColumn {
     /// Column name.
-    pub name: String,
+    pub(crate) name: String,
     /// OID of its type.
-    pub type_oid: u32,
+    pub(crate) type_oid: u32,
     /// Type modifier, -1 when none.
-    pub type_modifier: i32,
+    pub(crate) type_modifier: i32,
     /// `NOT NULL`.
-    pub not_null: bool,
+    pub(crate) not_null: bool,
     /// The declared type, `format_type`'s spelling.
-    pub type_name: String,
+    pub(crate) type_name: String,
     /// The default expression, if any.
-    pub default_expr: Option<String>,
+    pub(crate) default_expr: Option<String>,
 }
 
 /// The columns of the table with OID `table_oid` that pgoutput publishes
 /// (not dropped, not generated), in column order.
-pub async fn outbox_columns(
+pub(crate) async fn outbox_columns(
     client: &Client,
     table_oid: u32,
 ) -> Result<Vec<OutboxColumn>, tokio_postgres::Error> {
@@ -230,7 +230,7 @@ pub async fn outbox_columns(
 /// `schema.table` (`attnames` of `pg_publication_tables`); `None` when the
 /// table is not in the publication or no names are listed. Servers before
 /// PostgreSQL 15 have no `attnames` and answer with an error.
-pub async fn published_columns(
+pub(crate) async fn published_columns(
     client: &Client,
     publication: &str,
     schema: &str,
@@ -249,7 +249,7 @@ pub async fn published_columns(
 /// Distinct non-null values of column `column` in `schema.table`, as text,
 /// at most `limit` of them. The three names are quoted into the statement
 /// with [`quote_ident`].
-pub async fn route_values(
+pub(crate) async fn route_values(
     client: &Client,
     schema: &str,
     table: &str,
@@ -273,28 +273,28 @@ fn route_values_sql(schema: &str, table: &str, column: &str, limit: i64) -> Stri
 
 /// A publication as the preflight judges it against the outbox table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PublicationState {
+pub(crate) struct PublicationState {
     /// `pubinsert`: it publishes inserts.
-    pub publishes_inserts: bool,
+    pub(crate) publishes_inserts: bool,
     /// `pubupdate`: it publishes updates.
-    pub publishes_updates: bool,
+    pub(crate) publishes_updates: bool,
     /// `pubdelete`: it publishes deletes.
-    pub publishes_deletes: bool,
+    pub(crate) publishes_deletes: bool,
     /// `pubtruncate`: it publishes truncates.
-    pub publishes_truncates: bool,
+    pub(crate) publishes_truncates: bool,
     /// `puballtables`: it is `FOR ALL TABLES`.
-    pub all_tables: bool,
+    pub(crate) all_tables: bool,
     /// Whether the role is (a member of) its owner.
-    pub owned: bool,
+    pub(crate) owned: bool,
     /// Whether the table asked about is among its tables.
-    pub includes_table: bool,
+    pub(crate) includes_table: bool,
     /// How many tables it publishes.
-    pub table_count: i32,
+    pub(crate) table_count: i32,
 }
 
 /// Publication `publication` and whether it carries `schema.table`; `None`
 /// when it does not exist.
-pub async fn publication_state(
+pub(crate) async fn publication_state(
     client: &Client,
     publication: &str,
     schema: &str,
@@ -325,23 +325,23 @@ pub async fn publication_state(
 
 /// A physical replication slot on the primary (a standby's, normally).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PhysicalSlot {
+pub(crate) struct PhysicalSlot {
     /// Slot name.
-    pub name: String,
+    pub(crate) name: String,
     /// Whether a walsender (the standby's walreceiver) holds it.
-    pub active: bool,
+    pub(crate) active: bool,
 }
 
 /// What the primary shows about keeping failover slots on standbys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailoverReadiness {
+pub(crate) struct FailoverReadiness {
     /// `synchronized_standby_slots` as set (`None` before PostgreSQL 17).
-    pub standby_slots: Option<String>,
+    pub(crate) standby_slots: Option<String>,
     /// The physical slots, by name.
-    pub physical_slots: Vec<PhysicalSlot>,
+    pub(crate) physical_slots: Vec<PhysicalSlot>,
     /// `application_name` of every standby's slot sync worker connected to
     /// this server.
-    pub slot_sync_connections: Vec<String>,
+    pub(crate) slot_sync_connections: Vec<String>,
 }
 
 /// Recognises a standby's slot sync worker among this server's sessions.
@@ -365,7 +365,7 @@ const SLOT_SYNC_CONNECTIONS_SQL: &str = "\
 
 /// `synchronized_standby_slots`, the physical slots and the standbys'
 /// slot sync connections, as the primary sees them.
-pub async fn failover_readiness(
+pub(crate) async fn failover_readiness(
     client: &Client,
 ) -> Result<FailoverReadiness, tokio_postgres::Error> {
     let standby_slots: Option<String> = client

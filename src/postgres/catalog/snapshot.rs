@@ -32,22 +32,22 @@ use crate::postgres::replication::{
 };
 
 /// Rows fetched per cursor round trip.
-pub const FETCH_ROWS: usize = 1000;
+pub(crate) const FETCH_ROWS: usize = 1000;
 
 /// A temporary slot and the snapshot it exported; dropping it closes the
 /// replication connection, which drops the temporary slot.
-pub struct ExportedSnapshot {
+pub(crate) struct ExportedSnapshot {
     _conn: ReplicationConnection,
     /// The temporary slot's name.
-    pub temporary_slot: String,
+    pub(crate) temporary_slot: String,
     /// Where the slot (and its copy) starts.
-    pub consistent_point: Lsn,
+    pub(crate) consistent_point: Lsn,
     /// The exported snapshot, for `SET TRANSACTION SNAPSHOT`.
-    pub snapshot_name: String,
+    pub(crate) snapshot_name: String,
 }
 
 /// Step 1: a temporary slot exporting a snapshot.
-pub async fn export(
+pub(crate) async fn export(
     params: &ConnectParams,
     slot: &str,
 ) -> Result<ExportedSnapshot, ReplicationError> {
@@ -68,7 +68,7 @@ pub async fn export(
 
 /// The outbox relation as the catalog describes it (pgoutput's Relation
 /// message is not available before streaming).
-pub async fn relation_info(
+pub(crate) async fn relation_info(
     client: &Client,
     schema: &str,
     table: &str,
@@ -107,7 +107,7 @@ pub async fn relation_info(
 /// `None`, in one fresh repeatable-read snapshot), one relation after the
 /// other, `FETCH_ROWS` at a time, as text values in the relation's column
 /// order; `on_rows` gets each batch with the index of its relation.
-pub async fn read_tables<F, Fut, E>(
+pub(crate) async fn read_tables<F, Fut, E>(
     client: &Client,
     snapshot: Option<&str>,
     relations: &[Arc<RelationInfo>],
@@ -199,7 +199,7 @@ where
 }
 
 /// Step 3: the permanent slot, a copy of the temporary one.
-pub async fn persist(
+pub(crate) async fn persist(
     client: &Client,
     exported: &ExportedSnapshot,
     slot: &str,
@@ -218,7 +218,7 @@ pub async fn persist(
 
 /// Errors of reading a snapshot.
 #[derive(Debug)]
-pub enum SnapshotError<E> {
+pub(crate) enum SnapshotError<E> {
     /// The database side failed.
     Catalog(CatalogError),
     /// Handing rows on failed.

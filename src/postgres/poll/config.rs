@@ -12,33 +12,33 @@ use crate::postgres::replication::quote_ident;
 use crate::setting::SettingError;
 
 /// Default of `poll.published_column`.
-pub const DEFAULT_PUBLISHED_COLUMN: &str = "published_at";
+pub(crate) const DEFAULT_PUBLISHED_COLUMN: &str = "published_at";
 /// Default of `poll.batch_size`.
-pub const DEFAULT_BATCH_SIZE: u32 = 1000;
+pub(crate) const DEFAULT_BATCH_SIZE: u32 = 1000;
 /// Largest `poll.batch_size`: one claim is one statement and one Kafka
 /// hand-off; past this a batch only holds row locks longer.
-pub const MAX_BATCH_SIZE: u32 = 50_000;
+pub(crate) const MAX_BATCH_SIZE: u32 = 50_000;
 /// Default of `poll.interval_ms`.
-pub const DEFAULT_INTERVAL_MS: u64 = 500;
+pub(crate) const DEFAULT_INTERVAL_MS: u64 = 500;
 /// Default of `poll.shards`.
-pub const DEFAULT_SHARDS: u32 = 1;
+pub(crate) const DEFAULT_SHARDS: u32 = 1;
 /// Largest `poll.shards` (each shard is one connection and one lock).
-pub const MAX_SHARDS: u32 = 64;
+pub(crate) const MAX_SHARDS: u32 = 64;
 /// Default of `poll.lock_retry_ms`.
-pub const DEFAULT_LOCK_RETRY_MS: u64 = 1000;
+pub(crate) const DEFAULT_LOCK_RETRY_MS: u64 = 1000;
 /// Default of `poll.ack_timeout_ms`.
-pub const DEFAULT_ACK_TIMEOUT_MS: u64 = 60_000;
+pub(crate) const DEFAULT_ACK_TIMEOUT_MS: u64 = 60_000;
 /// Default of `poll.retention_interval_ms`.
-pub const DEFAULT_RETENTION_INTERVAL_MS: u64 = 60_000;
+pub(crate) const DEFAULT_RETENTION_INTERVAL_MS: u64 = 60_000;
 /// Default of `poll.retention_batch`.
-pub const DEFAULT_RETENTION_BATCH: u32 = 5_000;
+pub(crate) const DEFAULT_RETENTION_BATCH: u32 = 5_000;
 /// Default of `poll.stats_interval_ms`.
-pub const DEFAULT_STATS_INTERVAL_MS: u64 = 5_000;
+pub(crate) const DEFAULT_STATS_INTERVAL_MS: u64 = 5_000;
 
 /// Which source a pipeline reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum SourceKind {
+pub(crate) enum SourceKind {
     /// A logical replication slot (`pgoutput`).
     #[default]
     Wal,
@@ -48,7 +48,7 @@ pub enum SourceKind {
 
 impl SourceKind {
     /// The value as the TOML spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SourceKind::Wal => "wal",
             SourceKind::Poll => "poll",
@@ -59,16 +59,16 @@ impl SourceKind {
 /// `[source]`: which source a pipeline reads.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SourceConfig {
+pub(crate) struct SourceConfig {
     /// `wal` (the default) or `poll`.
     #[serde(default)]
-    pub kind: SourceKind,
+    pub(crate) kind: SourceKind,
 }
 
 /// What happens to a row once Kafka acknowledged it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum OnPublish {
+pub(crate) enum OnPublish {
     /// Set `poll.published_column` to the time of the mark.
     #[default]
     Mark,
@@ -79,73 +79,73 @@ pub enum OnPublish {
 /// `[poll]`: the polling publisher.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PollConfig {
+pub(crate) struct PollConfig {
     /// `mark` (set the published column) or `delete` (delete the row).
     #[serde(default)]
-    pub on_publish: OnPublish,
+    pub(crate) on_publish: OnPublish,
     /// The published marker: a nullable `timestamptz` column, NULL while the
     /// row is unpublished. Unused with `on_publish = "delete"`.
     #[serde(default = "default_published_column")]
-    pub published_column: String,
+    pub(crate) published_column: String,
     /// The column(s) that order rows as they were inserted (a sequence, or
     /// time-ordered ids); required. Rows are claimed in this order.
     #[serde(default)]
-    pub order_by: Vec<String>,
+    pub(crate) order_by: Vec<String>,
     /// Rows claimed per batch.
     #[serde(default = "default_batch_size")]
-    pub batch_size: u32,
+    pub(crate) batch_size: u32,
     /// Milliseconds between polls while no notification arrives (and the
     /// last batch was not full).
     #[serde(default = "default_interval_ms")]
-    pub interval_ms: u64,
+    pub(crate) interval_ms: u64,
     /// A `LISTEN` channel that a trigger notifies on insert
     /// (`deploy/postgresql/outbox_notify.sql`); empty: interval polling only.
     #[serde(default)]
-    pub listen_channel: String,
+    pub(crate) listen_channel: String,
     /// Shards, each with its own advisory lock and its own claims, by
     /// `hashtext(shard_column) % shards`. 1: one active publisher.
     #[serde(default = "default_shards")]
-    pub shards: u32,
+    pub(crate) shards: u32,
     /// The column rows are sharded by; empty: the router's event key
     /// column (`router.table_field_event_key`), so one aggregate stays in
     /// one shard.
     #[serde(default)]
-    pub shard_column: String,
+    pub(crate) shard_column: String,
     /// The name the advisory locks are derived from; empty: the outbox
     /// table's qualified name. Instances with the same name and table are
     /// one publisher group.
     #[serde(default)]
-    pub lock_name: String,
+    pub(crate) lock_name: String,
     /// Milliseconds between attempts to take a free shard's lock (a hot
     /// standby's take-over delay).
     #[serde(default = "default_lock_retry_ms")]
-    pub lock_retry_ms: u64,
+    pub(crate) lock_retry_ms: u64,
     /// Milliseconds a claimed batch may wait for Kafka's acknowledgements
     /// before its transaction is rolled back (so a Kafka outage does not
     /// hold row locks and the database's xmin horizon); the batch is claimed
     /// again once the producer has settled, and waits twice as long (up to
     /// 16 times this), back to this once a batch is acknowledged in time.
     #[serde(default = "default_ack_timeout_ms")]
-    pub ack_timeout_ms: u64,
+    pub(crate) ack_timeout_ms: u64,
     /// A `timestamptz` column with the row's creation time, for the age of
     /// the oldest unpublished row; empty: its transaction's commit time when
     /// the server has `track_commit_timestamp = on`, otherwise the age is
     /// measured from when walrelay first saw that row unpublished.
     #[serde(default)]
-    pub created_column: String,
+    pub(crate) created_column: String,
     /// Delete published rows whose published time is older than this many
     /// seconds; 0: never (mark mode only).
     #[serde(default)]
-    pub retention_seconds: u64,
+    pub(crate) retention_seconds: u64,
     /// Milliseconds between retention passes.
     #[serde(default = "default_retention_interval_ms")]
-    pub retention_interval_ms: u64,
+    pub(crate) retention_interval_ms: u64,
     /// Rows deleted per retention statement.
     #[serde(default = "default_retention_batch")]
-    pub retention_batch: u32,
+    pub(crate) retention_batch: u32,
     /// Milliseconds between reads of the unpublished count and age.
     #[serde(default = "default_stats_interval_ms")]
-    pub stats_interval_ms: u64,
+    pub(crate) stats_interval_ms: u64,
 }
 
 impl Default for PollConfig {
@@ -173,7 +173,7 @@ impl Default for PollConfig {
 
 impl PollConfig {
     /// Checks the section when the poll source is selected; names the key.
-    pub fn validate(&self) -> Result<(), SettingError> {
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
         if self.order_by.is_empty() {
             return Err(SettingError::Missing {
                 key: "poll.order_by".into(),
@@ -268,7 +268,7 @@ impl PollConfig {
     /// `walrelay check` to find in the table: the order columns, the
     /// published column (mark mode), the shard column `shard_column` (with
     /// several shards) and the created column (when set).
-    pub fn named_columns<'a>(&'a self, shard_column: &'a str) -> Vec<(String, &'a str)> {
+    pub(crate) fn named_columns<'a>(&'a self, shard_column: &'a str) -> Vec<(String, &'a str)> {
         let mut named: Vec<(String, &str)> = self
             .order_by
             .iter()
@@ -299,7 +299,7 @@ impl PollConfig {
     }
 
     /// The shard column, or `event_key` (the router's key column) when unset.
-    pub fn shard_column_or<'a>(&'a self, event_key: &'a str) -> &'a str {
+    pub(crate) fn shard_column_or<'a>(&'a self, event_key: &'a str) -> &'a str {
         if self.shard_column.is_empty() {
             event_key
         } else {

@@ -37,9 +37,9 @@
 //! it hands events to the sink through the channel and reads acknowledgements
 //! from the tracker.
 
-pub mod config;
-pub mod replay;
-pub mod sql;
+pub(crate) mod config;
+pub(crate) mod replay;
+pub(crate) mod sql;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -64,7 +64,7 @@ use crate::txn::OutboxEvent;
 
 /// Errors of the polling source.
 #[derive(Debug, thiserror::Error)]
-pub enum PollError {
+pub(crate) enum PollError {
     /// A statement or connection failed.
     #[error(transparent)]
     Catalog(#[from] CatalogError),
@@ -145,14 +145,14 @@ struct Shared {
 }
 
 /// One session of the polling source.
-pub struct PollSource {
+pub(crate) struct PollSource {
     shared: Arc<Shared>,
 }
 
 impl PollSource {
     /// A session over the outbox whose statements are `sql`, whose rows
     /// the router binds as `bound`.
-    pub fn new(
+    pub(crate) fn new(
         config: PollConfig,
         sql: PollSql,
         bound: Arc<BoundRelation>,
@@ -293,7 +293,7 @@ struct Worker {
 
 /// How far a shard's acknowledgement bound grows past `poll.ack_timeout_ms`
 /// after consecutive rollbacks.
-pub const MAX_ACK_TIMEOUT_GROWTH: u32 = 16;
+pub(crate) const MAX_ACK_TIMEOUT_GROWTH: u32 = 16;
 
 /// How waiting for a claim's acknowledgements ended.
 enum Acks {
@@ -715,7 +715,7 @@ async fn retention_pass(
 /// every instance (a hot standby reports the backlog its active peer leaves),
 /// and whether Kafka answers (`probe`), for readiness. Runs until shutdown;
 /// failures are counted and retried, never fatal.
-pub async fn monitor<P, Fut>(
+pub(crate) async fn monitor<P, Fut>(
     config: PollConfig,
     sql: PollSql,
     params: ConnectParams,

@@ -22,7 +22,7 @@ use crate::txn::config::OutboxConfig;
 
 /// Which published rows to replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplayCondition {
+pub(crate) enum ReplayCondition {
     /// An SQL condition on the outbox table's columns (`--where`).
     Where(String),
     /// Published at or after this time, as PostgreSQL parses a
@@ -33,7 +33,7 @@ pub enum ReplayCondition {
 impl ReplayCondition {
     /// The condition of `--where` or `--since`: exactly one must be given,
     /// and not empty.
-    pub fn from_options(
+    pub(crate) fn from_options(
         condition: Option<String>,
         since: Option<String>,
     ) -> Result<ReplayCondition, ReplayError> {
@@ -57,7 +57,7 @@ impl ReplayCondition {
 
 /// Errors of `walrelay replay`.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
+pub(crate) enum ReplayError {
     /// The configuration reads the WAL: no published marker to reset.
     #[error(
         "walrelay replay needs source.kind = \"poll\": this configuration reads the WAL \
@@ -100,7 +100,7 @@ pub enum ReplayError {
 impl ReplayError {
     /// Whether the request was refused before anything ran (a usage error,
     /// rather than a failure at the server).
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         matches!(
             self,
             ReplayError::NotPoll { .. }
@@ -113,15 +113,15 @@ impl ReplayError {
 
 /// What `walrelay replay` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayOutcome {
+pub(crate) struct ReplayOutcome {
     /// The outbox table, `schema.table`.
-    pub table: String,
+    pub(crate) table: String,
     /// The published column.
-    pub column: String,
+    pub(crate) column: String,
     /// Published rows that match (without confirmation), or rows reset.
-    pub rows: u64,
+    pub(crate) rows: u64,
     /// Whether the rows were reset (`--yes`), or only counted.
-    pub applied: bool,
+    pub(crate) applied: bool,
 }
 
 impl fmt::Display for ReplayOutcome {
@@ -145,7 +145,7 @@ impl fmt::Display for ReplayOutcome {
 /// A replay of one outbox, refused unless the configuration polls it in
 /// mark mode.
 #[derive(Debug, Clone)]
-pub struct Replay {
+pub(crate) struct Replay {
     params: ConnectParams,
     sql: PollSql,
     table: String,
@@ -155,7 +155,7 @@ pub struct Replay {
 impl Replay {
     /// The replay for these sections of a validated configuration; refused
     /// unless `source.kind = "poll"` and `poll.on_publish = "mark"`.
-    pub fn new(
+    pub(crate) fn new(
         postgres: &PostgresConfig,
         outbox: &OutboxConfig,
         source: &SourceConfig,
@@ -184,7 +184,7 @@ impl Replay {
     /// Counts the published rows matching `condition` (in a read-only
     /// transaction), or with `confirm` sets their published column back to
     /// NULL in one transaction.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         condition: &ReplayCondition,
         confirm: bool,
@@ -249,7 +249,7 @@ impl Replay {
 }
 
 /// `walrelay replay`: [`Replay::new`] then [`Replay::run`].
-pub async fn replay(
+pub(crate) async fn replay(
     postgres: &PostgresConfig,
     outbox: &OutboxConfig,
     source: &SourceConfig,

@@ -23,19 +23,19 @@ use crate::postgres::replication::{quote_ident, quote_literal};
 
 /// How many of the next rows to be claimed the age of the oldest
 /// unpublished row is read from.
-pub const AGE_WINDOW: u32 = 1000;
+pub(crate) const AGE_WINDOW: u32 = 1000;
 
 /// Whether the server records commit times (`pg_xact_commit_timestamp`).
-pub const COMMIT_TIMESTAMPS: &str = "SELECT current_setting('track_commit_timestamp')::bool";
+pub(crate) const COMMIT_TIMESTAMPS: &str = "SELECT current_setting('track_commit_timestamp')::bool";
 
 /// The first of the two keys of the shard locks (`pg_try_advisory_lock(int,
 /// int)`): a hash of this prefix and the lock name; the second key is the
 /// shard number.
-pub const LOCK_PREFIX: &str = "walrelay.poll:";
+pub(crate) const LOCK_PREFIX: &str = "walrelay.poll:";
 
 /// The statements of one outbox table and one `[poll]` section.
 #[derive(Debug, Clone)]
-pub struct PollSql {
+pub(crate) struct PollSql {
     table: String,
     columns: String,
     unpublished: String,
@@ -52,20 +52,20 @@ pub struct PollSql {
 /// One claimed row: its position for the mark, its inserting transaction,
 /// and its values in the table's column order.
 #[derive(Debug, Clone)]
-pub struct ClaimedRow {
+pub(crate) struct ClaimedRow {
     /// `ctid` as text, `(page,item)`.
-    pub ctid: String,
+    pub(crate) ctid: String,
     /// `xmin`, the inserting transaction's id (32 bits, as pgoutput's xid).
-    pub xmin: u32,
+    pub(crate) xmin: u32,
     /// The values, as text, in column order.
-    pub tuple: TupleData,
+    pub(crate) tuple: TupleData,
 }
 
 impl PollSql {
     /// The statements for `schema.table` with `columns` (the table's
     /// columns in attribute order), `config`, and the shard column
     /// `shard_column`.
-    pub fn new(
+    pub(crate) fn new(
         schema: &str,
         table: &str,
         columns: &[String],
@@ -115,12 +115,12 @@ impl PollSql {
     }
 
     /// The name the shard locks are derived from.
-    pub fn lock_name(&self) -> &str {
+    pub(crate) fn lock_name(&self) -> &str {
         &self.lock_name
     }
 
     /// The quoted, qualified table.
-    pub fn table(&self) -> &str {
+    pub(crate) fn table(&self) -> &str {
         &self.table
     }
 
@@ -143,7 +143,7 @@ impl PollSql {
     /// claim (measured: 68 ms against 0.8 ms for 1,000 of 100,000 rows).
     /// Without a sort, the index on the order columns is walked in order
     /// and stops after n rows; with no such index the sort is still used.
-    pub fn claim(&self, shard: u32) -> String {
+    pub(crate) fn claim(&self, shard: u32) -> String {
         format!(
             "BEGIN; SET LOCAL enable_sort = off; SELECT ctid::text, xmin::text, {cols} FROM {table} WHERE {unpub}{shard} \
              ORDER BY {order} LIMIT {n} FOR UPDATE SKIP LOCKED",
@@ -158,7 +158,7 @@ impl PollSql {
 
     /// Marks (or deletes) the claimed rows at `ctids` and commits. One round
     /// trip.
-    pub fn finish(&self, ctids: &[String]) -> String {
+    pub(crate) fn finish(&self, ctids: &[String]) -> String {
         let array = tid_array(ctids);
         match self.on_publish {
             OnPublish::Mark => format!(
@@ -175,7 +175,7 @@ impl PollSql {
     }
 
     /// Takes shard `shard`'s lock if it is free; answers `t` or `f`.
-    pub fn try_lock(&self, shard: u32) -> String {
+    pub(crate) fn try_lock(&self, shard: u32) -> String {
         format!(
             "SELECT pg_try_advisory_lock(hashtext({}), {shard})",
             quote_literal(&format!("{LOCK_PREFIX}{}", self.lock_name))
@@ -184,7 +184,7 @@ impl PollSql {
 
     /// The backends holding each shard's lock: rows of (shard, pid,
     /// application_name).
-    pub fn lock_holders(&self) -> String {
+    pub(crate) fn lock_holders(&self) -> String {
         format!(
             "SELECT l.objid::int, l.pid, coalesce(a.application_name, '') \
              FROM pg_catalog.pg_locks l \
@@ -204,7 +204,7 @@ impl PollSql {
     /// with `commit_timestamps` (`track_commit_timestamp = on`) by their
     /// transactions' commit times, or NULL (walrelay then measures from when
     /// it first saw the oldest row).
-    pub fn stats(&self, commit_timestamps: bool) -> String {
+    pub(crate) fn stats(&self, commit_timestamps: bool) -> String {
         let time = match &self.created {
             Some(c) => Some(c.clone()),
             None if commit_timestamps => {
@@ -236,7 +236,7 @@ impl PollSql {
 
     /// Deletes up to `batch` published rows marked more than `seconds`
     /// ago, skipping rows in use; answers with the rows deleted.
-    pub fn retention(&self, seconds: u64, batch: u32) -> String {
+    pub(crate) fn retention(&self, seconds: u64, batch: u32) -> String {
         format!(
             "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} \
              WHERE {p} < clock_timestamp() - make_interval(secs => {seconds}) \
@@ -248,7 +248,7 @@ impl PollSql {
 
     /// The published rows matching `condition` (an operator's SQL
     /// condition, in parentheses): counted.
-    pub fn replay_count(&self, condition: &str) -> String {
+    pub(crate) fn replay_count(&self, condition: &str) -> String {
         format!(
             "SELECT count(*) FROM {t} WHERE {p} IS NOT NULL AND ({condition})",
             t = self.table,
@@ -257,7 +257,7 @@ impl PollSql {
     }
 
     /// The published rows matching `condition`: unpublished again.
-    pub fn replay(&self, condition: &str) -> String {
+    pub(crate) fn replay(&self, condition: &str) -> String {
         format!(
             "UPDATE {t} SET {p} = NULL WHERE {p} IS NOT NULL AND ({condition})",
             t = self.table,
@@ -267,7 +267,7 @@ impl PollSql {
 
     /// The condition `--since` stands for: published at or after `since`
     /// (a timestamp PostgreSQL parses).
-    pub fn since_condition(&self, since: &str) -> String {
+    pub(crate) fn since_condition(&self, since: &str) -> String {
         format!(
             "{} >= {}::timestamptz",
             self.published,
@@ -278,7 +278,7 @@ impl PollSql {
     /// The index a claim wants: on the order columns, and in mark mode only
     /// over the unpublished rows, so a claim reads no published row. Built
     /// `CONCURRENTLY`, so writers to the outbox are not blocked meanwhile.
-    pub fn claim_index(&self) -> String {
+    pub(crate) fn claim_index(&self) -> String {
         let predicate = match self.on_publish {
             OnPublish::Mark => format!(" WHERE {}", self.unpublished),
             OnPublish::Delete => String::new(),
@@ -295,7 +295,8 @@ impl PollSql {
 /// name, type OID, type modifier, `NOT NULL`, `format_type`'s spelling, the
 /// default expression, and whether it is an identity column. Generated
 /// columns are included: the claim reads them like any other.
-pub const TABLE_COLUMNS: &str = "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull, \
+pub(crate) const TABLE_COLUMNS: &str =
+    "SELECT a.attname::text, a.atttypid, a.atttypmod, a.attnotnull, \
      format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), a.attidentity <> '' \
      FROM pg_catalog.pg_attribute a \
      LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
@@ -307,7 +308,7 @@ pub const TABLE_COLUMNS: &str = "SELECT a.attname::text, a.atttypid, a.atttypmod
 /// predicate of a partial index, and whether that predicate is exactly
 /// `<$2> IS NULL` (`$2` the published column; `format`'s `%I` quotes as
 /// `pg_get_expr` does).
-pub const TABLE_INDEXES: &str = "SELECT c.relname::text, \
+pub(crate) const TABLE_INDEXES: &str = "SELECT c.relname::text, \
      ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) \
            LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
            WHERE k.n <= i.indnkeyatts ORDER BY k.n), \
@@ -323,7 +324,7 @@ pub const TABLE_INDEXES: &str = "SELECT c.relname::text, \
 /// `DELETE`, `UPDATE` on any column (what the claim's `FOR UPDATE` needs),
 /// and `UPDATE` on column `$2` (the published column; NULL when the table
 /// has no such column).
-pub const TABLE_PRIVILEGES: &str = "SELECT has_table_privilege($1::oid, 'SELECT'), \
+pub(crate) const TABLE_PRIVILEGES: &str = "SELECT has_table_privilege($1::oid, 'SELECT'), \
      has_table_privilege($1::oid, 'DELETE'), has_any_column_privilege($1::oid, 'UPDATE'), \
      (SELECT has_column_privilege($1::oid, a.attnum, 'UPDATE') FROM pg_catalog.pg_attribute a \
       WHERE a.attrelid = $1::oid AND a.attname = $2::text AND a.attnum > 0 \
@@ -332,58 +333,58 @@ pub const TABLE_PRIVILEGES: &str = "SELECT has_table_privilege($1::oid, 'SELECT'
 /// One column of the outbox table, as `walrelay check` judges the `[poll]`
 /// columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableColumn {
+pub(crate) struct TableColumn {
     /// Column name.
-    pub name: String,
+    pub(crate) name: String,
     /// OID of its type.
-    pub type_oid: u32,
+    pub(crate) type_oid: u32,
     /// Type modifier, -1 when none.
-    pub type_modifier: i32,
+    pub(crate) type_modifier: i32,
     /// `NOT NULL`.
-    pub not_null: bool,
+    pub(crate) not_null: bool,
     /// The declared type, `format_type`'s spelling.
-    pub type_name: String,
+    pub(crate) type_name: String,
     /// The default expression, if any (`nextval(...)`, `now()`, ...).
-    pub default_expr: Option<String>,
+    pub(crate) default_expr: Option<String>,
     /// `GENERATED ... AS IDENTITY`.
-    pub identity: bool,
+    pub(crate) identity: bool,
 }
 
 /// One valid btree index of the outbox table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableIndex {
+pub(crate) struct TableIndex {
     /// Index name.
-    pub name: String,
+    pub(crate) name: String,
     /// Key columns in order; `None` for an expression.
-    pub columns: Vec<Option<String>>,
+    pub(crate) columns: Vec<Option<String>>,
     /// The predicate of a partial index, as `pg_get_expr` prints it.
-    pub predicate: Option<String>,
+    pub(crate) predicate: Option<String>,
     /// Whether the predicate is exactly "the published column IS NULL".
-    pub unpublished_only: bool,
+    pub(crate) unpublished_only: bool,
 }
 
 /// The connected role's privileges on the outbox table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TablePrivileges {
+pub(crate) struct TablePrivileges {
     /// `SELECT` on the table.
-    pub select: bool,
+    pub(crate) select: bool,
     /// `DELETE` on the table.
-    pub delete: bool,
+    pub(crate) delete: bool,
     /// `UPDATE` on at least one column.
-    pub update_any: bool,
+    pub(crate) update_any: bool,
     /// `UPDATE` on the published column; `None` when it does not exist.
-    pub update_published: Option<bool>,
+    pub(crate) update_published: Option<bool>,
 }
 
 /// A backend holding one shard's lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockHolder {
+pub(crate) struct LockHolder {
     /// The shard.
-    pub shard: u32,
+    pub(crate) shard: u32,
     /// The backend's pid.
-    pub pid: i32,
+    pub(crate) pid: i32,
     /// Its `application_name` (empty when unset or not visible).
-    pub application_name: String,
+    pub(crate) application_name: String,
 }
 
 /// `'{"(0,1)","(0,2)"}'::tid[]` from the server's own ctid texts.
@@ -404,7 +405,7 @@ fn tid_array(ctids: &[String]) -> String {
 
 /// The rows of a claim's answer. `None`: a row without its ctid or xmin,
 /// which the server never sends for this statement.
-pub fn claimed_rows(messages: Vec<SimpleQueryMessage>) -> Option<Vec<ClaimedRow>> {
+pub(crate) fn claimed_rows(messages: Vec<SimpleQueryMessage>) -> Option<Vec<ClaimedRow>> {
     let mut rows = Vec::new();
     for m in messages {
         if let SimpleQueryMessage::Row(row) = m {
@@ -427,7 +428,7 @@ pub fn claimed_rows(messages: Vec<SimpleQueryMessage>) -> Option<Vec<ClaimedRow>
 }
 
 /// The row count of the last command of a simple query's answer.
-pub fn affected(messages: &[SimpleQueryMessage]) -> u64 {
+pub(crate) fn affected(messages: &[SimpleQueryMessage]) -> u64 {
     messages
         .iter()
         .filter_map(|m| match m {
@@ -439,7 +440,7 @@ pub fn affected(messages: &[SimpleQueryMessage]) -> u64 {
 }
 
 /// The first value of the first row, if any.
-pub fn first_value(messages: &[SimpleQueryMessage]) -> Option<Vec<Option<String>>> {
+pub(crate) fn first_value(messages: &[SimpleQueryMessage]) -> Option<Vec<Option<String>>> {
     messages.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(row) => Some(
             (0..row.len())
@@ -451,7 +452,7 @@ pub fn first_value(messages: &[SimpleQueryMessage]) -> Option<Vec<Option<String>
 }
 
 /// Runs one simple query.
-pub async fn run(
+pub(crate) async fn run(
     client: &Client,
     sql: &str,
 ) -> Result<Vec<SimpleQueryMessage>, tokio_postgres::Error> {
@@ -459,7 +460,7 @@ pub async fn run(
 }
 
 /// [`TABLE_COLUMNS`] of the table with OID `table_oid`.
-pub async fn table_columns(
+pub(crate) async fn table_columns(
     client: &Client,
     table_oid: u32,
 ) -> Result<Vec<TableColumn>, tokio_postgres::Error> {
@@ -480,7 +481,7 @@ pub async fn table_columns(
 
 /// [`TABLE_INDEXES`] of the table with OID `table_oid`, judged against the
 /// published column `published`.
-pub async fn table_indexes(
+pub(crate) async fn table_indexes(
     client: &Client,
     table_oid: u32,
     published: &str,
@@ -501,7 +502,7 @@ pub async fn table_indexes(
 
 /// [`TABLE_PRIVILEGES`] of the current role on the table with OID
 /// `table_oid`, with `published` as the published column.
-pub async fn table_privileges(
+pub(crate) async fn table_privileges(
     client: &Client,
     table_oid: u32,
     published: &str,
@@ -519,7 +520,7 @@ pub async fn table_privileges(
 
 /// Who holds the shard locks of `sql` now ([`PollSql::lock_holders`]);
 /// reads `pg_locks`, takes no lock.
-pub async fn lock_holders(
+pub(crate) async fn lock_holders(
     client: &Client,
     sql: &PollSql,
 ) -> Result<Vec<LockHolder>, tokio_postgres::Error> {

@@ -60,7 +60,7 @@ use crate::txn::OutboxEvent;
 
 mod store;
 
-pub use self::store::{EosFrontier, KafkaProgress};
+pub(crate) use self::store::KafkaProgress;
 
 /// How long the sink waits between looks at an open transaction's age
 /// and at queued heartbeats.
@@ -79,7 +79,7 @@ struct Queued {
 
 /// The exactly-once state of a sink: identity, the last committed progress
 /// and the durable position it gives the slot.
-pub struct Eos {
+pub(crate) struct Eos {
     config: TransactionsConfig,
     pipeline: String,
     transactional_id: String,
@@ -120,7 +120,7 @@ impl std::fmt::Debug for Eos {
 
 impl Eos {
     /// The state for `config`, the pipeline reading `slot`.
-    pub fn new(config: &TransactionsConfig, slot: &str) -> Eos {
+    pub(crate) fn new(config: &TransactionsConfig, slot: &str) -> Eos {
         Eos {
             pipeline: config.pipeline_name(slot).to_owned(),
             transactional_id: config.transactional_id_for(slot),
@@ -139,23 +139,18 @@ impl Eos {
     }
 
     /// The producer's `transactional.id`.
-    pub fn transactional_id(&self) -> &str {
+    pub(crate) fn transactional_id(&self) -> &str {
         &self.transactional_id
     }
 
-    /// The pipeline name (the progress records' key).
-    pub fn pipeline(&self) -> &str {
-        &self.pipeline
-    }
-
     /// The replication slot the pipeline reads.
-    pub fn slot(&self) -> &str {
+    pub(crate) fn slot(&self) -> &str {
         &self.slot
     }
 
     /// Whether the producer must be (re)initialised before the next
     /// session: never initialised yet, or made unusable.
-    pub fn needs_init(&self) -> bool {
+    pub(crate) fn needs_init(&self) -> bool {
         !self.ready.load(Ordering::Acquire) || self.reinit.load(Ordering::Acquire)
     }
 
@@ -195,7 +190,7 @@ impl Eos {
     }
 
     /// The last committed progress record.
-    pub fn committed(&self) -> Option<Progress> {
+    pub(crate) fn committed(&self) -> Option<Progress> {
         self.committed.lock().expect("progress lock").clone()
     }
 
@@ -405,7 +400,7 @@ impl KafkaSink {
     /// instance with the transactional id and aborting its open
     /// transaction), the progress topic (created if missing), then the
     /// last committed progress. Blocking calls run on blocking threads.
-    pub async fn start_exactly_once(&self) -> Result<(), SinkError> {
+    pub(crate) async fn start_exactly_once(&self) -> Result<(), SinkError> {
         let Some(eos) = self.eos.clone() else {
             return Ok(());
         };
@@ -519,7 +514,7 @@ impl KafkaSink {
     /// Commits a transaction holding only a progress record that says an
     /// initial snapshot begins: until the snapshot's own transaction
     /// commits, a restart drops the slot and snapshots again.
-    pub async fn mark_snapshot_started(&self) -> Result<(), SinkError> {
+    pub(crate) async fn mark_snapshot_started(&self) -> Result<(), SinkError> {
         let Some(eos) = self.eos.clone() else {
             return Ok(());
         };

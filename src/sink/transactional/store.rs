@@ -19,7 +19,7 @@ use crate::source::{Frontier, ProgressStore, SlotVerdict};
 
 /// The durable position of exactly-once mode: the last committed progress.
 #[derive(Debug, Clone)]
-pub struct EosFrontier(Arc<AtomicU64>);
+pub(crate) struct EosFrontier(Arc<AtomicU64>);
 
 impl Frontier for EosFrontier {
     fn durable(&self) -> Lsn {
@@ -30,13 +30,13 @@ impl Frontier for EosFrontier {
 /// The progress store of exactly-once mode: positions come from the
 /// progress topic (read at start, then from each commit).
 #[derive(Debug, Clone)]
-pub struct KafkaProgress {
+pub(crate) struct KafkaProgress {
     pub(super) eos: Arc<Eos>,
 }
 
 impl KafkaProgress {
     /// The store of `sink`, which must be in exactly-once mode.
-    pub fn of(sink: &KafkaSink) -> Option<KafkaProgress> {
+    pub(crate) fn of(sink: &KafkaSink) -> Option<KafkaProgress> {
         sink.eos.as_ref().map(|eos| KafkaProgress {
             eos: Arc::clone(eos),
         })
