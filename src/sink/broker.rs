@@ -33,7 +33,6 @@ pub struct WireRecord<'a> {
     pub(crate) value: Option<&'a [u8]>,
     /// In order; a broker without headers refuses a record that has some.
     pub(crate) headers: &'a [RecordHeader],
-    #[cfg(test)]
     /// Records with equal ordering keys are delivered in the order sent
     /// (per aggregate, the outbox's key); `None`: no order is asked for.
     pub(crate) ordering_key: Option<&'a [u8]>,
@@ -54,7 +53,6 @@ impl<'a> WireRecord<'a> {
             key,
             value: record.value.as_deref(),
             headers: &record.headers,
-            #[cfg(test)]
             ordering_key: key,
             partition: record.partition,
             timestamp_ms: record.timestamp_ms,
@@ -73,7 +71,6 @@ impl<'a> WireRecord<'a> {
             key,
             value,
             headers: &[],
-            #[cfg(test)]
             ordering_key: key,
             partition: None,
             timestamp_ms: None,
@@ -231,6 +228,10 @@ pub(crate) trait Broker {
     /// The broker's name in messages (`kafka`, `nats-jetstream`, ...).
     const NAME: &'static str;
 
+    /// What the broker promises; the configuration is checked against it
+    /// ([`Guarantees::check`]) before anything is sent.
+    const GUARANTEES: Guarantees;
+
     /// Hands `record` over; its acknowledgement arrives later.
     fn send(
         &self,
@@ -240,6 +241,9 @@ pub(crate) trait Broker {
 
     /// What a refused send means for the record.
     fn classify(error: &Self::Error) -> FailureClass;
+
+    /// Records handed over and not yet acknowledged.
+    fn in_flight(&self) -> usize;
 }
 
 #[cfg(test)]

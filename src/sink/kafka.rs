@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::IntoOpaque;
 use rdkafka::{ClientContext, Message};
 use tracing::{error, warn};
@@ -39,6 +39,7 @@ impl<C: ProducerContext + 'static> Broker for ThreadedProducer<C> {
     type Error = KafkaError;
 
     const NAME: &'static str = "kafka";
+    const GUARANTEES: Guarantees = GUARANTEES;
 
     fn send(
         &self,
@@ -57,6 +58,10 @@ impl<C: ProducerContext + 'static> Broker for ThreadedProducer<C> {
     fn classify(error: &KafkaError) -> FailureClass {
         class_of(error.rdkafka_error_code())
     }
+
+    fn in_flight(&self) -> usize {
+        usize::try_from(self.in_flight_count()).unwrap_or(0)
+    }
 }
 
 /// The librdkafka record for `record`: topic, headers, key, value, and the
@@ -66,6 +71,12 @@ pub fn base_record<'a, O: IntoOpaque>(
     record: &WireRecord<'a>,
     opaque: O,
 ) -> BaseRecord<'a, [u8], [u8], O> {
+    // Kafka keeps order per partition, which the key picks: it can order
+    // by no other key than the record's own.
+    debug_assert!(
+        record.ordering_key.is_none() || record.ordering_key == record.key,
+        "kafka orders records by their key"
+    );
     let mut base = BaseRecord::with_opaque_to(record.destination, opaque);
     if !record.headers.is_empty() {
         let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());

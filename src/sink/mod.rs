@@ -316,7 +316,8 @@ impl KafkaSink {
             idempotent: Some("kafka.producer.\"enable.idempotence\""),
             per_key_order: None,
         };
-        kafka::GUARANTEES.check(<ThreadedProducer<DeliveryContext> as Broker>::NAME, &wanted)?;
+        type Kafka = ThreadedProducer<DeliveryContext>;
+        <Kafka as Broker>::GUARANTEES.check(<Kafka as Broker>::NAME, &wanted)?;
         let eos = config
             .exactly_once
             .then(|| Arc::new(Eos::new(&config.transactions, slot)));
@@ -365,7 +366,9 @@ impl KafkaSink {
     /// Records handed to librdkafka (dead-letter records included) and not
     /// yet reported.
     pub(crate) fn in_flight(&self) -> i32 {
-        self.producer().in_flight_count() + self.dead_letter.as_ref().map_or(0, |d| d.in_flight())
+        let main = Broker::in_flight(&*self.producer());
+        i32::try_from(main).unwrap_or(i32::MAX)
+            + self.dead_letter.as_ref().map_or(0, |d| d.in_flight())
     }
 
     /// The current producer.

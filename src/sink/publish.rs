@@ -524,7 +524,7 @@ pub(super) fn send_blocking<B: Broker>(
 mod tests {
     use std::cell::{Cell, RefCell};
 
-    use super::super::broker::WireRecord;
+    use super::super::broker::{Guarantees, WireRecord};
     use super::*;
 
     /// A broker that takes `room` records, then is full until `drain`.
@@ -542,6 +542,12 @@ mod tests {
         type Ticket = u32;
         type Error = Refuse;
         const NAME: &'static str = "queue";
+        const GUARANTEES: Guarantees = Guarantees {
+            idempotent: false,
+            transactional: false,
+            dedup_by_id: false,
+            per_key_order: true,
+        };
 
         fn send(&self, record: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
             if let Some(why) = self.refuse {
@@ -562,6 +568,10 @@ mod tests {
                 kind: "invalid_record",
                 too_large: false,
             }
+        }
+
+        fn in_flight(&self) -> usize {
+            self.sent.borrow().len()
         }
     }
 
