@@ -40,7 +40,7 @@ use crate::postgres::catalog;
 use crate::postgres::replication::ConnectParams;
 use crate::router::DebeziumConfig;
 use crate::setting::SettingError;
-use crate::sink::KafkaSink;
+use crate::sink::choice::Sink;
 
 /// Logical name of the heartbeat key schema.
 pub(crate) const KEY_SCHEMA_NAME: &str = "io.debezium.connector.common.ServerNameKey";
@@ -144,7 +144,7 @@ impl HeartbeatRecord {
 pub(crate) async fn run(
     cfg: HeartbeatConfig,
     record: HeartbeatRecord,
-    sink: Arc<KafkaSink>,
+    sink: Arc<Sink>,
     params: ConnectParams,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -196,7 +196,7 @@ pub(crate) async fn run(
 
 /// Sends one heartbeat record stamped with the wall clock. A record that
 /// cannot be sent now is skipped: the next interval sends a fresh one.
-fn produce(record: &HeartbeatRecord, sink: &KafkaSink) {
+fn produce(record: &HeartbeatRecord, sink: &Sink) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));

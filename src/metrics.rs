@@ -120,6 +120,13 @@ pub(crate) fn observe_micros(histogram: &Histogram, micros: i64) {
     histogram.observe(micros.max(0) as f64 / 1e6);
 }
 
+/// Label set `{broker}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct BrokerLabel {
+    /// The broker the pipeline publishes to (`kafka`, `nats-jetstream`, ...).
+    pub(crate) broker: &'static str,
+}
+
 /// Label set `{reason}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ReasonLabel {
@@ -587,6 +594,13 @@ mod tests {
         m.replication_lag.set(15.25);
         m.streaming.store(true, Ordering::Relaxed);
         m.kafka_reachable.store(true, Ordering::Relaxed);
+        let broker = BrokerLabel {
+            broker: "nats-jetstream",
+        };
+        m.broker_info.get_or_create(&broker).set(1);
+        m.broker_acked.get_or_create(&broker).inc_by(41);
+        m.broker_refused.get_or_create(&broker).inc_by(2);
+        m.broker_retries.get_or_create(&broker).inc_by(3);
         m.dead_lettered
             .get_or_create(&ReasonLabel { reason: "route" })
             .inc_by(16);

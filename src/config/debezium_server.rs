@@ -17,11 +17,13 @@ use std::path::Path;
 use super::kafka_connect::connector::{classify_rest, translate_connector};
 use super::kafka_connect::exactly_once::translate_server;
 use super::kafka_connect::producer::translate_producer;
+use super::kafka_connect::server_sinks::{sink_kind, translate_sink};
 use super::kafka_connect::transforms::translate_transforms;
 use super::kafka_connect::{parse_bool, Draft, Keys, Notes, Translation};
 use crate::config::ConfigError;
 use crate::connect::config::{ConverterKind, ConvertersConfig, HeaderConverterKind};
 use crate::properties::{decode_text, parse_properties};
+use crate::sink::config::SinkKind;
 
 /// Looks up an environment variable (injectable for tests).
 pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -349,33 +351,35 @@ fn translate(
     draft.debezium.server_mode = true;
 
     // Sink.
-    match all.take("debezium.sink.type").as_deref() {
-        Some("kafka") => {}
+    const SINKS: &str = "kafka, nats-jetstream and redis";
+    let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {
                 key: "debezium.sink.type".into(),
-                reason: "walrelay implements the kafka sink".into(),
+                reason: format!("walrelay implements the {SINKS} sinks"),
             })
         }
-        Some(other) => {
-            return Err(ConfigError::Unsupported {
-                key: "debezium.sink.type".into(),
-                reason: format!("walrelay implements the kafka sink, not {other}"),
-            })
+        Some(name) => sink_kind(name).ok_or_else(|| ConfigError::Unsupported {
+            key: "debezium.sink.type".into(),
+            reason: format!("walrelay implements the {SINKS} sinks, not {name}"),
+        })?,
+    };
+    if kind == SinkKind::Kafka {
+        let producer = all.take_prefixed("debezium.sink.kafka.producer.");
+        translate_producer(
+            producer,
+            "debezium.sink.kafka.producer.",
+            &mut draft.kafka,
+            notes,
+        )?;
+        for key in all.take_prefixed("debezium.sink.").into_keys() {
+            notes.ignore(
+                format!("debezium.sink.{key}"),
+                "ignored: walrelay waits for every delivery itself",
+            );
         }
-    }
-    let producer = all.take_prefixed("debezium.sink.kafka.producer.");
-    translate_producer(
-        producer,
-        "debezium.sink.kafka.producer.",
-        &mut draft.kafka,
-        notes,
-    )?;
-    for key in all.take_prefixed("debezium.sink.").into_keys() {
-        notes.ignore(
-            format!("debezium.sink.{key}"),
-            "ignored: walrelay waits for every delivery itself",
-        );
+    } else {
+        draft.sink = translate_sink(kind, all.take_prefixed("debezium.sink."), notes)?;
     }
 
     // Connector, transform.

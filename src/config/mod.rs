@@ -71,7 +71,13 @@ pub struct Config {
     /// Debezium heartbeats.
     #[serde(default)]
     pub heartbeat: HeartbeatConfig,
-    /// Kafka producer.
+    /// Which broker the pipeline publishes to (`[sink]`; Kafka by
+    /// default).
+    #[serde(default)]
+    pub(crate) sink: crate::sink::config::SinkConfig,
+    /// Kafka producer (required when the sink is Kafka; with another
+    /// broker, only for `kafka.exactly_once`, which is then refused).
+    #[serde(default)]
     pub kafka: KafkaConfig,
     /// Process behaviour.
     #[serde(default)]
@@ -296,7 +302,12 @@ impl Config {
             reason: e.to_string(),
         })?;
         self.outbox.validate_tables(&self.router)?;
-        self.kafka.validate()?;
+        self.sink.validate()?;
+        if self.sink.kind == crate::sink::config::SinkKind::Kafka {
+            self.kafka.validate()?;
+        } else {
+            self.validate_other_broker()?;
+        }
         self.heartbeat.validate()?;
         self.debezium.validate()?;
         self.errors.validate()?;
@@ -339,6 +350,32 @@ impl Config {
 }
 
 impl Config {
+    /// A broker other than Kafka: what only Kafka can do is refused by
+    /// key (exactly-once asks for transactions), and `[kafka]` must not be
+    /// mistaken for the broker's settings.
+    fn validate_other_broker(&self) -> Result<(), ConfigError> {
+        let broker = self.sink.kind.as_str();
+        if self.kafka.exactly_once {
+            return Err(ConfigError::Invalid {
+                key: "kafka.exactly_once".into(),
+                reason: format!(
+                    "asks for transactional (exactly-once) delivery, which the {broker} broker \
+                     cannot give (sink.type = \"{broker}\"); remove the key, or publish to Kafka"
+                ),
+            });
+        }
+        if !self.kafka.bootstrap_servers.is_empty() || !self.kafka.producer.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "kafka".into(),
+                reason: format!(
+                    "configures a Kafka producer, and sink.type = \"{broker}\" publishes to \
+                     {broker}; remove [kafka] (the broker's settings are in [sink.*])"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The polling source: its section, and what it cannot do refused by
     /// name.
     fn validate_poll(&self) -> Result<(), ConfigError> {

@@ -29,6 +29,31 @@ macro_rules! sink_metrics {
                 name: "walrelay_dead_lettered",
                 help: "Events sent to the dead-letter topic, by kind of problem",
             }
+            /// The broker the pipeline publishes to, as a label
+            /// (`walrelay_broker_info`; 1).
+            BROKER_INFO broker_info: Family<BrokerLabel, Gauge> {
+                name: "walrelay_broker_info",
+                help: "The broker the pipeline publishes to (label broker), 1",
+            }
+            /// Records a broker other than Kafka acknowledged
+            /// (`walrelay_broker_acked_total`; Kafka's are `walrelay_events_total`).
+            BROKER_ACKED broker_acked: Family<BrokerLabel, Counter> {
+                name: "walrelay_broker_acked",
+                help: "Records a broker other than Kafka acknowledged (dead-letter records included)",
+            }
+            /// Records a broker other than Kafka refused for good
+            /// (`walrelay_broker_refused_total`).
+            BROKER_REFUSED broker_refused: Family<BrokerLabel, Counter> {
+                name: "walrelay_broker_refused",
+                help: "Records a broker other than Kafka refused for good",
+            }
+            /// Times a broker other than Kafka could not be reached or did
+            /// not take records, each followed by a pause and a retry
+            /// (`walrelay_broker_retries_total`).
+            BROKER_RETRIES broker_retries: Family<BrokerLabel, Counter> {
+                name: "walrelay_broker_retries",
+                help: "Times a broker other than Kafka could not be reached or did not take records (each retried after a pause)",
+            }
             /// Commit to Kafka acknowledgement latency, seconds.
             COMMIT_TO_ACK commit_to_ack: Histogram {
                 name: "walrelay_commit_to_ack_seconds",

@@ -37,8 +37,9 @@ use crate::lag::LagError;
 use crate::metrics::{Metrics, Process};
 use crate::postgres::wal::WalError;
 use crate::retry::Retry;
+use crate::sink::choice::Sink;
 use crate::sink::transactional::KafkaProgress;
-use crate::sink::{KafkaSink, SinkError};
+use crate::sink::SinkError;
 use crate::source::{ProgressStore, TrackerProgress};
 
 /// Batches in flight between the source and the sink.
@@ -252,7 +253,7 @@ pub(crate) async fn run(
             .instrument(tracing::info_span!("heartbeat")),
         );
     }
-    match KafkaProgress::of(&sink) {
+    match sink.kafka().and_then(KafkaProgress::of) {
         Some(progress) => {
             sessions(
                 &plan,
@@ -284,12 +285,10 @@ pub(crate) async fn run(
 
 /// What every pipeline starts with, whatever its source: the Kafka sink
 /// and the reconnect backoff.
-async fn start(
-    plan: &Plan,
-    metrics: &Arc<Metrics>,
-) -> Result<(Arc<KafkaSink>, Backoff), PipelineError> {
+async fn start(plan: &Plan, metrics: &Arc<Metrics>) -> Result<(Arc<Sink>, Backoff), PipelineError> {
     let config = plan.config();
-    let sink = Arc::new(KafkaSink::with_errors(
+    let sink = Arc::new(Sink::start(
+        &config.sink,
         &config.kafka,
         &config.errors,
         config.replication.status_interval(),
@@ -308,7 +307,7 @@ async fn start(
 #[allow(clippy::too_many_arguments)]
 async fn sessions<P: ProgressStore>(
     plan: &Plan,
-    sink: &Arc<KafkaSink>,
+    sink: &Arc<Sink>,
     metrics: &Arc<Metrics>,
     mut shutdown: watch::Receiver<bool>,
     mut progress: P,
@@ -390,7 +389,7 @@ async fn sessions<P: ProgressStore>(
 /// PostgreSQL away is retried. Returns `false` on shutdown.
 async fn prepare_exactly_once(
     plan: &Plan,
-    sink: &KafkaSink,
+    sink: &Sink,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<bool, PipelineError> {
     let Some(eos) = sink.exactly_once() else {

@@ -24,7 +24,7 @@ use crate::postgres::catalog::{self, CatalogError};
 use crate::postgres::poll::sql::PollSql;
 use crate::postgres::poll::{self, PollError, PollSource};
 use crate::retry::Retry;
-use crate::sink::KafkaSink;
+use crate::sink::choice::Sink;
 use crate::source::TrackerProgress;
 
 /// Runs the polling pipeline of `plan` until shutdown (Ok) or a fatal error.
@@ -32,7 +32,7 @@ use crate::source::TrackerProgress;
 /// (`pipeline::start`).
 pub(super) async fn run(
     plan: Plan,
-    sink: Arc<KafkaSink>,
+    sink: Arc<Sink>,
     metrics: Arc<Metrics>,
     mut shutdown: watch::Receiver<bool>,
     mut backoff: Backoff,

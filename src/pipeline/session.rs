@@ -30,7 +30,8 @@ use crate::postgres::replication::{ReplicationConnection, ReplicationError};
 use crate::postgres::slot;
 use crate::postgres::wal::{self, StreamSettings, WalError, WalSource};
 use crate::retry::Retry;
-use crate::sink::{KafkaSink, SinkError};
+use crate::sink::choice::Sink;
+use crate::sink::SinkError;
 use crate::source::{Frontier, ProgressStore, SlotVerdict, Source, StreamEnd};
 
 /// pgoutput protocol version requested when not streaming (1: whole
@@ -96,7 +97,7 @@ fn behind_reason(saves_confirmed_at_shutdown: bool) -> &'static str {
 /// snapshot, `START_REPLICATION` at the right position), then drives it.
 pub(super) async fn run<P: ProgressStore>(
     plan: &Plan,
-    sink: &Arc<KafkaSink>,
+    sink: &Arc<Sink>,
     metrics: &Arc<Metrics>,
     shutdown: &mut watch::Receiver<bool>,
     (slot_seen, progress): (&mut bool, &mut P),
@@ -136,7 +137,7 @@ pub(super) async fn run<P: ProgressStore>(
 /// What the steps that open a session share.
 struct Opening<'a> {
     plan: &'a Plan,
-    sink: &'a Arc<KafkaSink>,
+    sink: &'a Arc<Sink>,
     /// The SQL connection, held until the session ends.
     client: Client,
     /// The bound on every catalog round trip, so that a black-holed path
@@ -151,10 +152,7 @@ struct Opening<'a> {
 impl<'a> Opening<'a> {
     /// The catalog side, before anything is created: the server's
     /// capabilities, the publication, each outbox table's columns.
-    async fn prepare(
-        plan: &'a Plan,
-        sink: &'a Arc<KafkaSink>,
-    ) -> Result<Self, SessionError<WalError>> {
+    async fn prepare(plan: &'a Plan, sink: &'a Arc<Sink>) -> Result<Self, SessionError<WalError>> {
         let params = plan.params();
         let bound = catalog::sql_timeout(params);
         let client = catalog::connect(params).await?;
@@ -522,7 +520,7 @@ async fn table_metas(
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn drive<S: Source, P: ProgressStore>(
     plan: &Plan,
-    sink: &Arc<KafkaSink>,
+    sink: &Arc<Sink>,
     metrics: &Metrics,
     mut source: S,
     progress: &mut P,

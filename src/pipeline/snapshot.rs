@@ -21,7 +21,7 @@ use crate::postgres::catalog::snapshot as pg_snapshot;
 use crate::postgres::wal::WalError;
 use crate::retry::Retry;
 use crate::router::EventMeta;
-use crate::sink::KafkaSink;
+use crate::sink::choice::Sink;
 use crate::txn::{OutboxEvent, TxnError};
 
 /// Publishes every row of each outbox table, read in `snapshot` (or a
@@ -30,7 +30,7 @@ use crate::txn::{OutboxEvent, TxnError};
 /// row count.
 pub(super) async fn publish(
     plan: &Plan,
-    sink: &Arc<KafkaSink>,
+    sink: &Arc<Sink>,
     client: &tokio_postgres::Client,
     table_metas: &[TableMeta],
     snapshot_name: Option<&str>,

@@ -182,6 +182,8 @@ pub(crate) enum FailureClass {
 /// A failed delivery, in the publish step's terms.
 #[derive(Debug, Clone)]
 pub(crate) struct Delivery {
+    /// The broker's name ([`Broker::NAME`]), for messages.
+    pub(crate) broker: &'static str,
     /// Where the record was going.
     pub(crate) destination: String,
     /// What the failure means for the record.

@@ -15,8 +15,98 @@ use serde::Deserialize;
 use crate::secret::{is_secret_key, Secret};
 use crate::setting::SettingError;
 
+/// Which broker the pipeline publishes to (`[sink]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkConfig {
+    /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
+    /// (`[sink.nats]`) or `redis` (`[sink.redis]`), as Debezium Server's
+    /// `debezium.sink.type` names them.
+    #[serde(rename = "type", default)]
+    pub(crate) kind: SinkKind,
+    /// NATS JetStream (`sink.type = "nats-jetstream"`).
+    #[serde(default)]
+    pub(crate) nats: Option<super::nats::NatsConfig>,
+    /// Redis Streams (`sink.type = "redis"`).
+    #[serde(default)]
+    pub(crate) redis: Option<super::redis::RedisConfig>,
+}
+
+/// The brokers walrelay publishes to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub(crate) enum SinkKind {
+    /// Kafka, through librdkafka.
+    #[default]
+    #[serde(rename = "kafka")]
+    Kafka,
+    /// NATS JetStream, through async-nats.
+    #[serde(rename = "nats-jetstream")]
+    NatsJetStream,
+    /// Redis Streams, through redis-rs.
+    #[serde(rename = "redis")]
+    Redis,
+}
+
+impl SinkKind {
+    /// The name `sink.type` and `debezium.sink.type` give it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SinkKind::Kafka => "kafka",
+            SinkKind::NatsJetStream => "nats-jetstream",
+            SinkKind::Redis => "redis",
+        }
+    }
+}
+
+impl SinkConfig {
+    /// Checks the section: the chosen broker's own section is there and
+    /// valid, and no other broker's is; the error names the key.
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
+        let wrong = |section: &str| {
+            SettingError::invalid(
+                section,
+                format!(
+                    "configures another broker than sink.type = \"{}\"; remove it or change sink.type",
+                    self.kind.as_str()
+                ),
+            )
+        };
+        match self.kind {
+            SinkKind::Kafka => {
+                if self.nats.is_some() {
+                    return Err(wrong("sink.nats"));
+                }
+                if self.redis.is_some() {
+                    return Err(wrong("sink.redis"));
+                }
+            }
+            SinkKind::NatsJetStream => {
+                if self.redis.is_some() {
+                    return Err(wrong("sink.redis"));
+                }
+                let nats = self.nats.as_ref().ok_or_else(|| SettingError::Missing {
+                    key: "sink.nats".into(),
+                    reason: "sink.type = \"nats-jetstream\" publishes there (url at least)".into(),
+                })?;
+                nats.validate()?;
+            }
+            SinkKind::Redis => {
+                if self.nats.is_some() {
+                    return Err(wrong("sink.nats"));
+                }
+                let redis = self.redis.as_ref().ok_or_else(|| SettingError::Missing {
+                    key: "sink.redis".into(),
+                    reason: "sink.type = \"redis\" publishes there (address at least)".into(),
+                })?;
+                redis.validate()?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Kafka producer settings.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaConfig {
     /// `bootstrap.servers`.

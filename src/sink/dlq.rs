@@ -14,15 +14,14 @@ use bytes::Bytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::ClientContext;
-use tracing::{error, warn};
+use rdkafka::{ClientContext, Message};
+use tracing::warn;
 use walrelay_proto::Lsn;
 
-use super::broker::WireRecord;
-use super::publish::{send_blocking, Refused, Shared, SEQ_MASK};
+use super::broker::{Delivery, FailureClass, WireRecord};
+use super::publish::{send_blocking, Refused, Shared};
 use super::SinkError;
 use crate::chain::DisplayChain;
-use crate::metrics::ReasonLabel;
 use crate::router::{RecordHeader, RouteError};
 use crate::txn::OutboxEvent;
 
@@ -181,40 +180,39 @@ impl ProducerContext for DeadLetterContext {
     type DeliveryOpaque = Box<LetterTag>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, letter: Box<LetterTag>) {
-        let tracker = self.shared.tracker_for(letter.tag);
-        match result {
-            Ok(_) => {
-                self.shared
-                    .metrics
-                    .dead_lettered
-                    .get_or_create(&ReasonLabel {
-                        reason: letter.kind,
-                    })
-                    .inc();
-                if let Some(t) = tracker {
-                    t.ack(letter.tag & SEQ_MASK, 1);
-                }
-            }
-            Err((err, _)) => {
-                if let Some(t) = tracker {
-                    t.fail(letter.tag & SEQ_MASK);
-                }
-                error!(error = %err, "kafka could not deliver a dead-letter record");
-                self.shared.record_failure(SinkError::DeadLetter {
-                    error: err.to_string(),
-                });
-            }
-        }
-        self.shared.wake.notify_waiters();
+        let outcome = match result {
+            Ok(_) => Ok(()),
+            Err((err, msg)) => Err(Delivery {
+                broker: "kafka",
+                destination: msg.topic().to_owned(),
+                class: FailureClass::Broker,
+                error: err.to_string(),
+                code: "dead_letter".to_owned(),
+                record_bytes: 0,
+            }),
+        };
+        self.shared.settle_letter(letter.tag, letter.kind, outcome);
     }
 }
 
 /// The dead-letter producer and topic.
 pub(crate) struct DeadLetter {
     producer: ThreadedProducer<DeadLetterContext>,
-    topic: String,
-    context_headers: bool,
-    max_bytes: usize,
+    format: LetterFormat,
+}
+
+/// What a dead-letter record looks like on any broker: where it goes,
+/// whether it carries the context headers, and the size its original
+/// bytes must fit.
+#[derive(Debug, Clone)]
+pub(crate) struct LetterFormat {
+    /// The dead-letter topic (subject, stream, ...).
+    pub(crate) topic: String,
+    /// Whether the `__connect.errors.*` and `walrelay.*` headers are added.
+    pub(crate) context_headers: bool,
+    /// The largest record the broker takes: original bytes beyond it are
+    /// left out (and the header `walrelay.original.dropped` says so).
+    pub(crate) max_bytes: usize,
 }
 
 impl DeadLetter {
@@ -234,15 +232,42 @@ impl DeadLetter {
             .map_err(SinkError::Create)?;
         Ok(DeadLetter {
             producer,
-            topic: topic.to_owned(),
-            context_headers,
-            max_bytes,
+            format: LetterFormat {
+                topic: topic.to_owned(),
+                context_headers,
+                max_bytes,
+            },
         })
     }
 
     /// The dead-letter topic.
     pub(crate) fn topic(&self) -> &str {
-        &self.topic
+        &self.format.topic
+    }
+
+    /// The key, value and headers of `letter`'s dead-letter record; see
+    /// [`LetterFormat::record_parts`].
+    pub(crate) fn record_parts(
+        &self,
+        letter: &Letter,
+    ) -> (Option<Bytes>, Option<Bytes>, Vec<RecordHeader>) {
+        self.format.record_parts(letter)
+    }
+
+    /// Produces the dead-letter record for `letter` through the publish
+    /// step's blocking send (a delivery callback calls this), waiting while
+    /// the local queue is full. Its delivery report settles the event.
+    pub(crate) fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
+        let (key, value, headers) = self.record_parts(letter);
+        let tag = Box::new(LetterTag {
+            tag: letter.tag,
+            kind: letter.kind,
+        });
+        let record = WireRecord {
+            headers: &headers,
+            ..WireRecord::plain(&self.format.topic, key.as_deref(), value.as_deref())
+        };
+        send_blocking(&self.producer, &record, tag)
     }
 
     /// Records handed to the dead-letter producer and not yet reported.
@@ -254,10 +279,12 @@ impl DeadLetter {
     pub(crate) fn flush(&self, timeout: Duration) -> bool {
         self.producer.flush(timeout).is_ok()
     }
+}
 
+impl LetterFormat {
     /// The key, value and headers of `letter`'s dead-letter record, for a
     /// producer of the caller's (exactly-once mode produces it inside the
-    /// Kafka transaction). Logs the event as [`DeadLetter::send`] does.
+    /// Kafka transaction; another broker sends it itself). Logs the event.
     pub(crate) fn record_parts(
         &self,
         letter: &Letter,
@@ -299,22 +326,6 @@ impl DeadLetter {
         add(HEADER_SOURCE_TABLE, Some(letter.table.clone()));
         add(HEADER_DROPPED, dropped);
         headers
-    }
-
-    /// Produces the dead-letter record for `letter` through the publish
-    /// step's blocking send (a delivery callback calls this), waiting while
-    /// the local queue is full. Its delivery report settles the event.
-    pub(crate) fn send(&self, letter: &Letter) -> Result<(), KafkaError> {
-        let (key, value, headers) = self.record_parts(letter);
-        let tag = Box::new(LetterTag {
-            tag: letter.tag,
-            kind: letter.kind,
-        });
-        let record = WireRecord {
-            headers: &headers,
-            ..WireRecord::plain(&self.topic, key.as_deref(), value.as_deref())
-        };
-        send_blocking(&self.producer, &record, tag)
     }
 
     /// The key and value to send: the original bytes, or without the value
@@ -379,18 +390,18 @@ mod tests {
     #[test]
     fn original_bytes_fit_or_are_dropped() {
         let d = dead_letter(1_000_000);
-        let (k, v, dropped) = d.fit(&letter(3, 10, false));
+        let (k, v, dropped) = d.format.fit(&letter(3, 10, false));
         assert_eq!(k.map(|b| b.len()), Some(3));
         assert_eq!(v.map(|b| b.len()), Some(10));
         assert_eq!(dropped, None);
         // A local size refusal never resends the value, however small.
-        let (k, v, dropped) = d.fit(&letter(3, 10, true));
+        let (k, v, dropped) = d.format.fit(&letter(3, 10, true));
         assert!(k.is_some() && v.is_none());
         assert!(dropped.unwrap().starts_with("value"));
         // Larger than the producer allows: the value goes, then the key.
-        let (k, v, _) = d.fit(&letter(3, 2_000_000, false));
+        let (k, v, _) = d.format.fit(&letter(3, 2_000_000, false));
         assert!(k.is_some() && v.is_none());
-        let (k, v, dropped) = d.fit(&letter(2_000_000, 3, false));
+        let (k, v, dropped) = d.format.fit(&letter(2_000_000, 3, false));
         assert!(k.is_none() && v.is_none());
         assert!(dropped.unwrap().starts_with("key and value"));
     }

@@ -165,6 +165,7 @@ fn record_bytes(msg: &rdkafka::message::BorrowedMessage<'_>) -> usize {
 fn failure_of(err: &KafkaError, msg: &rdkafka::message::BorrowedMessage<'_>) -> Delivery {
     let code = err.rdkafka_error_code();
     Delivery {
+        broker: "kafka",
         destination: msg.topic().to_owned(),
         class: class_of(code),
         error: err.to_string(),

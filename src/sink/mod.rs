@@ -27,13 +27,17 @@
 //! [`broker`] (docs/architecture.md).
 
 pub mod broker;
+pub(crate) mod choice;
 pub mod config;
 pub(crate) mod dlq;
 pub mod kafka;
 pub(crate) mod limits;
+pub(crate) mod nats;
 pub(crate) mod progress;
 pub mod progress_topic;
 pub(crate) mod publish;
+pub(crate) mod queued;
+pub(crate) mod redis;
 pub(crate) mod transactional;
 
 use std::collections::BTreeMap;
@@ -107,10 +111,12 @@ pub(crate) enum SinkError {
         #[source]
         source: Box<KafkaError>,
     },
-    /// Kafka reported a permanent delivery failure.
-    #[error("kafka could not deliver a record to {topic}: {error} (event {event_id} at lsn {lsn}); nothing after it is confirmed")]
+    /// The broker reported a permanent delivery failure.
+    #[error("{broker} could not deliver a record to {topic}: {error} (event {event_id} at lsn {lsn}); nothing after it is confirmed")]
     Delivery {
-        /// Topic.
+        /// The broker's name.
+        broker: &'static str,
+        /// Topic, subject, stream or URL.
         topic: String,
         /// librdkafka's error text.
         error: String,
@@ -128,16 +134,18 @@ pub(crate) enum SinkError {
         lsn: Lsn,
         /// The dead-letter topic.
         topic: String,
-        /// librdkafka's error.
+        /// The broker client's error.
         #[source]
-        source: Box<KafkaError>,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// Kafka refused a dead-letter record.
+    /// The broker refused a dead-letter record.
     #[error(
-        "kafka could not deliver a dead-letter record: {error}; nothing after it is confirmed"
+        "{broker} could not deliver a dead-letter record: {error}; nothing after it is confirmed"
     )]
     DeadLetter {
-        /// librdkafka's error text.
+        /// The broker's name.
+        broker: &'static str,
+        /// The broker's error text.
         error: String,
     },
     /// A topic refused a batch as too large although this record fits its
@@ -471,7 +479,7 @@ impl KafkaSink {
         mut rx: mpsc::Receiver<Vec<OutboxEvent>>,
     ) -> Result<(), SinkError> {
         let generation = self.generation.load(Ordering::Relaxed) << SEQ_BITS;
-        let mut step = Step::new(&self.shared, self.dead_letter.as_deref());
+        let mut step = Step::new(&self.shared, self.dead_letter.is_some());
         let mut producer = self.producer();
         loop {
             let batch = tokio::select! {

@@ -38,7 +38,7 @@ use super::dlq::{DeadLetter, Letter, Stage};
 use super::limits::fits_alone;
 use super::SinkError;
 use crate::checkpoint::SharedTracker;
-use crate::metrics::{observe_micros, CodeLabel, Metrics, TopicLabel};
+use crate::metrics::{observe_micros, CodeLabel, Metrics, ReasonLabel, TopicLabel};
 use crate::router::{KafkaRecord, RouteError, Router};
 use crate::txn::OutboxEvent;
 
@@ -158,6 +158,42 @@ impl Shared {
         self.wake.notify_waiters();
     }
 
+    /// Settles the acknowledgement of a dead-letter record that took the
+    /// place of the event tagged `tag`: delivered, the event counts as
+    /// delivered; refused, its transaction fails and the sink stops.
+    pub(super) fn settle_letter(
+        &self,
+        tag: u64,
+        kind: &'static str,
+        outcome: Result<(), Delivery>,
+    ) {
+        let tracker = self.tracker_for(tag);
+        match outcome {
+            Ok(()) => {
+                self.metrics
+                    .dead_lettered
+                    .get_or_create(&ReasonLabel { reason: kind })
+                    .inc();
+                if let Some(t) = tracker {
+                    t.ack(tag & SEQ_MASK, 1);
+                }
+            }
+            Err(failure) => {
+                if let Some(t) = tracker {
+                    t.fail(tag & SEQ_MASK);
+                }
+                if failure.class != FailureClass::Purged {
+                    error!(broker = failure.broker, error = %failure.error, "the broker could not deliver a dead-letter record");
+                }
+                self.record_failure(SinkError::DeadLetter {
+                    broker: failure.broker,
+                    error: failure.error,
+                });
+            }
+        }
+        self.wake.notify_waiters();
+    }
+
     fn delivered(&self, ctx: &RecordContext) {
         self.delivered.fetch_add(1, Ordering::Relaxed);
         let now_us = crate::clock::unix_now_micros();
@@ -189,6 +225,7 @@ impl Shared {
             .inc();
         let event_id = ctx.event_id_or_placeholder();
         let Delivery {
+            broker,
             destination: topic,
             class,
             error: err,
@@ -222,7 +259,7 @@ impl Shared {
             FailureClass::Record { kind, .. } => Some(kind),
             _ => None,
         };
-        let message = format!("kafka could not deliver the record to {topic}: {err}");
+        let message = format!("{broker} could not deliver the record to {topic}: {err}");
         // Exactly-once: the transaction aborts; remember the event so the
         // retry dead-letters it (or the sink stops on it).
         if let (Some(kind), UNTRACKED) = (kind, ctx.tag) {
@@ -244,26 +281,7 @@ impl Shared {
         if let (Some(dl), Some(original), Some(kind), Some(_)) =
             (dead_letter, &ctx.original, kind, &tracker)
         {
-            let letter = Letter {
-                tag: ctx.tag,
-                lsn: ctx.lsn,
-                commit_lsn: ctx.commit_lsn,
-                xid: ctx.xid,
-                event_id: ctx.event_id.clone(),
-                table: original.origin.clone(),
-                key: original.key.clone(),
-                value: original.value.clone(),
-                topic: Some(topic),
-                kind,
-                class: super::kafka::ERROR_CLASS,
-                message,
-                stage: Stage::Produce,
-                // The broker's limit is not the producer's: the original
-                // bytes go out unless they exceed the producer's own
-                // `message.max.bytes` (records that only shared a rejected
-                // batch keep their value).
-                too_large: false,
-            };
+            let letter = ctx.letter(original, topic, kind, super::kafka::ERROR_CLASS, message);
             if let Err(source) = dl.send(&letter) {
                 fail();
                 self.record_failure(SinkError::DeadLetterProduce {
@@ -278,9 +296,10 @@ impl Shared {
         fail();
         // Records purged after the first failure only echo it.
         if class != FailureClass::Purged {
-            error!(topic, event_id, lsn = %ctx.lsn, error = %err, "kafka delivery failed permanently");
+            error!(broker, topic, event_id, lsn = %ctx.lsn, error = %err, "delivery failed permanently");
         }
         self.record_failure(SinkError::Delivery {
+            broker,
             topic,
             error: err,
             event_id: event_id.to_owned(),
@@ -294,7 +313,8 @@ impl Shared {
 /// or dead-letter it. The ticket every broker carries.
 pub(crate) struct RecordContext {
     tag: u64,
-    lsn: Lsn,
+    /// LSN of the event's change (0/0 for a record of no event).
+    pub(super) lsn: Lsn,
     commit_lsn: Lsn,
     xid: u32,
     /// The event's id as routed (moved here from the routed record: no
@@ -321,8 +341,63 @@ impl RecordContext {
         })
     }
 
+    /// The dead-letter record that takes the place of this record, which
+    /// `destination` refused for itself (`kind`, `class`, `message`), or
+    /// `None` when its original bytes were not kept (no dead-letter
+    /// destination, or a record of no event).
+    pub(super) fn dead_letter(
+        &self,
+        destination: String,
+        kind: &'static str,
+        class: &'static str,
+        message: String,
+    ) -> Option<Letter> {
+        let original = self.original.as_ref()?;
+        Some(self.letter(original, destination, kind, class, message))
+    }
+
+    fn letter(
+        &self,
+        original: &Original,
+        destination: String,
+        kind: &'static str,
+        class: &'static str,
+        message: String,
+    ) -> Letter {
+        Letter {
+            tag: self.tag,
+            lsn: self.lsn,
+            commit_lsn: self.commit_lsn,
+            xid: self.xid,
+            event_id: self.event_id.clone(),
+            table: original.origin.clone(),
+            key: original.key.clone(),
+            value: original.value.clone(),
+            topic: Some(destination),
+            kind,
+            class,
+            message,
+            stage: Stage::Produce,
+            // The broker's limit is not the producer's: the original
+            // bytes go out unless they exceed the producer's own
+            // `message.max.bytes` (records that only shared a rejected
+            // batch keep their value).
+            too_large: false,
+        }
+    }
+
+    /// Whether the record settles a transaction in the tracker.
+    pub(super) fn is_tracked(&self) -> bool {
+        self.tag != UNTRACKED
+    }
+
+    /// The delivery tag: session generation and transaction sequence.
+    pub(super) fn tag(&self) -> u64 {
+        self.tag
+    }
+
     /// The id to name the record by in errors.
-    fn event_id_or_placeholder(&self) -> &str {
+    pub(super) fn event_id_or_placeholder(&self) -> &str {
         self.event_id
             .as_deref()
             .unwrap_or(if self.tag == UNTRACKED {
@@ -363,7 +438,8 @@ pub(super) enum Stop<T, E> {
 /// counts per destination and sends with backpressure.
 pub(super) struct Step<'s> {
     shared: &'s Shared,
-    dead_letter: Option<&'s DeadLetter>,
+    /// Whether bad events go to a dead-letter destination.
+    dead_letters: bool,
     /// Records per destination since the last flush (once per batch into
     /// the metrics, never per event).
     counts: Vec<(Arc<str>, u64)>,
@@ -372,10 +448,10 @@ pub(super) struct Step<'s> {
 }
 
 impl<'s> Step<'s> {
-    pub(super) fn new(shared: &'s Shared, dead_letter: Option<&'s DeadLetter>) -> Step<'s> {
+    pub(super) fn new(shared: &'s Shared, dead_letters: bool) -> Step<'s> {
         Step {
             shared,
-            dead_letter,
+            dead_letters,
             counts: Vec::new(),
             seen: Vec::new(),
         }
@@ -386,7 +462,7 @@ impl<'s> Step<'s> {
     pub(super) fn route(&self, event: &OutboxEvent, router: &mut Router, tag: u64) -> Routing {
         match event.route(router) {
             Ok((record, event_id)) => Routing::Record(record, event_id),
-            Err(e) if self.dead_letter.is_some() => {
+            Err(e) if self.dead_letters => {
                 let topic = event.intended_topic(router);
                 Routing::Letter(Letter::route_error(event, tag, &e, topic))
             }
@@ -447,7 +523,7 @@ impl<'s> Step<'s> {
                 now - event.meta.received_us,
             );
         }
-        let original = (tag != UNTRACKED && self.dead_letter.is_some()).then(|| {
+        let original = (tag != UNTRACKED && self.dead_letters).then(|| {
             let (key, value) = event.original();
             Original {
                 origin: event.origin(),
@@ -585,8 +661,14 @@ mod tests {
         assert!(shared.tracker_for((2 << SEQ_BITS) | seq).is_none());
         assert!(shared.tracker_for(UNTRACKED).is_none());
         // The first failure is kept; later ones follow from it.
-        shared.record_failure(SinkError::DeadLetter { error: "a".into() });
-        shared.record_failure(SinkError::DeadLetter { error: "b".into() });
+        shared.record_failure(SinkError::DeadLetter {
+            broker: "kafka",
+            error: "a".into(),
+        });
+        shared.record_failure(SinkError::DeadLetter {
+            broker: "kafka",
+            error: "b".into(),
+        });
         let kept = shared.take_failure().unwrap();
         assert_eq!(
             kept.to_string(),
@@ -606,9 +688,12 @@ mod tests {
         assert!(send(&shared, &queue, &record, 1).await.is_ok());
         // Full: the send waits; a failure reported meanwhile ends it, and
         // nothing more was handed over.
-        shared.record_failure(SinkError::DeadLetter { error: "x".into() });
+        shared.record_failure(SinkError::DeadLetter {
+            broker: "kafka",
+            error: "x".into(),
+        });
         match send(&shared, &queue, &record, 2).await {
-            Err(Stop::Failed(SinkError::DeadLetter { error })) => assert_eq!(error, "x"),
+            Err(Stop::Failed(SinkError::DeadLetter { error, .. })) => assert_eq!(error, "x"),
             _ => panic!("the recorded failure must end the wait"),
         }
         assert_eq!(*queue.sent.borrow(), ["t#1"]);
@@ -646,7 +731,7 @@ mod tests {
     #[test]
     fn counts_name_each_destination_once() {
         let shared = Shared::default();
-        let mut step = Step::new(&shared, None);
+        let mut step = Step::new(&shared, false);
         let a: Arc<str> = "a".into();
         let a2: Arc<str> = "a".into();
         let b: Arc<str> = "b".into();

@@ -25,6 +25,7 @@ mod keystores;
 mod predicates;
 pub(super) mod producer;
 mod providers;
+pub(super) mod server_sinks;
 pub(super) mod transforms;
 
 use std::collections::BTreeMap;
@@ -239,6 +240,9 @@ pub(super) struct Draft {
     /// `tombstones.on.delete` where the file sets it (Debezium's default
     /// is true).
     pub(super) tombstones_on_delete: Option<bool>,
+    /// The broker (Debezium Server's `debezium.sink.type`; Kafka in the
+    /// Kafka Connect forms).
+    pub(super) sink: crate::sink::config::SinkConfig,
 }
 
 /// The Kafka part of a [`Draft`].
@@ -284,6 +288,7 @@ impl Draft {
             message_rule: PrefixRule::All,
             captures_table: true,
             tombstones_on_delete: None,
+            sink: crate::sink::config::SinkConfig::default(),
         }
     }
 
@@ -293,10 +298,15 @@ impl Draft {
             key: "database.hostname".into(),
             reason: "the connector configuration is missing".into(),
         })?;
-        let bootstrap_servers = self.kafka.bootstrap.ok_or_else(|| ConfigError::Missing {
-            key: bootstrap_key.into(),
-            reason: "walrelay needs the Kafka brokers".into(),
-        })?;
+        let bootstrap_servers = match self.sink.kind {
+            crate::sink::config::SinkKind::Kafka => {
+                self.kafka.bootstrap.ok_or_else(|| ConfigError::Missing {
+                    key: bootstrap_key.into(),
+                    reason: "walrelay needs the Kafka brokers".into(),
+                })?
+            }
+            _ => self.kafka.bootstrap.unwrap_or_default(),
+        };
         let config = Config {
             name: self
                 .connector_name
@@ -312,6 +322,7 @@ impl Draft {
             converters: self.converters,
             debezium: self.debezium,
             heartbeat: self.heartbeat,
+            sink: self.sink,
             kafka: KafkaConfig {
                 bootstrap_servers,
                 producer: self.kafka.producer,

@@ -702,7 +702,7 @@ impl KafkaSink {
         }
         let mut run = Run::new(eos, tracker);
         let mut producer = self.producer();
-        let mut step = Step::new(&self.shared, self.dead_letter.as_deref());
+        let mut step = Step::new(&self.shared, self.dead_letter.is_some());
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -1,0 +1,501 @@
+//! NATS JetStream behind the broker seam, as Debezium Server's
+//! `nats-jetstream` sink publishes: the record's value to the subject the
+//! router named (the topic name as it is), its headers as NATS headers
+//! (null-valued ones left out), no key, and a record with a null value not
+//! published at all (Debezium Server skips it and counts it processed).
+//! Each publish waits for JetStream's `PubAck`, which is the
+//! acknowledgement the tracker hears.
+//!
+//! What walrelay adds on purpose: `Nats-Msg-Id` = the event id (on by
+//! default, `message_id = false` turns it off), so that JetStream's
+//! duplicate window (`duplicate_window`, 2 minutes by default) drops an
+//! event published again after a crash or a retry: effectively once
+//! within the window, at least once beyond it.
+//!
+//! Order: one connection, records published in the order the pipeline
+//! sent them and acknowledged in that order; after a failure the worker
+//! publishes again from the first record not acknowledged, so a subject
+//! keeps the events' order unless JetStream stored a later record of the
+//! batch while refusing an earlier one (then the earlier one follows it,
+//! once; its later copies are dropped as duplicates).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::{self, stream};
+use async_nats::{ConnectOptions, HeaderMap};
+use serde::Deserialize;
+
+use super::broker::{FailureClass, Guarantees};
+use super::queued::{Outcome, Outgoing, Publisher};
+use crate::secret::Secret;
+use crate::setting::SettingError;
+
+/// The stream Debezium Server creates with `create-stream=true`.
+pub(crate) const DEFAULT_STREAM: &str = "DebeziumStream";
+/// The subjects Debezium Server's stream captures by default: three
+/// tokens, as `outbox.event.<aggregate type>` has.
+pub(crate) const DEFAULT_SUBJECTS: &str = "*.*.*";
+/// NATS's default `max_payload`: what a dead-letter record must fit.
+pub(crate) const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// `[sink.nats]`: NATS JetStream (`debezium.sink.nats-jetstream.*`).
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NatsConfig {
+    /// Server URLs, comma-separated (`nats://host:4222`, `tls://...`).
+    pub(crate) url: String,
+    /// Create the stream at start when it does not exist (Debezium
+    /// Server's `create-stream`, mostly for tests); off, the stream must
+    /// exist.
+    #[serde(default)]
+    pub(crate) create_stream: bool,
+    /// Name of the stream `create_stream` creates (Debezium Server's is
+    /// always `DebeziumStream`).
+    #[serde(default)]
+    pub(crate) stream: Option<String>,
+    /// Subjects that stream captures (default `*.*.*`).
+    #[serde(default)]
+    pub(crate) subjects: Option<Vec<String>>,
+    /// Its storage: `memory` (Debezium Server's default) or `file`.
+    #[serde(default)]
+    pub(crate) storage: Option<String>,
+    /// User name, with `password`.
+    #[serde(default)]
+    pub(crate) user: Option<String>,
+    /// Password of `user`.
+    #[serde(default)]
+    pub(crate) password: Option<Secret>,
+    /// A user JWT, with `seed` (decentralised authentication).
+    #[serde(default)]
+    pub(crate) jwt: Option<Secret>,
+    /// The user's NKey seed that signs the server's nonce.
+    #[serde(default)]
+    pub(crate) seed: Option<Secret>,
+    /// An authentication token.
+    #[serde(default)]
+    pub(crate) token: Option<Secret>,
+    /// CA certificates (PEM) that sign the server's; setting it requires
+    /// TLS.
+    #[serde(default)]
+    pub(crate) tls_ca_file: Option<PathBuf>,
+    /// Client certificate (PEM), with `tls_key_file`.
+    #[serde(default)]
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    /// Client key (PEM).
+    #[serde(default)]
+    pub(crate) tls_key_file: Option<PathBuf>,
+    /// Set `Nats-Msg-Id` to the event id (default on).
+    #[serde(default)]
+    pub(crate) message_id: Option<bool>,
+    /// How long a publish waits for its `PubAck` before it is published
+    /// again (default 10 s).
+    #[serde(default)]
+    pub(crate) ack_timeout_ms: Option<u64>,
+}
+
+impl fmt::Debug for NatsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NatsConfig")
+            .field("url", &self.url)
+            .field("create_stream", &self.create_stream)
+            .field("stream", &self.stream)
+            .field("subjects", &self.subjects)
+            .field("storage", &self.storage)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("jwt", &self.jwt.as_ref().map(|_| "<redacted>"))
+            .field("seed", &self.seed.as_ref().map(|_| "<redacted>"))
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("tls_ca_file", &self.tls_ca_file)
+            .field("tls_cert_file", &self.tls_cert_file)
+            .field("tls_key_file", &self.tls_key_file)
+            .field("message_id", &self.message_id)
+            .field("ack_timeout_ms", &self.ack_timeout_ms)
+            .finish()
+    }
+}
+
+impl NatsConfig {
+    /// Checks the section; the error names the key.
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
+        if self.url.split(',').all(|u| u.trim().is_empty()) {
+            return Err(SettingError::invalid("sink.nats.url", "must not be empty"));
+        }
+        match self.storage.as_deref() {
+            None | Some("memory" | "file") => {}
+            Some(other) => {
+                return Err(SettingError::invalid(
+                    "sink.nats.storage",
+                    format!("{other:?}: must be \"memory\" or \"file\""),
+                ))
+            }
+        }
+        if self.user.is_some() != self.password.is_some() {
+            return Err(SettingError::invalid(
+                "sink.nats.password",
+                "user and password go together",
+            ));
+        }
+        if self.jwt.is_some() != self.seed.is_some() {
+            return Err(SettingError::invalid(
+                "sink.nats.seed",
+                "jwt and seed go together (the seed signs the server's nonce)",
+            ));
+        }
+        if self.tls_cert_file.is_some() != self.tls_key_file.is_some() {
+            return Err(SettingError::invalid(
+                "sink.nats.tls_key_file",
+                "tls_cert_file and tls_key_file go together",
+            ));
+        }
+        if self.ack_timeout_ms == Some(0) {
+            return Err(SettingError::invalid(
+                "sink.nats.ack_timeout_ms",
+                "must be above 0",
+            ));
+        }
+        if !self.create_stream && (self.stream.is_some() || self.subjects.is_some()) {
+            return Err(SettingError::invalid(
+                "sink.nats.stream",
+                "stream, subjects and storage describe the stream create_stream = true creates; without it they would be ignored",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The largest record the server takes (its default `max_payload`;
+    /// the server's own answer bounds every publish anyway).
+    pub(crate) fn max_payload_hint(&self) -> usize {
+        DEFAULT_MAX_PAYLOAD
+    }
+
+    fn ack_timeout(&self) -> Duration {
+        Duration::from_millis(self.ack_timeout_ms.unwrap_or(10_000))
+    }
+
+    fn options(&self) -> Result<ConnectOptions, String> {
+        let mut o = ConnectOptions::new()
+            .name("walrelay")
+            .connection_timeout(Duration::from_secs(5))
+            // walrelay reconnects itself (a new client after a failure).
+            .max_reconnects(Some(1));
+        if let (Some(user), Some(password)) = (&self.user, &self.password) {
+            o = o.user_and_password(user.clone(), password.expose().to_owned());
+        }
+        if let (Some(jwt), Some(seed)) = (&self.jwt, &self.seed) {
+            let creds = format!(
+                "-----BEGIN NATS USER JWT-----\n{}\n------END NATS USER JWT------\n\n\
+                 -----BEGIN USER NKEY SEED-----\n{}\n------END USER NKEY SEED------\n",
+                jwt.expose(),
+                seed.expose()
+            );
+            o = o
+                .credentials(&creds)
+                .map_err(|e| format!("sink.nats.jwt / sink.nats.seed: {e}"))?;
+        }
+        if let Some(token) = &self.token {
+            o = o.token(token.expose().to_owned());
+        }
+        if let Some(ca) = &self.tls_ca_file {
+            o = o.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert_file, &self.tls_key_file) {
+            o = o
+                .add_client_certificate(cert.clone(), key.clone())
+                .require_tls(true);
+        }
+        Ok(o)
+    }
+
+    fn servers(&self) -> Vec<String> {
+        self.url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// A connected JetStream publisher.
+pub(crate) struct Nats {
+    context: jetstream::Context,
+    message_id: bool,
+}
+
+impl Publisher for Nats {
+    const NAME: &'static str = "nats-jetstream";
+    /// JetStream drops a record whose `Nats-Msg-Id` it stored within the
+    /// duplicate window, and one connection keeps the order; it has no
+    /// transactions and no idempotent producer beyond that window.
+    const GUARANTEES: Guarantees = Guarantees {
+        idempotent: false,
+        transactional: false,
+        dedup_by_id: true,
+        per_key_order: true,
+    };
+    const ERROR_CLASS: &'static str = "async_nats::jetstream::context::PublishError";
+    type Config = NatsConfig;
+
+    async fn connect(config: &NatsConfig) -> Result<Nats, String> {
+        let servers: Vec<async_nats::ServerAddr> = config
+            .servers()
+            .iter()
+            .map(|u| u.parse().map_err(|e| format!("sink.nats.url {u:?}: {e}")))
+            .collect::<Result<_, _>>()?;
+        let client = config
+            .options()?
+            .connect(servers)
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", config.url))?;
+        let context = jetstream::ContextBuilder::new()
+            .timeout(config.ack_timeout())
+            .build(client);
+        if config.create_stream {
+            let name = config.stream.as_deref().unwrap_or(DEFAULT_STREAM);
+            let subjects = config
+                .subjects
+                .clone()
+                .unwrap_or_else(|| vec![DEFAULT_SUBJECTS.to_owned()]);
+            let storage = match config.storage.as_deref() {
+                Some("file") => stream::StorageType::File,
+                _ => stream::StorageType::Memory,
+            };
+            context
+                .get_or_create_stream(stream::Config {
+                    name: name.to_owned(),
+                    description: Some("Outbox events published by walrelay".to_owned()),
+                    subjects,
+                    storage,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| format!("cannot create the stream {name}: {e}"))?;
+        }
+        Ok(Nats {
+            context,
+            message_id: config.message_id.unwrap_or(true),
+        })
+    }
+
+    async fn publish(&mut self, batch: &[Outgoing]) -> Vec<Outcome> {
+        let mut pending = Vec::with_capacity(batch.len());
+        for record in batch {
+            pending.push(self.send(record).await);
+            if matches!(pending.last(), Some(Pending::Done(Outcome::Retry(_)))) {
+                break;
+            }
+        }
+        let mut outcomes = Vec::with_capacity(pending.len());
+        for p in pending {
+            let outcome = match p {
+                Pending::Done(outcome) => outcome,
+                Pending::Ack(future) => match future.await {
+                    Ok(_) => Outcome::Acked,
+                    Err(e) => publish_failure(&e),
+                },
+            };
+            let retry = matches!(outcome, Outcome::Retry(_));
+            outcomes.push(outcome);
+            if retry {
+                break;
+            }
+        }
+        outcomes
+    }
+}
+
+enum Pending {
+    Done(Outcome),
+    Ack(jetstream::context::PublishAckFuture),
+}
+
+impl Nats {
+    /// Hands one record to the connection; its `PubAck` comes later.
+    async fn send(&self, record: &Outgoing) -> Pending {
+        // Debezium Server publishes nothing for a null value.
+        let Some(value) = &record.value else {
+            return Pending::Done(Outcome::Acked);
+        };
+        if let Err(why) = check_subject(&record.destination) {
+            return Pending::Done(refused("invalid_subject", false, why));
+        }
+        let mut headers = HeaderMap::new();
+        for h in &record.headers {
+            let Some(v) = &h.value else { continue };
+            match std::str::from_utf8(v) {
+                Ok(text) if !text.contains(['\r', '\n']) && is_header_name(&h.name) => {
+                    headers.append(&*h.name, text);
+                }
+                _ => {
+                    return Pending::Done(refused(
+                        "invalid_header",
+                        false,
+                        format!(
+                            "header {:?} cannot be a NATS header (a name without ':' or spaces, a one-line UTF-8 value)",
+                            h.name
+                        ),
+                    ))
+                }
+            }
+        }
+        let mut message = PublishMessage::build().payload(value.clone());
+        if !headers.is_empty() {
+            message = message.headers(headers);
+        }
+        if let (true, Some(id)) = (self.message_id, &record.dedup_id) {
+            message = message.message_id(id);
+        }
+        match self
+            .context
+            .send_publish(record.destination.to_string(), message)
+            .await
+        {
+            Ok(ack) => Pending::Ack(ack),
+            Err(e) => Pending::Done(publish_failure(&e)),
+        }
+    }
+}
+
+/// What a failed publish means: JetStream's refusal of the record, or a
+/// connection or a stream that may come back.
+fn publish_failure(e: &jetstream::context::PublishError) -> Outcome {
+    let text = e.to_string();
+    match e.kind() {
+        PublishErrorKind::MaxPayloadExceeded => refused("message_too_large", true, text),
+        PublishErrorKind::WrongLastMessageId | PublishErrorKind::WrongLastSequence => {
+            refused("rejected", false, text)
+        }
+        // No stream captures the subject (or JetStream is recovering after
+        // a restart): nothing is stored, so it is published again; the
+        // slot holds the events meanwhile.
+        PublishErrorKind::StreamNotFound => Outcome::Retry(format!(
+            "{text}: no JetStream stream captures the subject (yet); create one, or set create_stream"
+        )),
+        PublishErrorKind::TimedOut | PublishErrorKind::BrokenPipe | PublishErrorKind::MaxAckPending => {
+            Outcome::Retry(text)
+        }
+        _ => jetstream_error(text),
+    }
+}
+
+/// An error JetStream answered with (`err_code` in the text): limits of
+/// the stream refuse the record for good; anything else is retried.
+fn jetstream_error(text: String) -> Outcome {
+    // 10054: message size exceeds the stream's max_msg_size.
+    // 10077: the stream is full and discards new messages.
+    if text.contains("10054") {
+        return refused("message_too_large", true, text);
+    }
+    if text.contains("10077") || text.contains("maximum messages exceeded") {
+        return refused("stream_full", false, text);
+    }
+    Outcome::Retry(text)
+}
+
+fn refused(kind: &'static str, too_large: bool, error: String) -> Outcome {
+    Outcome::Failed {
+        class: FailureClass::Record { kind, too_large },
+        code: kind.to_owned(),
+        error,
+    }
+}
+
+/// A subject NATS accepts for a publish: dot-separated tokens, none empty,
+/// no whitespace, no wildcard.
+fn check_subject(subject: &str) -> Result<(), String> {
+    let bad = subject.is_empty()
+        || subject
+            .split('.')
+            .any(|t| t.is_empty() || t == "*" || t == ">")
+        || subject.chars().any(char::is_whitespace);
+    if bad {
+        return Err(format!(
+            "{subject:?} is not a NATS subject to publish to (dot-separated tokens, no whitespace or wildcard)"
+        ));
+    }
+    Ok(())
+}
+
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_are_checked_before_publishing() {
+        assert!(check_subject("outbox.event.order").is_ok());
+        assert!(check_subject("outbox..order").is_err());
+        assert!(check_subject("outbox.*.order").is_err());
+        assert!(check_subject("outbox event").is_err());
+        assert!(check_subject("").is_err());
+    }
+
+    #[test]
+    fn the_section_refuses_half_credentials_by_key() {
+        let c = NatsConfig {
+            url: "nats://127.0.0.1:4222".into(),
+            user: Some("u".into()),
+            ..NatsConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sink.nats.password"));
+        let c = NatsConfig {
+            url: "nats://127.0.0.1:4222".into(),
+            subjects: Some(vec!["a.>".into()]),
+            ..NatsConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sink.nats.stream"));
+        let c = NatsConfig {
+            url: " , ".into(),
+            ..NatsConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sink.nats.url"));
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug() {
+        let c = NatsConfig {
+            url: "nats://h".into(),
+            user: Some("u".into()),
+            password: Some(Secret::new("hunter2")),
+            token: Some(Secret::new("tok-secret")),
+            ..NatsConfig::default()
+        };
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("tok-secret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn stream_limits_refuse_the_record_and_the_rest_is_retried() {
+        assert!(matches!(
+            jetstream_error("maximum message size exceeded (err_code=10054)".into()),
+            Outcome::Failed { code, .. } if code == "message_too_large"
+        ));
+        assert!(matches!(
+            jetstream_error("timeout".into()),
+            Outcome::Retry(_)
+        ));
+    }
+}
