@@ -364,7 +364,7 @@ impl Nats {
 /// What a failed publish means: JetStream's refusal of the record, or a
 /// connection or a stream that may come back.
 fn publish_failure(e: &jetstream::context::PublishError) -> Outcome {
-    let text = e.to_string();
+    let text = crate::chain::DisplayChain(e).to_string();
     match e.kind() {
         PublishErrorKind::MaxPayloadExceeded => refused("message_too_large", true, text),
         PublishErrorKind::WrongLastMessageId | PublishErrorKind::WrongLastSequence => {

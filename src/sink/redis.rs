@@ -186,7 +186,7 @@ impl Publisher for Redis {
             redis_info = redis_info.set_username(user.clone());
         }
         if let Some(password) = &config.password {
-            redis_info = redis_info.set_password(password.expose().to_owned());
+            redis_info = redis_info.set_password(password.expose());
         }
         info = info.set_redis_settings(redis_info);
         let client = redis::Client::open(info).map_err(|e| e.to_string())?;

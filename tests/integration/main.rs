@@ -14,6 +14,10 @@
 
 mod common;
 
+/// Brokers other than Kafka (NATS JetStream, Redis Streams), each a real
+/// server of the test's own.
+mod brokers;
+
 /// Bad events under both error policies, and their dead-letter records.
 mod bad_input;
 /// `walrelay check` and `walrelay status`.

@@ -19,14 +19,14 @@ use crate::common::{
 use walrelay::metrics::page::PipelineView;
 
 /// One test's polled outbox on the replica cluster.
-struct PollBox {
+pub(crate) struct PollBox {
     client: tokio_postgres::Client,
-    name: String,
+    pub(crate) name: String,
     port: u16,
 }
 
 impl PollBox {
-    async fn new(test: &str) -> PollBox {
+    pub(crate) async fn new(test: &str) -> PollBox {
         PollBox::on(
             test,
             pg_replica_port(),
@@ -64,13 +64,13 @@ impl PollBox {
         self.name.clone()
     }
 
-    fn topic(&self) -> String {
+    pub(crate) fn topic(&self) -> String {
         format!("outbox.event.{}", self.name)
     }
 
     /// The polling configuration; `poll_extra` goes into `[poll]`, `extra`
     /// after everything (its own tables).
-    fn config(&self, metrics_port: u16, poll_extra: &str, extra: &str) -> String {
+    pub(crate) fn config(&self, metrics_port: u16, poll_extra: &str, extra: &str) -> String {
         self.config_on(&kafka_bootstrap(), metrics_port, poll_extra, extra)
     }
 
@@ -125,7 +125,7 @@ listen = "127.0.0.1:{metrics_port}"
     }
 
     /// Inserts test event `n` for aggregate `key` in its own transaction.
-    async fn insert(&self, n: u64, key: &str) {
+    pub(crate) async fn insert(&self, n: u64, key: &str) {
         self.client
             .execute(
                 &format!(
@@ -153,7 +153,7 @@ listen = "127.0.0.1:{metrics_port}"
     }
 
     /// Waits until `published` rows are marked; panics with the relay's log.
-    async fn wait_published(&self, published: i64, relay: &mut Relay) {
+    pub(crate) async fn wait_published(&self, published: i64, relay: &mut Relay) {
         let deadline = Instant::now() + WAIT;
         loop {
             let (p, all) = self.counts().await;

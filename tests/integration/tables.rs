@@ -116,7 +116,7 @@ impl Tables {
                     self.agg(i),
                     n % KEYS
                 ));
-                if delete && n % 2 == 0 {
+                if delete && n.is_multiple_of(2) {
                     sql.push_str(&format!(
                         "DELETE FROM {table} WHERE id = '{}';\n",
                         event_id(n)

@@ -147,7 +147,7 @@ fn parse_header(comment: &str) -> Result<(u32, bool, bool), String> {
 /// without psql's `\x` prefix.
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
     let hex = hex.strip_prefix("\\x").unwrap_or(hex);
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err(format!("odd-length hex ({} digits)", hex.len()));
     }
     (0..hex.len())

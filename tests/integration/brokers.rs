@@ -1,0 +1,724 @@
+//! Brokers other than Kafka, each a real server started by the test:
+//! NATS JetStream (`nats-server -js`) and Redis (`redis-server`). What a
+//! consumer reads back (subject or stream, bytes, headers, order), the
+//! slot's own state, SIGKILL under load, a 30-second outage, a refused
+//! record under both error policies, and the polling source.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+
+use crate::common::load::{check, check_exactly_once, Load, LoadSpec};
+use crate::common::metrics::free_port;
+use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
+use crate::common::{env, pg_url, Record};
+
+/// The `[kafka]` part of a test configuration replaced by `sink` (a
+/// `[sink]` section and the broker's own).
+pub(crate) fn without_kafka(config: &str, sink: &str) -> String {
+    let start = config.find("[kafka]\n").expect("a [kafka] section");
+    let marker = "\"linger.ms\" = \"2\"\n";
+    let end = config[start..].find(marker).expect("the test producer") + start + marker.len();
+    format!("{}{}\n{sink}\n", &config[..start], &config[end..])
+}
+
+/// A file in `.cache/` that `scripts/brokers.sh` fetched, or a program on
+/// the PATH.
+fn program(cached: &str, name: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(format!("WALRELAY_TEST_{}", cached.to_uppercase())) {
+        return PathBuf::from(p);
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(".cache")
+        .join(cached);
+    if let Ok(dirs) = std::fs::read_dir(&root) {
+        for d in dirs.flatten() {
+            let p = d.path().join(name);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let p = PathBuf::from(dir).join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
+        let p = PathBuf::from(dir).join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("{name} not found: scripts/brokers.sh fetches it (scripts/test.sh runs it)")
+}
+
+/// A server of one test, killed on drop; `stop` and `start` keep its port
+/// and data (an outage).
+struct Server {
+    args: Vec<String>,
+    program: PathBuf,
+    port: u16,
+    child: Option<Child>,
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Server {
+    fn nats() -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let args = vec![
+            "-a".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+            "-js".into(),
+            "-sd".into(),
+            dir.path().join("js").display().to_string(),
+        ];
+        Server::start_new(program("nats", "nats-server"), args, port, dir)
+    }
+
+    fn redis() -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let args = vec![
+            "--port".into(),
+            port.to_string(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+            "--dir".into(),
+            dir.path().display().to_string(),
+            "--save".into(),
+            String::new(),
+            "--appendonly".into(),
+            "yes".into(),
+            "--appendfsync".into(),
+            "always".into(),
+        ];
+        Server::start_new(program("redis", "redis-server"), args, port, dir)
+    }
+
+    fn start_new(program: PathBuf, args: Vec<String>, port: u16, dir: tempfile::TempDir) -> Server {
+        let log = dir.path().join("server.log");
+        let mut s = Server {
+            args,
+            program,
+            port,
+            child: None,
+            _dir: dir,
+            log,
+        };
+        s.start();
+        s
+    }
+
+    fn start(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("server log");
+        let child = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.program.display()));
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on {}: {}",
+                self.program.display(),
+                self.port,
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One message of a JetStream stream, as a [`Record`] (no key: Debezium
+/// Server's NATS sink sends none) and its subject.
+struct NatsMessage {
+    subject: String,
+    record: Record,
+}
+
+async fn nats_client(port: u16) -> jetstream::Context {
+    let client = async_nats::connect(format!("nats://127.0.0.1:{port}"))
+        .await
+        .expect("connect to nats");
+    jetstream::new(client)
+}
+
+/// Creates stream `name` capturing `subjects`, file storage, with
+/// `max_msg_size` when given.
+async fn create_stream(js: &jetstream::Context, name: &str, subjects: &[String], max: i32) {
+    js.create_stream(jetstream::stream::Config {
+        name: name.to_owned(),
+        subjects: subjects.to_vec(),
+        storage: jetstream::stream::StorageType::File,
+        max_message_size: max,
+        ..Default::default()
+    })
+    .await
+    .expect("create stream");
+}
+
+/// Every message of stream `name`, in stream order, waiting (bounded)
+/// until there are at least `want`.
+async fn read_stream(
+    js: &jetstream::Context,
+    name: &str,
+    want: u64,
+    relay: &mut Relay,
+) -> Vec<NatsMessage> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut stream = js.get_stream(name).await.expect("stream");
+    loop {
+        let info = stream.info().await.expect("stream info");
+        if info.state.messages >= want {
+            break;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "stream {name} holds {} messages, want {want}\n{}",
+            info.state.messages,
+            tail(&relay.log(), 40)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let last = stream.info().await.expect("info").state.last_sequence;
+    let mut out = Vec::new();
+    for seq in 1..=last {
+        let Ok(m) = stream.get_raw_message(seq).await else {
+            continue;
+        };
+        let headers = m
+            .headers
+            .iter()
+            .flat_map(|(k, vs)| {
+                vs.iter()
+                    .map(move |v| (k.to_string(), Some(v.as_str().as_bytes().to_vec())))
+            })
+            .collect();
+        out.push(NatsMessage {
+            subject: m.subject.to_string(),
+            record: Record {
+                partition: 0,
+                offset: i64::try_from(seq).unwrap_or(i64::MAX),
+                key: None,
+                value: Some(m.payload.to_vec()),
+                headers,
+            },
+        });
+    }
+    out
+}
+
+fn nats_sink(port: u16, extra: &str) -> String {
+    format!("[sink]\ntype = \"nats-jetstream\"\n\n[sink.nats]\nurl = \"nats://127.0.0.1:{port}\"\n{extra}\n")
+}
+
+/// Events in order, byte for byte as Debezium Server's NATS sink sends
+/// them (value only, the `id` header), plus `Nats-Msg-Id`; a null payload
+/// publishes nothing; the slot is confirmed past them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_events_in_order_with_exact_bytes() {
+    let nats = Server::nats();
+    let js = nats_client(nats.port).await;
+    let ob = Outbox::new("nats_order").await;
+    let stream = format!("S_{}", ob.name);
+    create_stream(&js, &stream, &[ob.topic("")], -1).await;
+    let config = without_kafka(&ob.config(""), &nats_sink(nats.port, ""));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"a": 1, "b": [1, 2]}"#).await;
+    ob.client
+        .execute(
+            &format!(
+                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'k1', 'E', NULL)",
+                ob.name
+            ),
+            &[&event_id(2), &ob.agg("")],
+        )
+        .await
+        .expect("insert a null payload");
+    for n in 3..=10 {
+        ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
+            .await;
+    }
+    let end = ob.current_lsn().await;
+    let got = read_stream(&js, &stream, 9, &mut relay).await;
+    // Nothing more arrives: wait for the slot, then read again.
+    ob.wait_confirmed(end, &relay).await;
+    let got_after = read_stream(&js, &stream, 9, &mut relay).await;
+    assert_eq!(got.len(), 9, "event 2 (null payload) is not published");
+    assert_eq!(got_after.len(), 9);
+    let numbers: Vec<u64> = got
+        .iter()
+        .map(|m| {
+            crate::common::relay::event_number(m.record.header("id").expect("id header"))
+                .expect("an event id")
+        })
+        .collect();
+    assert_eq!(numbers, [1, 3, 4, 5, 6, 7, 8, 9, 10], "in commit order");
+    let first = &got[0];
+    assert_eq!(first.subject, ob.topic(""));
+    assert_eq!(
+        first.record.value.as_deref(),
+        Some(&br#"{"a": 1, "b": [1, 2]}"#[..])
+    );
+    let mut headers = first.record.headers.clone();
+    headers.sort();
+    assert_eq!(
+        headers,
+        vec![
+            ("Nats-Msg-Id".to_owned(), Some(event_id(1).into_bytes())),
+            ("id".to_owned(), Some(event_id(1).into_bytes())),
+        ]
+    );
+    // The process exports its broker.
+    ob.finish(relay).await;
+}
+
+/// SIGKILL under load: every committed event is in the stream, in order
+/// per aggregate, and none twice (the restart republishes what was not
+/// confirmed; JetStream drops those with a `Nats-Msg-Id` it stored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_sigkill_under_load_delivers_every_event_once() {
+    let nats = Server::nats();
+    let js = nats_client(nats.port).await;
+    let ob = Outbox::new("nats_kill").await;
+    let stream = format!("S_{}", ob.name);
+    create_stream(&js, &stream, &[ob.topic("")], -1).await;
+    let config = without_kafka(&ob.config(""), &nats_sink(nats.port, ""));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
+    spec.pause = Duration::from_millis(2);
+    let load = Load::start(spec).await;
+    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
+    relay.kill();
+    let mut relay = Relay::start(&config);
+    let log = load.finish().await;
+    let total = log.committed.len() as u64;
+    let got = read_stream(&js, &stream, total, &mut relay).await;
+    let keys: HashMap<&str, &str> = log
+        .committed
+        .iter()
+        .map(|e| (e.id.as_str(), e.key.as_str()))
+        .collect();
+    let records: Vec<Record> = got
+        .into_iter()
+        .map(|m| {
+            let mut r = m.record;
+            let id = String::from_utf8(r.header("id").unwrap_or_default().to_vec()).unwrap();
+            r.key = keys.get(id.as_str()).map(|k| k.as_bytes().to_vec());
+            r
+        })
+        .collect();
+    let summary = check_exactly_once(&log, &records, &[])
+        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
+    assert_eq!(summary.duplicates, 0);
+    ob.finish(relay).await;
+}
+
+/// The broker stopped for 30 s mid-load: the slot stays before the first
+/// event NATS did not acknowledge, and everything arrives once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_outage_holds_the_slot_then_delivers() {
+    let mut nats = Server::nats();
+    let js = nats_client(nats.port).await;
+    let ob = Outbox::new("nats_outage").await;
+    let stream = format!("S_{}", ob.name);
+    create_stream(&js, &stream, &[ob.topic("")], -1).await;
+    let config = without_kafka(&ob.config(""), &nats_sink(nats.port, ""));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert_series(1, 100).await;
+    let _ = read_stream(&js, &stream, 100, &mut relay).await;
+    let before = ob.current_lsn().await;
+    ob.wait_confirmed(before, &relay).await;
+    nats.stop();
+    ob.insert_series(101, 300).await;
+    let stopped = Instant::now();
+    while stopped.elapsed() < Duration::from_secs(30) {
+        let confirmed = ob.slot_confirmed().await.expect("slot");
+        assert!(
+            confirmed <= before,
+            "the slot moved to {confirmed} past {before} while NATS was down"
+        );
+        relay.assert_running();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    nats.start();
+    let js = nats_client(nats.port).await;
+    let got = read_stream(&js, &stream, 300, &mut relay).await;
+    let mut numbers: Vec<u64> = got
+        .iter()
+        .filter_map(|m| crate::common::relay::event_number(m.record.header("id")?))
+        .collect();
+    assert_eq!(numbers.len(), 300, "no event twice, none lost");
+    numbers.dedup();
+    assert_eq!(numbers, (1..=300).collect::<Vec<_>>(), "in order");
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// A record the stream refuses (larger than its `max_msg_size`): under
+/// `errors.tolerance = none` walrelay stops without confirming it; under
+/// `all` its dead-letter record goes to a subject on the same broker and
+/// the stream goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_refused_record_stops_or_is_dead_lettered() {
+    let nats = Server::nats();
+    let js = nats_client(nats.port).await;
+    let ob = Outbox::new("nats_refused").await;
+    let stream = format!("S_{}", ob.name);
+    let dlq = format!("dlq.{}", ob.name);
+    create_stream(&js, &stream, &[ob.topic("")], 400).await;
+    create_stream(
+        &js,
+        &format!("D_{}", ob.name),
+        std::slice::from_ref(&dlq),
+        -1,
+    )
+    .await;
+    let big = format!("{{\"big\": \"{}\"}}", "x".repeat(1000));
+    // 1. none: stops, the slot stays before the big event.
+    let config = without_kafka(&ob.config(""), &nats_sink(nats.port, ""));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    let _ = read_stream(&js, &stream, 1, &mut relay).await;
+    ob.insert(2, "", "k", &big).await;
+    ob.insert(3, "", "k", "{}").await;
+    let code = relay.exit_code(WAIT);
+    assert_ne!(code, 0, "walrelay must stop on the refused record");
+    let log = relay.log();
+    assert!(
+        log.contains(&event_id(2)) && log.contains("nats-jetstream could not deliver"),
+        "the error names the event: {}",
+        tail(&log, 20)
+    );
+    // 2. all: the dead-letter subject takes it, event 3 follows. That
+    // event 2 is read again proves the first run confirmed nothing past
+    // it.
+    let dead = format!("[errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n");
+    let config = without_kafka(
+        &ob.config(""),
+        &format!("{}{dead}", nats_sink(nats.port, "")),
+    );
+    let mut relay = Relay::start(&config);
+    let main = read_stream(&js, &stream, 2, &mut relay).await;
+    let letters = read_stream(&js, &format!("D_{}", ob.name), 1, &mut relay).await;
+    let numbers: Vec<u64> = main
+        .iter()
+        .filter_map(|m| crate::common::relay::event_number(m.record.header("id")?))
+        .collect();
+    assert_eq!(numbers, [1, 3]);
+    assert_eq!(letters.len(), 1);
+    let letter = &letters[0].record;
+    assert_eq!(
+        letter.header("walrelay.event.id"),
+        Some(event_id(2).as_bytes())
+    );
+    assert_eq!(
+        letter.header("walrelay.error.kind"),
+        Some(&b"message_too_large"[..])
+    );
+    assert_eq!(
+        letter.value.as_deref(),
+        Some(big.as_bytes()),
+        "the original bytes"
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// Redis: `XADD` per event to the stream named by the router, the key as
+/// the field name and the value as its value (Debezium Server's compact
+/// format); a null payload is written as `default`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_events_in_order_with_exact_bytes() {
+    let redis = Server::redis();
+    let ob = Outbox::new("redis_order").await;
+    let sink = format!(
+        "[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"127.0.0.1:{}\"\n",
+        redis.port
+    );
+    let config = without_kafka(&ob.config(""), &sink);
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"a": 1}"#).await;
+    ob.client
+        .execute(
+            &format!(
+                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'k2', 'E', NULL)",
+                ob.name
+            ),
+            &[&event_id(2), &ob.agg("")],
+        )
+        .await
+        .expect("insert a null payload");
+    for n in 3..=10 {
+        ob.insert(n, "", &format!("k{n}"), &format!("{{\"n\": {n}}}"))
+            .await;
+    }
+    let entries = read_redis(redis.port, &ob.topic(""), 10, &mut relay).await;
+    assert_eq!(entries.len(), 10);
+    assert_eq!(entries[0], vec![(b"k1".to_vec(), br#"{"a": 1}"#.to_vec())]);
+    assert_eq!(entries[1], vec![(b"k2".to_vec(), b"default".to_vec())]);
+    for (i, e) in entries.iter().enumerate().skip(2) {
+        let n = i + 1;
+        assert_eq!(
+            e,
+            &vec![(
+                format!("k{n}").into_bytes(),
+                format!("{{\"n\": {n}}}").into_bytes()
+            )]
+        );
+    }
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// A record Redis refuses (the stream's key holds a string): stops under
+/// `none` without confirming it; dead-lettered to another stream under
+/// `all`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_refused_record_stops_or_is_dead_lettered() {
+    let redis = Server::redis();
+    let ob = Outbox::new("redis_refused").await;
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", redis.port)).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let bad = ob.topic("_bad");
+    let _: () = redis::cmd("SET")
+        .arg(&bad)
+        .arg("a string, not a stream")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let sink = format!(
+        "[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"127.0.0.1:{}\"\n",
+        redis.port
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    let _ = read_redis(redis.port, &ob.topic(""), 1, &mut relay).await;
+    ob.insert(2, "_bad", "k", "{}").await;
+    ob.insert(3, "", "k", "{}").await;
+    assert_ne!(
+        relay.exit_code(WAIT),
+        0,
+        "walrelay must stop: {}",
+        relay.log()
+    );
+    assert!(
+        relay.log().contains("WRONGTYPE"),
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    // Event 2 is read again below: nothing past it was confirmed.
+    let dlq = format!("dlq.{}", ob.name);
+    let dead = format!("[errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n");
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &format!("{sink}{dead}")));
+    let main = read_redis(redis.port, &ob.topic(""), 2, &mut relay).await;
+    assert_eq!(main.len(), 2);
+    let letters = read_redis(redis.port, &dlq, 1, &mut relay).await;
+    // Compact format: the original key as the field, its bytes as value.
+    assert_eq!(letters[0], vec![(b"k".to_vec(), b"{}".to_vec())]);
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// SIGKILL under load to Redis: every committed event arrives, in order
+/// per key (at least once: a restart may write some twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sigkill_under_load_delivers_every_event() {
+    let redis = Server::redis();
+    let ob = Outbox::new("redis_kill").await;
+    let sink = format!(
+        "[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"127.0.0.1:{}\"\nmessage_format = \"extended\"\n",
+        redis.port
+    );
+    let config = without_kafka(&ob.config(""), &sink);
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
+    spec.pause = Duration::from_millis(2);
+    let load = Load::start(spec).await;
+    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
+    let killed_at = ob.current_lsn().await;
+    relay.kill();
+    let mut relay = Relay::start(&config);
+    let log = load.finish().await;
+    let total = log.committed.len();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let records = loop {
+        let entries = read_redis(redis.port, &ob.topic(""), 1, &mut relay).await;
+        let records: Vec<Record> = entries.iter().map(|e| extended_record(e)).collect();
+        let distinct: std::collections::HashSet<_> =
+            records.iter().filter_map(|r| r.header("ID")).collect();
+        if distinct.len() >= total || Instant::now() > deadline {
+            break records;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let records: Vec<Record> = records
+        .into_iter()
+        .map(|mut r| {
+            // check() reads the `id` header.
+            let id = r.header("ID").map(<[u8]>::to_vec);
+            r.headers.push(("id".to_owned(), id));
+            r
+        })
+        .collect();
+    let ends: HashMap<String, walrelay::proto::Lsn> = log
+        .committed
+        .iter()
+        .map(|e| (e.id.clone(), e.after_commit.unwrap_or(killed_at)))
+        .collect();
+    let faults = [crate::common::load::Fault {
+        what: "SIGKILL".to_owned(),
+        confirmed_before: walrelay::proto::Lsn::ZERO,
+        wal_after: ob.current_lsn().await,
+    }];
+    check(&log, &records, &ends, &faults)
+        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
+    ob.finish(relay).await;
+}
+
+/// An entry of the extended format (`key`, `value`, then headers in upper
+/// case) as a [`Record`].
+fn extended_record(fields: &[(Vec<u8>, Vec<u8>)]) -> Record {
+    let mut r = Record {
+        partition: 0,
+        offset: 0,
+        key: None,
+        value: None,
+        headers: Vec::new(),
+    };
+    for (k, v) in fields {
+        match k.as_slice() {
+            b"key" => r.key = Some(v.clone()),
+            b"value" => r.value = Some(v.clone()),
+            _ => r
+                .headers
+                .push((String::from_utf8_lossy(k).into_owned(), Some(v.clone()))),
+        }
+    }
+    r
+}
+
+/// Every entry of stream `key` as its field-value pairs, waiting (bounded)
+/// until there are at least `want`.
+async fn read_redis(
+    port: u16,
+    key: &str,
+    want: usize,
+    relay: &mut Relay,
+) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let reply: redis::Value = redis::cmd("XRANGE")
+            .arg(key)
+            .arg("-")
+            .arg("+")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or(redis::Value::Nil);
+        let entries = parse_xrange(reply);
+        if entries.len() >= want {
+            return entries;
+        }
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "stream {key} holds {} entries, want {want}\n{}",
+            entries.len(),
+            tail(&relay.log(), 40)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn parse_xrange(reply: redis::Value) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    let bytes = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => b.clone(),
+        redis::Value::SimpleString(s) => s.clone().into_bytes(),
+        other => panic!("unexpected {other:?}"),
+    };
+    let redis::Value::Array(entries) = reply else {
+        return Vec::new();
+    };
+    entries
+        .into_iter()
+        .map(|e| {
+            let redis::Value::Array(parts) = e else {
+                panic!("entry {e:?}")
+            };
+            let redis::Value::Array(fields) = &parts[1] else {
+                panic!("fields {parts:?}")
+            };
+            fields
+                .chunks(2)
+                .map(|p| (bytes(&p[0]), bytes(&p[1])))
+                .collect()
+        })
+        .collect()
+}
+
+/// The polling source publishing to NATS: rows become messages and are
+/// marked published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_from_the_polling_source() {
+    let _ = env();
+    let nats = Server::nats();
+    let js = nats_client(nats.port).await;
+    let ob = crate::poll::PollBox::new("nats_poll").await;
+    let stream = format!("S_{}", ob.name);
+    create_stream(&js, &stream, &[ob.topic()], -1).await;
+    let port = free_port();
+    let config = without_kafka(&ob.config(port, "", ""), &nats_sink(nats.port, ""));
+    let mut relay = Relay::start(&config);
+    for i in 1..=20 {
+        ob.insert(i, &format!("k{}", i % 4)).await;
+    }
+    ob.wait_published(20, &mut relay).await;
+    let got = read_stream(&js, &stream, 20, &mut relay).await;
+    let numbers: Vec<u64> = got
+        .iter()
+        .filter_map(|m| crate::common::relay::event_number(m.record.header("id")?))
+        .collect();
+    assert_eq!(numbers, (1..=20).collect::<Vec<_>>());
+    relay.signal("TERM");
+    assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
+}
