@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The shared test environment: one PostgreSQL cluster with logical decoding,
-# one with wal_level=replica (the polling source's tests, in pg-replica/)
-# and one Kafka broker under .walrelay-env/ at the repository root, described by .walrelay-env/env
-# (a shell file the test harness sources).
+# one with wal_level=replica (the polling source's tests, in pg-replica/),
+# one Kafka broker, and one each of NATS (JetStream), Redis and RabbitMQ
+# (scripts/brokers.sh) under .walrelay-env/ at the repository root, described
+# by .walrelay-env/env (a shell file the test harness sources).
 #
 # Usage:
-#   env.sh up       start both (no-op for what already runs), write the env file
-#   env.sh down     stop both; keeps their data
-#   env.sh status   prints the state of both; exit 0 only if both run
+#   env.sh up       start them all at once (no-op for what already runs),
+#                   write the env file
+#   env.sh down     stop them all; keeps their data
+#   env.sh status   prints the state of each; exit 0 only if all run
 #   env.sh pg MAJOR start another shared cluster, of PostgreSQL MAJOR, in
 #                   .walrelay-env/pg-MAJOR (the version matrix of
 #                   scripts/test.sh); prints the WALRELAY_TEST_PG_* lines that
@@ -28,15 +30,21 @@ ENV_ROOT=$REPO_ROOT/.walrelay-env
 PG_DIR=$ENV_ROOT/pg
 PG_REPLICA_DIR=$ENV_ROOT/pg-replica
 KAFKA_DIR=$ENV_ROOT/kafka
+NATS_DIR=$ENV_ROOT/nats
+REDIS_DIR=$ENV_ROOT/redis
+RABBITMQ_DIR=$ENV_ROOT/rabbitmq
 ENV_FILE=$ENV_ROOT/env
 
 usage() {
-    sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '8,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 cmd_down() {
     local rc=0 dir
+    for dir in "$NATS_DIR" "$REDIS_DIR" "$RABBITMQ_DIR"; do
+        "$SCRIPT_DIR/brokers.sh" stop "$dir" || rc=1
+    done
     "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || rc=1
     "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || rc=1
     for dir in "$ENV_ROOT"/pg-*; do
@@ -60,19 +68,66 @@ cmd_pg() {
     printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$major"
 }
 
+# Runs the start command of NAME in the background (cmd_up's up_pids, logs).
+up_job() {
+    local name=$1
+    shift
+    "$@" </dev/null >"$logs/$name.log" 2>&1 &
+    up_pids[$!]=$name
+}
+
+# Waits for the start commands still running (PIDS), then stops what they
+# started. They are not killed: a start script ended halfway may leave a
+# server starting that nobody stops (pg_ctl's postmaster, say). Each start is
+# bounded by its own timeout; a second Ctrl-C ends this wait.
+up_abort() {
+    local pid
+    if (($# > 0)); then
+        note "interrupted: waiting for the servers being started, then stopping them all"
+    fi
+    for pid in "$@"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    cmd_down || true
+}
+
 cmd_up() {
     mkdir -p "$ENV_ROOT"
     # The postgres user must reach pg/ when we run as root.
     chmod 755 "$ENV_ROOT"
+    # Every server starts at once: each start script waits for its own
+    # server, and they mostly wait (JVM, Erlang VM). Their messages go to
+    # up/NAME.log and are shown once all are done.
+    local logs=$ENV_ROOT/up name pid failed=()
+    local -A up_pids=()
+    rm -rf "$logs"
+    mkdir -p "$logs"
     # A failed or interrupted `up` must not leave half an environment running.
-    trap 'trap - ERR INT TERM; cmd_down || true; exit 1' ERR INT TERM
-    "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+    trap 'trap - ERR INT TERM; up_abort "${!up_pids[@]}"; exit 1' ERR INT TERM
+    up_job pg "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
     # The polling source's tests: a cluster without logical decoding.
-    WALRELAY_PG_WAL_LEVEL=replica "$SCRIPT_DIR/pg.sh" start "$PG_REPLICA_DIR"
+    up_job pg-replica env WALRELAY_PG_WAL_LEVEL=replica "$SCRIPT_DIR/pg.sh" start "$PG_REPLICA_DIR"
     # Every integration test uses this broker at once, and none kills it: a
     # JVM stalled for a few seconds on a busy machine must not fence it (its
     # partitions would lose their leader under every client).
-    WALRELAY_KAFKA_SESSION_TIMEOUT_MS=30000 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+    up_job kafka env WALRELAY_KAFKA_SESSION_TIMEOUT_MS=30000 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+    up_job nats "$SCRIPT_DIR/brokers.sh" start nats "$NATS_DIR"
+    up_job redis "$SCRIPT_DIR/brokers.sh" start redis "$REDIS_DIR"
+    up_job rabbitmq "$SCRIPT_DIR/brokers.sh" start rabbitmq "$RABBITMQ_DIR"
+    for pid in "${!up_pids[@]}"; do
+        wait "$pid" || failed+=("${up_pids[$pid]}")
+    done
+    up_pids=()
+    for name in pg pg-replica kafka nats redis rabbitmq; do
+        if [[ -s "$logs/$name.log" ]]; then
+            cat "$logs/$name.log" >&2
+        fi
+    done
+    if ((${#failed[@]} > 0)); then
+        trap - ERR INT TERM
+        cmd_down || true
+        die "could not start: ${failed[*]} (messages above)"
+    fi
     trap - ERR INT TERM
     local tmp
     tmp=$(mktemp "$ENV_ROOT/env.XXXXXX")
@@ -84,6 +139,16 @@ cmd_up() {
         printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$("$SCRIPT_DIR/pg.sh" major "$PG_DIR")"
         printf 'export WALRELAY_TEST_KAFKA=127.0.0.1:%s\n' "$(cat "$KAFKA_DIR/port")"
         printf 'export WALRELAY_TEST_KAFKA_DIR=%s\n' "$KAFKA_DIR"
+        printf 'export WALRELAY_TEST_NATS_URL=%s\n' "$("$SCRIPT_DIR/brokers.sh" url "$NATS_DIR")"
+        printf 'export WALRELAY_TEST_NATS_DIR=%s\n' "$NATS_DIR"
+        printf 'export WALRELAY_TEST_REDIS_URL=%s\n' "$("$SCRIPT_DIR/brokers.sh" url "$REDIS_DIR")"
+        printf 'export WALRELAY_TEST_REDIS_DIR=%s\n' "$REDIS_DIR"
+        printf 'export WALRELAY_TEST_AMQP_URL=%s\n' "$("$SCRIPT_DIR/brokers.sh" url "$RABBITMQ_DIR")"
+        printf 'export WALRELAY_TEST_RABBITMQ_DIR=%s\n' "$RABBITMQ_DIR"
+        # Only when Debian's RabbitMQ has the stream plugin (3.9+).
+        if [[ -f "$RABBITMQ_DIR/stream_port" ]]; then
+            printf 'export WALRELAY_TEST_RABBITMQ_STREAM_PORT=%s\n' "$(cat "$RABBITMQ_DIR/stream_port")"
+        fi
         printf 'export WALRELAY_SCRIPTS=%s\n' "$SCRIPT_DIR"
     } >"$tmp"
     chmod 644 "$tmp"
@@ -98,6 +163,12 @@ cmd_status() {
     printf 'replica:    %s (%s)\n' "${s:-stopped}" "$PG_REPLICA_DIR"
     s=$("$SCRIPT_DIR/kafka.sh" status "$KAFKA_DIR" 2>/dev/null) || rc=1
     printf 'kafka:      %s (%s)\n' "${s:-stopped}" "$KAFKA_DIR"
+    s=$("$SCRIPT_DIR/brokers.sh" status "$NATS_DIR" 2>/dev/null) || rc=1
+    printf 'nats:       %s (%s)\n' "${s:-stopped}" "$NATS_DIR"
+    s=$("$SCRIPT_DIR/brokers.sh" status "$REDIS_DIR" 2>/dev/null) || rc=1
+    printf 'redis:      %s (%s)\n' "${s:-stopped}" "$REDIS_DIR"
+    s=$("$SCRIPT_DIR/brokers.sh" status "$RABBITMQ_DIR" 2>/dev/null) || rc=1
+    printf 'rabbitmq:   %s (%s)\n' "${s:-stopped}" "$RABBITMQ_DIR"
     return "$rc"
 }
 

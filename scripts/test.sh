@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's single test command: format check, clippy, then the whole
-# workspace's tests against a real PostgreSQL and a real Kafka broker, then
+# workspace's tests against a real PostgreSQL, a real Kafka broker and real
+# NATS, Redis and RabbitMQ servers (scripts/env.sh), then
 # the core delivery tests once more on each other supported PostgreSQL major
 # (the version matrix, MATRIX_MAJORS below; the whole suite runs on the
 # shared cluster's major, Debian's 15).

@@ -1,12 +1,12 @@
-//! Shared harness of the integration tests: where the test PostgreSQL and
-//! Kafka broker are, unique object names, Kafka topic and consumer helpers,
-//! and private servers (own cluster or broker in a temporary directory) for
-//! fault tests.
+//! Shared harness of the integration tests: where the test PostgreSQL, Kafka
+//! broker and other message brokers (NATS, Redis, RabbitMQ) are, unique
+//! object names, Kafka topic and consumer helpers, and private servers (own
+//! cluster or broker in a temporary directory) for fault tests.
 //!
 //! It must never let a test skip: without the environment every helper
 //! panics with the command that provides it (`scripts/test.sh`). Servers are
-//! started only through `scripts/pg.sh` and `scripts/kafka.sh`, so tests,
-//! demo and CI share one way of running them.
+//! started only through `scripts/pg.sh`, `scripts/kafka.sh` and
+//! `scripts/brokers.sh`, so tests, demo and CI share one way of running them.
 
 pub(crate) mod database;
 pub(crate) mod load;
@@ -135,29 +135,40 @@ fn pg_url_for_port(port: u16) -> String {
     format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
 }
 
-/// Port of the shared `wal_level = replica` cluster, the polling source's:
-/// `WALRELAY_TEST_PG_REPLICA_PORT`, falling back to `.walrelay-env/env`.
-/// Panics when neither has it.
-pub(crate) fn pg_replica_port() -> u16 {
-    const KEY: &str = "WALRELAY_TEST_PG_REPLICA_PORT";
+/// One value of the environment written by `scripts/env.sh up`, read when
+/// asked (servers not every test needs): the variable `key`, falling back to
+/// `.walrelay-env/env`. Panics when neither has it.
+fn env_value(key: &str) -> String {
     let file = repo_root().join(".walrelay-env/env");
-    let value = std::env::var(KEY).ok().or_else(|| {
+    let value = std::env::var(key).ok().or_else(|| {
         let text = std::fs::read_to_string(&file).ok()?;
         text.lines().find_map(|line| {
             let line = line.trim();
             let line = line.strip_prefix("export ").unwrap_or(line);
-            line.strip_prefix(KEY)?.strip_prefix('=').map(str::to_owned)
+            line.strip_prefix(key)?.strip_prefix('=').map(str::to_owned)
         })
     });
-    let value = value.unwrap_or_else(|| {
+    value.unwrap_or_else(|| {
         panic!(
-            "{KEY} is not set and {} does not provide it: {ENV_HINT}",
+            "{key} is not set and {} does not provide it: {ENV_HINT}",
             file.display()
         )
-    });
+    })
+}
+
+/// [`env_value`] of `key`, a port.
+fn env_port(key: &str) -> u16 {
+    let value = env_value(key);
     value
         .parse()
-        .unwrap_or_else(|_| panic!("{KEY}={value:?} is not a port"))
+        .unwrap_or_else(|_| panic!("{key}={value:?} is not a port"))
+}
+
+/// Port of the shared `wal_level = replica` cluster, the polling source's:
+/// `WALRELAY_TEST_PG_REPLICA_PORT`, falling back to `.walrelay-env/env`.
+/// Panics when neither has it.
+pub(crate) fn pg_replica_port() -> u16 {
+    env_port("WALRELAY_TEST_PG_REPLICA_PORT")
 }
 
 /// libpq key/value connection string of the shared `wal_level = replica`
@@ -169,6 +180,58 @@ pub(crate) fn pg_replica_url() -> String {
 /// Bootstrap address of the shared Kafka broker.
 pub(crate) fn kafka_bootstrap() -> String {
     env().kafka.clone()
+}
+
+// The shared message brokers of `scripts/brokers.sh` (NATS, Redis,
+// RabbitMQ): every test uses them at once, so a test that stops, pauses or
+// restarts one starts its own with `brokers.sh start KIND DIR` instead.
+
+/// URL of the shared NATS server, JetStream on: `nats://127.0.0.1:PORT`
+/// (`WALRELAY_TEST_NATS_URL`).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn nats_url() -> String {
+    env_value("WALRELAY_TEST_NATS_URL")
+}
+
+/// Directory of the shared NATS server (for `scripts/brokers.sh`).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn nats_dir() -> PathBuf {
+    env_value("WALRELAY_TEST_NATS_DIR").into()
+}
+
+/// URL of the shared Redis server: `redis://127.0.0.1:PORT`
+/// (`WALRELAY_TEST_REDIS_URL`).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn redis_url() -> String {
+    env_value("WALRELAY_TEST_REDIS_URL")
+}
+
+/// Directory of the shared Redis server (for `scripts/brokers.sh`).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn redis_dir() -> PathBuf {
+    env_value("WALRELAY_TEST_REDIS_DIR").into()
+}
+
+/// AMQP 0-9-1 URL of the shared RabbitMQ node, as user guest on the default
+/// virtual host: `amqp://guest:guest@127.0.0.1:PORT/%2f`
+/// (`WALRELAY_TEST_AMQP_URL`).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn amqp_url() -> String {
+    env_value("WALRELAY_TEST_AMQP_URL")
+}
+
+/// Directory of the shared RabbitMQ node (for `scripts/brokers.sh`).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn rabbitmq_dir() -> PathBuf {
+    env_value("WALRELAY_TEST_RABBITMQ_DIR").into()
+}
+
+/// Port on 127.0.0.1 of the shared RabbitMQ node's stream protocol (user
+/// guest, password guest), `WALRELAY_TEST_RABBITMQ_STREAM_PORT`. Panics when
+/// the environment has none (a RabbitMQ older than 3.9).
+#[expect(dead_code, reason = "harness API no test uses at the moment")]
+pub(crate) fn rabbitmq_stream_port() -> u16 {
+    env_port("WALRELAY_TEST_RABBITMQ_STREAM_PORT")
 }
 
 /// Connects to the shared cluster; the connection runs on a spawned task.

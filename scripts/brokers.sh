@@ -1,0 +1,706 @@
+#!/usr/bin/env bash
+# Message brokers for the sink tests: NATS (JetStream on), Redis and RabbitMQ
+# (stream plugin on), each a real server started by hand, listening on
+# 127.0.0.1 only, with all its state in DIR. Never a system service.
+#
+# Usage:
+#   brokers.sh fetch KIND             install KIND's server once (see below)
+#   brokers.sh start KIND DIR [PORT]  start KIND (nats, redis or rabbitmq) in
+#                                     DIR (no-op if it runs), wait until it
+#                                     serves clients; writes DIR/kind, DIR/port
+#   brokers.sh stop DIR               graceful stop, SIGKILL after 30 s (no
+#                                     error if not running); keeps the data
+#   brokers.sh kill DIR               SIGKILL (fault tests)
+#   brokers.sh restart DIR            stop, then start on the same ports
+#   brokers.sh pause DIR              SIGSTOP: a hung broker (connections stay
+#                                     open, nothing is answered)
+#   brokers.sh resume DIR             SIGCONT after pause
+#   brokers.sh rm DIR                 stop and delete DIR
+#   brokers.sh status DIR             prints "running PORT" or "paused PORT"
+#                                     (exit 0), or "stopped" (exit 3)
+#   brokers.sh url DIR                prints the client URL
+#   brokers.sh rabbitmqctl DIR ARGS... rabbitmqctl against DIR's RabbitMQ node
+#
+# A broker outage for a test: `pause` + `resume` (the server hangs), or
+# `stop` + `start KIND DIR` / `restart` (connections refused meanwhile; the
+# restart listens on DIR/port again and keeps the data).
+#
+# nats: nats-server NATS_VERSION (below), built once with `go install` (Go 1.25+,
+# modules from the Go module proxy) into .cache/nats/<version>/ at the
+# repository root. JetStream's store is DIR/jetstream; the monitoring port
+# (DIR/monitor_port) answers the readiness check, /healthz?js-enabled-only=true.
+# redis: Debian's redis-server, without persistence (save '', appendonly no),
+# working directory DIR.
+# rabbitmq: Debian's rabbitmq-server, run directly by the calling user (root
+# too) with HOME=DIR, so the Erlang cookie is DIR's own; its own epmd on
+# 127.0.0.1:DIR/epmd_port, Erlang distribution on DIR/dist_port, node name
+# walrelay-PORT@localhost (DIR/node), data in DIR/mnesia, DIR/rabbitmq.conf
+# (user guest, password guest, over loopback; no other plugin) and, when the
+# package has it (3.9+), the stream plugin listening on DIR/stream_port.
+# Debian packages are installed with apt-get when missing (as root); a system
+# service the package starts (where the init system lets it) is stopped and
+# disabled.
+#
+# DIR layout: kind, port, pid (the server process; RabbitMQ's Erlang VM), log
+# (the server's output), plus the files named above.
+# WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
+# the server once that process has exited (scripts/test.sh sets it).
+# WALRELAY_BROKER_START_TIMEOUT (seconds, default 90) bounds the wait for a
+# start, the first build or install excluded.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$SCRIPT_DIR/lib.sh"
+
+NATS_MODULE=github.com/nats-io/nats-server/v2
+NATS_VERSION=v2.12.15
+NATS_CACHE=$REPO_ROOT/.cache/nats/$NATS_VERSION
+NATS_BIN=$NATS_CACHE/nats-server
+START_TIMEOUT=${WALRELAY_BROKER_START_TIMEOUT:-90}
+[[ "$START_TIMEOUT" =~ ^[0-9]+$ ]] ||
+    die "WALRELAY_BROKER_START_TIMEOUT must be a number of seconds, got '$START_TIMEOUT'"
+STOP_TIMEOUT=30
+
+# File descriptors: 7 the lock of DIR, 8 the apt lock, 9 the nats build lock.
+# No server or watchdog may inherit them.
+
+usage() {
+    sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+check_kind() {
+    case "$1" in
+        nats | redis | rabbitmq) ;;
+        *) die "unknown broker kind '$1' (nats, redis or rabbitmq)" ;;
+    esac
+}
+
+kind_of() {
+    local dir=$1
+    [[ -f "$dir/kind" ]] || die "no broker configured in $dir (run: brokers.sh start KIND $dir)"
+    cat "$dir/kind"
+}
+
+# --- installing ------------------------------------------------------------
+
+# Installs the Debian PACKAGES unless COMMAND exists; `apt-get update` only
+# when the install fails without it. Parallel runs take turns.
+apt_install() {
+    local command=$1 log
+    shift
+    command -v "$command" >/dev/null 2>&1 && return 0
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        die "$command not found: install the Debian package(s) $* (apt-get install $*)"
+    fi
+    mkdir -p "$REPO_ROOT/.cache"
+    exec 8>"$REPO_ROOT/.cache/apt.lock"
+    flock 8
+    if command -v "$command" >/dev/null 2>&1; then
+        exec 8>&-
+        return 0
+    fi
+    note "installing the Debian package(s) $* (first run only)"
+    log=$(mktemp)
+    local apt=(apt-get -q -y -o DPkg::Lock::Timeout=300)
+    if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@" >"$log" 2>&1; then
+        note "apt-get install $* failed; running apt-get update first"
+        if ! { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@"; } >>"$log" 2>&1; then
+            tail -n 30 "$log" >&2
+            rm -f "$log"
+            die "apt-get install $* failed (log above)"
+        fi
+    fi
+    rm -f "$log"
+    command -v "$command" >/dev/null 2>&1 || die "apt-get installed $* but $command is still missing"
+    case "$command" in
+        rabbitmq-server) stop_system_service rabbitmq-server rabbitmq ;;
+        redis-server) stop_system_service redis-server redis ;;
+    esac
+    exec 8>&-
+}
+
+# Where the init system lets a package start services, the postinst of
+# rabbitmq-server starts a system-wide node (rabbit@HOST on 5672 and 25672,
+# epmd on 4369) and that of redis-server a Redis on 6379. Ours use other
+# ports, but none of that may keep running or come back at boot.
+# Usage: stop_system_service SERVICE USER (the user the service runs as).
+stop_system_service() {
+    local service=$1 user=$2 running=0
+    if pgrep -u "$user" >/dev/null 2>&1; then
+        running=1
+    fi
+    if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+        systemctl disable "$service.service" >/dev/null 2>&1 || true
+        ((running)) && { systemctl stop "$service.service" >/dev/null 2>&1 || true; }
+    elif [[ -x "/etc/init.d/$service" ]]; then
+        update-rc.d "$service" disable >/dev/null 2>&1 || true
+        ((running)) && { "/etc/init.d/$service" stop >/dev/null 2>&1 || true; }
+    fi
+    [[ "$service" == rabbitmq-server ]] && ((running)) || return 0
+    # The epmd on the default port that node started, unless something else
+    # has registered with it since.
+    if ! epmd -names 2>/dev/null | grep -q '^name '; then
+        epmd -kill >/dev/null 2>&1 || true
+    fi
+}
+
+nats_complete() {
+    [[ -x "$NATS_BIN" && -f "$NATS_CACHE/complete" ]] &&
+        [[ "$(cat "$NATS_CACHE/complete")" == "$NATS_MODULE@$NATS_VERSION" ]]
+}
+
+fetch_nats() {
+    local work
+    nats_complete && return 0
+    mkdir -p "$NATS_CACHE"
+    # Parallel runs may fetch at once: one builds, the others wait.
+    exec 9>"$NATS_CACHE/.lock"
+    flock 9
+    if nats_complete; then
+        exec 9>&-
+        return 0
+    fi
+    # The Go distribution's own place, for a PATH that lacks it.
+    command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
+    command -v go >/dev/null 2>&1 ||
+        die "go not found: nats-server $NATS_VERSION is built from source with Go 1.25 or newer"
+    work=$(mktemp -d "$NATS_CACHE/fetch.XXXXXX")
+    note "building nats-server $NATS_VERSION with go install (first run only, about a minute)"
+    if ! (cd "$work" && GOBIN="$work/bin" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+        go install "$NATS_MODULE@$NATS_VERSION") >"$work/go.log" 2>&1; then
+        tail -n 30 "$work/go.log" >&2
+        rm -rf "$work"
+        die "go install $NATS_MODULE@$NATS_VERSION failed (log above; it needs Go 1.25 or newer)"
+    fi
+    "$work/bin/nats-server" --version 2>&1 | grep -qF "v${NATS_VERSION#v}" ||
+        die "$work/bin/nats-server is not version $NATS_VERSION"
+    mv -f "$work/bin/nats-server" "$NATS_BIN"
+    rm -rf "$work"
+    printf '%s@%s\n' "$NATS_MODULE" "$NATS_VERSION" >"$NATS_CACHE/complete"
+    exec 9>&-
+}
+
+cmd_fetch() {
+    case "$1" in
+        nats) fetch_nats ;;
+        redis) apt_install redis-server redis-server redis-tools ;;
+        rabbitmq) apt_install rabbitmq-server rabbitmq-server ;;
+    esac
+}
+
+# RabbitMQ's own scripts (Debian's /usr/sbin ones switch to user rabbitmq
+# and its system-wide cookie when run by root).
+rabbitmq_bin() {
+    local server
+    server=$(command -v rabbitmq-server) || die "rabbitmq-server not found"
+    dirname "$(readlink -f "$server")"
+}
+
+# True if the installed RabbitMQ has the stream plugin (3.9 and later).
+rabbitmq_has_stream() {
+    compgen -G "$(dirname "$(rabbitmq_bin)")/lib/rabbitmq_server-*/plugins/rabbitmq_stream-*" >/dev/null
+}
+
+# --- processes -------------------------------------------------------------
+
+# True if PID runs (a zombie does not) in directory DIR: every process this
+# script starts runs in its DIR, so a recycled pid is not mistaken for ours.
+ours() {
+    local pid=$1 dir=$2
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
+    # The kernel knows the directory by its path without symbolic links.
+    [[ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" == "$(readlink -f "$dir")" ]]
+}
+
+# Prints the pid in DIR/FILE (default pid) if that process is alive and ours.
+running_pid() {
+    local dir=$1 file=${2:-pid} pid
+    [[ -f "$dir/$file" ]] || return 1
+    pid=$(cat "$dir/$file")
+    ours "$pid" "$dir" || return 1
+    printf '%s\n' "$pid"
+}
+
+is_paused() {
+    grep -q '^State:[[:space:]]*T' "/proc/$1/status" 2>/dev/null
+}
+
+wait_exit() {
+    local pid=$1 seconds=$2 deadline
+    deadline=$((SECONDS + seconds))
+    while kill -0 "$pid" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
+# Stops the helper process in DIR/FILE (RabbitMQ's epmd and start script).
+stop_helper() {
+    local dir=$1 file=$2 pid
+    if pid=$(running_pid "$dir" "$file"); then
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_exit "$pid" 10; then
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_exit "$pid" 5 || true
+        fi
+    fi
+    rm -f "${dir:?}/$file"
+}
+
+# The errors this start logged (a failed Erlang boot ends in a long crash
+# report), then the last lines.
+log_tail() {
+    local dir=$1
+    printf -- '--- errors in %s/log since this start ---\n' "$dir" >&2
+    tail -c "+$((LOG_OFFSET + 1))" "$dir/log" | grep -m 15 -iE 'error|fatal|failed' >&2 || true
+    printf -- '--- last lines of %s/log ---\n' "$dir" >&2
+    tail -n 15 "$dir/log" >&2 || true
+}
+
+# --- probes ----------------------------------------------------------------
+
+# Prints the first BYTES bytes that 127.0.0.1:PORT answers to TEXT (a printf
+# format, sent as is), in hex; fails after 3 s.
+tcp_answer_hex() {
+    local port=$1 text=$2 bytes=$3
+    # shellcheck disable=SC2016 # the inner script expands its own arguments
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "$2" >&3 && head -c "$3" <&3' \
+        probe "$port" "$text" "$bytes" 2>/dev/null | od -An -tx1 | tr -d ' \n'
+}
+
+# The body of an HTTP GET of PATH on 127.0.0.1:PORT (with its headers).
+http_get() {
+    local port=$1 path=$2
+    # shellcheck disable=SC2016 # the inner script expands its own arguments
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
+        printf "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" "$2" >&3 && cat <&3' \
+        probe "$port" "$path" 2>/dev/null
+}
+
+# A client port that sends the NATS greeting (INFO ...) and a JetStream that
+# reports healthy.
+nats_ready() {
+    local dir=$1
+    [[ "$(tcp_answer_hex "$(cat "$dir/port")" '' 4)" == 494e464f ]] || return 1
+    http_get "$(cat "$dir/monitor_port")" '/healthz?js-enabled-only=true' | grep -q '"status": *"ok"'
+}
+
+redis_ready() {
+    local dir=$1
+    [[ "$(timeout 3 redis-cli -h 127.0.0.1 -p "$(cat "$dir/port")" ping 2>/dev/null)" == PONG ]]
+}
+
+# RabbitMQ logs "Server startup complete" once the boot (plugins included) is
+# done; then the AMQP port answers a protocol header with connection.start (a
+# method frame: type 1) and the stream port listens.
+rabbitmq_ready() {
+    local dir=$1
+    [[ -s "$dir/beam.pid" ]] || return 1
+    tail -c "+$((LOG_OFFSET + 1))" "$dir/log" | grep -q 'Server startup complete' || return 1
+    [[ "$(tcp_answer_hex "$(cat "$dir/port")" 'AMQP\000\000\011\001' 1)" == 01 ]] || return 1
+    [[ ! -f "$dir/stream_port" ]] || port_in_use "$(cat "$dir/stream_port")"
+}
+
+# --- starting --------------------------------------------------------------
+
+# Sets the port file NAME of DIR for each NAME: a stored port is kept (the
+# caller's promise, so a clash is an error), a missing one is chosen now (a
+# clash chooses again: returns 1 after removing the chosen ones). PORT_ARG,
+# when not empty, is the main port's.
+choose_ports() {
+    local dir=$1 port_arg=$2 name p taken=" " auto other
+    shift 2
+    local chosen=()
+    for name in "$@"; do
+        auto=0
+        if [[ "$name" == port && -n "$port_arg" ]]; then
+            p=$port_arg
+        elif [[ -f "$dir/$name" ]]; then
+            p=$(cat "$dir/$name")
+        else
+            p=$(free_port)
+            auto=1
+        fi
+        if [[ "$taken" == *" $p "* ]] || port_in_use "$p"; then
+            if ((auto)); then
+                for other in "${chosen[@]}"; do rm -f "${dir:?}/$other"; done
+                return 1
+            fi
+            die "port $p ($name of $dir) is in use by another process"
+        fi
+        taken+="$p "
+        printf '%s\n' "$p" >"$dir/$name"
+        ((auto)) && chosen+=("$name")
+    done
+    CHOSEN_PORTS=("${chosen[@]}")
+}
+
+launch_nats() {
+    local dir=$1 port
+    port=$(cat "$dir/port")
+    # SIGHUP ignored: the server outlives the terminal that started it.
+    (
+        trap '' HUP
+        cd "$dir"
+        exec "$NATS_BIN" -a 127.0.0.1 -p "$port" -m "$(cat "$dir/monitor_port")" \
+            -n "walrelay-$port" -js -sd "$dir"
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/pid"
+    disown
+}
+
+launch_redis() {
+    local dir=$1
+    (
+        trap '' HUP
+        cd "$dir"
+        exec redis-server --port "$(cat "$dir/port")" --bind 127.0.0.1 --dir "$dir" \
+            --save '' --appendonly no --daemonize no --logfile ''
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/pid"
+    disown
+}
+
+# The environment of RabbitMQ's scripts, server and command-line tools alike.
+rabbitmq_env() {
+    local dir=$1
+    export HOME=$dir
+    export RABBITMQ_NODENAME
+    RABBITMQ_NODENAME=$(cat "$dir/node")
+    export RABBITMQ_USE_LONGNAME=false
+    export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+    export RABBITMQ_NODE_PORT
+    RABBITMQ_NODE_PORT=$(cat "$dir/port")
+    export RABBITMQ_DIST_PORT
+    RABBITMQ_DIST_PORT=$(cat "$dir/dist_port")
+    export ERL_EPMD_PORT
+    ERL_EPMD_PORT=$(cat "$dir/epmd_port")
+    export ERL_EPMD_ADDRESS=127.0.0.1
+    export RABBITMQ_CONF_ENV_FILE=$dir/rabbitmq-env.conf
+    export RABBITMQ_CONFIG_FILE=$dir/rabbitmq.conf
+    export RABBITMQ_ADVANCED_CONFIG_FILE=$dir/advanced.config
+    export RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins
+    export RABBITMQ_MNESIA_BASE=$dir/mnesia
+    export RABBITMQ_LOG_BASE=$dir/logs
+    export RABBITMQ_PID_FILE=$dir/beam.pid
+    # Our epmd runs already; none may be started on the side (it would
+    # outlive the node).
+    export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-start_epmd false -kernel inet_dist_use_interface {127,0,0,1}"
+    unset RABBITMQ_ALLOW_INPUT RABBITMQ_LOGS
+}
+
+write_rabbitmq_config() {
+    local dir=$1 port sport=""
+    port=$(cat "$dir/port")
+    [[ -f "$dir/stream_port" ]] && sport=$(cat "$dir/stream_port")
+    [[ -f "$dir/node" ]] || printf 'walrelay-%s@localhost\n' "$port" >"$dir/node"
+    if [[ ! -s "$dir/.erlang.cookie" ]]; then
+        (umask 077 && head -c 30 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$dir/.erlang.cookie")
+        chmod 400 "$dir/.erlang.cookie"
+    fi
+    printf '# Written by scripts/brokers.sh; nothing from /etc/rabbitmq.\n' >"$dir/rabbitmq-env.conf"
+    cat >"$dir/rabbitmq.conf" <<EOF
+# Written by scripts/brokers.sh on every start; edits are overwritten.
+listeners.tcp.default = 127.0.0.1:$port
+# guest may log in over loopback only (RabbitMQ's default, said here).
+default_user = guest
+default_pass = guest
+loopback_users.guest = true
+log.console = true
+log.console.level = info
+log.console.use_colors = off
+log.file = false
+disk_free_limit.absolute = 50MB
+EOF
+    if [[ -n "$sport" ]]; then
+        cat >>"$dir/rabbitmq.conf" <<EOF
+stream.listeners.tcp.default = 127.0.0.1:$sport
+stream.advertised_host = 127.0.0.1
+stream.advertised_port = $sport
+EOF
+        printf '[rabbitmq_stream].\n' >"$dir/enabled_plugins"
+    else
+        printf '[].\n' >"$dir/enabled_plugins"
+    fi
+    printf '[].\n' >"$dir/advanced.config"
+}
+
+launch_rabbitmq() {
+    local dir=$1 bin i
+    bin=$(rabbitmq_bin)
+    write_rabbitmq_config "$dir"
+    rm -f "$dir/beam.pid"
+    (
+        trap '' HUP
+        cd "$dir"
+        exec epmd -port "$(cat "$dir/epmd_port")" -address 127.0.0.1
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/epmd.pid"
+    disown
+    for ((i = 0; i < 50; i++)); do
+        port_in_use "$(cat "$dir/epmd_port")" && break
+        ours "$(cat "$dir/epmd.pid")" "$dir" || break
+        sleep 0.1
+    done
+    # rabbitmq-server stays a shell that runs the Erlang VM in the
+    # background: DIR/pid is the VM (RabbitMQ's own pid file) once known.
+    (
+        trap '' HUP
+        cd "$dir"
+        rabbitmq_env "$dir"
+        exec "$bin/rabbitmq-server"
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/wrapper.pid"
+    printf '%s\n' "$!" >"$dir/pid"
+    disown
+}
+
+# Waits until DIR's KIND serves clients. Returns 1 if the server exited, 2 on
+# timeout.
+wait_ready() {
+    local kind=$1 dir=$2 deadline=$((SECONDS + START_TIMEOUT)) pid
+    while ((SECONDS < deadline)); do
+        pid=$(cat "$dir/pid")
+        ours "$pid" "$dir" || return 1
+        if "${kind}_ready" "$dir"; then
+            if [[ "$kind" == rabbitmq ]]; then
+                pid=$(cat "$dir/beam.pid")
+                ours "$pid" "$dir" || return 1
+                printf '%s\n' "$pid" >"$dir/pid"
+            fi
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 2
+}
+
+# SIGKILLs PID and its children: RabbitMQ's start script first, its Erlang
+# VM (a child whose pid may not be known yet) would outlive it.
+kill_tree() {
+    local pid=$1 child
+    for child in $(pgrep -P "$pid" 2>/dev/null || true); do
+        kill -KILL "$child" 2>/dev/null || true
+    done
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# SIGKILLs whatever DIR's start left (the server, RabbitMQ's helpers).
+kill_all() {
+    local dir=$1 file pid
+    for file in wrapper.pid beam.pid pid epmd.pid; do
+        if pid=$(running_pid "$dir" "$file"); then
+            kill_tree "$pid"
+            wait_exit "$pid" 10 || die "$pid ($dir/$file) survived SIGKILL"
+        fi
+    done
+    rm -f "$dir/pid" "$dir/beam.pid" "$dir/wrapper.pid" "$dir/epmd.pid"
+}
+
+cmd_start() {
+    local kind=$1 dir port_arg=${3:-} rc name alive
+    dir=$(abs_path "$2")
+    check_kind "$kind"
+    [[ -z "$port_arg" || "$port_arg" =~ ^[0-9]+$ ]] || die "'$port_arg' is not a port"
+    mkdir -p "$dir"
+    # Parallel starts of one DIR: one starts, the others find it running.
+    exec 7>"$dir/.lock"
+    flock 7
+    if [[ -f "$dir/kind" && "$(cat "$dir/kind")" != "$kind" ]]; then
+        die "$dir holds a $(cat "$dir/kind") broker, not $kind"
+    fi
+    if running_pid "$dir" >/dev/null; then
+        return 0
+    fi
+    kill_all "$dir"
+    cmd_fetch "$kind"
+    printf '%s\n' "$kind" >"$dir/kind"
+    local names=(port)
+    case "$kind" in
+        nats) names+=(monitor_port) ;;
+        rabbitmq)
+            names+=(dist_port epmd_port)
+            if rabbitmq_has_stream; then
+                names+=(stream_port)
+            else
+                rm -f "$dir/stream_port"
+            fi
+            ;;
+    esac
+    for _ in 1 2 3; do
+        CHOSEN_PORTS=()
+        choose_ports "$dir" "$port_arg" "${names[@]}" || continue
+        : >>"$dir/log"
+        LOG_OFFSET=$(stat -c %s "$dir/log")
+        printf '=== start %s ===\n' "$(date -u +%FT%TZ)" >>"$dir/log"
+        "launch_$kind" "$dir"
+        # Interrupted while waiting: do not leave a half-started server behind.
+        trap 'kill_all "$dir"; exit 130' INT TERM
+        rc=0
+        wait_ready "$kind" "$dir" || rc=$?
+        trap - INT TERM
+        if ((rc == 0)); then
+            # RabbitMQ's epmd too: a node that died alone still leaves it.
+            alive="kill -0 $(cat "$dir/pid") 2>/dev/null"
+            if [[ -f "$dir/epmd.pid" ]]; then
+                alive="$alive || kill -0 $(cat "$dir/epmd.pid") 2>/dev/null"
+            fi
+            start_watchdog "$alive" "'$SCRIPT_DIR/brokers.sh' stop '$dir'" 7>&-
+            return 0
+        fi
+        kill_all "$dir"
+        if ((rc == 1 && ${#CHOSEN_PORTS[@]} > 0)) &&
+            tail -c "+$((LOG_OFFSET + 1))" "$dir/log" | grep -qiE 'address already in use|eaddrinuse'; then
+            # Another process took a freshly chosen port meanwhile: choose again.
+            for name in "${CHOSEN_PORTS[@]}"; do rm -f "${dir:?}/$name"; done
+            continue
+        fi
+        log_tail "$dir"
+        if ((rc == 2)); then
+            die "$kind in $dir did not serve clients on 127.0.0.1:$(cat "$dir/port") within ${START_TIMEOUT}s"
+        fi
+        die "$kind in $dir exited during start"
+    done
+    die "could not find free ports for $kind in $dir"
+}
+
+# --- stopping and the rest -------------------------------------------------
+
+cmd_stop() {
+    local dir kind pid
+    dir=$(abs_path "$1")
+    [[ -f "$dir/kind" ]] || return 0
+    kind=$(cat "$dir/kind")
+    if pid=$(running_pid "$dir"); then
+        # A paused server cannot stop.
+        kill -CONT "$pid" 2>/dev/null || true
+        # rabbitmqctl needs the node's epmd (without it, it would start one
+        # that nobody stops); the VM stops as gracefully on SIGTERM.
+        if [[ "$kind" == rabbitmq ]] && running_pid "$dir" epmd.pid >/dev/null; then
+            (
+                rabbitmq_env "$dir"
+                cd "$dir"
+                timeout "$STOP_TIMEOUT" "$(rabbitmq_bin)/rabbitmqctl" -q -n "$RABBITMQ_NODENAME" stop
+            ) >>"$dir/log" 2>&1 || kill -TERM "$pid" 2>/dev/null || true
+        else
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+        if ! wait_exit "$pid" "$STOP_TIMEOUT"; then
+            note "$kind $pid did not stop within ${STOP_TIMEOUT}s, sending SIGKILL"
+            kill_tree "$pid"
+            wait_exit "$pid" 10 || die "$kind $pid survived SIGKILL"
+        fi
+    fi
+    stop_helper "$dir" wrapper.pid
+    stop_helper "$dir" epmd.pid
+    rm -f "$dir/pid" "$dir/beam.pid"
+}
+
+cmd_kill() {
+    local dir
+    dir=$(abs_path "$1")
+    kill_all "$dir"
+}
+
+cmd_signal() {
+    local dir=$1 signal=$2 pid
+    dir=$(abs_path "$dir")
+    pid=$(running_pid "$dir") || die "no broker running in $dir"
+    kill "-$signal" "$pid"
+}
+
+cmd_status() {
+    local dir pid
+    dir=$(abs_path "$1")
+    if pid=$(running_pid "$dir"); then
+        if is_paused "$pid"; then
+            printf 'paused %s\n' "$(cat "$dir/port")"
+        else
+            printf 'running %s\n' "$(cat "$dir/port")"
+        fi
+    else
+        printf 'stopped\n'
+        return 3
+    fi
+}
+
+cmd_url() {
+    local dir kind port
+    dir=$(abs_path "$1")
+    kind=$(kind_of "$dir")
+    [[ -f "$dir/port" ]] || die "no port recorded in $dir"
+    port=$(cat "$dir/port")
+    case "$kind" in
+        nats) printf 'nats://127.0.0.1:%s\n' "$port" ;;
+        redis) printf 'redis://127.0.0.1:%s\n' "$port" ;;
+        # %2f: the default virtual host, "/".
+        rabbitmq) printf 'amqp://guest:guest@127.0.0.1:%s/%%2f\n' "$port" ;;
+        *) die "$dir/kind names no broker kind: '$kind'" ;;
+    esac
+}
+
+cmd_rabbitmqctl() {
+    local dir
+    dir=$(abs_path "$1")
+    shift
+    [[ "$(kind_of "$dir")" == rabbitmq ]] || die "$dir holds no RabbitMQ node"
+    # Without the node's epmd, rabbitmqctl would start one that nobody stops.
+    running_pid "$dir" epmd.pid >/dev/null || die "no RabbitMQ node running in $dir"
+    (
+        rabbitmq_env "$dir"
+        cd "$dir"
+        exec "$(rabbitmq_bin)/rabbitmqctl" -n "$RABBITMQ_NODENAME" "$@"
+    )
+}
+
+main() {
+    local cmd=${1:-}
+    [[ -n "$cmd" ]] || usage
+    shift
+    case "$cmd" in
+        fetch)
+            (($# == 1)) || usage
+            check_kind "$1"
+            cmd_fetch "$1"
+            ;;
+        start)
+            (($# >= 2 && $# <= 3)) || usage
+            cmd_start "$@"
+            ;;
+        stop | kill | restart | pause | resume | rm | status | url)
+            (($# == 1)) || usage
+            case "$cmd" in
+                stop) cmd_stop "$1" ;;
+                kill) cmd_kill "$1" ;;
+                restart)
+                    local kind
+                    kind=$(kind_of "$(abs_path "$1")")
+                    cmd_stop "$1"
+                    cmd_start "$kind" "$1"
+                    ;;
+                pause) cmd_signal "$1" STOP ;;
+                resume) cmd_signal "$1" CONT ;;
+                rm)
+                    cmd_stop "$1"
+                    rm -rf "$(abs_path "$1")"
+                    ;;
+                status) cmd_status "$1" ;;
+                url) cmd_url "$1" ;;
+            esac
+            ;;
+        rabbitmqctl)
+            (($# >= 1)) || usage
+            cmd_rabbitmqctl "$@"
+            ;;
+        -h | --help | help) usage ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"
