@@ -27,7 +27,7 @@ pub(crate) fn without_kafka(config: &str, sink: &str) -> String {
 
 /// A file in `.cache/` that `scripts/brokers.sh` fetched, or a program on
 /// the PATH.
-fn program(cached: &str, name: &str) -> PathBuf {
+pub(crate) fn program(cached: &str, name: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(format!("WALRELAY_TEST_{}", cached.to_uppercase())) {
         return PathBuf::from(p);
     }
@@ -59,17 +59,17 @@ fn program(cached: &str, name: &str) -> PathBuf {
 
 /// A server of one test, killed on drop; `stop` and `start` keep its port
 /// and data (an outage).
-struct Server {
+pub(crate) struct Server {
     args: Vec<String>,
     program: PathBuf,
-    port: u16,
+    pub(crate) port: u16,
     child: Option<Child>,
     _dir: tempfile::TempDir,
     log: PathBuf,
 }
 
 impl Server {
-    fn nats() -> Server {
+    pub(crate) fn nats() -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let args = vec![
@@ -84,7 +84,7 @@ impl Server {
         Server::start_new(program("nats", "nats-server"), args, port, dir)
     }
 
-    fn redis() -> Server {
+    pub(crate) fn redis() -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let args = vec![
@@ -104,7 +104,14 @@ impl Server {
         Server::start_new(program("redis", "redis-server"), args, port, dir)
     }
 
-    fn start_new(program: PathBuf, args: Vec<String>, port: u16, dir: tempfile::TempDir) -> Server {
+    /// Starts `program` with `args`; it must listen on `port`; `dir` is
+    /// its own (removed with it).
+    pub(crate) fn start_new(
+        program: PathBuf,
+        args: Vec<String>,
+        port: u16,
+        dir: tempfile::TempDir,
+    ) -> Server {
         let log = dir.path().join("server.log");
         let mut s = Server {
             args,
@@ -118,7 +125,8 @@ impl Server {
         s
     }
 
-    fn start(&mut self) {
+    /// Starts it (again), on the same port with the same data.
+    pub(crate) fn start(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -145,7 +153,8 @@ impl Server {
         }
     }
 
-    fn stop(&mut self) {
+    /// Kills it (an outage); [`Server::start`] brings it back.
+    pub(crate) fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
