@@ -45,6 +45,7 @@
 //! [`catalog::capability`]: crate::postgres::catalog::capability
 //! [`poll_sql`]: crate::postgres::poll::sql
 
+mod broker;
 mod claim;
 mod columns;
 mod connection;
@@ -74,12 +75,12 @@ use crate::txn::config::OutboxTableSpec;
 
 pub use self::kafka::KAFKA_TIMEOUT;
 pub use self::report::{
-    CheckReport, CheckRow, CheckStatus, CLAIM_INDEX, CLAIM_ORDER, CREATED_COLUMN, EXACTLY_ONCE,
-    FAILOVER_SLOT, KAFKA_CONNECTION, KAFKA_TOPICS, MAX_SLOT_WAL_KEEP_SIZE, MESSAGES,
-    OUTBOX_PRIVILEGES, OUTBOX_TABLE, OUTPUT_PLUGIN, POLL_COLUMNS, POLL_SOURCE, POSTGRES_CONNECTION,
-    POSTGRES_HOSTS, PROGRESS_TOPIC, PUBLICATION, PUBLISHED_COLUMN, PUBLISHED_OPERATIONS,
-    REPLICATION_CONNECTION, ROLE, SERVER_VERSION, SHARD_LOCKS, SLOT, SLOT_CAPACITY, SLOT_SYNC,
-    STANDBY_SLOTS, WAL_LEVEL, WAL_SENDERS,
+    CheckReport, CheckRow, CheckStatus, BROKER_CONNECTION, BROKER_DESTINATIONS, CLAIM_INDEX,
+    CLAIM_ORDER, CREATED_COLUMN, EXACTLY_ONCE, FAILOVER_SLOT, KAFKA_CONNECTION, KAFKA_TOPICS,
+    MAX_SLOT_WAL_KEEP_SIZE, MESSAGES, OUTBOX_PRIVILEGES, OUTBOX_TABLE, OUTPUT_PLUGIN, POLL_COLUMNS,
+    POLL_SOURCE, POSTGRES_CONNECTION, POSTGRES_HOSTS, PROGRESS_TOPIC, PUBLICATION,
+    PUBLISHED_COLUMN, PUBLISHED_OPERATIONS, REPLICATION_CONNECTION, ROLE, SERVER_VERSION,
+    SHARD_LOCKS, SLOT, SLOT_CAPACITY, SLOT_SYNC, STANDBY_SLOTS, WAL_LEVEL, WAL_SENDERS,
 };
 
 /// Runs every check against the servers `config` names and returns the
@@ -87,6 +88,13 @@ pub use self::report::{
 /// `postgres.connect_timeout_ms`, Kafka by [`KAFKA_TIMEOUT`]), and PostgreSQL
 /// and Kafka are checked concurrently.
 pub async fn run_check(config: &Config) -> CheckReport {
+    if config.sink.kind != crate::sink::config::SinkKind::Kafka {
+        let mut pg = check_postgres(config).await;
+        let route_values = pg.route_values.take();
+        let mut report = pg.report;
+        broker::check_broker(config, route_values, &mut report).await;
+        return report;
+    }
     let (mut pg, kafka) = tokio::join!(check_postgres(config), kafka::check_kafka(config));
     let route_values = pg.route_values.take();
     let mut report = pg.report;

@@ -50,6 +50,12 @@ pub const STANDBY_SLOTS: &str = "synchronized_standby_slots";
 pub const SLOT_SYNC: &str = "slot sync standby";
 /// Row: a Kafka metadata request.
 pub const KAFKA_CONNECTION: &str = "kafka connection";
+/// Row: a broker other than Kafka answers (`sink.type`), with what it is.
+pub const BROKER_CONNECTION: &str = "broker connection";
+/// Row: the broker will store what the router publishes (NATS: a stream
+/// captures each subject; Redis: no key of another type holds a stream's
+/// name).
+pub const BROKER_DESTINATIONS: &str = "broker destinations";
 /// Row: the topics the router would produce to.
 pub const KAFKA_TOPICS: &str = "kafka topics";
 /// Row: exactly-once mode (with `kafka.exactly_once`): transactional id

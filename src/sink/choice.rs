@@ -70,6 +70,12 @@ impl Sink {
             });
             QueuedSink::start(config, letters, status_interval, metrics)
         }
+        if sink.kind == SinkKind::Kafka {
+            metrics
+                .broker_info
+                .get_or_create(&crate::metrics::BrokerLabel { broker: "kafka" })
+                .set(1);
+        }
         Ok(match sink.kind {
             SinkKind::Kafka => Sink::Kafka(KafkaSink::with_errors(
                 kafka,

@@ -30,7 +30,7 @@ use async_nats::{ConnectOptions, HeaderMap};
 use serde::Deserialize;
 
 use super::broker::{FailureClass, Guarantees};
-use super::queued::{Outcome, Outgoing, Publisher};
+use super::queued::{debezium_header_order, Outcome, Outgoing, Publisher};
 use crate::secret::Secret;
 use crate::setting::SettingError;
 
@@ -221,6 +221,47 @@ impl NatsConfig {
     }
 }
 
+/// What `walrelay check` reads of a NATS server (never creating
+/// anything): the server's name and version, and whether JetStream
+/// answers for the account.
+pub(crate) async fn probe(config: &NatsConfig) -> Result<(String, jetstream::Context), String> {
+    let servers: Vec<async_nats::ServerAddr> = config
+        .servers()
+        .iter()
+        .map(|u| u.parse().map_err(|e| format!("sink.nats.url {u:?}: {e}")))
+        .collect::<Result<_, _>>()?;
+    let client = config
+        .options()?
+        .connect(servers)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", config.url))?;
+    let info = client.server_info();
+    let context = jetstream::new(client);
+    context
+        .query_account()
+        .await
+        .map_err(|e| format!("JetStream does not answer ({e}); start nats-server with -js"))?;
+    Ok((
+        format!(
+            "nats-server {} ({}), JetStream on",
+            info.version, info.server_name
+        ),
+        context,
+    ))
+}
+
+/// The stream that captures `subject`, if any.
+pub(crate) async fn stream_for(
+    context: &jetstream::Context,
+    subject: &str,
+) -> Result<Option<String>, String> {
+    match context.stream_by_subject(subject).await {
+        Ok(name) => Ok(Some(name)),
+        Err(e) if e.to_string().to_lowercase().contains("not found") => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// A connected JetStream publisher.
 pub(crate) struct Nats {
     context: jetstream::Context,
@@ -324,20 +365,20 @@ impl Nats {
         if let Err(why) = check_subject(&record.destination) {
             return Pending::Done(refused("invalid_subject", false, why));
         }
+        // In Debezium Server's order; null values left out, as it does.
         let mut headers = HeaderMap::new();
-        for h in &record.headers {
-            let Some(v) = &h.value else { continue };
+        for (name, value) in debezium_header_order(&record.headers) {
+            let Some(v) = value else { continue };
             match std::str::from_utf8(v) {
-                Ok(text) if !text.contains(['\r', '\n']) && is_header_name(&h.name) => {
-                    headers.append(&*h.name, text);
+                Ok(text) if !text.contains(['\r', '\n']) && is_header_name(name) => {
+                    headers.append(name, text);
                 }
                 _ => {
                     return Pending::Done(refused(
                         "invalid_header",
                         false,
                         format!(
-                            "header {:?} cannot be a NATS header (a name without ':' or spaces, a one-line UTF-8 value)",
-                            h.name
+                            "header {name:?} cannot be a NATS header (a name without ':' or spaces, a one-line UTF-8 value)"
                         ),
                     ))
                 }

@@ -96,6 +96,21 @@ impl Outgoing {
     }
 }
 
+/// `headers` as Debezium Server's sinks hand them to a broker: through a
+/// `java.util.HashMap` of name to value (`BaseChangeConsumer.convertHeaders`),
+/// so a repeated name keeps its first place and its last value, and the
+/// order is the map's ([`crate::connect::java::java_hash_map_order`]).
+pub(crate) fn debezium_header_order(headers: &[RecordHeader]) -> Vec<(&str, Option<&Bytes>)> {
+    let mut unique: Vec<(&str, Option<&Bytes>)> = Vec::with_capacity(headers.len());
+    for h in headers {
+        match unique.iter_mut().find(|(n, _)| *n == &*h.name) {
+            Some(slot) => slot.1 = h.value.as_ref(),
+            None => unique.push((&h.name, h.value.as_ref())),
+        }
+    }
+    crate::connect::java::java_hash_map_order(unique)
+}
+
 /// What became of one published record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -130,6 +145,12 @@ pub(crate) trait Publisher: Send + Sized + 'static {
     /// Connects; an error is retried (the broker may not be up yet).
     fn connect(config: &Self::Config) -> impl Future<Output = Result<Self, String>> + Send;
 
+    /// Whether heartbeat records are left out (Debezium Server's redis
+    /// sink skips them unless told otherwise).
+    fn skips_heartbeats(_config: &Self::Config) -> bool {
+        false
+    }
+
     /// Publishes `batch` in order and waits for the broker's answers: one
     /// outcome per record, in order. After a [`Outcome::Retry`] the
     /// remaining outcomes are not looked at (everything from it is sent
@@ -155,6 +176,13 @@ pub(crate) enum Ticket {
 struct Job {
     record: Outgoing,
     ticket: Ticket,
+}
+
+impl Job {
+    /// A record that settles nothing (a heartbeat).
+    fn is_heartbeat(&self) -> bool {
+        matches!(&self.ticket, Ticket::Record(ctx) if !ctx.is_tracked())
+    }
 }
 
 /// State the queue and its worker share.
@@ -228,6 +256,8 @@ pub(crate) struct QueuedSink<P: Publisher> {
     letters: Option<LetterFormat>,
     generation: AtomicU64,
     stop_grace: Duration,
+    /// Heartbeat records are not sent ([`Publisher::skips_heartbeats`]).
+    skip_heartbeats: bool,
 }
 
 impl<P: Publisher> QueuedSink<P> {
@@ -244,6 +274,7 @@ impl<P: Publisher> QueuedSink<P> {
             .broker_info
             .get_or_create(&BrokerLabel { broker: P::NAME })
             .set(1);
+        let skip_heartbeats = P::skips_heartbeats(&config);
         let shared = Arc::new(Shared::new(metrics));
         let state = Arc::new(QueueState::default());
         let (tx, rx) = mpsc::channel(QUEUE_RECORDS);
@@ -266,6 +297,7 @@ impl<P: Publisher> QueuedSink<P> {
             letters,
             generation: AtomicU64::new(0),
             stop_grace: status_interval + FAILURE_CHECK,
+            skip_heartbeats,
         }
     }
 
@@ -317,6 +349,9 @@ impl<P: Publisher> QueuedSink<P> {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<(), String> {
+        if self.skip_heartbeats {
+            return Ok(());
+        }
         let record = WireRecord::plain(destination, key, value);
         match Broker::send(
             &self.queue,
@@ -522,6 +557,14 @@ impl<P: Publisher> Worker<P> {
             let mut retry = None;
             for (job, outcome) in jobs[start..].iter().zip(outcomes) {
                 match outcome {
+                    // A heartbeat is never waited for: the next one
+                    // replaces it (and a subject no stream captures
+                    // must not hold the events behind it).
+                    Outcome::Retry(why) if job.is_heartbeat() => {
+                        warn!(broker = P::NAME, destination = %job.record.destination, error = why, "heartbeat record not taken; the next interval sends another");
+                        self.done(job);
+                        start += 1;
+                    }
                     Outcome::Retry(why) => {
                         retry = Some(why);
                         break;

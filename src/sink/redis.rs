@@ -30,7 +30,7 @@ use redis::{AsyncConnectionConfig, Value};
 use serde::Deserialize;
 
 use super::broker::{FailureClass, Guarantees};
-use super::queued::{Outcome, Outgoing, Publisher};
+use super::queued::{debezium_header_order, Outcome, Outgoing, Publisher};
 use crate::secret::Secret;
 use crate::setting::SettingError;
 
@@ -84,6 +84,10 @@ pub(crate) struct RedisConfig {
     /// Reply timeout, ms (`socket.timeout.ms`, default 2000).
     #[serde(default)]
     pub(crate) socket_timeout_ms: Option<u64>,
+    /// Leave heartbeat records out (`skip.heartbeat.messages`, default
+    /// true, as Debezium Server's).
+    #[serde(default)]
+    pub(crate) skip_heartbeats: Option<bool>,
 }
 
 impl fmt::Debug for RedisConfig {
@@ -153,6 +157,47 @@ impl RedisConfig {
     }
 }
 
+/// What `walrelay check` reads of a Redis server (never writing): its
+/// version, which must have streams (5.0+), and the type of each key the
+/// router will `XADD` to (`none` or `stream` will do).
+pub(crate) async fn probe(
+    config: &RedisConfig,
+    keys: &[String],
+) -> Result<(String, Vec<(String, String)>), String> {
+    let mut publisher = <Redis as Publisher>::connect(config).await?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut publisher.conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or("unknown")
+        .trim()
+        .to_owned();
+    let major: u32 = version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 5 {
+        return Err(format!(
+            "redis {version} has no streams (XADD needs 5.0 or later)"
+        ));
+    }
+    let mut types = Vec::with_capacity(keys.len());
+    for key in keys {
+        let t: String = redis::cmd("TYPE")
+            .arg(key)
+            .query_async(&mut publisher.conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        types.push((key.clone(), t));
+    }
+    Ok((format!("redis {version} at {}", config.address), types))
+}
+
 /// A connected Redis publisher.
 pub(crate) struct Redis {
     conn: MultiplexedConnection,
@@ -176,6 +221,10 @@ impl Publisher for Redis {
     };
     const ERROR_CLASS: &'static str = "redis::RedisError";
     type Config = RedisConfig;
+
+    fn skips_heartbeats(config: &RedisConfig) -> bool {
+        config.skip_heartbeats.unwrap_or(true)
+    }
 
     async fn connect(config: &RedisConfig) -> Result<Redis, String> {
         let mut info: redis::ConnectionInfo =
@@ -266,9 +315,10 @@ impl Redis {
                 .arg(key.as_ref())
                 .arg("value")
                 .arg(value.as_ref());
-            for h in &record.headers {
-                let v = h.value.as_ref().unwrap_or(&self.null_value);
-                cmd.arg(h.name.to_uppercase()).arg(v.as_ref());
+            // Debezium Server's order, names upper-cased (`Locale.ROOT`).
+            for (name, value) in debezium_header_order(&record.headers) {
+                let v = value.unwrap_or(&self.null_value);
+                cmd.arg(name.to_uppercase()).arg(v.as_ref());
             }
         } else {
             cmd.arg(key.as_ref()).arg(value.as_ref());
@@ -295,11 +345,17 @@ impl Redis {
                 .and_then(|v| v.trim().parse::<u64>().ok())
         };
         let used = field("used_memory")?;
+        // As Debezium Server: maxmemory, or memory_limit_mb when maxmemory
+        // is unreadable or larger; a limit of 0 checks nothing.
+        let limit_mb = self.limit_mb << 20;
         let limit = match field("maxmemory") {
-            Some(max) if max > 0 => max,
-            _ if self.limit_mb > 0 => self.limit_mb << 20,
-            _ => return None,
+            None => limit_mb,
+            Some(max) if limit_mb > 0 && max > limit_mb => limit_mb,
+            Some(max) => max,
         };
+        if limit == 0 {
+            return None;
+        }
         let percent = used.saturating_mul(100) / limit;
         (percent >= u64::from(self.threshold)).then(|| {
             format!(

@@ -455,6 +455,21 @@ fn render_protocol(protocol: &ProtocolView, slot: &SlotView, out: &mut String) {
 /// The delivery mode, and in exactly-once mode the last committed position,
 /// the transactions and whether the producer was fenced.
 fn render_mode(p: &PipelineView, out: &mut String) {
+    match &p.broker {
+        Some(b) if b.name != "kafka" => {
+            let _ = writeln!(
+                out,
+                "{:<12} {}: {} acknowledged, {} refused, {} retries",
+                "broker", b.name, b.acked_total, b.refused_total, b.retries_total
+            );
+            let _ = writeln!(out, "{:<12} at-least-once", "mode");
+            return;
+        }
+        Some(b) => {
+            let _ = writeln!(out, "{:<12} {}", "broker", b.name);
+        }
+        None => {}
+    }
     let Some(eos) = &p.exactly_once else {
         let _ = writeln!(out, "{:<12} at-least-once (idempotent producer)", "mode");
         return;

@@ -373,13 +373,37 @@ async fn nats_outage_holds_the_slot_then_delivers() {
     let before = ob.current_lsn().await;
     ob.wait_confirmed(before, &relay).await;
     nats.stop();
-    ob.insert_series(101, 300).await;
+    // Events 101..=300 in one transaction; the position just before its
+    // commit record: the slot passes it only if the transaction was
+    // confirmed (keepalives may move it up to there, not beyond).
+    let pre_commit = {
+        let mut client = crate::common::connect().await;
+        let txn = client.transaction().await.expect("begin");
+        txn.execute(
+            &format!(
+                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
+                 $1, 'k' || (g % 10), 'E', jsonb_build_object('n', g) \
+                 FROM generate_series(101::int8, 300::int8) g",
+                ob.name
+            ),
+            &[&ob.agg("")],
+        )
+        .await
+        .expect("insert during the outage");
+        let lsn: String = txn
+            .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
+            .await
+            .expect("lsn")
+            .get(0);
+        txn.commit().await.expect("commit");
+        lsn.parse::<walrelay::proto::Lsn>().expect("an lsn")
+    };
     let stopped = Instant::now();
     while stopped.elapsed() < Duration::from_secs(30) {
         let confirmed = ob.slot_confirmed().await.expect("slot");
         assert!(
-            confirmed <= before,
-            "the slot moved to {confirmed} past {before} while NATS was down"
+            confirmed <= pre_commit,
+            "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while NATS was down"
         );
         relay.assert_running();
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -723,6 +747,12 @@ async fn nats_from_the_polling_source() {
     }
     ob.wait_published(20, &mut relay).await;
     let got = read_stream(&js, &stream, 20, &mut relay).await;
+    let view = crate::common::metrics::pipeline(port)
+        .await
+        .expect("the state");
+    let broker = view.broker.expect("the broker in /api/state");
+    assert_eq!(broker.name, "nats-jetstream");
+    assert!(broker.acked_total >= 20, "{broker:?}");
     let numbers: Vec<u64> = got
         .iter()
         .filter_map(|m| crate::common::relay::event_number(m.record.header("id")?))
@@ -730,4 +760,58 @@ async fn nats_from_the_polling_source() {
     assert_eq!(numbers, (1..=20).collect::<Vec<_>>());
     relay.signal("TERM");
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
+}
+
+/// `walrelay check` with NATS: the broker answers, and a subject no
+/// stream captures fails the destinations row, naming it; once a stream
+/// captures it, the row passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_check_names_a_subject_no_stream_captures() {
+    let nats = Server::nats();
+    let js = nats_client(nats.port).await;
+    let ob = Outbox::new("nats_check").await;
+    ob.insert(1, "", "k", "{}").await;
+    let config = without_kafka(&ob.config(""), &nats_sink(nats.port, ""));
+    let file = tempfile::Builder::new()
+        .suffix(".toml")
+        .tempfile()
+        .expect("config file");
+    std::fs::write(file.path(), &config).expect("write config");
+    let check = |path: PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_walrelay"))
+                .args(["check", "--config"])
+                .arg(path)
+                .env("WALRELAY_LOG", "warn")
+                .output()
+                .expect("run walrelay check")
+        })
+    };
+    let out = check(file.path().to_owned()).await.expect("check ran");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(line("broker connection").contains("JetStream on"), "{text}");
+    assert!(
+        line("broker destinations").contains(&ob.topic("")),
+        "{text}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    create_stream(&js, &format!("S_{}", ob.name), &[ob.topic("")], -1).await;
+    let out = check(file.path().to_owned()).await.expect("check ran");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.lines()
+            .find(|l| l.contains("broker destinations"))
+            .is_some_and(|l| l.contains(&format!("S_{}", ob.name))),
+        "{text}"
+    );
+    ob.client
+        .batch_execute(&format!("DROP TABLE {}", ob.name))
+        .await
+        .expect("drop the outbox");
 }

@@ -228,6 +228,39 @@ fn uuid_text(b: &[u8; 16]) -> String {
     out
 }
 
+/// Java's `String.hashCode`: over UTF-16 code units,
+/// `s[0]*31^(n-1) + ... + s[n-1]` with wrapping arithmetic.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)))
+}
+
+/// Orders entries as a `java.util.HashMap<String, _>` filled in this
+/// order iterates them: by bucket of the final table size (16, doubled
+/// while more than three quarters full), insertion order within a bucket
+/// (resizing keeps it). Debezium builds such maps for transaction counts,
+/// hstores and the headers Debezium Server's sinks write. Buckets of 8 or
+/// more in a table of 64 or more become trees in Java; their order is not
+/// reproduced (it needs eight keys of one bucket).
+pub fn java_hash_map_order<K: AsRef<str>, V>(entries: Vec<(K, V)>) -> Vec<(K, V)> {
+    let mut capacity: usize = 16;
+    while entries.len() > capacity * 3 / 4 {
+        capacity *= 2;
+    }
+    let bucket = |k: &str| {
+        #[allow(clippy::cast_sign_loss)]
+        let h = java_string_hash(k) as u32;
+        ((h ^ (h >> 16)) as usize) & (capacity - 1)
+    };
+    let mut keyed: Vec<(usize, usize, (K, V))> = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (bucket(e.0.as_ref()), i, e))
+        .collect();
+    keyed.sort_by_key(|(b, i, _)| (*b, *i));
+    keyed.into_iter().map(|(_, _, e)| e).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@
 pub mod config;
 pub mod convert;
 pub mod expand;
-pub(crate) mod java;
+pub mod java;
 pub(crate) mod json;
 pub(crate) mod message;
 pub mod pg;

@@ -7,7 +7,7 @@
 //! `HashMap` iteration order for the hstore maps Debezium builds, and the
 //! renderings of each mode. It never talks to the database.
 
-use super::java::base64;
+use super::java::{base64, java_hash_map_order};
 use super::pg_modes::{BinaryMode, DecimalMode};
 use super::{Decimal, Text, Value};
 
@@ -221,35 +221,6 @@ fn until_quote(chars: &[char], pos: usize) -> Option<(String, usize)> {
         i += 1;
     }
     Some((out, i))
-}
-
-/// `String.hashCode` over UTF-16 code units.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)))
-}
-
-/// Orders entries as a `java.util.HashMap` filled in this order iterates
-/// them: by bucket of the final table size, insertion order within a
-/// bucket (resizing keeps it). Buckets of 8 or more in a table of 64 or
-/// more become trees in Java; their order is not reproduced (a hstore
-/// would need eight keys of one bucket).
-fn java_hash_map_order<V>(entries: Vec<(String, V)>) -> Vec<(String, V)> {
-    let mut capacity: usize = 16;
-    while entries.len() > capacity * 3 / 4 {
-        capacity *= 2;
-    }
-    let bucket = |k: &str| {
-        let h = java_string_hash(k) as u32;
-        ((h ^ (h >> 16)) as usize) & (capacity - 1)
-    };
-    let mut keyed: Vec<(usize, usize, (String, V))> = entries
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| (bucket(&e.0), i, e))
-        .collect();
-    keyed.sort_by_key(|(b, i, _)| (*b, *i));
-    keyed.into_iter().map(|(_, _, e)| e).collect()
 }
 
 /// The hstore as Debezium's json mode writes it (Jackson's

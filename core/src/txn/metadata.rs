@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use walrelay_proto::Lsn;
 
+use crate::connect::java::java_hash_map_order;
 use crate::connect::transaction::{transaction_id, Block, Marker, TransactionTopic};
 
 /// What Debezium's data collection of a logical decoding message prints
@@ -177,37 +178,10 @@ impl Counts {
     }
 }
 
-/// Java's `String.hashCode`.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
-}
-
-/// The iteration order of a `java.util.HashMap<String, Long>` filled with
-/// `entries` in order (Debezium's per-table counts): by bucket of the final
-/// table size, then insertion order within a bucket (resizes keep it).
-fn java_hash_map_order(entries: Vec<(Arc<str>, u64)>) -> Vec<(Arc<str>, u64)> {
-    // Table size after inserting n entries: 16, doubled while n > 0.75 size.
-    let mut size: usize = 16;
-    while entries.len() * 4 > size * 3 {
-        size *= 2;
-    }
-    let bucket = |k: &str| {
-        let h = java_string_hash(k) as u32;
-        ((h ^ (h >> 16)) as usize) & (size - 1)
-    };
-    let mut indexed: Vec<(usize, usize, (Arc<str>, u64))> = entries
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| (bucket(&e.0), i, e))
-        .collect();
-    indexed.sort_by_key(|(b, i, _)| (*b, *i));
-    indexed.into_iter().map(|(_, _, e)| e).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connect::java::java_string_hash;
 
     #[test]
     fn begin_once_then_end_with_counts() {

@@ -136,9 +136,6 @@ fn redis(k: &mut Keys, notes: &mut Notes) -> Result<RedisConfig, ConfigError> {
     let batch_size = k
         .take_u64("batch.size")?
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    let threshold = k
-        .take_u64("memory.threshold.percentage")?
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
     let config = RedisConfig {
         address,
         user: k.take("user").filter(|u| !u.is_empty()),
@@ -152,11 +149,57 @@ fn redis(k: &mut Keys, notes: &mut Notes) -> Result<RedisConfig, ConfigError> {
         null_value: k.take("null.value"),
         message_format: k.take("message.format"),
         batch_size,
-        memory_threshold_percentage: threshold,
+        memory_threshold_percentage: None,
         memory_limit_mb: k.take_u64("memory.limit.mb")?,
         connection_timeout_ms: k.take_u64("connection.timeout.ms")?,
         socket_timeout_ms: k.take_u64("socket.timeout.ms")?,
+        skip_heartbeats: Some(k.take_bool("skip.heartbeat.messages", true)?),
     };
+    // Removed from Debezium Server in 2.6.0: 3.6.1 checks used_memory
+    // against the limit itself (100 %).
+    let config = RedisConfig {
+        memory_threshold_percentage: Some(100),
+        ..config
+    };
+    if k.take("memory.threshold.percentage").is_some() {
+        notes.ignore(
+            k.name("memory.threshold.percentage"),
+            "ignored, as Debezium Server 3.6.1 ignores it (removed in 2.6.0): writes wait while used_memory reaches the limit",
+        );
+    }
+    if k.take("buffer.fill.rate").is_some() {
+        notes.ignore(
+            k.name("buffer.fill.rate"),
+            "ignored: walrelay compares used_memory with the limit before each pipeline, without Debezium Server's estimate of what the pipeline adds",
+        );
+    }
+    if k.take("retry.max.attempts").is_some() {
+        notes.ignore(
+            k.name("retry.max.attempts"),
+            "ignored, as Debezium Server's redis sink ignores it: a failed pipeline is retried until it succeeds",
+        );
+    }
+    if k.take_bool("cluster.enabled", false)? {
+        return Err(k.unsupported(
+            "cluster.enabled",
+            "Redis Cluster is not supported by walrelay's redis sink; give one node's address",
+        ));
+    }
+    for key in [
+        "ssl.truststore.path",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+        "ssl.keystore.path",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+    ] {
+        if k.take_raw(key).is_some_and(|v| !v.is_empty()) {
+            return Err(k.unsupported(
+                key,
+                "a Java key or trust store; walrelay's redis sink verifies the server with the system's CA certificates",
+            ));
+        }
+    }
     if k.take_bool("wait.enabled", false)? {
         return Err(k.unsupported(
             "wait.enabled",
@@ -185,13 +228,11 @@ fn redis(k: &mut Keys, notes: &mut Notes) -> Result<RedisConfig, ConfigError> {
             );
         }
     }
-    if let Some(v) = k.take("ssl.hostname.verification.enabled") {
-        if v != "true" {
-            return Err(k.unsupported(
-                "ssl.hostname.verification.enabled",
-                "walrelay always verifies the server's host name over TLS",
-            ));
-        }
+    if k.take("ssl.hostname.verification.enabled").is_some() {
+        notes.ignore(
+            k.name("ssl.hostname.verification.enabled"),
+            "ignored: walrelay always verifies the server's host name over TLS",
+        );
     }
     Ok(config)
 }

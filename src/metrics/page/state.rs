@@ -126,8 +126,26 @@ pub struct PipelineView {
     pub protocol: Option<ProtocolView>,
     /// The polling source's shards, rows and claims; `null` for the WAL.
     pub poll: Option<PollView>,
+    /// The broker it publishes to; absent from older processes.
+    #[serde(default)]
+    pub broker: Option<BrokerView>,
     /// Samples, oldest first, over the last window.
     pub history: Vec<SampleView>,
+}
+
+/// The broker a pipeline publishes to, and what a broker other than Kafka
+/// acknowledged, refused and made walrelay retry (Kafka's own figures are
+/// `events_total` and `delivery_errors_total`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrokerView {
+    /// `kafka`, `nats-jetstream`, `redis`, ...
+    pub name: String,
+    /// Records it acknowledged (dead-letter records included).
+    pub acked_total: u64,
+    /// Records it refused for good.
+    pub(crate) refused_total: u64,
+    /// Times it could not be reached or did not take records.
+    pub(crate) retries_total: u64,
 }
 
 /// A latency histogram: count, sum and cumulative buckets
@@ -308,9 +326,24 @@ impl PipelineView {
             slot: wal.then(|| slot(m)),
             protocol: wal.then(|| protocol(m)),
             poll: poll.then(|| poll_view(m)),
+            broker: broker(m),
             history: samples.iter().map(|s| s.view(now)).collect(),
         }
     }
+}
+
+/// The broker `m` publishes to, once its sink started.
+fn broker(m: &Metrics) -> Option<BrokerView> {
+    let name = series(m.broker_info.clone())
+        .into_iter()
+        .find(|s| s.value > 0.0)?
+        .label?;
+    Some(BrokerView {
+        name,
+        acked_total: total(series(m.broker_acked.clone())),
+        refused_total: total(series(m.broker_refused.clone())),
+        retries_total: total(series(m.broker_retries.clone())),
+    })
 }
 
 /// Label value to count, for a family of one label.

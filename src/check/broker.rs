@@ -1,0 +1,165 @@
+//! The rows of a broker other than Kafka (`sink.type`): it answers, and it
+//! will store what the router publishes: for NATS, a JetStream stream
+//! captures each subject (or `create_stream` will create one); for Redis,
+//! no key of another type holds a stream's name. Read-only and bounded by
+//! [`super::KAFKA_TIMEOUT`], like the Kafka rows.
+
+use std::collections::BTreeSet;
+
+use super::columns::RouteValues;
+use super::report::{CheckReport, BROKER_CONNECTION, BROKER_DESTINATIONS};
+use super::KAFKA_TIMEOUT;
+use crate::chain::DisplayChain;
+use crate::config::Config;
+use crate::sink::config::SinkKind;
+use crate::sink::{nats, redis};
+
+/// The destinations the router would publish to, from the route values
+/// read in the outbox (and the heartbeat's, when on).
+fn destinations(config: &Config, route_values: &RouteValues) -> Result<BTreeSet<String>, String> {
+    let (rewrite, _) = config
+        .router
+        .compile()
+        .map_err(|e| format!("the routing configuration is invalid: {}", DisplayChain(&e)))?;
+    let mut wanted: BTreeSet<String> = match route_values {
+        Some(Ok(values)) => values.iter().map(|v| rewrite.apply(v)).collect(),
+        _ => BTreeSet::new(),
+    };
+    if config.heartbeat.interval_ms > 0 {
+        wanted.insert(config.heartbeat.topic(&config.debezium.topic_prefix));
+    }
+    Ok(wanted)
+}
+
+/// The broker rows of `config`'s sink.
+pub(super) async fn check_broker(
+    config: &Config,
+    route_values: RouteValues,
+    report: &mut CheckReport,
+) {
+    let wanted = match destinations(config, &route_values) {
+        Ok(w) => w,
+        Err(e) => {
+            report.fail(
+                BROKER_DESTINATIONS,
+                e,
+                "fix router.route_topic_regex / router.route_topic_replacement",
+            );
+            BTreeSet::new()
+        }
+    };
+    match config.sink.kind {
+        SinkKind::Kafka => {}
+        SinkKind::NatsJetStream => check_nats(config, &wanted, report).await,
+        SinkKind::Redis => check_redis(config, &wanted, report).await,
+    }
+}
+
+async fn check_nats(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let Some(cfg) = &config.sink.nats else {
+        return;
+    };
+    let probed = tokio::time::timeout(KAFKA_TIMEOUT, nats::probe(cfg)).await;
+    let (about, context) = match probed {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            report.fail(
+                BROKER_CONNECTION,
+                e,
+                "check sink.nats.url and its credentials",
+            );
+            report.skip(BROKER_DESTINATIONS, "nats unreachable");
+            return;
+        }
+        Err(_) => {
+            report.fail(
+                BROKER_CONNECTION,
+                format!("no answer from {} within {KAFKA_TIMEOUT:?}", cfg.url),
+                "check sink.nats.url and that nats-server runs",
+            );
+            report.skip(BROKER_DESTINATIONS, "nats unreachable");
+            return;
+        }
+    };
+    report.pass(BROKER_CONNECTION, about);
+    if cfg.create_stream {
+        report.pass(
+            BROKER_DESTINATIONS,
+            "create_stream: walrelay creates the stream at start if it is missing",
+        );
+        return;
+    }
+    let mut missing = Vec::new();
+    let mut found = Vec::new();
+    for subject in wanted {
+        match nats::stream_for(&context, subject).await {
+            Ok(Some(stream)) => found.push(format!("{subject} → {stream}")),
+            Ok(None) => missing.push(subject.clone()),
+            Err(e) => missing.push(format!("{subject} ({e})")),
+        }
+    }
+    if missing.is_empty() {
+        report.pass(
+            BROKER_DESTINATIONS,
+            if found.is_empty() {
+                "no route values in the outbox yet".to_owned()
+            } else {
+                found.join(", ")
+            },
+        );
+    } else {
+        report.fail(
+            BROKER_DESTINATIONS,
+            format!("no JetStream stream captures {}", missing.join(", ")),
+            "create a stream for these subjects (nats stream add), or set sink.nats.create_stream = true; \
+             until then walrelay waits and the slot holds the events",
+        );
+    }
+}
+
+async fn check_redis(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let Some(cfg) = &config.sink.redis else {
+        return;
+    };
+    let keys: Vec<String> = wanted.iter().cloned().collect();
+    let probed = tokio::time::timeout(KAFKA_TIMEOUT, redis::probe(cfg, &keys)).await;
+    let (about, types) = match probed {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            report.fail(
+                BROKER_CONNECTION,
+                e,
+                "check sink.redis.address and its credentials",
+            );
+            report.skip(BROKER_DESTINATIONS, "redis unreachable");
+            return;
+        }
+        Err(_) => {
+            report.fail(
+                BROKER_CONNECTION,
+                format!("no answer from {} within {KAFKA_TIMEOUT:?}", cfg.address),
+                "check sink.redis.address and that redis-server runs",
+            );
+            report.skip(BROKER_DESTINATIONS, "redis unreachable");
+            return;
+        }
+    };
+    report.pass(BROKER_CONNECTION, about);
+    let wrong: Vec<String> = types
+        .iter()
+        .filter(|(_, t)| t != "none" && t != "stream")
+        .map(|(k, t)| format!("{k} is a {t}"))
+        .collect();
+    if wrong.is_empty() {
+        report.pass(
+            BROKER_DESTINATIONS,
+            format!("{} stream key(s) free or streams already", types.len()),
+        );
+    } else {
+        report.fail(
+            BROKER_DESTINATIONS,
+            wrong.join(", "),
+            "XADD refuses a key of another type (WRONGTYPE): rename or remove the key, or route elsewhere",
+        );
+    }
+}
