@@ -109,7 +109,8 @@ impl SinkConfig {
 #[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaConfig {
-    /// `bootstrap.servers`.
+    /// `bootstrap.servers` (required with the Kafka sink).
+    #[serde(default)]
     pub bootstrap_servers: String,
     /// Any librdkafka producer property, passed through as is
     /// (`linger.ms`, `compression.type`, `security.protocol`, ...).

@@ -1049,3 +1049,85 @@ fn debezium_server_target_server_type() {
         Some(TargetSessionAttrs::ReadWrite)
     );
 }
+
+/// Debezium Server's file with another sink than Kafka: the sink's keys
+/// are read, a key walrelay does not know or cannot honour is refused by
+/// name, and exactly-once is refused by the key that asks for it.
+#[test]
+fn debezium_server_nats_and_redis_sinks() {
+    let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
+    let without_kafka: String = example_server()
+        .lines()
+        .filter(|l| !l.starts_with("debezium.sink."))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let nats = format!(
+        "{without_kafka}\ndebezium.sink.type=nats-jetstream\n\
+         debezium.sink.nats-jetstream.url=nats://127.0.0.1:4222\n\
+         debezium.sink.nats-jetstream.create-stream=true\n\
+         debezium.sink.nats-jetstream.auth.user=u\n\
+         debezium.sink.nats-jetstream.auth.password=nats-secret\n"
+    );
+    let t = server(&nats, &env).unwrap_or_else(|e| panic!("{}", chain(&e)));
+    assert!(!format!("{:?}", t.config).contains("nats-secret"));
+    let redis = format!(
+        "{without_kafka}\ndebezium.sink.type=redis\n\
+         debezium.sink.redis.address=127.0.0.1:6379\n\
+         debezium.sink.redis.message.format=extended\n\
+         debezium.sink.redis.memory.threshold.percentage=80\n"
+    );
+    let t = server(&redis, &env).unwrap_or_else(|e| panic!("{}", chain(&e)));
+    assert!(t.ignored("debezium.sink.redis.memory.threshold.percentage"));
+    for (line, key) in [
+        (
+            "debezium.sink.redis.wait.enabled=true",
+            "debezium.sink.redis.wait.enabled",
+        ),
+        (
+            "debezium.sink.redis.cluster.enabled=true",
+            "debezium.sink.redis.cluster.enabled",
+        ),
+        (
+            "debezium.sink.redis.no.such.key=1",
+            "debezium.sink.redis.no.such.key",
+        ),
+        (
+            "debezium.sink.redis.message.format=fancy",
+            "sink.redis.message_format",
+        ),
+    ] {
+        let err = server(&format!("{redis}\n{line}\n"), &env)
+            .err()
+            .unwrap_or_else(|| panic!("{line} accepted"));
+        assert!(
+            chain(&err).contains(key),
+            "{key} not named in: {}",
+            chain(&err)
+        );
+    }
+    let err = server(
+        &format!("{nats}\ndebezium.sink.nats-jetstream.auth.tls.keystore=/k.jks\n"),
+        &env,
+    )
+    .unwrap_err();
+    assert!(chain(&err).contains("debezium.sink.nats-jetstream.auth.tls.keystore"));
+    let err = server(
+        &nats.replace(
+            "debezium.sink.nats-jetstream.url=nats://127.0.0.1:4222\n",
+            "",
+        ),
+        &env,
+    )
+    .unwrap_err();
+    assert!(
+        chain(&err).contains("debezium.sink.nats-jetstream.url"),
+        "{}",
+        chain(&err)
+    );
+    let err = server(&nats.replace("nats-jetstream\n", "pulsar\n"), &env).unwrap_err();
+    assert!(
+        chain(&err).contains("debezium.sink.type"),
+        "{}",
+        chain(&err)
+    );
+}

@@ -240,3 +240,51 @@ fn documented_pipelines_example_validates() {
         "{stdout}"
     );
 }
+
+/// `[sink]` chooses another broker: its section validates by key, and
+/// what only Kafka can give (exactly-once) or a `[kafka]` section beside
+/// it is refused by name before anything is connected.
+#[test]
+fn another_broker_refuses_what_only_kafka_gives() {
+    let base = "[postgres]\nhost = \"127.0.0.1\"\nport = 1\nuser = \"u\"\ndbname = \"d\"\n\n\
+                [outbox]\ntable = \"public.outbox\"\n\n";
+    let nats =
+        "[sink]\ntype = \"nats-jetstream\"\n\n[sink.nats]\nurl = \"nats://127.0.0.1:4222\"\n";
+    let cases = [
+        (format!("{base}{nats}"), None),
+        (
+            format!("{base}{nats}\n[kafka]\nexactly_once = true\n"),
+            Some("kafka.exactly_once"),
+        ),
+        (
+            format!("{base}{nats}\n[kafka]\nbootstrap_servers = \"k:9092\"\n"),
+            Some("kafka"),
+        ),
+        (
+            format!("{base}[sink]\ntype = \"nats-jetstream\"\n"),
+            Some("sink.nats"),
+        ),
+        (
+            format!("{base}[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"nohost\"\n"),
+            Some("sink.redis.address"),
+        ),
+        (
+            format!("{base}[sink]\ntype = \"carrier-pigeon\"\n"),
+            Some("unknown variant `carrier-pigeon`, expected one of `kafka`, `nats-jetstream`, `redis`"),
+        ),
+    ];
+    for (text, refused) in cases {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("walrelay.toml");
+        std::fs::write(&path, &text).expect("write");
+        let out = run_walrelay(&["validate"], &path, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match refused {
+            None => assert_eq!(out.status.code(), Some(0), "{text}\n{stderr}"),
+            Some(key) => {
+                assert_eq!(out.status.code(), Some(2), "{text}\n{stderr}");
+                assert!(stderr.contains(key), "{key} not named: {stderr}");
+            }
+        }
+    }
+}
