@@ -815,3 +815,40 @@ async fn nats_check_names_a_subject_no_stream_captures() {
         .await
         .expect("drop the outbox");
 }
+
+/// The message outbox (`pg_logical_emit_message`, no table) to Redis: one
+/// entry per committed message, key and payload as the table outbox
+/// writes them; a rolled-back message writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_from_the_message_outbox() {
+    use crate::messages::{content, emit, message_outbox, messages_config, prefix};
+    let redis = Server::redis();
+    let ob = message_outbox("redis_msgs", crate::common::connect().await);
+    let sink = format!(
+        "[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"127.0.0.1:{}\"\n",
+        redis.port
+    );
+    let mut relay = Relay::start(&without_kafka(&messages_config(&ob, "", ""), &sink));
+    ob.wait_active(&mut relay).await;
+    let (p, agg) = (prefix(&ob), ob.agg(""));
+    emit(&ob.client, true, &p, &content(1, &agg, "k-1", r#"{"n":1}"#)).await;
+    ob.client.batch_execute("BEGIN").await.unwrap();
+    emit(&ob.client, true, &p, &content(2, &agg, "k-2", "{}")).await;
+    ob.client.batch_execute("ROLLBACK").await.unwrap();
+    emit(&ob.client, true, &p, &content(3, &agg, "k-3", r#"[1,2]"#)).await;
+    let entries = read_redis(redis.port, &ob.topic(""), 2, &mut relay).await;
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    let entries_after = read_redis(redis.port, &ob.topic(""), 2, &mut relay).await;
+    assert_eq!(
+        entries, entries_after,
+        "nothing more after the slot moved on"
+    );
+    assert_eq!(
+        entries,
+        vec![
+            vec![(b"k-1".to_vec(), br#"{"n":1}"#.to_vec())],
+            vec![(b"k-3".to_vec(), b"[1,2]".to_vec())],
+        ]
+    );
+    ob.finish(relay).await;
+}

@@ -52,12 +52,12 @@ const DECODE_TRANSFORM: &str =
     "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
 
 /// The test's message prefix.
-fn prefix(ob: &Outbox) -> String {
+pub(crate) fn prefix(ob: &Outbox) -> String {
     format!("p_{}", ob.name)
 }
 
 /// Names (slot, publication, topics) for a message outbox: no table.
-fn message_outbox(test: &str, client: tokio_postgres::Client) -> Outbox {
+pub(crate) fn message_outbox(test: &str, client: tokio_postgres::Client) -> Outbox {
     Outbox {
         client,
         name: unique_name(test),
@@ -85,7 +85,7 @@ fn outbox_lines(ob: &Outbox, source: &str, more: &str) -> String {
 
 /// The native configuration with `source = "messages"` on the shared
 /// cluster, `more` `[outbox]` lines, and `extra` TOML after `[metrics]`.
-fn messages_config(ob: &Outbox, more: &str, extra: &str) -> String {
+pub(crate) fn messages_config(ob: &Outbox, more: &str, extra: &str) -> String {
     with_outbox(
         ob.config_with(&kafka_bootstrap(), &format!("{METRICS}\n{extra}")),
         ob,
@@ -95,7 +95,7 @@ fn messages_config(ob: &Outbox, more: &str, extra: &str) -> String {
 
 /// Content of test event `n` with the outbox table's column names as
 /// members; `payload` is JSON text.
-fn content(n: u64, agg: &str, key: &str, payload: &str) -> String {
+pub(crate) fn content(n: u64, agg: &str, key: &str, payload: &str) -> String {
     format!(
         r#"{{"id":"{}","aggregatetype":"{agg}","aggregateid":"{key}","type":"E","payload":{payload}}}"#,
         event_id(n)
@@ -104,7 +104,7 @@ fn content(n: u64, agg: &str, key: &str, payload: &str) -> String {
 
 /// `pg_logical_emit_message`; returns the message's LSN (also the LSN
 /// pgoutput gives it).
-async fn emit(
+pub(crate) async fn emit(
     client: &tokio_postgres::Client,
     transactional: bool,
     prefix: &str,
