@@ -346,7 +346,9 @@ async fn rabbitmq_debezium_server_form_publishes_what_it_does() {
     assert_eq!(m.routing_key, key_json, "routingKey.source=key");
     assert_eq!(
         m.body,
-        br#"{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":"{\"note\": \"h\xc3\xa9llo\", \"total\": 12.5}"}"#
+        r#"{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":"{\"note\": \"héllo\", \"total\": 12.5}"}"#
+            .as_bytes(),
+        "the value envelope, é raw UTF-8"
     );
     assert_eq!(
         got[1].body,
