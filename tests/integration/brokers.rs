@@ -116,6 +116,15 @@ impl Server {
     /// `NOTIFY_SOCKET` set, rabbitmq-server execs the Erlang VM itself, so
     /// the child is the broker and [`Server::stop`] kills it.
     pub(crate) fn rabbitmq() -> Server {
+        let server = std::env::var_os("WALRELAY_TEST_RABBITMQ_SERVER").map_or_else(
+            || PathBuf::from("/usr/lib/rabbitmq/bin/rabbitmq-server"),
+            PathBuf::from,
+        );
+        assert!(
+            server.is_file(),
+            "{} not found: scripts/brokers.sh fetch rabbitmq installs it",
+            server.display()
+        );
         let dir = tempfile::tempdir().expect("temp dir");
         let d = dir.path();
         let (port, dist, epmd_port) = (free_port(), free_port(), free_port());
@@ -180,15 +189,6 @@ impl Server {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        let server = std::env::var_os("WALRELAY_TEST_RABBITMQ_SERVER").map_or_else(
-            || PathBuf::from("/usr/lib/rabbitmq/bin/rabbitmq-server"),
-            PathBuf::from,
-        );
-        assert!(
-            server.is_file(),
-            "{} not found: scripts/brokers.sh fetch rabbitmq installs it",
-            server.display()
-        );
         let mut s = Server {
             args: Vec::new(),
             program: server,
