@@ -17,7 +17,7 @@ use std::path::Path;
 use super::kafka_connect::connector::{classify_rest, translate_connector};
 use super::kafka_connect::exactly_once::translate_server;
 use super::kafka_connect::producer::translate_producer;
-use super::kafka_connect::server_sinks::{sink_kind, translate_sink};
+use super::kafka_connect::server_sinks::{sink_kind, translate_sink, unsupported_sink};
 use super::kafka_connect::transforms::translate_transforms;
 use super::kafka_connect::{parse_bool, Draft, Keys, Notes, Translation};
 use crate::config::ConfigError;
@@ -351,7 +351,7 @@ fn translate(
     draft.debezium.server_mode = true;
 
     // Sink.
-    const SINKS: &str = "kafka, nats-jetstream and redis";
+    const SINKS: &str = "kafka, nats-jetstream, redis and rabbitmq";
     let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {
@@ -361,7 +361,10 @@ fn translate(
         }
         Some(name) => sink_kind(name).ok_or_else(|| ConfigError::Unsupported {
             key: "debezium.sink.type".into(),
-            reason: format!("walrelay implements the {SINKS} sinks, not {name}"),
+            reason: match unsupported_sink(name) {
+                Some(why) => format!("walrelay implements the {SINKS} sinks: {why}"),
+                None => format!("walrelay implements the {SINKS} sinks, not {name}"),
+            },
         })?,
     };
     if kind == SinkKind::Kafka {

@@ -14,6 +14,7 @@ use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
 use super::nats::Nats;
 use super::queued::{Publisher, QueuedSink};
+use super::rabbitmq::RabbitMq;
 use super::redis::Redis;
 use super::transactional::Eos;
 use super::{KafkaSink, SinkError};
@@ -31,6 +32,8 @@ pub(crate) enum Sink {
     Nats(QueuedSink<Nats>),
     /// Redis Streams.
     Redis(QueuedSink<Redis>),
+    /// RabbitMQ (AMQP 0-9-1, publisher confirms).
+    RabbitMq(QueuedSink<RabbitMq>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -40,6 +43,7 @@ macro_rules! queued {
             Sink::Kafka($k) => $kafka,
             Sink::Nats($q) => $call,
             Sink::Redis($q) => $call,
+            Sink::RabbitMq($q) => $call,
         }
     };
 }
@@ -98,6 +102,11 @@ impl Sink {
                     status_interval,
                     metrics,
                 ))
+            }
+            SinkKind::RabbitMq => {
+                let config = sink.rabbitmq.clone().unwrap_or_default();
+                let max = config.max_message_bytes();
+                Sink::RabbitMq(queued(config, max, errors, status_interval, metrics))
             }
         })
     }

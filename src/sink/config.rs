@@ -20,8 +20,9 @@ use crate::setting::SettingError;
 #[serde(deny_unknown_fields)]
 pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
-    /// (`[sink.nats]`) or `redis` (`[sink.redis]`), as Debezium Server's
-    /// `debezium.sink.type` names them.
+    /// (`[sink.nats]`), `redis` (`[sink.redis]`) or `rabbitmq`
+    /// (`[sink.rabbitmq]`), as Debezium Server's `debezium.sink.type`
+    /// names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
     /// NATS JetStream (`sink.type = "nats-jetstream"`).
@@ -30,6 +31,9 @@ pub struct SinkConfig {
     /// Redis Streams (`sink.type = "redis"`).
     #[serde(default)]
     pub(crate) redis: Option<super::redis::RedisConfig>,
+    /// RabbitMQ over AMQP 0-9-1 (`sink.type = "rabbitmq"`).
+    #[serde(default)]
+    pub(crate) rabbitmq: Option<super::rabbitmq::RabbitMqConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -45,6 +49,9 @@ pub(crate) enum SinkKind {
     /// Redis Streams, through redis-rs.
     #[serde(rename = "redis")]
     Redis,
+    /// RabbitMQ (AMQP 0-9-1), through lapin.
+    #[serde(rename = "rabbitmq")]
+    RabbitMq,
 }
 
 impl SinkKind {
@@ -54,6 +61,7 @@ impl SinkKind {
             SinkKind::Kafka => "kafka",
             SinkKind::NatsJetStream => "nats-jetstream",
             SinkKind::Redis => "redis",
+            SinkKind::RabbitMq => "rabbitmq",
         }
     }
 }
@@ -71,35 +79,40 @@ impl SinkConfig {
                 ),
             )
         };
+        // Every section but the chosen broker's must be absent.
+        for (kind, section, set) in [
+            (SinkKind::NatsJetStream, "sink.nats", self.nats.is_some()),
+            (SinkKind::Redis, "sink.redis", self.redis.is_some()),
+            (SinkKind::RabbitMq, "sink.rabbitmq", self.rabbitmq.is_some()),
+        ] {
+            if set && self.kind != kind {
+                return Err(wrong(section));
+            }
+        }
+        let missing = |key: &str, what: &str| SettingError::Missing {
+            key: key.into(),
+            reason: format!(
+                "sink.type = \"{}\" publishes there ({what})",
+                self.kind.as_str()
+            ),
+        };
         match self.kind {
-            SinkKind::Kafka => {
-                if self.nats.is_some() {
-                    return Err(wrong("sink.nats"));
-                }
-                if self.redis.is_some() {
-                    return Err(wrong("sink.redis"));
-                }
-            }
-            SinkKind::NatsJetStream => {
-                if self.redis.is_some() {
-                    return Err(wrong("sink.redis"));
-                }
-                let nats = self.nats.as_ref().ok_or_else(|| SettingError::Missing {
-                    key: "sink.nats".into(),
-                    reason: "sink.type = \"nats-jetstream\" publishes there (url at least)".into(),
-                })?;
-                nats.validate()?;
-            }
-            SinkKind::Redis => {
-                if self.nats.is_some() {
-                    return Err(wrong("sink.nats"));
-                }
-                let redis = self.redis.as_ref().ok_or_else(|| SettingError::Missing {
-                    key: "sink.redis".into(),
-                    reason: "sink.type = \"redis\" publishes there (address at least)".into(),
-                })?;
-                redis.validate()?;
-            }
+            SinkKind::Kafka => {}
+            SinkKind::NatsJetStream => self
+                .nats
+                .as_ref()
+                .ok_or_else(|| missing("sink.nats", "url at least"))?
+                .validate()?,
+            SinkKind::Redis => self
+                .redis
+                .as_ref()
+                .ok_or_else(|| missing("sink.redis", "address at least"))?
+                .validate()?,
+            SinkKind::RabbitMq => self
+                .rabbitmq
+                .as_ref()
+                .ok_or_else(|| missing("sink.rabbitmq", "url, or host and the rest, at least"))?
+                .validate()?,
         }
         Ok(())
     }

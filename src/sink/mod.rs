@@ -37,6 +37,7 @@ pub(crate) mod progress;
 pub mod progress_topic;
 pub(crate) mod publish;
 pub(crate) mod queued;
+pub(crate) mod rabbitmq;
 pub(crate) mod redis;
 pub(crate) mod transactional;
 

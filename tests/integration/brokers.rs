@@ -66,6 +66,10 @@ pub(crate) struct Server {
     child: Option<Child>,
     _dir: tempfile::TempDir,
     log: PathBuf,
+    /// Environment of the program (RabbitMQ's private directories).
+    env: Vec<(String, String)>,
+    /// A process the server needs, killed with it (RabbitMQ's epmd).
+    helper: Option<Child>,
 }
 
 impl Server {
@@ -104,6 +108,101 @@ impl Server {
         Server::start_new(program("redis", "redis-server"), args, port, dir)
     }
 
+    /// Debian's RabbitMQ (the scripts under /usr/lib/rabbitmq/bin, not
+    /// /usr/sbin's, which switch to the system's user and cookie), as
+    /// `scripts/brokers.sh` runs it: HOME, cookie, configuration and data
+    /// in the test's directory, its own epmd on a free port, the AMQP
+    /// listener on 127.0.0.1:`port` (user guest, password guest). With
+    /// `NOTIFY_SOCKET` set, rabbitmq-server execs the Erlang VM itself, so
+    /// the child is the broker and [`Server::stop`] kills it.
+    pub(crate) fn rabbitmq() -> Server {
+        let server = std::env::var_os("WALRELAY_TEST_RABBITMQ_SERVER").map_or_else(
+            || PathBuf::from("/usr/lib/rabbitmq/bin/rabbitmq-server"),
+            PathBuf::from,
+        );
+        assert!(
+            server.is_file(),
+            "{} not found: scripts/brokers.sh fetch rabbitmq installs it",
+            server.display()
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        let (port, dist, epmd_port) = (free_port(), free_port(), free_port());
+        let write = |name: &str, text: &str| std::fs::write(d.join(name), text).expect(name);
+        write(
+            "rabbitmq.conf",
+            &format!(
+                "listeners.tcp.default = 127.0.0.1:{port}\n\
+                 default_user = guest\ndefault_pass = guest\nloopback_users.guest = true\n\
+                 log.console = true\nlog.console.level = warning\nlog.file = false\n\
+                 disk_free_limit.absolute = 50MB\n"
+            ),
+        );
+        write("enabled_plugins", "[].\n");
+        write("advanced.config", "[].\n");
+        write("rabbitmq-env.conf", "");
+        let cookie = d.join(".erlang.cookie");
+        std::fs::write(&cookie, format!("walrelay{port}cookie{dist}")).expect("cookie");
+        std::fs::set_permissions(
+            &cookie,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o400),
+        )
+        .expect("cookie mode");
+        let epmd = Command::new(program("rabbitmq", "epmd"))
+            .args(["-port", &epmd_port.to_string(), "-address", "127.0.0.1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start epmd");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", epmd_port)).is_err() {
+            assert!(Instant::now() < deadline, "epmd did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let at = |name: &str| d.join(name).display().to_string();
+        let env = [
+            ("HOME", d.display().to_string()),
+            (
+                "RABBITMQ_NODENAME",
+                format!("walrelay-test-{port}@localhost"),
+            ),
+            ("RABBITMQ_USE_LONGNAME", "false".into()),
+            ("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1".into()),
+            ("RABBITMQ_NODE_PORT", port.to_string()),
+            ("RABBITMQ_DIST_PORT", dist.to_string()),
+            ("ERL_EPMD_PORT", epmd_port.to_string()),
+            ("ERL_EPMD_ADDRESS", "127.0.0.1".into()),
+            ("RABBITMQ_CONF_ENV_FILE", at("rabbitmq-env.conf")),
+            ("RABBITMQ_CONFIG_FILE", at("rabbitmq.conf")),
+            ("RABBITMQ_ADVANCED_CONFIG_FILE", at("advanced.config")),
+            ("RABBITMQ_ENABLED_PLUGINS_FILE", at("enabled_plugins")),
+            ("RABBITMQ_MNESIA_BASE", at("mnesia")),
+            ("RABBITMQ_LOG_BASE", at("logs")),
+            ("RABBITMQ_PID_FILE", at("beam.pid")),
+            (
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+                "-start_epmd false -kernel inet_dist_use_interface {127,0,0,1}".into(),
+            ),
+            ("NOTIFY_SOCKET", at("no-systemd.sock")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let mut s = Server {
+            args: Vec::new(),
+            program: server,
+            port,
+            child: None,
+            log: d.join("server.log"),
+            _dir: dir,
+            env,
+            helper: Some(epmd),
+        };
+        s.start();
+        s
+    }
+
     /// Starts `program` with `args`; it must listen on `port`; `dir` is
     /// its own (removed with it).
     pub(crate) fn start_new(
@@ -120,6 +219,8 @@ impl Server {
             child: None,
             _dir: dir,
             log,
+            env: Vec::new(),
+            helper: None,
         };
         s.start();
         s
@@ -134,6 +235,7 @@ impl Server {
             .expect("server log");
         let child = Command::new(&self.program)
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -165,6 +267,10 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
+        if let Some(mut h) = self.helper.take() {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
     }
 }
 

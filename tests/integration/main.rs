@@ -17,6 +17,11 @@ mod common;
 /// Brokers other than Kafka (NATS JetStream, Redis Streams), each a real
 /// server of the test's own.
 mod brokers;
+/// RabbitMQ (AMQP 0-9-1 with publisher confirms), on a server of the
+/// test's own: bytes, headers and properties as Debezium Server's, SIGKILL,
+/// an outage, unroutable records and missing exchanges under both error
+/// policies, the polling source.
+mod brokers_rabbitmq;
 
 /// Bad events under both error policies, and their dead-letter records.
 mod bad_input;

@@ -1,6 +1,6 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
-//! `debezium.sink.<type>.*` keys of `nats-jetstream` and `redis`, onto
-//! `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
+//! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis` and
+//! `rabbitmq`, onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
 
@@ -11,6 +11,7 @@ use crate::config::ConfigError;
 use crate::secret::Secret;
 use crate::sink::config::{SinkConfig, SinkKind};
 use crate::sink::nats::NatsConfig;
+use crate::sink::rabbitmq::RabbitMqConfig;
 use crate::sink::redis::RedisConfig;
 
 /// The sink `debezium.sink.type` names, from its keys (given without the
@@ -40,6 +41,35 @@ pub(in crate::config) fn translate_sink(
             sink.redis = Some(redis(&mut own, notes)?);
             rest(&mut own)?;
         }
+        SinkKind::RabbitMq => {
+            // 3.6.1 reads the rabbitmq sink's keys case-insensitively
+            // (BaseChangeConsumer.getConfiguration): matched lower-cased,
+            // except the names under connection.client.properties.
+            let mut own = BTreeMap::new();
+            let mut others = BTreeMap::new();
+            for (key, value) in keys.drain() {
+                let lower = key.to_ascii_lowercase();
+                match lower.strip_prefix("rabbitmq.") {
+                    Some(rest) => {
+                        let name = match rest.strip_prefix(CLIENT_PROPERTIES) {
+                            Some(_) => format!(
+                                "{CLIENT_PROPERTIES}{}",
+                                &key["rabbitmq.".len() + CLIENT_PROPERTIES.len()..]
+                            ),
+                            None => rest.to_owned(),
+                        };
+                        own.insert(name, value);
+                    }
+                    None => {
+                        others.insert(key, value);
+                    }
+                }
+            }
+            keys = Keys::new(others, "debezium.sink.");
+            let mut own = Keys::new(own, "debezium.sink.rabbitmq.");
+            sink.rabbitmq = Some(rabbitmq(&mut own, notes)?);
+            rest(&mut own)?;
+        }
     }
     for key in keys.drain().into_keys() {
         notes.ignore(
@@ -59,6 +89,22 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "kafka" => Some(SinkKind::Kafka),
         "nats-jetstream" => Some(SinkKind::NatsJetStream),
         "redis" => Some(SinkKind::Redis),
+        "rabbitmq" => Some(SinkKind::RabbitMq),
+        _ => None,
+    }
+}
+
+/// Why a sink of Debezium Server's that walrelay does not implement is
+/// refused, when there is more to say than that.
+pub(in crate::config) fn unsupported_sink(value: &str) -> Option<&'static str> {
+    match value {
+        "rabbitmqstream" => Some(
+            "rabbitmqstream (RabbitMQ's native stream protocol, port 5552) is not implemented; \
+             debezium.sink.type=rabbitmq publishes over AMQP 0-9-1, and an exchange bound to a \
+             stream queue stores its messages in that stream, but with AMQP 0-9-1 properties: \
+             no message-id set to the key and the headers as AMQP headers, not the \
+             application-properties rabbitmqstream writes",
+        ),
         _ => None,
     }
 }
@@ -237,6 +283,249 @@ fn redis(k: &mut Keys, notes: &mut Notes) -> Result<RedisConfig, ConfigError> {
     Ok(config)
 }
 
+/// `connection.client.properties.`: the prefix of the AMQP client's
+/// client properties.
+const CLIENT_PROPERTIES: &str = "connection.client.properties.";
+
+/// The rabbitmq sink's keys (lower-cased, without the
+/// `debezium.sink.rabbitmq.` prefix). `connection.*` are the AMQP Java
+/// client's `ConnectionFactoryConfigurator` keys (amqp-client 5.16).
+fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigError> {
+    let u16_of = |k: &mut Keys, key: &str| -> Result<Option<u16>, ConfigError> {
+        match k.take_u64(key)? {
+            None => Ok(None),
+            Some(n) => u16::try_from(n)
+                .map(Some)
+                .map_err(|_| k.invalid(key, "must be at most 65535")),
+        }
+    };
+    let url = k.take_raw("connection.uri").map(Secret::new);
+    let host = k.take("connection.host");
+    let port = u16_of(k, "connection.port")?;
+    let user = k.take("connection.username");
+    let password = k.take_raw("connection.password").map(Secret::new);
+    let vhost = k.take("connection.virtual.host");
+    if url.is_some() {
+        for key in [
+            "connection.host",
+            "connection.port",
+            "connection.username",
+            "connection.password",
+            "connection.virtual.host",
+        ] {
+            let set = match key {
+                "connection.host" => host.is_some(),
+                "connection.port" => port.is_some(),
+                "connection.username" => user.is_some(),
+                "connection.password" => password.is_some(),
+                _ => vhost.is_some(),
+            };
+            if set {
+                return Err(k.unsupported(
+                    key,
+                    "overrides a part of connection.uri; give the whole URI, or the separate keys without it",
+                ));
+            }
+        }
+    }
+    // The Java client's defaults are guest/guest; walrelay's are the same,
+    // and wants both or neither.
+    let (user, password) = match (user, password) {
+        (Some(u), None) => (Some(u), Some(Secret::new("guest"))),
+        (None, Some(p)) => (Some("guest".to_owned()), Some(p)),
+        both => both,
+    };
+    let tls = k.take_bool("connection.ssl.enabled", false)?;
+    for key in [
+        "connection.ssl.validate.server.certificate",
+        "connection.ssl.validate-server-certificate",
+        "connection.ssl.verify.hostname",
+        "connection.ssl.verify-hostname",
+    ] {
+        match k.take(key) {
+            None => {}
+            Some(v) if v.eq_ignore_ascii_case("true") => {}
+            Some(_) => {
+                return Err(k.unsupported(
+                    key,
+                    "walrelay always verifies the server's certificate and host name over TLS",
+                ))
+            }
+        }
+    }
+    for key in [
+        "connection.ssl.key.store",
+        "connection.ssl.key-store",
+        "connection.ssl.key.store.password",
+        "connection.ssl.key-store-password",
+        "connection.ssl.key.store.type",
+        "connection.ssl.key-store-type",
+        "connection.ssl.key.store.algorithm",
+        "connection.ssl.key-store-algorithm",
+        "connection.ssl.trust.store",
+        "connection.ssl.trust-store",
+        "connection.ssl.trust.store.password",
+        "connection.ssl.trust-store-password",
+        "connection.ssl.trust.store.type",
+        "connection.ssl.trust-store-type",
+        "connection.ssl.trust.store.algorithm",
+        "connection.ssl.trust-store-algorithm",
+    ] {
+        if k.take_raw(key).is_some() {
+            return Err(k.unsupported(
+                key,
+                "a Java keystore; walrelay reads PEM files: give the native [sink.rabbitmq] \
+                 tls_ca_file, tls_cert_file and tls_key_file instead",
+            ));
+        }
+    }
+    if k.take("connection.ssl.algorithm").is_some() {
+        notes.ignore(
+            k.name("connection.ssl.algorithm"),
+            "ignored: OpenSSL negotiates the highest TLS version both sides support",
+        );
+    }
+    let connection_timeout_ms = k.take_u64("connection.connection.timeout")?;
+    let heartbeat_s = u16_of(k, "connection.connection.heartbeat")?;
+    let frame_max = match k.take_u64("connection.connection.frame.max")? {
+        None => None,
+        Some(n) => Some(
+            u32::try_from(n)
+                .map_err(|_| k.invalid("connection.connection.frame.max", "too large"))?,
+        ),
+    };
+    let channel_max = u16_of(k, "connection.connection.channel.max")?;
+    for (key, why) in [
+        (
+            "connection.handshake.timeout",
+            "walrelay bounds the whole connect by connection.timeout",
+        ),
+        (
+            "connection.shutdown.timeout",
+            "walrelay closes its connection without waiting for consumers (it has none)",
+        ),
+        (
+            "connection.channel.rpc.timeout",
+            "walrelay bounds each batch by ackTimeout",
+        ),
+        (
+            "connection.channel.should.check.rpc.response.type",
+            "a Java client check",
+        ),
+        (
+            "connection.connection.recovery.enabled",
+            "walrelay opens a new connection itself after any failure",
+        ),
+        (
+            "connection.topology.recovery.enabled",
+            "walrelay opens a new connection itself after any failure",
+        ),
+        (
+            "connection.connection.recovery.interval",
+            "walrelay retries after 100 ms, doubling to 5 s",
+        ),
+        ("connection.use.nio", "the Java client's I/O mode"),
+    ] {
+        if k.take(key).is_some() {
+            notes.ignore(k.name(key), format!("ignored: {why}"));
+        }
+    }
+    for (key, _) in k.take_prefixed("connection.nio.") {
+        notes.ignore(
+            k.name(&format!("connection.nio.{key}")),
+            "ignored: the Java client's I/O mode",
+        );
+    }
+    let client_properties = k
+        .take_prefixed(CLIENT_PROPERTIES)
+        .into_iter()
+        .filter(|(name, _)| !name.is_empty())
+        .collect();
+    if k.take_bool("routingkeyfromtopicname", false)? {
+        notes.ignore(
+            k.name("routingkeyfromtopicname"),
+            "ignored: deprecated; in 3.6.1 it only logs a warning (routingKey.source=topic routes by topic)",
+        );
+    }
+    let source = k.take("routingkey.source");
+    let routing_key = k.take("routingkey").filter(|r| !r.is_empty());
+    let (routing_key_source, routing_key) = match source.as_deref() {
+        None | Some("static") => (None, routing_key),
+        Some("topic" | "key") => {
+            if routing_key.is_some() {
+                notes.ignore(
+                    k.name("routingkey"),
+                    "ignored: used only with routingKey.source=static",
+                );
+            }
+            (source, None)
+        }
+        // Any other value routes with "" in 3.6.1.
+        Some(_) => {
+            notes.ignore(
+                k.name("routingkey.source"),
+                "ignored: not static, topic or key, which routes with the empty routing key in 3.6.1",
+            );
+            if routing_key.is_some() {
+                notes.ignore(
+                    k.name("routingkey"),
+                    "ignored: routingKey.source is not static",
+                );
+            }
+            (None, None)
+        }
+    };
+    let auto_create = k.take_bool("autocreateroutingkey", false)?;
+    if auto_create && routing_key_source.as_deref() == Some("key") {
+        notes.ignore(
+            k.name("autocreateroutingkey"),
+            "ignored: 3.6.1 declares queues for routingKey.source=static or topic only",
+        );
+    }
+    let auto_create = auto_create && routing_key_source.as_deref() != Some("key");
+    let durable = k.take_bool("routingkeydurable", true)?;
+    let delivery_mode = match k.take("deliverymode") {
+        None => None,
+        Some(v) => match v.as_str() {
+            "1" => Some(1),
+            "2" => Some(2),
+            _ => {
+                return Err(k.invalid(
+                    "deliverymode",
+                    format!("{v:?}: walrelay takes 1 (transient) or 2 (persistent)"),
+                ))
+            }
+        },
+    };
+    let ack_timeout_ms = k.take_u64("acktimeout")?;
+    if ack_timeout_ms == Some(0) {
+        return Err(k.invalid("acktimeout", "must be above 0"));
+    }
+    Ok(RabbitMqConfig {
+        url,
+        host,
+        port,
+        vhost,
+        user,
+        password,
+        tls,
+        connection_timeout_ms,
+        heartbeat_s,
+        frame_max,
+        channel_max,
+        client_properties,
+        exchange: k.take("exchange").filter(|e| !e.is_empty()),
+        routing_key,
+        routing_key_source,
+        auto_create_routing_key: auto_create,
+        routing_key_durable: (!durable).then_some(false),
+        delivery_mode,
+        ack_timeout_ms,
+        null_value: k.take_raw("null.value"),
+        ..RabbitMqConfig::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,5 +613,103 @@ mod tests {
         assert_eq!(redis.message_format.as_deref(), Some("extended"));
         assert_eq!(redis.null_key.as_deref(), Some("nk"));
         assert_eq!(redis.db, Some(2));
+    }
+
+    #[test]
+    fn rabbitmq_keys_are_read_case_insensitively() {
+        let mut notes = Notes::default();
+        let sink = translate_sink(
+            SinkKind::RabbitMq,
+            keys(&[
+                ("rabbitmq.connection.host", "127.0.0.1"),
+                ("rabbitmq.connection.port", "5673"),
+                ("rabbitmq.connection.username", "app"),
+                ("rabbitmq.connection.password", "pw "),
+                ("rabbitmq.connection.virtual.host", "v"),
+                ("rabbitmq.connection.client.properties.App", "walrelay-test"),
+                ("rabbitmq.connection.connection.recovery.enabled", "true"),
+                ("rabbitmq.Exchange", "outbox"),
+                ("rabbitmq.routingkey", "rk"),
+                ("rabbitmq.DeliveryMode", "1"),
+                ("rabbitmq.ackTimeout", "5000"),
+                ("rabbitmq.null.value", "nothing"),
+                ("rabbitmq.routingKeyFromTopicName", "true"),
+                ("redis.address", "h:1"),
+            ]),
+            &mut notes,
+        )
+        .unwrap();
+        let r = sink.rabbitmq.unwrap();
+        assert_eq!(r.host.as_deref(), Some("127.0.0.1"));
+        assert_eq!(r.port, Some(5673));
+        assert_eq!(r.user.as_deref(), Some("app"));
+        assert_eq!(r.password.as_ref().unwrap().expose(), "pw ");
+        assert_eq!(r.vhost.as_deref(), Some("v"));
+        assert_eq!(r.client_properties["App"], "walrelay-test");
+        assert_eq!(r.exchange.as_deref(), Some("outbox"));
+        assert_eq!(r.routing_key.as_deref(), Some("rk"));
+        assert_eq!(r.delivery_mode, Some(1));
+        assert_eq!(r.ack_timeout_ms, Some(5000));
+        assert_eq!(r.null_value.as_deref(), Some("nothing"));
+        r.validate().unwrap();
+        let ignored: Vec<String> = notes.into_vec().into_iter().map(|i| i.key).collect();
+        assert_eq!(
+            ignored,
+            [
+                "debezium.sink.rabbitmq.connection.connection.recovery.enabled",
+                "debezium.sink.rabbitmq.routingkeyfromtopicname",
+                "debezium.sink.redis.address",
+            ]
+        );
+    }
+
+    #[test]
+    fn rabbitmq_routing_sources_and_refusals() {
+        let sink = translate_sink(
+            SinkKind::RabbitMq,
+            keys(&[
+                ("rabbitmq.routingKey.source", "topic"),
+                ("rabbitmq.autoCreateRoutingKey", "true"),
+                ("rabbitmq.routingKeyDurable", "false"),
+            ]),
+            &mut Notes::default(),
+        )
+        .unwrap();
+        let r = sink.rabbitmq.unwrap();
+        assert_eq!(r.routing_key_source.as_deref(), Some("topic"));
+        assert!(r.auto_create_routing_key);
+        assert_eq!(r.routing_key_durable, Some(false));
+        r.validate().unwrap();
+        for (key, value) in [
+            ("rabbitmq.connection.ssl.trust.store", "/t.jks"),
+            (
+                "rabbitmq.connection.ssl.validate.server.certificate",
+                "false",
+            ),
+            ("rabbitmq.deliveryMode", "3"),
+            ("rabbitmq.colour", "blue"),
+        ] {
+            let err = translate_sink(
+                SinkKind::RabbitMq,
+                keys(&[(key, value)]),
+                &mut Notes::default(),
+            )
+            .unwrap_err();
+            let want = format!("debezium.sink.{}", key.to_ascii_lowercase());
+            assert!(err.to_string().contains(&want), "{err}");
+        }
+        let err = translate_sink(
+            SinkKind::RabbitMq,
+            keys(&[
+                ("rabbitmq.connection.uri", "amqp://h"),
+                ("rabbitmq.connection.host", "h"),
+            ]),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("debezium.sink.rabbitmq.connection.host"));
+        assert!(unsupported_sink("rabbitmqstream").is_some());
     }
 }
