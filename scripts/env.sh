@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The shared test environment: one PostgreSQL cluster with logical decoding,
 # one with wal_level=replica (the polling source's tests, in pg-replica/),
-# one Kafka broker, and one each of NATS (JetStream), Redis and RabbitMQ
-# (scripts/brokers.sh) under .walrelay-env/ at the repository root, described
-# by .walrelay-env/env (a shell file the test harness sources).
+# and one Kafka broker under .walrelay-env/ at the repository root, described
+# by .walrelay-env/env (a shell file the test harness sources). NATS, Redis
+# and RabbitMQ are only made ready (scripts/brokers.sh fetch): the tests of
+# those brokers start servers of their own.
 #
 # Usage:
 #   env.sh up       start them all at once (no-op for what already runs),
@@ -30,9 +31,6 @@ ENV_ROOT=$REPO_ROOT/.walrelay-env
 PG_DIR=$ENV_ROOT/pg
 PG_REPLICA_DIR=$ENV_ROOT/pg-replica
 KAFKA_DIR=$ENV_ROOT/kafka
-NATS_DIR=$ENV_ROOT/nats
-REDIS_DIR=$ENV_ROOT/redis
-RABBITMQ_DIR=$ENV_ROOT/rabbitmq
 ENV_FILE=$ENV_ROOT/env
 
 usage() {
@@ -42,7 +40,9 @@ usage() {
 
 cmd_down() {
     local rc=0 dir
-    for dir in "$NATS_DIR" "$REDIS_DIR" "$RABBITMQ_DIR"; do
+    # Shared brokers of an older environment, if any (tests start their own).
+    for dir in "$ENV_ROOT/nats" "$ENV_ROOT/redis" "$ENV_ROOT/rabbitmq"; do
+        [[ -d "$dir" ]] || continue
         "$SCRIPT_DIR/brokers.sh" stop "$dir" || rc=1
     done
     "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || rc=1
@@ -111,14 +111,14 @@ cmd_up() {
     # JVM stalled for a few seconds on a busy machine must not fence it (its
     # partitions would lose their leader under every client).
     up_job kafka env WALRELAY_KAFKA_SESSION_TIMEOUT_MS=30000 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
-    up_job nats "$SCRIPT_DIR/brokers.sh" start nats "$NATS_DIR"
-    up_job redis "$SCRIPT_DIR/brokers.sh" start redis "$REDIS_DIR"
-    up_job rabbitmq "$SCRIPT_DIR/brokers.sh" start rabbitmq "$RABBITMQ_DIR"
+    # The other brokers' tests each start servers of their own (an outage
+    # must not hit another test): only their programs are made ready here.
+    up_job brokers bash -c '"$1" fetch nats && "$1" fetch redis && "$1" fetch rabbitmq' brokers "$SCRIPT_DIR/brokers.sh"
     for pid in "${!up_pids[@]}"; do
         wait "$pid" || failed+=("${up_pids[$pid]}")
     done
     up_pids=()
-    for name in pg pg-replica kafka nats redis rabbitmq; do
+    for name in pg pg-replica kafka brokers; do
         if [[ -s "$logs/$name.log" ]]; then
             cat "$logs/$name.log" >&2
         fi
@@ -139,16 +139,6 @@ cmd_up() {
         printf 'export WALRELAY_TEST_PG_MAJOR=%s\n' "$("$SCRIPT_DIR/pg.sh" major "$PG_DIR")"
         printf 'export WALRELAY_TEST_KAFKA=127.0.0.1:%s\n' "$(cat "$KAFKA_DIR/port")"
         printf 'export WALRELAY_TEST_KAFKA_DIR=%s\n' "$KAFKA_DIR"
-        printf 'export WALRELAY_TEST_NATS_URL=%s\n' "$("$SCRIPT_DIR/brokers.sh" url "$NATS_DIR")"
-        printf 'export WALRELAY_TEST_NATS_DIR=%s\n' "$NATS_DIR"
-        printf 'export WALRELAY_TEST_REDIS_URL=%s\n' "$("$SCRIPT_DIR/brokers.sh" url "$REDIS_DIR")"
-        printf 'export WALRELAY_TEST_REDIS_DIR=%s\n' "$REDIS_DIR"
-        printf 'export WALRELAY_TEST_AMQP_URL=%s\n' "$("$SCRIPT_DIR/brokers.sh" url "$RABBITMQ_DIR")"
-        printf 'export WALRELAY_TEST_RABBITMQ_DIR=%s\n' "$RABBITMQ_DIR"
-        # Only when Debian's RabbitMQ has the stream plugin (3.9+).
-        if [[ -f "$RABBITMQ_DIR/stream_port" ]]; then
-            printf 'export WALRELAY_TEST_RABBITMQ_STREAM_PORT=%s\n' "$(cat "$RABBITMQ_DIR/stream_port")"
-        fi
         printf 'export WALRELAY_SCRIPTS=%s\n' "$SCRIPT_DIR"
     } >"$tmp"
     chmod 644 "$tmp"
@@ -163,12 +153,6 @@ cmd_status() {
     printf 'replica:    %s (%s)\n' "${s:-stopped}" "$PG_REPLICA_DIR"
     s=$("$SCRIPT_DIR/kafka.sh" status "$KAFKA_DIR" 2>/dev/null) || rc=1
     printf 'kafka:      %s (%s)\n' "${s:-stopped}" "$KAFKA_DIR"
-    s=$("$SCRIPT_DIR/brokers.sh" status "$NATS_DIR" 2>/dev/null) || rc=1
-    printf 'nats:       %s (%s)\n' "${s:-stopped}" "$NATS_DIR"
-    s=$("$SCRIPT_DIR/brokers.sh" status "$REDIS_DIR" 2>/dev/null) || rc=1
-    printf 'redis:      %s (%s)\n' "${s:-stopped}" "$REDIS_DIR"
-    s=$("$SCRIPT_DIR/brokers.sh" status "$RABBITMQ_DIR" 2>/dev/null) || rc=1
-    printf 'rabbitmq:   %s (%s)\n' "${s:-stopped}" "$RABBITMQ_DIR"
     return "$rc"
 }
 

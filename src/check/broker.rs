@@ -12,7 +12,7 @@ use super::KAFKA_TIMEOUT;
 use crate::chain::DisplayChain;
 use crate::config::Config;
 use crate::sink::config::SinkKind;
-use crate::sink::{nats, redis};
+use crate::sink::{nats, rabbitmq, redis};
 
 /// The destinations the router would publish to, from the route values
 /// read in the outbox (and the heartbeat's, when on).
@@ -52,6 +52,7 @@ pub(super) async fn check_broker(
         SinkKind::Kafka => {}
         SinkKind::NatsJetStream => check_nats(config, &wanted, report).await,
         SinkKind::Redis => check_redis(config, &wanted, report).await,
+        SinkKind::RabbitMq => check_rabbitmq(config, &wanted, report).await,
     }
 }
 
@@ -160,6 +161,54 @@ async fn check_redis(config: &Config, wanted: &BTreeSet<String>, report: &mut Ch
             BROKER_DESTINATIONS,
             wrong.join(", "),
             "XADD refuses a key of another type (WRONGTYPE): rename or remove the key, or route elsewhere",
+        );
+    }
+}
+
+async fn check_rabbitmq(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let Some(cfg) = &config.sink.rabbitmq else {
+        return;
+    };
+    let destinations: Vec<String> = wanted.iter().cloned().collect();
+    let probed = tokio::time::timeout(KAFKA_TIMEOUT, rabbitmq::probe(cfg, &destinations)).await;
+    let (about, exchanges) = match probed {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            report.fail(
+                BROKER_CONNECTION,
+                e,
+                "check sink.rabbitmq's address and credentials",
+            );
+            report.skip(BROKER_DESTINATIONS, "rabbitmq unreachable");
+            return;
+        }
+        Err(_) => {
+            report.fail(
+                BROKER_CONNECTION,
+                format!("no answer within {KAFKA_TIMEOUT:?}"),
+                "check sink.rabbitmq's address and that rabbitmq-server runs",
+            );
+            report.skip(BROKER_DESTINATIONS, "rabbitmq unreachable");
+            return;
+        }
+    };
+    report.pass(BROKER_CONNECTION, about);
+    let missing: Vec<&str> = exchanges
+        .iter()
+        .filter(|(_, exists)| !exists)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if missing.is_empty() {
+        report.pass(
+            BROKER_DESTINATIONS,
+            format!("{} exchange(s) exist", exchanges.len()),
+        );
+    } else {
+        report.fail(
+            BROKER_DESTINATIONS,
+            format!("no exchange {}", missing.join(", ")),
+            "declare the exchanges (walrelay never declares one), or set sink.rabbitmq.exchange; \
+             a record to a missing exchange is refused and follows [errors]",
         );
     }
 }

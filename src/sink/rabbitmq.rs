@@ -447,6 +447,35 @@ impl RabbitMqConfig {
     }
 }
 
+/// What `walrelay check` reads of a RabbitMQ server (declaring nothing:
+/// `auto_create_routing_key` is not applied): that it takes a connection
+/// and a channel in confirm mode, and whether each exchange the records
+/// would go to exists (`sink.rabbitmq.exchange`, else each destination).
+pub(crate) async fn probe(
+    config: &RabbitMqConfig,
+    destinations: &[String],
+) -> Result<(String, Vec<(String, bool)>), String> {
+    let config = RabbitMqConfig {
+        auto_create_routing_key: false,
+        ..config.clone()
+    };
+    let mut publisher = <RabbitMq as Publisher>::connect(&config).await?;
+    let exchanges: Vec<String> = match &publisher.exchange {
+        Some(e) => vec![e.clone()],
+        None => destinations.to_vec(),
+    };
+    let mut found = Vec::with_capacity(exchanges.len());
+    for name in exchanges {
+        let exists = publisher.exchange_exists(&name).await?;
+        found.push((name, exists));
+    }
+    let _ = publisher.connection.close(200, "OK".into()).await;
+    Ok((
+        format!("rabbitmq at {}, publisher confirms on", config.address()),
+        found,
+    ))
+}
+
 /// A connected RabbitMQ publisher: one connection, one channel in confirm
 /// mode.
 pub(crate) struct RabbitMq {

@@ -182,58 +182,6 @@ pub(crate) fn kafka_bootstrap() -> String {
     env().kafka.clone()
 }
 
-// The shared message brokers of `scripts/brokers.sh` (NATS, Redis,
-// RabbitMQ): every test uses them at once, so a test that stops, pauses or
-// restarts one starts its own with `brokers.sh start KIND DIR` instead.
-
-/// URL of the shared NATS server, JetStream on: `nats://127.0.0.1:PORT`
-/// (`WALRELAY_TEST_NATS_URL`).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn nats_url() -> String {
-    env_value("WALRELAY_TEST_NATS_URL")
-}
-
-/// Directory of the shared NATS server (for `scripts/brokers.sh`).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn nats_dir() -> PathBuf {
-    env_value("WALRELAY_TEST_NATS_DIR").into()
-}
-
-/// URL of the shared Redis server: `redis://127.0.0.1:PORT`
-/// (`WALRELAY_TEST_REDIS_URL`).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn redis_url() -> String {
-    env_value("WALRELAY_TEST_REDIS_URL")
-}
-
-/// Directory of the shared Redis server (for `scripts/brokers.sh`).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn redis_dir() -> PathBuf {
-    env_value("WALRELAY_TEST_REDIS_DIR").into()
-}
-
-/// AMQP 0-9-1 URL of the shared RabbitMQ node, as user guest on the default
-/// virtual host: `amqp://guest:guest@127.0.0.1:PORT/%2f`
-/// (`WALRELAY_TEST_AMQP_URL`).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn amqp_url() -> String {
-    env_value("WALRELAY_TEST_AMQP_URL")
-}
-
-/// Directory of the shared RabbitMQ node (for `scripts/brokers.sh`).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn rabbitmq_dir() -> PathBuf {
-    env_value("WALRELAY_TEST_RABBITMQ_DIR").into()
-}
-
-/// Port on 127.0.0.1 of the shared RabbitMQ node's stream protocol (user
-/// guest, password guest), `WALRELAY_TEST_RABBITMQ_STREAM_PORT`. Panics when
-/// the environment has none (a RabbitMQ older than 3.9).
-#[expect(dead_code, reason = "harness API no test uses at the moment")]
-pub(crate) fn rabbitmq_stream_port() -> u16 {
-    env_port("WALRELAY_TEST_RABBITMQ_STREAM_PORT")
-}
-
 /// Connects to the shared cluster; the connection runs on a spawned task.
 pub(crate) async fn connect() -> tokio_postgres::Client {
     connect_url(&pg_url()).await
