@@ -69,6 +69,15 @@ cmd_pg() {
 }
 
 # Runs the start command of NAME in the background (cmd_up's up_pids, logs).
+# The other brokers' programs: nats-server built once, Redis and RabbitMQ
+# from Debian's packages when missing.
+fetch_brokers() {
+    local kind
+    for kind in nats redis rabbitmq; do
+        "$SCRIPT_DIR/brokers.sh" fetch "$kind" || return 1
+    done
+}
+
 up_job() {
     local name=$1
     shift
@@ -113,7 +122,7 @@ cmd_up() {
     up_job kafka env WALRELAY_KAFKA_SESSION_TIMEOUT_MS=30000 "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
     # The other brokers' tests each start servers of their own (an outage
     # must not hit another test): only their programs are made ready here.
-    up_job brokers bash -c '"$1" fetch nats && "$1" fetch redis && "$1" fetch rabbitmq' brokers "$SCRIPT_DIR/brokers.sh"
+    up_job brokers fetch_brokers
     for pid in "${!up_pids[@]}"; do
         wait "$pid" || failed+=("${up_pids[$pid]}")
     done
