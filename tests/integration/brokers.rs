@@ -242,13 +242,20 @@ impl Server {
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", self.program.display()));
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Generous: an Erlang VM booting on a loaded two-core machine (the
+        // whole suite runs at once) takes well over the 6-8 s it takes alone.
+        let deadline = Instant::now() + Duration::from_secs(180);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
             assert!(
-                Instant::now() < deadline,
-                "{} did not listen on {}: {}",
+                Instant::now() < deadline && exited.is_none(),
+                "{} did not listen on {} ({}): {}",
                 self.program.display(),
                 self.port,
+                exited.map_or_else(|| "timed out".to_owned(), |s| format!("exited: {s}")),
                 std::fs::read_to_string(&self.log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
