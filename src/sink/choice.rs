@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
+use super::http::Http;
 use super::nats::Nats;
 use super::queued::{Publisher, QueuedSink};
 use super::redis::Redis;
@@ -31,6 +32,8 @@ pub(crate) enum Sink {
     Nats(QueuedSink<Nats>),
     /// Redis Streams.
     Redis(QueuedSink<Redis>),
+    /// HTTP: a POST per record (or per batch) to one URL.
+    Http(QueuedSink<Http>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -40,6 +43,7 @@ macro_rules! queued {
             Sink::Kafka($k) => $kafka,
             Sink::Nats($q) => $call,
             Sink::Redis($q) => $call,
+            Sink::Http($q) => $call,
         }
     };
 }
@@ -88,6 +92,19 @@ impl Sink {
                 Sink::Redis(queued(
                     config,
                     super::redis::MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
+            }
+            SinkKind::Http => {
+                let mut config = sink.http.clone().unwrap_or_default();
+                // The URL is fixed: dead-letter records go to it too, told
+                // apart by a header naming the dead-letter topic.
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::Http(queued(
+                    config,
+                    super::http::MAX_BYTES,
                     errors,
                     status_interval,
                     metrics,

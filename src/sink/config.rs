@@ -20,8 +20,9 @@ use crate::setting::SettingError;
 #[serde(deny_unknown_fields)]
 pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
-    /// (`[sink.nats]`) or `redis` (`[sink.redis]`), as Debezium Server's
-    /// `debezium.sink.type` names them.
+    /// (`[sink.nats]`), `redis` (`[sink.redis]`) or `http`
+    /// (`[sink.http]`), as Debezium Server's `debezium.sink.type` names
+    /// them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
     /// NATS JetStream (`sink.type = "nats-jetstream"`).
@@ -30,6 +31,9 @@ pub struct SinkConfig {
     /// Redis Streams (`sink.type = "redis"`).
     #[serde(default)]
     pub(crate) redis: Option<super::redis::RedisConfig>,
+    /// HTTP (`sink.type = "http"`).
+    #[serde(default)]
+    pub(crate) http: Option<super::http::HttpConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -45,6 +49,9 @@ pub(crate) enum SinkKind {
     /// Redis Streams, through redis-rs.
     #[serde(rename = "redis")]
     Redis,
+    /// An HTTP endpoint, through hyper.
+    #[serde(rename = "http")]
+    Http,
 }
 
 impl SinkKind {
@@ -54,6 +61,7 @@ impl SinkKind {
             SinkKind::Kafka => "kafka",
             SinkKind::NatsJetStream => "nats-jetstream",
             SinkKind::Redis => "redis",
+            SinkKind::Http => "http",
         }
     }
 }
@@ -62,46 +70,47 @@ impl SinkConfig {
     /// Checks the section: the chosen broker's own section is there and
     /// valid, and no other broker's is; the error names the key.
     pub(crate) fn validate(&self) -> Result<(), SettingError> {
-        let wrong = |section: &str| {
-            SettingError::invalid(
-                section,
-                format!(
-                    "configures another broker than sink.type = \"{}\"; remove it or change sink.type",
-                    self.kind.as_str()
-                ),
-            )
-        };
-        match self.kind {
-            SinkKind::Kafka => {
-                if self.nats.is_some() {
-                    return Err(wrong("sink.nats"));
-                }
-                if self.redis.is_some() {
-                    return Err(wrong("sink.redis"));
-                }
-            }
-            SinkKind::NatsJetStream => {
-                if self.redis.is_some() {
-                    return Err(wrong("sink.redis"));
-                }
-                let nats = self.nats.as_ref().ok_or_else(|| SettingError::Missing {
-                    key: "sink.nats".into(),
-                    reason: "sink.type = \"nats-jetstream\" publishes there (url at least)".into(),
-                })?;
-                nats.validate()?;
-            }
-            SinkKind::Redis => {
-                if self.nats.is_some() {
-                    return Err(wrong("sink.nats"));
-                }
-                let redis = self.redis.as_ref().ok_or_else(|| SettingError::Missing {
-                    key: "sink.redis".into(),
-                    reason: "sink.type = \"redis\" publishes there (address at least)".into(),
-                })?;
-                redis.validate()?;
+        let sections = [
+            ("sink.nats", SinkKind::NatsJetStream, self.nats.is_some()),
+            ("sink.redis", SinkKind::Redis, self.redis.is_some()),
+            ("sink.http", SinkKind::Http, self.http.is_some()),
+        ];
+        for (section, kind, set) in sections {
+            if set && kind != self.kind {
+                return Err(SettingError::invalid(
+                    section,
+                    format!(
+                        "configures another broker than sink.type = \"{}\"; remove it or change sink.type",
+                        self.kind.as_str()
+                    ),
+                ));
             }
         }
-        Ok(())
+        let missing = |key: &str, what: &str| SettingError::Missing {
+            key: key.into(),
+            reason: format!(
+                "sink.type = \"{}\" publishes there ({what} at least)",
+                self.kind.as_str()
+            ),
+        };
+        match self.kind {
+            SinkKind::Kafka => Ok(()),
+            SinkKind::NatsJetStream => self
+                .nats
+                .as_ref()
+                .ok_or_else(|| missing("sink.nats", "url"))?
+                .validate(),
+            SinkKind::Redis => self
+                .redis
+                .as_ref()
+                .ok_or_else(|| missing("sink.redis", "address"))?
+                .validate(),
+            SinkKind::Http => self
+                .http
+                .as_ref()
+                .ok_or_else(|| missing("sink.http", "url"))?
+                .validate(),
+        }
     }
 }
 
