@@ -802,9 +802,9 @@ struct Token {
     generation: u64,
 }
 
-/// Debezium Server's JWT request bodies (field order as Jackson writes).
+/// Debezium Server's JWT request bodies: snake case
+/// (`@JsonNaming(SnakeCaseStrategy)`), fields in Jackson's order.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct JwtLogin<'a> {
     username: &'a str,
     password: &'a str,
@@ -813,15 +813,15 @@ struct JwtLogin<'a> {
 }
 
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct JwtRefresh<'a> {
     jwt_refresh_token: &'a str,
     token_expiry_in_minutes: u64,
     refresh_token_expiry_in_minutes: u64,
 }
 
+/// Its answer, snake case too (unknown fields are ignored, where Jackson
+/// would fail on them).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct JwtAnswer {
     jwt: String,
     #[serde(default)]
@@ -1794,7 +1794,7 @@ mod tests {
     }
 
     #[test]
-    fn jwt_requests_carry_jacksons_field_order() {
+    fn jwt_requests_are_snake_case_in_jacksons_order() {
         let body = serde_json::to_string(&JwtLogin {
             username: "u",
             password: "p",
@@ -1804,7 +1804,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             body,
-            r#"{"username":"u","password":"p","tokenExpiryInMinutes":60,"refreshTokenExpiryInMinutes":1440}"#
+            r#"{"username":"u","password":"p","token_expiry_in_minutes":60,"refresh_token_expiry_in_minutes":1440}"#
         );
     }
 
