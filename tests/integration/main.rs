@@ -17,6 +17,10 @@ mod common;
 /// Brokers other than Kafka (NATS JetStream, Redis Streams), each a real
 /// server of the test's own.
 mod brokers;
+/// The HTTP sink against an HTTP receiver of the test's own (a hyper
+/// server in the test process): bytes and headers, retries, timeouts,
+/// SIGKILL, refusals under both error policies, the polling source.
+mod brokers_http;
 
 /// Bad events under both error policies, and their dead-letter records.
 mod bad_input;
