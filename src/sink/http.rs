@@ -52,11 +52,11 @@
 //! `max_in_flight = 1` the receiver sees the commit order across keys too).
 //! Answers are settled strictly in order: the worker hears a record's
 //! outcome only after every earlier record's. A retry or a refusal stops
-//! new requests of the batch (so a dead-letter record or a retry comes
-//! before anything later is sent); those already in flight finish, and a
-//! retry resends from the first record not acknowledged (a later one that
-//! was acknowledged meanwhile may arrive twice: at least once, with its
-//! `Idempotency-Key`).
+//! new requests of the batch (so a dead-letter record, or the retry, comes
+//! before any later record of its key and anything not sent yet); those
+//! already in flight (other keys) finish, and a retry resends from the
+//! first record not acknowledged (a later one that was acknowledged
+//! meanwhile may arrive twice: at least once, with its `Idempotency-Key`).
 //!
 //! TLS: OpenSSL through tokio-openssl, both already linked (PostgreSQL's
 //! TLS uses them), under hyper's own HTTP/1.1 connection API: no new

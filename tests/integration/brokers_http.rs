@@ -18,13 +18,15 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use openssl::ssl::{Ssl, SslAcceptor, SslFiletype, SslMethod, SslVerifyMode};
 use tokio::net::TcpListener;
+use tokio_openssl::SslStream;
 
 use crate::brokers::without_kafka;
 use crate::common::load::{check, Fault, Load, LoadSpec};
 use crate::common::metrics::free_port;
 use crate::common::relay::{commit_ends, event_id, event_number, tail, Outbox, Relay, WAIT};
-use crate::common::{env, pg_url, Record};
+use crate::common::{env, pg_url, run_script, Record};
 
 /// One request as the receiver got it.
 #[derive(Debug, Clone)]
@@ -82,39 +84,79 @@ struct State {
 /// The HTTP receiver: a hyper server on 127.0.0.1, port of its own.
 struct Receiver {
     port: u16,
+    https: bool,
     state: Arc<Mutex<State>>,
     accept: tokio::task::JoinHandle<()>,
 }
 
 impl Receiver {
     async fn start() -> Receiver {
+        Receiver::start_with(None).await
+    }
+
+    /// An HTTPS receiver with `certs` (scripts/certs.sh): `localhost`'s
+    /// certificate, and a client certificate of the test CA required.
+    async fn start_tls(certs: &std::path::Path) -> Receiver {
+        let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).expect("acceptor");
+        b.set_certificate_chain_file(certs.join("server.crt"))
+            .expect("server certificate");
+        b.set_private_key_file(certs.join("server.key"), SslFiletype::PEM)
+            .expect("server key");
+        b.set_ca_file(certs.join("ca.crt")).expect("CA");
+        b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        Receiver::start_with(Some(b.build())).await
+    }
+
+    async fn start_with(tls: Option<SslAcceptor>) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("address").port();
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::clone(&state);
+        let https = tls.is_some();
         let accept = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 let state = Arc::clone(&shared);
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| answer(Arc::clone(&state), req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let http = http1::Builder::new();
+                    match tls {
+                        None => {
+                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        }
+                        Some(tls) => {
+                            let Ok(ssl) = Ssl::new(tls.context()) else {
+                                return;
+                            };
+                            let Ok(mut stream) = SslStream::new(ssl, stream) else {
+                                return;
+                            };
+                            if std::pin::Pin::new(&mut stream).accept().await.is_err() {
+                                return;
+                            }
+                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        }
+                    }
                 });
             }
         });
         Receiver {
             port,
+            https,
             state,
             accept,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/events", self.port)
+        if self.https {
+            format!("https://localhost:{}/events", self.port)
+        } else {
+            format!("http://127.0.0.1:{}/events", self.port)
+        }
     }
 
     fn set(&self, f: impl FnOnce(&mut State)) {
@@ -722,6 +764,55 @@ async fn http_authentication_as_debezium_server_sends_it() {
     );
     assert_eq!(signed.header("authorization"), None);
     ob.remove().await;
+}
+
+/// HTTPS: the receiver's certificate is checked against `tls_ca_file`
+/// (a certificate of another CA is refused, named in the log, and tried
+/// again without end), and the client certificate is presented.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_over_tls_checks_the_receiver_and_presents_a_certificate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let certs = dir.path().join("certs");
+    run_script("certs.sh", &[certs.as_os_str()]);
+    let receiver = Receiver::start_tls(&certs).await;
+    let ob = Outbox::new("http_tls").await;
+    let tls = |ca: &str| {
+        format!(
+            "tls_ca_file = \"{}\"\ntls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n",
+            certs.join(ca).display(),
+            certs.join("client.crt").display(),
+            certs.join("client.key").display()
+        )
+    };
+    // 1. Another CA: nothing is delivered, the reason is logged.
+    let config = without_kafka(&ob.config(""), &http_sink(&receiver, &tls("other-ca.crt")));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", r#"{"n": 1}"#).await;
+    let deadline = Instant::now() + WAIT;
+    while !relay.log().contains("certificate verify failed") {
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "no certificate verification error logged:\n{}",
+            tail(&relay.log(), 30)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(receiver.got().is_empty(), "nothing reached the receiver");
+    drop(relay);
+    ob.wait_inactive().await;
+    // 2. The right CA: delivered, over TLS with the client certificate.
+    let config = without_kafka(&ob.config(""), &http_sink(&receiver, &tls("ca.crt")));
+    let mut relay = Relay::start(&config);
+    let acked = receiver.wait_acked(1, &mut relay).await;
+    assert_eq!(acked[0].body, br#"{"n": 1}"#);
+    assert_eq!(
+        acked[0].header("host"),
+        Some(format!("localhost:{}", receiver.port).as_str())
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
 }
 
 /// The polling source posting to the receiver: rows become requests and
