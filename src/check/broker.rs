@@ -53,6 +53,7 @@ pub(super) async fn check_broker(
         SinkKind::NatsJetStream => check_nats(config, &wanted, report).await,
         SinkKind::Redis => check_redis(config, &wanted, report).await,
         SinkKind::RabbitMq => check_rabbitmq(config, &wanted, report).await,
+        SinkKind::Http => check_http(config, report).await,
     }
 }
 
@@ -211,4 +212,53 @@ async fn check_rabbitmq(config: &Config, wanted: &BTreeSet<String>, report: &mut
              a record to a missing exchange is refused and follows [errors]",
         );
     }
+}
+
+/// HTTP: the receiver accepts a connection (nothing is sent: a request
+/// would be an event); every record goes to the one URL.
+async fn check_http(config: &Config, report: &mut CheckReport) {
+    let Some(cfg) = &config.sink.http else {
+        return;
+    };
+    let uri: hyper::Uri = match cfg.url.parse() {
+        Ok(u) => u,
+        Err(e) => {
+            report.fail(
+                BROKER_CONNECTION,
+                format!("not a URL: {e}"),
+                "fix sink.http.url",
+            );
+            report.skip(BROKER_DESTINATIONS, "no URL");
+            return;
+        }
+    };
+    let host = uri.host().unwrap_or_default().to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    let connect = tokio::net::TcpStream::connect((host.as_str(), port));
+    match tokio::time::timeout(KAFKA_TIMEOUT, connect).await {
+        Ok(Ok(_)) => report.pass(
+            BROKER_CONNECTION,
+            format!("http receiver at {host}:{port} accepts connections (no request sent)"),
+        ),
+        Ok(Err(e)) => report.fail(
+            BROKER_CONNECTION,
+            format!("cannot connect to {host}:{port}: {e}"),
+            "check sink.http.url and that the receiver runs",
+        ),
+        Err(_) => report.fail(
+            BROKER_CONNECTION,
+            format!("no answer from {host}:{port} within {KAFKA_TIMEOUT:?}"),
+            "check sink.http.url and that the receiver runs",
+        ),
+    }
+    report.pass(
+        BROKER_DESTINATIONS,
+        format!("every record is POSTed to the one URL, on {host}:{port}"),
+    );
 }

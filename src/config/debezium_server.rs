@@ -17,7 +17,9 @@ use std::path::Path;
 use super::kafka_connect::connector::{classify_rest, translate_connector};
 use super::kafka_connect::exactly_once::translate_server;
 use super::kafka_connect::producer::translate_producer;
-use super::kafka_connect::server_sinks::{sink_kind, translate_sink, unsupported_sink};
+use super::kafka_connect::server_sinks::{
+    sink_kind, translate_sink, unsupported_sink, ServerFormats,
+};
 use super::kafka_connect::transforms::translate_transforms;
 use super::kafka_connect::{parse_bool, Draft, Keys, Notes, Translation};
 use crate::config::ConfigError;
@@ -241,6 +243,13 @@ fn resolve(
         let expanded = expand(value, key, &props, env, 0)?;
         out.insert(key.clone(), expanded);
     }
+    // Knative's sink binding: the http sink posts to `K_SINK` when it is
+    // set, whatever debezium.sink.http.url says.
+    if out.get("debezium.sink.type").map(|t| t.trim()) == Some("http") {
+        if let Some(url) = env("K_SINK") {
+            out.insert("debezium.sink.http.url".into(), url);
+        }
+    }
     Ok(out)
 }
 
@@ -346,12 +355,16 @@ fn translate(
     let mut all = Keys::new(props, "");
     let mut source = Keys::new(all.take_prefixed("debezium.source."), "debezium.source.");
     let format = all.take_prefixed("debezium.format.");
+    let formats = ServerFormats {
+        value: format.get("value").map(|v| v.trim().to_owned()),
+        header: format.get("header").map(|v| v.trim().to_owned()),
+    };
     let converters = translate_format(format, notes)?;
     let mut draft = Draft::new(converters);
     draft.debezium.server_mode = true;
 
     // Sink.
-    const SINKS: &str = "kafka, nats-jetstream, redis and rabbitmq";
+    const SINKS: &str = "kafka, nats-jetstream, redis, rabbitmq and http";
     let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {
@@ -382,7 +395,7 @@ fn translate(
             );
         }
     } else {
-        draft.sink = translate_sink(kind, all.take_prefixed("debezium.sink."), notes)?;
+        draft.sink = translate_sink(kind, all.take_prefixed("debezium.sink."), &formats, notes)?;
     }
 
     // Connector, transform.
@@ -595,6 +608,37 @@ mod tests {
         assert_eq!(
             env_for_property(&env, "debezium.source.database.user"),
             None
+        );
+    }
+
+    /// `debezium.sink.type=http` with the file's keys, and Knative's
+    /// `K_SINK` in place of the URL when set.
+    #[test]
+    fn http_sink_and_k_sink() {
+        const BASE: &str = include_str!("../../tests/data/debezium/application.properties");
+        let text = format!(
+            "{}\ndebezium.sink.type=http\ndebezium.sink.http.url=http://127.0.0.1:8080/events\n",
+            BASE.replace("debezium.sink.type=kafka", "")
+        );
+        let translate = |k_sink: Option<&'static str>| {
+            from_server_text(
+                &text,
+                Path::new("application.properties"),
+                &move |name: &str| match name {
+                    "PG_HOST" => Some("db.internal".to_owned()),
+                    "K_SINK" => k_sink.map(str::to_owned),
+                    _ => None,
+                },
+            )
+        };
+        let t = translate(None).unwrap();
+        let http = t.config.sink.http.as_ref().unwrap();
+        assert_eq!(http.url, "http://127.0.0.1:8080/events");
+        assert!(t.ignored("debezium.sink.kafka.producer.compression.type"));
+        let t = translate(Some("http://broker-ingress.knative/ns/default")).unwrap();
+        assert_eq!(
+            t.config.sink.http.as_ref().unwrap().url,
+            "http://broker-ingress.knative/ns/default"
         );
     }
 }

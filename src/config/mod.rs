@@ -673,4 +673,37 @@ bootstrap_servers = "127.0.0.1:9092"
         let err = parse(&text).unwrap_err();
         assert!(err.to_string().contains("postgres.password_env"), "{err}");
     }
+
+    /// `[sink] type = "http"` with `[sink.http]`: parsed, secrets kept out
+    /// of Debug, bad keys named, another broker's section refused.
+    #[test]
+    fn http_sink_section() {
+        let base = MINIMAL.replace("[kafka]\nbootstrap_servers = \"127.0.0.1:9092\"\n", "");
+        let c = parse(&format!(
+            "{base}\n[sink]\ntype = \"http\"\n\n[sink.http]\nurl = \"https://hooks.example/in\"\n\
+             user = \"relay\"\npassword = \"s3cret-pw\"\ntimeout_ms = 2000\n\
+             headers = {{ \"X-Api-Key\" = \"key-s3cret\" }}\n"
+        ))
+        .unwrap();
+        let http = c.sink.http.as_ref().unwrap();
+        assert_eq!(http.timeout_ms, Some(2000));
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("s3cret-pw") && !shown.contains("key-s3cret"),
+            "{shown}"
+        );
+        let err = parse(&format!(
+            "{base}\n[sink]\ntype = \"http\"\n\n[sink.http]\nurl = \"https://h/\"\nretries = 0\n"
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("sink.http.retries"), "{err}");
+        let err = parse(&format!("{base}\n[sink]\ntype = \"http\"\n")).unwrap_err();
+        assert!(err.to_string().contains("sink.http"), "{err}");
+        let err = parse(&format!(
+            "{base}\n[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"h:1\"\n\n\
+             [sink.http]\nurl = \"http://h/\"\n"
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("sink.http"), "{err}");
+    }
 }

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
+use super::http::Http;
 use super::nats::Nats;
 use super::queued::{Publisher, QueuedSink};
 use super::rabbitmq::RabbitMq;
@@ -34,6 +35,8 @@ pub(crate) enum Sink {
     Redis(QueuedSink<Redis>),
     /// RabbitMQ (AMQP 0-9-1, publisher confirms).
     RabbitMq(QueuedSink<RabbitMq>),
+    /// HTTP: a POST per record (or per batch) to one URL.
+    Http(QueuedSink<Http>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -44,6 +47,7 @@ macro_rules! queued {
             Sink::Nats($q) => $call,
             Sink::Redis($q) => $call,
             Sink::RabbitMq($q) => $call,
+            Sink::Http($q) => $call,
         }
     };
 }
@@ -107,6 +111,19 @@ impl Sink {
                 let config = sink.rabbitmq.clone().unwrap_or_default();
                 let max = config.max_message_bytes();
                 Sink::RabbitMq(queued(config, max, errors, status_interval, metrics))
+            }
+            SinkKind::Http => {
+                let mut config = sink.http.clone().unwrap_or_default();
+                // The URL is fixed: dead-letter records go to it too, told
+                // apart by a header naming the dead-letter topic.
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::Http(queued(
+                    config,
+                    super::http::MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
             }
         })
     }

@@ -20,9 +20,9 @@ use crate::setting::SettingError;
 #[serde(deny_unknown_fields)]
 pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
-    /// (`[sink.nats]`), `redis` (`[sink.redis]`) or `rabbitmq`
-    /// (`[sink.rabbitmq]`), as Debezium Server's `debezium.sink.type`
-    /// names them.
+    /// (`[sink.nats]`), `redis` (`[sink.redis]`), `rabbitmq`
+    /// (`[sink.rabbitmq]`) or `http` (`[sink.http]`), as Debezium Server's
+    /// `debezium.sink.type` names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
     /// NATS JetStream (`sink.type = "nats-jetstream"`).
@@ -34,6 +34,9 @@ pub struct SinkConfig {
     /// RabbitMQ over AMQP 0-9-1 (`sink.type = "rabbitmq"`).
     #[serde(default)]
     pub(crate) rabbitmq: Option<super::rabbitmq::RabbitMqConfig>,
+    /// HTTP (`sink.type = "http"`).
+    #[serde(default)]
+    pub(crate) http: Option<super::http::HttpConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -52,6 +55,9 @@ pub(crate) enum SinkKind {
     /// RabbitMQ (AMQP 0-9-1), through lapin.
     #[serde(rename = "rabbitmq")]
     RabbitMq,
+    /// An HTTP endpoint, through hyper.
+    #[serde(rename = "http")]
+    Http,
 }
 
 impl SinkKind {
@@ -62,6 +68,7 @@ impl SinkKind {
             SinkKind::NatsJetStream => "nats-jetstream",
             SinkKind::Redis => "redis",
             SinkKind::RabbitMq => "rabbitmq",
+            SinkKind::Http => "http",
         }
     }
 }
@@ -84,6 +91,7 @@ impl SinkConfig {
             (SinkKind::NatsJetStream, "sink.nats", self.nats.is_some()),
             (SinkKind::Redis, "sink.redis", self.redis.is_some()),
             (SinkKind::RabbitMq, "sink.rabbitmq", self.rabbitmq.is_some()),
+            (SinkKind::Http, "sink.http", self.http.is_some()),
         ] {
             if set && self.kind != kind {
                 return Err(wrong(section));
@@ -112,6 +120,11 @@ impl SinkConfig {
                 .rabbitmq
                 .as_ref()
                 .ok_or_else(|| missing("sink.rabbitmq", "url, or host and the rest, at least"))?
+                .validate()?,
+            SinkKind::Http => self
+                .http
+                .as_ref()
+                .ok_or_else(|| missing("sink.http", "url at least"))?
                 .validate()?,
         }
         Ok(())

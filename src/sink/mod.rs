@@ -30,6 +30,7 @@ pub mod broker;
 pub(crate) mod choice;
 pub mod config;
 pub(crate) mod dlq;
+pub(crate) mod http;
 pub mod kafka;
 pub(crate) mod limits;
 pub(crate) mod nats;

@@ -17,6 +17,10 @@ mod common;
 /// Brokers other than Kafka (NATS JetStream, Redis Streams), each a real
 /// server of the test's own.
 mod brokers;
+/// The HTTP sink against an HTTP receiver of the test's own (a hyper
+/// server in the test process): bytes and headers, retries, timeouts,
+/// SIGKILL, refusals under both error policies, the polling source.
+mod brokers_http;
 /// RabbitMQ (AMQP 0-9-1 with publisher confirms), on a server of the
 /// test's own: bytes, headers and properties as Debezium Server's, SIGKILL,
 /// an outage, unroutable records and missing exchanges under both error

@@ -1,6 +1,6 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
-//! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis` and
-//! `rabbitmq`, onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
+//! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`
+//! and `http`, onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
 
@@ -10,15 +10,27 @@ use super::{Keys, Notes};
 use crate::config::ConfigError;
 use crate::secret::Secret;
 use crate::sink::config::{SinkConfig, SinkKind};
+use crate::sink::http::HttpConfig;
 use crate::sink::nats::NatsConfig;
 use crate::sink::rabbitmq::RabbitMqConfig;
 use crate::sink::redis::RedisConfig;
+
+/// What `debezium.format.value` and `debezium.format.header` say, as the
+/// file spells them (`None`: not set): some sinks depend on them.
+#[derive(Debug, Clone, Default)]
+pub(in crate::config) struct ServerFormats {
+    /// `debezium.format.value`.
+    pub(in crate::config) value: Option<String>,
+    /// `debezium.format.header`.
+    pub(in crate::config) header: Option<String>,
+}
 
 /// The sink `debezium.sink.type` names, from its keys (given without the
 /// `debezium.sink.` prefix); Kafka's keys are the caller's.
 pub(in crate::config) fn translate_sink(
     kind: SinkKind,
     keys: BTreeMap<String, String>,
+    formats: &ServerFormats,
     notes: &mut Notes,
 ) -> Result<SinkConfig, ConfigError> {
     let mut keys = Keys::new(keys, "debezium.sink.");
@@ -70,6 +82,11 @@ pub(in crate::config) fn translate_sink(
             sink.rabbitmq = Some(rabbitmq(&mut own, notes)?);
             rest(&mut own)?;
         }
+        SinkKind::Http => {
+            let mut own = Keys::new(keys.take_prefixed("http."), "debezium.sink.http.");
+            sink.http = Some(http(&mut own, formats, notes)?);
+            rest(&mut own)?;
+        }
     }
     for key in keys.drain().into_keys() {
         notes.ignore(
@@ -89,6 +106,7 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "kafka" => Some(SinkKind::Kafka),
         "nats-jetstream" => Some(SinkKind::NatsJetStream),
         "redis" => Some(SinkKind::Redis),
+        "http" => Some(SinkKind::Http),
         "rabbitmq" => Some(SinkKind::RabbitMq),
         _ => None,
     }
@@ -526,6 +544,193 @@ fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigErr
     })
 }
 
+/// The keys of each of Debezium Server's `authentication.type`s.
+const JWT_KEYS: &[&str] = &[
+    "authentication.jwt.username",
+    "authentication.jwt.password",
+    "authentication.jwt.url",
+    "authentication.jwt.token_expiration",
+    "authentication.jwt.refresh_token_expiration",
+];
+const OAUTH2_KEYS: &[&str] = &[
+    "authentication.oauth2.client-id",
+    "authentication.oauth2.client-secret",
+    "authentication.oauth2.token-url",
+    "authentication.oauth2.scope",
+];
+const WEBHOOK_KEYS: &[&str] = &["authentication.webhook.secret"];
+
+fn http(
+    k: &mut Keys,
+    formats: &ServerFormats,
+    notes: &mut Notes,
+) -> Result<HttpConfig, ConfigError> {
+    // The sink reads debezium.format.value itself (a mandatory lookup) to
+    // choose the content-type, and casts values and headers to String.
+    let value = formats.value.as_deref().map(str::to_ascii_lowercase);
+    match value.as_deref() {
+        None | Some("") => {
+            return Err(ConfigError::Missing {
+                key: "debezium.format.value".into(),
+                reason: "Debezium Server 3.6.1's http sink reads it to choose the content-type \
+                         and does not start without it (SRCFG00014); set json"
+                    .into(),
+            })
+        }
+        Some(byte_array @ ("jsonbytearray" | "binary")) => {
+            return Err(ConfigError::Unsupported {
+                key: "debezium.format.value".into(),
+                reason: format!(
+                    "{byte_array} gives byte arrays, and Debezium Server 3.6.1's http sink casts \
+                     each value to a String, failing on the first record; use json or simplestring"
+                ),
+            })
+        }
+        Some(_) => {}
+    }
+    if formats
+        .header
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+        == Some("jsonbytearray")
+    {
+        return Err(ConfigError::Unsupported {
+            key: "debezium.format.header".into(),
+            reason: "jsonbytearray gives byte arrays, and Debezium Server 3.6.1's http sink \
+                     needs each header as a String, failing on the first record; use json"
+                .into(),
+        });
+    }
+    let url = k.take_required("url", "the URL every record is POSTed to")?;
+    let int = |k: &mut Keys, key: &str| -> Result<Option<usize>, ConfigError> {
+        Ok(k.take_u64(key)?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+    };
+    let mut config = HttpConfig {
+        url,
+        timeout_ms: k.take_u64("timeout.ms")?,
+        // The number of attempts in all: 0 sends once, as 1 does.
+        retries: k
+            .take_u64("retries")?
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX).max(1)),
+        retry_interval_ms: k.take_u64("retry.interval.ms")?,
+        headers_encode_base64: Some(k.take_bool("headers.encode.base64", true)?),
+        headers_prefix: k.take("headers.prefix"),
+        batch: k.take_bool("batch.enabled", false)?,
+        batch_max_size: int(k, "batch.max-size")?,
+        // Debezium Server's sink sends one request at a time: its receiver
+        // sees the commit order across keys too.
+        max_in_flight: Some(1),
+        // json gives application/json, and so does anything but avro and
+        // cloudevents, which walrelay does not implement.
+        content_type: Some("application/json".into()),
+        ..HttpConfig::default()
+    };
+    if config.timeout_ms == Some(0) {
+        return Err(k.invalid("timeout.ms", "must be above 0"));
+    }
+    if config.batch_max_size == Some(0) {
+        return Err(k.invalid("batch.max-size", "must be above 0"));
+    }
+    let kind = k
+        .take("authentication.type")
+        .map(|t| t.to_ascii_lowercase());
+    let others: Vec<&[&str]> = match kind.as_deref() {
+        None | Some("") => vec![JWT_KEYS, OAUTH2_KEYS, WEBHOOK_KEYS],
+        Some("jwt") => vec![OAUTH2_KEYS, WEBHOOK_KEYS],
+        Some("oauth2") => vec![JWT_KEYS, WEBHOOK_KEYS],
+        Some("standard-webhooks") => vec![JWT_KEYS, OAUTH2_KEYS],
+        Some(other) => {
+            return Err(k.invalid(
+                "authentication.type",
+                format!(
+                    "{other:?}: Debezium Server 3.6.1 knows jwt, oauth2 and standard-webhooks \
+                     (and stops on anything else)"
+                ),
+            ))
+        }
+    };
+    for keys in others {
+        for key in keys {
+            if k.take_raw(key).is_some() {
+                notes.ignore(
+                    k.name(key),
+                    "ignored: belongs to another authentication.type than the one set, or none \
+                     is set (as in Debezium Server)",
+                );
+            }
+        }
+    }
+    let required = |k: &mut Keys, key: &str, secret: bool| -> Result<String, ConfigError> {
+        let v = if secret { k.take_raw(key) } else { k.take(key) };
+        v.filter(|v| !v.is_empty())
+            .ok_or_else(|| ConfigError::Missing {
+                key: k.name(key),
+                reason: format!(
+                    "authentication.type={} needs it (Debezium Server stops without it)",
+                    kind.as_deref().unwrap_or_default()
+                ),
+            })
+    };
+    match kind.as_deref() {
+        Some("jwt") => {
+            config.jwt_username = Some(required(k, "authentication.jwt.username", false)?);
+            config.jwt_password = Some(Secret::new(required(
+                k,
+                "authentication.jwt.password",
+                true,
+            )?));
+            config.jwt_url = Some(required(k, "authentication.jwt.url", false)?);
+            config.jwt_token_expiration_minutes =
+                k.take_u64("authentication.jwt.token_expiration")?;
+            config.jwt_refresh_token_expiration_minutes =
+                k.take_u64("authentication.jwt.refresh_token_expiration")?;
+        }
+        Some("oauth2") => {
+            config.oauth2_client_id = Some(required(k, "authentication.oauth2.client-id", false)?);
+            config.oauth2_client_secret = Some(Secret::new(required(
+                k,
+                "authentication.oauth2.client-secret",
+                true,
+            )?));
+            config.oauth2_token_url = Some(required(k, "authentication.oauth2.token-url", false)?);
+            config.oauth2_scope = k
+                .take("authentication.oauth2.scope")
+                .filter(|s| !s.is_empty());
+        }
+        Some("standard-webhooks") => {
+            config.webhook_secret = Some(Secret::new(required(
+                k,
+                "authentication.webhook.secret",
+                true,
+            )?));
+        }
+        _ => {}
+    }
+    // The keys' own checks, named as the file spells them.
+    config.validate().map_err(|e| {
+        let (key, reason) = match e {
+            crate::setting::SettingError::Invalid { key, reason }
+            | crate::setting::SettingError::Missing { key, reason } => (key, reason),
+        };
+        let server_key = match key.as_str() {
+            "sink.http.url" => k.name("url"),
+            "sink.http.headers_prefix" => k.name("headers.prefix"),
+            "sink.http.retries" => k.name("retries"),
+            "sink.http.jwt_url" => k.name("authentication.jwt.url"),
+            "sink.http.oauth2_token_url" => k.name("authentication.oauth2.token-url"),
+            "sink.http.webhook_secret" => k.name("authentication.webhook.secret"),
+            _ => key,
+        };
+        ConfigError::Invalid {
+            key: server_key,
+            reason,
+        }
+    })?;
+    Ok(config)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,6 +755,7 @@ mod tests {
                 ("nats-jetstream.auth.password", "pw "),
                 ("redis.address", "h:1"),
             ]),
+            &ServerFormats::default(),
             &mut notes,
         )
         .unwrap();
@@ -571,6 +777,7 @@ mod tests {
                 ("nats-jetstream.url", "nats://h:1"),
                 ("nats-jetstream.auth.tls.keystore", "/k.jks"),
             ]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap_err();
@@ -580,6 +787,7 @@ mod tests {
         let err = translate_sink(
             SinkKind::Redis,
             keys(&[("redis.address", "h:1"), ("redis.colour", "blue")]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap_err();
@@ -594,6 +802,7 @@ mod tests {
         let err = translate_sink(
             SinkKind::Redis,
             keys(&[("redis.address", "h:1"), ("redis.wait.enabled", "true")]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap_err();
@@ -606,6 +815,7 @@ mod tests {
                 ("redis.null.key", "nk"),
                 ("redis.db.index", "2"),
             ]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap();
@@ -636,6 +846,7 @@ mod tests {
                 ("rabbitmq.routingKeyFromTopicName", "true"),
                 ("redis.address", "h:1"),
             ]),
+            &ServerFormats::default(),
             &mut notes,
         )
         .unwrap();
@@ -663,6 +874,57 @@ mod tests {
         );
     }
 
+    fn json() -> ServerFormats {
+        ServerFormats {
+            value: Some("json".into()),
+            header: None,
+        }
+    }
+
+    #[test]
+    fn http_keys_become_the_section() {
+        let mut notes = Notes::default();
+        let sink = translate_sink(
+            SinkKind::Http,
+            keys(&[
+                ("http.url", "https://hooks.example/events"),
+                ("http.timeout.ms", "5000"),
+                ("http.retries", "0"),
+                ("http.retry.interval.ms", "250"),
+                ("http.headers.prefix", "X-CDC-"),
+                ("http.headers.encode.base64", "false"),
+                ("http.batch.enabled", "true"),
+                ("http.batch.max-size", "50"),
+                ("http.authentication.type", "standard-webhooks"),
+                (
+                    "http.authentication.webhook.secret",
+                    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                ),
+                ("http.authentication.jwt.username", "u"),
+            ]),
+            &json(),
+            &mut notes,
+        )
+        .unwrap();
+        let http = sink.http.unwrap();
+        assert_eq!(http.url, "https://hooks.example/events");
+        assert_eq!(http.timeout_ms, Some(5000));
+        assert_eq!(http.retries, Some(1), "0 attempts sends once, as 1");
+        assert_eq!(http.retry_interval_ms, Some(250));
+        assert_eq!(http.headers_prefix.as_deref(), Some("X-CDC-"));
+        assert_eq!(http.headers_encode_base64, Some(false));
+        assert!(http.batch);
+        assert_eq!(http.batch_max_size, Some(50));
+        assert_eq!(http.max_in_flight, Some(1), "one request at a time");
+        assert!(http.webhook_secret.is_some());
+        let ignored = notes.into_vec();
+        assert_eq!(ignored.len(), 1);
+        assert_eq!(
+            ignored[0].key,
+            "debezium.sink.http.authentication.jwt.username"
+        );
+    }
+
     #[test]
     fn rabbitmq_routing_sources_and_refusals() {
         let sink = translate_sink(
@@ -672,6 +934,7 @@ mod tests {
                 ("rabbitmq.autoCreateRoutingKey", "true"),
                 ("rabbitmq.routingKeyDurable", "false"),
             ]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap();
@@ -692,6 +955,7 @@ mod tests {
             let err = translate_sink(
                 SinkKind::RabbitMq,
                 keys(&[(key, value)]),
+                &ServerFormats::default(),
                 &mut Notes::default(),
             )
             .unwrap_err();
@@ -704,6 +968,7 @@ mod tests {
                 ("rabbitmq.connection.uri", "amqp://h"),
                 ("rabbitmq.connection.host", "h"),
             ]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap_err();
@@ -711,5 +976,130 @@ mod tests {
             .to_string()
             .contains("debezium.sink.rabbitmq.connection.host"));
         assert!(unsupported_sink("rabbitmqstream").is_some());
+    }
+
+    #[test]
+    fn http_authentication_flows_are_honoured() {
+        let sink = translate_sink(
+            SinkKind::Http,
+            keys(&[
+                ("http.url", "http://127.0.0.1:8080/"),
+                ("http.authentication.type", "JWT"),
+                ("http.authentication.jwt.username", "app"),
+                ("http.authentication.jwt.password", " pw"),
+                ("http.authentication.jwt.url", "http://127.0.0.1:9000/"),
+                ("http.authentication.jwt.token_expiration", "5"),
+            ]),
+            &json(),
+            &mut Notes::default(),
+        )
+        .unwrap()
+        .http
+        .unwrap();
+        assert_eq!(sink.jwt_username.as_deref(), Some("app"));
+        assert_eq!(sink.jwt_password.unwrap().expose(), " pw");
+        assert_eq!(sink.jwt_token_expiration_minutes, Some(5));
+        let sink = translate_sink(
+            SinkKind::Http,
+            keys(&[
+                ("http.url", "http://127.0.0.1:8080/"),
+                ("http.authentication.type", "oauth2"),
+                ("http.authentication.oauth2.client-id", "c"),
+                ("http.authentication.oauth2.client-secret", "s"),
+                (
+                    "http.authentication.oauth2.token-url",
+                    "http://127.0.0.1:9000/token",
+                ),
+                ("http.authentication.oauth2.scope", "events:write"),
+            ]),
+            &json(),
+            &mut Notes::default(),
+        )
+        .unwrap()
+        .http
+        .unwrap();
+        assert_eq!(sink.oauth2_scope.as_deref(), Some("events:write"));
+        let err = translate_sink(
+            SinkKind::Http,
+            keys(&[
+                ("http.url", "http://h/"),
+                ("http.authentication.type", "oauth2"),
+                ("http.authentication.oauth2.client-id", "c"),
+            ]),
+            &json(),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("debezium.sink.http.authentication.oauth2.client-secret"),
+            "{err}"
+        );
+        let err = translate_sink(
+            SinkKind::Http,
+            keys(&[
+                ("http.url", "http://h/"),
+                ("http.authentication.type", "kerberos"),
+            ]),
+            &json(),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("debezium.sink.http.authentication.type"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn http_needs_a_string_value_format_and_known_keys() {
+        let url = keys(&[("http.url", "http://h/")]);
+        let err = translate_sink(
+            SinkKind::Http,
+            url.clone(),
+            &ServerFormats::default(),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("debezium.format.value"), "{err}");
+        for bytes in ["jsonbytearray", "binary"] {
+            let formats = ServerFormats {
+                value: Some(bytes.into()),
+                header: None,
+            };
+            let err = translate_sink(SinkKind::Http, url.clone(), &formats, &mut Notes::default())
+                .unwrap_err();
+            assert!(err.to_string().contains("debezium.format.value"), "{err}");
+        }
+        let formats = ServerFormats {
+            value: Some("simplestring".into()),
+            header: Some("jsonbytearray".into()),
+        };
+        let err = translate_sink(SinkKind::Http, url.clone(), &formats, &mut Notes::default())
+            .unwrap_err();
+        assert!(err.to_string().contains("debezium.format.header"), "{err}");
+        let err = translate_sink(
+            SinkKind::Http,
+            keys(&[("http.url", "http://h/"), ("http.proxy", "p:1")]),
+            &json(),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("debezium.sink.http.proxy"),
+            "{err}"
+        );
+        let err = translate_sink(
+            SinkKind::Http,
+            keys(&[("http.url", "ftp://h/")]),
+            &json(),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("debezium.sink.http.url"), "{err}");
+        let err =
+            translate_sink(SinkKind::Http, keys(&[]), &json(), &mut Notes::default()).unwrap_err();
+        assert!(err.to_string().contains("debezium.sink.http.url"), "{err}");
     }
 }
