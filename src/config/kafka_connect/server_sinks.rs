@@ -117,6 +117,7 @@ fn nats(k: &mut Keys, notes: &mut Notes) -> Result<NatsConfig, ConfigError> {
         url,
         create_stream,
         stream: None,
+        stream_description: Some(crate::sink::nats::DEBEZIUM_STREAM_DESCRIPTION),
         subjects: subjects.filter(|_| create_stream),
         storage: storage.filter(|_| create_stream),
         user,
@@ -269,6 +270,10 @@ mod tests {
         assert!(nats.create_stream);
         assert_eq!(nats.subjects.unwrap(), ["outbox.>", "other.*"]);
         assert_eq!(nats.password.unwrap().expose(), "pw ");
+        assert_eq!(
+            nats.stream_description,
+            Some(crate::sink::nats::DEBEZIUM_STREAM_DESCRIPTION)
+        );
         let ignored = notes.into_vec();
         assert_eq!(ignored.len(), 1);
         assert_eq!(ignored[0].key, "debezium.sink.redis.address");
