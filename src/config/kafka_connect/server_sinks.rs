@@ -211,19 +211,20 @@ fn redis(k: &mut Keys, notes: &mut Notes) -> Result<RedisConfig, ConfigError> {
             "Redis Cluster is not supported by walrelay's redis sink; give one node's address",
         ));
     }
-    for key in [
-        "ssl.truststore.path",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-        "ssl.keystore.path",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-    ] {
-        if k.take_raw(key).is_some_and(|v| !v.is_empty()) {
+    for store in ["ssl.truststore", "ssl.keystore"] {
+        let path = format!("{store}.path");
+        if k.take_raw(&path).is_some_and(|v| !v.is_empty()) {
             return Err(k.unsupported(
-                key,
+                &path,
                 "a Java key or trust store; walrelay's redis sink verifies the server with the system's CA certificates",
             ));
+        }
+        // Without a store its type (JKS by default) and password say
+        // nothing, to Debezium Server either.
+        for key in [format!("{store}.password"), format!("{store}.type")] {
+            if k.take_raw(&key).is_some() {
+                notes.ignore(k.name(&key), format!("ignored: {store}.path is not set"));
+            }
         }
     }
     if k.take_bool("wait.enabled", false)? {
@@ -377,6 +378,42 @@ mod tests {
             err.to_string().contains("debezium.sink.redis.colour"),
             "{err}"
         );
+    }
+
+    /// A store's type or password without the store is not a store.
+    #[test]
+    fn redis_store_settings_without_a_store_are_ignored() {
+        let mut notes = Notes::default();
+        translate_sink(
+            SinkKind::Redis,
+            keys(&[
+                ("redis.address", "h:1"),
+                ("redis.ssl.truststore.type", "JKS"),
+                ("redis.ssl.keystore.password", ""),
+            ]),
+            &mut notes,
+        )
+        .unwrap();
+        let ignored: Vec<String> = notes.into_vec().into_iter().map(|n| n.key).collect();
+        assert_eq!(
+            ignored,
+            [
+                "debezium.sink.redis.ssl.keystore.password",
+                "debezium.sink.redis.ssl.truststore.type"
+            ]
+        );
+        let err = translate_sink(
+            SinkKind::Redis,
+            keys(&[
+                ("redis.address", "h:1"),
+                ("redis.ssl.truststore.path", "/t.jks"),
+            ]),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("debezium.sink.redis.ssl.truststore.path"));
     }
 
     #[test]
