@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's single test command: format check, clippy, then the whole
 # workspace's tests against a real PostgreSQL, a real Kafka broker and real
-# NATS, Redis and RabbitMQ servers (scripts/env.sh), then
+# NATS, Redis and RabbitMQ servers (scripts/env.sh), the real Debezium
+# (scripts/debezium.sh) and Debezium Server (scripts/debezium-server.sh), then
 # the core delivery tests once more on each other supported PostgreSQL major
 # (the version matrix, MATRIX_MAJORS below; the whole suite runs on the
 # shared cluster's major, Debian's 15).
@@ -46,8 +47,17 @@ summary() {
 }
 
 env_up() {
+    local fetch rc=0
+    # Debezium Server, the reference of the side-by-side suite
+    # (tests/integration/compatibility_server.rs), unpacked once from ~/.m2
+    # into .cache/debezium-server/ with its Java runtime, while the servers
+    # start (a no-op once there).
+    "$SCRIPT_DIR/debezium-server.sh" fetch &
+    fetch=$!
     # A watchdog stops the servers even if this script is SIGKILLed.
-    WALRELAY_OWNER_PID=$$ "$SCRIPT_DIR/env.sh" up
+    WALRELAY_OWNER_PID=$$ "$SCRIPT_DIR/env.sh" up || rc=$?
+    wait "$fetch" || rc=$?
+    return "$rc"
 }
 
 # PostgreSQL majors the core tests run on besides the shared cluster's.

@@ -598,6 +598,35 @@ mod tests {
         assert!(t.ignored("debezium.format.value.schemas.cache.size"));
     }
 
+    /// The connector keys the transform chain refuses or ignores are named
+    /// where the file has them, under `debezium.source.`.
+    #[test]
+    fn connector_keys_the_chain_names_are_under_source() {
+        const BASE: &str = include_str!("../../tests/data/debezium/application.properties");
+        let translate = |lines: &str| {
+            from_server_text(
+                &format!("{BASE}\n{lines}\n"),
+                Path::new("application.properties"),
+                &|name: &str| (name == "PG_HOST").then(|| "db.internal".to_owned()),
+            )
+        };
+        const DECODE: &str = "debezium.transforms=decode,outbox\n\
+            debezium.transforms.decode.type=io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
+        for (lines, key) in [
+            (DECODE.to_owned(), "debezium.source.tombstones.on.delete"),
+            (
+                format!("{DECODE}\ndebezium.source.tombstones.on.delete=false\ndebezium.source.binary.handling.mode=base64"),
+                "debezium.source.binary.handling.mode",
+            ),
+        ] {
+            let err = translate(&lines).expect_err(key);
+            let text = crate::chain::DisplayChain(&err).to_string();
+            assert!(text.contains(&format!("{key} is not supported")), "{key} not named: {text}");
+        }
+        let t = translate("debezium.source.tombstones.on.delete=false").unwrap();
+        assert!(t.ignored("debezium.source.tombstones.on.delete"));
+    }
+
     #[test]
     fn env_name_mapping() {
         let env = env_of(&[("DEBEZIUM_SOURCE_DATABASE_PASSWORD", "pw")]);

@@ -36,6 +36,11 @@ use crate::setting::SettingError;
 
 /// The stream Debezium Server creates with `create-stream=true`.
 pub(crate) const DEFAULT_STREAM: &str = "DebeziumStream";
+/// The description Debezium Server gives the stream it creates.
+pub(crate) const DEBEZIUM_STREAM_DESCRIPTION: &str =
+    "The debezium stream, contains messages which are coming from debezium";
+/// The description of the stream `create_stream` makes in the native form.
+const WALRELAY_STREAM_DESCRIPTION: &str = "Outbox events published by walrelay";
 /// The subjects Debezium Server's stream captures by default: three
 /// tokens, as `outbox.event.<aggregate type>` has.
 pub(crate) const DEFAULT_SUBJECTS: &str = "*.*.*";
@@ -57,6 +62,10 @@ pub(crate) struct NatsConfig {
     /// always `DebeziumStream`).
     #[serde(default)]
     pub(crate) stream: Option<String>,
+    /// Its description: Debezium Server's when the configuration is
+    /// Debezium Server's (set by that translation; not a key).
+    #[serde(skip)]
+    pub(crate) stream_description: Option<&'static str>,
     /// Subjects that stream captures (default `*.*.*`).
     #[serde(default)]
     pub(crate) subjects: Option<Vec<String>>,
@@ -103,6 +112,7 @@ impl fmt::Debug for NatsConfig {
             .field("url", &self.url)
             .field("create_stream", &self.create_stream)
             .field("stream", &self.stream)
+            .field("stream_description", &self.stream_description)
             .field("subjects", &self.subjects)
             .field("storage", &self.storage)
             .field("user", &self.user)
@@ -309,7 +319,12 @@ impl Publisher for Nats {
             context
                 .get_or_create_stream(stream::Config {
                     name: name.to_owned(),
-                    description: Some("Outbox events published by walrelay".to_owned()),
+                    description: Some(
+                        config
+                            .stream_description
+                            .unwrap_or(WALRELAY_STREAM_DESCRIPTION)
+                            .to_owned(),
+                    ),
                     subjects,
                     storage,
                     ..Default::default()

@@ -816,7 +816,7 @@ async fn read_redis(
     }
 }
 
-fn parse_xrange(reply: redis::Value) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+pub(crate) fn parse_xrange(reply: redis::Value) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
     let bytes = |v: &redis::Value| match v {
         redis::Value::BulkString(b) => b.clone(),
         redis::Value::SimpleString(s) => s.clone().into_bytes(),

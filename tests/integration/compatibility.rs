@@ -1087,7 +1087,7 @@ fn psql(args: &[&OsStr]) -> Result<String, String> {
 }
 
 /// [`psql`] in `database`.
-fn psql_in(database: &str, args: &[&OsStr]) -> Result<String, String> {
+pub(crate) fn psql_in(database: &str, args: &[&OsStr]) -> Result<String, String> {
     let out = Command::new("psql")
         .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d"])
         .arg(pg_url_of(database))
@@ -1104,11 +1104,11 @@ fn psql_in(database: &str, args: &[&OsStr]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn psql_c(sql: &str) -> Result<String, String> {
+pub(crate) fn psql_c(sql: &str) -> Result<String, String> {
     psql(&[OsStr::new("-c"), OsStr::new(sql)])
 }
 
-fn substitute<V: AsRef<str>>(text: &str, vars: &[(&str, V)]) -> String {
+pub(crate) fn substitute<V: AsRef<str>>(text: &str, vars: &[(&str, V)]) -> String {
     let mut out = text.to_string();
     for (k, v) in vars {
         out = out.replace(k, v.as_ref());
@@ -1362,7 +1362,7 @@ fn heartbeats_only_first(mut topics: Topics) -> Topics {
 }
 
 /// Shows bytes: the text when it is UTF-8, hex otherwise.
-fn show(b: &Option<Vec<u8>>) -> String {
+pub(crate) fn show(b: &Option<Vec<u8>>) -> String {
     match b {
         None => "<null>".into(),
         Some(b) => match std::str::from_utf8(b) {
@@ -1380,7 +1380,7 @@ fn show(b: &Option<Vec<u8>>) -> String {
 
 /// The runId header with its UUID masked: the rest (converter framing)
 /// must still be equal.
-fn mask_uuid(b: &Option<Vec<u8>>) -> Option<String> {
+pub(crate) fn mask_uuid(b: &Option<Vec<u8>>) -> Option<String> {
     let s = String::from_utf8_lossy(b.as_deref()?).into_owned();
     let re = regex::Regex::new("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
         .expect("valid regex");
@@ -1389,20 +1389,25 @@ fn mask_uuid(b: &Option<Vec<u8>>) -> Option<String> {
 
 /// One difference between the relays' output.
 #[derive(Debug, Clone)]
-struct Diff {
+pub(crate) struct Diff {
     /// Where: `topic[partition]#index`, or `run` for the relay processes.
-    at: String,
+    pub(crate) at: String,
     /// What: `key`, `value`, `timestamp`, `header names`, `header <name>`,
     /// `record count`, `missing in walrelay`, `extra in walrelay`, `stop`.
-    field: String,
+    pub(crate) field: String,
     /// Debezium's bytes (UTF-8, lossy) or fact.
-    debezium: Option<Vec<u8>>,
+    pub(crate) debezium: Option<Vec<u8>>,
     /// walrelay's bytes or fact.
-    walrelay: Option<Vec<u8>>,
+    pub(crate) walrelay: Option<Vec<u8>>,
 }
 
 impl Diff {
-    fn new(at: &str, field: &str, debezium: Option<&[u8]>, walrelay: Option<&[u8]>) -> Diff {
+    pub(crate) fn new(
+        at: &str,
+        field: &str,
+        debezium: Option<&[u8]>,
+        walrelay: Option<&[u8]>,
+    ) -> Diff {
         Diff {
             at: at.to_string(),
             field: field.to_string(),
@@ -1411,7 +1416,7 @@ impl Diff {
         }
     }
 
-    fn fact(at: &str, field: &str, debezium: &str, walrelay: &str) -> Diff {
+    pub(crate) fn fact(at: &str, field: &str, debezium: &str, walrelay: &str) -> Diff {
         Diff::new(
             at,
             field,
@@ -1436,20 +1441,20 @@ impl std::fmt::Display for Diff {
 
 /// A difference walrelay is known to have: it matches a [`Diff`] of `case`
 /// with this `field` whose sides contain these texts (UTF-8, unescaped).
-struct Known {
-    case: &'static str,
-    field: &'static str,
-    debezium: &'static str,
-    walrelay: &'static str,
-    reason: &'static str,
+pub(crate) struct Known {
+    pub(crate) case: &'static str,
+    pub(crate) field: &'static str,
+    pub(crate) debezium: &'static str,
+    pub(crate) walrelay: &'static str,
+    pub(crate) reason: &'static str,
     /// A race decides whether it shows: its absence is reported, not failed.
     /// Only for differences that depend on timing, each with the race
     /// explained.
-    intermittent: bool,
+    pub(crate) intermittent: bool,
 }
 
 impl Known {
-    fn matches(&self, case: &str, d: &Diff) -> bool {
+    pub(crate) fn matches(&self, case: &str, d: &Diff) -> bool {
         let text = |b: &Option<Vec<u8>>| match b {
             None => "<null>".to_string(),
             Some(b) => String::from_utf8_lossy(b).into_owned(),
@@ -1545,7 +1550,7 @@ fn compare(dbz: &Topics, wr: &Topics, timestamps: bool) -> Vec<Diff> {
     diffs
 }
 
-fn file_text(path: &Path) -> String {
+pub(crate) fn file_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
@@ -1589,7 +1594,7 @@ fn example_template(text: &str, plugin_path: &str) -> String {
     out
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
@@ -2433,7 +2438,7 @@ async fn run_case_in(
 }
 
 /// A log line without the terminal colour codes tracing writes.
-fn strip_ansi(line: &str) -> String {
+pub(crate) fn strip_ansi(line: &str) -> String {
     let re = regex::Regex::new("\x1b\\[[0-9;]*m").expect("valid regex");
     re.replace_all(line, "").into_owned()
 }

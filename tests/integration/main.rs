@@ -33,6 +33,9 @@ mod bad_input;
 mod cli;
 /// Byte-for-byte comparison with the real Debezium on Kafka Connect.
 mod compatibility;
+/// Side by side with the real Debezium Server on its NATS JetStream and
+/// Redis sinks: the same `application.properties`, every message compared.
+mod compatibility_server;
 /// The relay end to end: routing, order, partitions, restarts, outages.
 mod delivery;
 /// The test environment itself: the shared and private servers.

@@ -145,9 +145,14 @@ fn nats(k: &mut Keys, notes: &mut Notes) -> Result<NatsConfig, ConfigError> {
     let subjects = k
         .take("subjects")
         .map(|s| s.split(',').map(|x| x.trim().to_owned()).collect());
-    let storage = k.take("storage");
+    // Debezium Server: `file` is file storage, any other value memory.
+    let storage = k
+        .take("storage")
+        .map(|s| if s == "file" { s } else { "memory".to_owned() });
+    let stream = k.take("stream-name");
     if !create_stream {
         for (key, set) in [
+            ("stream-name", stream.is_some()),
             ("subjects", subjects.is_some()),
             ("storage", storage.is_some()),
         ] {
@@ -157,6 +162,25 @@ fn nats(k: &mut Keys, notes: &mut Notes) -> Result<NatsConfig, ConfigError> {
                     "ignored: describes the stream create-stream=true creates (as in Debezium Server)",
                 );
             }
+        }
+    }
+    // Debezium Server waits for the acknowledgements of a batch
+    // (async, the default) or of each message (sync), and stops on a
+    // failure; walrelay waits for each PubAck and publishes again.
+    let ack_timeout_ms = k.take_u64("async.timeout.ms")?;
+    for key in [
+        "async.enabled",
+        "sync.retries",
+        "sync.retry.interval.ms",
+        "sync.retry.max.interval.ms",
+        "sync.retry.backoff.multiplier",
+    ] {
+        if k.take(key).is_some() {
+            notes.ignore(
+                k.name(key),
+                "ignored: walrelay waits for each message's PubAck and publishes it again after a \
+                 failure (async.timeout.ms is how long it waits), instead of stopping",
+            );
         }
     }
     let secret = |k: &mut Keys, key: &str| k.take_raw(key).map(Secret::new);
@@ -180,13 +204,15 @@ fn nats(k: &mut Keys, notes: &mut Notes) -> Result<NatsConfig, ConfigError> {
     Ok(NatsConfig {
         url,
         create_stream,
-        stream: None,
+        stream: stream.filter(|_| create_stream),
+        stream_description: Some(crate::sink::nats::DEBEZIUM_STREAM_DESCRIPTION),
         subjects: subjects.filter(|_| create_stream),
         storage: storage.filter(|_| create_stream),
         user,
         password,
         jwt,
         seed,
+        ack_timeout_ms,
         ..NatsConfig::default()
     })
 }
@@ -249,19 +275,20 @@ fn redis(k: &mut Keys, notes: &mut Notes) -> Result<RedisConfig, ConfigError> {
             "Redis Cluster is not supported by walrelay's redis sink; give one node's address",
         ));
     }
-    for key in [
-        "ssl.truststore.path",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-        "ssl.keystore.path",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-    ] {
-        if k.take_raw(key).is_some_and(|v| !v.is_empty()) {
+    for store in ["ssl.truststore", "ssl.keystore"] {
+        let path = format!("{store}.path");
+        if k.take_raw(&path).is_some_and(|v| !v.is_empty()) {
             return Err(k.unsupported(
-                key,
+                &path,
                 "a Java key or trust store; walrelay's redis sink verifies the server with the system's CA certificates",
             ));
+        }
+        // Without a store its type (JKS by default) and password say
+        // nothing, to Debezium Server either.
+        for key in [format!("{store}.password"), format!("{store}.type")] {
+            if k.take_raw(&key).is_some() {
+                notes.ignore(k.name(&key), format!("ignored: {store}.path is not set"));
+            }
         }
     }
     if k.take_bool("wait.enabled", false)? {
@@ -764,9 +791,62 @@ mod tests {
         assert!(nats.create_stream);
         assert_eq!(nats.subjects.unwrap(), ["outbox.>", "other.*"]);
         assert_eq!(nats.password.unwrap().expose(), "pw ");
+        assert_eq!(
+            nats.stream_description,
+            Some(crate::sink::nats::DEBEZIUM_STREAM_DESCRIPTION)
+        );
         let ignored = notes.into_vec();
         assert_eq!(ignored.len(), 1);
         assert_eq!(ignored[0].key, "debezium.sink.redis.address");
+    }
+
+    /// Every key of Debezium Server 3.6.1's NATS sink is taken: the
+    /// stream's name, its storage as Debezium reads it, the async timeout
+    /// as the PubAck timeout, the other waiting keys noted.
+    #[test]
+    fn nats_stream_and_acknowledgement_keys() {
+        let nats = |pairs: &[(&str, &str)], notes: &mut Notes| {
+            let mut all = vec![("nats-jetstream.url", "nats://h:1")];
+            all.extend_from_slice(pairs);
+            translate_sink(SinkKind::NatsJetStream, keys(&all), notes)
+                .unwrap()
+                .nats
+                .unwrap()
+        };
+        let mut notes = Notes::default();
+        let c = nats(
+            &[
+                ("nats-jetstream.create-stream", "true"),
+                ("nats-jetstream.stream-name", "Outbox"),
+                ("nats-jetstream.storage", "disk"),
+                ("nats-jetstream.async.enabled", "true"),
+                ("nats-jetstream.async.timeout.ms", "2500"),
+                ("nats-jetstream.sync.retries", "3"),
+            ],
+            &mut notes,
+        );
+        assert_eq!(c.stream.as_deref(), Some("Outbox"));
+        assert_eq!(c.storage.as_deref(), Some("memory"));
+        assert_eq!(c.ack_timeout_ms, Some(2500));
+        c.validate().unwrap();
+        let ignored: Vec<String> = notes.into_vec().into_iter().map(|n| n.key).collect();
+        assert_eq!(
+            ignored,
+            [
+                "debezium.sink.nats-jetstream.async.enabled",
+                "debezium.sink.nats-jetstream.sync.retries"
+            ]
+        );
+        // Without create-stream the stream's description is ignored, as
+        // Debezium Server ignores it.
+        let mut notes = Notes::default();
+        let c = nats(&[("nats-jetstream.stream-name", "Outbox")], &mut notes);
+        assert_eq!(c.stream, None);
+        c.validate().unwrap();
+        assert_eq!(
+            notes.into_vec()[0].key,
+            "debezium.sink.nats-jetstream.stream-name"
+        );
     }
 
     #[test]
@@ -795,6 +875,42 @@ mod tests {
             err.to_string().contains("debezium.sink.redis.colour"),
             "{err}"
         );
+    }
+
+    /// A store's type or password without the store is not a store.
+    #[test]
+    fn redis_store_settings_without_a_store_are_ignored() {
+        let mut notes = Notes::default();
+        translate_sink(
+            SinkKind::Redis,
+            keys(&[
+                ("redis.address", "h:1"),
+                ("redis.ssl.truststore.type", "JKS"),
+                ("redis.ssl.keystore.password", ""),
+            ]),
+            &mut notes,
+        )
+        .unwrap();
+        let ignored: Vec<String> = notes.into_vec().into_iter().map(|n| n.key).collect();
+        assert_eq!(
+            ignored,
+            [
+                "debezium.sink.redis.ssl.keystore.password",
+                "debezium.sink.redis.ssl.truststore.type"
+            ]
+        );
+        let err = translate_sink(
+            SinkKind::Redis,
+            keys(&[
+                ("redis.address", "h:1"),
+                ("redis.ssl.truststore.path", "/t.jks"),
+            ]),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("debezium.sink.redis.ssl.truststore.path"));
     }
 
     #[test]

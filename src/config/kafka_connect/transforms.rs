@@ -31,6 +31,18 @@ const EVENT_ROUTER: &str = "io.debezium.transforms.outbox.EventRouter";
 const DECODE_MESSAGE: &str =
     "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent";
 
+/// A connector key as the file spells it. `c` holds the transform keys:
+/// in the Kafka Connect forms the connector's keys share their prefix, in
+/// Debezium Server's they are under `debezium.source.` while `c`'s are
+/// under `debezium.`.
+fn connector_key(c: &Keys, draft: &Draft, key: &str) -> String {
+    if draft.debezium.server_mode {
+        format!("debezium.source.{key}")
+    } else {
+        c.name(key)
+    }
+}
+
 /// Reads `transforms` and `transforms.<name>.*` (prefixed as `t` spells
 /// them): exactly one EventRouter, whose options go through
 /// [`super::event_router::event_router_options`]. Refuses predicates.
@@ -74,10 +86,10 @@ pub(in crate::config) fn translate_transforms(
         && draft.debezium.column_types.binary_handling_mode
             != crate::connect::pg_modes::BinaryMode::Bytes
     {
-        return Err(c.unsupported(
-            "binary.handling.mode",
-            "DecodeLogicalDecodingMessageContent needs the message content as bytes (Debezium's task fails at the first message otherwise); leave binary.handling.mode at bytes",
-        ));
+        return Err(ConfigError::Unsupported {
+            key: connector_key(c, draft, "binary.handling.mode"),
+            reason: "DecodeLogicalDecodingMessageContent needs the message content as bytes (Debezium's task fails at the first message otherwise); leave binary.handling.mode at bytes".into(),
+        });
     }
     let prefix = format!("transforms.{name}.");
     let mut options = c.take_prefixed(&prefix);
@@ -366,7 +378,7 @@ fn decide_messages(
         None => {
             if draft.tombstones_on_delete.is_some() && !decode_sees_tombstones {
                 notes.ignore(
-                    c.name("tombstones.on.delete"),
+                    connector_key(c, draft, "tombstones.on.delete"),
                     "ignored: EventRouter drops delete tombstones either way",
                 );
             }
@@ -375,13 +387,14 @@ fn decide_messages(
         Some(null_include) => MessageForm::Decode { null_include },
     };
     if decode_sees_tombstones {
-        return Err(c.unsupported(
-            "tombstones.on.delete",
-            "with DecodeLogicalDecodingMessageContent in the chain and an outbox table captured, \
+        return Err(ConfigError::Unsupported {
+            key: connector_key(c, draft, "tombstones.on.delete"),
+            reason: "with DecodeLogicalDecodingMessageContent in the chain and an outbox table captured, \
              Debezium's task fails on the tombstone of the first DELETE (the outbox pattern \
              deletes its rows); set tombstones.on.delete=false, or give the decode transform a \
-             predicate that skips tombstones (RecordIsTombstone, negate=true)",
-        ));
+             predicate that skips tombstones (RecordIsTombstone, negate=true)"
+                .into(),
+        });
     }
     draft.outbox.debezium_messages = Some(MessageSelection {
         rule: std::mem::replace(&mut draft.message_rule, crate::txn::config::PrefixRule::All),
