@@ -808,10 +808,15 @@ mod tests {
         let nats = |pairs: &[(&str, &str)], notes: &mut Notes| {
             let mut all = vec![("nats-jetstream.url", "nats://h:1")];
             all.extend_from_slice(pairs);
-            translate_sink(SinkKind::NatsJetStream, keys(&all), notes)
-                .unwrap()
-                .nats
-                .unwrap()
+            translate_sink(
+                SinkKind::NatsJetStream,
+                keys(&all),
+                &ServerFormats::default(),
+                notes,
+            )
+            .unwrap()
+            .nats
+            .unwrap()
         };
         let mut notes = Notes::default();
         let c = nats(
@@ -888,6 +893,7 @@ mod tests {
                 ("redis.ssl.truststore.type", "JKS"),
                 ("redis.ssl.keystore.password", ""),
             ]),
+            &ServerFormats::default(),
             &mut notes,
         )
         .unwrap();
@@ -905,6 +911,7 @@ mod tests {
                 ("redis.address", "h:1"),
                 ("redis.ssl.truststore.path", "/t.jks"),
             ]),
+            &ServerFormats::default(),
             &mut Notes::default(),
         )
         .unwrap_err();
