@@ -109,23 +109,25 @@ async fn the_page_shows_every_pipeline_in_a_real_browser() {
     let wal = row(&rows, &ob.name, &dom);
     assert_eq!(wal.cells[1], "running", "state: {wal:?}");
     assert_eq!(wal.cells[2], "wal", "source: {wal:?}");
-    for (i, what) in [(3, "received"), (4, "confirmed")] {
+    assert_eq!(wal.cells[3], "kafka", "broker: {wal:?}");
+    for (i, what) in [(4, "received"), (5, "confirmed")] {
         assert!(
             is_nonzero_lsn(&wal.cells[i]),
             "{what} LSN {:?} is not X/Y past 0/0: {wal:?}",
             wal.cells[i]
         );
     }
-    assert!(count(&wal.cells[8]) >= WAL_EVENTS, "events: {wal:?}");
+    assert!(count(&wal.cells[9]) >= WAL_EVENTS, "events: {wal:?}");
     let billing = row(&rows, BILLING, &dom);
     assert_eq!(billing.cells[1], "running", "state: {billing:?}");
     assert_eq!(billing.cells[2], "poll", "source: {billing:?}");
+    assert_eq!(billing.cells[3], "kafka", "broker: {billing:?}");
     assert!(
-        billing.cells[3].ends_with(" unpublished"),
+        billing.cells[4].ends_with(" unpublished"),
         "position: {billing:?}"
     );
     assert!(
-        count(&billing.cells[8]) >= POLL_EVENTS,
+        count(&billing.cells[9]) >= POLL_EVENTS,
         "events: {billing:?}"
     );
     // Written as text: the name's markup is escaped, no element made of it.
@@ -391,7 +393,7 @@ fn table_rows(dom: &str) -> Vec<Row> {
 /// The row whose first cell is `name`; panics with the DOM when none is.
 fn row<'a>(rows: &'a [Row], name: &str, dom: &str) -> &'a Row {
     rows.iter()
-        .find(|r| r.cells.len() == 10 && r.cells[0] == name)
+        .find(|r| r.cells.len() == 11 && r.cells[0] == name)
         .unwrap_or_else(|| panic!("no row for pipeline {name:?}:\n{dom}"))
 }
 
