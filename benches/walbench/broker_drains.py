@@ -88,9 +88,19 @@ def start_publisher(env, system, props, run_dir):
 
 def broker_drain(env, broker, system, slot, dest, n, run_dir, timeout):
     """One drain of the backlog on `slot` by `system` into `dest` on `broker`:
-    its result row."""
+    its result row. The destination is dropped afterwards, also on failure."""
     os.makedirs(run_dir, exist_ok=True)
     broker.prepare(dest)
+    try:
+        return _broker_drain(env, broker, system, slot, dest, n, run_dir, timeout)
+    finally:
+        try:
+            broker.drop(dest)
+        except Exception as e:  # noqa: BLE001 - the drain's own outcome matters more
+            log(f"{broker.kind}: could not drop {dest}: {e!r}")
+
+
+def _broker_drain(env, broker, system, slot, dest, n, run_dir, timeout):
     props = os.path.join(run_dir, "application.properties")
     write_properties(props, application_properties(env.pg_port, broker, slot, dest, properties_overrides(system)))
     t_launch = time.time()
@@ -123,7 +133,6 @@ def broker_drain(env, broker, system, slot, dest, n, run_dir, timeout):
             prof.stop()
         r.stop()
     count, first, last, size = broker.stored(dest)
-    broker.drop(dest)
     if count != n:
         raise BenchError(f"{system} on {broker.kind}: {count:,} records stored, {n:,} written")
     secs = last - t_active
@@ -193,8 +202,12 @@ def workload_broker_drain(env, name, n, load, systems, out):
         res["round"] = k + 1
         res["load_average"] = _load()
         done.setdefault((b, s), []).append(res)
-        # What the slot kept for this run is not needed again.
-        env.drop_slots(slots[(k, b, s)])
+        # What the slot kept for this run is not needed again (a slot still
+        # held goes at the workload's end).
+        try:
+            env.drop_slots(slots[(k, b, s)])
+        except BenchError as e:
+            log(f"{name}: {e}")
     results = []
     for (b, s), rounds in done.items():
         row = _median_round(rounds, name, False, backlog)
