@@ -9,6 +9,10 @@
 # W1-W5 for pg_recvlogical (the ceiling), the minimal walsender reader,
 # walrelay, tuned Debezium and default Debezium on the same backlogs (W5: the
 # message outbox, after the writer's cost of both outbox styles).
+# With --brokers nats,redis it publishes W1 and W2 to those brokers instead
+# (scripts/brokers.sh; no Kafka): walrelay reading Debezium Server's
+# application.properties against Debezium Server 3.6.1 on the same file
+# (scripts/debezium-server.sh fetch resolves it once).
 #
 # Usage: benches/run.sh [--quick] [--docs] [--baseline-rev REV]... [walbench options...]
 #   --quick             smoke sizes (20,000 events, W3 15 s per level): checks the tooling
@@ -19,6 +23,9 @@
 #                       reused) and pass it as --walrelay-binary REV=PATH:
 #                       measure it as the system walrelay@REV, e.g.
 #                       --systems walrelay@HEAD~1,walrelay (repeatable)
+#   --brokers LIST      W1 and W2 to these brokers (nats, redis) instead of Kafka:
+#                       walrelay against Debezium Server, e.g.
+#                       benches/run.sh --brokers nats,redis --w1 200000 --w2 500000 --rounds 3
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
 #   --self-check        check the driver's pieces that need no server, then exit
 #                       (nothing is built or started)
@@ -53,8 +60,20 @@ COMMAND="benches/run.sh${*:+ $*}"
 # --baseline-rev is run.sh's: taken out of the arguments walbench sees.
 ARGS=()
 REVS=()
+BROKERS=""
 while (($#)); do
     case "$1" in
+        --brokers)
+            (($# >= 2)) || die "--brokers needs a list of brokers"
+            BROKERS=$2
+            ARGS+=("$1" "$2")
+            shift 2
+            ;;
+        --brokers=*)
+            BROKERS=${1#*=}
+            ARGS+=("$1")
+            shift
+            ;;
         --baseline-rev)
             (($# >= 2)) || die "--baseline-rev needs a git revision"
             REVS+=("$2")
@@ -120,7 +139,15 @@ for line in sys.stdin:
 ')
 [ -x "$WALSENDER_DRAIN" ] || die "cargo did not report the walsender_drain binary"
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
-"$REPO_ROOT/scripts/debezium.sh" fetch
-"$REPO_ROOT/scripts/kafka.sh" fetch
+if [[ -n "$BROKERS" ]]; then
+    # The broker drains run Debezium Server and the brokers, no Kafka.
+    "$REPO_ROOT/scripts/debezium-server.sh" fetch
+    for broker in ${BROKERS//,/ }; do
+        "$REPO_ROOT/scripts/brokers.sh" fetch "$broker"
+    done
+else
+    "$REPO_ROOT/scripts/debezium.sh" fetch
+    "$REPO_ROOT/scripts/kafka.sh" fetch
+fi
 exec "$VENV/bin/python" -m walbench --command "$COMMAND" \
     --walsender-drain "$WALSENDER_DRAIN" "${BINARIES[@]}" "${ARGS[@]}"

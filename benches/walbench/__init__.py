@@ -2,7 +2,8 @@
 
 `python -m walbench` is the end-to-end benchmark (benches/run.sh runs it:
 W1-W5 for pg_recvlogical, the minimal walsender reader, walrelay and
-Debezium; its docstring is `walbench.cli`'s). benches/poll.py (the polling
+Debezium; with --brokers, W1 and W2 to NATS JetStream and Redis Streams for
+walrelay and Debezium Server; its docstring is `walbench.cli`'s). benches/poll.py (the polling
 source, benches/poll.sh) and benches/pipelines.py (several pipelines,
 benches/pipelines.sh) are drivers of their own that take the shared pieces
 from here.
@@ -16,6 +17,10 @@ Modules, by concern:
   schema         the bench database: outbox, publications, load procedures
   systems        the systems under test: variants, configurations, starting
   debezium       Debezium on Kafka Connect standalone, tuned and default
+  dbz_server     Debezium Server: the application.properties of a broker
+                 drain (walrelay reads it too), starting and stopping it
+  brokers        the brokers besides Kafka (NATS, Redis): servers, a fresh
+                 destination per drain, counts and the broker's times
   config         TOML written from a dict (walrelay's configuration)
   kafka          confluent-kafka: topics, end offsets, reading records back
   kafka_markers  COMMIT markers of transactional topics (batch headers)
@@ -25,6 +30,8 @@ Modules, by concern:
   walsender      the walsender's scheduling through a drain
   cpu_profile    perf: where the machine's CPU went
   drains         W1, W2, W4, W5 and the broker's warm-up
+  broker_drains  W1 and W2 to the brokers of --brokers, walrelay against
+                 Debezium Server
   writer         the writer's cost of the two outbox styles (before W5)
   steady         W3: open-loop load, latency by stage, slot lag
   machine        facts about the machine and the tree

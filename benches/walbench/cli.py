@@ -37,6 +37,13 @@ open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
+--brokers nats,redis publishes W1 and W2 to those brokers instead of Kafka
+(no Kafka is started): walrelay reading Debezium Server's
+application.properties against Debezium Server 3.6.1 (dbz_server) on the
+same file, both on every broker in the same run, with the walsender
+reader's rate beside them (broker_drains.py, dbz_server.py, brokers.py;
+the clock stops at the broker's time of the last record it stored).
+
 Variants measure one lever at a time, before and after in the same run
 (drains, interleaved with the other systems' rounds, and W3):
 walrelay@LABEL is the binary of --walrelay-binary LABEL=PATH (benches/run.sh
@@ -71,12 +78,15 @@ import signal
 import sys
 
 from . import REPO, BenchError, log, machine
+from .broker_drains import BROKER_DRAINS, BROKER_SYSTEMS, PUBLISHERS, warm_up, workload_broker_drain
+from .brokers import BROKERS
+from .dbz_server import DEFAULT_JAVA_OPTS
 from .drains import warm_broker, workload_drain
 from .env import BENCH_DIR, OTHERS_CPU, PIN_MODES, WALSENDER_CPU, Env
-from .report import report, update_docs
+from .report import broker_report, report, update_broker_docs, update_docs
 from .selfcheck import self_check
 from .steady import workload_w3
-from .systems import SYSTEMS, Variant, message_options, pgoutput_options
+from .systems import BASELINES, SYSTEMS, Variant, base_system, message_options, pgoutput_options
 from .writer import writer_cost
 
 
@@ -93,6 +103,19 @@ def parser():
                     "walrelay's configuration; strings quoted: 'walrelay:replication.publication=\"bench_iu\"' "
                     "or bare), walrelay@base:kafka.producer.linger.ms=1, walrelay-eos:max_events=50000, "
                     "walsender:publication=bench_iu (a pgoutput option of a baseline)")
+    ap.add_argument("--brokers", default="",
+                    help=f"publish W1 and W2 to these brokers instead of Kafka, comma-separated "
+                    f"({', '.join(BROKERS)}): walrelay reading Debezium Server's application.properties "
+                    "against Debezium Server on the same file, every broker in the same run; no Kafka is started")
+    ap.add_argument("--broker-systems", default=",".join(BROKER_SYSTEMS),
+                    help="the systems of the broker drains, comma-separated: walsender (the reader, once per "
+                    "round), walrelay, walrelay@LABEL, dbz_server; KEY=VALUE settings of a variant are lines of "
+                    "its application.properties, e.g. dbz_server:debezium.source.max.batch.size=8192")
+    ap.add_argument("--dbzs-java-opts", default=DEFAULT_JAVA_OPTS,
+                    help="Debezium Server's JVM options in the broker drains (default: the JVM's own "
+                    "ergonomics, as the distribution's run.sh starts it)")
+    ap.add_argument("--broker-warmup", type=int, help="events of the unmeasured warm-up drain before the broker "
+                    "drains (default 20,000, --quick 5,000)")
     ap.add_argument("--w1", type=int)
     ap.add_argument("--w2", type=int)
     ap.add_argument("--w2-batch", type=int, default=100)
@@ -174,6 +197,9 @@ def settle(args):
         if not eq or not re.fullmatch(r"[^\s:=,@]+", name) or not os.access(path, os.X_OK):
             sys.exit(f"--walrelay-binary {spec}: LABEL=PATH of an executable (LABEL without : = , @ or spaces)")
         args.walrelay_binaries[name] = os.path.abspath(path)
+    args.brokers = [b for b in args.brokers.split(",") if b]
+    if args.brokers:
+        return settle_brokers(args)
     systems = [s for s in args.systems.split(",") if s]
     w3_systems = [s for s in (args.w3_systems or args.systems).split(",") if s]
     for s in systems + w3_systems:
@@ -185,6 +211,46 @@ def settle(args):
             sys.exit(f"{s}: no --walrelay-binary {v.binary}=PATH")
     # Drained in the order given (the default lists the ceiling first).
     return list(dict.fromkeys(systems)), list(dict.fromkeys(w3_systems))
+
+
+def settle_brokers(args):
+    """The broker drains' systems (and checks of what they take)."""
+    unknown = [b for b in args.brokers if b not in BROKERS]
+    if unknown:
+        sys.exit(f"--brokers: unknown {', '.join(unknown)}; known: {', '.join(BROKERS)}")
+    only = args.only.upper().split(",") if args.only != parser().get_default("only") else list(BROKER_DRAINS)
+    if not set(only) <= set(BROKER_DRAINS):
+        sys.exit(f"--brokers drains {', '.join(BROKER_DRAINS)} only, not {', '.join(sorted(set(only) - set(BROKER_DRAINS)))}")
+    args.only = ",".join(only)
+    if args.pin != "off":
+        sys.exit("--brokers does not pin (--pin off)")
+    args.broker_warmup = args.broker_warmup or (5_000 if args.quick else 20_000)
+    systems = [s for s in args.broker_systems.split(",") if s]
+    for s in systems:
+        try:
+            v = Variant(s)
+        except ValueError as e:
+            sys.exit(str(e))
+        if v.base not in BROKER_SYSTEMS + BASELINES:
+            sys.exit(f"{s}: the broker drains run {', '.join(BROKER_SYSTEMS)} and the baselines")
+        if v.binary and v.binary not in args.walrelay_binaries:
+            sys.exit(f"{s}: no --walrelay-binary {v.binary}=PATH")
+    return list(dict.fromkeys(systems)), []
+
+
+def broker_workloads(env, args, only, systems, out, results):
+    """The broker drains of --only, after the unmeasured warm-up."""
+    db = env.db
+    args.payload_bytes = len(db.value("SELECT bench_payload(123456, 1234567)::text"))
+    log(f"payload: {args.payload_bytes} bytes of JSON; results in {out}")
+    if any(base_system(s) in PUBLISHERS for s in systems):
+        warm_up(env, out, args.broker_warmup)
+    if "W1" in only:
+        results += workload_broker_drain(env, "W1", args.w1, lambda: db.query(f"CALL load_single({args.w1})"),
+                                         systems, out)
+    if "W2" in only:
+        results += workload_broker_drain(
+            env, "W2", args.w2, lambda: db.query(f"CALL load_batched({args.w2}, {args.w2_batch})"), systems, out)
 
 
 def workloads(env, args, only, systems, w3_systems, out, results):
@@ -256,13 +322,18 @@ def main():
     command = args.command or " ".join(shlex.quote(a) for a in sys.argv)
     env = Env(args, out)
     results = []
+    facts_brokers = {}
 
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_signal)
     try:
         env.start()
-        workloads(env, args, only, systems, w3_systems, out, results)
+        if args.brokers:
+            facts_brokers = {k: b.version() for k, b in env.brokers.items()}
+            broker_workloads(env, args, only, systems, out, results)
+        else:
+            workloads(env, args, only, systems, w3_systems, out, results)
         return_code = 0
     except (BenchError, KeyboardInterrupt) as e:
         log(f"stopped: {e}")
@@ -273,6 +344,15 @@ def main():
     version = getattr(env, "server_version_num", 0)
     facts["pgoutput_options"] = pgoutput_options(args.streaming, version)
     facts["pgoutput_options_w5"] = message_options(args.streaming, version)
+    if args.brokers:
+        facts["load_average_at_end"] = machine.load_average()
+        facts["brokers"] = facts_brokers
+        facts["debezium_server_java"] = machine.command_line([os.path.join(REPO, "scripts", "debezium-server.sh"),
+                                                              "java"])
+        facts["debezium_server_java_version"] = machine.command_line([facts["debezium_server_java"], "-version"],
+                                                                     stderr=True)
+        facts["dbzs_java_opts"] = args.dbzs_java_opts
+        return finish_brokers(args, facts, results, command, out, return_code)
     block = report(args, facts, results, command)
     from .plot import svg_plot  # matplotlib: only once there is something to plot
     svg = svg_plot(results)
@@ -291,4 +371,21 @@ def main():
     if args.docs and return_code == 0:
         update_docs(block, svg)
         log("docs/benchmarks.md and docs/benchmarks.svg updated")
+    return return_code
+
+
+def finish_brokers(args, facts, results, command, out, return_code):
+    """results.json and results.md of a broker run, the table on stdout,
+    and with --docs its block in docs/benchmarks.md."""
+    block = broker_report(args, facts, results, command)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"command": command, "machine": facts, "quick": args.quick, "brokers": args.brokers,
+                   "results": results}, f, indent=1)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(block)
+    print(block)
+    log(f"results: {out}/results.json, results.md")
+    if args.docs and return_code == 0:
+        update_broker_docs(block)
+        log("docs/benchmarks.md updated")
     return return_code

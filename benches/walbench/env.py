@@ -1,7 +1,8 @@
-"""One run's environment: its PostgreSQL and Kafka (servers.py), the bench
-database (schema.py), the slots and topics of each drain, the Kafka
-clients that count and read records back, pgbench, the processes to stop
-on the way out, and CPU pinning (--pin).
+"""One run's environment: its PostgreSQL and Kafka (servers.py), or with
+--brokers its PostgreSQL and those brokers instead of Kafka (brokers.py),
+the bench database (schema.py), the slots and topics of each drain, the
+Kafka clients that count and read records back, pgbench, the processes to
+stop on the way out, and CPU pinning (--pin).
 
 Owns the run's objects and their cleanup. It decides no clock and keeps
 no result: the workloads (drains.py, steady.py, writer.py) do, with what
@@ -15,7 +16,7 @@ import tomllib
 
 from confluent_kafka.admin import AdminClient
 
-from . import REPO, BenchError, debezium, log, run
+from . import REPO, BenchError, brokers, debezium, log, run
 from .kafka import EndOffsets, create_topics, read_records
 from .kafka_markers import KafkaCommitted
 from .postgres import Pg
@@ -47,7 +48,11 @@ class Env:
     def __init__(self, args, out_dir):
         self.args = args
         self.out = out_dir
-        self.servers = Servers(BENCH_DIR)
+        # --brokers: the drains publish to those brokers, and no Kafka runs.
+        self.broker_kinds = list(getattr(args, "brokers", None) or [])
+        self.servers = Servers(BENCH_DIR, kafka=not self.broker_kinds)
+        self.brokers = {}  # kind -> brokers.Broker, started
+        self.broker_pid = None
         self.pg_dir = self.servers.pg_dir
         self.procs = []  # (kind, handle) to stop on exit
         self.txn_views = {}  # topic -> KafkaCommitted
@@ -63,9 +68,15 @@ class Env:
         self.servers.start()
         self.pg_port = self.servers.pg_port
         self.bootstrap = self.servers.bootstrap
-        self.broker_pid = self.servers.broker_pid()
-        self.kafka_version = kafka_version()
-        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        if self.servers.kafka:
+            self.broker_pid = self.servers.broker_pid()
+            self.kafka_version = kafka_version()
+            self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        for kind in self.broker_kinds:
+            b = brokers.make(kind, os.path.join(BENCH_DIR, "brokers", kind))
+            # Stopped on the way out even if its start fails halfway.
+            self.brokers[kind] = b
+            b.start()
         admin = Pg(self.pg_port, "postgres")
         self.server_version_num = int(admin.value("SHOW server_version_num"))
         admin.query("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -78,7 +89,8 @@ class Env:
         with open(EMIT_SQL) as f:
             self.db.query(f.read())
         self.db.query(LOAD_MESSAGES_SQL)
-        self.offsets = EndOffsets(self.bootstrap, "walrelay-bench-offsets")
+        if self.servers.kafka:
+            self.offsets = EndOffsets(self.bootstrap, "walrelay-bench-offsets")
 
     def stop(self):
         if self.args.keep_servers and self.pinned:
@@ -98,8 +110,12 @@ class Env:
                     h.wait(10)
                 elif kind == "dbz":
                     debezium.stop(h)
+                elif kind == "dbzs":
+                    h.stop()
             except Exception:  # noqa: BLE001 - best effort on the way out
                 pass
+        for b in self.brokers.values():
+            b.stop()
         if not self.args.keep_servers:
             self.servers.stop()
 

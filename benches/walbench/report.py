@@ -365,3 +365,99 @@ def update_docs(block, svg):
     replace_block(block, "<!-- results:begin (written by benches/run.sh) -->", "<!-- results:end -->")
     with open(os.path.join(REPO, "docs", "benchmarks.svg"), "w") as f:
         f.write(svg)
+
+
+# --------------------------------------------------------------------------
+# The broker drains (--brokers): walrelay against Debezium Server per broker.
+
+BROKER_BEGIN = "<!-- broker-bench:begin -->"
+BROKER_END = "<!-- broker-bench:end -->"
+BROKER_HEADING = "## Beyond Kafka: NATS JetStream and Redis Streams (issue 30)"
+# The goals of issue 30, walrelay against Debezium Server on the same broker.
+RATE_GOAL, RSS_GOAL = 3.0, 0.1
+
+
+def _by_broker(results):
+    return {(r["workload"], r.get("broker"), r["system"]): r for r in results}
+
+
+def broker_table(results):
+    """One row per broker, workload and system: the median round, every
+    round, and walrelay's ratios to Debezium Server of the same broker and
+    workload."""
+    by = _by_broker(results)
+    lines = ["| broker | workload | system | events/s (median) | every round, events/s | vs Debezium Server | "
+             "CPU s / 1M events | vs Debezium Server | peak RSS MB | vs Debezium Server | walsender CPU s / 1M | "
+             "broker CPU s / 1M | bytes per record in the broker | start-up s: streaming / first record |",
+             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    order = sorted(results, key=lambda r: (r["workload"], r.get("broker") or "", r.get("broker") is not None))
+    for r in order:
+        broker = r.get("broker") or "– (publishes nothing)"
+        if "error" in r:
+            lines.append(f"| {broker} | {r['workload']} | {label(r['system'])} | failed: {r['error']} |"
+                         + " |" * 10)
+            continue
+        d = by.get((r["workload"], r.get("broker"), "dbz_server"))
+        d = d if d and "error" not in d and r["system"] != "dbz_server" and r.get("broker") else None
+
+        def vs(key, spec=".2f"):
+            return fmt(r[key] / d[key] if d and d.get(key) and r.get(key) is not None else None, spec)
+        lines.append(
+            f"| {broker} | {r['workload']} | {label(r['system'])} | {fmt(r['events_per_s'])} | "
+            f"{' / '.join(fmt(x) for x in r.get('rounds', [])) or '1 round'} | {vs('events_per_s')} | "
+            f"{fmt(r['cpu_s_per_m'], '.1f')} | {vs('cpu_s_per_m')} | {fmt(r['peak_rss_mb'], '.1f')} | "
+            f"{vs('peak_rss_mb', '.3f')} | {fmt(r.get('walsender_cpu_s_per_m'), '.1f')} | "
+            f"{fmt(r.get('broker_cpu_s_per_m'), '.1f')} | {fmt(r.get('bytes_per_record'), ',.0f')} | "
+            f"{fmt(r.get('startup_s'), '.2f')} / {fmt(r.get('first_record_s'), '.2f')} |")
+    return "\n".join(lines)
+
+
+def broker_goals(results):
+    """Issue 30's goals per broker and workload, for each walrelay system:
+    at least RATE_GOAL x Debezium Server's events/s at most RSS_GOAL of its
+    peak RSS."""
+    by = _by_broker(results)
+    lines = ["| broker | workload | system | events/s vs Debezium Server (goal ≥ 3) | | "
+             "peak RSS vs Debezium Server (goal ≤ 0.1) | |", "|---|---|---|--:|---|--:|---|"]
+    for (w, b, s), r in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+        if b is None or base_system(s) != "walrelay":
+            continue
+        d = by.get((w, b, "dbz_server"))
+        if "error" in r or not d or "error" in d:
+            lines.append(f"| {b} | {w} | {label(s)} | not measured | | not measured | |")
+            continue
+        rate = r["events_per_s"] / d["events_per_s"]
+        rss = r["peak_rss_mb"] / d["peak_rss_mb"]
+        lines.append(f"| {b} | {w} | {label(s)} | {rate:.2f} | {'met' if rate >= RATE_GOAL else '**not met**'} | "
+                     f"{rss:.3f} | {'met' if rss <= RSS_GOAL else '**not met**'} |")
+    return "\n".join(lines)
+
+
+def broker_report(args, facts, results, command):
+    head = []
+    if args.quick:
+        head.append("> **Smoke run (`--quick`, small sizes): it checks that the tooling works; "
+                    "these numbers are not the result.**\n")
+    brokers = ", ".join(facts.get("brokers", {}).values()) or ", ".join(args.brokers)
+    only = args.only.split(",")
+    sizes = "; ".join(x for k, x in (("W1", f"W1 {args.w1:,} single-event transactions (insert + delete)"),
+                                    ("W2", f"W2 {args.w2:,} rows in {args.w2_batch}-row insert-only transactions"))
+                      if k in only)
+    head.append(
+        f"Command: `{command}`  \n"
+        f"Date: {facts['date_utc']}, walrelay {facts['walrelay_commit']}"
+        f"{' (uncommitted changes)' if facts['worktree_dirty'] else ''}  \n"
+        f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']}, Linux {facts['kernel']}, "
+        f"load average {facts['load_average_at_start']} at start and {facts.get('load_average_at_end', '?')} "
+        f"at the end  \n"
+        f"{facts['postgres']}; {brokers}; Debezium Server {facts.get('debezium_server_java_version', '?')}, "
+        f"JVM options `{facts.get('dbzs_java_opts', '?')}`; everything co-located on this machine.  \n"
+        f"Sizes: {sizes}. Payload: about {args.payload_bytes if hasattr(args, 'payload_bytes') else '?'} bytes of "
+        f"JSON (jsonb). {args.rounds} interleaved round(s) per system and broker, the median reported.\n")
+    return ("\n".join(head) + "\n" + broker_table(results) + "\n\nIssue 30's goals, walrelay against Debezium "
+            "Server on the same broker, same workload, same run:\n\n" + broker_goals(results) + "\n")
+
+
+def update_broker_docs(block):
+    """The broker drains' block of docs/benchmarks.md."""
+    replace_block(block, BROKER_BEGIN, BROKER_END, BROKER_HEADING)

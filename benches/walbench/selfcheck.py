@@ -16,7 +16,10 @@ import tomllib
 from . import config
 from .kafka_markers import KafkaCommitted
 from .procs import Sched
-from .report import walsender_table
+from .broker_drains import slot_name
+from .brokers import Broker, parse_rfc3339, redis_id_seconds
+from .dbz_server import application_properties, properties_overrides
+from .report import broker_goals, broker_table, walsender_table
 from .stats import histogram_delta, histogram_quantile, percentile
 from .systems import Variant, eos_settings
 from .walrelay import Endpoints, counters, stage_breakdown, stage_histograms, transaction_counters
@@ -173,7 +176,40 @@ def check_markers():
     assert not view._batches(0, data, 0, len(data))  # read already
 
 
+class FakeBroker(Broker):
+    kind = "fake"
+
+    def sink_properties(self):
+        return {"debezium.sink.type": "fake", "debezium.sink.fake.url": "x"}
+
+
+def check_brokers():
+    assert parse_rfc3339("2026-12-04T23:10:00.123456789Z") == 1796425800.123456789
+    assert parse_rfc3339("2026-12-04T23:10:00Z") == 1796425800
+    assert parse_rfc3339("2026-12-05T01:10:00.5+02:00") == 1796425800.5
+    assert parse_rfc3339("0001-01-01T00:00:00Z") is None and parse_rfc3339(None) is None
+    assert redis_id_seconds(b"1796424081762-2") == 1796424081.762
+    assert len(slot_name("w2", "redis", "walrelay_" + "x" * 80, "0")) == 63
+    assert slot_name("w1", "nats", "walrelay", "0") == "bench_w1_nats_walrelay_0"
+    props = dict(application_properties(5432, FakeBroker("/nowhere"), "s1", "bench.t.w1", properties_overrides(
+        "dbz_server:debezium.source.max.batch.size=8192")))
+    assert props["debezium.sink.type"] == "fake" and props["debezium.source.slot.name"] == "s1", props
+    assert props["debezium.transforms.outbox.route.topic.replacement"] == "bench.t.w1", props
+    assert props["debezium.source.max.batch.size"] == "8192", props
+    assert properties_overrides("walrelay@base") == []
+    rows = [{"workload": "W1", "broker": "nats", "system": s, "events_per_s": rate, "rounds": [rate],
+             "cpu_s_per_m": cpu, "peak_rss_mb": rss, "startup_s": 0.1, "first_record_s": 0.2}
+            for s, rate, cpu, rss in (("walrelay", 30000.0, 10.0, 20.0), ("dbz_server", 5000.0, 80.0, 400.0))]
+    rows.append({"workload": "W1", "broker": None, "system": "walsender", "events_per_s": 60000.0,
+                 "cpu_s_per_m": 2.0, "peak_rss_mb": 50.0})
+    table = broker_table(rows)
+    assert "| nats | W1 | walrelay | 30,000 | 30,000 | 6.00 | 10.0 | 0.12 | 20.0 | 0.050 |" in table, table
+    goals = broker_goals(rows)
+    assert "| nats | W1 | walrelay | 6.00 | met | 0.050 | met |" in goals, goals
+
+
 def self_check():
+    check_brokers()
     check_histograms()
     check_endpoints()
     check_config()

@@ -1,6 +1,7 @@
 """PostgreSQL and Kafka for one driver, under a directory of .walrelay-env
 of its own (never the test environment's): started with scripts/pg.sh and
-scripts/kafka.sh, stopped at the end unless kept.
+scripts/kafka.sh, stopped at the end unless kept. A driver that publishes
+to no Kafka (the broker drains) starts PostgreSQL alone.
 
 Owns where the servers live and how to reach them (the port, the bootstrap
 address, the postmaster's and the broker's pids). It creates no database
@@ -21,14 +22,16 @@ PG_SETTINGS = ("max_wal_size=16GB", "checkpoint_timeout=30min", "shared_buffers=
 
 
 class Servers:
-    """One PostgreSQL cluster and one Kafka broker under `bench_dir`."""
+    """One PostgreSQL cluster and one Kafka broker (unless `kafka` is
+    false) under `bench_dir`."""
 
-    def __init__(self, bench_dir, settings=(), wal_level=None):
+    def __init__(self, bench_dir, settings=(), wal_level=None, kafka=True):
         self.dir = bench_dir
         self.pg_dir = os.path.join(bench_dir, "pg")
         self.kafka_dir = os.path.join(bench_dir, "kafka")
         self.settings = PG_SETTINGS + tuple(settings)
         self.wal_level = wal_level
+        self.kafka = kafka
         self.pg_port = None
         self.bootstrap = None
 
@@ -37,23 +40,28 @@ class Servers:
         for d in (os.path.join(REPO, ".walrelay-env"), self.dir):
             os.chmod(d, 0o755)
         level = f" (wal_level={self.wal_level})" if self.wal_level else ""
-        log(f"starting PostgreSQL{level} and Kafka under {self.dir}")
+        log(f"starting PostgreSQL{level}{' and Kafka' if self.kafka else ''} under {self.dir}")
         env = dict(os.environ, WALRELAY_PG_WAL_LEVEL=self.wal_level) if self.wal_level else None
         run([f"{SCRIPTS}/pg.sh", "start", self.pg_dir], env=env)
         run([f"{SCRIPTS}/pg.sh", "conf", self.pg_dir, *self.settings], stdout=subprocess.DEVNULL)
-        run([f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir])
         with open(os.path.join(self.pg_dir, "port")) as f:
             self.pg_port = int(f.read().strip())
+        if not self.kafka:
+            return
+        run([f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir])
         self.bootstrap = run([f"{SCRIPTS}/kafka.sh", "bootstrap", self.kafka_dir],
                              capture_output=True, text=True).stdout.strip()
 
     def stop(self):
         """Stops both, quietly (also after a failed start)."""
         quiet = {"check": False, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        run([f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir], **quiet)
+        if self.kafka:
+            run([f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir], **quiet)
         run([f"{SCRIPTS}/pg.sh", "stop", self.pg_dir], **quiet)
 
     def broker_pid(self):
+        if not self.kafka:
+            return None
         with open(os.path.join(self.kafka_dir, "pid")) as f:
             return int(f.read().strip())
 

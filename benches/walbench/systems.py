@@ -9,6 +9,8 @@ configuration each is given, and starting one on a slot.
                progress topic of its own per drain)
   dbz_tuned    Debezium on Kafka Connect standalone, tuned (debezium.py)
   dbz_default  the same with Debezium's and Kafka Connect's defaults
+  dbz_server   Debezium Server 3.6.1 (Quarkus), for the broker drains to
+               NATS JetStream and Redis Streams (broker_drains.py, dbz_server.py)
 
 A system starts on a slot the bench made and stops when told (the
 baselines stop by themselves at the end LSN); what is measured while it
@@ -28,6 +30,8 @@ from .schema import MESSAGE_PREFIX, MESSAGES_PUBLICATION
 from .walrelay import Endpoints
 
 SYSTEMS = ["ceiling", "walsender", "walrelay", "walrelay-eos", "dbz_tuned", "dbz_default"]
+# Systems of the broker drains only (--brokers).
+BROKER_ONLY_SYSTEMS = ["dbz_server"]
 WALRELAYS = ("walrelay", "walrelay-eos")
 # Baselines drain the slot to the end LSN and exit; they write no Kafka topic.
 BASELINES = ("ceiling", "walsender")
@@ -44,6 +48,7 @@ LABELS = {
     "walrelay-eos": "walrelay exactly-once",
     "dbz_tuned": f"Debezium {debezium.SHORT_VERSION} tuned",
     "dbz_default": f"Debezium {debezium.SHORT_VERSION} default",
+    "dbz_server": f"Debezium Server {debezium.SHORT_VERSION}",
 }
 WALRELAY_PRODUCER = {"compression.type": "lz4"}
 # [kafka.transactions] keys a walrelay-eos variant may set.
@@ -65,6 +70,9 @@ class Variant:
     walrelay-eos:max_events=50000  a bare key of walrelay-eos: [kafka.transactions]
     walsender:publication=bench_iu a pgoutput option of a baseline (publication is
                                    publication_names)
+    dbz_server:debezium.source.max.batch.size=8192
+                                   in a broker drain, a line of that system's copy of
+                                   application.properties (walrelay's too)
     """
 
     def __init__(self, system):
@@ -81,11 +89,11 @@ class Variant:
                                      f"got {kv!r}")
                 k = EOS_TABLE + k
             self.overrides.append((k, config.scalar(v)))
-        if self.base not in SYSTEMS:
-            raise ValueError(f"unknown system {system}; known: {', '.join(SYSTEMS)}")
+        if self.base not in SYSTEMS + BROKER_ONLY_SYSTEMS:
+            raise ValueError(f"unknown system {system}; known: {', '.join(SYSTEMS + BROKER_ONLY_SYSTEMS)}")
         if self.binary and self.base not in WALRELAYS:
             raise ValueError(f"{system}: only {' and '.join(WALRELAYS)} take another binary (@LABEL)")
-        if self.overrides and self.base not in WALRELAYS + BASELINES:
+        if self.overrides and self.base not in WALRELAYS + BASELINES + ("dbz_server",):
             raise ValueError(f"{system}: Debezium takes no settings here")
 
 
