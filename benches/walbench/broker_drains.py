@@ -220,7 +220,7 @@ def workload_broker_drain(env, name, n, load, systems, out):
     return results
 
 
-def warm_up(env, out, n):
+def warm_up(env, out, n, systems=PUBLISHERS):
     """Debezium Server's first start with a set of JVM options is a
     training run for its ahead-of-time cache, slower and with a long stop
     (docs/debezium-server-sinks.md): one unmeasured drain of `n` W1 events to
@@ -228,11 +228,12 @@ def warm_up(env, out, n):
     pages the binaries and the brokers in)."""
     b = next(iter(env.brokers))
     broker = env.brokers[b]
-    slots = {s: slot_name("warmup", slug(s)) for s in PUBLISHERS}
+    bases = [p for p in PUBLISHERS if any(base_system(s) == p for s in systems)]
+    slots = {s: slot_name("warmup", slug(s)) for s in bases}
     for slot in slots.values():
         env.create_slot(slot)
-    log(f"warm-up (not measured): {n:,} events to {b} by walrelay and Debezium Server "
-        "(Debezium Server's ahead-of-time cache for these JVM options)")
+    why = " (and Debezium Server's ahead-of-time cache for these JVM options)" if "dbz_server" in bases else ""
+    log(f"warm-up (not measured): {n:,} events to {b} by {' and '.join(bases)}{why}")
     env.db.query(f"CALL load_single({n})")
     for s, slot in slots.items():
         run_dir = os.path.join(out, "runs", f"warmup-{slug(s)}")

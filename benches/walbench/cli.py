@@ -244,7 +244,7 @@ def broker_workloads(env, args, only, systems, out, results):
     args.payload_bytes = len(db.value("SELECT bench_payload(123456, 1234567)::text"))
     log(f"payload: {args.payload_bytes} bytes of JSON; results in {out}")
     if any(base_system(s) in PUBLISHERS for s in systems):
-        warm_up(env, out, args.broker_warmup)
+        warm_up(env, out, args.broker_warmup, systems)
     if "W1" in only:
         results += workload_broker_drain(env, "W1", args.w1, lambda: db.query(f"CALL load_single({args.w1})"),
                                          systems, out)
