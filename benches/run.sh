@@ -23,10 +23,13 @@
 #                       reused) and pass it as --walrelay-binary REV=PATH:
 #                       measure it as the system walrelay@REV, e.g.
 #                       --systems walrelay@HEAD~1,walrelay (repeatable)
-#   --brokers LIST      W1 and W2 to these brokers (nats, redis) instead of Kafka:
-#                       walrelay against Debezium Server, e.g.
+#   --brokers LIST      W1 and W2 to these brokers (nats, redis, rabbitmq,
+#                       rabbitmqstream, http) instead of Kafka: walrelay
+#                       against Debezium Server, e.g.
 #                       benches/run.sh --brokers nats,redis --w1 200000 --w2 500000 --rounds 3
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
+#   --http-ceiling      measure the HTTP receiver of --brokers http alone with
+#                       wrk (Debian's), then exit
 #   --self-check        check the driver's pieces that need no server, then exit
 #                       (nothing is built or started)
 # Results: .walrelay-env/bench/results/<UTC time>/results.{json,md} and
@@ -138,16 +141,38 @@ for line in sys.stdin:
         print(m["executable"])
 ')
 [ -x "$WALSENDER_DRAIN" ] || die "cargo did not report the walsender_drain binary"
+HTTP_RECEIVER=()
+if [[ ",$BROKERS," == *",http,"* || " ${ARGS[*]} " == *" --http-ceiling "* ]]; then
+    # The receiver of --brokers http, a bench target like walsender_drain.
+    receiver=$(cd "$REPO_ROOT" && cargo build --release --bench http_receiver \
+        --message-format=json-render-diagnostics | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "http_receiver" and m.get("executable"):
+        print(m["executable"])
+')
+    [ -x "$receiver" ] || die "cargo did not report the http_receiver binary"
+    HTTP_RECEIVER=(--http-receiver "$receiver")
+fi
+case " ${ARGS[*]} " in
+    # The receiver alone: no server, nothing else to fetch.
+    *" --http-ceiling "*) exec "$VENV/bin/python" -m walbench --http-ceiling "${HTTP_RECEIVER[@]}" ;;
+esac
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 if [[ -n "$BROKERS" ]]; then
     # The broker drains run Debezium Server and the brokers, no Kafka.
     "$REPO_ROOT/scripts/debezium-server.sh" fetch
     for broker in ${BROKERS//,/ }; do
-        "$REPO_ROOT/scripts/brokers.sh" fetch "$broker"
+        case "$broker" in
+            http) ;; # the bench's own receiver, built above
+            rabbitmqstream) "$REPO_ROOT/scripts/brokers.sh" fetch rabbitmq ;;
+            *) "$REPO_ROOT/scripts/brokers.sh" fetch "$broker" ;;
+        esac
     done
 else
     "$REPO_ROOT/scripts/debezium.sh" fetch
     "$REPO_ROOT/scripts/kafka.sh" fetch
 fi
 exec "$VENV/bin/python" -m walbench --command "$COMMAND" \
-    --walsender-drain "$WALSENDER_DRAIN" "${BINARIES[@]}" "${ARGS[@]}"
+    --walsender-drain "$WALSENDER_DRAIN" "${HTTP_RECEIVER[@]}" "${BINARIES[@]}" "${ARGS[@]}"

@@ -1,14 +1,14 @@
 # shellcheck shell=bash
 # The Python virtualenv of the benchmark drivers (benches/run.sh,
 # benches/poll.sh, benches/pipelines.sh): .cache/bench-venv with psycopg,
-# confluent-kafka, matplotlib (walbench's plots), nats-py and redis-py (the
+# confluent-kafka, matplotlib (walbench's plots), nats-py, redis-py and pika (the
 # broker drains' counts: walbench/brokers.py), pinned below, made once per
 # set of requirements (the stamp names them).
 # Sourced after scripts/lib.sh; sets VENV.
 
 # What the drivers need, pinned: the versions the results were measured with.
 REQUIREMENTS=("psycopg[binary]==3.3.9" "confluent-kafka==2.16.1" "matplotlib==3.10.8" "nats-py==2.16.0"
-    "redis==8.1.0")
+    "redis==8.1.0" "pika==1.3.2")
 VENV=$REPO_ROOT/.cache/bench-venv
 
 for tool in python3 java; do

@@ -2,8 +2,9 @@
 
 `python -m walbench` is the end-to-end benchmark (benches/run.sh runs it:
 W1-W5 for pg_recvlogical, the minimal walsender reader, walrelay and
-Debezium; with --brokers, W1 and W2 to NATS JetStream and Redis Streams for
-walrelay and Debezium Server; its docstring is `walbench.cli`'s). benches/poll.py (the polling
+Debezium; with --brokers, W1 and W2 to NATS JetStream, Redis Streams,
+RabbitMQ (AMQP, and the stream protocol) and HTTP for walrelay and Debezium
+Server; its docstring is `walbench.cli`'s). benches/poll.py (the polling
 source, benches/poll.sh) and benches/pipelines.py (several pipelines,
 benches/pipelines.sh) are drivers of their own that take the shared pieces
 from here.
@@ -19,8 +20,10 @@ Modules, by concern:
   debezium       Debezium on Kafka Connect standalone, tuned and default
   dbz_server     Debezium Server: the application.properties of a broker
                  drain (walrelay reads it too), starting and stopping it
-  brokers        the brokers besides Kafka (NATS, Redis): servers, a fresh
-                 destination per drain, counts and the broker's times
+  brokers        the brokers besides Kafka (NATS, Redis, RabbitMQ, its
+                 streams, HTTP): servers, a fresh destination per drain,
+                 counts and the broker's times
+  http_ceiling   --http-ceiling: the HTTP receiver alone under wrk
   config         TOML written from a dict (walrelay's configuration)
   kafka          confluent-kafka: topics, end offsets, reading records back
   kafka_markers  COMMIT markers of transactional topics (batch headers)

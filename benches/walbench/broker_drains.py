@@ -1,4 +1,4 @@
-"""Backlog drains to the brokers other than Kafka (`--brokers nats,redis`):
+"""Backlog drains to the brokers other than Kafka (`--brokers nats,redis,rabbitmq,http`):
 W1 and W2 published to each broker by walrelay and by Debezium Server
 3.6.1, both reading the same application.properties (dbz_server.py), in
 the same run, from the same backlog.
@@ -16,8 +16,10 @@ The clock of a drain starts when the system's slot turns active (its
 START_REPLICATION accepted; the start-up before it is reported apart, as
 for the Kafka drains) and stops at the broker's own time of the last record
 it stored (NATS: the stream's last_ts; Redis: the last entry id's
-milliseconds). The bench polls the count every 0.2 s (NATS: the stream's
-message count; Redis: XLEN) until it reaches the backlog's events; the
+milliseconds; HTTP: the receiver's arrival time of the last request;
+RabbitMQ, which keeps no such time: the poll that first saw the last
+record, brokers.py). The bench polls the count every 0.2 s (NATS: the
+stream's message count; Redis: XLEN; RabbitMQ every 0.02 s) until it reaches the backlog's events; the
 system is stopped and the count read again, which must be exactly the
 events written. CPU is utime + stime of the system's process (walrelay, or
 Debezium Server's JVM) from the slot's activation to that moment; memory
@@ -152,6 +154,9 @@ def _broker_drain(env, broker, system, slot, dest, n, run_dir, timeout):
     }
     if parts:
         res["cpu_share"] = parts
+    res.update(broker.notes(dest))
+    if res.get("duplicates"):
+        log(f"{system} on {broker.kind}: {res['duplicates']:,} request(s) sent more than once")
     return res
 
 

@@ -14,11 +14,41 @@ LogAppendTime is for the Kafka drains) and drops the destination again.
   redis  redis-server (Debian's) without persistence; one stream key per
          drain; XLEN, and the millisecond part of the first and last entry
          ids (Redis's clock when it stored them) through redis-py.
+  rabbitmq
+         rabbitmq-server (Debian's, scripts/brokers.sh, the stream plugin
+         on) through AMQP 0-9-1 (Debezium Server's `rabbitmq` sink: the
+         exchange is the topic, routing key "", persistent delivery,
+         publisher confirms); per drain a durable fanout exchange named
+         after the drain's topic, bound to a durable classic queue of the
+         same name, created by the bench (neither system declares one);
+         counts by a passive queue.declare (message_count) through pika.
+         RabbitMQ keeps no time of storage per message, so the first and
+         last times are the bench's: the midpoint between the poll that
+         last saw fewer and the one that first saw as many (polls every
+         0.02 s, about 0.2 ms each).
+  rabbitmqstream
+         the same RabbitMQ node through its stream protocol (Debezium
+         Server's `rabbitmqstream` sink, port DIR/stream_port): per drain
+         a stream named after the topic, created by the bench through AMQP
+         (`x-queue-type: stream`; Debezium Server would create it); counted
+         by reading the last chunk over AMQP (`x-stream-offset: last`: the
+         highest offset + 1), polled every 0.2 s, times as for rabbitmq.
+         walrelay has no such sink yet (another change brings it): until
+         then run it with --broker-systems walsender,dbz_server.
+  http   benches/http_receiver.rs (built by run.sh, --http-receiver): a
+         hyper server answering 200 to every POST and counting per URL
+         path, one path per drain (the URL of `debezium.sink.http.url`);
+         counts and the first and last request's arrival (the receiver's
+         clock, ns) from its /_walbench/stats; the count is of distinct
+         event ids (X-DEBEZIUM-ID), a request sent twice is reported as a
+         duplicate (results.json), not counted as an event.
 
 A broker is one class in BROKERS: what Debezium Server's
 application.properties says to reach it (`sink_properties`), and the
-client side above. Adding one (RabbitMQ, HTTP) is a class and a line
-there; the drains, the systems and the tables take the list as it is.
+client side above. Adding one is a class and a line there; the drains, the
+systems and the tables take the list as it is. Kinds that share a server
+(rabbitmq, rabbitmqstream) name the same `server_kind`: the run starts it
+once.
 """
 
 import asyncio
@@ -26,6 +56,7 @@ import calendar
 import json
 import os
 import re
+import socket
 import subprocess
 import time
 
@@ -66,11 +97,16 @@ class Broker:
     """A broker server of the run: started once, in `dir`, until the run ends."""
 
     kind = None
+    # scripts/brokers.sh's kind of server (kinds sharing one share it).
+    server_kind = None
     # Debezium Server's debezium.sink.type for it.
     sink_type = None
+    # Seconds between two counts while a drain runs.
+    poll_s = 0.2
 
-    def __init__(self, dir_):
+    def __init__(self, dir_, args=None):
         self.dir = dir_
+        self.args = args
         self.pid = None
         self.port = None
 
@@ -78,7 +114,7 @@ class Broker:
         # The server stops by itself if the bench dies (a watchdog of
         # brokers.sh); env.stop stops it otherwise.
         env = dict(os.environ, WALRELAY_OWNER_PID=str(os.getpid()))
-        _brokers_sh("start", self.kind, self.dir, env=env, stdout=subprocess.DEVNULL)
+        _brokers_sh("start", self.server_kind or self.kind, self.dir, env=env, stdout=subprocess.DEVNULL)
         with open(os.path.join(self.dir, "pid")) as f:
             self.pid = int(f.read().strip())
         with open(os.path.join(self.dir, "port")) as f:
@@ -103,10 +139,11 @@ class Broker:
     def version(self):
         raise NotImplementedError
 
-    def sink_properties(self):
+    def sink_properties(self, dest):
         """The `debezium.sink.*` lines of Debezium Server's
         application.properties that publish to this server (walrelay reads
-        the same file)."""
+        the same file); `dest` is the drain's destination (HTTP's URL
+        names it; the others route by the topic)."""
         raise NotImplementedError
 
     def prepare(self, dest):
@@ -124,6 +161,11 @@ class Broker:
 
     def drop(self, dest):
         raise NotImplementedError
+
+    def notes(self, dest):
+        """More of the drain's facts the broker knows (results.json), e.g.
+        HTTP's requests sent more than once."""
+        return {}
 
 
 class Nats(Broker):
@@ -160,7 +202,7 @@ class Nats(Broker):
         v = self.nc.connected_server_version
         return f"nats-server {v.major}.{v.minor}.{v.patch}, JetStream on"
 
-    def sink_properties(self):
+    def sink_properties(self, dest):
         # The stream exists before the system starts (prepare): no
         # create-stream, as in production.
         return {"debezium.sink.type": self.sink_type,
@@ -228,7 +270,7 @@ class Redis(Broker):
     def version(self):
         return f"redis-server {self.r.info('server')['redis_version']}"
 
-    def sink_properties(self):
+    def sink_properties(self, dest):
         return {"debezium.sink.type": self.sink_type,
                 "debezium.sink.redis.address": f"127.0.0.1:{self.port}"}
 
@@ -254,14 +296,284 @@ class Redis(Broker):
         self.r.unlink(dest)
 
 
-BROKERS = {cls.kind: cls for cls in (Nats, Redis)}
+class PolledTimes:
+    """First and last storage times of a broker that keeps none per record
+    (RabbitMQ): from the counts the drain polls, the midpoint between the
+    poll that last saw fewer and the poll that first saw as many."""
+
+    def __init__(self):
+        self.prev_t = None
+        self.prev_n = 0
+        self.first = None
+        self.last = None
+        self.last_n = 0
+
+    def saw(self, n, t=None):
+        t = time.time() if t is None else t
+        mid = t if self.prev_t is None else (self.prev_t + t) / 2
+        if n > 0 and self.first is None:
+            self.first = mid
+        if n > self.last_n:
+            self.last, self.last_n = mid, n
+        self.prev_t, self.prev_n = t, n
 
 
-def make(kind, dir_):
+class RabbitMQ(Broker):
+    kind = "rabbitmq"
+    server_kind = "rabbitmq"
+    sink_type = "rabbitmq"
+    label = "RabbitMQ (AMQP 0-9-1)"
+    poll_s = 0.02
+
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
+        self.conn = None
+        self.ch = None
+        self.times = {}  # dest -> PolledTimes
+
+    def connect(self):
+        import pika
+        self.conn = pika.BlockingConnection(pika.ConnectionParameters(
+            "127.0.0.1", self.port, credentials=pika.PlainCredentials("guest", "guest"), heartbeat=0,
+            blocked_connection_timeout=300))
+        self.ch = self.conn.channel()
+
+    def close(self):
+        if self.conn is not None and self.conn.is_open:
+            self.conn.close()
+        self.conn = self.ch = None
+
+    def version(self):
+        v = self.conn._impl.server_properties.get("version", b"?")
+        v = v.decode() if isinstance(v, bytes) else v
+        stream = " (stream plugin on)" if os.path.exists(os.path.join(self.dir, "stream_port")) else ""
+        return f"rabbitmq-server {v}{stream}"
+
+    def sink_properties(self, dest):
+        # The exchange is the topic (`exchange` unset), routing key "" (the
+        # fanout exchange ignores it); delivery mode 2, ackTimeout 30 s.
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.rabbitmq.connection.host": "127.0.0.1",
+                "debezium.sink.rabbitmq.connection.port": str(self.port)}
+
+    def prepare(self, dest):
+        self.drop(dest)
+        self.ch.exchange_declare(dest, exchange_type="fanout", durable=True)
+        self.ch.queue_declare(dest, durable=True)
+        self.ch.queue_bind(dest, dest)
+        self.times[dest] = PolledTimes()
+
+    def _count(self, dest):
+        return self.ch.queue_declare(dest, passive=True).method.message_count
+
+    def count(self, dest):
+        n = self._count(dest)
+        self.times.setdefault(dest, PolledTimes()).saw(n)
+        return n
+
+    def stored(self, dest):
+        n = self._count(dest)
+        t = self.times.get(dest) or PolledTimes()
+        return n, t.first, t.last, self.body_bytes(dest, n)
+
+    def body_bytes(self, dest, n):
+        """Bytes per record as the queue holds its bodies (`message_bytes`;
+        headers and properties not counted), through rabbitmqctl."""
+        if not n:
+            return None
+        out = _brokers_sh("rabbitmqctl", self.dir, "-q", "list_queues", "--no-table-headers", "name",
+                          "message_bytes", capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            name, _, size = line.rpartition("\t")
+            if name == dest and size.strip().isdigit():
+                return int(size) / n
+        return None
+
+    def drop(self, dest):
+        self.times.pop(dest, None)
+        self.ch.queue_delete(dest)
+        self.ch.exchange_delete(dest)
+
+
+class RabbitMQStream(RabbitMQ):
+    """RabbitMQ's stream protocol (the rabbitmq_stream plugin): Debezium
+    Server's `rabbitmqstream` sink, and walrelay's of the same name reading
+    the same file."""
+
+    kind = "rabbitmqstream"
+    sink_type = "rabbitmqstream"
+    label = "RabbitMQ Streams"
+    poll_s = 0.2
+
+    def start(self):
+        super().start()
+        try:
+            with open(os.path.join(self.dir, "stream_port")) as f:
+                self.stream_port = int(f.read().strip())
+        except OSError:
+            raise BenchError(f"rabbitmqstream: the RabbitMQ in {self.dir} has no stream plugin") from None
+
+    def sink_properties(self, dest):
+        # The stream is the topic (`stream` unset); it exists (prepare).
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.rabbitmqstream.host": "127.0.0.1",
+                "debezium.sink.rabbitmqstream.port": str(self.stream_port)}
+
+    def prepare(self, dest):
+        self.drop(dest)
+        self.ch.queue_declare(dest, durable=True, arguments={"x-queue-type": "stream"})
+        self.times[dest] = PolledTimes()
+
+    def _count(self, dest):
+        # A stream's queue.declare-ok says 0 messages: read the last chunk
+        # and take its highest offset (a fresh stream's offsets start at 0).
+        # A stream takes neither automatic acks nor the nack pika sends for
+        # what it buffered when a consumer is cancelled (either closes the
+        # connection), so each count reads on a connection of its own and
+        # drops its socket afterwards, which releases the deliveries.
+        import pika
+        conn = pika.BlockingConnection(pika.ConnectionParameters(
+            "127.0.0.1", self.port, credentials=pika.PlainCredentials("guest", "guest"), heartbeat=0))
+        best = -1
+        got = 0
+
+        def on_message(_chan, _method, props, _body):
+            nonlocal best, got
+            best = max(best, int((props.headers or {}).get("x-stream-offset", -1)))
+            got += 1
+        try:
+            ch = conn.channel()
+            ch.basic_qos(prefetch_count=5000)
+            ch.basic_consume(dest, on_message, arguments={"x-stream-offset": "last"})
+            seen = -1
+            while got != seen:
+                seen = got
+                conn.process_data_events(time_limit=0.05)
+            return best + 1
+        finally:
+            try:
+                conn._impl._transport._sock.shutdown(socket.SHUT_RDWR)  # noqa: SLF001 - no public abort
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - the socket is shut: pika says so
+                pass
+
+    def body_bytes(self, dest, n):
+        return None
+
+    def drop(self, dest):
+        self.times.pop(dest, None)
+        self.ch.queue_delete(dest)
+
+
+class Http(Broker):
+    """Not a broker: benches/http_receiver.rs, one URL path per drain."""
+
+    kind = "http"
+    sink_type = "http"
+    label = "HTTP"
+
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
+        self.proc = None
+        self.conn = None
+
+    def start(self):
+        binary = getattr(self.args, "http_receiver", None)
+        if not binary:
+            raise BenchError("no http_receiver binary: run through benches/run.sh or pass --http-receiver")
+        os.makedirs(self.dir, exist_ok=True)
+        # It exits when its standard input closes: never outlives the bench.
+        self.proc = subprocess.Popen([binary, "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(os.path.join(self.dir, "log"), "w"), text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("port="):
+            raise BenchError(f"http_receiver did not start (said {line!r})")
+        self.port = int(line.strip().split("=", 1)[1])
+        self.pid = self.proc.pid
+        self.connect()
+        log(f"http: {self.version()}, at 127.0.0.1:{self.port} (pid {self.pid})")
+
+    def stop(self):
+        self.close()
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(10)
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                self.proc.kill()
+            self.proc = None
+
+    def connect(self):
+        import http.client
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def version(self):
+        return "http_receiver (benches/http_receiver.rs: hyper 1, HTTP/1.1, one tokio thread)"
+
+    @staticmethod
+    def path(dest):
+        return "/" + dest
+
+    def sink_properties(self, dest):
+        # debezium.format.value is required by Debezium Server's http sink
+        # (json is every sink's default: the same records as the others).
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.http.url": f"http://127.0.0.1:{self.port}{self.path(dest)}",
+                "debezium.format.value": "json"}
+
+    def _stats(self, method, dest):
+        self.conn.request(method, f"/_walbench/stats?path={self.path(dest)}")
+        r = self.conn.getresponse()
+        body = r.read()
+        if r.status != 200:
+            raise BenchError(f"http_receiver: {method} stats answered {r.status}")
+        return json.loads(body) if method == "GET" else None
+
+    def prepare(self, dest):
+        self.drop(dest)
+
+    def count(self, dest):
+        # Distinct events (X-DEBEZIUM-ID): a request sent twice is not another event.
+        return self._stats("GET", dest)["distinct"]
+
+    def stored(self, dest):
+        st = self._stats("GET", dest)
+        n = st["distinct"]
+        if not n:
+            return 0, None, None, None
+        return n, st["first_ns"] / 1e9, st["last_ns"] / 1e9, st["body_bytes"] / st["requests"]
+
+    def notes(self, dest):
+        st = self._stats("GET", dest)
+        return {"requests": st["requests"], "duplicates": st["requests"] - st["distinct"]}
+
+    def drop(self, dest):
+        self._stats("DELETE", dest)
+
+
+BROKERS = {cls.kind: cls for cls in (Nats, Redis, RabbitMQ, RabbitMQStream, Http)}
+
+
+def make(kind, dir_, args=None):
     try:
-        return BROKERS[kind](dir_)
+        return BROKERS[kind](dir_, args)
     except KeyError:
         raise BenchError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}") from None
+
+
+def server_dir(base, kind):
+    """The directory of `kind`'s server under `base`: kinds of one server
+    (rabbitmq, rabbitmqstream) share it."""
+    cls = BROKERS[kind]
+    return os.path.join(base, cls.server_kind or cls.kind)
 
 
 def wait_count(broker, dest, n, alive, deadline, sleep):
@@ -275,4 +587,4 @@ def wait_count(broker, dest, n, alive, deadline, sleep):
             raise BenchError(f"exited with {count:,}/{n:,} records in {broker.kind}")
         if time.time() > deadline:
             raise BenchError(f"only {count:,}/{n:,} records in {broker.kind} by the deadline")
-        sleep(0.2)
+        sleep(broker.poll_s)

@@ -37,12 +37,13 @@ open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
---brokers nats,redis publishes W1 and W2 to those brokers instead of Kafka
-(no Kafka is started): walrelay reading Debezium Server's
+--brokers nats,redis,rabbitmq,http publishes W1 and W2 to those brokers
+instead of Kafka (no Kafka is started): walrelay reading Debezium Server's
 application.properties against Debezium Server 3.6.1 (dbz_server) on the
 same file, both on every broker in the same run, with the walsender
 reader's rate beside them (broker_drains.py, dbz_server.py, brokers.py;
-the clock stops at the broker's time of the last record it stored).
+the clock stops at the broker's time of the last record it stored, or for
+RabbitMQ at the poll that saw it; HTTP goes to benches/http_receiver.rs).
 
 Variants measure one lever at a time, before and after in the same run
 (drains, interleaved with the other systems' rounds, and W3):
@@ -155,6 +156,11 @@ def parser():
                     "pgoutput options")
     ap.add_argument("--walsender-drain", default=None,
                     help="the walsender baseline's binary (benches/run.sh builds it and passes it)")
+    ap.add_argument("--http-receiver", default=None,
+                    help="the HTTP receiver of --brokers http (benches/http_receiver.rs; benches/run.sh builds "
+                    "it and passes it)")
+    ap.add_argument("--http-ceiling", action="store_true",
+                    help="measure the HTTP receiver alone with wrk (1, 4, 16 connections, 10 s each), then exit")
     ap.add_argument("--docs", action="store_true", help="write the results into docs/benchmarks.md")
     ap.add_argument("--profile", action="store_true",
                     help="sample every CPU with perf while each system drains and each W3 level runs: "
@@ -313,6 +319,10 @@ def main():
     args = parser().parse_args()
     if args.self_check:
         self_check()
+        return 0
+    if args.http_ceiling:
+        from .http_ceiling import http_ceiling
+        print(json.dumps(http_ceiling(args.http_receiver), indent=1))
         return 0
     systems, w3_systems = settle(args)
     only = args.only.upper().split(",")

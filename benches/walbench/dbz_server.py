@@ -42,7 +42,7 @@ SCRIPT = os.path.join(SCRIPTS, "debezium-server.sh")
 
 def application_properties(pg_port, broker, slot, dest, overrides=()):
     """The drain's application.properties, as (key, value) pairs in order."""
-    props = dict(broker.sink_properties())
+    props = dict(broker.sink_properties(dest))
     props.update({
         "debezium.source.connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "debezium.source.database.hostname": "127.0.0.1",

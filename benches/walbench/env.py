@@ -73,7 +73,7 @@ class Env:
             self.kafka_version = kafka_version()
             self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         for kind in self.broker_kinds:
-            b = brokers.make(kind, os.path.join(BENCH_DIR, "brokers", kind))
+            b = brokers.make(kind, brokers.server_dir(os.path.join(BENCH_DIR, "brokers"), kind), self.args)
             # Stopped on the way out even if its start fails halfway.
             self.brokers[kind] = b
             b.start()

@@ -372,7 +372,7 @@ def update_docs(block, svg):
 
 BROKER_BEGIN = "<!-- broker-bench:begin -->"
 BROKER_END = "<!-- broker-bench:end -->"
-BROKER_HEADING = "## Beyond Kafka: NATS JetStream and Redis Streams (issue 30)"
+BROKER_HEADING = "## Beyond Kafka: NATS JetStream, Redis Streams, RabbitMQ and HTTP (issue 30)"
 # The goals of issue 30, walrelay against Debezium Server on the same broker.
 RATE_GOAL, RSS_GOAL = 3.0, 0.1
 

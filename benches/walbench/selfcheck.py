@@ -17,7 +17,7 @@ from . import config
 from .kafka_markers import KafkaCommitted
 from .procs import Sched
 from .broker_drains import slot_name
-from .brokers import Broker, parse_rfc3339, redis_id_seconds
+from .brokers import BROKERS, Broker, Http, PolledTimes, RabbitMQ, RabbitMQStream, parse_rfc3339, redis_id_seconds, server_dir
 from .dbz_server import application_properties, properties_overrides
 from .report import broker_goals, broker_table, walsender_table
 from .stats import histogram_delta, histogram_quantile, percentile
@@ -179,8 +179,8 @@ def check_markers():
 class FakeBroker(Broker):
     kind = "fake"
 
-    def sink_properties(self):
-        return {"debezium.sink.type": "fake", "debezium.sink.fake.url": "x"}
+    def sink_properties(self, dest):
+        return {"debezium.sink.type": "fake", "debezium.sink.fake.url": "x/" + dest}
 
 
 def check_brokers():
@@ -197,6 +197,31 @@ def check_brokers():
     assert props["debezium.transforms.outbox.route.topic.replacement"] == "bench.t.w1", props
     assert props["debezium.source.max.batch.size"] == "8192", props
     assert properties_overrides("walrelay@base") == []
+    # RabbitMQ's times: midpoints between the polls around each change.
+    t = PolledTimes()
+    for at, n in ((10.0, 0), (10.2, 0), (10.4, 5), (10.6, 9), (10.8, 10), (11.0, 10)):
+        t.saw(n, at)
+    assert (t.first, t.last, t.last_n) == (10.3, 10.7, 10), (t.first, t.last)
+    # Every kind of the drains, the sink type Debezium Server reads; the
+    # two RabbitMQ kinds share one node.
+    assert {k: c.sink_type for k, c in BROKERS.items()} == {
+        "nats": "nats-jetstream", "redis": "redis", "rabbitmq": "rabbitmq", "rabbitmqstream": "rabbitmqstream",
+        "http": "http"}
+    assert server_dir("/b", "rabbitmqstream") == server_dir("/b", "rabbitmq") == "/b/rabbitmq"
+    assert server_dir("/b", "http") == "/b/http"
+    rmq = RabbitMQ("/nowhere")
+    rmq.port = 5672
+    assert rmq.sink_properties("bench.t.w1") == {"debezium.sink.type": "rabbitmq",
+                                                 "debezium.sink.rabbitmq.connection.host": "127.0.0.1",
+                                                 "debezium.sink.rabbitmq.connection.port": "5672"}
+    rms = RabbitMQStream("/nowhere")
+    rms.stream_port = 5552
+    assert rms.sink_properties("x")["debezium.sink.rabbitmqstream.port"] == "5552"
+    h = Http("/nowhere")
+    h.port = 8080
+    hp = dict(application_properties(5432, h, "s1", "bench.t.w1.http", ()))
+    assert hp["debezium.sink.http.url"] == "http://127.0.0.1:8080/bench.t.w1.http", hp
+    assert hp["debezium.format.value"] == "json" and hp["debezium.sink.type"] == "http", hp
     rows = [{"workload": "W1", "broker": "nats", "system": s, "events_per_s": rate, "rounds": [rate],
              "cpu_s_per_m": cpu, "peak_rss_mb": rss, "startup_s": 0.1, "first_record_s": 0.2}
             for s, rate, cpu, rss in (("walrelay", 30000.0, 10.0, 20.0), ("dbz_server", 5000.0, 80.0, 400.0))]

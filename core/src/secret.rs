@@ -33,6 +33,19 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// `url` with the user information before `@` in its authority, if any,
+/// replaced by `<redacted>`.
+pub fn redact_userinfo(url: &str) -> String {
+    let authority = url.find("://").map_or(0, |i| i + 3);
+    let end = url[authority..]
+        .find('/')
+        .map_or(url.len(), |i| authority + i);
+    match url[authority..end].rfind('@') {
+        Some(at) => format!("{}<redacted>{}", &url[..authority], &url[authority + at..]),
+        None => url.to_owned(),
+    }
+}
+
 /// Property names whose values are secrets.
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
@@ -40,4 +53,23 @@ pub fn is_secret_key(key: &str) -> bool {
         || k.contains("secret")
         || k.contains("sasl.jaas")
         || k.ends_with(".key.pem")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn user_information_in_a_url_is_redacted() {
+        assert_eq!(
+            super::redact_userinfo("https://u:p@h:1/a@b"),
+            "https://<redacted>@h:1/a@b"
+        );
+        assert_eq!(
+            super::redact_userinfo("u:p@host:4222"),
+            "<redacted>@host:4222"
+        );
+        assert_eq!(
+            super::redact_userinfo("nats://host:4222"),
+            "nats://host:4222"
+        );
+    }
 }

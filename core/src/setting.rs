@@ -12,9 +12,10 @@ pub enum SettingError {
     /// A value is present but unusable.
     #[error("invalid value for {key}: {reason}")]
     Invalid {
-        /// The key.
+        /// The key, as the file spells it (`sink.http.url`).
         key: String,
-        /// Why.
+        /// What is wrong with the value, worded to follow "invalid value
+        /// for <key>: ".
         reason: String,
     },
     /// A required key is absent.

@@ -12,7 +12,7 @@ use super::KAFKA_TIMEOUT;
 use crate::chain::DisplayChain;
 use crate::config::Config;
 use crate::sink::config::SinkKind;
-use crate::sink::{nats, rabbitmq, redis};
+use crate::sink::{nats, rabbitmq, rabbitmq_stream, redis};
 
 /// The destinations the router would publish to, from the route values
 /// read in the outbox (and the heartbeat's, when on).
@@ -53,35 +53,61 @@ pub(super) async fn check_broker(
         SinkKind::NatsJetStream => check_nats(config, &wanted, report).await,
         SinkKind::Redis => check_redis(config, &wanted, report).await,
         SinkKind::RabbitMq => check_rabbitmq(config, &wanted, report).await,
+        SinkKind::RabbitMqStream => check_rabbitmq_stream(config, &wanted, report).await,
         SinkKind::Http => check_http(config, report).await,
     }
+}
+
+/// What the rows say when a broker's probe fails.
+struct Unanswered<'a> {
+    /// The broker, in the skipped destinations row ("nats unreachable").
+    what: &'a str,
+    /// The address, in the timeout's detail, when the config has one.
+    at: Option<&'a str>,
+    /// The fix when the broker answered with an error.
+    refused_fix: &'a str,
+    /// The fix when nothing answered within [`KAFKA_TIMEOUT`].
+    silent_fix: &'a str,
+}
+
+/// The probe's answer within [`KAFKA_TIMEOUT`]; or, failing that, the
+/// connection row failed, the destinations row skipped, and `None`.
+async fn probe<T>(
+    probing: impl std::future::Future<Output = Result<T, String>>,
+    unanswered: &Unanswered<'_>,
+    report: &mut CheckReport,
+) -> Option<T> {
+    let (detail, fix) = match tokio::time::timeout(KAFKA_TIMEOUT, probing).await {
+        Ok(Ok(answer)) => return Some(answer),
+        Ok(Err(e)) => (e, unanswered.refused_fix),
+        Err(_) => {
+            let from = unanswered
+                .at
+                .map(|a| format!(" from {a}"))
+                .unwrap_or_default();
+            let detail = format!("no answer{from} within {KAFKA_TIMEOUT:?}");
+            (detail, unanswered.silent_fix)
+        }
+    };
+    report.fail(BROKER_CONNECTION, detail, fix);
+    let why = format!("{} unreachable", unanswered.what);
+    report.skip(BROKER_DESTINATIONS, &why);
+    None
 }
 
 async fn check_nats(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
     let Some(cfg) = &config.sink.nats else {
         return;
     };
-    let probed = tokio::time::timeout(KAFKA_TIMEOUT, nats::probe(cfg)).await;
-    let (about, context) = match probed {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            report.fail(
-                BROKER_CONNECTION,
-                e,
-                "check sink.nats.url and its credentials",
-            );
-            report.skip(BROKER_DESTINATIONS, "nats unreachable");
-            return;
-        }
-        Err(_) => {
-            report.fail(
-                BROKER_CONNECTION,
-                format!("no answer from {} within {KAFKA_TIMEOUT:?}", cfg.url),
-                "check sink.nats.url and that nats-server runs",
-            );
-            report.skip(BROKER_DESTINATIONS, "nats unreachable");
-            return;
-        }
+    let shown = cfg.shown_url();
+    let unanswered = Unanswered {
+        what: "nats",
+        at: Some(shown.as_str()),
+        refused_fix: "check sink.nats.url and its credentials",
+        silent_fix: "check sink.nats.url and that nats-server runs",
+    };
+    let Some((about, context)) = probe(nats::probe(cfg), &unanswered, report).await else {
+        return;
     };
     report.pass(BROKER_CONNECTION, about);
     if cfg.create_stream {
@@ -124,27 +150,14 @@ async fn check_redis(config: &Config, wanted: &BTreeSet<String>, report: &mut Ch
         return;
     };
     let keys: Vec<String> = wanted.iter().cloned().collect();
-    let probed = tokio::time::timeout(KAFKA_TIMEOUT, redis::probe(cfg, &keys)).await;
-    let (about, types) = match probed {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            report.fail(
-                BROKER_CONNECTION,
-                e,
-                "check sink.redis.address and its credentials",
-            );
-            report.skip(BROKER_DESTINATIONS, "redis unreachable");
-            return;
-        }
-        Err(_) => {
-            report.fail(
-                BROKER_CONNECTION,
-                format!("no answer from {} within {KAFKA_TIMEOUT:?}", cfg.address),
-                "check sink.redis.address and that redis-server runs",
-            );
-            report.skip(BROKER_DESTINATIONS, "redis unreachable");
-            return;
-        }
+    let unanswered = Unanswered {
+        what: "redis",
+        at: Some(cfg.address.as_str()),
+        refused_fix: "check sink.redis.address and its credentials",
+        silent_fix: "check sink.redis.address and that redis-server runs",
+    };
+    let Some((about, types)) = probe(redis::probe(cfg, &keys), &unanswered, report).await else {
+        return;
     };
     report.pass(BROKER_CONNECTION, about);
     let wrong: Vec<String> = types
@@ -171,27 +184,15 @@ async fn check_rabbitmq(config: &Config, wanted: &BTreeSet<String>, report: &mut
         return;
     };
     let destinations: Vec<String> = wanted.iter().cloned().collect();
-    let probed = tokio::time::timeout(KAFKA_TIMEOUT, rabbitmq::probe(cfg, &destinations)).await;
-    let (about, exchanges) = match probed {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            report.fail(
-                BROKER_CONNECTION,
-                e,
-                "check sink.rabbitmq's address and credentials",
-            );
-            report.skip(BROKER_DESTINATIONS, "rabbitmq unreachable");
-            return;
-        }
-        Err(_) => {
-            report.fail(
-                BROKER_CONNECTION,
-                format!("no answer within {KAFKA_TIMEOUT:?}"),
-                "check sink.rabbitmq's address and that rabbitmq-server runs",
-            );
-            report.skip(BROKER_DESTINATIONS, "rabbitmq unreachable");
-            return;
-        }
+    let unanswered = Unanswered {
+        what: "rabbitmq",
+        at: None,
+        refused_fix: "check sink.rabbitmq's address and credentials",
+        silent_fix: "check sink.rabbitmq's address and that rabbitmq-server runs",
+    };
+    let probing = rabbitmq::probe(cfg, &destinations);
+    let Some((about, exchanges)) = probe(probing, &unanswered, report).await else {
+        return;
     };
     report.pass(BROKER_CONNECTION, about);
     let missing: Vec<&str> = exchanges
@@ -210,6 +211,53 @@ async fn check_rabbitmq(config: &Config, wanted: &BTreeSet<String>, report: &mut
             format!("no exchange {}", missing.join(", ")),
             "declare the exchanges (walrelay never declares one), or set sink.rabbitmq.exchange; \
              a record to a missing exchange is refused and follows [errors]",
+        );
+    }
+}
+
+/// RabbitMQ streams: the stream port answers; each stream exists, or will
+/// be created on first use (`create_streams`, on by default).
+async fn check_rabbitmq_stream(
+    config: &Config,
+    wanted: &BTreeSet<String>,
+    report: &mut CheckReport,
+) {
+    let cfg = config.sink.rabbitmqstream.clone().unwrap_or_default();
+    let destinations: Vec<String> = wanted.iter().cloned().collect();
+    let unanswered = Unanswered {
+        what: "rabbitmq streams",
+        at: None,
+        refused_fix: "check sink.rabbitmqstream's host, port and credentials, and that the \
+                      rabbitmq_stream plugin is enabled",
+        silent_fix: "check sink.rabbitmqstream's host and port (the stream listener, 5552) and \
+                     the advertised host the broker gives (stream.advertised_host)",
+    };
+    let probing = rabbitmq_stream::probe(&cfg, &destinations);
+    let Some((about, streams)) = probe(probing, &unanswered, report).await else {
+        return;
+    };
+    report.pass(BROKER_CONNECTION, about);
+    let missing: Vec<&str> = streams
+        .iter()
+        .filter(|(_, exists)| !exists)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if missing.is_empty() {
+        report.pass(
+            BROKER_DESTINATIONS,
+            format!("{} stream(s) exist", streams.len()),
+        );
+    } else if cfg.create_streams.unwrap_or(true) {
+        report.pass(
+            BROKER_DESTINATIONS,
+            format!("{} will be created on first use", missing.join(", ")),
+        );
+    } else {
+        report.fail(
+            BROKER_DESTINATIONS,
+            format!("no stream {}", missing.join(", ")),
+            "declare the streams, or set sink.rabbitmqstream.create_streams = true; \
+             a record to a missing stream is refused and follows [errors]",
         );
     }
 }
@@ -261,4 +309,60 @@ async fn check_http(config: &Config, report: &mut CheckReport) {
         BROKER_DESTINATIONS,
         format!("every record is POSTed to the one URL, on {host}:{port}"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::report::CheckStatus;
+
+    const UNANSWERED: Unanswered<'static> = Unanswered {
+        what: "nats",
+        at: Some("nats://127.0.0.1:4222"),
+        refused_fix: "check the credentials",
+        silent_fix: "check that the server runs",
+    };
+
+    #[tokio::test]
+    async fn an_answer_adds_no_row() {
+        let mut report = CheckReport::default();
+        let answer = probe(async { Ok::<_, String>(7) }, &UNANSWERED, &mut report).await;
+        assert_eq!(answer, Some(7));
+        assert!(report.rows.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_refusal_fails_the_connection_and_skips_the_destinations() {
+        let mut report = CheckReport::default();
+        let refusal = async { Err::<u8, _>("authorization violation".to_owned()) };
+        assert_eq!(probe(refusal, &UNANSWERED, &mut report).await, None);
+        let connection = report.row(BROKER_CONNECTION).unwrap();
+        assert_eq!(connection.status, CheckStatus::Fail);
+        assert_eq!(connection.detail, "authorization violation");
+        assert_eq!(connection.fix.as_deref(), Some("check the credentials"));
+        let destinations = report.row(BROKER_DESTINATIONS).unwrap();
+        assert_eq!(destinations.status, CheckStatus::Skip);
+        assert_eq!(destinations.detail, "not checked: nats unreachable");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_fails_the_connection_naming_the_address() {
+        let mut report = CheckReport::default();
+        let silence = std::future::pending::<Result<u8, String>>();
+        assert_eq!(probe(silence, &UNANSWERED, &mut report).await, None);
+        let connection = report.row(BROKER_CONNECTION).unwrap();
+        assert_eq!(connection.status, CheckStatus::Fail);
+        assert_eq!(
+            connection.detail,
+            format!("no answer from nats://127.0.0.1:4222 within {KAFKA_TIMEOUT:?}")
+        );
+        assert_eq!(
+            connection.fix.as_deref(),
+            Some("check that the server runs")
+        );
+        assert_eq!(
+            report.row(BROKER_DESTINATIONS).unwrap().status,
+            CheckStatus::Skip
+        );
+    }
 }

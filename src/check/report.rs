@@ -99,7 +99,8 @@ pub enum CheckStatus {
 pub struct CheckRow {
     /// What was checked (one of the row constants of this module).
     pub name: &'static str,
-    /// The outcome.
+    /// Pass, warn, fail or skip; one `Fail` fails the whole report
+    /// ([`CheckReport::passed`]).
     pub status: CheckStatus,
     /// What was found.
     pub detail: String,
@@ -110,7 +111,7 @@ pub struct CheckRow {
 /// Every row of one `walrelay check` run, in the order they are shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckReport {
-    /// The rows.
+    /// One row per check, in the order they ran.
     pub rows: Vec<CheckRow>,
 }
 

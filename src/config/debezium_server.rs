@@ -356,6 +356,7 @@ fn translate(
     let mut source = Keys::new(all.take_prefixed("debezium.source."), "debezium.source.");
     let format = all.take_prefixed("debezium.format.");
     let formats = ServerFormats {
+        key: format.get("key").map(|v| v.trim().to_owned()),
         value: format.get("value").map(|v| v.trim().to_owned()),
         header: format.get("header").map(|v| v.trim().to_owned()),
     };
@@ -364,7 +365,7 @@ fn translate(
     draft.debezium.server_mode = true;
 
     // Sink.
-    const SINKS: &str = "kafka, nats-jetstream, redis, rabbitmq and http";
+    const SINKS: &str = "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream and http";
     let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {
@@ -396,6 +397,14 @@ fn translate(
         }
     } else {
         draft.sink = translate_sink(kind, all.take_prefixed("debezium.sink."), &formats, notes)?;
+        // jsonbytearray hands the rabbitmq sink byte[] header values, which
+        // its AMQP client writes as byte arrays (observed side by side).
+        if let Some(rabbitmq) = draft.sink.rabbitmq.as_mut() {
+            rabbitmq.header_byte_arrays = formats
+                .header
+                .as_deref()
+                .is_some_and(|h| h.eq_ignore_ascii_case("jsonbytearray"));
+        }
     }
 
     // Connector, transform.

@@ -160,16 +160,16 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read config file {path}")]
     Read {
-        /// The path.
+        /// The file as it was named (`--config`, or an `include`).
         path: PathBuf,
-        /// The cause.
+        /// The operating system's reason (not found, permission, ...).
         #[source]
         source: std::io::Error,
     },
     /// TOML syntax or an unknown/mistyped key.
     #[error("invalid config file {path}: {message}")]
     Parse {
-        /// The path.
+        /// The file as it was named.
         path: PathBuf,
         /// What the parser said, with the key and position.
         message: String,
@@ -177,15 +177,16 @@ pub enum ConfigError {
     /// A value is present but unusable.
     #[error("invalid value for {key}: {reason}")]
     Invalid {
-        /// The key.
+        /// The key, as the file spells it (`sink.http.url`).
         key: String,
-        /// Why.
+        /// What is wrong with the value, worded to follow "invalid value
+        /// for <key>: ".
         reason: String,
     },
     /// A `.properties` or connector JSON file that does not parse.
     #[error("invalid config file {path}")]
     Syntax {
-        /// The path.
+        /// The `.properties` or connector JSON file as it was named.
         path: PathBuf,
         /// What is wrong, with the line.
         #[source]
@@ -213,16 +214,16 @@ pub enum ConfigError {
     InPipeline {
         /// The pipeline's name (or `pipelines[i]` before it has one).
         name: String,
-        /// The error.
+        /// What is wrong in that pipeline.
         #[source]
         source: Box<ConfigError>,
     },
     /// An error in a specific file of a multi-file configuration.
     #[error("in {path}")]
     InFile {
-        /// The file.
+        /// The file of the configuration the error is in.
         path: PathBuf,
-        /// The error.
+        /// What is wrong in that file.
         #[source]
         source: Box<ConfigError>,
     },

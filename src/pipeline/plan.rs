@@ -28,9 +28,7 @@ use super::PipelineError;
 /// from it (its own, or `[router]`'s).
 #[derive(Debug, Clone)]
 pub(crate) struct PlannedTable {
-    /// Schema.
     pub(crate) schema: String,
-    /// Table.
     pub(crate) table: String,
     /// The columns the router reads.
     pub(crate) columns: Arc<ColumnMapping>,

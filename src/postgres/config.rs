@@ -70,7 +70,8 @@ pub struct PostgresConfig {
     /// Path of a file holding the password (trailing newline ignored).
     #[serde(default)]
     pub(crate) password_file: Option<PathBuf>,
-    /// Database.
+    /// The database whose outbox tables are read (libpq's `dbname`);
+    /// required, no default.
     pub dbname: String,
     /// TCP connect + authentication timeout in milliseconds.
     #[serde(default = "default_connect_timeout_ms")]

@@ -50,7 +50,6 @@ pub(crate) fn need(target: TargetSessionAttrs) -> Need {
 /// (absent from older servers).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Reported {
-    /// `in_hot_standby`.
     pub(crate) in_hot_standby: Option<bool>,
     /// `default_transaction_read_only`.
     pub(crate) default_transaction_read_only: Option<bool>,

@@ -101,7 +101,7 @@ pub enum TlsError {
         key: &'static str,
         /// The file.
         path: PathBuf,
-        /// The cause.
+        /// The operating system's reason (not found, permission, ...).
         #[source]
         source: std::io::Error,
     },
@@ -128,7 +128,7 @@ pub enum TlsError {
     /// Verification needs a root certificate and none is configured.
     #[error("postgres.sslmode = \"{mode}\" verifies the server certificate, but no postgres.sslrootcert is set and ~/.postgresql/root.crt does not exist")]
     NoRootCert {
-        /// The mode.
+        /// The `postgres.sslmode` in force (`require`, `verify-ca`, ...).
         mode: &'static str,
     },
     /// OpenSSL refused the setup.
@@ -141,7 +141,7 @@ pub enum TlsError {
     Refused {
         /// `host:port`.
         addr: String,
-        /// The mode.
+        /// The `postgres.sslmode` in force (`require`, `verify-ca`, ...).
         mode: &'static str,
     },
     /// The server certificate failed verification.
@@ -151,7 +151,7 @@ pub enum TlsError {
         addr: String,
         /// OpenSSL's verdict, e.g. `hostname mismatch`.
         reason: String,
-        /// The mode.
+        /// The `postgres.sslmode` in force (`require`, `verify-ca`, ...).
         mode: &'static str,
         /// The root certificate used.
         against: String,

@@ -16,6 +16,7 @@ use super::http::Http;
 use super::nats::Nats;
 use super::queued::{Publisher, QueuedSink};
 use super::rabbitmq::RabbitMq;
+use super::rabbitmq_stream::RabbitMqStream;
 use super::redis::Redis;
 use super::transactional::Eos;
 use super::{KafkaSink, SinkError};
@@ -35,6 +36,8 @@ pub(crate) enum Sink {
     Redis(QueuedSink<Redis>),
     /// RabbitMQ (AMQP 0-9-1, publisher confirms).
     RabbitMq(QueuedSink<RabbitMq>),
+    /// RabbitMQ streams (the stream protocol, publish confirms).
+    RabbitMqStream(QueuedSink<RabbitMqStream>),
     /// HTTP: a POST per record (or per batch) to one URL.
     Http(QueuedSink<Http>),
 }
@@ -47,6 +50,7 @@ macro_rules! queued {
             Sink::Nats($q) => $call,
             Sink::Redis($q) => $call,
             Sink::RabbitMq($q) => $call,
+            Sink::RabbitMqStream($q) => $call,
             Sink::Http($q) => $call,
         }
     };
@@ -111,6 +115,11 @@ impl Sink {
                 let config = sink.rabbitmq.clone().unwrap_or_default();
                 let max = config.max_message_bytes();
                 Sink::RabbitMq(queued(config, max, errors, status_interval, metrics))
+            }
+            SinkKind::RabbitMqStream => {
+                let config = sink.rabbitmqstream.clone().unwrap_or_default();
+                let max = config.max_message_bytes();
+                Sink::RabbitMqStream(queued(config, max, errors, status_interval, metrics))
             }
             SinkKind::Http => {
                 let mut config = sink.http.clone().unwrap_or_default();

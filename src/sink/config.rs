@@ -21,7 +21,8 @@ use crate::setting::SettingError;
 pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
     /// (`[sink.nats]`), `redis` (`[sink.redis]`), `rabbitmq`
-    /// (`[sink.rabbitmq]`) or `http` (`[sink.http]`), as Debezium Server's
+    /// (`[sink.rabbitmq]`), `rabbitmqstream` (`[sink.rabbitmqstream]`) or
+    /// `http` (`[sink.http]`), as Debezium Server's
     /// `debezium.sink.type` names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
@@ -34,6 +35,10 @@ pub struct SinkConfig {
     /// RabbitMQ over AMQP 0-9-1 (`sink.type = "rabbitmq"`).
     #[serde(default)]
     pub(crate) rabbitmq: Option<super::rabbitmq::RabbitMqConfig>,
+    /// RabbitMQ streams over the stream protocol
+    /// (`sink.type = "rabbitmqstream"`).
+    #[serde(default)]
+    pub(crate) rabbitmqstream: Option<super::rabbitmq_stream::RabbitMqStreamConfig>,
     /// HTTP (`sink.type = "http"`).
     #[serde(default)]
     pub(crate) http: Option<super::http::HttpConfig>,
@@ -55,6 +60,10 @@ pub(crate) enum SinkKind {
     /// RabbitMQ (AMQP 0-9-1), through lapin.
     #[serde(rename = "rabbitmq")]
     RabbitMq,
+    /// RabbitMQ streams (the stream protocol), through
+    /// rabbitmq-stream-client.
+    #[serde(rename = "rabbitmqstream")]
+    RabbitMqStream,
     /// An HTTP endpoint, through hyper.
     #[serde(rename = "http")]
     Http,
@@ -68,6 +77,7 @@ impl SinkKind {
             SinkKind::NatsJetStream => "nats-jetstream",
             SinkKind::Redis => "redis",
             SinkKind::RabbitMq => "rabbitmq",
+            SinkKind::RabbitMqStream => "rabbitmqstream",
             SinkKind::Http => "http",
         }
     }
@@ -91,6 +101,11 @@ impl SinkConfig {
             (SinkKind::NatsJetStream, "sink.nats", self.nats.is_some()),
             (SinkKind::Redis, "sink.redis", self.redis.is_some()),
             (SinkKind::RabbitMq, "sink.rabbitmq", self.rabbitmq.is_some()),
+            (
+                SinkKind::RabbitMqStream,
+                "sink.rabbitmqstream",
+                self.rabbitmqstream.is_some(),
+            ),
             (SinkKind::Http, "sink.http", self.http.is_some()),
         ] {
             if set && self.kind != kind {
@@ -121,6 +136,10 @@ impl SinkConfig {
                 .as_ref()
                 .ok_or_else(|| missing("sink.rabbitmq", "url, or host and the rest, at least"))?
                 .validate()?,
+            // Every key has a default (localhost:5552, guest).
+            SinkKind::RabbitMqStream => {
+                self.rabbitmqstream.clone().unwrap_or_default().validate()?;
+            }
             SinkKind::Http => self
                 .http
                 .as_ref()

@@ -39,6 +39,7 @@ pub mod progress_topic;
 pub(crate) mod publish;
 pub(crate) mod queued;
 pub(crate) mod rabbitmq;
+pub(crate) mod rabbitmq_stream;
 pub(crate) mod redis;
 pub(crate) mod transactional;
 
@@ -156,7 +157,6 @@ pub(crate) enum SinkError {
     /// dead-lettered.
     #[error("topic {topic} refused a batch larger than its max.message.bytes ({limit}), although event {event_id} at lsn {lsn} fits it alone: the limit was lowered while walrelay ran; restart walrelay, which sizes its batches for each topic's limit (nothing after it is confirmed)")]
     BatchTooLarge {
-        /// Topic.
         topic: String,
         /// The topic's limit as read when walrelay first produced to it.
         limit: u64,
@@ -168,10 +168,7 @@ pub(crate) enum SinkError {
     /// Another instance with the same transactional id took over
     /// (exactly-once): this one never commits again.
     #[error("fenced: another walrelay with transactional.id {transactional_id} took over this pipeline; this instance stops without committing anything more")]
-    Fenced {
-        /// The transactional id.
-        transactional_id: String,
-    },
+    Fenced { transactional_id: String },
     /// A Kafka transaction failed and was aborted (exactly-once): nothing
     /// of it is visible to read_committed consumers; the pipeline resumes
     /// from the last committed progress.
@@ -183,14 +180,10 @@ pub(crate) enum SinkError {
     /// The initial snapshot (one Kafka transaction) took longer than the
     /// transaction timeout, so the broker aborted it (exactly-once).
     #[error("the initial snapshot took longer than kafka.transactions.timeout_ms ({timeout_ms} ms), so the broker aborted its Kafka transaction and nothing of it is visible; raise timeout_ms (up to the broker's transaction.max.timeout.ms, 15 minutes by default), or start with replication.snapshot_mode = \"no_data\"")]
-    SnapshotTooLong {
-        /// The timeout.
-        timeout_ms: u64,
-    },
+    SnapshotTooLong { timeout_ms: u64 },
     /// `init_transactions` failed (exactly-once).
     #[error("cannot initialise the transactional producer (transactional.id {transactional_id}): {reason}; exactly-once needs brokers with transactions (Kafka 0.11+, transaction.state.log.replication.factor met) and the IdempotentWrite/transactional-id ACLs")]
     TransactionInit {
-        /// The transactional id.
         transactional_id: String,
         /// librdkafka's error.
         reason: String,
@@ -198,7 +191,6 @@ pub(crate) enum SinkError {
     /// The progress topic could not be created or is unusable.
     #[error("progress topic {topic}: {reason}")]
     ProgressTopic {
-        /// The topic.
         topic: String,
         /// What is wrong, with the fix.
         reason: String,

@@ -109,7 +109,7 @@ pub(crate) struct NatsConfig {
 impl fmt::Debug for NatsConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NatsConfig")
-            .field("url", &self.url)
+            .field("url", &self.shown_url())
             .field("create_stream", &self.create_stream)
             .field("stream", &self.stream)
             .field("stream_description", &self.stream_description)
@@ -221,6 +221,17 @@ impl NatsConfig {
         Ok(o)
     }
 
+    /// The URLs as they may be shown (logs, `Debug`, `walrelay check`):
+    /// credentials written into a URL (`nats://user:password@host`)
+    /// replaced by `<redacted>`.
+    pub(crate) fn shown_url(&self) -> String {
+        self.url
+            .split(',')
+            .map(|u| crate::secret::redact_userinfo(u.trim()))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     fn servers(&self) -> Vec<String> {
         self.url
             .split(',')
@@ -238,13 +249,16 @@ pub(crate) async fn probe(config: &NatsConfig) -> Result<(String, jetstream::Con
     let servers: Vec<async_nats::ServerAddr> = config
         .servers()
         .iter()
-        .map(|u| u.parse().map_err(|e| format!("sink.nats.url {u:?}: {e}")))
+        .map(|u| {
+            u.parse()
+                .map_err(|e| format!("sink.nats.url {:?}: {e}", crate::secret::redact_userinfo(u)))
+        })
         .collect::<Result<_, _>>()?;
     let client = config
         .options()?
         .connect(servers)
         .await
-        .map_err(|e| format!("cannot connect to {}: {e}", config.url))?;
+        .map_err(|e| format!("cannot connect to {}: {e}", config.shown_url()))?;
     let info = client.server_info();
     let context = jetstream::new(client);
     context
@@ -296,13 +310,17 @@ impl Publisher for Nats {
         let servers: Vec<async_nats::ServerAddr> = config
             .servers()
             .iter()
-            .map(|u| u.parse().map_err(|e| format!("sink.nats.url {u:?}: {e}")))
+            .map(|u| {
+                u.parse().map_err(|e| {
+                    format!("sink.nats.url {:?}: {e}", crate::secret::redact_userinfo(u))
+                })
+            })
             .collect::<Result<_, _>>()?;
         let client = config
             .options()?
             .connect(servers)
             .await
-            .map_err(|e| format!("cannot connect to {}: {e}", config.url))?;
+            .map_err(|e| format!("cannot connect to {}: {e}", config.shown_url()))?;
         let context = jetstream::ContextBuilder::new()
             .timeout(config.ack_timeout())
             .build(client);
@@ -484,6 +502,24 @@ fn is_header_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_url_are_never_shown() {
+        let config = NatsConfig {
+            url: "nats://alice:hunter2@n1:4222, tls://tok3n@n2:4222/x,nats://n3:4222".to_owned(),
+            ..NatsConfig::default()
+        };
+        let shown = config.shown_url();
+        assert_eq!(
+            shown,
+            "nats://<redacted>@n1:4222,tls://<redacted>@n2:4222/x,nats://n3:4222"
+        );
+        let debug = format!("{config:?}");
+        assert!(
+            !debug.contains("hunter2") && !debug.contains("tok3n"),
+            "{debug}"
+        );
+    }
 
     #[test]
     fn subjects_are_checked_before_publishing() {

@@ -86,7 +86,6 @@ pub(crate) enum ProgressError {
     /// The consumer could not be created or assigned.
     #[error("cannot read the progress topic {topic}")]
     Consumer {
-        /// The topic.
         topic: String,
         /// librdkafka's error.
         #[source]
@@ -96,7 +95,6 @@ pub(crate) enum ProgressError {
     /// transaction of another producer holds it, or the brokers are away).
     #[error("reading the progress topic {topic} did not reach its end within {timeout:?}")]
     Timeout {
-        /// The topic.
         topic: String,
         /// The bound.
         timeout: Duration,
@@ -104,13 +102,9 @@ pub(crate) enum ProgressError {
     /// A record under this pipeline's key does not parse.
     #[error("the progress record of pipeline {pipeline} in {topic} (partition {partition}, offset {offset}) is not walrelay's: {reason}")]
     Malformed {
-        /// The pipeline.
         pipeline: String,
-        /// The topic.
         topic: String,
-        /// Partition.
         partition: i32,
-        /// Offset.
         offset: i64,
         /// What is wrong.
         reason: String,

@@ -68,7 +68,7 @@ pub enum ProgressTopicError {
     Timeout {
         /// The request.
         what: &'static str,
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
         /// The bound.
         timeout: Duration,
@@ -78,7 +78,7 @@ pub enum ProgressTopicError {
     Request {
         /// The request.
         what: &'static str,
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
         /// librdkafka's error.
         #[source]
@@ -91,7 +91,7 @@ pub enum ProgressTopicError {
          CREATE on it"
     )]
     Create {
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
         /// The broker's answer.
         code: RDKafkaErrorCode,
@@ -99,7 +99,7 @@ pub enum ProgressTopicError {
     /// The broker answered for the topic with an error.
     #[error("describing progress topic {topic} failed: {code}")]
     Describe {
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
         /// The broker's answer.
         code: RDKafkaErrorCode,
@@ -113,7 +113,7 @@ pub enum ProgressTopicError {
          kafka.transactions.progress_topic"
     )]
     NotCompacted {
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
         /// Its `cleanup.policy`.
         policy: String,
@@ -121,7 +121,7 @@ pub enum ProgressTopicError {
     /// The blocking metadata request's task did not complete.
     #[error("the metadata request of progress topic {topic} did not complete")]
     Task {
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
         /// Why.
         #[source]
@@ -130,7 +130,7 @@ pub enum ProgressTopicError {
     /// The topic vanished between creation and description.
     #[error("progress topic {topic} is not in the cluster's metadata")]
     Missing {
-        /// The topic.
+        /// The progress topic's name (`kafka.transactions.progress_topic`).
         topic: String,
     },
 }

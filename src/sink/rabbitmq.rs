@@ -51,7 +51,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -173,6 +175,12 @@ pub(crate) struct RabbitMqConfig {
     /// `max_message_size`); a larger record is refused.
     #[serde(default)]
     pub(crate) max_message_bytes: Option<usize>,
+    /// Header values as AMQP byte arrays (`x`) instead of long strings:
+    /// what Debezium Server publishes under
+    /// `debezium.format.header=jsonbytearray`, whose converter hands the
+    /// sink `byte[]` (the Debezium Server form sets it from that key).
+    #[serde(default)]
+    pub(crate) header_byte_arrays: bool,
 }
 
 impl fmt::Debug for RabbitMqConfig {
@@ -203,6 +211,7 @@ impl fmt::Debug for RabbitMqConfig {
             .field("null_value", &self.null_value)
             .field("mandatory", &self.mandatory)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("header_byte_arrays", &self.header_byte_arrays)
             .finish()
     }
 }
@@ -490,6 +499,7 @@ pub(crate) struct RabbitMq {
     null_value: Bytes,
     mandatory: bool,
     max_bytes: usize,
+    header_byte_arrays: bool,
     /// Exchanges known to exist on this connection.
     exchanges: HashSet<String>,
     /// Queues declared on this connection (`auto_create_routing_key`).
@@ -556,6 +566,7 @@ impl Publisher for RabbitMq {
             ),
             mandatory: config.mandatory.unwrap_or(true),
             max_bytes: config.max_message_bytes(),
+            header_byte_arrays: config.header_byte_arrays,
             exchanges: HashSet::new(),
             queues: HashSet::new(),
         };
@@ -570,6 +581,10 @@ impl Publisher for RabbitMq {
         Ok(publisher)
     }
 
+    /// Every record of the batch is handed to the channel before any is
+    /// waited for: lapin queues a publish's frames when its future is first
+    /// polled, so its I/O thread writes the batch in few writes and the
+    /// publishing task does not sleep once per message.
     async fn publish(&mut self, batch: &[Outgoing]) -> Vec<Outcome> {
         let deadline = Instant::now() + self.ack_timeout;
         let mut pending = Vec::with_capacity(batch.len());
@@ -583,16 +598,7 @@ impl Publisher for RabbitMq {
         }
         let mut outcomes = Vec::with_capacity(pending.len());
         for p in pending {
-            let outcome = match p {
-                Pending::Done(outcome) => outcome,
-                Pending::Confirm(confirm) => match timeout_at(deadline, confirm).await {
-                    Err(_) => Outcome::Retry(format!(
-                        "no publisher confirm within ack_timeout_ms ({} ms)",
-                        self.ack_timeout.as_millis()
-                    )),
-                    Ok(result) => confirmation(result),
-                },
-            };
+            let outcome = self.answer(p, deadline).await;
             let retry = matches!(outcome, Outcome::Retry(_));
             outcomes.push(outcome);
             if retry {
@@ -603,9 +609,15 @@ impl Publisher for RabbitMq {
     }
 }
 
+/// A `basic.publish` whose frames are queued, waiting to be written.
+type Publishing = Pin<Box<dyn Future<Output = lapin::Result<PublisherConfirm>> + Send>>;
+
 enum Pending {
     Done(Outcome),
-    Confirm(PublisherConfirm),
+    /// Queued on the channel: written, then confirmed.
+    Publishing(Publishing),
+    /// Written already when first polled; its confirm to come.
+    Written(PublisherConfirm),
 }
 
 impl RabbitMq {
@@ -665,7 +677,7 @@ impl RabbitMq {
                 ),
             ));
         }
-        let headers = match header_table(record) {
+        let headers = match header_table(record, self.header_byte_arrays) {
             Ok(h) => h,
             Err(why) => return Pending::Done(refused("invalid_header", false, why)),
         };
@@ -701,20 +713,44 @@ impl RabbitMq {
         let properties = BasicProperties::default()
             .with_delivery_mode(self.delivery_mode)
             .with_headers(headers);
-        let publish = self.channel.basic_publish(
-            exchange_name,
-            routing_key_name,
-            BasicPublishOptions {
-                mandatory: self.mandatory,
-                immediate: false,
+        let channel = self.channel.clone();
+        let options = BasicPublishOptions {
+            mandatory: self.mandatory,
+            immediate: false,
+        };
+        let mut publish: Publishing = Box::pin(async move {
+            channel
+                .basic_publish(exchange_name, routing_key_name, options, &body, properties)
+                .await
+        });
+        // The first poll queues the frames (and takes the delivery tag the
+        // confirm will carry), so records leave in the batch's order; the
+        // write itself is waited for with the confirms.
+        match futures_util::poll!(publish.as_mut()) {
+            std::task::Poll::Ready(Err(e)) => Pending::Done(Outcome::Retry(channel_error(&e))),
+            std::task::Poll::Ready(Ok(confirm)) => Pending::Written(confirm),
+            std::task::Poll::Pending => Pending::Publishing(publish),
+        }
+    }
+
+    /// What became of a record handed over: written, then confirmed, by
+    /// `deadline`.
+    async fn answer(&self, pending: Pending, deadline: Instant) -> Outcome {
+        let confirm = match pending {
+            Pending::Done(outcome) => return outcome,
+            Pending::Written(confirm) => confirm,
+            Pending::Publishing(publishing) => match timeout_at(deadline, publishing).await {
+                Err(_) => return Outcome::Retry("basic.publish timed out".into()),
+                Ok(Err(e)) => return Outcome::Retry(channel_error(&e)),
+                Ok(Ok(confirm)) => confirm,
             },
-            &body,
-            properties,
-        );
-        match timeout_at(deadline, publish).await {
-            Err(_) => Pending::Done(Outcome::Retry("basic.publish timed out".into())),
-            Ok(Ok(confirm)) => Pending::Confirm(confirm),
-            Ok(Err(e)) => Pending::Done(Outcome::Retry(channel_error(&e))),
+        };
+        match timeout_at(deadline, confirm).await {
+            Err(_) => Outcome::Retry(format!(
+                "no publisher confirm within ack_timeout_ms ({} ms)",
+                self.ack_timeout.as_millis()
+            )),
+            Ok(result) => confirmation(result),
         }
     }
 
@@ -784,10 +820,13 @@ impl RabbitMq {
 }
 
 /// The record's headers as an AMQP table: a UTF-8 value as a long string
-/// (Debezium Server's header values are Java strings), other bytes as a
-/// byte array, a null value as void; a later header of the same name
-/// replaces an earlier one (a Java `HashMap`).
-fn header_table(record: &Outgoing) -> Result<FieldTable, String> {
+/// (Debezium Server's header values are Java strings at the json header
+/// format), other bytes as a byte array, and every value as a byte array
+/// with `byte_arrays` (its `jsonbytearray` format hands the sink `byte[]`,
+/// which the Java client writes as `x`: observed side by side); a null
+/// value as void; a later header of the same name replaces an earlier one
+/// (a Java `HashMap`).
+fn header_table(record: &Outgoing, byte_arrays: bool) -> Result<FieldTable, String> {
     let mut table = FieldTable::default();
     for h in &record.headers {
         let name = ShortString::try_new(h.name.to_string()).map_err(|_| {
@@ -799,8 +838,8 @@ fn header_table(record: &Outgoing) -> Result<FieldTable, String> {
         let value = match &h.value {
             None => AMQPValue::Void,
             Some(v) => match std::str::from_utf8(v) {
-                Ok(_) => AMQPValue::LongString(LongString::from(v.to_vec())),
-                Err(_) => AMQPValue::ByteArray(ByteArray::from(v.to_vec())),
+                Ok(_) if !byte_arrays => AMQPValue::LongString(LongString::from(v.to_vec())),
+                _ => AMQPValue::ByteArray(ByteArray::from(v.to_vec())),
             },
         };
         table.insert(name, value);
@@ -1015,7 +1054,7 @@ mod tests {
             ],
             dedup_id: None,
         };
-        let t = header_table(&record).unwrap();
+        let t = header_table(&record, false).unwrap();
         let get = |k: &str| t.inner().get(k).cloned();
         assert_eq!(
             get("id"),
@@ -1028,6 +1067,15 @@ mod tests {
             Some(AMQPValue::ByteArray(ByteArray::from(vec![0xff, 0x00])))
         );
         assert_eq!(get("null"), Some(AMQPValue::Void));
+        // jsonbytearray: every value a byte array, as Debezium Server's.
+        let t = header_table(&record, true).unwrap();
+        assert_eq!(
+            t.inner().get("id").cloned(),
+            Some(AMQPValue::ByteArray(ByteArray::from(
+                b"{\"payload\":\"x\"}".to_vec()
+            )))
+        );
+        assert_eq!(t.inner().get("null").cloned(), Some(AMQPValue::Void));
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub enum ClientError {
     /// The URL does not parse.
     #[error("invalid url {url}")]
     InvalidUrl {
-        /// The URL.
+        /// The URL as given, which does not parse.
         url: String,
         /// Why it does not parse.
         #[source]
@@ -45,7 +45,7 @@ pub enum ClientError {
         "invalid url {url}: it must start with http://; the metrics listener speaks plain http"
     )]
     NotHttp {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
     },
     /// Nothing accepted the connection.
@@ -60,7 +60,7 @@ pub enum ClientError {
     /// No whole answer within the bound.
     #[error("no answer from {url} within {timeout:?}")]
     Timeout {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
         /// The bound.
         timeout: Duration,
@@ -68,7 +68,7 @@ pub enum ClientError {
     /// The request failed after the connection was made.
     #[error("cannot read {url}")]
     Request {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
         /// The client's error.
         #[source]
@@ -77,7 +77,7 @@ pub enum ClientError {
     /// The body could not be read.
     #[error("cannot read the answer of {url}")]
     Body {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
         /// The body's error.
         #[source]
@@ -86,27 +86,27 @@ pub enum ClientError {
     /// The body is larger than 16 MiB.
     #[error("the answer of {url} is larger than 16 MiB")]
     TooLarge {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
     },
     /// The server answered with a status the caller does not take.
     #[error("{url} answered {status}")]
     HttpStatus {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
-        /// The status.
+        /// The status the server answered (not 200).
         status: StatusCode,
     },
     /// A text answer that is not UTF-8.
     #[error("the answer of {url} is not utf-8")]
     NotText {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
     },
     /// A JSON answer that is not walrelay's state.
     #[error("the answer of {url} is not walrelay's state (a walrelay of another version?)")]
     NotState {
-        /// The URL.
+        /// The URL asked for, as given.
         url: String,
         /// What serde says.
         #[source]
@@ -117,12 +117,10 @@ pub enum ClientError {
 /// One answer: status, headers and the whole body.
 #[derive(Debug, Clone)]
 pub struct Response {
-    /// The status.
+    /// The HTTP status line's code.
     pub status: StatusCode,
-    /// The headers.
     #[cfg(test)]
     pub(crate) headers: hyper::header::HeaderMap,
-    /// The body.
     pub(crate) body: Bytes,
 }
 

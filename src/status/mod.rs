@@ -22,9 +22,10 @@ mod snapshot;
 mod view;
 
 pub(crate) use client::{ClientError, DEFAULT_TIMEOUT};
-pub use run::{run_status, run_status_to, RATE_WINDOW};
-pub use snapshot::{is_poll, PipelineState, Rates, Snapshot};
-pub use view::{render, render_view, CATCH_UP_THRESHOLD_BYTES};
+pub(crate) use run::run_status;
+pub use run::run_status_to;
+pub use snapshot::{PipelineState, Rates, Snapshot};
+pub use view::render;
 
 /// Errors of `walrelay status`.
 #[derive(Debug, thiserror::Error)]

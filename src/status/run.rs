@@ -17,12 +17,12 @@ use super::view::render_view;
 use super::{StatusError, StatusOptions};
 
 /// Time between the two readings of a one-shot `status`, for the rates.
-pub const RATE_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// ANSI: clear the screen and move the cursor home.
 pub(super) const CLEAR_SCREEN: &str = "\x1b[2J\x1b[H";
 
 /// `walrelay status`: prints the view to stdout (see [`run_status_to`]).
-pub async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
+pub(crate) async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     run_status_to(opts, &mut out).await

@@ -105,7 +105,7 @@ impl PipelineState {
 
 /// Whether `p` runs the polling source (as it says; before it says, it is
 /// shown as a WAL pipeline that has not streamed yet).
-pub fn is_poll(p: &PipelineView) -> bool {
+pub(crate) fn is_poll(p: &PipelineView) -> bool {
     p.source == Some(SourceKind::Poll)
 }
 

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::run::CLEAR_SCREEN;
+use super::snapshot::is_poll;
+use super::view::render_view;
 use super::*;
 use crate::metrics::history::History;
 use crate::metrics::page::state::State;

@@ -18,7 +18,7 @@ use crate::postgres::wal::streaming_option;
 /// Confirmed lag below which no catch-up line is shown: one WAL segment.
 /// The lag gauge is polled (every `lag.poll_interval_ms`), so smaller values
 /// are mostly its staleness, not a backlog.
-pub const CATCH_UP_THRESHOLD_BYTES: i64 = 16 << 20;
+pub(crate) const CATCH_UP_THRESHOLD_BYTES: i64 = 16 << 20;
 
 /// The human-readable view of `current`, every pipeline, with rates
 /// against `previous` (a reading of the same process a moment earlier)
@@ -29,7 +29,7 @@ pub fn render(current: &Snapshot, previous: Option<&Snapshot>) -> String {
 
 /// The view of `current` as [`render`] writes it, or of the pipeline
 /// `only` alone; an error when the process runs no such pipeline.
-pub fn render_view(
+pub(crate) fn render_view(
     current: &Snapshot,
     previous: Option<&Snapshot>,
     only: Option<&str>,

@@ -1124,10 +1124,77 @@ fn debezium_server_nats_and_redis_sinks() {
         "{}",
         chain(&err)
     );
+    let stream = format!(
+        "{without_kafka}\ndebezium.sink.type=rabbitmqstream\n\
+         debezium.sink.rabbitmqstream.host=127.0.0.1\n\
+         debezium.sink.rabbitmqstream.port=5552\n\
+         debezium.sink.rabbitmqstream.password=stream-secret\n\
+         debezium.sink.rabbitmqstream.producer.name=p1\n\
+         debezium.sink.rabbitmqstream.maxConsumersByConnection=3\n"
+    );
+    let t = server(&stream, &env).unwrap_or_else(|e| panic!("{}", chain(&e)));
+    assert!(!format!("{:?}", t.config).contains("stream-secret"));
+    assert!(t.ignored("debezium.sink.rabbitmqstream.maxconsumersbyconnection"));
+    for (line, key) in [
+        (
+            "debezium.sink.rabbitmqstream.superStream.enable=true",
+            "debezium.sink.rabbitmqstream.superstream.enable",
+        ),
+        (
+            "debezium.sink.rabbitmqstream.tls.enable=true",
+            "debezium.sink.rabbitmqstream.tls.enable",
+        ),
+        (
+            "debezium.sink.rabbitmqstream.no.such.key=1",
+            "debezium.sink.rabbitmqstream.no.such.key",
+        ),
+    ] {
+        let err = server(&format!("{stream}\n{line}\n"), &env)
+            .err()
+            .unwrap_or_else(|| panic!("{line} accepted"));
+        assert!(
+            chain(&err).contains(key),
+            "{key} not named in: {}",
+            chain(&err)
+        );
+    }
     let err = server(&nats.replace("nats-jetstream\n", "pulsar\n"), &env).unwrap_err();
     assert!(
         chain(&err).contains("debezium.sink.type"),
         "{}",
         chain(&err)
     );
+}
+
+/// routingKey.source=key with a byte-array key format: Debezium Server
+/// 3.6.1's rabbitmq sink stops on the first record ("Unexpected data type
+/// '[B'"), so the file is refused at load, by name.
+#[test]
+fn debezium_server_rabbitmq_refuses_routing_by_a_byte_array_key() {
+    let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
+    let rabbitmq: String = example_server()
+        .lines()
+        .filter(|l| !l.starts_with("debezium.sink.") && !l.starts_with("debezium.format.key="))
+        .chain([
+            "debezium.sink.type=rabbitmq",
+            "debezium.sink.rabbitmq.connection.host=127.0.0.1",
+            "debezium.sink.rabbitmq.routingKey.source=key",
+        ])
+        .collect::<Vec<_>>()
+        .join("\n");
+    for format in ["jsonbytearray", "binary"] {
+        let err = server(&format!("{rabbitmq}\ndebezium.format.key={format}\n"), &env)
+            .err()
+            .unwrap_or_else(|| panic!("{format} accepted"));
+        let text = chain(&err);
+        assert!(
+            text.contains("debezium.sink.rabbitmq.routingkey.source")
+                && text.contains(&format!("debezium.format.key={format}")),
+            "{text}"
+        );
+    }
+    for format in ["json", "simplestring"] {
+        server(&format!("{rabbitmq}\ndebezium.format.key={format}\n"), &env)
+            .unwrap_or_else(|e| panic!("{format}: {}", chain(&e)));
+    }
 }

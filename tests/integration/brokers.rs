@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 
-use crate::common::load::{check, check_exactly_once, Load, LoadSpec};
+use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
-use crate::common::{env, pg_url, Record};
+use crate::common::{env, Record};
 
 /// The `[kafka]` part of a test configuration replaced by `sink` (a
 /// `[sink]` section and the broker's own).
@@ -73,6 +73,11 @@ pub(crate) struct Server {
 }
 
 impl Server {
+    /// The last `n` lines of what the server wrote, for failure messages.
+    pub(crate) fn log_tail(&self, n: usize) -> String {
+        tail(&std::fs::read_to_string(&self.log).unwrap_or_default(), n)
+    }
+
     pub(crate) fn nats() -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
@@ -116,6 +121,13 @@ impl Server {
     /// `NOTIFY_SOCKET` set, rabbitmq-server execs the Erlang VM itself, so
     /// the child is the broker and [`Server::stop`] kills it.
     pub(crate) fn rabbitmq() -> Server {
+        Server::rabbitmq_with(None)
+    }
+
+    /// [`Server::rabbitmq`] with the `rabbitmq_stream` plugin listening on
+    /// 127.0.0.1:`stream_port` and advertising that address (stream
+    /// clients connect to the advertised one).
+    pub(crate) fn rabbitmq_with(stream_port: Option<u16>) -> Server {
         let server = std::env::var_os("WALRELAY_TEST_RABBITMQ_SERVER").map_or_else(
             || PathBuf::from("/usr/lib/rabbitmq/bin/rabbitmq-server"),
             PathBuf::from,
@@ -138,7 +150,21 @@ impl Server {
                  disk_free_limit.absolute = 50MB\n"
             ),
         );
-        write("enabled_plugins", "[].\n");
+        let (plugins, stream_conf) = match stream_port {
+            Some(p) => (
+                "[rabbitmq_stream].\n",
+                format!(
+                    "stream.listeners.tcp.default = 127.0.0.1:{p}\n\
+                     stream.advertised_host = 127.0.0.1\nstream.advertised_port = {p}\n"
+                ),
+            ),
+            None => ("[].\n", String::new()),
+        };
+        let conf = d.join("rabbitmq.conf");
+        let mut text = std::fs::read_to_string(&conf).expect("rabbitmq.conf");
+        text.push_str(&stream_conf);
+        write("rabbitmq.conf", &text);
+        write("enabled_plugins", plugins);
         write("advanced.config", "[].\n");
         write("rabbitmq-env.conf", "");
         let cookie = d.join(".erlang.cookie");
@@ -262,6 +288,43 @@ impl Server {
         }
     }
 
+    /// RabbitMQ: `rabbitmqctl ARGS` against this node (its cookie, node
+    /// name and epmd), for what AMQP cannot do (virtual hosts).
+    pub(crate) fn rabbitmqctl(&self, args: &[&str]) -> Result<(), String> {
+        let ctl = self.program.with_file_name("rabbitmqctl");
+        let out = Command::new(&ctl)
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("run {}: {e}", ctl.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "rabbitmqctl {args:?}: {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    /// Stops it as an operator does (SIGTERM, waiting up to 60 s for it to
+    /// exit, then SIGKILL); [`Server::start`] brings it back.
+    pub(crate) fn terminate(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     /// Kills it (an outage); [`Server::start`] brings it back.
     pub(crate) fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -379,16 +442,7 @@ async fn nats_events_in_order_with_exact_bytes() {
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k1", r#"{"a": 1, "b": [1, 2]}"#).await;
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'k1', 'E', NULL)",
-                ob.name
-            ),
-            &[&event_id(2), &ob.agg("")],
-        )
-        .await
-        .expect("insert a null payload");
+    ob.insert_null_payload(2, "k1").await;
     for n in 3..=10 {
         ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
             .await;
@@ -440,32 +494,24 @@ async fn nats_sigkill_under_load_delivers_every_event_once() {
     let config = without_kafka(&ob.config(""), &nats_sink(nats.port, ""));
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
-    spec.pause = Duration::from_millis(2);
-    let load = Load::start(spec).await;
-    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
-    relay.kill();
-    let mut relay = Relay::start(&config);
-    let log = load.finish().await;
-    let total = log.committed.len() as u64;
-    let got = read_stream(&js, &stream, total, &mut relay).await;
-    let keys: HashMap<&str, &str> = log
-        .committed
-        .iter()
-        .map(|e| (e.id.as_str(), e.key.as_str()))
-        .collect();
-    let records: Vec<Record> = got
-        .into_iter()
-        .map(|m| {
-            let mut r = m.record;
-            let id = String::from_utf8(r.header("id").unwrap_or_default().to_vec()).unwrap();
-            r.key = keys.get(id.as_str()).map(|k| k.as_bytes().to_vec());
-            r
-        })
-        .collect();
-    let summary = check_exactly_once(&log, &records, &[])
-        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
-    assert_eq!(summary.duplicates, 0);
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let total = log.committed.len() as u64;
+        let got = read_stream(&js, &stream, total, relay).await;
+        let keys: HashMap<&str, &str> = log
+            .committed
+            .iter()
+            .map(|e| (e.id.as_str(), e.key.as_str()))
+            .collect();
+        got.into_iter()
+            .map(|m| {
+                let mut r = m.record;
+                let id = String::from_utf8(r.header("id").unwrap_or_default().to_vec()).unwrap();
+                r.key = keys.get(id.as_str()).map(|k| k.as_bytes().to_vec());
+                r
+            })
+            .collect::<Vec<Record>>()
+    };
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::ExactlyOnce, read).await;
     ob.finish(relay).await;
 }
 
@@ -488,29 +534,8 @@ async fn nats_outage_holds_the_slot_then_delivers() {
     nats.stop();
     // Events 101..=300 in one transaction; the position just before its
     // commit record: the slot passes it only if the transaction was
-    // confirmed (keepalives may move it up to there, not beyond).
-    let pre_commit = {
-        let mut client = crate::common::connect().await;
-        let txn = client.transaction().await.expect("begin");
-        txn.execute(
-            &format!(
-                "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
-                 $1, 'k' || (g % 10), 'E', jsonb_build_object('n', g) \
-                 FROM generate_series(101::int8, 300::int8) g",
-                ob.name
-            ),
-            &[&ob.agg("")],
-        )
-        .await
-        .expect("insert during the outage");
-        let lsn: String = txn
-            .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
-            .await
-            .expect("lsn")
-            .get(0);
-        txn.commit().await.expect("commit");
-        lsn.parse::<walrelay::proto::Lsn>().expect("an lsn")
-    };
+    // confirmed.
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(101, 300).await;
     let stopped = Instant::now();
     while stopped.elapsed() < Duration::from_secs(30) {
         let confirmed = ob.slot_confirmed().await.expect("slot");
@@ -621,16 +646,7 @@ async fn redis_events_in_order_with_exact_bytes() {
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k1", r#"{"a": 1}"#).await;
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'k2', 'E', NULL)",
-                ob.name
-            ),
-            &[&event_id(2), &ob.agg("")],
-        )
-        .await
-        .expect("insert a null payload");
+    ob.insert_null_payload(2, "k2").await;
     for n in 3..=10 {
         ob.insert(n, "", &format!("k{n}"), &format!("{{\"n\": {n}}}"))
             .await;
@@ -716,47 +732,30 @@ async fn redis_sigkill_under_load_delivers_every_event() {
     let config = without_kafka(&ob.config(""), &sink);
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
-    spec.pause = Duration::from_millis(2);
-    let load = Load::start(spec).await;
-    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
-    let killed_at = ob.current_lsn().await;
-    relay.kill();
-    let mut relay = Relay::start(&config);
-    let log = load.finish().await;
-    let total = log.committed.len();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let records = loop {
-        let entries = read_redis(redis.port, &ob.topic(""), 1, &mut relay).await;
-        let records: Vec<Record> = entries.iter().map(|e| extended_record(e)).collect();
-        let distinct: std::collections::HashSet<_> =
-            records.iter().filter_map(|r| r.header("ID")).collect();
-        if distinct.len() >= total || Instant::now() > deadline {
-            break records;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let total = log.committed.len();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let records = loop {
+            let entries = read_redis(redis.port, &ob.topic(""), 1, relay).await;
+            let records: Vec<Record> = entries.iter().map(|e| extended_record(e)).collect();
+            let distinct: std::collections::HashSet<_> =
+                records.iter().filter_map(|r| r.header("ID")).collect();
+            if distinct.len() >= total || Instant::now() > deadline {
+                break records;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        };
+        records
+            .into_iter()
+            .map(|mut r| {
+                // check() reads the `id` header.
+                let id = r.header("ID").map(<[u8]>::to_vec);
+                r.headers.push(("id".to_owned(), id));
+                r
+            })
+            .collect::<Vec<Record>>()
     };
-    let records: Vec<Record> = records
-        .into_iter()
-        .map(|mut r| {
-            // check() reads the `id` header.
-            let id = r.header("ID").map(<[u8]>::to_vec);
-            r.headers.push(("id".to_owned(), id));
-            r
-        })
-        .collect();
-    let ends: HashMap<String, walrelay::proto::Lsn> = log
-        .committed
-        .iter()
-        .map(|e| (e.id.clone(), e.after_commit.unwrap_or(killed_at)))
-        .collect();
-    let faults = [crate::common::load::Fault {
-        what: "SIGKILL".to_owned(),
-        confirmed_before: walrelay::proto::Lsn::ZERO,
-        wal_after: ob.current_lsn().await,
-    }];
-    check(&log, &records, &ends, &faults)
-        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::AtLeastOnce, read).await;
     ob.finish(relay).await;
 }
 

@@ -23,10 +23,10 @@ use tokio::net::TcpListener;
 use tokio_openssl::SslStream;
 
 use crate::brokers::without_kafka;
-use crate::common::load::{check, Fault, Load, LoadSpec};
+use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{commit_ends, event_id, event_number, tail, Outbox, Relay, WAIT};
-use crate::common::{env, pg_url, run_script, Record};
+use crate::common::{env, run_script, Record};
 
 /// One request as the receiver got it.
 #[derive(Debug, Clone)]
@@ -321,16 +321,7 @@ async fn http_events_in_order_with_exact_bytes() {
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k1", r#"{"a": 1, "b": [1, 2], "s": "é"}"#)
         .await;
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'k1', 'E', NULL)",
-                ob.name
-            ),
-            &[&event_id(2), &ob.agg("")],
-        )
-        .await
-        .expect("insert a null payload");
+    ob.insert_null_payload(2, "k1").await;
     for n in 3..=10 {
         ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
             .await;
@@ -517,53 +508,36 @@ async fn http_sigkill_under_load_delivers_every_event() {
     let config = without_kafka(&ob.config(""), &http_sink(&receiver, ""));
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
-    spec.pause = Duration::from_millis(2);
-    let load = Load::start(spec).await;
-    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
-    let killed_at = ob.current_lsn().await;
-    relay.kill();
-    let mut relay = Relay::start(&config);
-    let log = load.finish().await;
-    let acked = receiver.wait_acked(log.committed.len(), &mut relay).await;
-    let keys: HashMap<&str, &str> = log
-        .committed
-        .iter()
-        .map(|e| (e.id.as_str(), e.key.as_str()))
-        .collect();
-    // The key travels nowhere (Debezium Server sends none): the load's log
-    // gives it back by event id.
-    let records: Vec<Record> = acked
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let id = g.id().expect("an Idempotency-Key").to_owned();
-            assert_eq!(
-                g.record_header("id").as_deref(),
-                Some(id.as_bytes()),
-                "X-DEBEZIUM-ID and Idempotency-Key name the same event"
-            );
-            Record {
-                partition: 0,
-                offset: i64::try_from(i).unwrap_or(i64::MAX),
-                key: keys.get(id.as_str()).map(|k| k.as_bytes().to_vec()),
-                value: Some(g.body.clone()),
-                headers: vec![("id".to_owned(), Some(id.into_bytes()))],
-            }
-        })
-        .collect();
-    let ends: HashMap<String, walrelay::proto::Lsn> = log
-        .committed
-        .iter()
-        .map(|e| (e.id.clone(), e.after_commit.unwrap_or(killed_at)))
-        .collect();
-    let faults = [Fault {
-        what: "SIGKILL".to_owned(),
-        confirmed_before: walrelay::proto::Lsn::ZERO,
-        wal_after: ob.current_lsn().await,
-    }];
-    check(&log, &records, &ends, &faults)
-        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let acked = receiver.wait_acked(log.committed.len(), relay).await;
+        let keys: HashMap<&str, &str> = log
+            .committed
+            .iter()
+            .map(|e| (e.id.as_str(), e.key.as_str()))
+            .collect();
+        // The key travels nowhere (Debezium Server sends none): the load's
+        // log gives it back by event id.
+        acked
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let id = g.id().expect("an Idempotency-Key").to_owned();
+                assert_eq!(
+                    g.record_header("id").as_deref(),
+                    Some(id.as_bytes()),
+                    "X-DEBEZIUM-ID and Idempotency-Key name the same event"
+                );
+                Record {
+                    partition: 0,
+                    offset: i64::try_from(i).unwrap_or(i64::MAX),
+                    key: keys.get(id.as_str()).map(|k| k.as_bytes().to_vec()),
+                    value: Some(g.body.clone()),
+                    headers: vec![("id".to_owned(), Some(id.into_bytes()))],
+                }
+            })
+            .collect::<Vec<Record>>()
+    };
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::AtLeastOnce, read).await;
     ob.finish(relay).await;
 }
 

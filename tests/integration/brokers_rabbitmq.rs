@@ -17,10 +17,10 @@ use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 
 use crate::brokers::{without_kafka, Server};
-use crate::common::load::{check, Fault, Load, LoadSpec};
+use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, event_number, tail, Outbox, Relay, WAIT};
-use crate::common::{env, pg_url, Record};
+use crate::common::{env, Record};
 
 /// One message as a consumer got it.
 #[derive(Debug, Clone)]
@@ -222,16 +222,7 @@ async fn rabbitmq_events_in_order_with_exact_bytes() {
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k1", r#"{"a": 1, "b": [1, 2]}"#).await;
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'k1', 'E', NULL)",
-                ob.name
-            ),
-            &[&event_id(2), &ob.agg("")],
-        )
-        .await
-        .expect("insert a null payload");
+    ob.insert_null_payload(2, "k1").await;
     for n in 3..=10 {
         ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
             .await;
@@ -295,30 +286,14 @@ async fn rabbitmq_debezium_server_form_publishes_what_it_does() {
     let props = dir.path().join("application.properties");
     std::fs::write(
         &props,
-        format!(
+        ob.debezium_server_properties(&format!(
             "debezium.sink.type=rabbitmq\n\
-             debezium.sink.rabbitmq.connection.host=127.0.0.1\n\
-             debezium.sink.rabbitmq.connection.port={port}\n\
-             debezium.sink.rabbitmq.routingkey.source=key\n\
-             debezium.sink.rabbitmq.ACKTIMEOUT=10000\n\
-             debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
-             debezium.source.database.hostname=127.0.0.1\n\
-             debezium.source.database.port={pg}\n\
-             debezium.source.database.user=postgres\n\
-             debezium.source.database.dbname=postgres\n\
-             debezium.source.topic.prefix=dbzs\n\
-             debezium.source.plugin.name=pgoutput\n\
-             debezium.source.slot.name={name}\n\
-             debezium.source.publication.name={name}\n\
-             debezium.source.publication.autocreate.mode=filtered\n\
-             debezium.source.table.include.list=public.{name}\n\
-             debezium.source.snapshot.mode=no_data\n\
-             debezium.transforms=outbox\n\
-             debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n",
+                 debezium.sink.rabbitmq.connection.host=127.0.0.1\n\
+                 debezium.sink.rabbitmq.connection.port={port}\n\
+                 debezium.sink.rabbitmq.routingkey.source=key\n\
+                 debezium.sink.rabbitmq.ACKTIMEOUT=10000\n",
             port = rabbit.port,
-            pg = env().pg_port,
-            name = ob.name,
-        ),
+        )),
     )
     .unwrap();
     let path = props.display().to_string();
@@ -329,16 +304,7 @@ async fn rabbitmq_debezium_server_form_publishes_what_it_does() {
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "order-1", r#"{"total": 12.5, "note": "héllo"}"#)
         .await;
-    ob.client
-        .execute(
-            &format!(
-                "INSERT INTO {} VALUES ($1::text::uuid, $2, 'order-1', 'E', NULL)",
-                ob.name
-            ),
-            &[&event_id(2), &ob.agg("")],
-        )
-        .await
-        .expect("insert a null payload");
+    ob.insert_null_payload(2, "order-1").await;
     let mut reader = Reader::new(rabbit.port, &queue);
     let got = reader.at_least(&mut relay, 2).await.to_vec();
     let m = &got[0];
@@ -410,44 +376,27 @@ async fn rabbitmq_sigkill_under_load_delivers_every_event() {
     let config = without_kafka(&ob.config(""), &sink(rabbit.port, ""));
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
-    spec.pause = Duration::from_millis(2);
-    let load = Load::start(spec).await;
-    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
-    let killed_at = ob.current_lsn().await;
-    relay.kill();
-    let mut relay = Relay::start(&config);
-    let log = load.finish().await;
-    let keys: HashMap<&str, &str> = log
-        .committed
-        .iter()
-        .map(|e| (e.id.as_str(), e.key.as_str()))
-        .collect();
-    let want: HashSet<String> = log.committed.iter().map(|e| e.id.clone()).collect();
-    let mut reader = Reader::new(rabbit.port, &queue);
-    let got = reader
-        .until(&mut relay, |got| {
-            let seen: HashSet<String> = got
-                .iter()
-                .filter_map(|m| m.header("id"))
-                .map(|id| String::from_utf8_lossy(&id).into_owned())
-                .collect();
-            want.is_subset(&seen)
-        })
-        .await;
-    let records: Vec<Record> = got.iter().map(|m| m.record(&keys)).collect();
-    let ends: HashMap<String, walrelay::proto::Lsn> = log
-        .committed
-        .iter()
-        .map(|e| (e.id.clone(), e.after_commit.unwrap_or(killed_at)))
-        .collect();
-    let faults = [Fault {
-        what: "SIGKILL".to_owned(),
-        confirmed_before: walrelay::proto::Lsn::ZERO,
-        wal_after: ob.current_lsn().await,
-    }];
-    check(&log, &records, &ends, &faults)
-        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let keys: HashMap<&str, &str> = log
+            .committed
+            .iter()
+            .map(|e| (e.id.as_str(), e.key.as_str()))
+            .collect();
+        let want: HashSet<String> = log.committed.iter().map(|e| e.id.clone()).collect();
+        let mut reader = Reader::new(rabbit.port, &queue);
+        let got = reader
+            .until(relay, |got| {
+                let seen: HashSet<String> = got
+                    .iter()
+                    .filter_map(|m| m.header("id"))
+                    .map(|id| String::from_utf8_lossy(&id).into_owned())
+                    .collect();
+                want.is_subset(&seen)
+            })
+            .await;
+        got.iter().map(|m| m.record(&keys)).collect::<Vec<Record>>()
+    };
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::AtLeastOnce, read).await;
     ob.finish(relay).await;
 }
 

@@ -3,15 +3,24 @@
 //! walrelay (`walrelay run --config application.properties`) run from the
 //! same `application.properties` against the same database, each
 //! publishing to a broker server of its own of the same kind
-//! ([`Server::nats`], [`Server::redis`]), fed the same transactions; then
-//! every message is compared per destination (NATS subject, Redis stream),
-//! in order: key, value bytes, header names, header order, header values,
-//! and for NATS the header lines as they went over the wire. The stream
-//! `create-stream` makes is compared too.
+//! ([`Server::nats`], [`Server::redis`], a [`Capture`] HTTP server) or to
+//! a virtual host of its own on one RabbitMQ server ([`Server::rabbitmq`];
+//! for `rabbitmqstream` one with the stream plugin,
+//! [`Server::rabbitmq_with`]), fed the same transactions; then every
+//! message is compared per destination (NATS subject, Redis stream, AMQP
+//! exchange, RabbitMQ stream, HTTP request line), in order: key, value
+//! bytes, header names, header order, header values, and the attributes a
+//! broker adds ([`Msg::attrs`]: the routing key, every AMQP property and
+//! each header value's AMQP type; a stream message's properties, header,
+//! annotations, offset and each application property's AMQP type; the
+//! HTTP client's own headers and the header names' case as sent), and for
+//! NATS the header lines as they went over the wire. The stream `create-stream`
+//! makes is compared too.
 //!
 //! The two files differ only in `slot.name`/`publication.name` (one slot
 //! each on the same database: both decode the same transactions) and the
-//! broker's address (`@SERVER@`). `debezium-server.sh run` adds an offsets
+//! broker's address (`@SERVER@`, and for RabbitMQ `@PORT@` and
+//! `@VHOST@`). `debezium-server.sh run` adds an offsets
 //! file, a loopback HTTP port and plain-text logs to Debezium's copy; none
 //! of them reaches a message.
 //!
@@ -23,7 +32,9 @@
 //!   times: only the order within a destination is compared;
 //! - walrelay's `Nats-Msg-Id`, an intended addition (the event id, so that
 //!   JetStream's duplicate window drops a republished event): it is checked
-//!   to be the event id of Debezium's `id` header, then taken out.
+//!   to be the event id of Debezium's `id` header, then taken out;
+//! - the HTTP `Host` header's port (each relay has its receiver);
+//! - the order of AMQP headers: lapin reads a table into a sorted map.
 //!
 //! Layout. A [`Run`] is one start of each relay: a directory under
 //! `tests/compat/server/` holding its `application.properties`
@@ -44,13 +55,25 @@
 //! Debezium has published what its cases expect (and walrelay as much, or
 //! gave up), then a second. A run may end with a fatal step: a record that
 //! stops Debezium Server, written after the rest arrived, so what happened to
-//! that record alone shows.
+//! that record alone shows. A walrelay that refuses its file exits before
+//! streaming: a `stop` difference (`rabbitmq-key-bytes`), the run going on
+//! with Debezium Server alone.
 //!
-//! Another sink (RabbitMQ, HTTP): a [`Sink`] variant (how to start a
-//! server of its kind as a [`BrokerServer`], its address as `@SERVER@`,
-//! every message read back as [`Msg`]s by destination: key, value, headers
-//! in order), its runs in [`RUNS`] with their directories, and its known
-//! differences.
+//! RabbitMQ: Debezium Server never declares an exchange, so each virtual
+//! host gets a durable fanout exchange per case (`outbox.event.<case>`)
+//! bound to a queue of the same name, read with `basic.get` (what was read
+//! is kept: a message is taken once). RabbitMQ streams: each relay creates
+//! its streams (`outbox.event.<case>`: the topic) in its virtual host; they
+//! are read from the first offset with rabbitmq-stream-client, the
+//! message-id as the key, the application properties as the headers (a
+//! map: in name order). HTTP: the [`Capture`] server keeps
+//! each request as it came over the wire and answers 200; the JDK client's
+//! h2c upgrade offer is not taken.
+//!
+//! Another sink: a [`Sink`] variant (how to start servers of its kind as
+//! [`BrokerServer`]s, its address as `@SERVER@`, every message read back
+//! as [`Msg`]s by destination: key, value, headers in order, attributes),
+//! its runs in [`RUNS`] with their directories, and its known differences.
 //!
 //! Differences walrelay is known to have are in [`KNOWN_DIFFERENCES`], as in
 //! `compatibility`: any other difference fails, and an entry whose
@@ -61,14 +84,16 @@
 //! headers do not yet (async-nats writes them from a std `HashMap`), which
 //! is listed as PENDING.
 //!
-//! Cost: one Debezium Server start per run, two runs at a time: about 20 s
-//! for the four runs here on 2 cores with `debezium-server.sh`'s AOT cache
-//! (`.cache/debezium-server/aot/`). Without that cache the first start
+//! Cost: one Debezium Server start per run, two runs at a time, each run
+//! 10-30 s on 2 cores with `debezium-server.sh`'s AOT cache
+//! (`.cache/debezium-server/aot/`); a RabbitMQ run also boots one
+//! rabbitmq-server (6-8 s). Without the AOT cache the first start
 //! trains it (slower, and its stop writes 75 MB), so the first run goes
 //! alone and the others use it.
 //!
 //! Environment: `scripts/env.sh up` (the shared PostgreSQL), nats-server
-//! (`scripts/brokers.sh fetch nats`), `scripts/debezium-server.sh fetch`;
+//! (`scripts/brokers.sh fetch nats`), Debian's redis-server and
+//! rabbitmq-server, `scripts/debezium-server.sh fetch`;
 //! `scripts/test.sh` does all three. Then
 //! `cargo test --test integration compatibility_server::`.
 //! `WALRELAY_COMPAT_SERVER_RUNS=a,b` runs only those runs,
@@ -83,7 +108,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+use lapin::options::{
+    BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{Connection, ConnectionProperties, ExchangeKind};
+use rabbitmq_stream_client::types::{Message as StreamMessage, OffsetSpecification, SimpleValue};
+use rabbitmq_stream_client::Environment;
+
 use crate::brokers::{parse_xrange, Server};
+use crate::common::metrics::free_port;
 use crate::common::{env, unique_name};
 use crate::compatibility::{
     file_text, mask_uuid, psql_c, psql_in, show, strip_ansi, substitute, tail, Diff, Known,
@@ -95,54 +130,193 @@ const RUN_ID: &str = "__debezium.context.runId";
 const NATS_MSG_ID: &str = "Nats-Msg-Id";
 
 /// A broker Debezium Server publishes to: each relay gets a server of its
-/// own of this kind.
+/// own of this kind (RabbitMQ: a virtual host of its own on one server).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sink {
     /// `debezium.sink.type=nats-jetstream`.
     NatsJetStream,
     /// `debezium.sink.type=redis`.
     Redis,
+    /// `debezium.sink.type=rabbitmq` (AMQP 0-9-1).
+    RabbitMq,
+    /// `debezium.sink.type=http`.
+    Http,
+    /// `debezium.sink.type=rabbitmqstream` (the stream protocol).
+    RabbitMqStream,
 }
 
+/// RabbitMQ: the virtual host each relay publishes to on the run's one
+/// server (Debezium Server's first).
+const VHOSTS: [&str; 2] = ["/", "walrelay"];
+
 impl Sink {
-    /// A new server of this kind (blocking).
-    fn server(self) -> BrokerServer {
-        let server = match self {
-            Sink::NatsJetStream => Server::nats(),
-            Sink::Redis => Server::redis(),
+    /// The broker servers of a run, Debezium Server's first. RabbitMQ: one
+    /// server, a virtual host each, in each a fanout exchange per case
+    /// (`outbox.event.<case>`: Debezium Server never declares one) bound
+    /// to a queue of the same name.
+    async fn servers(self, run: &Run) -> Result<(BrokerServer, BrokerServer), String> {
+        let blocking = |f: fn() -> Server| async move {
+            tokio::task::spawn_blocking(f)
+                .await
+                .map_err(|e| format!("broker server: {e}"))
         };
-        BrokerServer {
-            port: server.port,
-            _running: Box::new(server),
+        match self {
+            Sink::NatsJetStream | Sink::Redis => {
+                let start = if self == Sink::Redis {
+                    Server::redis
+                } else {
+                    Server::nats
+                };
+                let (a, b) = (blocking(start).await?, blocking(start).await?);
+                Ok((BrokerServer::of(a), BrokerServer::of(b)))
+            }
+            Sink::RabbitMq => {
+                let server = blocking(Server::rabbitmq).await?;
+                let server = tokio::task::spawn_blocking(move || {
+                    // The AMQP listener opens before the broker's boot ends.
+                    walrelay_vhost(&server)?;
+                    Ok::<_, String>(server)
+                })
+                .await
+                .map_err(|e| format!("rabbitmqctl: {e}"))??;
+                let queues: Vec<String> = run
+                    .cases
+                    .iter()
+                    .map(|c| format!("outbox.event.{}", c.name))
+                    .collect();
+                let port = server.port;
+                let running: Arc<dyn std::any::Any + Send + Sync> = Arc::new(server);
+                let mut pair = Vec::new();
+                for vhost in VHOSTS {
+                    declare_amqp(port, vhost, &queues, run.exchange).await?;
+                    pair.push(BrokerServer {
+                        port,
+                        vhost: vhost.to_owned(),
+                        _running: Arc::clone(&running),
+                        amqp: Some(AmqpQueues {
+                            queues: queues.clone(),
+                            got: tokio::sync::Mutex::default(),
+                        }),
+                        http: None,
+                        streams: Vec::new(),
+                    });
+                }
+                let wr = pair.pop().expect("two virtual hosts");
+                Ok((pair.pop().expect("two virtual hosts"), wr))
+            }
+            Sink::Http => {
+                let (a, b) = (Capture::start().await?, Capture::start().await?);
+                Ok((BrokerServer::http(a), BrokerServer::http(b)))
+            }
+            Sink::RabbitMqStream => {
+                let (server, stream) = tokio::task::spawn_blocking(move || {
+                    let stream = free_port();
+                    let server = Server::rabbitmq_with(Some(stream));
+                    walrelay_vhost(&server)?;
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    while std::net::TcpStream::connect(("127.0.0.1", stream)).is_err() {
+                        if Instant::now() > deadline {
+                            return Err("the stream port did not listen".to_owned());
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    Ok::<_, String>((server, stream))
+                })
+                .await
+                .map_err(|e| format!("rabbitmq-server: {e}"))??;
+                let streams: Vec<String> = run
+                    .cases
+                    .iter()
+                    .map(|c| format!("outbox.event.{}", c.name))
+                    .collect();
+                let running: Arc<dyn std::any::Any + Send + Sync> = Arc::new(server);
+                let pair = VHOSTS.map(|vhost| BrokerServer {
+                    port: stream,
+                    vhost: vhost.to_owned(),
+                    _running: Arc::clone(&running),
+                    amqp: None,
+                    http: None,
+                    streams: streams.clone(),
+                });
+                let [dbz, wr] = pair;
+                Ok((dbz, wr))
+            }
         }
     }
 
-    /// `@SERVER@`: the address as the sink's keys take it.
+    /// `@SERVER@`: the address as the sink's keys take it (RabbitMQ's
+    /// host: `@PORT@` and `@VHOST@` give the rest).
     fn address(self, server: &BrokerServer) -> String {
         match self {
             Sink::NatsJetStream => format!("nats://127.0.0.1:{}", server.port),
             Sink::Redis => format!("127.0.0.1:{}", server.port),
+            Sink::RabbitMq | Sink::RabbitMqStream => "127.0.0.1".to_owned(),
+            Sink::Http => format!("http://127.0.0.1:{}/events", server.port),
         }
     }
 
     /// Everything the server holds, by destination, in order.
     async fn read(self, server: &BrokerServer) -> Result<Read, String> {
-        match self {
-            Sink::NatsJetStream => read_nats(server.port).await,
-            Sink::Redis => read_redis(server.port).await.map(|messages| Read {
-                messages,
-                streams: BTreeMap::new(),
-            }),
+        let messages = match self {
+            Sink::NatsJetStream => return read_nats(server.port).await,
+            Sink::Redis => read_redis(server.port).await?,
+            Sink::RabbitMq => read_amqp(server).await?,
+            Sink::Http => server.http.as_ref().map(|c| c.read()).unwrap_or_default(),
+            Sink::RabbitMqStream => read_streams(server).await?,
+        };
+        Ok(Read {
+            messages,
+            streams: BTreeMap::new(),
+        })
+    }
+}
+
+/// The broker server of one relay, stopped on drop (the last relay's
+/// drop, when they share one).
+struct BrokerServer {
+    port: u16,
+    /// RabbitMQ: the relay's virtual host.
+    vhost: String,
+    /// What runs it: a [`Server`] or a [`Capture`].
+    _running: Arc<dyn std::any::Any + Send + Sync>,
+    /// RabbitMQ: the queues read, and what they gave so far.
+    amqp: Option<AmqpQueues>,
+    /// HTTP: the capture server.
+    http: Option<Arc<Capture>>,
+    /// RabbitMQ streams: the streams read (`port` is the stream port).
+    streams: Vec<String>,
+}
+
+impl BrokerServer {
+    fn of(server: Server) -> BrokerServer {
+        BrokerServer {
+            port: server.port,
+            vhost: String::new(),
+            _running: Arc::new(server),
+            amqp: None,
+            http: None,
+            streams: Vec::new(),
+        }
+    }
+
+    fn http(capture: Capture) -> BrokerServer {
+        let capture = Arc::new(capture);
+        BrokerServer {
+            port: capture.port,
+            vhost: String::new(),
+            _running: Arc::clone(&capture) as Arc<dyn std::any::Any + Send + Sync>,
+            amqp: None,
+            http: Some(capture),
+            streams: Vec::new(),
         }
     }
 }
 
-/// The broker server of one relay, stopped on drop.
-struct BrokerServer {
-    port: u16,
-    /// What runs it: a [`Server`], or what a sink starts its own way (an
-    /// HTTP capture server, which its reader can get back by downcasting).
-    _running: Box<dyn std::any::Any + Send + Sync>,
+/// A relay's queues on RabbitMQ, one per destination; `basic.get` takes a
+/// message once, so what was read is kept.
+struct AmqpQueues {
+    queues: Vec<String>,
+    got: tokio::sync::Mutex<Destinations>,
 }
 
 /// One outbox table (or the logical-message outbox) of a run, routed to
@@ -172,6 +346,9 @@ struct Run {
     sink: Sink,
     cases: &'static [Case],
     fatal: Option<Fatal>,
+    /// RabbitMQ: the run's `exchange` (a direct exchange, each case's queue
+    /// bound with its topic as the key); None: an exchange per topic.
+    exchange: Option<&'static str>,
 }
 
 const fn table(name: &'static str, ddl: &'static str, feed: &'static str, records: usize) -> Case {
@@ -208,12 +385,14 @@ const RUNS: &[Run] = &[
         sink: Sink::NatsJetStream,
         cases: DEFAULT_CASES,
         fatal: None,
+        exchange: None,
     },
     Run {
         name: "redis-json",
         sink: Sink::Redis,
         cases: DEFAULT_CASES,
         fatal: None,
+        exchange: None,
     },
     // Header and envelope placements and table.expand.json.payload, over
     // rows and logical decoding messages; then a header value beyond ASCII,
@@ -230,6 +409,7 @@ const RUNS: &[Run] = &[
             case: "placements",
             feed: "fatal-header-feed.sql",
         }),
+        exchange: None,
     },
     // message.format=extended, simplestring key and value, headers without
     // schemas, header placements, null.key of its own.
@@ -241,7 +421,142 @@ const RUNS: &[Run] = &[
             messages(3),
         ],
         fatal: None,
+        exchange: None,
     },
+    // RabbitMQ at defaults: the exchange is the topic, routing key "",
+    // delivery mode 2, the header envelopes as long strings. Then a record
+    // whose exchange does not exist.
+    Run {
+        name: "rabbitmq-json",
+        sink: Sink::RabbitMq,
+        cases: DEFAULT_CASES,
+        fatal: Some(Fatal {
+            case: "unicode",
+            feed: "fatal-exchange-feed.sql",
+        }),
+        exchange: None,
+    },
+    // The placements, expanded JSON and messages of nats-options, header
+    // values beyond ASCII (which AMQP carries), the headers as
+    // jsonbytearray, the routing key from the record key, delivery mode 1.
+    Run {
+        name: "rabbitmq-options",
+        sink: Sink::RabbitMq,
+        cases: OPTION_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // simplestring key and value (null.value for a NULL payload), headers
+    // without schemas, one exchange of the run's (`exchange`), the routing
+    // key from the topic, autoCreateRoutingKey.
+    Run {
+        name: "rabbitmq-simplestring",
+        sink: Sink::RabbitMq,
+        cases: DEFAULT_CASES,
+        fatal: None,
+        exchange: Some("outbox"),
+    },
+    // The routing key from a key the converter gives as byte[]
+    // (jsonbytearray): Debezium Server's first record stops it; walrelay
+    // refuses the file at load.
+    Run {
+        name: "rabbitmq-key-bytes",
+        sink: Sink::RabbitMq,
+        cases: &[table("placements", "options.sql", "no-feed.sql", 0)],
+        fatal: Some(Fatal {
+            case: "placements",
+            feed: "fatal-header-feed.sql",
+        }),
+        exchange: None,
+    },
+    // rabbitmqstream at its defaults: the stream is the topic (each relay
+    // creates its own, in a virtual host of its own), message-id the key,
+    // the headers as application properties.
+    Run {
+        name: "rabbitmqstream-json",
+        sink: Sink::RabbitMqStream,
+        cases: DEFAULT_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // The option cases on rabbitmqstream, with a producer name and a
+    // null.value of its own.
+    Run {
+        name: "rabbitmqstream-options",
+        sink: Sink::RabbitMqStream,
+        cases: OPTION_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // simplestring key and value (message-id the bare key, a NULL payload
+    // null.value), headers without schemas, a producer name; then a NULL
+    // key, which stops Debezium Server.
+    Run {
+        name: "rabbitmqstream-simplestring",
+        sink: Sink::RabbitMqStream,
+        cases: &[
+            table("defaults", "outbox.sql", "defaults-feed.sql", 3),
+            table(
+                "keyed-nulls",
+                "outbox-nullable.sql",
+                "keyed-nulls-feed.sql",
+                2,
+            ),
+            table("unicode", "outbox-nullable.sql", "unicode-feed.sql", 2),
+        ],
+        fatal: Some(Fatal {
+            case: "unicode",
+            feed: "fatal-null-key-feed.sql",
+        }),
+        exchange: None,
+    },
+    // HTTP with debezium.format.value=json (required), otherwise defaults:
+    // one POST per event, the header envelopes base64 in X-DEBEZIUM-*.
+    Run {
+        name: "http-json",
+        sink: Sink::Http,
+        cases: DEFAULT_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // simplestring key and value: a NULL payload is a null value, not sent
+    // (two of the nulls case's three rows); headers without schemas;
+    // Standard Webhooks signatures (WEBHOOK_KEY).
+    Run {
+        name: "http-simplestring",
+        sink: Sink::Http,
+        cases: &[
+            table("defaults", "outbox.sql", "defaults-feed.sql", 3),
+            table("nulls", "outbox-nullable.sql", "nulls-feed.sql", 1),
+            table("unicode", "outbox-nullable.sql", "unicode-feed.sql", 2),
+        ],
+        fatal: None,
+        exchange: None,
+    },
+    // The option cases over HTTP, under a header prefix of its own and not
+    // base64-encoded (so header values stay ASCII here: the JDK client
+    // refuses a header character above 255); batch mode, a record a batch.
+    Run {
+        name: "http-options",
+        sink: Sink::Http,
+        cases: &[
+            table("placements", "options.sql", "placements-feed.sql", 3),
+            table("expand", "options.sql", "expand-feed.sql", 4),
+            messages(3),
+        ],
+        fatal: None,
+        exchange: None,
+    },
+];
+
+/// EventRouter placements and table.expand.json.payload over rows and
+/// logical decoding messages, and header values beyond ASCII (jnats
+/// refuses those: NATS has them as its fatal step instead).
+const OPTION_CASES: &[Case] = &[
+    table("placements", "options.sql", "placements-feed.sql", 3),
+    table("expand", "options.sql", "expand-feed.sql", 4),
+    table("headers", "options.sql", "headers-feed.sql", 2),
+    messages(3),
 ];
 
 /// Differences walrelay is known to have, each with its reason (see the
@@ -285,7 +600,119 @@ const KNOWN_DIFFERENCES: &[Known] = &[
         reason: "the fatal record, which only walrelay published",
         intermittent: false,
     },
+    // A record whose exchange does not exist: both stop without it.
+    // Debezium Server's channel is closed (404) and it exits; walrelay
+    // refuses it as no_exchange, and [errors] at tolerance none stops the
+    // pipeline naming the event (exit 1). Under tolerance all walrelay
+    // dead-letters it instead and goes on.
+    Known {
+        case: "rabbitmq-json",
+        field: "fatal record",
+        debezium: "exited",
+        walrelay: "exited with exit status: 1",
+        reason: "a missing exchange: both stop (walrelay through [errors], naming the event)",
+        intermittent: false,
+    },
+    // routingKey.source=key with a byte-array key format (jsonbytearray,
+    // binary): Debezium Server's sink refuses the key ("Unexpected data
+    // type '[B'") and exits on the first record; walrelay refuses the pair
+    // at load, naming routingKey.source, and never streams.
+    Known {
+        case: "rabbitmq-key-bytes",
+        field: "stop",
+        debezium: "streaming",
+        walrelay: "before streaming",
+        reason: "walrelay refuses at load the pair Debezium Server stops on at the first record",
+        intermittent: false,
+    },
+    Known {
+        case: "rabbitmq-key-bytes",
+        field: "fatal record",
+        debezium: "exited",
+        walrelay: "exited with exit status",
+        reason: "both stop: Debezium Server on the record, walrelay at load",
+        intermittent: false,
+    },
+    // A NULL key under the simplestring key format: Debezium Server's
+    // rabbitmqstream sink takes message-id from the key string, refuses a
+    // null one ("Unexpected data type 'null'") and exits; walrelay sends
+    // the message without message-id, on purpose
+    // (docs/debezium-server-sinks.md §6).
+    Known {
+        case: "rabbitmqstream-simplestring",
+        field: "fatal record",
+        debezium: "exited",
+        walrelay: "published it and kept running",
+        reason: "a NULL key: Debezium Server stops, walrelay sends no message-id",
+        intermittent: false,
+    },
+    Known {
+        case: "rabbitmqstream-simplestring",
+        field: "record count",
+        debezium: "2",
+        walrelay: "3",
+        reason: "the fatal record, which only walrelay published",
+        intermittent: false,
+    },
+    Known {
+        case: "rabbitmqstream-simplestring",
+        field: "extra in walrelay",
+        debezium: "<null>",
+        walrelay: "{\"n\": 8}",
+        reason: "the fatal record, which only walrelay published",
+        intermittent: false,
+    },
 ];
+
+const H2C: &str = "the JDK client offers an h2c upgrade; walrelay speaks HTTP/1.1 only";
+const AGENT: &str = "each client names itself";
+const IDEMPOTENCY: &str = "walrelay's Idempotency-Key, the event id, on purpose";
+const CASE: &str = "hyper writes header names in lower case (HTTP names are case-insensitive)";
+
+/// What every HTTP run differs in, on purpose (docs/debezium-server-sinks.md
+/// §7): walrelay speaks HTTP/1.1 only (the JDK client offers an h2c
+/// upgrade, which the receiver does not take), names itself, adds
+/// Idempotency-Key (the event id) and writes header names in lower case
+/// (hyper's HeaderMap; HTTP field names are case-insensitive). Field,
+/// Debezium's side, walrelay's side, reason, as in [`Known`].
+const HTTP_KNOWN: &[(&str, &str, &str, &str)] = &[
+    ("http connection", "Upgrade, HTTP2-Settings", "<null>", H2C),
+    ("http upgrade", "h2c", "<null>", H2C),
+    ("http http2-settings", "", "<null>", H2C),
+    ("http user-agent", "Java-http-client/", "walrelay/", AGENT),
+    ("http idempotency-key", "<null>", "", IDEMPOTENCY),
+    (
+        "header names as sent",
+        "Content-Length",
+        "content-length",
+        CASE,
+    ),
+];
+
+/// The known differences of the run `name`: its [`KNOWN_DIFFERENCES`]
+/// entries, and [`HTTP_KNOWN`] for an HTTP run.
+fn known(name: &str) -> Vec<Known> {
+    let mut out: Vec<Known> = KNOWN_DIFFERENCES
+        .iter()
+        .filter(|k| k.case == name)
+        .map(|k| Known { ..*k })
+        .collect();
+    if let Some(run) = RUNS.iter().find(|r| r.name == name && r.sink == Sink::Http) {
+        out.extend(
+            HTTP_KNOWN
+                .iter()
+                .map(|&(field, debezium, walrelay, reason)| Known {
+                    case: run.name,
+                    field,
+                    debezium,
+                    walrelay,
+                    reason,
+                    intermittent: false,
+                }),
+        );
+    }
+    out
+}
 
 const fn nats_header_order(case: &'static str) -> Known {
     Known {
@@ -321,6 +748,10 @@ struct Msg {
     headers: Headers,
     /// NATS: the header block's lines as sent (`name:value`), in order.
     lines: Vec<Vec<u8>>,
+    /// What else a message carries, by name, compared one by one:
+    /// RabbitMQ's routing key, properties and header value types; HTTP's
+    /// transport headers and header names as sent.
+    attrs: BTreeMap<String, String>,
 }
 
 impl Msg {
@@ -341,6 +772,23 @@ struct Read {
     messages: Destinations,
     /// NATS: each stream's configuration as the server reports it.
     streams: BTreeMap<String, serde_json::Value>,
+}
+
+/// Waits for the node's boot, then opens walrelay's virtual host
+/// (`VHOSTS[1]`) to `guest`.
+fn walrelay_vhost(server: &Server) -> Result<(), String> {
+    server.rabbitmqctl(&["await_startup"])?;
+    server.rabbitmqctl(&["add_vhost", VHOSTS[1]])?;
+    server.rabbitmqctl(&[
+        "set_permissions",
+        "-p",
+        VHOSTS[1],
+        "guest",
+        ".*",
+        ".*",
+        ".*",
+    ])?;
+    Ok(())
 }
 
 fn count(d: &Destinations) -> usize {
@@ -409,6 +857,7 @@ async fn read_nats(port: u16) -> Result<Read, String> {
                     value: Some(field("data")?),
                     headers,
                     lines,
+                    attrs: BTreeMap::new(),
                 });
         }
     }
@@ -533,6 +982,446 @@ fn headers_of(fields: &[(Vec<u8>, Vec<u8>)]) -> Headers {
         .collect()
 }
 
+/// Declares, in `vhost`, a durable queue per name, each bound to a durable
+/// fanout exchange of the same name, or with `exchange` to that one
+/// (direct) with its name as the binding key.
+async fn declare_amqp(
+    port: u16,
+    vhost: &str,
+    names: &[String],
+    exchange: Option<&str>,
+) -> Result<(), String> {
+    let conn = amqp_connect(port, vhost).await?;
+    let ch = conn
+        .create_channel()
+        .await
+        .map_err(|e| format!("amqp channel: {e}"))?;
+    let durable = || ExchangeDeclareOptions {
+        durable: true,
+        ..ExchangeDeclareOptions::default()
+    };
+    if let Some(x) = exchange {
+        ch.exchange_declare(
+            x.into(),
+            ExchangeKind::Direct,
+            durable(),
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| format!("declare exchange {x} in {vhost}: {e}"))?;
+    }
+    for name in names {
+        if exchange.is_none() {
+            ch.exchange_declare(
+                name.as_str().into(),
+                ExchangeKind::Fanout,
+                durable(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(|e| format!("declare exchange {name} in {vhost}: {e}"))?;
+        }
+        ch.queue_declare(
+            name.as_str().into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| format!("declare queue {name} in {vhost}: {e}"))?;
+        let (bound_to, key) = match exchange {
+            Some(x) => (x, name.as_str()),
+            None => (name.as_str(), ""),
+        };
+        ch.queue_bind(
+            name.as_str().into(),
+            bound_to.into(),
+            key.into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| format!("bind queue {name} in {vhost}: {e}"))?;
+    }
+    let _ = conn.close(200, "declared".into()).await;
+    Ok(())
+}
+
+async fn amqp_connect(port: u16, vhost: &str) -> Result<Connection, String> {
+    let vhost = vhost.replace('/', "%2f");
+    Connection::connect(
+        &format!("amqp://guest:guest@127.0.0.1:{port}/{vhost}"),
+        ConnectionProperties::default(),
+    )
+    .await
+    .map_err(|e| format!("connect to rabbitmq on {port}: {e}"))
+}
+
+/// Every message of the relay's queues: those read before and what
+/// `basic.get` gives now, by exchange.
+async fn read_amqp(server: &BrokerServer) -> Result<Destinations, String> {
+    let q = server.amqp.as_ref().expect("a RabbitMQ broker server");
+    let mut got = q.got.lock().await;
+    let conn = amqp_connect(server.port, &server.vhost).await?;
+    let ch = conn
+        .create_channel()
+        .await
+        .map_err(|e| format!("amqp channel: {e}"))?;
+    for queue in &q.queues {
+        while let Some(m) = ch
+            .basic_get(queue.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .map_err(|e| format!("basic.get {queue}: {e}"))?
+        {
+            let d = m.delivery;
+            got.entry(d.exchange.to_string())
+                .or_default()
+                .push(amqp_msg(&d));
+        }
+    }
+    let _ = conn.close(200, "read".into()).await;
+    Ok(got.clone())
+}
+
+/// Every message of each stream in the relay's virtual host, from the
+/// first offset (a stream not created yet: none), by stream name. A stream
+/// is read until nothing more comes for 500 ms (2 s for the first message).
+async fn read_streams(server: &BrokerServer) -> Result<Destinations, String> {
+    let env = Environment::builder()
+        .host("127.0.0.1")
+        .port(server.port)
+        .virtual_host(&server.vhost)
+        .build()
+        .await
+        .map_err(|e| format!("stream connect: {e}"))?;
+    let mut got = Destinations::new();
+    for stream in &server.streams {
+        let Ok(mut consumer) = env
+            .consumer()
+            .offset(OffsetSpecification::First)
+            .build(stream)
+            .await
+        else {
+            continue;
+        };
+        let mut msgs = Vec::new();
+        // A stream exists once a relay published to it: wait longer for
+        // its first message than for the next.
+        while let Ok(Some(d)) = tokio::time::timeout(
+            Duration::from_millis(if msgs.is_empty() { 2000 } else { 500 }),
+            consumer.next(),
+        )
+        .await
+        {
+            let d = d.map_err(|e| format!("stream {stream}: {e}"))?;
+            msgs.push(stream_msg(d.offset(), d.message()));
+        }
+        let _ = consumer.handle().close().await;
+        if !msgs.is_empty() {
+            got.insert(stream.clone(), msgs);
+        }
+    }
+    Ok(got)
+}
+
+/// A stream message as a [`Msg`]: the key is the message-id, the value
+/// the data section; the application properties are the headers (a map:
+/// read in name order), each value's AMQP type an attribute; the
+/// properties, header, annotations and offset are attributes too.
+fn stream_msg(offset: u64, m: &StreamMessage) -> Msg {
+    let mut attrs = BTreeMap::new();
+    let debug = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    attrs.insert("offset".to_owned(), offset.to_string());
+    attrs.insert("publishing id".to_owned(), debug(&m.publishing_id()));
+    attrs.insert("header".to_owned(), debug(&m.header()));
+    attrs.insert(
+        "message annotations".to_owned(),
+        debug(&m.message_annotations()),
+    );
+    attrs.insert(
+        "delivery annotations".to_owned(),
+        debug(&m.delivery_annotations()),
+    );
+    let key = m.properties().and_then(|p| {
+        let id = p.message_id.clone()?;
+        attrs.insert(
+            "message-id type".to_owned(),
+            debug(&id).split('(').next().unwrap_or_default().to_owned(),
+        );
+        String::try_from(id).ok().map(String::into_bytes)
+    });
+    attrs.insert("properties".to_owned(), debug(&m.properties()));
+    let mut props: Vec<(&String, &SimpleValue)> = m
+        .application_properties()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    props.sort_by(|a, b| a.0.cmp(b.0));
+    let mut headers = Headers::new();
+    for (name, value) in props {
+        let (kind, bytes) = match value {
+            SimpleValue::String(s) => ("string", Some(s.as_bytes().to_vec())),
+            SimpleValue::Binary(b) => ("binary", Some(b.clone())),
+            SimpleValue::Null => ("null", None),
+            other => ("other", Some(format!("{other:?}").into_bytes())),
+        };
+        attrs.insert(format!("property type {name}"), kind.to_owned());
+        headers.push((name.clone(), bytes));
+    }
+    Msg {
+        key,
+        value: m.data().map(<[u8]>::to_vec),
+        headers,
+        lines: Vec::new(),
+        attrs,
+    }
+}
+
+/// A delivery as a [`Msg`]: no key (neither relay sends it), the body, the
+/// headers (an AMQP table is a map: lapin gives them in name order, so
+/// their order on the wire does not show), and as attributes the routing
+/// key, every property and each header value's AMQP type.
+fn amqp_msg(d: &lapin::message::Delivery) -> Msg {
+    let p = &d.properties;
+    let mut attrs = BTreeMap::new();
+    attrs.insert("routing key".to_owned(), d.routing_key.to_string());
+    let debug = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    for (name, value) in [
+        ("content_type", debug(p.content_type())),
+        ("content_encoding", debug(p.content_encoding())),
+        ("delivery_mode", debug(p.delivery_mode())),
+        ("priority", debug(p.priority())),
+        ("correlation_id", debug(p.correlation_id())),
+        ("reply_to", debug(p.reply_to())),
+        ("expiration", debug(p.expiration())),
+        ("message_id", debug(p.message_id())),
+        ("timestamp", debug(p.timestamp())),
+        ("type", debug(p.kind())),
+        ("user_id", debug(p.user_id())),
+        ("app_id", debug(p.app_id())),
+        ("cluster_id", debug(p.cluster_id())),
+    ] {
+        attrs.insert(format!("property {name}"), value);
+    }
+    let mut headers = Headers::new();
+    for (name, value) in p.headers().iter().flat_map(FieldTable::inner) {
+        let (kind, bytes) = match value {
+            AMQPValue::LongString(s) => ("long string", Some(s.as_bytes().to_vec())),
+            AMQPValue::ByteArray(b) => ("byte array", Some(b.as_slice().to_vec())),
+            AMQPValue::Void => ("void", None),
+            other => ("other", Some(format!("{other:?}").into_bytes())),
+        };
+        attrs.insert(format!("header type {name}"), kind.to_owned());
+        headers.push((name.to_string(), bytes));
+    }
+    Msg {
+        key: None,
+        value: Some(d.data.clone()),
+        headers,
+        lines: Vec::new(),
+        attrs,
+    }
+}
+
+/// One request as the capture server read it off the socket.
+#[derive(Clone)]
+struct Captured {
+    method: String,
+    path: String,
+    /// Names as sent, in order.
+    headers: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+}
+
+/// An HTTP receiver that keeps each request as it came over the wire
+/// (header names' case and order included, which hyper's server does not
+/// keep) and answers `200` with an empty body, HTTP/1.1 keep-alive. The
+/// JDK client's `h2c` upgrade offer is not taken: it goes on in HTTP/1.1.
+struct Capture {
+    port: u16,
+    got: Arc<std::sync::Mutex<Vec<Captured>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Capture {
+    async fn start() -> Result<Capture, String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("bind the HTTP capture server: {e}"))?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let shared = Arc::clone(&got);
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(capture_connection(stream, Arc::clone(&shared)));
+            }
+        });
+        Ok(Capture { port, got, accept })
+    }
+
+    /// Every request so far, by `METHOD path`, in arrival order.
+    fn read(&self) -> Destinations {
+        let mut out = Destinations::new();
+        for c in self.got.lock().expect("capture").iter() {
+            out.entry(format!("{} {}", c.method, c.path))
+                .or_default()
+                .push(http_msg(c));
+        }
+        out
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// Reads requests (a head, then `Content-Length` bytes) off one
+/// connection and answers each 200.
+async fn capture_connection(
+    mut stream: tokio::net::TcpStream,
+    got: Arc<std::sync::Mutex<Vec<Captured>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next().unwrap_or_default().split(' ');
+        let (method, path) = (
+            first.next().unwrap_or_default(),
+            first.next().unwrap_or_default(),
+        );
+        let headers: Vec<(String, Vec<u8>)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.to_owned(), v.trim_start().as_bytes().to_vec()))
+            .collect();
+        let length: usize = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < end + 4 + length {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body = buf[end + 4..end + 4 + length].to_vec();
+        buf.drain(..end + 4 + length);
+        got.lock().expect("capture").push(Captured {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            headers,
+            body,
+        });
+        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+        if stream.write_all(answer).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// HTTP headers that are the client's own, not the record's: compared one
+/// by one as attributes (`http <name>`), so that each difference shows
+/// apart. `host` carries the receiver's port, which differs: masked.
+const HTTP_TRANSPORT: &[&str] = &[
+    "host",
+    "user-agent",
+    "connection",
+    "upgrade",
+    "http2-settings",
+    "idempotency-key",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+];
+
+/// `authentication.webhook.secret` of the runs that sign (Standard
+/// Webhooks): `whsec_` + base64 of these 32 bytes.
+const WEBHOOK_KEY: &[u8] = b"walrelay-side-by-side-secret-32b";
+
+/// Standard Webhooks' headers, comparable: the id's UUID masked (Debezium
+/// Server's is random, walrelay's the event id), a timestamp within ten
+/// minutes of now as `<now>`, and a signature that verifies (`v1,` +
+/// base64 of HMAC-SHA256 of `<id>.<timestamp>.<body>` under
+/// [`WEBHOOK_KEY`]) as `v1,<valid>`; anything else as sent.
+fn webhook_attrs(c: &Captured, attrs: &mut BTreeMap<String, String>) {
+    let get = |name: &str| {
+        c.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    };
+    let (Some(id), Some(ts), Some(sig)) = (
+        get("webhook-id"),
+        get("webhook-timestamp"),
+        get("webhook-signature"),
+    ) else {
+        return;
+    };
+    let masked = mask_uuid(&Some(id.clone().into_bytes())).unwrap_or_default();
+    attrs.insert("http webhook-id".to_owned(), masked);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if ts.parse::<u64>().is_ok_and(|t| t.abs_diff(now) < 600) {
+        attrs.insert("http webhook-timestamp".to_owned(), "<now>".to_owned());
+    }
+    let mut signed = format!("{id}.{ts}.").into_bytes();
+    signed.extend_from_slice(&c.body);
+    let expected = openssl::pkey::PKey::hmac(WEBHOOK_KEY)
+        .and_then(|key| {
+            let mut signer =
+                openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &key)?;
+            signer.update(&signed)?;
+            signer.sign_to_vec()
+        })
+        .map(|mac| format!("v1,{}", openssl::base64::encode_block(&mac)));
+    if expected.is_ok_and(|e| e == sig) {
+        attrs.insert("http webhook-signature".to_owned(), "v1,<valid>".to_owned());
+    }
+}
+
+/// A request as a [`Msg`]: the body as the value, headers by lower-case
+/// name (the client's own apart, see [`HTTP_TRANSPORT`]), and the names as
+/// sent (their case) as the attribute `header names as sent`.
+fn http_msg(c: &Captured) -> Msg {
+    let mut m = Msg {
+        value: Some(c.body.clone()),
+        ..Msg::default()
+    };
+    let mut sent = Vec::new();
+    for (name, value) in &c.headers {
+        let lower = name.to_ascii_lowercase();
+        if HTTP_TRANSPORT.contains(&lower.as_str()) {
+            let mut v = String::from_utf8_lossy(value).into_owned();
+            if lower == "host" {
+                v = v.split(':').next().unwrap_or_default().to_owned() + ":<port>";
+            }
+            m.attrs.insert(format!("http {lower}"), v);
+        } else {
+            sent.push(name.clone());
+            m.headers.push((lower, Some(value.clone())));
+        }
+    }
+    sent.sort_by_key(|n| n.to_ascii_lowercase());
+    m.attrs
+        .insert("header names as sent".to_owned(), sent.join(","));
+    webhook_attrs(c, &mut m.attrs);
+    m
+}
+
 /// The event id in Debezium's `id` header: its JSON envelope's payload, or
 /// the JSON value itself (headers without schemas).
 fn event_id_of(header: &[u8]) -> Option<String> {
@@ -571,8 +1460,18 @@ fn take_msg_ids(wr: &mut Destinations) -> BTreeMap<(String, usize), Option<Vec<u
 
 /// A header's value for comparing: the run id's UUID masked.
 fn comparable(name: &str, value: &Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let http_run_id = name
+        .to_ascii_lowercase()
+        .strip_suffix(&RUN_ID.to_ascii_lowercase())
+        .is_some_and(|prefix| !prefix.is_empty());
     if name.eq_ignore_ascii_case(RUN_ID) {
         mask_uuid(value).map(String::into_bytes)
+    } else if http_run_id {
+        // HTTP: `X-DEBEZIUM-__DEBEZIUM.CONTEXT.RUNID`, base64 of the JSON.
+        let decoded = value
+            .as_deref()
+            .and_then(|v| base64_decode(std::str::from_utf8(v).ok()?).ok());
+        mask_uuid(&decoded.or_else(|| value.clone())).map(String::into_bytes)
     } else {
         value.clone()
     }
@@ -607,6 +1506,18 @@ fn compare_msg(at: &str, a: &Msg, b: &Msg, diffs: &mut Vec<Diff>) {
             a.value.as_deref(),
             b.value.as_deref(),
         ));
+    }
+    let attrs: BTreeSet<&String> = a.attrs.keys().chain(b.attrs.keys()).collect();
+    for name in attrs {
+        let (va, vb) = (a.attrs.get(name), b.attrs.get(name));
+        if va != vb {
+            diffs.push(Diff::new(
+                at,
+                name,
+                va.map(String::as_bytes),
+                vb.map(String::as_bytes),
+            ));
+        }
     }
     let names = |m: &Msg| m.headers.iter().map(|h| h.0.clone()).collect::<Vec<_>>();
     let (na, nb) = (names(a), names(b));
@@ -741,13 +1652,14 @@ fn describe(d: &Destinations) -> String {
         for (i, m) in msgs.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "  {dest}#{i} key={} value={} headers={:?}",
+                "  {dest}#{i} key={} value={} headers={:?} attrs={:?}",
                 show(&m.key),
                 show(&m.value),
                 m.headers
                     .iter()
                     .map(|(k, v)| format!("{k}={}", show(v)))
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>(),
+                m.attrs
             );
         }
     }
@@ -909,7 +1821,7 @@ async fn run_one(run: &'static Run, keep: bool) -> Outcome {
     };
     let unexpected = diffs
         .iter()
-        .any(|d| !KNOWN_DIFFERENCES.iter().any(|k| k.matches(run.name, d)));
+        .any(|d| !known(run.name).iter().any(|k| k.matches(run.name, d)));
     if keep || error.is_some() || unexpected {
         let kept = work.keep();
         eprintln!("{}: files and logs kept in {}", run.name, kept.display());
@@ -950,10 +1862,7 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     let token = unique_name(&run.name.replace('-', "_"));
     let (slot_d, slot_w) = (format!("{token}_d"), format!("{token}_w"));
     let (dbz_dir, wr_dir) = (work.join("debezium"), work.join("walrelay"));
-    let (dbz_broker, wr_broker) =
-        tokio::task::spawn_blocking(move || (run.sink.server(), run.sink.server()))
-            .await
-            .map_err(|e| format!("broker servers: {e}"))?;
+    let (dbz_broker, wr_broker) = run.sink.servers(run).await?;
     let template = file_text(&server_dir().join(run.name).join("application.properties"));
     for (dir, slot, broker) in [
         (&dbz_dir, &slot_d, &dbz_broker),
@@ -964,6 +1873,8 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
             ("@DB@", token.clone()),
             ("@SLOT@", slot.clone()),
             ("@SERVER@", run.sink.address(broker)),
+            ("@PORT@", broker.port.to_string()),
+            ("@VHOST@", broker.vhost.clone()),
         ];
         std::fs::create_dir_all(dir).expect("mkdir");
         std::fs::write(
@@ -1325,7 +2236,8 @@ fn judge(outcomes: &[Outcome]) -> Vec<String> {
             failures.push(format!("{}: could not be compared: {e}", o.name));
             continue;
         }
-        for k in KNOWN_DIFFERENCES.iter().filter(|k| k.case == o.name) {
+        let known = known(o.name);
+        for k in &known {
             let shown: Vec<&Diff> = o.diffs.iter().filter(|d| k.matches(o.name, d)).collect();
             let out = if k.field == "header order" {
                 &mut order_text
@@ -1359,7 +2271,7 @@ fn judge(outcomes: &[Outcome]) -> Vec<String> {
             }
         }
         for d in &o.diffs {
-            if !KNOWN_DIFFERENCES.iter().any(|k| k.matches(o.name, d)) {
+            if !known.iter().any(|k| k.matches(o.name, d)) {
                 failures.push(format!("{}: {d}", o.name));
             }
         }

@@ -26,6 +26,11 @@ mod brokers_http;
 /// an outage, unroutable records and missing exchanges under both error
 /// policies, the polling source.
 mod brokers_rabbitmq;
+/// RabbitMQ streams (the stream protocol, publish confirms), on a server
+/// of the test's own with the stream plugin: bytes, message-id and
+/// application-properties as Debezium Server's, SIGKILL, an outage,
+/// refused records under both error policies, the polling source.
+mod brokers_stream;
 
 /// Bad events under both error policies, and their dead-letter records.
 mod bad_input;
@@ -33,8 +38,9 @@ mod bad_input;
 mod cli;
 /// Byte-for-byte comparison with the real Debezium on Kafka Connect.
 mod compatibility;
-/// Side by side with the real Debezium Server on its NATS JetStream and
-/// Redis sinks: the same `application.properties`, every message compared.
+/// Side by side with the real Debezium Server on its NATS JetStream,
+/// Redis, RabbitMQ and HTTP sinks: the same `application.properties`, every
+/// message compared.
 mod compatibility_server;
 /// The relay end to end: routing, order, partitions, restarts, outages.
 mod delivery;

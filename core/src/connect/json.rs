@@ -89,9 +89,9 @@ pub(crate) enum JsonNode {
     BigInt(String),
     /// A number with a fraction or exponent (`DoubleNode`).
     Double(f64),
-    /// A string.
+    /// A string, its escapes resolved (Jackson's `TextNode`).
     String(String),
-    /// An array.
+    /// An array, elements in document order (`ArrayNode`).
     Array(Vec<JsonNode>),
     /// An object; a repeated name keeps its first position and last value,
     /// as Jackson's `ObjectNode` does.

@@ -191,15 +191,10 @@ pub(crate) fn timestamp_value(unit: TimeUnit, micros: i64) -> Value {
 /// microseconds, as `getSeconds()` gives them back).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct PgInterval {
-    /// Years.
     pub(crate) years: i32,
-    /// Months.
     pub(crate) months: i32,
-    /// Days.
     pub(crate) days: i32,
-    /// Hours.
     pub(crate) hours: i32,
-    /// Minutes.
     pub(crate) minutes: i32,
     /// Seconds with fraction.
     pub(crate) seconds: f64,

@@ -133,7 +133,8 @@ pub enum Placement {
 pub struct AdditionalField {
     /// Column name.
     pub column: String,
-    /// Placement.
+    /// Where the column's value goes: a header, a value field or the
+    /// partition.
     pub placement: Placement,
     /// Header or envelope field name (the column name when no alias).
     pub alias: String,
@@ -302,7 +303,7 @@ pub enum RouteConfigError {
     InvalidPlacement {
         /// Debezium key of the option.
         key: &'static str,
-        /// The entry.
+        /// The `col:placement[:alias]` entry as written.
         entry: String,
         /// What is wrong.
         reason: &'static str,
@@ -312,7 +313,7 @@ pub enum RouteConfigError {
     HeadersFieldConflict {
         /// The headers column's key.
         key: &'static str,
-        /// The column.
+        /// The column both options name.
         column: String,
         /// The option that uses it too.
         other: String,

@@ -27,7 +27,7 @@ pub enum RouteError {
     UnmappableType {
         /// `schema.table`.
         table: String,
-        /// The column.
+        /// The column of `table` that `key` names.
         column: String,
         /// Debezium key that names it.
         key: &'static str,
@@ -39,7 +39,7 @@ pub enum RouteError {
     WrongColumnType {
         /// `schema.table`.
         table: String,
-        /// The column.
+        /// The column of `table` that `key` names.
         column: String,
         /// Debezium key that names it.
         key: &'static str,
@@ -88,7 +88,7 @@ pub enum RouteError {
     /// in updates.
     #[error("column \"{column}\" is an unchanged toasted value at lsn {lsn} (event id {event_id}); pgoutput sends those only for updates, never for the inserts outbox events are")]
     UnchangedToast {
-        /// The column.
+        /// The column, as the Relation message names it.
         column: String,
         /// LSN of the change.
         lsn: Lsn,
@@ -98,7 +98,7 @@ pub enum RouteError {
     /// A needed column came in pgoutput's binary format.
     #[error("binary pgoutput values are not supported for column \"{column}\" at lsn {lsn} (event id {event_id})")]
     BinaryValue {
-        /// The column.
+        /// The column, as the Relation message names it.
         column: String,
         /// LSN of the change.
         lsn: Lsn,
@@ -108,7 +108,7 @@ pub enum RouteError {
     /// A column's text is not a value Debezium's mapping can represent.
     #[error("column \"{column}\" at lsn {lsn} (event id {event_id}) cannot be mapped")]
     InvalidValue {
-        /// The column.
+        /// The column, as the Relation message names it.
         column: String,
         /// LSN of the change.
         lsn: Lsn,
@@ -204,7 +204,7 @@ pub enum RouteError {
     MessageContent {
         /// The message's prefix.
         prefix: String,
-        /// Its LSN.
+        /// Where the message is in the WAL.
         lsn: Lsn,
         /// What is wrong.
         reason: String,
@@ -215,7 +215,7 @@ pub enum RouteError {
     /// routing configuration (a member missing or of the wrong type).
     #[error("message with prefix {:?} at lsn {lsn} (event id {}) cannot be routed: member \"{}\" {}", .detail.prefix, .detail.event_id, .detail.member, .detail.reason)]
     MessageLayout {
-        /// Its LSN.
+        /// Where the message is in the WAL.
         lsn: Lsn,
         /// The message, the member and what is wrong with it.
         detail: Box<MessageProblem>,

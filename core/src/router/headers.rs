@@ -105,7 +105,6 @@ pub(super) fn check_config(
 /// router sets itself for its events.
 #[derive(Debug, Clone)]
 pub(super) struct HeadersColumn {
-    /// The column.
     pub(crate) column: BoundColumn,
     /// Header names the router may write for this relation's events, each
     /// with what it is (for the collision message).
@@ -135,7 +134,7 @@ pub enum HeadersError {
         "member \"{member}\" is named like {what}, which walrelay writes itself; rename the member"
     )]
     Collision {
-        /// The member.
+        /// The member's name as the headers column holds it.
         member: String,
         /// The router's header it collides with.
         what: &'static str,

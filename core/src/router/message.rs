@@ -441,11 +441,7 @@ fn decode_members(m: &MessageEvent, null_include: bool) -> Result<Members, Strin
 fn decode_document(m: &MessageEvent) -> Result<JsonNode, String> {
     let text = String::from_utf8_lossy(&m.content);
     if !(text.starts_with('{') || text.starts_with('[')) {
-        return Err(format!(
-            "its content does not start with '{{' or '[' (Debezium: \"Unable to parse logical \
-             decoding message content JSON string\"); it is {} bytes",
-            m.content.len()
-        ));
+        return Err(not_json_start(m.content.len()));
     }
     let doc = parse(&text).map_err(|e| format!("its content is not JSON: {e}"))?;
     if !matches!(doc, JsonNode::Object(_)) {
@@ -463,6 +459,16 @@ fn decode_document(m: &MessageEvent) -> Result<JsonNode, String> {
         );
     }
     Ok(doc)
+}
+
+/// What Debezium's task says of content that does not start like JSON.
+const UNPARSABLE: &str = "Unable to parse logical decoding message content JSON string";
+
+/// The refusal of `len` bytes of content that do not start like JSON.
+fn not_json_start(len: usize) -> String {
+    // Plain text, not a format string: its braces stand as they are.
+    let start = "its content does not start with '{' or '['";
+    format!("{start} (Debezium: \"{UNPARSABLE}\"); it is {len} bytes")
 }
 
 /// Whether any object in `node` has a member named `""`.

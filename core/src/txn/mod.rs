@@ -55,9 +55,9 @@ use crate::router::{BoundRelation, ColumnMapping, EventMeta, RouteError, Router}
 /// from it, and the catalog facts about them read at session start.
 #[derive(Debug, Clone)]
 pub struct OutboxTable {
-    /// Schema.
+    /// The outbox table's schema, as configured.
     pub schema: String,
-    /// Table.
+    /// The outbox table's name within `schema`, as configured.
     pub table: String,
     /// The columns the router reads (a table's own, or `[router]`'s).
     pub columns: Arc<ColumnMapping>,
@@ -91,7 +91,7 @@ pub enum TxnError {
     UnknownRelation {
         /// Position of the change.
         lsn: Lsn,
-        /// The relation id.
+        /// The pgoutput relation id no Relation message announced.
         relation_id: u32,
     },
     /// A row change arrived outside BEGIN .. COMMIT.
@@ -114,7 +114,7 @@ pub enum TxnError {
     /// An UPDATE of an outbox row with `op_invalid_behavior = "fatal"`.
     #[error("unexpected update of outbox table {table} at lsn {lsn} (xid {xid}); outbox.op_invalid_behavior is fatal")]
     UnexpectedUpdate {
-        /// Table.
+        /// `schema.table` of the outbox table updated.
         table: String,
         /// Position.
         lsn: Lsn,

@@ -99,9 +99,7 @@ pub(super) struct Record<'a> {
 pub(super) struct Condition {
     /// The predicate's alias.
     pub(super) alias: String,
-    /// The predicate.
     pub(super) predicate: Predicate,
-    /// `negate`.
     pub(super) negate: bool,
 }
 

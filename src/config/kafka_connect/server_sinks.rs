@@ -1,6 +1,6 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
-//! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`
-//! and `http`, onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
+//! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`,
+//! `rabbitmqstream` and `http`, onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
 
@@ -13,12 +13,16 @@ use crate::sink::config::{SinkConfig, SinkKind};
 use crate::sink::http::HttpConfig;
 use crate::sink::nats::NatsConfig;
 use crate::sink::rabbitmq::RabbitMqConfig;
+use crate::sink::rabbitmq_stream::RabbitMqStreamConfig;
 use crate::sink::redis::RedisConfig;
 
-/// What `debezium.format.value` and `debezium.format.header` say, as the
-/// file spells them (`None`: not set): some sinks depend on them.
+/// What `debezium.format.key`, `debezium.format.value` and
+/// `debezium.format.header` say, as the file spells them (`None`: not
+/// set): some sinks depend on them.
 #[derive(Debug, Clone, Default)]
 pub(in crate::config) struct ServerFormats {
+    /// `debezium.format.key`.
+    pub(in crate::config) key: Option<String>,
     /// `debezium.format.value`.
     pub(in crate::config) value: Option<String>,
     /// `debezium.format.header`.
@@ -54,32 +58,17 @@ pub(in crate::config) fn translate_sink(
             rest(&mut own)?;
         }
         SinkKind::RabbitMq => {
-            // 3.6.1 reads the rabbitmq sink's keys case-insensitively
-            // (BaseChangeConsumer.getConfiguration): matched lower-cased,
-            // except the names under connection.client.properties.
-            let mut own = BTreeMap::new();
-            let mut others = BTreeMap::new();
-            for (key, value) in keys.drain() {
-                let lower = key.to_ascii_lowercase();
-                match lower.strip_prefix("rabbitmq.") {
-                    Some(rest) => {
-                        let name = match rest.strip_prefix(CLIENT_PROPERTIES) {
-                            Some(_) => format!(
-                                "{CLIENT_PROPERTIES}{}",
-                                &key["rabbitmq.".len() + CLIENT_PROPERTIES.len()..]
-                            ),
-                            None => rest.to_owned(),
-                        };
-                        own.insert(name, value);
-                    }
-                    None => {
-                        others.insert(key, value);
-                    }
-                }
-            }
+            let (own, others) = case_insensitive(keys.drain(), "rabbitmq.");
             keys = Keys::new(others, "debezium.sink.");
             let mut own = Keys::new(own, "debezium.sink.rabbitmq.");
-            sink.rabbitmq = Some(rabbitmq(&mut own, notes)?);
+            sink.rabbitmq = Some(rabbitmq(&mut own, formats, notes)?);
+            rest(&mut own)?;
+        }
+        SinkKind::RabbitMqStream => {
+            let (own, others) = case_insensitive(keys.drain(), "rabbitmqstream.");
+            keys = Keys::new(others, "debezium.sink.");
+            let mut own = Keys::new(own, "debezium.sink.rabbitmqstream.");
+            sink.rabbitmqstream = Some(rabbitmq_stream(&mut own, notes)?);
             rest(&mut own)?;
         }
         SinkKind::Http => {
@@ -100,6 +89,37 @@ pub(in crate::config) fn translate_sink(
     Ok(sink)
 }
 
+/// The keys under `prefix` lower-cased and without it, and the others as
+/// they were: 3.6.1 reads the RabbitMQ sinks' keys case-insensitively
+/// (`BaseChangeConsumer.getConfiguration`), except the names under
+/// `connection.client.properties.`.
+fn case_insensitive(
+    keys: BTreeMap<String, String>,
+    prefix: &str,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut own = BTreeMap::new();
+    let mut others = BTreeMap::new();
+    for (key, value) in keys {
+        let lower = key.to_ascii_lowercase();
+        match lower.strip_prefix(prefix) {
+            Some(rest) => {
+                let name = match rest.strip_prefix(CLIENT_PROPERTIES) {
+                    Some(_) => format!(
+                        "{CLIENT_PROPERTIES}{}",
+                        &key[prefix.len() + CLIENT_PROPERTIES.len()..]
+                    ),
+                    None => rest.to_owned(),
+                };
+                own.insert(name, value);
+            }
+            None => {
+                others.insert(key, value);
+            }
+        }
+    }
+    (own, others)
+}
+
 /// `debezium.sink.type` as walrelay knows it.
 pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
     match value {
@@ -108,23 +128,17 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "redis" => Some(SinkKind::Redis),
         "http" => Some(SinkKind::Http),
         "rabbitmq" => Some(SinkKind::RabbitMq),
+        "rabbitmqstream" => Some(SinkKind::RabbitMqStream),
         _ => None,
     }
 }
 
 /// Why a sink of Debezium Server's that walrelay does not implement is
 /// refused, when there is more to say than that.
-pub(in crate::config) fn unsupported_sink(value: &str) -> Option<&'static str> {
-    match value {
-        "rabbitmqstream" => Some(
-            "rabbitmqstream (RabbitMQ's native stream protocol, port 5552) is not implemented; \
-             debezium.sink.type=rabbitmq publishes over AMQP 0-9-1, and an exchange bound to a \
-             stream queue stores its messages in that stream, but with AMQP 0-9-1 properties: \
-             no message-id set to the key and the headers as AMQP headers, not the \
-             application-properties rabbitmqstream writes",
-        ),
-        _ => None,
-    }
+/// (Every sink of Debezium Server 3.6.1 that walrelay lacks is refused with
+/// the list of those it has; none needs more words today.)
+pub(in crate::config) fn unsupported_sink(_value: &str) -> Option<&'static str> {
+    None
 }
 
 /// A key of the sink's own that walrelay does not know: refused, so a
@@ -335,15 +349,32 @@ const CLIENT_PROPERTIES: &str = "connection.client.properties.";
 /// The rabbitmq sink's keys (lower-cased, without the
 /// `debezium.sink.rabbitmq.` prefix). `connection.*` are the AMQP Java
 /// client's `ConnectionFactoryConfigurator` keys (amqp-client 5.16).
-fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigError> {
-    let u16_of = |k: &mut Keys, key: &str| -> Result<Option<u16>, ConfigError> {
-        match k.take_u64(key)? {
-            None => Ok(None),
-            Some(n) => u16::try_from(n)
-                .map(Some)
-                .map_err(|_| k.invalid(key, "must be at most 65535")),
-        }
-    };
+fn rabbitmq(
+    k: &mut Keys,
+    formats: &ServerFormats,
+    notes: &mut Notes,
+) -> Result<RabbitMqConfig, ConfigError> {
+    let mut config = rabbitmq_connection(k)?;
+    config.tls = rabbitmq_tls(k, notes)?;
+    rabbitmq_tuning(k, notes, &mut config)?;
+    rabbitmq_routing(k, notes, &mut config)?;
+    rabbitmq_key_format(k, formats, &config)?;
+    config.null_value = k.take_raw("null.value");
+    Ok(config)
+}
+
+/// A port key's value.
+fn u16_of(k: &mut Keys, key: &str) -> Result<Option<u16>, ConfigError> {
+    match k.take_u64(key)? {
+        None => Ok(None),
+        Some(n) => u16::try_from(n)
+            .map(Some)
+            .map_err(|_| k.invalid(key, "must be at most 65535")),
+    }
+}
+
+/// Where and as whom: `connection.uri`, or the separate keys.
+fn rabbitmq_connection(k: &mut Keys) -> Result<RabbitMqConfig, ConfigError> {
     let url = k.take_raw("connection.uri").map(Secret::new);
     let host = k.take("connection.host");
     let port = u16_of(k, "connection.port")?;
@@ -380,6 +411,19 @@ fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigErr
         (None, Some(p)) => (Some("guest".to_owned()), Some(p)),
         both => both,
     };
+    Ok(RabbitMqConfig {
+        url,
+        host,
+        port,
+        vhost,
+        user,
+        password,
+        ..RabbitMqConfig::default()
+    })
+}
+
+/// `connection.ssl.*`: whether TLS is on; what walrelay cannot do refused.
+fn rabbitmq_tls(k: &mut Keys, notes: &mut Notes) -> Result<bool, ConfigError> {
     let tls = k.take_bool("connection.ssl.enabled", false)?;
     for key in [
         "connection.ssl.validate.server.certificate",
@@ -430,6 +474,15 @@ fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigErr
             "ignored: OpenSSL negotiates the highest TLS version both sides support",
         );
     }
+    Ok(tls)
+}
+
+/// The connection's tuning and the Java client's own settings.
+fn rabbitmq_tuning(
+    k: &mut Keys,
+    notes: &mut Notes,
+    config: &mut RabbitMqConfig,
+) -> Result<(), ConfigError> {
     let connection_timeout_ms = k.take_u64("connection.connection.timeout")?;
     let heartbeat_s = u16_of(k, "connection.connection.heartbeat")?;
     let frame_max = match k.take_u64("connection.connection.frame.max")? {
@@ -486,6 +539,46 @@ fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigErr
         .into_iter()
         .filter(|(name, _)| !name.is_empty())
         .collect();
+    config.connection_timeout_ms = connection_timeout_ms;
+    config.heartbeat_s = heartbeat_s;
+    config.frame_max = frame_max;
+    config.channel_max = channel_max;
+    config.client_properties = client_properties;
+    Ok(())
+}
+
+/// routingKey.source=key with a byte-array key format: 3.6.1's sink takes
+/// the routing key from a key that is a String (or null) only, and stops on
+/// the first record otherwise ("Unexpected data type '[B'").
+fn rabbitmq_key_format(
+    k: &Keys,
+    formats: &ServerFormats,
+    config: &RabbitMqConfig,
+) -> Result<(), ConfigError> {
+    if config.routing_key_source.as_deref() != Some("key") {
+        return Ok(());
+    }
+    let key = formats.key.as_deref().map(str::to_ascii_lowercase);
+    match key.as_deref() {
+        Some(byte_array @ ("jsonbytearray" | "binary")) => Err(ConfigError::Unsupported {
+            key: k.name("routingkey.source"),
+            reason: format!(
+                "key with debezium.format.key={byte_array}, which gives byte arrays: Debezium \
+                 Server 3.6.1's rabbitmq sink takes the routing key from a String key only and \
+                 stops on the first record (\"Unexpected data type '[B'\"); use json or \
+                 simplestring for the key, or another routingKey.source"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Exchange, routing key, queue declaration, delivery mode and ackTimeout.
+fn rabbitmq_routing(
+    k: &mut Keys,
+    notes: &mut Notes,
+    config: &mut RabbitMqConfig,
+) -> Result<(), ConfigError> {
     if k.take_bool("routingkeyfromtopicname", false)? {
         notes.ignore(
             k.name("routingkeyfromtopicname"),
@@ -546,29 +639,267 @@ fn rabbitmq(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqConfig, ConfigErr
     if ack_timeout_ms == Some(0) {
         return Err(k.invalid("acktimeout", "must be above 0"));
     }
-    Ok(RabbitMqConfig {
-        url,
+    config.exchange = k.take("exchange").filter(|e| !e.is_empty());
+    config.routing_key = routing_key;
+    config.routing_key_source = routing_key_source;
+    config.auto_create_routing_key = auto_create;
+    config.routing_key_durable = (!durable).then_some(false);
+    config.delivery_mode = delivery_mode;
+    config.ack_timeout_ms = ack_timeout_ms;
+    Ok(())
+}
+
+/// The rabbitmqstream sink's keys (lower-cased, without the
+/// `debezium.sink.rabbitmqstream.` prefix), as
+/// `RabbitMqStreamNativeChangeConsumerConfig` 3.6.1 reads them.
+fn rabbitmq_stream(k: &mut Keys, notes: &mut Notes) -> Result<RabbitMqStreamConfig, ConfigError> {
+    let mut config = rabbitmq_stream_connection(k, notes)?;
+    rabbitmq_stream_streams(k, &mut config)?;
+    rabbitmq_stream_producer(k, notes, &mut config)?;
+    config.null_value = k.take_raw("null.value");
+    if k.take("acktimeout").is_some() {
+        notes.ignore(
+            k.name("acktimeout"),
+            "ignored, as Debezium Server 3.6.1 ignores it (its documentation names it; the code \
+             reads batchConfirmTimeout)",
+        );
+    }
+    Ok(config)
+}
+
+/// A whole number of seconds as milliseconds.
+fn seconds_ms(k: &mut Keys, key: &str) -> Result<Option<u64>, ConfigError> {
+    match k.take_u64(key)? {
+        None => Ok(None),
+        Some(0) => Err(k.invalid(key, "must be above 0")),
+        Some(s) => Ok(Some(s.saturating_mul(1000))),
+    }
+}
+
+fn rabbitmq_stream_connection(
+    k: &mut Keys,
+    notes: &mut Notes,
+) -> Result<RabbitMqStreamConfig, ConfigError> {
+    // connection.host and connection.port are deprecated; when set they win.
+    let host = k.take("host");
+    let port = u16_of(k, "port")?;
+    let host = k.take("connection.host").or(host);
+    let port = u16_of(k, "connection.port")?.or(port);
+    let user = k.take("username");
+    let password = k.take_raw("password").map(Secret::new);
+    let (user, password) = match (user, password) {
+        (Some(u), None) => (Some(u), Some(Secret::new("guest"))),
+        (None, Some(p)) => (Some("guest".to_owned()), Some(p)),
+        both => both,
+    };
+    if k.take_bool("tls.enable", false)? {
+        return Err(k.unsupported(
+            "tls.enable",
+            "Debezium Server verifies the server with the JVM's trust store, which no key of \
+             its names; walrelay's stream client verifies against a CA file: use the native \
+             [sink.rabbitmqstream] tls = true with tls_ca_file",
+        ));
+    }
+    if k.take("tls.servername").is_some() {
+        notes.ignore(
+            k.name("tls.servername"),
+            "ignored, as Debezium Server 3.6.1 builds it but never applies it",
+        );
+    }
+    for key in [
+        "maxproducersbyconnection",
+        "maxtrackingconsumersbyconnection",
+        "maxconsumersbyconnection",
+    ] {
+        if k.take(key).is_some() {
+            notes.ignore(
+                k.name(key),
+                "ignored: the Java client's sharing of connections; walrelay's client opens a \
+                 connection per stream it publishes to",
+            );
+        }
+    }
+    let heartbeat_s = match k.take_u64("requestedheartbeat")? {
+        None => None,
+        Some(n) => {
+            Some(u32::try_from(n).map_err(|_| k.invalid("requestedheartbeat", "too large"))?)
+        }
+    };
+    let max_frame_size = match k.take_u64("requestedmaxframesize")? {
+        None => None,
+        Some(n) => {
+            Some(u32::try_from(n).map_err(|_| k.invalid("requestedmaxframesize", "too large"))?)
+        }
+    };
+    Ok(RabbitMqStreamConfig {
         host,
         port,
-        vhost,
+        vhost: k.take("virtualhost"),
         user,
         password,
-        tls,
-        connection_timeout_ms,
         heartbeat_s,
-        frame_max,
-        channel_max,
-        client_properties,
-        exchange: k.take("exchange").filter(|e| !e.is_empty()),
-        routing_key,
-        routing_key_source,
-        auto_create_routing_key: auto_create,
-        routing_key_durable: (!durable).then_some(false),
-        delivery_mode,
-        ack_timeout_ms,
-        null_value: k.take_raw("null.value"),
-        ..RabbitMqConfig::default()
+        max_frame_size,
+        client_name: k.take("id"),
+        rpc_timeout_ms: seconds_ms(k, "rpctimeout")?,
+        ..RabbitMqStreamConfig::default()
     })
+}
+
+/// The stream and what a created one gets; super streams are refused.
+fn rabbitmq_stream_streams(
+    k: &mut Keys,
+    config: &mut RabbitMqStreamConfig,
+) -> Result<(), ConfigError> {
+    config.stream = k.take("stream").filter(|s| !s.is_empty());
+    if let Some(age) = k.take("stream.maxage") {
+        let secs = iso_duration_seconds(&age).ok_or_else(|| {
+            k.invalid(
+                "stream.maxage",
+                format!("{age:?}: not an ISO-8601 duration (PT1H, P7D, ...)"),
+            )
+        })?;
+        config.stream_max_age_s = Some(secs);
+    }
+    for (key, slot) in [
+        ("stream.maxlength", &mut config.stream_max_length_bytes),
+        (
+            "stream.maxsegmentsize",
+            &mut config.stream_max_segment_size_bytes,
+        ),
+    ] {
+        if let Some(v) = k.take(key) {
+            *slot =
+                Some(byte_capacity(&v).ok_or_else(|| {
+                    k.invalid(key, format!("{v:?}: a size such as 500mb or 10gb"))
+                })?);
+        }
+    }
+    if k.take_bool("superstream.enable", false)? {
+        return Err(k.unsupported(
+            "superstream.enable",
+            "super streams (partitioned by the message id) are not implemented by walrelay's \
+             rabbitmqstream sink; publish to one stream per topic, or use Kafka",
+        ));
+    }
+    for key in ["superstream.partitions", "superstream.bindingkeys"] {
+        if k.take(key).is_some() {
+            return Err(k.unsupported(
+                key,
+                "belongs to super streams, which walrelay does not implement",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn rabbitmq_stream_producer(
+    k: &mut Keys,
+    notes: &mut Notes,
+    config: &mut RabbitMqStreamConfig,
+) -> Result<(), ConfigError> {
+    config.producer_name = k.take("producer.name").filter(|n| !n.is_empty());
+    if k.take("producer.filtervalue").is_some() {
+        return Err(k.unsupported(
+            "producer.filtervalue",
+            "stream filtering (RabbitMQ 3.13+) is not implemented by walrelay's rabbitmqstream \
+             sink; consumers must read every message",
+        ));
+    }
+    config.batch_size = match k.take_u64("producer.batchsize")? {
+        None => None,
+        Some(0) => return Err(k.invalid("producer.batchsize", "must be above 0")),
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+    };
+    match k.take_u64("producer.subentrysize")? {
+        None | Some(0 | 1) => {}
+        Some(_) => {
+            return Err(k.unsupported(
+                "producer.subentrysize",
+                "sub-entry batching (several messages in one stream entry) is not supported by \
+                 the Rust stream client; remove it or set 1",
+            ))
+        }
+    }
+    for (key, why) in [
+        (
+            "producer.maxunconfirmedmessages",
+            "walrelay waits for the confirms of at most 512 records at a time",
+        ),
+        (
+            "producer.batchpublishingdelay",
+            "walrelay's client sends what is queued at once",
+        ),
+        (
+            "producer.enqueuetimeout",
+            "walrelay's own queue makes the source wait instead",
+        ),
+    ] {
+        if k.take(key).is_some() {
+            notes.ignore(k.name(key), format!("ignored: {why}"));
+        }
+    }
+    // A message fails after producer.confirmTimeout, the batch after
+    // batchConfirmTimeout: the batch waits for the shorter.
+    let confirm = seconds_ms(k, "producer.confirmtimeout")?;
+    let batch = seconds_ms(k, "batchconfirmtimeout")?;
+    config.confirm_timeout_ms = match (confirm, batch) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(30_000).min(b.unwrap_or(30_000))),
+    };
+    Ok(())
+}
+
+/// Seconds of a `java.time.Duration.parse` text (`PT1H`, `P7D`,
+/// `P1DT2H30M`, `PT0.5S`), fractions of a second dropped as the Java
+/// client's `maxAge` does; `None` for anything else (or a negative one).
+fn iso_duration_seconds(text: &str) -> Option<u64> {
+    let upper = text.trim().to_ascii_uppercase();
+    let rest = upper.strip_prefix('P')?;
+    let (days, time) = match rest.split_once('T') {
+        Some((d, t)) => (d, Some(t)),
+        None => (rest, None),
+    };
+    let mut secs: f64 = 0.0;
+    if !days.is_empty() {
+        secs += days.strip_suffix('D')?.parse::<u64>().ok()? as f64 * 86_400.0;
+    }
+    if let Some(mut t) = time {
+        if t.is_empty() {
+            return None;
+        }
+        for (unit, factor) in [('H', 3600.0), ('M', 60.0), ('S', 1.0)] {
+            if let Some(i) = t.find(unit) {
+                let n: f64 = t[..i].parse().ok()?;
+                if n < 0.0 || (unit != 'S' && n.fract() != 0.0) {
+                    return None;
+                }
+                secs += n * factor;
+                t = &t[i + 1..];
+            }
+        }
+        if !t.is_empty() {
+            return None;
+        }
+    } else if days.is_empty() {
+        return None;
+    }
+    Some(secs as u64)
+}
+
+/// Bytes of the stream client's `ByteCapacity.from` text: digits, then
+/// `kb`, `mb`, `gb` or `tb` (powers of 1000) or nothing (bytes).
+fn byte_capacity(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let factor: u64 = match &lower[digits.len()..] {
+        "" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(factor)
 }
 
 /// The keys of each of Debezium Server's `authentication.type`s.
@@ -592,8 +923,16 @@ fn http(
     formats: &ServerFormats,
     notes: &mut Notes,
 ) -> Result<HttpConfig, ConfigError> {
-    // The sink reads debezium.format.value itself (a mandatory lookup) to
-    // choose the content-type, and casts values and headers to String.
+    http_formats(formats)?;
+    let mut config = http_request(k)?;
+    http_authentication(k, notes, &mut config)?;
+    http_validate(k, &config)?;
+    Ok(config)
+}
+
+/// The formats the http sink depends on: it reads debezium.format.value
+/// itself and casts values and headers to String.
+fn http_formats(formats: &ServerFormats) -> Result<(), ConfigError> {
     let value = formats.value.as_deref().map(str::to_ascii_lowercase);
     match value.as_deref() {
         None | Some("") => {
@@ -629,12 +968,17 @@ fn http(
                 .into(),
         });
     }
+    Ok(())
+}
+
+/// URL, timeouts, retries, headers and batches.
+fn http_request(k: &mut Keys) -> Result<HttpConfig, ConfigError> {
     let url = k.take_required("url", "the URL every record is POSTed to")?;
     let int = |k: &mut Keys, key: &str| -> Result<Option<usize>, ConfigError> {
         Ok(k.take_u64(key)?
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
     };
-    let mut config = HttpConfig {
+    let config = HttpConfig {
         url,
         timeout_ms: k.take_u64("timeout.ms")?,
         // The number of attempts in all: 0 sends once, as 1 does.
@@ -660,6 +1004,15 @@ fn http(
     if config.batch_max_size == Some(0) {
         return Err(k.invalid("batch.max-size", "must be above 0"));
     }
+    Ok(config)
+}
+
+/// `authentication.*`: the chosen type's keys, the others ignored.
+fn http_authentication(
+    k: &mut Keys,
+    notes: &mut Notes,
+    config: &mut HttpConfig,
+) -> Result<(), ConfigError> {
     let kind = k
         .take("authentication.type")
         .map(|t| t.to_ascii_lowercase());
@@ -735,7 +1088,11 @@ fn http(
         }
         _ => {}
     }
-    // The keys' own checks, named as the file spells them.
+    Ok(())
+}
+
+/// The section's own checks, named as the file spells the keys.
+fn http_validate(k: &Keys, config: &HttpConfig) -> Result<(), ConfigError> {
     config.validate().map_err(|e| {
         let (key, reason) = match e {
             crate::setting::SettingError::Invalid { key, reason }
@@ -755,7 +1112,7 @@ fn http(
             reason,
         }
     })?;
-    Ok(config)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1000,7 +1357,7 @@ mod tests {
     fn json() -> ServerFormats {
         ServerFormats {
             value: Some("json".into()),
-            header: None,
+            ..ServerFormats::default()
         }
     }
 
@@ -1098,7 +1455,147 @@ mod tests {
         assert!(err
             .to_string()
             .contains("debezium.sink.rabbitmq.connection.host"));
-        assert!(unsupported_sink("rabbitmqstream").is_some());
+        assert_eq!(sink_kind("rabbitmqstream"), Some(SinkKind::RabbitMqStream));
+        assert!(unsupported_sink("rabbitmqstream").is_none());
+    }
+
+    #[test]
+    fn rabbitmq_routing_by_a_byte_array_key_is_refused() {
+        let by_key = || keys(&[("rabbitmq.routingKey.source", "key")]);
+        for bytes in ["jsonbytearray", "binary", "JsonByteArray"] {
+            let formats = ServerFormats {
+                key: Some(bytes.into()),
+                ..ServerFormats::default()
+            };
+            let err = translate_sink(
+                SinkKind::RabbitMq,
+                by_key(),
+                &formats,
+                &mut Notes::default(),
+            )
+            .unwrap_err();
+            let ConfigError::Unsupported { key, reason } = &err else {
+                panic!("{err}");
+            };
+            assert_eq!(key, "debezium.sink.rabbitmq.routingkey.source");
+            assert!(reason.contains("debezium.format.key="), "{reason}");
+            assert!(reason.contains("Unexpected data type '[B'"), "{reason}");
+        }
+        for fine in [None, Some("json"), Some("simplestring")] {
+            let formats = ServerFormats {
+                key: fine.map(Into::into),
+                ..ServerFormats::default()
+            };
+            translate_sink(
+                SinkKind::RabbitMq,
+                by_key(),
+                &formats,
+                &mut Notes::default(),
+            )
+            .unwrap();
+        }
+        // Other sources never read the key.
+        let formats = ServerFormats {
+            key: Some("jsonbytearray".into()),
+            ..ServerFormats::default()
+        };
+        translate_sink(
+            SinkKind::RabbitMq,
+            keys(&[("rabbitmq.routingKey.source", "topic")]),
+            &formats,
+            &mut Notes::default(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn rabbitmqstream_keys_become_the_section() {
+        let mut notes = Notes::default();
+        let sink = translate_sink(
+            SinkKind::RabbitMqStream,
+            keys(&[
+                ("rabbitmqstream.host", "h"),
+                ("rabbitmqstream.connection.port", "15552"),
+                ("rabbitmqstream.username", "app"),
+                ("rabbitmqstream.password", "pw "),
+                ("rabbitmqstream.virtualHost", "v"),
+                ("rabbitmqstream.rpcTimeout", "5"),
+                ("rabbitmqstream.requestedHeartbeat", "20"),
+                ("rabbitmqstream.id", "dbz"),
+                ("rabbitmqstream.stream", "all-events"),
+                ("rabbitmqstream.stream.maxAge", "P1DT1H"),
+                ("rabbitmqstream.stream.maxLength", "10gb"),
+                ("rabbitmqstream.producer.name", "walrelay-1"),
+                ("rabbitmqstream.producer.batchSize", "50"),
+                ("rabbitmqstream.producer.confirmTimeout", "20"),
+                ("rabbitmqstream.batchConfirmTimeout", "40"),
+                ("rabbitmqstream.maxProducersByConnection", "10"),
+                ("rabbitmqstream.null.value", "nothing"),
+            ]),
+            &ServerFormats::default(),
+            &mut notes,
+        )
+        .unwrap();
+        let c = sink.rabbitmqstream.unwrap();
+        assert_eq!(c.host.as_deref(), Some("h"));
+        assert_eq!(c.port, Some(15552));
+        assert_eq!(c.password.unwrap().expose(), "pw ");
+        assert_eq!(c.vhost.as_deref(), Some("v"));
+        assert_eq!(c.rpc_timeout_ms, Some(5000));
+        assert_eq!(c.heartbeat_s, Some(20));
+        assert_eq!(c.client_name.as_deref(), Some("dbz"));
+        assert_eq!(c.stream.as_deref(), Some("all-events"));
+        assert_eq!(c.stream_max_age_s, Some(90_000));
+        assert_eq!(c.stream_max_length_bytes, Some(10_000_000_000));
+        assert_eq!(c.producer_name.as_deref(), Some("walrelay-1"));
+        assert_eq!(c.batch_size, Some(50));
+        assert_eq!(c.confirm_timeout_ms, Some(20_000));
+        assert_eq!(c.null_value.as_deref(), Some("nothing"));
+        let ignored = notes.into_vec();
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
+        assert_eq!(
+            ignored[0].key,
+            "debezium.sink.rabbitmqstream.maxproducersbyconnection"
+        );
+        for (key, value) in [
+            ("tls.enable", "true"),
+            ("superStream.enable", "true"),
+            ("producer.filterValue", "tenant"),
+            ("producer.subEntrySize", "10"),
+            ("nonsense", "1"),
+        ] {
+            let err = translate_sink(
+                SinkKind::RabbitMqStream,
+                keys(&[(&format!("rabbitmqstream.{key}"), value)]),
+                &ServerFormats::default(),
+                &mut Notes::default(),
+            )
+            .unwrap_err();
+            let want = format!("debezium.sink.rabbitmqstream.{}", key.to_ascii_lowercase());
+            assert!(err.to_string().contains(&want), "{err}");
+        }
+        let err = translate_sink(
+            SinkKind::RabbitMqStream,
+            keys(&[("rabbitmqstream.stream.maxAge", "1 hour")]),
+            &ServerFormats::default(),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("stream.maxage"), "{err}");
+    }
+
+    #[test]
+    fn java_durations_and_capacities_parse() {
+        assert_eq!(iso_duration_seconds("PT1H"), Some(3600));
+        assert_eq!(iso_duration_seconds("P7D"), Some(604_800));
+        assert_eq!(iso_duration_seconds("pt1m30.5s"), Some(90));
+        assert_eq!(iso_duration_seconds("P"), None);
+        assert_eq!(iso_duration_seconds("PT"), None);
+        assert_eq!(iso_duration_seconds("1h"), None);
+        assert_eq!(byte_capacity("500MB"), Some(500_000_000));
+        assert_eq!(byte_capacity("42"), Some(42));
+        assert_eq!(byte_capacity("1pb"), None);
+        assert_eq!(byte_capacity("kb"), None);
     }
 
     #[test]
@@ -1189,7 +1686,7 @@ mod tests {
         for bytes in ["jsonbytearray", "binary"] {
             let formats = ServerFormats {
                 value: Some(bytes.into()),
-                header: None,
+                ..ServerFormats::default()
             };
             let err = translate_sink(SinkKind::Http, url.clone(), &formats, &mut Notes::default())
                 .unwrap_err();
@@ -1198,6 +1695,7 @@ mod tests {
         let formats = ServerFormats {
             value: Some("simplestring".into()),
             header: Some("jsonbytearray".into()),
+            ..ServerFormats::default()
         };
         let err = translate_sink(SinkKind::Http, url.clone(), &formats, &mut Notes::default())
             .unwrap_err();

@@ -30,11 +30,8 @@ pub(crate) struct ServerFacts {
     pub(crate) version_num: u32,
     /// `server_version` as shown, e.g. `16.4 (Debian 16.4-1)`.
     pub(crate) version: String,
-    /// `wal_level`.
     pub(crate) wal_level: String,
-    /// `max_replication_slots`.
     pub(crate) max_replication_slots: i32,
-    /// `max_wal_senders`.
     pub(crate) max_wal_senders: i32,
     /// The connected role (`current_user`).
     pub(crate) user: String,

@@ -48,11 +48,11 @@ pub enum CatalogError {
     /// An outbox table is missing.
     #[error("outbox table {schema}.{table} does not exist in database {dbname}")]
     NoOutboxTable {
-        /// Schema.
+        /// The outbox table's schema, as configured.
         schema: String,
-        /// Table.
+        /// The outbox table's name, as configured.
         table: String,
-        /// Database.
+        /// The database connected to, as configured.
         dbname: String,
     },
     /// A column an outbox table's routing names is not in the table at
@@ -70,7 +70,7 @@ pub enum CatalogError {
     /// The publication is missing and creating it is disabled.
     #[error("publication {publication} does not exist and {setting}; create it with CREATE PUBLICATION {publication} FOR TABLE <outbox tables>")]
     NoPublication {
-        /// Publication.
+        /// The publication's name, as configured.
         publication: String,
         /// The setting that forbids creating it.
         setting: &'static str,
@@ -78,11 +78,11 @@ pub enum CatalogError {
     /// The publication exists but does not carry an outbox table's inserts.
     #[error("publication {publication} does not publish inserts of {schema}.{table}: {reason}; fix it with ALTER PUBLICATION or point walrelay at another publication")]
     PublicationMismatch {
-        /// Publication.
+        /// The publication's name, as configured.
         publication: String,
-        /// Schema.
+        /// The outbox table's schema, as configured.
         schema: String,
-        /// Table.
+        /// The outbox table's name, as configured.
         table: String,
         /// What is wrong.
         reason: String,
@@ -108,9 +108,9 @@ pub enum CatalogError {
     /// A `target_session_attrs` query answered neither on nor off.
     #[error("unexpected answer to {query} on {host}")]
     UnexpectedAnswer {
-        /// The query.
+        /// The `target_session_attrs` query, as sent.
         query: String,
-        /// The host.
+        /// The host it was sent to, as the connection names it.
         host: String,
     },
     /// No host of `postgres.host` connected and passed
@@ -127,7 +127,7 @@ pub enum CatalogError {
     FailoverUnsupported {
         /// `server_version` as the server shows it.
         version: String,
-        /// `server_version_num`.
+        /// `server_version_num`, e.g. 160004 for 16.4.
         version_num: u32,
     },
     /// The slot is a standby's synchronized copy of a failover slot: the
@@ -139,13 +139,13 @@ pub enum CatalogError {
          usable once this server is promoted; retrying"
     )]
     SyncedOnStandby {
-        /// Slot.
+        /// The replication slot's name, as configured.
         slot: String,
     },
     /// The slot exists but is not a pgoutput slot of this database.
     #[error("replication slot {slot} is not usable: {reason}")]
     SlotMismatch {
-        /// Slot.
+        /// The replication slot's name, as configured.
         slot: String,
         /// What is wrong.
         reason: String,

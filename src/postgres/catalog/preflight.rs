@@ -105,7 +105,6 @@ pub(crate) struct ReplicationCapacity {
     pub(crate) used_slots: i32,
     /// Whether the slot asked about is one of them.
     pub(crate) slot_exists: bool,
-    /// `max_wal_senders`.
     pub(crate) max_wal_senders: i32,
     /// Walsenders in `pg_stat_replication`, without the one left out.
     pub(crate) used_wal_senders: i32,
@@ -188,7 +187,6 @@ pub(crate) struct OutboxColumn {
     pub(crate) type_oid: u32,
     /// Type modifier, -1 when none.
     pub(crate) type_modifier: i32,
-    /// `NOT NULL`.
     pub(crate) not_null: bool,
     /// The declared type, `format_type`'s spelling.
     pub(crate) type_name: String,

@@ -74,9 +74,7 @@ pub(crate) enum PollError {
         "marking the batch of shard {shard} touched {marked} rows of {table}, but {claimed} were claimed"
     )]
     MarkMismatch {
-        /// The shard.
         shard: u32,
-        /// The table.
         table: String,
         /// Rows claimed.
         claimed: usize,
@@ -85,10 +83,7 @@ pub(crate) enum PollError {
     },
     /// The server answered a claim without a row's ctid or xmin.
     #[error("the claim on {table} returned a row without its ctid or xmin")]
-    BadClaim {
-        /// The table.
-        table: String,
-    },
+    BadClaim { table: String },
     /// A task of the source ended abnormally.
     #[error("the polling task {task} ended abnormally")]
     Task {
@@ -98,17 +93,13 @@ pub(crate) enum PollError {
     /// A column a `[poll]` key names is not in the table.
     #[error("{key} names column {column}, which {table} does not have")]
     MissingColumn {
-        /// The key.
         key: String,
-        /// The column.
         column: String,
-        /// The table.
         table: String,
     },
     /// The router cannot bind the table's columns.
     #[error("the router cannot use the columns of {table}")]
     Layout {
-        /// The table.
         table: String,
         /// Why.
         #[source]
@@ -116,10 +107,7 @@ pub(crate) enum PollError {
     },
     /// The listening connection went away.
     #[error("the connection listening on channel {channel} ended")]
-    ListenLost {
-        /// The channel.
-        channel: String,
-    },
+    ListenLost { channel: String },
 }
 
 /// A failed statement or connection keeps the class it failed with.

@@ -340,7 +340,6 @@ pub(crate) struct TableColumn {
     pub(crate) type_oid: u32,
     /// Type modifier, -1 when none.
     pub(crate) type_modifier: i32,
-    /// `NOT NULL`.
     pub(crate) not_null: bool,
     /// The declared type, `format_type`'s spelling.
     pub(crate) type_name: String,
@@ -379,7 +378,6 @@ pub(crate) struct TablePrivileges {
 /// A backend holding one shard's lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LockHolder {
-    /// The shard.
     pub(crate) shard: u32,
     /// The backend's pid.
     pub(crate) pid: i32,

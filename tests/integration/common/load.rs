@@ -25,8 +25,8 @@ use rand::{Rng, SeedableRng};
 use walrelay::proto::pgoutput::{decode_message, ColumnValue, LogicalMessage};
 use walrelay::proto::Lsn;
 
-use super::relay::event_id;
-use super::Record;
+use super::relay::{event_id, tail, Outbox, Relay};
+use super::{pg_url, Record};
 
 /// What the generator writes.
 #[derive(Debug, Clone)]
@@ -667,4 +667,60 @@ fn check_with(log: &LoadLog, records: &[Record], repeats: Repeats<'_>) -> Result
             problems.join("\n")
         ))
     }
+}
+
+/// What a consumer must read after [`sigkill_under_load`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Delivered {
+    /// Every committed event, a repeat only for a transaction the SIGKILL
+    /// left unconfirmed ([`check`]).
+    AtLeastOnce,
+    /// Every committed event and none twice ([`check_exactly_once`]).
+    ExactlyOnce,
+}
+
+/// SIGKILL under load: 3,000 events written 2 ms apart on `ob`'s table,
+/// `relay` SIGKILLed once 1,000 are committed and started again from
+/// `config`. `read` gets the new relay and the load's log once the load
+/// is over and returns the records a consumer read (each with an `id`
+/// header and, for the per-key order, its key); they are checked against
+/// the log as `delivered` says, the relay's log tail shown on a failure.
+/// Returns the restarted relay.
+pub(crate) async fn sigkill_under_load(
+    ob: &Outbox,
+    mut relay: Relay,
+    config: &str,
+    delivered: Delivered,
+    read: impl AsyncFnOnce(&mut Relay, &LoadLog) -> Vec<Record>,
+) -> Relay {
+    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
+    spec.pause = Duration::from_millis(2);
+    let load = Load::start(spec).await;
+    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
+    let killed_at = ob.current_lsn().await;
+    relay.kill();
+    let mut relay = Relay::start(config);
+    let log = load.finish().await;
+    let records = read(&mut relay, &log).await;
+    let checked = match delivered {
+        Delivered::ExactlyOnce => check_exactly_once(&log, &records, &[]),
+        Delivered::AtLeastOnce => {
+            let ends: HashMap<String, Lsn> = log
+                .committed
+                .iter()
+                .map(|e| (e.id.clone(), e.after_commit.unwrap_or(killed_at)))
+                .collect();
+            let faults = [Fault {
+                what: "SIGKILL".to_owned(),
+                confirmed_before: Lsn::ZERO,
+                wal_after: ob.current_lsn().await,
+            }];
+            check(&log, &records, &ends, &faults)
+        }
+    };
+    let summary = checked.unwrap_or_else(|e| panic!("{e}\n{}", tail(&relay.log(), 40)));
+    if let Delivered::ExactlyOnce = delivered {
+        assert_eq!(summary.duplicates, 0);
+    }
+    relay
 }

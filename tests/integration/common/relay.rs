@@ -108,6 +108,32 @@ bootstrap_servers = "{bootstrap}"
         )
     }
 
+    /// Debezium Server's `application.properties` for this outbox: the
+    /// `sink` lines (`debezium.sink.*`, each ending in a newline), then the
+    /// PostgreSQL source on the outbox's own slot and publication (no
+    /// snapshot) and the EventRouter at its defaults.
+    pub(crate) fn debezium_server_properties(&self, sink: &str) -> String {
+        format!(
+            "{sink}\
+             debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector\n\
+             debezium.source.database.hostname=127.0.0.1\n\
+             debezium.source.database.port={pg}\n\
+             debezium.source.database.user=postgres\n\
+             debezium.source.database.dbname=postgres\n\
+             debezium.source.topic.prefix=dbzs\n\
+             debezium.source.plugin.name=pgoutput\n\
+             debezium.source.slot.name={name}\n\
+             debezium.source.publication.name={name}\n\
+             debezium.source.publication.autocreate.mode=filtered\n\
+             debezium.source.table.include.list=public.{name}\n\
+             debezium.source.snapshot.mode=no_data\n\
+             debezium.transforms=outbox\n\
+             debezium.transforms.outbox.type=io.debezium.transforms.outbox.EventRouter\n",
+            pg = env().pg_port,
+            name = self.name,
+        )
+    }
+
     /// Creates a probe slot on the outbox's publication (decoded by
     /// [`commit_ends`], so a test knows exact commit LSNs) and returns its
     /// name; drop it with [`Outbox::drop_probe`].
@@ -135,17 +161,53 @@ bootstrap_servers = "{bootstrap}"
     /// payload `{"n": n}`, key `k<n % 10>`.
     pub(crate) async fn insert_series(&self, first: u64, last: u64) {
         self.client
-            .execute(
-                &format!(
-                    "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
-                     $1, 'k' || (g % 10), 'E', jsonb_build_object('n', g) \
-                     FROM generate_series({first}::int8, {last}::int8) g",
-                    self.name
-                ),
-                &[&self.agg("")],
-            )
+            .execute(&self.series_sql(first, last), &[&self.agg("")])
             .await
             .expect("insert series");
+    }
+
+    /// [`Outbox::insert_series`] in an explicit transaction, returning the
+    /// WAL insert position read just before its COMMIT: a slot passes it
+    /// only once that transaction is confirmed (keepalives may move the
+    /// slot up to there, not beyond).
+    pub(crate) async fn insert_series_reading_pre_commit_lsn(&self, first: u64, last: u64) -> Lsn {
+        let mut client = connect().await;
+        let txn = client.transaction().await.expect("begin");
+        txn.execute(&self.series_sql(first, last), &[&self.agg("")])
+            .await
+            .expect("insert series");
+        let lsn: String = txn
+            .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
+            .await
+            .expect("lsn")
+            .get(0);
+        txn.commit().await.expect("commit");
+        lsn.parse::<Lsn>().expect("an lsn")
+    }
+
+    /// The INSERT of [`Outbox::insert_series`]; `$1` is the aggregate.
+    fn series_sql(&self, first: u64, last: u64) -> String {
+        format!(
+            "INSERT INTO {} SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, \
+             $1, 'k' || (g % 10), 'E', jsonb_build_object('n', g) \
+             FROM generate_series({first}::int8, {last}::int8) g",
+            self.name
+        )
+    }
+
+    /// Inserts event `id` with key `key` and a NULL payload (the outbox's
+    /// own aggregate), in its own transaction.
+    pub(crate) async fn insert_null_payload(&self, id: u64, key: &str) {
+        self.client
+            .execute(
+                &format!(
+                    "INSERT INTO {} VALUES ($1::text::uuid, $2, $3, 'E', NULL)",
+                    self.name
+                ),
+                &[&event_id(id), &self.agg(""), &key],
+            )
+            .await
+            .expect("insert a null payload");
     }
 
     /// Inserts one event in its own transaction.
