@@ -425,13 +425,17 @@ async fn rabbitmq_outage_holds_the_slot_then_delivers() {
     let before = ob.current_lsn().await;
     ob.wait_confirmed(before, &relay).await;
     rabbit.stop();
-    ob.insert_series(101, 300).await;
+    // Events 101..=300 in one transaction; the position just before its
+    // commit record: the slot passes it only if the transaction was
+    // confirmed (other tests' commits on the shared database, outside
+    // this slot's publication, rightly move it past `before`).
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(101, 300).await;
     let stopped = Instant::now();
     while stopped.elapsed() < Duration::from_secs(30) {
         let confirmed = ob.slot_confirmed().await.expect("slot");
         assert!(
-            confirmed <= before,
-            "the slot moved to {confirmed} past {before} while RabbitMQ was down"
+            confirmed <= pre_commit,
+            "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while RabbitMQ was down"
         );
         relay.assert_running();
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -498,7 +502,12 @@ async fn rabbitmq_refused_records_stop_or_are_dead_lettered() {
         "the error names the event and the missing exchange: {}",
         tail(&log, 20)
     );
-    assert!(ob.slot_confirmed().await.expect("slot") < ob.current_lsn().await);
+    let confirmed = ob.slot_confirmed().await.expect("slot");
+    let now = ob.current_lsn().await;
+    assert!(
+        confirmed < now,
+        "the slot moved to {confirmed}, the WAL's end {now}, past event 2"
+    );
 
     // 2. all: event 2 (read again: nothing past it was confirmed) and the
     // unroutable event 4 are dead-lettered, the rest is delivered.

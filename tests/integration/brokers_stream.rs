@@ -374,13 +374,17 @@ async fn stream_outage_holds_the_slot_then_delivers() {
     // creation and read for minutes (observed), which is the broker's
     // recovery and not what this test is about.
     rabbit.server.terminate();
-    ob.insert_series(101, 300).await;
+    // Events 101..=300 in one transaction; the position just before its
+    // commit record: the slot passes it only if the transaction was
+    // confirmed (other tests' commits on the shared database, outside
+    // this slot's publication, rightly move it past `before`).
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(101, 300).await;
     let stopped = Instant::now();
     while stopped.elapsed() < Duration::from_secs(30) {
         let confirmed = ob.slot_confirmed().await.expect("slot");
         assert!(
-            confirmed <= before,
-            "the slot moved to {confirmed} past {before} while RabbitMQ was down"
+            confirmed <= pre_commit,
+            "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while RabbitMQ was down"
         );
         relay.assert_running();
         tokio::time::sleep(Duration::from_millis(500)).await;

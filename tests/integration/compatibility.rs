@@ -1298,6 +1298,7 @@ fn read_all(bootstrap: &str, token: &str) -> Topics {
                         .unwrap_or_default(),
                 });
             }
+            Some(Err(e)) if crate::common::transient(&e) => {}
             Some(Err(e)) => panic!("consume on {bootstrap}: {e}"),
         }
     }

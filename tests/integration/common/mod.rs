@@ -494,10 +494,22 @@ fn read_with(consumer: BaseConsumer, topic: &str, stop: Stop, timeout: Duration)
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 at_end.insert(p);
             }
+            Some(Err(e)) if transient(&e) => {}
             Some(Err(e)) => panic!("consume {topic}: {e}"),
         }
     }
     records
+}
+
+/// A consumer error librdkafka recovers from by itself (it reconnects):
+/// the shared broker, slow under a loaded machine, dropped a connection.
+/// A reader goes on polling until its own deadline.
+pub(crate) fn transient(e: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode::{AllBrokersDown, BrokerTransportFailure};
+    matches!(
+        e.rdkafka_error_code(),
+        Some(AllBrokersDown | BrokerTransportFailure)
+    )
 }
 
 /// Renders records compactly for assertion messages.

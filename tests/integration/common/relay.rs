@@ -790,6 +790,7 @@ pub(crate) fn count_events(
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 at_end.insert(p);
             }
+            Some(Err(e)) if super::transient(&e) => {}
             Some(Err(e)) => panic!("consume {topic}: {e}"),
         }
         if last_check.elapsed() > Duration::from_secs(5) {
