@@ -51,7 +51,7 @@ pub(crate) enum SinkKind {
     #[default]
     #[serde(rename = "kafka")]
     Kafka,
-    /// NATS JetStream, through async-nats.
+    /// NATS JetStream (`sink::nats`).
     #[serde(rename = "nats-jetstream")]
     NatsJetStream,
     /// Redis Streams, through redis-rs.

@@ -41,6 +41,7 @@ pub(crate) mod queued;
 pub(crate) mod rabbitmq;
 pub(crate) mod rabbitmq_stream;
 pub(crate) mod redis;
+pub(crate) mod tls;
 pub(crate) mod transactional;
 
 use std::collections::BTreeMap;

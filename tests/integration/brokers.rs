@@ -843,6 +843,108 @@ pub(crate) fn parse_xrange(reply: redis::Value) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> 
 
 /// The polling source publishing to NATS: rows become messages and are
 /// marked published.
+/// NATS over TLS with a client certificate and a password
+/// (`scripts/certs.sh`'s certificates; the server verifies the client's):
+/// a wrong password is refused by the server, that refusal is logged,
+/// nothing is stored and the password is in no log line; the right
+/// password, written into the URL, delivers over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_over_tls_with_a_password() {
+    const PASSWORD: &str = "s3cret-Pw.9";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let certs = dir.path().join("certs");
+    crate::common::run_script("certs.sh", &[certs.as_os_str()]);
+    let port = free_port();
+    let at = |f: &str| certs.join(f).display().to_string();
+    let conf = dir.path().join("nats.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: \"{}\" }}\n\
+             tls {{ cert_file: \"{}\", key_file: \"{}\", ca_file: \"{}\", verify: true }}\n\
+             authorization {{ user: walrelay, password: \"{PASSWORD}\" }}\n",
+            dir.path().join("js").display(),
+            at("server.crt"),
+            at("server.key"),
+            at("ca.crt"),
+        ),
+    )
+    .expect("nats.conf");
+    let _nats = Server::start_new(
+        program("nats", "nats-server"),
+        vec!["-c".into(), conf.display().to_string()],
+        port,
+        tempfile::tempdir().expect("temp dir"),
+    );
+    let client = async_nats::ConnectOptions::new()
+        .user_and_password("walrelay".into(), PASSWORD.into())
+        .add_root_certificates(certs.join("ca.crt"))
+        .add_client_certificate(certs.join("client.crt"), certs.join("client.key"))
+        .require_tls(true)
+        .connect(format!("tls://localhost:{port}"))
+        .await
+        .expect("the test's own TLS client connects");
+    let js = jetstream::new(client);
+    let ob = Outbox::new("nats_tls").await;
+    let stream = format!("S_{}", ob.name);
+    create_stream(&js, &stream, &[ob.topic("")], -1).await;
+    let files = format!(
+        "tls_ca_file = \"{}\"\ntls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n",
+        at("ca.crt"),
+        at("client.crt"),
+        at("client.key")
+    );
+    // 1. A wrong password: refused by the server, logged, nothing stored.
+    let wrong = format!(
+        "[sink]\ntype = \"nats-jetstream\"\n\n[sink.nats]\nurl = \"tls://localhost:{port}\"\n\
+         user = \"walrelay\"\npassword = \"not-{PASSWORD}\"\n{files}"
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &wrong));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", r#"{"n": 1}"#).await;
+    let deadline = Instant::now() + WAIT;
+    while !relay.log().contains("Authorization Violation") {
+        relay.assert_running();
+        assert!(
+            Instant::now() < deadline,
+            "the server's refusal is not in the log:\n{}",
+            tail(&relay.log(), 30)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let info = js
+        .get_stream(&stream)
+        .await
+        .expect("stream")
+        .info()
+        .await
+        .expect("info")
+        .state
+        .messages;
+    assert_eq!(info, 0, "nothing stored with a wrong password");
+    assert!(
+        !relay.log().contains(PASSWORD),
+        "{}",
+        tail(&relay.log(), 30)
+    );
+    drop(relay);
+    ob.wait_inactive().await;
+    // 2. The right password, in the URL: delivered over TLS.
+    let right = format!(
+        "[sink]\ntype = \"nats-jetstream\"\n\n[sink.nats]\nurl = \"tls://walrelay:{PASSWORD}@localhost:{port}\"\n{files}"
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &right));
+    let got = read_stream(&js, &stream, 1, &mut relay).await;
+    assert_eq!(got[0].record.value.as_deref(), Some(&br#"{"n": 1}"#[..]));
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    assert!(
+        !relay.log().contains(PASSWORD),
+        "{}",
+        tail(&relay.log(), 30)
+    );
+    ob.finish(relay).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_from_the_polling_source() {
     let _ = env();

@@ -80,9 +80,8 @@
 //! difference no longer shows fails too (remove it then), unless it is
 //! marked intermittent. A header order that differs is a `header order`
 //! difference of its own, printed apart at the end: Debezium Server's is a
-//! Java `HashMap`'s. walrelay's Redis extended fields follow it; its NATS
-//! headers do not yet (async-nats writes them from a std `HashMap`), which
-//! is listed as PENDING.
+//! Java `HashMap`'s. walrelay's Redis extended fields and NATS header
+//! blocks follow it, and NATS header lines are compared byte for byte.
 //!
 //! Cost: one Debezium Server start per run, two runs at a time, each run
 //! 10-30 s on 2 cores with `debezium-server.sh`'s AOT cache
@@ -562,16 +561,6 @@ const OPTION_CASES: &[Case] = &[
 /// Differences walrelay is known to have, each with its reason (see the
 /// module doc). `case` is the run's name.
 const KNOWN_DIFFERENCES: &[Known] = &[
-    // PENDING, header order (docs/brokers.md): walrelay hands async-nats
-    // the headers in Debezium Server's order, but async-nats keeps them in
-    // a std HashMap and writes them in its (random, per process) order, so
-    // they match Debezium's only by chance: intermittent.
-    nats_header_order("nats-json"),
-    nats_header_order("nats-options"),
-    // async-nats writes `name: value`, jnats `name:value`; NATS clients
-    // read the value without the blank, so the values compare equal.
-    nats_header_lines("nats-json"),
-    nats_header_lines("nats-options"),
     // A header value beyond ASCII (`tenant` = "Zoë"): jnats refuses it
     // (IllegalArgumentException "Header value has invalid character: 235"),
     // the batch fails and Debezium Server exits; walrelay publishes the
@@ -581,7 +570,7 @@ const KNOWN_DIFFERENCES: &[Known] = &[
         field: "fatal record",
         debezium: "exited",
         walrelay: "published it and kept running",
-        reason: "jnats refuses a header value beyond ASCII; async-nats sends it",
+        reason: "jnats refuses a header value beyond ASCII; walrelay sends its UTF-8 bytes",
         intermittent: false,
     },
     Known {
@@ -712,28 +701,6 @@ fn known(name: &str) -> Vec<Known> {
         );
     }
     out
-}
-
-const fn nats_header_order(case: &'static str) -> Known {
-    Known {
-        case,
-        field: "header order",
-        debezium: "",
-        walrelay: "",
-        reason: "PENDING: async-nats writes the headers from a std HashMap (docs/brokers.md)",
-        intermittent: true,
-    }
-}
-
-const fn nats_header_lines(case: &'static str) -> Known {
-    Known {
-        case,
-        field: "header lines",
-        debezium: ":{",
-        walrelay: ": {",
-        reason: "async-nats writes a blank after the colon, jnats none",
-        intermittent: false,
-    }
 }
 
 /// Header names and values, in the order a message carries them.

@@ -247,15 +247,58 @@ pub fn java_hash_map_order<K: AsRef<str>, V>(entries: Vec<(K, V)>) -> Vec<(K, V)
     while entries.len() > capacity * 3 / 4 {
         capacity *= 2;
     }
+    java_hash_map_order_sized(entries, capacity)
+}
+
+/// The table size of a `HashMap` made as a copy of a map of `n` entries
+/// (`new HashMap<>(map)`, `putAll` into an empty one): since JDK 19 the
+/// power of two at or above `ceil(n / 0.75)`, which can be smaller than
+/// the 16 a map filled entry by entry starts with, so a copy can iterate
+/// in another order than its source.
+pub fn java_hash_map_copy_capacity(n: usize) -> usize {
+    n.saturating_mul(4).div_ceil(3).max(1).next_power_of_two()
+}
+
+/// Orders entries as a `java.util.HashMap<String, _>` of `capacity`
+/// buckets (a power of two), filled in this order with `put`, iterates
+/// them: by bucket, insertion order within a bucket.
+pub fn java_hash_map_order_sized<K: AsRef<str>, V>(
+    entries: Vec<(K, V)>,
+    capacity: usize,
+) -> Vec<(K, V)> {
+    bucket_order(entries, capacity, false)
+}
+
+/// Orders entries as a `java.util.HashMap<String, _>` filled in this
+/// order with `computeIfAbsent` iterates them. Unlike `put`, which appends
+/// a new key to its bucket, `computeIfAbsent` puts it at the bucket's
+/// head, so keys sharing a bucket come out in reverse. Its table grows
+/// only before an insertion that finds it over three quarters full, so 13
+/// keys still fit 16 buckets.
+pub fn java_compute_if_absent_order<K: AsRef<str>, V>(entries: Vec<(K, V)>) -> Vec<(K, V)> {
+    let mut capacity: usize = 16;
+    while entries.len().saturating_sub(1) > capacity * 3 / 4 {
+        capacity *= 2;
+    }
+    bucket_order(entries, capacity, true)
+}
+
+fn bucket_order<K: AsRef<str>, V>(
+    entries: Vec<(K, V)>,
+    capacity: usize,
+    newest_first: bool,
+) -> Vec<(K, V)> {
+    debug_assert!(capacity.is_power_of_two());
     let bucket = |k: &str| {
         #[allow(clippy::cast_sign_loss)]
         let h = java_string_hash(k) as u32;
         ((h ^ (h >> 16)) as usize) & (capacity - 1)
     };
-    let mut keyed: Vec<(usize, usize, (K, V))> = entries
+    // Within a bucket: insertion order, or its reverse.
+    let mut keyed: Vec<(usize, isize, (K, V))> = entries
         .into_iter()
-        .enumerate()
-        .map(|(i, e)| (bucket(e.0.as_ref()), i, e))
+        .zip(0isize..)
+        .map(|(e, i)| (bucket(e.0.as_ref()), if newest_first { -i } else { i }, e))
         .collect();
     keyed.sort_by_key(|(b, i, _)| (*b, *i));
     keyed.into_iter().map(|(_, _, e)| e).collect()
@@ -264,6 +307,26 @@ pub fn java_hash_map_order<K: AsRef<str>, V>(entries: Vec<(K, V)>) -> Vec<(K, V)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_of_small_maps_have_small_tables() {
+        let sizes: Vec<usize> = [1, 2, 3, 4, 6, 7, 12, 13]
+            .into_iter()
+            .map(java_hash_map_copy_capacity)
+            .collect();
+        assert_eq!(sizes, [2, 4, 4, 8, 8, 16, 16, 32]);
+        // Read from Debezium Server 3.6.1's NATS messages: three headers
+        // put into a HashMap, added to jnats's with computeIfAbsent (`id`
+        // and `eventType` share bucket 11 of 16: reversed), then copied
+        // into a 4-bucket one.
+        let put = java_hash_map_order(vec![("id", ()), ("eventType", ()), ("tenant", ())]);
+        let names = |v: Vec<(&'static str, ())>| v.into_iter().map(|(k, ())| k).collect::<Vec<_>>();
+        assert_eq!(names(put.clone()), ["id", "eventType", "tenant"]);
+        let computed = java_compute_if_absent_order(put);
+        assert_eq!(names(computed.clone()), ["eventType", "id", "tenant"]);
+        let copied = java_hash_map_order_sized(computed, java_hash_map_copy_capacity(3));
+        assert_eq!(names(copied), ["tenant", "eventType", "id"]);
+    }
 
     fn dec(negative: bool, digits: &str, scale: i32) -> Decimal {
         Decimal {

@@ -3,7 +3,6 @@
 //! answer on a kept-alive connection. Knows nothing of records, batches or
 //! authentication.
 
-use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,7 +14,6 @@ use hyper_util::rt::TokioIo;
 use openssl::ssl::SslConnector;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio_openssl::SslStream;
 
 /// Most bytes of an answer's body read (the rest closes the connection).
 const MAX_ANSWER: usize = 1 << 20;
@@ -117,20 +115,7 @@ impl Endpoint {
         let io: Box<dyn Io> = match &self.tls {
             None => Box::new(tcp),
             Some(tls) => {
-                let ssl = tls
-                    .configure()
-                    .and_then(|c| c.into_ssl(&t.host))
-                    .map_err(|e| format!("TLS to {}: {e}", t.origin))?;
-                let mut stream =
-                    SslStream::new(ssl, tcp).map_err(|e| format!("TLS to {}: {e}", t.origin))?;
-                if let Err(e) = Pin::new(&mut stream).connect().await {
-                    let verdict = stream.ssl().verify_result();
-                    return Err(format!(
-                        "TLS handshake with {} failed: {e} (certificate verification: {})",
-                        t.origin,
-                        verdict.error_string()
-                    ));
-                }
+                let stream = crate::sink::tls::handshake(tls, &t.host, tcp, &t.origin).await?;
                 Box::new(stream)
             }
         };

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hyper::header::{self, HeaderName, HeaderValue};
-use openssl::ssl::{SslConnector, SslFiletype, SslMethod};
+use openssl::ssl::SslConnector;
 use serde::Deserialize;
 
 use super::auth::webhook_key;
@@ -433,25 +433,15 @@ impl HttpConfig {
     /// and the client certificate. `system_too`: trust the system's store
     /// besides `tls_ca_file` (token endpoints, often public).
     pub(super) fn tls(&self, system_too: bool) -> Result<SslConnector, String> {
-        let e = |what: &str, err: openssl::error::ErrorStack| format!("{what}: {err}");
-        let mut b = SslConnector::builder(SslMethod::tls_client()).map_err(|x| e("TLS", x))?;
-        if system_too || self.tls_ca_file.is_none() {
-            b.set_default_verify_paths()
-                .map_err(|x| e("the system's trust store", x))?;
+        crate::sink::tls::ClientTls {
+            section: "sink.http",
+            ca: self.tls_ca_file.as_deref(),
+            client: self
+                .tls_cert_file
+                .as_deref()
+                .zip(self.tls_key_file.as_deref()),
         }
-        if let Some(ca) = &self.tls_ca_file {
-            b.set_ca_file(ca)
-                .map_err(|x| e(&format!("sink.http.tls_ca_file {}", ca.display()), x))?;
-        }
-        if let (Some(cert), Some(key)) = (&self.tls_cert_file, &self.tls_key_file) {
-            b.set_certificate_chain_file(cert)
-                .map_err(|x| e(&format!("sink.http.tls_cert_file {}", cert.display()), x))?;
-            b.set_private_key_file(key, SslFiletype::PEM)
-                .map_err(|x| e(&format!("sink.http.tls_key_file {}", key.display()), x))?;
-            b.check_private_key()
-                .map_err(|x| e("sink.http.tls_key_file does not match tls_cert_file", x))?;
-        }
-        Ok(b.build())
+        .connector(system_too)
     }
 }
 

@@ -18,17 +18,25 @@
 //! keeps the events' order unless JetStream stored a later record of the
 //! batch while refusing an earlier one (then the earlier one follows it,
 //! once; its later copies are dropped as duplicates).
+//!
+//! Publishing speaks the protocol itself ([`wire`], [`conn`]): a batch is
+//! one buffer of `HPUB`s written at once, and every `PubAck` comes back on
+//! one subscription. async-nats stays for what is not per event: creating
+//! the stream and `walrelay check`.
+
+mod conn;
+mod wire;
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use async_nats::jetstream::context::PublishErrorKind;
-use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
-use async_nats::{ConnectOptions, HeaderMap};
+use async_nats::ConnectOptions;
+use bytes::{Bytes, BytesMut};
 use serde::Deserialize;
 
+use self::conn::{Answer, Conn, Event};
 use super::broker::{FailureClass, Guarantees};
 use super::queued::{debezium_header_order, Outcome, Outgoing, Publisher};
 use crate::secret::Secret;
@@ -288,8 +296,11 @@ pub(crate) async fn stream_for(
 
 /// A connected JetStream publisher.
 pub(crate) struct Nats {
-    context: jetstream::Context,
+    conn: Conn,
     message_id: bool,
+    ack_timeout: Duration,
+    /// The batch's bytes, kept between batches.
+    out: BytesMut,
 }
 
 impl Publisher for Nats {
@@ -303,157 +314,241 @@ impl Publisher for Nats {
         dedup_by_id: true,
         per_key_order: true,
     };
-    const ERROR_CLASS: &'static str = "async_nats::jetstream::context::PublishError";
+    const ERROR_CLASS: &'static str = "io.nats.jetstream.api.v1.pub_ack_response";
     type Config = NatsConfig;
 
     async fn connect(config: &NatsConfig) -> Result<Nats, String> {
-        let servers: Vec<async_nats::ServerAddr> = config
-            .servers()
-            .iter()
-            .map(|u| {
-                u.parse().map_err(|e| {
-                    format!("sink.nats.url {:?}: {e}", crate::secret::redact_userinfo(u))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let client = config
-            .options()?
-            .connect(servers)
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", config.shown_url()))?;
-        let context = jetstream::ContextBuilder::new()
-            .timeout(config.ack_timeout())
-            .build(client);
         if config.create_stream {
-            let name = config.stream.as_deref().unwrap_or(DEFAULT_STREAM);
-            let subjects = config
-                .subjects
-                .clone()
-                .unwrap_or_else(|| vec![DEFAULT_SUBJECTS.to_owned()]);
-            let storage = match config.storage.as_deref() {
-                Some("file") => stream::StorageType::File,
-                _ => stream::StorageType::Memory,
-            };
-            context
-                .get_or_create_stream(stream::Config {
-                    name: name.to_owned(),
-                    description: Some(
-                        config
-                            .stream_description
-                            .unwrap_or(WALRELAY_STREAM_DESCRIPTION)
-                            .to_owned(),
-                    ),
-                    subjects,
-                    storage,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| format!("cannot create the stream {name}: {e}"))?;
+            create_stream(config).await?;
         }
         Ok(Nats {
-            context,
+            conn: Conn::open(config).await?,
             message_id: config.message_id.unwrap_or(true),
+            ack_timeout: config.ack_timeout(),
+            out: BytesMut::with_capacity(64 * 1024),
         })
     }
 
     async fn publish(&mut self, batch: &[Outgoing]) -> Vec<Outcome> {
-        let mut pending = Vec::with_capacity(batch.len());
+        // Outcomes known before sending (no value, a bad subject or
+        // header); the others wait for their answer by sequence number.
+        let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+        let mut first_seq = None;
+        let mut waiting = 0usize;
+        self.out.clear();
         for record in batch {
-            pending.push(self.send(record).await);
-            if matches!(pending.last(), Some(Pending::Done(Outcome::Retry(_)))) {
-                break;
-            }
-        }
-        let mut outcomes = Vec::with_capacity(pending.len());
-        for p in pending {
-            let outcome = match p {
-                Pending::Done(outcome) => outcome,
-                Pending::Ack(future) => match future.await {
-                    Ok(_) => Outcome::Acked,
-                    Err(e) => publish_failure(&e),
-                },
+            let known = match self.frame(record) {
+                Ok(Some((headers, value))) => {
+                    let (reply, seq) = self.conn.reply();
+                    first_seq.get_or_insert(seq);
+                    let headers = headers.as_deref();
+                    wire::publish(&mut self.out, &record.destination, &reply, headers, value);
+                    waiting += 1;
+                    None
+                }
+                // Debezium Server publishes nothing for a null value.
+                Ok(None) => Some(Outcome::Acked),
+                Err(refusal) => Some(refusal),
             };
-            let retry = matches!(outcome, Outcome::Retry(_));
-            outcomes.push(outcome);
-            if retry {
-                break;
+            outcomes.push(known);
+        }
+        // The sequence number of the n-th sent record is first_seq + n.
+        let sent: Vec<usize> = outcomes
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        let mut broken = None;
+        if waiting > 0 {
+            if let Err(e) = self.conn.write(&self.out).await {
+                broken = Some(e);
             }
         }
-        outcomes
+        let first_seq = first_seq.unwrap_or(0);
+        let deadline = tokio::time::Instant::now() + self.ack_timeout;
+        while waiting > 0 && broken.is_none() {
+            match self.conn.event(deadline).await {
+                None => {
+                    broken = Some(format!(
+                        "no PubAck from {} within {:?}",
+                        self.conn.origin, self.ack_timeout
+                    ));
+                }
+                Some(Event::Answer { seq, answer }) => {
+                    let Some(&i) = seq
+                        .checked_sub(first_seq)
+                        .and_then(|n| sent.get(usize::try_from(n).ok()?))
+                    else {
+                        continue;
+                    };
+                    if outcomes[i].is_none() {
+                        outcomes[i] = Some(answer_outcome(&batch[i].destination, answer));
+                        waiting -= 1;
+                    }
+                }
+                Some(Event::ServerError(text)) => {
+                    broken = Some(format!("{} answered -ERR {text:?}", self.conn.origin));
+                }
+                Some(Event::Closed(why)) => {
+                    broken = Some(format!(
+                        "the connection to {} broke: {why}",
+                        self.conn.origin
+                    ));
+                }
+            }
+        }
+        let mut done = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            match outcome {
+                Some(o) => done.push(o),
+                None => {
+                    done.push(Outcome::Retry(
+                        broken.unwrap_or_else(|| "no answer".to_owned()),
+                    ));
+                    break;
+                }
+            }
+        }
+        done
     }
 }
 
-enum Pending {
-    Done(Outcome),
-    Ack(jetstream::context::PublishAckFuture),
-}
+/// A record as it goes out: its header block (if it has headers) and its
+/// value.
+type Frame<'r> = (Option<Vec<u8>>, &'r [u8]);
 
 impl Nats {
-    /// Hands one record to the connection; its `PubAck` comes later.
-    async fn send(&self, record: &Outgoing) -> Pending {
-        // Debezium Server publishes nothing for a null value.
+    /// The record's header block and value as they go out; `None` for a
+    /// null value (not published); a refusal when NATS cannot carry it.
+    fn frame<'r>(&self, record: &'r Outgoing) -> Result<Option<Frame<'r>>, Outcome> {
         let Some(value) = &record.value else {
-            return Pending::Done(Outcome::Acked);
+            return Ok(None);
         };
-        if let Err(why) = check_subject(&record.destination) {
-            return Pending::Done(refused("invalid_subject", false, why));
-        }
-        // In Debezium Server's order; null values left out, as it does.
-        let mut headers = HeaderMap::new();
-        for (name, value) in debezium_header_order(&record.headers) {
-            let Some(v) = value else { continue };
-            match std::str::from_utf8(v) {
-                Ok(text) if !text.contains(['\r', '\n']) && is_header_name(name) => {
-                    headers.append(name, text);
-                }
-                _ => {
-                    return Pending::Done(refused(
-                        "invalid_header",
-                        false,
-                        format!(
-                            "header {name:?} cannot be a NATS header (a name without ':' or spaces, a one-line UTF-8 value)"
-                        ),
-                    ))
-                }
+        check_subject(&record.destination).map_err(|why| refused("invalid_subject", false, why))?;
+        let mut lines: Vec<(&str, &[u8])> = nats_header_order(&record.headers)
+            .into_iter()
+            .map(|(name, value)| (name, &value[..]))
+            .collect();
+        for (name, value) in &lines {
+            if !is_header_name(name)
+                || value.contains(&b'\r')
+                || value.contains(&b'\n')
+                || std::str::from_utf8(value).is_err()
+            {
+                return Err(refused(
+                    "invalid_header",
+                    false,
+                    format!(
+                        "header {name:?} cannot be a NATS header (a name without ':' or spaces, a one-line UTF-8 value)"
+                    ),
+                ));
             }
         }
-        let mut message = PublishMessage::build().payload(value.clone());
-        if !headers.is_empty() {
-            message = message.headers(headers);
-        }
         if let (true, Some(id)) = (self.message_id, &record.dedup_id) {
-            message = message.message_id(id);
+            lines.push(("Nats-Msg-Id", id.as_bytes()));
         }
-        match self
-            .context
-            .send_publish(record.destination.to_string(), message)
-            .await
-        {
-            Ok(ack) => Pending::Ack(ack),
-            Err(e) => Pending::Done(publish_failure(&e)),
+        let headers = (!lines.is_empty()).then(|| wire::header_block(lines));
+        let size = headers.as_ref().map_or(0, Vec::len) + value.len();
+        let max = self.conn.info.max_payload;
+        if max > 0 && size > max {
+            return Err(refused(
+                "message_too_large",
+                true,
+                format!(
+                    "a message of {size} bytes is larger than the server's max_payload of {max} bytes"
+                ),
+            ));
         }
+        Ok(Some((headers, value)))
     }
 }
 
-/// What a failed publish means: JetStream's refusal of the record, or a
-/// connection or a stream that may come back.
-fn publish_failure(e: &jetstream::context::PublishError) -> Outcome {
-    let text = crate::chain::DisplayChain(e).to_string();
-    match e.kind() {
-        PublishErrorKind::MaxPayloadExceeded => refused("message_too_large", true, text),
-        PublishErrorKind::WrongLastMessageId | PublishErrorKind::WrongLastSequence => {
-            refused("rejected", false, text)
-        }
-        // No stream captures the subject (or JetStream is recovering after
-        // a restart): nothing is stored, so it is published again; the
-        // slot holds the events meanwhile.
-        PublishErrorKind::StreamNotFound => Outcome::Retry(format!(
-            "{text}: no JetStream stream captures the subject (yet); create one, or set create_stream"
+/// The headers in the order Debezium Server's sink has jnats write them:
+/// its Java `HashMap` of the record's headers (`put`: a repeated name
+/// keeps its first place and its last value), jnats's `Headers` map filled
+/// from it with `computeIfAbsent` (names sharing a bucket reversed), and
+/// the copy of that map JetStream's publish makes, whose table is sized to
+/// the count ([`crate::connect::java::java_hash_map_copy_capacity`]): 3
+/// headers iterate in a 4-bucket table's order, 5 in an 8-bucket one's.
+/// Null values are left out, as the sink does.
+fn nats_header_order(headers: &[crate::router::RecordHeader]) -> Vec<(&str, &Bytes)> {
+    use crate::connect::java::{
+        java_compute_if_absent_order, java_hash_map_copy_capacity, java_hash_map_order_sized,
+    };
+    let put: Vec<(&str, &Bytes)> = debezium_header_order(headers)
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect();
+    let capacity = java_hash_map_copy_capacity(put.len());
+    java_hash_map_order_sized(java_compute_if_absent_order(put), capacity)
+}
+
+/// Creates the stream `create_stream` asks for (when missing), with
+/// async-nats: once per connection, not per event.
+async fn create_stream(config: &NatsConfig) -> Result<(), String> {
+    let servers: Vec<async_nats::ServerAddr> = config
+        .servers()
+        .iter()
+        .map(|u| {
+            u.parse()
+                .map_err(|e| format!("sink.nats.url {:?}: {e}", crate::secret::redact_userinfo(u)))
+        })
+        .collect::<Result<_, _>>()?;
+    let client = config
+        .options()?
+        .connect(servers)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", config.shown_url()))?;
+    let context = jetstream::new(client);
+    let name = config.stream.as_deref().unwrap_or(DEFAULT_STREAM);
+    let subjects = config
+        .subjects
+        .clone()
+        .unwrap_or_else(|| vec![DEFAULT_SUBJECTS.to_owned()]);
+    let storage = match config.storage.as_deref() {
+        Some("file") => stream::StorageType::File,
+        _ => stream::StorageType::Memory,
+    };
+    context
+        .get_or_create_stream(stream::Config {
+            name: name.to_owned(),
+            description: Some(
+                config
+                    .stream_description
+                    .unwrap_or(WALRELAY_STREAM_DESCRIPTION)
+                    .to_owned(),
+            ),
+            subjects,
+            storage,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("cannot create the stream {name}: {e}"))?;
+    Ok(())
+}
+
+/// What JetStream's answer to one publish means.
+fn answer_outcome(subject: &str, answer: Answer) -> Outcome {
+    match answer {
+        // No stream captures the subject (or JetStream is recovering
+        // after a restart): nothing is stored, so it is published again;
+        // the slot holds the events meanwhile.
+        Answer::Status(503) => Outcome::Retry(format!(
+            "no responders for {subject:?}: no JetStream stream captures the subject (yet); create one, or set create_stream"
         )),
-        PublishErrorKind::TimedOut | PublishErrorKind::BrokenPipe | PublishErrorKind::MaxAckPending => {
-            Outcome::Retry(text)
-        }
-        _ => jetstream_error(text),
+        Answer::Status(code) => Outcome::Retry(format!("status {code} for {subject:?}")),
+        Answer::Json(json) => match serde_json::from_slice::<wire::PubAck>(&json) {
+            Ok(wire::PubAck { error: Some(e), .. }) => jetstream_error(format!(
+                "{} (code {}, err_code={})",
+                e.description, e.code, e.err_code
+            )),
+            Ok(wire::PubAck { stream: Some(_), .. }) => Outcome::Acked,
+            _ => Outcome::Retry(format!(
+                "an answer that is not a PubAck for {subject:?}: {}",
+                String::from_utf8_lossy(&json)
+            )),
+        },
     }
 }
 
