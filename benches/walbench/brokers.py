@@ -173,8 +173,8 @@ class Nats(Broker):
     sink_type = "nats-jetstream"
     label = "NATS JetStream"
 
-    def __init__(self, dir_):
-        super().__init__(dir_)
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
         self.loop = None
         self.nc = None
         self.js = None
@@ -253,8 +253,8 @@ class Redis(Broker):
     sink_type = "redis"
     label = "Redis Streams"
 
-    def __init__(self, dir_):
-        super().__init__(dir_)
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
         self.r = None
 
     def connect(self):

@@ -17,7 +17,7 @@ from . import config
 from .kafka_markers import KafkaCommitted
 from .procs import Sched
 from .broker_drains import slot_name
-from .brokers import BROKERS, Broker, Http, PolledTimes, RabbitMQ, RabbitMQStream, parse_rfc3339, redis_id_seconds, server_dir
+from .brokers import BROKERS, Broker, Http, PolledTimes, RabbitMQ, RabbitMQStream, make, parse_rfc3339, redis_id_seconds, server_dir
 from .dbz_server import application_properties, properties_overrides
 from .report import broker_goals, broker_table, walsender_table
 from .stats import histogram_delta, histogram_quantile, percentile
@@ -209,6 +209,10 @@ def check_brokers():
         "http": "http"}
     assert server_dir("/b", "rabbitmqstream") == server_dir("/b", "rabbitmq") == "/b/rabbitmq"
     assert server_dir("/b", "http") == "/b/http"
+    # Every kind is made as a run makes it (a constructor that does not
+    # take the run's arguments crashed --brokers nats at start).
+    for kind in BROKERS:
+        assert make(kind, "/nowhere", None).kind == kind
     rmq = RabbitMQ("/nowhere")
     rmq.port = 5672
     assert rmq.sink_properties("bench.t.w1") == {"debezium.sink.type": "rabbitmq",

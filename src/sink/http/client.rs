@@ -35,25 +35,28 @@ pub(super) struct Target {
 
 impl Target {
     pub(super) fn parse(url: &str) -> Result<Target, String> {
+        // Every message shows the URL without its user information: a
+        // refused URL may carry a password.
+        let shown = crate::secret::redact_userinfo(url.trim());
         let uri: Uri = url
             .trim()
             .parse()
-            .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+            .map_err(|e| format!("{shown:?} is not a URL: {e}"))?;
         let tls = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
             _ => {
                 return Err(format!(
-                    "{url:?}: the URL must start with http:// or https://"
+                    "{shown:?}: the URL must start with http:// or https://"
                 ))
             }
         };
         let authority = uri
             .authority()
-            .ok_or_else(|| format!("{url:?} names no host"))?;
+            .ok_or_else(|| format!("{shown:?} names no host"))?;
         if authority.as_str().contains('@') {
             return Err(format!(
-                "{url:?} carries credentials; set sink.http.user and password instead"
+                "{shown:?} carries credentials; set sink.http.user and password instead"
             ));
         }
         let host = authority
@@ -62,18 +65,18 @@ impl Target {
             .trim_end_matches(']')
             .to_owned();
         if host.is_empty() {
-            return Err(format!("{url:?} names no host"));
+            return Err(format!("{shown:?} names no host"));
         }
         let path = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .parse::<Uri>()
-            .map_err(|e| format!("{url:?}: {e}"))?;
+            .map_err(|e| format!("{shown:?}: {e}"))?;
         Ok(Target {
             tls,
             port: uri.port_u16().unwrap_or(if tls { 443 } else { 80 }),
             authority: HeaderValue::from_str(authority.as_str())
-                .map_err(|e| format!("{url:?}: {e}"))?,
+                .map_err(|e| format!("{shown:?}: {e}"))?,
             origin: format!("{}://{}", if tls { "https" } else { "http" }, authority),
             host,
             path,
@@ -242,5 +245,17 @@ mod tests {
         );
         assert_eq!(Target::parse("http://h").unwrap().path.to_string(), "/");
         assert_eq!(Target::parse("https://h").unwrap().port, 443);
+    }
+
+    #[test]
+    fn a_refused_url_never_shows_its_password() {
+        for url in [
+            "https://alice:hunter2@h/x",
+            "ftp://alice:hunter2@h/x",
+            "https://alice:hunter2@/x",
+        ] {
+            let e = Target::parse(url).err().expect("refused");
+            assert!(!e.contains("hunter2") && e.contains("<redacted>"), "{e}");
+        }
     }
 }
