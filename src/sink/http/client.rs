@@ -254,7 +254,7 @@ mod tests {
             "ftp://alice:hunter2@h/x",
             "https://alice:hunter2@/x",
         ] {
-            let e = Target::parse(url).err().expect("refused");
+            let e = Target::parse(url).expect_err("refused");
             assert!(!e.contains("hunter2") && e.contains("<redacted>"), "{e}");
         }
     }
