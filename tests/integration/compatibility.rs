@@ -782,6 +782,60 @@ const CASES: &[Case] = &[
         "types-time.sql",
         "types-time-all-feed.sql",
     ),
+    // numeric NaN and ±Infinity under the default precise mode (issue 31):
+    // Debezium keeps streaming.
+    types_case(
+        "types-num-precise-special",
+        End::Records(6),
+        "types-num.sql",
+        "types-num-special-feed.sql",
+    ),
+    // timetz (and time) at 24:00 under the modes that read it as a Java
+    // time (issue 31).
+    // The same values as the payload and the key (payload c_n, key c_nd:
+    // a NOT NULL column with a default).
+    types_case(
+        "types-num-precise-payload",
+        End::Records(6),
+        "types-num.sql",
+        "types-num-special-feed.sql",
+    ),
+    types_case(
+        "types-timetz24-payload",
+        End::Records(4),
+        "types-time.sql",
+        "types-timetz24-feed.sql",
+    ),
+    types_case(
+        "types-timetz24-adaptive",
+        End::Records(4),
+        "types-time.sql",
+        "types-timetz24-feed.sql",
+    ),
+    types_case(
+        "types-timetz24-connect",
+        End::Records(4),
+        "types-time.sql",
+        "types-timetz24-feed.sql",
+    ),
+    types_case(
+        "types-timetz24-micro",
+        End::Records(4),
+        "types-time.sql",
+        "types-timetz24-feed.sql",
+    ),
+    types_case(
+        "types-timetz24-iso",
+        End::Records(4),
+        "types-time.sql",
+        "types-timetz24-feed.sql",
+    ),
+    types_case(
+        "types-timetz24-nano",
+        End::Records(4),
+        "types-time.sql",
+        "types-timetz24-feed.sql",
+    ),
     types_case(
         "types-interval-numeric",
         End::Records(6),

@@ -632,10 +632,16 @@ pub(crate) fn decode(pg: PgType, text: &Bytes) -> Result<Value, InvalidText> {
             .ok_or_else(|| invalid("bytea", text, "expected \\x hex format")),
         PgType::Hstore { map } => decode_hstore(s, text, map),
         PgType::Timestamptz { fraction } => decode_timestamptz(s, text, fraction),
-        PgType::Numeric { scale } => Ok(Value::Decimal(rescale(finite_numeric(s, text)?, scale))),
+        PgType::Numeric { scale } => Ok(match finite_numeric(s, text)? {
+            Some(d) => Value::Decimal(rescale(d, scale)),
+            None => Value::Null,
+        }),
         PgType::VariableNumeric => {
             // convertDecimal: stripTrailingZeros, a negative scale set to 0.
-            let d = strip_trailing_zeros(finite_numeric(s, text)?);
+            let Some(d) = finite_numeric(s, text)? else {
+                return Ok(Value::Null);
+            };
+            let d = strip_trailing_zeros(d);
             Ok(Value::Struct(vec![
                 Value::Int32(d.scale),
                 Value::Bytes(Bytes::from(super::java::unscaled_bytes(&d))),
@@ -657,7 +663,7 @@ fn decode_timetz(s: &str, text: &Bytes) -> Result<Value, InvalidText> {
             invalid(
                 "timetz",
                 text,
-                "expected HH:MM:SS[.ffffff]+HH[:MM] before 24:00 (Debezium cannot read 24:00 or an offset with seconds either)",
+                "expected HH:MM:SS[.ffffff]+HH[:MM] up to 24:00:00 (Debezium cannot read an offset with seconds)",
             )
         })
 }
@@ -717,16 +723,21 @@ fn decode_timestamptz(s: &str, text: &Bytes, fraction: Option<u8>) -> Result<Val
     ))))
 }
 
-/// `numeric` text as a decimal; NaN and the infinities have no Connect
-/// form and are refused.
-fn finite_numeric(s: &str, text: &Bytes) -> Result<Decimal, InvalidText> {
-    parse_numeric(s).ok_or_else(|| {
-        invalid(
-            "numeric",
-            text,
-            "not a finite number (NaN and infinity cannot be represented)",
-        )
-    })
+/// `numeric` text as a decimal, `None` for NaN and the infinities: the
+/// `precise` mode has no form for them. Debezium's converter throws
+/// there, its `TableSchemaBuilder` logs that and leaves the field unset
+/// (`event.converting.failure.handling.mode=warn`, the default), so the
+/// record goes out with null, or with the column's default where
+/// `Struct.get` reads one (observed with Debezium 3.6.1: the row is
+/// published, the task keeps running).
+fn finite_numeric(s: &str, text: &Bytes) -> Result<Option<Decimal>, InvalidText> {
+    if let Some(d) = parse_numeric(s) {
+        return Ok(Some(d));
+    }
+    if parse_float(s).is_some() {
+        return Ok(None);
+    }
+    Err(invalid("numeric", text, "not a number"))
 }
 
 /// `timestamp` text (or `[-]infinity`) → epoch microseconds, as
@@ -1360,7 +1371,15 @@ mod tests {
                 scale: 2
             })
         );
-        assert!(decode(PgType::Numeric { scale: 2 }, &t("NaN")).is_err());
+        assert_eq!(
+            decode(PgType::Numeric { scale: 2 }, &t("NaN")).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            decode(PgType::VariableNumeric, &t("-Infinity")).unwrap(),
+            Value::Null
+        );
+        assert!(decode(PgType::Numeric { scale: 2 }, &t("nan")).is_err());
         // Debezium strips trailing zeros: 1.50 is 15 at scale 1, 100 stays 100.
         assert_eq!(
             decode(PgType::VariableNumeric, &t("1.50")).unwrap(),

@@ -147,9 +147,14 @@ pub(crate) fn time_value(unit: TimeUnit, s: &str) -> Option<Value> {
 pub(crate) fn zoned_time(s: &str) -> Option<String> {
     let sign_at = s.rfind(['+', '-'])?;
     let (time, offset) = s.split_at(sign_at);
-    let n = time_nanos(time)?;
-    // Java's LocalTime has no 24:00.
-    if n >= NANOS_PER_DAY {
+    let mut n = time_nanos(time)?;
+    // Java's LocalTime has no 24:00, but Debezium parses timetz with a
+    // SMART resolver, which reads the end of the day as the next day's
+    // 00:00 (the day dropped): `24:00:00+00` is `00:00:00Z`. PostgreSQL
+    // allows nothing later.
+    if n == NANOS_PER_DAY {
+        n = 0;
+    } else if n > NANOS_PER_DAY {
         return None;
     }
     let neg = offset.starts_with('-');
@@ -457,7 +462,10 @@ mod tests {
             zoned_time("23:59:59.999999-12").as_deref(),
             Some("11:59:59.999999Z")
         );
-        assert_eq!(zoned_time("24:00:00+00"), None);
+        assert_eq!(zoned_time("24:00:00+00").as_deref(), Some("00:00:00Z"));
+        assert_eq!(zoned_time("24:00:00+05:30").as_deref(), Some("18:30:00Z"));
+        assert_eq!(zoned_time("24:00:00-08").as_deref(), Some("08:00:00Z"));
+        assert_eq!(zoned_time("24:00:00.000001+00"), None);
     }
 
     #[test]

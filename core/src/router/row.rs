@@ -94,12 +94,27 @@ impl Row<'_> {
         }
         match self.raw(c)? {
             None => Ok(Value::Null),
-            Some(text) => pg::decode(c.ty.pg, text).map_err(|source| RouteError::InvalidValue {
-                column: c.name.to_string(),
-                lsn: self.meta.lsn,
-                event_id: self.event_id(),
-                source,
-            }),
+            Some(text) => {
+                let v = pg::decode(c.ty.pg, text).map_err(|source| RouteError::InvalidValue {
+                    column: c.name.to_string(),
+                    lsn: self.meta.lsn,
+                    event_id: self.event_id(),
+                    source,
+                })?;
+                if v == Value::Null {
+                    // A value the column's mode has no form for (numeric
+                    // NaN under `precise`, a timestamp beyond nanoseconds):
+                    // null, as Debezium publishes it after logging it.
+                    tracing::warn!(
+                        column = %c.name,
+                        lsn = %self.meta.lsn,
+                        event_id = %self.event_id(),
+                        value = %String::from_utf8_lossy(text),
+                        "the value has no form under the column's handling mode; published as null (or the column's default), as Debezium does"
+                    );
+                }
+                Ok(v)
+            }
         }
     }
 
