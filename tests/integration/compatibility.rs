@@ -800,6 +800,22 @@ const CASES: &[Case] = &[
         "types-num.sql",
         "types-num-special-feed.sql",
     ),
+    // NaN in a NOT NULL column without a default: nothing stands in, and
+    // both stop on it ("Invalid value: null used for required field").
+    types_case(
+        "types-num-precise-required",
+        End::Fatal(0),
+        "types-num-required.sql",
+        "types-num-required-feed.sql",
+    ),
+    // The same column placed nowhere: Debezium's change event still
+    // carries it, and still fails.
+    types_case(
+        "types-num-precise-required-unplaced",
+        End::Fatal(0),
+        "types-num-required.sql",
+        "types-num-required-feed.sql",
+    ),
     types_case(
         "types-timetz24-payload",
         End::Records(4),

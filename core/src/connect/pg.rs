@@ -740,6 +740,23 @@ fn finite_numeric(s: &str, text: &Bytes) -> Result<Option<Decimal>, InvalidText>
     Err(invalid("numeric", text, "not a number"))
 }
 
+/// Whether `text` is a `numeric`'s NaN or infinity, which the `precise`
+/// mode has no form for.
+pub(crate) fn is_special_numeric(text: &[u8]) -> bool {
+    matches!(text, b"NaN" | b"Infinity" | b"-Infinity")
+}
+
+/// The error of a NaN or infinity in a `numeric` column that is NOT NULL
+/// without a default, under the `precise` mode: Debezium's change event
+/// refuses the null its conversion leaves, and its task fails.
+pub(crate) fn unrepresentable_in_required(text: &[u8]) -> InvalidText {
+    invalid(
+        "numeric",
+        text,
+        "decimal.handling.mode=precise has no form for NaN or infinity, and the column is NOT NULL without a default: Debezium's task fails on it (\"Invalid value: null used for required field\"); use decimal.handling.mode=string or double, or a nullable column",
+    )
+}
+
 /// `timestamp` text (or `[-]infinity`) → epoch microseconds, as
 /// Debezium's `asInstant` reads it (UTC).
 fn timestamp_micros(s: &str, text: &Bytes) -> Result<i64, InvalidText> {

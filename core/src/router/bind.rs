@@ -77,6 +77,12 @@ pub struct BoundRelation {
     /// Why the relation's layout does not fit the configuration; every
     /// event of it is then an error naming the event ([`Router::route`]).
     pub(super) problem: Option<RouteError>,
+    /// Columns, placed or not, whose NaN or infinity Debezium's change
+    /// event cannot hold: `numeric` under `decimal.handling.mode=precise`,
+    /// NOT NULL, without a default. Its `after` struct then refuses the
+    /// null the conversion left ("Invalid value: null used for required
+    /// field") and the task fails, whatever the router places.
+    pub(super) strict_numerics: Vec<BoundColumn>,
 }
 
 impl BoundRelation {
@@ -238,6 +244,7 @@ impl Router {
             key_index: rel.column_index(&columns.key_field),
             payload_index: rel.column_index(&columns.payload_field),
             problem: Some(problem),
+            strict_numerics: Vec::new(),
         }
     }
 
@@ -280,7 +287,33 @@ impl Router {
             "{}.{}.{}.Value",
             self.topic_prefix, rel.namespace, rel.name
         ));
-        self.bind_columns(rel, &column, after_schema_name, columns)
+        let mut bound = self.bind_columns(rel, &column, after_schema_name, columns)?;
+        bound.strict_numerics = self.strict_numerics(rel, table);
+        Ok(bound)
+    }
+
+    /// [`BoundRelation::strict_numerics`] of `rel`.
+    fn strict_numerics(&self, rel: &RelationInfo, table: &TableMeta) -> Vec<BoundColumn> {
+        rel.columns
+            .iter()
+            .enumerate()
+            .filter_map(|(index, info)| {
+                let ty = pg::column_type_with(
+                    info.type_oid,
+                    info.type_modifier,
+                    table.column(&info.name),
+                    self.type_modes,
+                )?;
+                let strict = matches!(ty.pg, PgType::Numeric { .. } | PgType::VariableNumeric)
+                    && !ty.schema.optional
+                    && ty.schema.default.is_none();
+                strict.then(|| BoundColumn {
+                    index,
+                    name: Arc::from(info.name.as_str()),
+                    ty,
+                })
+            })
+            .collect()
     }
 
     /// The checks and resolution of [`Router::bind_strict`], for a relation
@@ -319,6 +352,7 @@ impl Router {
             key_index: Some(key.index),
             payload_index: Some(payload.index),
             problem: None,
+            strict_numerics: Vec::new(),
             relation: Arc::clone(rel),
             after_schema_name,
             id,

@@ -12,6 +12,7 @@ use walrelay_proto::Lsn;
 use super::bind::TimestampUnit;
 use super::config::NullPolicy;
 use super::{BoundColumn, BoundRelation, RouteError, Router, Row, ID_HEADER};
+use crate::connect::pg;
 use crate::connect::Value;
 
 /// Where an event comes from; used for error context.
@@ -79,6 +80,20 @@ impl Router {
             meta,
             cells: None,
         };
+        // Debezium builds the whole change event first: a NaN its `after`
+        // struct cannot hold fails the event before the router runs.
+        for c in &bound.strict_numerics {
+            if let Some(text) = r.raw(c)? {
+                if pg::is_special_numeric(text) {
+                    return Err(RouteError::InvalidValue {
+                        column: c.name.to_string(),
+                        lsn: meta.lsn,
+                        event_id: r.event_id(),
+                        source: pg::unrepresentable_in_required(text),
+                    });
+                }
+            }
+        }
         self.route_row(&r)
     }
 

@@ -1116,6 +1116,59 @@ fn defaults_apply_to_get_but_not_to_typed_getters() {
 }
 
 #[test]
+fn nan_in_a_required_numeric_fails_the_event_even_unplaced() {
+    // numeric(8,2) columns placed nowhere: NOT NULL without a default
+    // (Debezium's change event cannot hold its NaN), NOT NULL with one and
+    // nullable (both hold it: the default, or null).
+    let rel = table(&[
+        ("id", oid::UUID, -1),
+        ("aggregatetype", oid::VARCHAR, -1),
+        ("aggregateid", oid::VARCHAR, -1),
+        ("payload", oid::JSONB, -1),
+        ("strict", oid::NUMERIC, (8 << 16) + 2 + 4),
+        ("defaulted", oid::NUMERIC, (8 << 16) + 2 + 4),
+        ("nullable", oid::NUMERIC, (8 << 16) + 2 + 4),
+    ]);
+    let col = |name: &str, not_null: bool, default: Option<&str>| ColumnMeta {
+        name: name.to_owned(),
+        not_null,
+        type_name: None,
+        default_expr: default.map(str::to_owned),
+    };
+    let table_meta = TableMeta::new(vec![
+        col("strict", true, None),
+        col("defaulted", true, Some("1.5")),
+        col("nullable", false, None),
+    ]);
+    let mut router = new_router(RouterConfig::default());
+    let bound = router.bind(&rel, &table_meta).unwrap();
+    let r = |strict: &str, other: &str| TupleData {
+        columns: vec![
+            text("e1"),
+            text("User"),
+            text("k"),
+            text("{}"),
+            text(strict),
+            text(other),
+            text(other),
+        ],
+    };
+    assert!(router.route(&bound, &r("1.50", "NaN"), &meta()).is_ok());
+    let err = router
+        .route(&bound, &r("-Infinity", "1.50"), &meta())
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("\"strict\"") && text.contains("e1"),
+        "names the column and the event: {text}"
+    );
+    assert!(
+        format!("{:?}", err).contains("NOT NULL without a default"),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn tracing_headers_follow_the_span_context() {
     let rel = table(&[
         ("id", oid::UUID, -1),
