@@ -310,6 +310,29 @@ fn connector_refusals_name_the_key() {
         "transforms.outbox.predicate",
         set("transforms.outbox.predicate", "isOutbox"),
     );
+    // A transform after the router, or one of the plugin archive's that
+    // does not apply to outbox events: refused by its type key, with why.
+    refused_connector("transforms.rename.type", |m| {
+        m.insert("transforms".into(), "outbox,rename,drop".into());
+        m.insert(
+            "transforms.rename.type".into(),
+            "org.apache.kafka.connect.transforms.RegexRouter".into(),
+        );
+    });
+    let mut connector = props("outbox-connector.properties");
+    connector.insert(
+        "transforms.outbox.type".into(),
+        "io.debezium.transforms.ExtractNewRecordState".into(),
+    );
+    let text = chain(
+        &connect(props("connect-standalone.properties"), connector)
+            .err()
+            .expect("refused"),
+    );
+    assert!(
+        text.contains("flattens Debezium change events"),
+        "says why: {text}"
+    );
     refused_connector("predicates", set("predicates", "isOutbox"));
     // The type-mapping options are implemented; a value Debezium does not
     // know is refused by name.

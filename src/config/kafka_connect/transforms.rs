@@ -73,7 +73,7 @@ pub(in crate::config) fn translate_transforms(
                 format!("walrelay implements the outbox EventRouter: set transforms=outbox and transforms.outbox.type={EVENT_ROUTER}"),
             ))
         }
-        _ => return Err(c.unsupported("transforms", chain)),
+        _ => return Err(refuse_longer_chain(c, &names, chain)),
     };
     let decode = match &decode_name {
         None => None,
@@ -111,7 +111,10 @@ pub(in crate::config) fn translate_transforms(
         Some(other) => {
             return Err(c.unsupported(
                 &type_key,
-                format!("walrelay implements {EVENT_ROUTER} only, not {other}"),
+                format!(
+                    "walrelay implements {EVENT_ROUTER} only, not {other}: {}",
+                    why_not(&other)
+                ),
             ))
         }
         None => {
@@ -164,6 +167,93 @@ pub(in crate::config) fn translate_transforms(
         );
     }
     Ok(())
+}
+
+/// Transforms of Debezium 3.6.1's PostgreSQL plugin archive and Kafka
+/// Connect's own that walrelay refuses, each with why.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "io.debezium.transforms.ExtractNewRecordState",
+        "it flattens Debezium change events, and an outbox pipeline publishes none (the EventRouter turns them into outbox events)",
+    ),
+    (
+        "io.debezium.transforms.ExtractChangedRecordState",
+        "it marks the changed fields of Debezium change events, and an outbox pipeline publishes none",
+    ),
+    (
+        "io.debezium.transforms.ExtractSchemaToNewRecord",
+        "it copies the schema of Debezium change events into them, and an outbox pipeline publishes none",
+    ),
+    (
+        "io.debezium.transforms.ByLogicalTableRouter",
+        "it routes change events by table; outbox events are routed by the EventRouter (route.by.field, route.topic.replacement)",
+    ),
+    (
+        "io.debezium.transforms.SchemaChangeEventFilter",
+        "it filters schema change events, which the PostgreSQL connector does not emit",
+    ),
+    (
+        "io.debezium.transforms.TimezoneConverter",
+        "it converts the timestamps of change events' before, after and source structs, which outbox events do not carry",
+    ),
+    (
+        "io.debezium.transforms.GeometryFormatTransformer",
+        "it converts geometry values of change events; walrelay maps no geometry type",
+    ),
+    (
+        "io.debezium.transforms.SwapGeometryCoordinates",
+        "it converts geometry values of change events; walrelay maps no geometry type",
+    ),
+    (
+        "io.debezium.transforms.VectorToJsonConverter",
+        "it converts vector values of change events; walrelay maps no vector type",
+    ),
+    (
+        "io.debezium.transforms.openlineage.OpenLineage",
+        "it reports OpenLineage events about the connector; walrelay has no OpenLineage integration",
+    ),
+    (
+        "io.debezium.connector.postgresql.transforms.timescaledb.TimescaleDb",
+        "it routes TimescaleDB hypertable change events, which an outbox pipeline does not publish",
+    ),
+];
+
+/// Why a transform class is refused: its entry in [`REFUSED`], or (for
+/// Debezium's outbox-minded transforms and Kafka Connect's own) that
+/// walrelay does not run it after the router yet, so the records would go
+/// out untransformed.
+fn why_not(class: &str) -> String {
+    if let Some((_, why)) = REFUSED.iter().find(|(c, _)| *c == class) {
+        return (*why).to_owned();
+    }
+    if class.starts_with("org.apache.kafka.connect.transforms.")
+        || matches!(
+            class,
+            "io.debezium.transforms.HeaderToValue"
+                | "io.debezium.transforms.partitions.PartitionRouting"
+                | "io.debezium.transforms.EnforceRecordSize"
+                | "io.debezium.transforms.tracing.ActivateTracingSpan"
+        )
+    {
+        return "walrelay does not run it yet (a chain after the EventRouter), and publishing the records without it would not be what Debezium publishes".to_owned();
+    }
+    "walrelay does not know it".to_owned()
+}
+
+/// The error for a chain of more than two transforms: it names the first
+/// transform that is neither the EventRouter nor the decode transform
+/// (its `type` key and why), else the chain.
+fn refuse_longer_chain(c: &Keys, names: &[&str], chain: &str) -> ConfigError {
+    for name in names {
+        let key = format!("transforms.{name}.type");
+        let Some(class) = c.map.get(&key).map(|t| t.trim()) else {
+            continue;
+        };
+        if class != EVENT_ROUTER && class != DECODE_MESSAGE {
+            return c.unsupported(&key, format!("{chain}; not {class}: {}", why_not(class)));
+        }
+    }
+    c.unsupported("transforms", chain)
 }
 
 /// The chain as configured: the decode transform (name,
