@@ -746,6 +746,16 @@ pub(crate) fn is_special_numeric(text: &[u8]) -> bool {
     matches!(text, b"NaN" | b"Infinity" | b"-Infinity")
 }
 
+/// The error of a NaN or infinity under the `precise` mode where
+/// `router.numeric_nan = "error"` (the native default) refuses it.
+pub(crate) fn unrepresentable(text: &[u8]) -> InvalidText {
+    invalid(
+        "numeric",
+        text,
+        "decimal.handling.mode=precise has no form for NaN or infinity; set router.numeric_nan = \"allow\" to publish null (or the column's default) as Debezium does, or use decimal.handling.mode string or double",
+    )
+}
+
 /// The error of a NaN or infinity in a `numeric` column that is NOT NULL
 /// without a default, under the `precise` mode: Debezium's change event
 /// refuses the null its conversion leaves, and its task fails.

@@ -83,6 +83,8 @@ pub struct BoundRelation {
     /// null the conversion left ("Invalid value: null used for required
     /// field") and the task fails, whatever the router places.
     pub(super) strict_numerics: Vec<BoundColumn>,
+    /// `router.numeric_nan`.
+    pub(super) numeric_nan: NullPolicy,
 }
 
 impl BoundRelation {
@@ -245,6 +247,7 @@ impl Router {
             payload_index: rel.column_index(&columns.payload_field),
             problem: Some(problem),
             strict_numerics: Vec::new(),
+            numeric_nan: self.cfg.numeric_nan,
         }
     }
 
@@ -353,6 +356,7 @@ impl Router {
             payload_index: Some(payload.index),
             problem: None,
             strict_numerics: Vec::new(),
+            numeric_nan: self.cfg.numeric_nan,
             relation: Arc::clone(rel),
             after_schema_name,
             id,

@@ -203,6 +203,11 @@ pub struct RouterConfig {
     /// What a NULL event id column does: `error` (default) or `allow`
     /// (Debezium's: a null `id` header). The Debezium forms default to `allow`.
     pub(crate) null_id: NullPolicy,
+    /// What a `numeric` NaN or ±Infinity that `decimal.handling.mode =
+    /// precise` has no form for does where the router reads it: `error`
+    /// (default) or `allow` (Debezium's: null, or the column's default,
+    /// with a warning). The Debezium forms default to `allow`.
+    pub numeric_nan: NullPolicy,
     /// With `expand_json_payload`: what a payload that is not JSON at all
     /// does: `error` (default) or `pass` (Debezium's: sent unexpanded).
     /// The Debezium forms default to `pass`. Valid JSON that cannot be
@@ -237,6 +242,7 @@ impl Default for RouterConfig {
             field_name_adjustment_mode: FieldNameAdjustment::None,
             null_key: NullPolicy::Error,
             null_id: NullPolicy::Error,
+            numeric_nan: NullPolicy::Error,
             invalid_json_payload: InvalidJsonPolicy::Error,
             headers_field: None,
         }
@@ -251,6 +257,7 @@ impl RouterConfig {
         RouterConfig {
             null_key: NullPolicy::Allow,
             null_id: NullPolicy::Allow,
+            numeric_nan: NullPolicy::Allow,
             invalid_json_payload: InvalidJsonPolicy::Pass,
             ..RouterConfig::default()
         }
@@ -496,6 +503,7 @@ pub(crate) const SHARED_ROUTER_KEYS: &[&str] = &[
     "field_name_adjustment_mode",
     "null_key",
     "null_id",
+    "numeric_nan",
     "invalid_json_payload",
 ];
 

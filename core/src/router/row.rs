@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use walrelay_proto::pgoutput::{ColumnValue, TupleData};
 
+use super::config::NullPolicy;
 use super::{message, BoundColumn, BoundRelation, EventMeta, RouteError};
 use crate::connect::convert::ConvertError;
 use crate::connect::pg::{self, PgType};
@@ -104,7 +105,16 @@ impl Row<'_> {
                 if v == Value::Null {
                     // A value the column's mode has no form for (numeric
                     // NaN under `precise`, a timestamp beyond nanoseconds):
-                    // null, as Debezium publishes it after logging it.
+                    // null, as Debezium publishes it after logging it,
+                    // unless `router.numeric_nan` refuses a NaN.
+                    if self.bound.numeric_nan == NullPolicy::Error && pg::is_special_numeric(text) {
+                        return Err(RouteError::InvalidValue {
+                            column: c.name.to_string(),
+                            lsn: self.meta.lsn,
+                            event_id: self.event_id(),
+                            source: pg::unrepresentable(text),
+                        });
+                    }
                     tracing::warn!(
                         column = %c.name,
                         lsn = %self.meta.lsn,

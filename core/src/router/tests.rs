@@ -1116,6 +1116,35 @@ fn defaults_apply_to_get_but_not_to_typed_getters() {
 }
 
 #[test]
+fn a_placed_nan_is_refused_natively_and_null_in_the_debezium_forms() {
+    let rel = table(&[
+        ("id", oid::UUID, -1),
+        ("aggregatetype", oid::VARCHAR, -1),
+        ("aggregateid", oid::VARCHAR, -1),
+        ("payload", oid::JSONB, -1),
+        ("amount", oid::NUMERIC, (8 << 16) + 2 + 4),
+    ]);
+    let r = TupleData {
+        columns: vec![text("e9"), text("User"), text("k"), text("{}"), text("NaN")],
+    };
+    let keyed = |base: RouterConfig| RouterConfig {
+        key_field: "amount".into(),
+        ..base
+    };
+    let mut native = new_router(keyed(RouterConfig::default()));
+    let bound = native.bind(&rel, &TableMeta::unknown()).unwrap();
+    let err = native.route(&bound, &r, &meta()).unwrap_err();
+    assert!(
+        format!("{err:?}").contains("router.numeric_nan") && err.to_string().contains("e9"),
+        "{err:?}"
+    );
+    let mut debezium = new_router(keyed(RouterConfig::debezium()));
+    let bound = debezium.bind(&rel, &TableMeta::unknown()).unwrap();
+    let rec = debezium.route(&bound, &r, &meta()).unwrap();
+    assert_eq!(rec.key, None, "null, as Debezium publishes it");
+}
+
+#[test]
 fn nan_in_a_required_numeric_fails_the_event_even_unplaced() {
     // numeric(8,2) columns placed nowhere: NOT NULL without a default
     // (Debezium's change event cannot hold its NaN), NOT NULL with one and
