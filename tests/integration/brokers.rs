@@ -759,6 +759,103 @@ async fn redis_sigkill_under_load_delivers_every_event() {
     ob.finish(relay).await;
 }
 
+fn redis_sink(port: u16) -> String {
+    format!("[sink]\ntype = \"redis\"\n\n[sink.redis]\naddress = \"127.0.0.1:{port}\"\n")
+}
+
+/// The `n` of each compact-format entry (`k<n % 10>` → `{"n": n}`), in
+/// stream order, each number once, at its first arrival.
+fn redis_first_arrivals(entries: &[Vec<(Vec<u8>, Vec<u8>)>]) -> Vec<u64> {
+    let mut seen = std::collections::HashSet::new();
+    entries
+        .iter()
+        .filter_map(|e| {
+            let (_, value) = e.first()?;
+            serde_json::from_slice::<serde_json::Value>(value).ok()?["n"].as_u64()
+        })
+        .filter(|n| seen.insert(*n))
+        .collect()
+}
+
+/// Redis stopped for 30 s mid-load (its append-only file kept): the slot
+/// stays before the outage's transaction, walrelay keeps running, and
+/// every event arrives in order once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_outage_holds_the_slot_then_delivers() {
+    let mut redis = Server::redis();
+    let ob = Outbox::new("redis_outage").await;
+    let config = without_kafka(&ob.config(""), &redis_sink(redis.port));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert_series(1, 100).await;
+    let _ = read_redis(redis.port, &ob.topic(""), 100, &mut relay).await;
+    let before = ob.current_lsn().await;
+    ob.wait_confirmed(before, &relay).await;
+    redis.stop();
+    // Events 101..=300 in one transaction; the position just before its
+    // commit record: the slot passes it only if the transaction was
+    // confirmed (other tests' commits may move it past `before`).
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(101, 300).await;
+    let stopped = Instant::now();
+    while stopped.elapsed() < Duration::from_secs(30) {
+        let confirmed = ob.slot_confirmed().await.expect("slot");
+        assert!(
+            confirmed <= pre_commit,
+            "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while Redis was down"
+        );
+        relay.assert_running();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    redis.start();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let numbers = loop {
+        let entries = read_redis(redis.port, &ob.topic(""), 300, &mut relay).await;
+        let numbers = redis_first_arrivals(&entries);
+        if numbers.len() >= 300 || Instant::now() > deadline {
+            break numbers;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(
+        numbers,
+        (1..=300).collect::<Vec<_>>(),
+        "in order, none lost"
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// The polling source publishing to Redis: rows become stream entries, in
+/// order, and are marked published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_from_the_polling_source() {
+    let _ = env();
+    let redis = Server::redis();
+    let ob = crate::poll::PollBox::new("redis_poll").await;
+    let port = free_port();
+    let config = without_kafka(&ob.config(port, "", ""), &redis_sink(redis.port));
+    let mut relay = Relay::start(&config);
+    for i in 1..=20 {
+        ob.insert(i, &format!("k{}", i % 4)).await;
+    }
+    ob.wait_published(20, &mut relay).await;
+    let entries = read_redis(redis.port, &ob.topic(), 20, &mut relay).await;
+    let view = crate::common::metrics::pipeline(port)
+        .await
+        .expect("the state");
+    let broker = view.broker.expect("the broker in /api/state");
+    assert_eq!(broker.name, "redis");
+    assert!(broker.acked_total >= 20, "{broker:?}");
+    assert_eq!(redis_first_arrivals(&entries), (1..=20).collect::<Vec<_>>());
+    let keys: Vec<Vec<u8>> = entries.iter().map(|e| e[0].0.clone()).collect();
+    let want: Vec<Vec<u8>> = (1..=20)
+        .map(|i| format!("k{}", i % 4).into_bytes())
+        .collect();
+    assert_eq!(keys, want, "the record key as the field name");
+    relay.signal("TERM");
+    assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
+}
+
 /// An entry of the extended format (`key`, `value`, then headers in upper
 /// case) as a [`Record`].
 fn extended_record(fields: &[(Vec<u8>, Vec<u8>)]) -> Record {
@@ -841,8 +938,6 @@ pub(crate) fn parse_xrange(reply: redis::Value) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> 
         .collect()
 }
 
-/// The polling source publishing to NATS: rows become messages and are
-/// marked published.
 /// NATS over TLS with a client certificate and a password
 /// (`scripts/certs.sh`'s certificates; the server verifies the client's):
 /// a wrong password is refused by the server, that refusal is logged,
@@ -945,6 +1040,8 @@ async fn nats_over_tls_with_a_password() {
     ob.finish(relay).await;
 }
 
+/// The polling source publishing to NATS: rows become messages and are
+/// marked published.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_from_the_polling_source() {
     let _ = env();
