@@ -536,16 +536,7 @@ async fn nats_outage_holds_the_slot_then_delivers() {
     // commit record: the slot passes it only if the transaction was
     // confirmed.
     let pre_commit = ob.insert_series_reading_pre_commit_lsn(101, 300).await;
-    let stopped = Instant::now();
-    while stopped.elapsed() < Duration::from_secs(30) {
-        let confirmed = ob.slot_confirmed().await.expect("slot");
-        assert!(
-            confirmed <= pre_commit,
-            "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while NATS was down"
-        );
-        relay.assert_running();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    ob.slot_held_before(pre_commit, &mut relay, "NATS").await;
     nats.start();
     let js = nats_client(nats.port).await;
     let got = read_stream(&js, &stream, 300, &mut relay).await;
@@ -796,16 +787,7 @@ async fn redis_outage_holds_the_slot_then_delivers() {
     // commit record: the slot passes it only if the transaction was
     // confirmed (other tests' commits may move it past `before`).
     let pre_commit = ob.insert_series_reading_pre_commit_lsn(101, 300).await;
-    let stopped = Instant::now();
-    while stopped.elapsed() < Duration::from_secs(30) {
-        let confirmed = ob.slot_confirmed().await.expect("slot");
-        assert!(
-            confirmed <= pre_commit,
-            "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while Redis was down"
-        );
-        relay.assert_running();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    ob.slot_held_before(pre_commit, &mut relay, "Redis").await;
     redis.start();
     let deadline = Instant::now() + Duration::from_secs(120);
     let numbers = loop {

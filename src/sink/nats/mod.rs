@@ -250,10 +250,10 @@ impl NatsConfig {
     }
 }
 
-/// What `walrelay check` reads of a NATS server (never creating
-/// anything): the server's name and version, and whether JetStream
-/// answers for the account.
-pub(crate) async fn probe(config: &NatsConfig) -> Result<(String, jetstream::Context), String> {
+/// An async-nats client with the section's servers, credentials and TLS
+/// (for `walrelay check` and creating the stream; publishing is
+/// [`conn::Conn`]'s).
+async fn async_nats_client(config: &NatsConfig) -> Result<async_nats::Client, String> {
     let servers: Vec<async_nats::ServerAddr> = config
         .servers()
         .iter()
@@ -267,6 +267,14 @@ pub(crate) async fn probe(config: &NatsConfig) -> Result<(String, jetstream::Con
         .connect(servers)
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", config.shown_url()))?;
+    Ok(client)
+}
+
+/// What `walrelay check` reads of a NATS server (never creating
+/// anything): the server's name and version, and whether JetStream
+/// answers for the account.
+pub(crate) async fn probe(config: &NatsConfig) -> Result<(String, jetstream::Context), String> {
+    let client = async_nats_client(config).await?;
     let info = client.server_info();
     let context = jetstream::new(client);
     context
@@ -487,19 +495,7 @@ fn nats_header_order(headers: &[crate::router::RecordHeader]) -> Vec<(&str, &Byt
 /// Creates the stream `create_stream` asks for (when missing), with
 /// async-nats: once per connection, not per event.
 async fn create_stream(config: &NatsConfig) -> Result<(), String> {
-    let servers: Vec<async_nats::ServerAddr> = config
-        .servers()
-        .iter()
-        .map(|u| {
-            u.parse()
-                .map_err(|e| format!("sink.nats.url {:?}: {e}", crate::secret::redact_userinfo(u)))
-        })
-        .collect::<Result<_, _>>()?;
-    let client = config
-        .options()?
-        .connect(servers)
-        .await
-        .map_err(|e| format!("cannot connect to {}: {e}", config.shown_url()))?;
+    let client = async_nats_client(config).await?;
     let context = jetstream::new(client);
     let name = config.stream.as_deref().unwrap_or(DEFAULT_STREAM);
     let subjects = config

@@ -185,6 +185,23 @@ bootstrap_servers = "{bootstrap}"
         lsn.parse::<Lsn>().expect("an lsn")
     }
 
+    /// For 30 s while `broker` is away: the slot never passes `pre_commit`
+    /// (the position just before the outage transaction's commit, from
+    /// [`Outbox::insert_series_reading_pre_commit_lsn`]) and walrelay keeps
+    /// running.
+    pub(crate) async fn slot_held_before(&self, pre_commit: Lsn, relay: &mut Relay, broker: &str) {
+        let stopped = Instant::now();
+        while stopped.elapsed() < Duration::from_secs(30) {
+            let confirmed = self.slot_confirmed().await.expect("slot");
+            assert!(
+                confirmed <= pre_commit,
+                "the slot moved to {confirmed} past the outage's transaction (commit after {pre_commit}) while {broker} was down"
+            );
+            relay.assert_running();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
     /// The INSERT of [`Outbox::insert_series`]; `$1` is the aggregate.
     fn series_sql(&self, first: u64, last: u64) -> String {
         format!(
