@@ -195,11 +195,7 @@ async fn check_rabbitmq(config: &Config, wanted: &BTreeSet<String>, report: &mut
         return;
     };
     report.pass(BROKER_CONNECTION, about);
-    let missing: Vec<&str> = exchanges
-        .iter()
-        .filter(|(_, exists)| !exists)
-        .map(|(name, _)| name.as_str())
-        .collect();
+    let missing = missing(exchanges.as_slice());
     if missing.is_empty() {
         report.pass(
             BROKER_DESTINATIONS,
@@ -237,11 +233,7 @@ async fn check_rabbitmq_stream(
         return;
     };
     report.pass(BROKER_CONNECTION, about);
-    let missing: Vec<&str> = streams
-        .iter()
-        .filter(|(_, exists)| !exists)
-        .map(|(name, _)| name.as_str())
-        .collect();
+    let missing = missing(streams.as_slice());
     if missing.is_empty() {
         report.pass(
             BROKER_DESTINATIONS,
@@ -309,6 +301,15 @@ async fn check_http(config: &Config, report: &mut CheckReport) {
         BROKER_DESTINATIONS,
         format!("every record is POSTed to the one URL, on {host}:{port}"),
     );
+}
+
+/// The names of the destinations a probe found missing.
+fn missing(found: &[(String, bool)]) -> Vec<&str> {
+    found
+        .iter()
+        .filter(|(_, exists)| !exists)
+        .map(|(name, _)| name.as_str())
+        .collect()
 }
 
 #[cfg(test)]

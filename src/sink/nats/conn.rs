@@ -90,8 +90,12 @@ impl Server {
             .trim_end_matches(']')
             .to_owned();
         let port = u.port().unwrap_or(4222);
-        let decode =
-            |s: &str| percent_decode(s).map_err(|e| format!("sink.nats.url {shown:?}: {e}"));
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(std::borrow::Cow::into_owned)
+                .map_err(|_| format!("sink.nats.url {shown:?}: user information that is not UTF-8"))
+        };
         let user = (!u.username().is_empty())
             .then(|| decode(u.username()))
             .transpose()?;
@@ -109,28 +113,6 @@ impl Server {
             password,
         })
     }
-}
-
-/// `%XX` escapes of a URL's user information, decoded.
-fn percent_decode(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or("a malformed %-escape in the user information")?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "user information that is not UTF-8".to_owned())
 }
 
 /// A connected, subscribed publisher's connection.

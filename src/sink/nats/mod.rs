@@ -341,17 +341,19 @@ impl Publisher for Nats {
         // Outcomes known before sending (no value, a bad subject or
         // header); the others wait for their answer by sequence number.
         let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+        // The batch positions of the records sent; the n-th of them has
+        // sequence number first_seq + n.
+        let mut sent: Vec<usize> = Vec::with_capacity(batch.len());
         let mut first_seq = None;
-        let mut waiting = 0usize;
         self.out.clear();
-        for record in batch {
+        for (i, record) in batch.iter().enumerate() {
             let known = match self.frame(record) {
                 Ok(Some((headers, value))) => {
                     let (reply, seq) = self.conn.reply();
                     first_seq.get_or_insert(seq);
                     let headers = headers.as_deref();
                     wire::publish(&mut self.out, &record.destination, &reply, headers, value);
-                    waiting += 1;
+                    sent.push(i);
                     None
                 }
                 // Debezium Server publishes nothing for a null value.
@@ -360,13 +362,7 @@ impl Publisher for Nats {
             };
             outcomes.push(known);
         }
-        // The sequence number of the n-th sent record is first_seq + n.
-        let sent: Vec<usize> = outcomes
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.is_none())
-            .map(|(i, _)| i)
-            .collect();
+        let mut waiting = sent.len();
         let mut broken = None;
         if waiting > 0 {
             if let Err(e) = self.conn.write(&self.out).await {
