@@ -21,6 +21,7 @@ pub mod pg_modes;
 pub(crate) mod pg_time;
 pub(crate) mod pg_values;
 pub mod transaction;
+pub mod transforms;
 
 use std::fmt;
 use std::sync::Arc;
