@@ -35,10 +35,11 @@ use tracing::{debug, warn};
 use crate::connect::config::ConvertersConfig;
 
 use crate::connect::convert::{ConvertError, Converter};
+use crate::connect::transforms::ConnectRecord;
 use crate::connect::{Field, Schema, Type, Value};
 use crate::postgres::catalog;
 use crate::postgres::replication::ConnectParams;
-use crate::router::DebeziumConfig;
+use crate::router::{DebeziumConfig, KafkaRecord, Router};
 use crate::setting::SettingError;
 use crate::sink::choice::Sink;
 
@@ -52,6 +53,9 @@ pub(crate) const PARTITION: i32 = 0;
 /// Errors of the heartbeat record.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HeartbeatError {
+    /// A transform after the router refused the heartbeat record.
+    #[error("the transforms refused the heartbeat record: {0}")]
+    Transform(String),
     /// The configured converter cannot write the heartbeat struct (Debezium's
     /// task would fail on its first heartbeat).
     #[error("the {which} converter cannot write the heartbeat record")]
@@ -65,13 +69,19 @@ pub(crate) enum HeartbeatError {
 }
 
 /// Debezium's heartbeat record for one configuration: topic and key bytes
-/// are fixed, the value carries the wall clock.
+/// are fixed, the value carries the wall clock. With transforms after the
+/// router, the record goes through them as Connect data (they see every
+/// record the connector emits) and is converted after them.
 #[derive(Debug, Clone)]
 pub(crate) struct HeartbeatRecord {
-    topic: String,
+    topic: Arc<str>,
     key: Option<Bytes>,
-    value_schema: Schema,
+    key_schema: Arc<Schema>,
+    key_value: Value,
+    value_schema: Arc<Schema>,
     value_converter: Converter,
+    /// The router holding the chain and the converters, when there is a chain.
+    chain: Option<Box<Router>>,
 }
 
 impl HeartbeatRecord {
@@ -83,42 +93,56 @@ impl HeartbeatRecord {
         converters: ConvertersConfig,
     ) -> Result<Self, HeartbeatError> {
         let struct_of = |name: &str, field: &str, kind: Type| {
-            Schema::structure(
-                None,
-                vec![Field {
-                    name: Arc::from(field),
-                    schema: Arc::new(Schema::new(kind)),
-                }],
+            Arc::new(
+                Schema::structure(
+                    None,
+                    vec![Field {
+                        name: Arc::from(field),
+                        schema: Arc::new(Schema::new(kind)),
+                    }],
+                )
+                .named(name, Some(1)),
             )
-            .named(name, Some(1))
         };
         let key_schema = struct_of(KEY_SCHEMA_NAME, "serverName", Type::String);
-        let key_converter = converters.key_converter();
-        let key = key_converter
-            .from_connect_data(
-                Some(&key_schema),
-                &Value::Struct(vec![Value::string(debezium.topic_prefix.as_str())]),
-            )
+        let key_value = Value::Struct(vec![Value::string(debezium.topic_prefix.as_str())]);
+        let key = converters
+            .key_converter()
+            .from_connect_data(Some(&key_schema), &key_value)
             .map_err(|source| HeartbeatError::Convert {
                 which: "key",
                 source,
             })?;
         let record = HeartbeatRecord {
-            topic: heartbeat.topic(&debezium.topic_prefix),
+            topic: Arc::from(heartbeat.topic(&debezium.topic_prefix)),
             key,
+            key_schema,
+            key_value,
             value_schema: struct_of(VALUE_SCHEMA_NAME, "ts_ms", Type::Int64),
             value_converter: converters.value_converter(),
+            chain: None,
         };
         record.value(0)?;
         Ok(record)
     }
 
-    /// The heartbeat topic.
+    /// Sends the record through `router`'s chain of transforms, when it
+    /// has one.
+    pub(crate) fn with_chain(mut self, router: &Router) -> Self {
+        if !router.chain().is_empty() {
+            self.chain = Some(Box::new(router.clone()));
+        }
+        self
+    }
+
+    /// The heartbeat topic (before any transform).
+    #[cfg(test)]
     pub(crate) fn topic(&self) -> &str {
         &self.topic
     }
 
     /// The key bytes (`None` only for a converter that writes null).
+    #[cfg(test)]
     pub(crate) fn key(&self) -> Option<&[u8]> {
         self.key.as_deref()
     }
@@ -134,6 +158,34 @@ impl HeartbeatRecord {
                 which: "value",
                 source,
             })
+    }
+
+    /// The record for `ts_ms`, through the chain when there is one (`None`:
+    /// a transform dropped it).
+    pub(crate) fn record(&self, ts_ms: i64) -> Result<Option<KafkaRecord>, HeartbeatError> {
+        let Some(router) = &self.chain else {
+            return Ok(Some(KafkaRecord {
+                topic: Arc::clone(&self.topic),
+                key: self.key.clone(),
+                value: self.value(ts_ms)?,
+                headers: Vec::new(),
+                partition: Some(PARTITION),
+                timestamp_ms: None,
+            }));
+        };
+        let record = ConnectRecord {
+            topic: Arc::clone(&self.topic),
+            partition: Some(PARTITION),
+            key_schema: Some(Arc::clone(&self.key_schema)),
+            key: self.key_value.clone(),
+            value_schema: Some(Arc::clone(&self.value_schema)),
+            value: Value::Struct(vec![Value::Int64(ts_ms)]),
+            timestamp: None,
+            headers: Vec::new(),
+        };
+        router
+            .transform(record, walrelay_proto::Lsn(0), || "heartbeat".to_owned())
+            .map_err(|e| HeartbeatError::Transform(e.to_string()))
     }
 }
 
@@ -200,20 +252,16 @@ fn produce(record: &HeartbeatRecord, sink: &Sink) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let value = match record.value(now_ms) {
-        Ok(v) => v,
+    let record = match record.record(now_ms) {
+        Ok(Some(r)) => r,
+        Ok(None) => return,
         Err(e) => {
             warn!(error = %e, "heartbeat record skipped");
             return;
         }
     };
-    if let Err(e) = sink.produce_untracked(
-        record.topic(),
-        Some(PARTITION),
-        record.key(),
-        value.as_deref(),
-    ) {
-        warn!(topic = record.topic(), error = %e, "heartbeat record not sent; retrying at the next interval");
+    if let Err(e) = sink.produce_untracked(&record) {
+        warn!(topic = %record.topic, error = %e, "heartbeat record not sent; retrying at the next interval");
     }
 }
 

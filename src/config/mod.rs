@@ -91,6 +91,13 @@ pub struct Config {
     /// What happens to an event walrelay cannot route or Kafka rejects.
     #[serde(default)]
     pub(crate) errors: ErrorsConfig,
+    /// Kafka Connect's transforms after the router (`[[transforms]]`, in
+    /// order; Connect's `transforms=` after the EventRouter).
+    #[serde(default)]
+    pub(crate) transforms: Vec<crate::connect::transforms::config::TransformSpec>,
+    /// The predicates the transforms name (`[[predicates]]`).
+    #[serde(default)]
+    pub(crate) predicates: Vec<crate::connect::transforms::config::PredicateSpec>,
 }
 
 /// Process behaviour.
@@ -312,6 +319,7 @@ impl Config {
         self.heartbeat.validate()?;
         self.debezium.validate()?;
         self.errors.validate()?;
+        self.chain()?;
         if self.kafka.exactly_once
             && self.replication.snapshot_mode == crate::postgres::config::SnapshotMode::Always
         {
@@ -351,6 +359,16 @@ impl Config {
 }
 
 impl Config {
+    /// The transforms after the router, built; the error names the key.
+    pub(crate) fn chain(&self) -> Result<crate::connect::transforms::Chain, ConfigError> {
+        crate::connect::transforms::config::build(&self.transforms, &self.predicates)
+            .map(|(chain, _)| chain)
+            .map_err(|e| ConfigError::Invalid {
+                key: e.key,
+                reason: e.reason,
+            })
+    }
+
     /// A broker other than Kafka: what only Kafka can do is refused by
     /// key (exactly-once asks for transactions), and `[kafka]` must not be
     /// mistaken for the broker's settings.

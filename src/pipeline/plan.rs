@@ -101,12 +101,16 @@ impl Plan {
     /// error names the setting.
     pub(crate) fn new(config: Config) -> Result<Plan, PipelineError> {
         // A bad regex or converter combination fails before connecting.
+        let chain = config
+            .chain()
+            .map_err(|e| PipelineError::Config(e.to_string()))?;
         let mut router = Router::new(
             config.router.clone(),
             config.converters,
             config.debezium.clone(),
         )
-        .map_err(|e| PipelineError::Config(e.to_string()))?;
+        .map_err(|e| PipelineError::Config(e.to_string()))?
+        .with_chain(chain);
         if let Some(selection) = config.outbox.message_selection() {
             router.set_message_form(
                 config.debezium.message_form,
@@ -123,7 +127,8 @@ impl Plan {
         let heartbeat = if config.heartbeat.interval_ms > 0 {
             Some(
                 HeartbeatRecord::new(&config.heartbeat, &config.debezium, config.converters)
-                    .map_err(|e| PipelineError::Config(DisplayChain(&e).to_string()))?,
+                    .map_err(|e| PipelineError::Config(DisplayChain(&e).to_string()))?
+                    .with_chain(&router),
             )
         } else {
             None

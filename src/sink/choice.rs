@@ -174,14 +174,11 @@ impl Sink {
     /// Sends a record that settles nothing (a heartbeat); never waits.
     pub(crate) fn produce_untracked(
         &self,
-        topic: &str,
-        partition: Option<i32>,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
+        record: &crate::router::KafkaRecord,
     ) -> Result<(), String> {
         queued!(self,
-            q => q.produce_untracked(topic, key, value),
-            kafka k => k.produce_untracked(topic, partition, key, value).map_err(|e| e.to_string()))
+            q => q.produce_untracked(record),
+            kafka k => k.produce_untracked(record).map_err(|e| e.to_string()))
     }
 
     /// Exactly-once: commits the snapshot's start marker (no-op otherwise).

@@ -65,7 +65,7 @@ use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
 use crate::metrics::Metrics;
 use crate::retry::Retry;
-use crate::router::{RouteError, Router};
+use crate::router::{KafkaRecord, RouteError, Router};
 use crate::secret::is_secret_key;
 use crate::sink::config::{ErrorsConfig, KafkaConfig};
 use crate::txn::OutboxEvent;
@@ -401,22 +401,13 @@ impl KafkaSink {
     /// hash the key. A permanent delivery failure still stops
     /// the sink, as it stops Debezium's task. Never waits: a full local
     /// queue is an error the caller may skip.
-    pub(crate) fn produce_untracked(
-        &self,
-        topic: &str,
-        partition: Option<i32>,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<(), KafkaError> {
+    pub(crate) fn produce_untracked(&self, record: &KafkaRecord) -> Result<(), KafkaError> {
         if let Some(eos) = &self.eos {
             // Exactly-once: inside the next Kafka transaction.
-            eos.queue(topic, partition, key, value);
+            eos.queue(record);
             return Ok(());
         }
-        let record = WireRecord {
-            partition,
-            ..WireRecord::plain(topic, key, value)
-        };
+        let record = WireRecord::of(record);
         match Broker::send(&*self.producer(), &record, RecordContext::untracked()) {
             Ok(()) => Ok(()),
             Err(Refusal::Full(_)) => {
@@ -520,6 +511,10 @@ impl KafkaSink {
     ) -> Result<Arc<ThreadedProducer<DeliveryContext>>, SinkError> {
         let (record, event_id) = match step.route(event, router, tag) {
             Routing::Record(record, event_id) => (record, event_id),
+            Routing::Dropped => {
+                self.shared.settle_dropped(tag);
+                return Ok(producer);
+            }
             Routing::Letter(letter) => {
                 let dl = self
                     .dead_letter

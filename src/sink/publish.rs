@@ -158,6 +158,17 @@ impl Shared {
         self.wake.notify_waiters();
     }
 
+    /// Settles an event a transform dropped: nothing was sent, so it is
+    /// delivered now (in order with the others: the tracker confirms a
+    /// position only once every event before it is settled).
+    pub(super) fn settle_dropped(&self, tag: u64) {
+        self.metrics.transform_dropped.inc();
+        if let Some(t) = self.tracker_for(tag) {
+            t.ack(tag & SEQ_MASK, 1);
+        }
+        self.wake.notify_waiters();
+    }
+
     /// Settles the acknowledgement of a dead-letter record that took the
     /// place of the event tagged `tag`: delivered, the event counts as
     /// delivered; refused, its transaction fails and the sink stops.
@@ -420,6 +431,9 @@ struct Original {
 pub(super) enum Routing {
     /// Its record and the event id it carries.
     Record(KafkaRecord, Option<String>),
+    /// A transform after the router dropped it (`Filter`): nothing is
+    /// sent, and the event counts as delivered.
+    Dropped,
     /// The router refused it and a dead-letter topic takes it.
     Letter(Letter),
     /// The router refused it and nothing takes it: the pipeline stops.
@@ -461,7 +475,8 @@ impl<'s> Step<'s> {
     /// place (tagged `tag`) when the router refuses it.
     pub(super) fn route(&self, event: &OutboxEvent, router: &mut Router, tag: u64) -> Routing {
         match event.route(router) {
-            Ok((record, event_id)) => Routing::Record(record, event_id),
+            Ok((Some(record), event_id)) => Routing::Record(record, event_id),
+            Ok((None, _)) => Routing::Dropped,
             Err(e) if self.dead_letters => {
                 let topic = event.intended_topic(router);
                 Routing::Letter(Letter::route_error(event, tag, &e, topic))

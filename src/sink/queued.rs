@@ -40,7 +40,7 @@ use super::dlq::{Letter, LetterFormat};
 use super::publish::{RecordContext, Routing, Shared, Step, Stop, SEQ_BITS, SEQ_MASK};
 use super::SinkError;
 use crate::metrics::{BrokerLabel, Metrics};
-use crate::router::{RecordHeader, Router};
+use crate::router::{KafkaRecord, RecordHeader, Router};
 use crate::txn::OutboxEvent;
 
 /// Most records the queue holds (besides the byte bound).
@@ -343,16 +343,15 @@ impl<P: Publisher> QueuedSink<P> {
 
     /// Queues a record that settles nothing (a heartbeat). Never waits: a
     /// full queue is an error the caller may skip.
-    pub(crate) fn produce_untracked(
-        &self,
-        destination: &str,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) -> Result<(), String> {
+    pub(crate) fn produce_untracked(&self, record: &KafkaRecord) -> Result<(), String> {
         if self.skip_heartbeats {
             return Ok(());
         }
-        let record = WireRecord::plain(destination, key, value);
+        // Only Kafka takes an explicit partition.
+        let record = WireRecord {
+            partition: None,
+            ..WireRecord::of(record)
+        };
         match Broker::send(
             &self.queue,
             &record,
@@ -411,6 +410,10 @@ impl<P: Publisher> QueuedSink<P> {
     ) -> Result<(), SinkError> {
         let (record, event_id) = match step.route(event, router, tag) {
             Routing::Record(record, event_id) => (record, event_id),
+            Routing::Dropped => {
+                self.shared.settle_dropped(tag);
+                return Ok(());
+            }
             Routing::Letter(letter) => return self.queue_letter(&letter).await,
             Routing::Failed(e) => {
                 self.drain().await;
@@ -855,7 +858,15 @@ mod tests {
             Duration::ZERO,
             Arc::new(Metrics::default()),
         );
-        sink.produce_untracked("hb", None, Some(b"beat")).unwrap();
+        sink.produce_untracked(&KafkaRecord {
+            topic: Arc::from("hb"),
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"beat")),
+            headers: Vec::new(),
+            partition: None,
+            timestamp_ms: None,
+        })
+        .unwrap();
         drained(&sink).await;
         let wire = WireRecord::plain("events", None, Some(b"v"));
         sink.send(&wire, letter(9)).await.unwrap();

@@ -249,6 +249,21 @@ pub enum RouteError {
         #[source]
         source: ConvertError,
     },
+    /// A transform after the router refused the record (Connect's
+    /// `DataException`).
+    #[error("transform {alias} ({class}) refused the event at lsn {lsn} (event id {event_id}): {reason}")]
+    Transform {
+        /// LSN of the change.
+        lsn: Lsn,
+        /// Text of the event id, or `unknown`.
+        event_id: String,
+        /// The transform's alias.
+        alias: String,
+        /// Its class.
+        class: String,
+        /// Kafka's message.
+        reason: String,
+    },
 }
 
 impl RouteError {
@@ -276,6 +291,7 @@ impl RouteError {
             }
             RouteError::Headers { source, .. } => source.kind(),
             RouteError::Convert { .. } => "convert",
+            RouteError::Transform { .. } => "transform",
         }
     }
 
@@ -299,7 +315,9 @@ impl RouteError {
             | RouteError::Layout { column, .. }
             | RouteError::Headers { column, .. } => Some(column),
             RouteError::MessageLayout { detail, .. } => Some(&detail.member),
-            RouteError::Convert { .. } | RouteError::MessageContent { .. } => None,
+            RouteError::Convert { .. }
+            | RouteError::MessageContent { .. }
+            | RouteError::Transform { .. } => None,
         }
     }
 

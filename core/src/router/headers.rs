@@ -22,7 +22,9 @@ use serde_json::value::RawValue;
 use walrelay_proto::RelationInfo;
 
 use super::config::*;
-use super::{BoundColumn, BoundPlacement, ColumnLookup, RecordHeader, RouteError, Router, Row};
+use super::{
+    BoundColumn, BoundPlacement, ColumnLookup, Headers, RecordHeader, RouteError, Router, Row,
+};
 use crate::connect::pg::{self, oid, PgType};
 use crate::connect::Type;
 
@@ -260,17 +262,26 @@ impl Router {
         &self,
         r: &Row<'_>,
         h: &HeadersColumn,
-        headers: &mut Vec<RecordHeader>,
+        headers: &mut Headers,
     ) -> Result<(), RouteError> {
         let Some(text) = r.raw(&h.column)? else {
             return Ok(());
         };
-        expand(text, &h.reserved, headers).map_err(|source| RouteError::Headers {
+        let error = |source| RouteError::Headers {
             column: h.column.name.to_string(),
             lsn: r.meta.lsn,
             event_id: r.event_id(),
             source,
-        })
+        };
+        match headers {
+            Headers::Bytes(out) => expand(text, &h.reserved, out).map_err(error),
+            Headers::Connect(_) => {
+                let mut raw = Vec::new();
+                expand(text, &h.reserved, &mut raw).map_err(error)?;
+                headers.extend_raw(raw, &self.raw_header_schema);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -670,7 +681,7 @@ mod tests {
             .bind(&relation(oid::JSONB, false), &TableMeta::unknown())
             .unwrap();
         assert!(bound.problem().is_none(), "{:?}", bound.problem());
-        r.route(&bound, &row(headers), &META)
+        r.route(&bound, &row(headers), &META).map(Option::unwrap)
     }
 
     fn shown(rec: &KafkaRecord) -> Vec<(String, Option<String>)> {
@@ -789,7 +800,10 @@ mod tests {
             .unwrap();
         let mut tuple = row(Some(r#"{"tracestate": "x"}"#));
         tuple.columns.push(ColumnValue::Null);
-        let err = r.route(&bound, &tuple, &META).unwrap_err();
+        let err = r
+            .route(&bound, &tuple, &META)
+            .map(Option::unwrap)
+            .unwrap_err();
         assert_eq!(err.kind(), "header_collision");
     }
 
@@ -895,6 +909,7 @@ mod tests {
                 )),
                 &META,
             )
+            .map(|(r, id)| (r.unwrap(), id))
             .unwrap();
         assert_eq!(
             shown(&rec),
@@ -906,10 +921,12 @@ mod tests {
                 &message(&format!(r#"{{{base}, "headers": "{{\"b\": 2}}"}}"#)),
                 &META,
             )
+            .map(|(r, id)| (r.unwrap(), id))
             .unwrap();
         assert_eq!(shown(&rec), some(&[("id", "m1"), ("b", "2")]));
         let (rec, _) = r
             .route_message(&message(&format!(r#"{{{base}, "headers": null}}"#)), &META)
+            .map(|(r, id)| (r.unwrap(), id))
             .unwrap();
         assert_eq!(shown(&rec), some(&[("id", "m1")]));
         // Missing, a number, an array, a collision: bad input.
@@ -922,6 +939,7 @@ mod tests {
         ] {
             let err = r
                 .route_message(&message(&format!("{{{base}{headers}}}")), &META)
+                .map(|(r, id)| (r.unwrap(), id))
                 .unwrap_err();
             assert_eq!(err.kind(), kind, "{headers}: {err}");
             assert!(err.to_string().contains("headers"), "{err}");

@@ -42,6 +42,7 @@ use crate::connect::expand::{
 use crate::connect::json::{parse, JsonNode};
 use crate::connect::message::{MessageEnvelope, MessageFacts};
 use crate::connect::pg::{names, ColumnType, PgType};
+use crate::connect::transforms::ConnectRecord;
 use crate::connect::{Field, Schema, Text, Type, Value};
 
 /// A selected logical decoding message on its way to Kafka.
@@ -178,7 +179,7 @@ impl Router {
         &mut self,
         m: &MessageEvent,
         meta: &EventMeta,
-    ) -> Result<(KafkaRecord, Option<String>), RouteError> {
+    ) -> Result<(Option<KafkaRecord>, Option<String>), RouteError> {
         let content_error = |reason: String, what: &'static str| RouteError::MessageContent {
             prefix: m.prefix.to_string(),
             lsn: meta.lsn,
@@ -254,7 +255,7 @@ impl Router {
         &self,
         m: &MessageEvent,
         meta: &EventMeta,
-    ) -> Result<(KafkaRecord, Option<String>), RouteError> {
+    ) -> Result<(Option<KafkaRecord>, Option<String>), RouteError> {
         let Some((envelope, topic)) = &self.message_envelope else {
             return Err(RouteError::MessageContent {
                 prefix: m.prefix.to_string(),
@@ -283,20 +284,38 @@ impl Router {
                 })
             };
         let now_ms = crate::clock::unix_now_micros() / 1000;
+        if self.connect_mode() {
+            let (key_schema, key) = envelope.key(&facts);
+            let (value_schema, value) = envelope.value(&facts, now_ms);
+            let record = ConnectRecord {
+                topic: Arc::clone(topic),
+                partition: None,
+                key_schema: Some(key_schema),
+                key,
+                value_schema: Some(value_schema),
+                value,
+                timestamp: None,
+                headers: Vec::new(),
+            };
+            return Ok((
+                self.transform(record, meta.lsn, || "unknown".to_owned())?,
+                None,
+            ));
+        }
         let key = convert("key", envelope.key_bytes(self.key_converter, &facts))?;
         let value = convert(
             "value",
             envelope.value_bytes(self.value_converter, &facts, now_ms),
         )?;
         Ok((
-            KafkaRecord {
+            Some(KafkaRecord {
                 topic: Arc::clone(topic),
                 key,
                 value,
                 headers: Vec::new(),
                 partition: None,
                 timestamp_ms: None,
-            },
+            }),
             None,
         ))
     }
@@ -669,7 +688,10 @@ mod tests {
     #[test]
     fn native_members_are_columns_and_objects_are_jsonb_text() {
         let mut r = router(MessageForm::Native, ConvertersConfig::default());
-        let (rec, id) = r.route_message(&event(EVENT), &META).unwrap();
+        let (rec, id) = r
+            .route_message(&event(EVENT), &META)
+            .map(|(r, id)| (r.unwrap(), id))
+            .unwrap();
         assert_eq!(id.as_deref(), Some("e1"));
         assert_eq!(&*rec.topic, "outbox.event.Order");
         assert_eq!(rec.key.as_deref(), Some(&b"42"[..]));
@@ -687,6 +709,7 @@ mod tests {
                 &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":42,"payload":null}"#),
                 &META,
             )
+            .map(|(r, id)| (r.unwrap(), id))
             .unwrap();
         assert_eq!(rec.key.as_deref(), Some(&b"42"[..]));
         assert_eq!(rec.value, None);
@@ -705,7 +728,10 @@ mod tests {
             },
             converters,
         );
-        let (rec, _) = r.route_message(&event(EVENT), &META).unwrap();
+        let (rec, _) = r
+            .route_message(&event(EVENT), &META)
+            .map(|(r, id)| (r.unwrap(), id))
+            .unwrap();
         assert_eq!(
             rec.key.as_deref(),
             Some(&br#"{"schema":{"type":"string","optional":true},"payload":"42"}"#[..])
@@ -721,6 +747,7 @@ mod tests {
                 &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":"42","payload":null}"#),
                 &META,
             )
+            .map(|(r, id)| (r.unwrap(), id))
             .unwrap_err();
         let text = err.to_string();
         assert!(
@@ -733,6 +760,7 @@ mod tests {
                 &event(r#"{"id":"e2","aggregatetype":"Order","aggregateid":"42","payload":null}"#),
                 &META,
             )
+            .map(|(r, id)| (r.unwrap(), id))
             .unwrap();
         assert_eq!(
             rec.value.as_deref(),
@@ -766,7 +794,10 @@ mod tests {
                     "\"id\"",
                 ),
             ] {
-                let err = r.route_message(&event(content), &META).unwrap_err();
+                let err = r
+                    .route_message(&event(content), &META)
+                    .map(|(r, id)| (r.unwrap(), id))
+                    .unwrap_err();
                 let text = err.to_string();
                 let needle = if form == MessageForm::Native && content == "not json" {
                     "not JSON"
@@ -782,9 +813,15 @@ mod tests {
         let mut r = router(MessageForm::Native, ConvertersConfig::default());
         let mut m = event(EVENT);
         m.transactional = false;
-        let err = r.route_message(&m, &META).unwrap_err();
+        let err = r
+            .route_message(&m, &META)
+            .map(|(r, id)| (r.unwrap(), id))
+            .unwrap_err();
         assert_eq!(err.kind(), "non_transactional");
         r.set_message_form(MessageForm::Native, NonTransactional::Deliver, "app");
-        assert!(r.route_message(&m, &META).is_ok());
+        assert!(r
+            .route_message(&m, &META)
+            .map(|(r, id)| (r.unwrap(), id))
+            .is_ok());
     }
 }

@@ -17,6 +17,7 @@
 
 mod bind;
 pub(crate) mod config;
+mod connect_out;
 mod error;
 mod headers;
 mod message;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 pub use self::bind::BoundRelation;
 use self::bind::{BoundColumn, BoundPlacement, ColumnLookup};
 pub use self::config::*;
+use self::connect_out::{Headers, Part};
 pub use self::error::{MessageProblem, RouteError};
 pub use self::headers::{HeadersError, KEY_HEADERS_FIELD};
 pub use self::message::{MessageEvent, MessageForm};
@@ -47,6 +49,7 @@ use crate::connect::convert::{Converter, HeaderConverter};
 use crate::connect::expand::JsonSchemaData;
 use crate::connect::pg;
 pub use crate::connect::pg::{ColumnMeta, TableMeta};
+use crate::connect::transforms::{Chain, ConnectHeader};
 use crate::connect::{Schema, Text, Type, Value};
 
 /// Name of the event id header, as Debezium writes it.
@@ -84,6 +87,14 @@ pub struct Router {
     tracing_context_only: bool,
     /// Debezium Server: partition and timestamp are not sent.
     server_mode: bool,
+    /// The transforms after the router (Connect's chain); empty: none.
+    chain: Chain,
+    /// The inherited headers as Connect headers, for the chain.
+    inherited_connect: Vec<ConnectHeader>,
+    /// `Schema.STRING`, shared by the headers the router writes.
+    string_schema: Arc<Schema>,
+    /// The schema of a headers column's members under a chain.
+    raw_header_schema: Arc<Schema>,
     topics: HashMap<Box<[u8]>, Arc<str>>,
     /// Envelope schemas by payload schema (Debezium's `payloadSchemaCache`).
     value_schemas: HashMap<String, Arc<Schema>>,
@@ -125,13 +136,15 @@ impl Router {
         let value_converter = converters.value_converter();
         let header_converter = converters.header_converter();
         let mut inherited = Vec::new();
+        let mut inherited_connect = Vec::new();
+        let string_schema = Arc::new(Schema::new(Type::String));
         if debezium.extended_headers {
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
             let run_id = crate::connect::java::uuid_v7(now_ms);
             let string = Schema::new(Type::String);
-            for (name, value) in [
+            for (name, text) in [
                 (
                     HEADER_CONNECTOR_LOGICAL_NAME,
                     debezium.topic_prefix.as_str(),
@@ -141,7 +154,7 @@ impl Router {
                 (HEADER_RUN_ID, run_id.as_str()),
             ] {
                 let value = header_converter
-                    .from_connect_header(Some(&string), &Value::string(value))
+                    .from_connect_header(Some(&string), &Value::string(text))
                     .map_err(|_| RouteConfigError::InvalidValue {
                         key: "header.converter",
                         value: format!("{:?}", converters.header),
@@ -150,6 +163,11 @@ impl Router {
                 inherited.push(RecordHeader {
                     name: Arc::from(name),
                     value,
+                });
+                inherited_connect.push(ConnectHeader {
+                    key: Arc::from(name),
+                    schema: Some(Arc::clone(&string_schema)),
+                    value: Value::string(text),
                 });
             }
         }
@@ -173,6 +191,10 @@ impl Router {
                 HeaderConverterKind::Simple | HeaderConverterKind::String
             ),
             server_mode: debezium.server_mode,
+            chain: Chain::default(),
+            inherited_connect,
+            string_schema,
+            raw_header_schema: connect_out::raw_header_schema(),
             type_modes: debezium.column_types,
             topic_prefix: debezium.topic_prefix,
             inherited,
@@ -192,6 +214,23 @@ impl Router {
             column_names: debezium.field_name_adjustment,
             cfg,
         })
+    }
+
+    /// Puts `chain` after the router: records stay Connect data through
+    /// the router and the chain, and are converted after it.
+    pub fn with_chain(mut self, chain: Chain) -> Self {
+        if !chain.is_empty() {
+            self.key_direct = false;
+            self.value_direct = false;
+            self.header_direct = false;
+        }
+        self.chain = chain;
+        self
+    }
+
+    /// The transforms after the router.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
     }
 
     /// `[router]`'s own columns, which [`Router::bind`] reads.

@@ -11,8 +11,9 @@ use walrelay_proto::Lsn;
 
 use super::bind::TimestampUnit;
 use super::config::NullPolicy;
-use super::{BoundColumn, BoundRelation, RouteError, Router, Row, ID_HEADER};
+use super::{BoundColumn, BoundRelation, Headers, Part, RouteError, Router, Row, ID_HEADER};
 use crate::connect::pg;
+use crate::connect::transforms::{ConnectHeader, ConnectRecord};
 use crate::connect::Value;
 
 /// Where an event comes from; used for error context.
@@ -59,13 +60,14 @@ pub struct KafkaRecord {
 }
 
 impl Router {
-    /// Turns one inserted outbox row into a record.
+    /// Turns one inserted outbox row into a record; `None` when a
+    /// transform after the router dropped it.
     pub fn route(
         &mut self,
         bound: &BoundRelation,
         row: &TupleData,
         meta: &EventMeta,
-    ) -> Result<KafkaRecord, RouteError> {
+    ) -> Result<Option<KafkaRecord>, RouteError> {
         if let Some(problem) = &bound.problem {
             return Err(RouteError::Layout {
                 column: problem.column().unwrap_or("?").to_owned(),
@@ -100,40 +102,59 @@ impl Router {
     /// [`Router::route`] once the row (or message) is in hand. The parts
     /// are computed in Debezium's order, so the first problem of an event
     /// is the one reported: topic, timestamp, headers, key, value.
-    pub(super) fn route_row(&mut self, r: &Row<'_>) -> Result<KafkaRecord, RouteError> {
+    pub(super) fn route_row(&mut self, r: &Row<'_>) -> Result<Option<KafkaRecord>, RouteError> {
         let topic = self.route_topic(r)?;
         let timestamp_ms = record_timestamp(r)?;
         let mut headers = self.leading_headers(r)?;
         let key = self.record_key(r)?;
         let mut partition = None;
         let value = if self.direct_value_applies(r.bound) {
-            self.direct_value(r, &mut headers)?
+            Part::Bytes(self.direct_value(r, &mut headers)?)
         } else {
             self.general_value(r, &mut headers, &mut partition)?
         };
         if let Some(h) = &r.bound.headers {
             self.column_headers(r, h, &mut headers)?;
         }
-
+        let (key, value, headers) = match (key, value, headers) {
+            (
+                Part::Connect(key_schema, key),
+                Part::Connect(value_schema, value),
+                Headers::Connect(headers),
+            ) => {
+                let record = ConnectRecord {
+                    topic,
+                    partition,
+                    key_schema,
+                    key,
+                    value_schema,
+                    value,
+                    timestamp: timestamp_ms,
+                    headers,
+                };
+                return self.finish(r, record);
+            }
+            (k, v, h) => (k.into_bytes(), v.into_bytes(), h.into_bytes()),
+        };
         if self.server_mode {
             // KafkaChangeConsumer builds `new ProducerRecord<>(topic, null, null, key, value, headers)`.
-            return Ok(KafkaRecord {
+            return Ok(Some(KafkaRecord {
                 topic,
                 key,
                 value,
                 headers,
                 partition: None,
                 timestamp_ms: None,
-            });
+            }));
         }
-        Ok(KafkaRecord {
+        Ok(Some(KafkaRecord {
             topic,
             key,
             value,
             headers,
             partition,
             timestamp_ms,
-        })
+        }))
     }
 
     /// Topic: `getString(route.by.field)` with no default (a null route is
@@ -154,29 +175,48 @@ impl Router {
     /// context headers (table rows only), tracing, then the event id,
     /// which `router.null_id = "error"` requires.
     #[inline]
-    fn leading_headers(&self, r: &Row<'_>) -> Result<Vec<RecordHeader>, RouteError> {
+    fn leading_headers(&self, r: &Row<'_>) -> Result<Headers, RouteError> {
         let bound = r.bound;
         // Debezium adds its context headers to table rows only, never to
         // a decoded message.
-        let inherited: &[RecordHeader] = if r.cells.is_some() {
-            &[]
-        } else {
-            &self.inherited
-        };
-        let mut headers = Vec::with_capacity(inherited.len() + 1 + bound.placements.len());
-        headers.extend(inherited.iter().cloned());
+        let table_row = r.cells.is_none();
+        let mut headers = Headers::with_capacity(
+            self.connect_mode(),
+            self.inherited.len() + 1 + bound.placements.len(),
+        );
+        match &mut headers {
+            Headers::Bytes(h) if table_row => h.extend(self.inherited.iter().cloned()),
+            Headers::Connect(h) if table_row => h.extend(self.inherited_connect.iter().cloned()),
+            _ => {}
+        }
         self.tracing_headers(r, &mut headers)?;
-        let id = self.header_value(r, &bound.id, ID_HEADER)?;
-        if id.is_none() && self.cfg.null_id == NullPolicy::Error {
+        let id_null = match &mut headers {
+            Headers::Bytes(h) => {
+                let id = self.header_value(r, &bound.id, ID_HEADER)?;
+                let null = id.is_none();
+                h.push(RecordHeader {
+                    name: Arc::clone(&self.id_header),
+                    value: id,
+                });
+                null
+            }
+            Headers::Connect(h) => {
+                let id = r.get(&bound.id)?;
+                let null = id.is_null();
+                h.push(ConnectHeader {
+                    key: Arc::clone(&self.id_header),
+                    schema: Some(Arc::clone(&bound.id.ty.schema)),
+                    value: id,
+                });
+                null
+            }
+        };
+        if id_null && self.cfg.null_id == NullPolicy::Error {
             return Err(RouteError::NullId {
                 column: bound.id.name.to_string(),
                 lsn: r.meta.lsn,
             });
         }
-        headers.push(RecordHeader {
-            name: Arc::clone(&self.id_header),
-            value: id,
-        });
         Ok(headers)
     }
 
@@ -184,22 +224,24 @@ impl Router {
     /// `StringConverter` prints it so); a null key is refused under
     /// `router.null_key = "error"`.
     #[inline]
-    fn record_key(&self, r: &Row<'_>) -> Result<Option<Bytes>, RouteError> {
+    fn record_key(&self, r: &Row<'_>) -> Result<Part, RouteError> {
         let c = &r.bound.key;
-        let key = if self.key_direct {
-            r.direct(
+        let key = if self.connect_mode() {
+            Part::Connect(Some(Arc::clone(&c.ty.schema)), r.get(c)?)
+        } else if self.key_direct {
+            Part::Bytes(r.direct(
                 c,
                 |v| self.key_converter.from_connect_data(Some(&c.ty.schema), v),
                 "key",
-            )?
+            )?)
         } else {
             let v = r.get(c)?;
-            r.convert(
+            Part::Bytes(r.convert(
                 "key",
                 self.key_converter.from_connect_data(Some(&c.ty.schema), &v),
-            )?
+            )?)
         };
-        if key.is_none() && self.cfg.null_key == NullPolicy::Error {
+        if key.is_null() && self.cfg.null_key == NullPolicy::Error {
             return Err(RouteError::NullKey {
                 column: c.name.to_string(),
                 lsn: r.meta.lsn,

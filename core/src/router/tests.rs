@@ -91,7 +91,7 @@ fn topic_for(router: &mut Router, value: &str) -> String {
         .bind(&rel, &TableMeta::unknown())
         .expect("outbox columns present");
     let r = row(text("1"), text(value), text("k"), text("{}"));
-    match router.route(&bound, &r, &meta()) {
+    match router.route(&bound, &r, &meta()).map(Option::unwrap) {
         Ok(rec) => rec.topic.to_string(),
         Err(RouteError::InvalidTopic { topic, .. }) => topic,
         Err(e) => panic!("routes: {e}"),
@@ -105,7 +105,10 @@ fn default_record() {
     let bound = router
         .bind(&rel, &TableMeta::unknown())
         .expect("outbox columns present");
-    let rec = router.route(&bound, &user_row(), &meta()).expect("routes");
+    let rec = router
+        .route(&bound, &user_row(), &meta())
+        .map(Option::unwrap)
+        .expect("routes");
     assert_eq!(&*rec.topic, "outbox.event.User");
     assert_eq!(rec.key.as_deref(), Some(&b"10711fa5"[..]));
     assert_eq!(
@@ -121,7 +124,10 @@ fn default_record() {
     assert_eq!(rec.partition, None);
     assert_eq!(rec.timestamp_ms, None);
     // The second event of the same aggregate type shares the topic string.
-    let again = router.route(&bound, &user_row(), &meta()).expect("routes");
+    let again = router
+        .route(&bound, &user_row(), &meta())
+        .map(Option::unwrap)
+        .expect("routes");
     assert!(Arc::ptr_eq(&rec.topic, &again.topic));
     assert!(Arc::ptr_eq(&rec.headers[0].name, &again.headers[0].name));
 }
@@ -134,7 +140,10 @@ fn key_and_value_are_zero_copy() {
         .bind(&rel, &TableMeta::unknown())
         .expect("outbox columns present");
     let r = user_row();
-    let rec = router.route(&bound, &r, &meta()).expect("routes");
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect("routes");
     let (Some(ColumnValue::Text(k)), Some(ColumnValue::Text(p))) = (r.get(2), r.get(4)) else {
         panic!("test row has text key and payload");
     };
@@ -205,7 +214,10 @@ fn null_payload_is_a_tombstone_and_null_key_is_null() {
         ColumnValue::Null,
         ColumnValue::Null,
     );
-    let rec = router.route(&bound, &r, &meta()).expect("routes");
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect("routes");
     assert_eq!(rec.key, None);
     assert_eq!(rec.value, None);
     assert_eq!(&*rec.topic, "outbox.event.User");
@@ -220,7 +232,10 @@ fn bool_id_header_is_java_boolean_text() {
         .expect("outbox columns present");
     for (pg, java) in [("t", "true"), ("f", "false")] {
         let r = row(text(pg), text("User"), text("k"), text("{}"));
-        let rec = router.route(&bound, &r, &meta()).expect("routes");
+        let rec = router
+            .route(&bound, &r, &meta())
+            .map(Option::unwrap)
+            .expect("routes");
         assert_eq!(rec.headers[0].value.as_deref(), Some(java.as_bytes()));
     }
     // Only bool columns are rewritten.
@@ -229,7 +244,10 @@ fn bool_id_header_is_java_boolean_text() {
         .bind(&rel, &TableMeta::unknown())
         .expect("outbox columns present");
     let r = row(text("t"), text("User"), text("k"), text("{}"));
-    let rec = router.route(&bound, &r, &meta()).expect("routes");
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect("routes");
     assert_eq!(rec.headers[0].value.as_deref(), Some(&b"t"[..]));
 }
 
@@ -254,7 +272,10 @@ fn missing_column_names_column_and_key() {
     let r = TupleData {
         columns: vec![text("e7"), text("User"), text("UserCreated"), text("{}")],
     };
-    let routed = router.route(&bound, &r, &meta()).expect_err("layout");
+    let routed = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("layout");
     assert_eq!(routed.kind(), "missing_column");
     assert_eq!(routed.column(), Some("aggregateid"));
     let msg = routed.to_string();
@@ -286,11 +307,17 @@ fn per_event_errors_carry_context() {
 
     // Debezium adds a null `id` header for a NULL id (nullable column).
     let r = row(ColumnValue::Null, text("User"), text("k"), text("{}"));
-    let rec = router.route(&bound, &r, &meta()).expect("null id routes");
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect("null id routes");
     assert_eq!(rec.headers[0].value, None);
 
     let r = row(text("e1"), ColumnValue::Null, text("k"), text("{}"));
-    let err = router.route(&bound, &r, &meta()).expect_err("null route");
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("null route");
     let msg = err.to_string();
     assert!(
         msg.contains("\"aggregatetype\"") && msg.contains("e1") && msg.contains("16/B374D848"),
@@ -305,6 +332,7 @@ fn per_event_errors_carry_context() {
     );
     let err = router
         .route(&bound, &r, &meta())
+        .map(Option::unwrap)
         .expect_err("non-utf-8 route");
     assert!(matches!(err, RouteError::NonUtf8RouteValue { ref event_id, .. } if event_id == "e2"));
 
@@ -314,7 +342,10 @@ fn per_event_errors_carry_context() {
         text("k"),
         ColumnValue::UnchangedToast,
     );
-    let err = router.route(&bound, &r, &meta()).expect_err("toast");
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("toast");
     assert!(err.to_string().contains("only for updates"), "{err}");
 
     let r = row(
@@ -323,7 +354,10 @@ fn per_event_errors_carry_context() {
         ColumnValue::Binary(Bytes::from_static(b"k")),
         text("{}"),
     );
-    let err = router.route(&bound, &r, &meta()).expect_err("binary");
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("binary");
     assert!(
         err.to_string()
             .starts_with("binary pgoutput values are not supported for column \"aggregateid\""),
@@ -333,7 +367,10 @@ fn per_event_errors_carry_context() {
     let r = TupleData {
         columns: vec![text("e5"), text("User")],
     };
-    let err = router.route(&bound, &r, &meta()).expect_err("short row");
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("short row");
     assert!(matches!(
         err,
         RouteError::ShortRow {
@@ -530,7 +567,7 @@ fn header<'a>(rec: &'a KafkaRecord, name: &str) -> &'a Option<Bytes> {
 
 fn route_it(router: &mut Router, r: &TupleData) -> Result<KafkaRecord, RouteError> {
     let bound = router.bind(&it_table(), &it_meta())?;
-    router.route(&bound, r, &meta())
+    router.route(&bound, r, &meta()).map(Option::unwrap)
 }
 
 const EMAIL: &str = "{\"email\": \"gh@mefi.in\"}";
@@ -835,7 +872,11 @@ fn timestamp_logical_types() {
                 value.map_or(ColumnValue::Null, text),
             ],
         };
-        router.route(&bound, &r, &meta()).unwrap().timestamp_ms
+        router
+            .route(&bound, &r, &meta())
+            .map(Option::unwrap)
+            .unwrap()
+            .timestamp_ms
     };
     assert_eq!(
         ts(-1, Some("2019-03-24 20:52:59.123456")),
@@ -1034,7 +1075,10 @@ fn column_types_flow_through() {
         DebeziumConfig::default(),
     );
     let bound = router.bind(&rel, &TableMeta::unknown()).unwrap();
-    let rec = router.route(&bound, &r, &meta()).unwrap();
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert_eq!(&*rec.topic, "outbox.event.routename");
     assert_eq!(s(&rec.key), "1232");
     assert_eq!(rec.value.as_deref(), Some(&b"value1"[..]));
@@ -1046,14 +1090,20 @@ fn column_types_flow_through() {
         DebeziumConfig::default(),
     );
     let bound = router.bind(&rel, &TableMeta::unknown()).unwrap();
-    let rec = router.route(&bound, &r, &meta()).unwrap();
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert_eq!(s(&rec.key), "1232");
     assert_eq!(s(&rec.value), r#"{"payload":"dmFsdWUx","bool":true}"#);
 
     // StringConverter cannot carry bytes (Java would print an identity hash).
     let mut router = new_router(RouterConfig::default());
     let bound = router.bind(&rel, &TableMeta::unknown()).unwrap();
-    let err = router.route(&bound, &r, &meta()).unwrap_err();
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .unwrap_err();
     assert!(
         matches!(err, RouteError::Convert { ref what, .. } if what == "value"),
         "{err}"
@@ -1111,7 +1161,10 @@ fn defaults_apply_to_get_but_not_to_typed_getters() {
     let r = TupleData {
         columns: vec![text("e"), text("User"), ColumnValue::Null, text("{}")],
     };
-    let rec = router.route(&bound, &r, &meta()).unwrap();
+    let rec = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert_eq!(s(&rec.key), "none");
 }
 
@@ -1133,14 +1186,20 @@ fn a_placed_nan_is_refused_natively_and_null_in_the_debezium_forms() {
     };
     let mut native = new_router(keyed(RouterConfig::default()));
     let bound = native.bind(&rel, &TableMeta::unknown()).unwrap();
-    let err = native.route(&bound, &r, &meta()).unwrap_err();
+    let err = native
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .unwrap_err();
     assert!(
         format!("{err:?}").contains("router.numeric_nan") && err.to_string().contains("e9"),
         "{err:?}"
     );
     let mut debezium = new_router(keyed(RouterConfig::debezium()));
     let bound = debezium.bind(&rel, &TableMeta::unknown()).unwrap();
-    let rec = debezium.route(&bound, &r, &meta()).unwrap();
+    let rec = debezium
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert_eq!(rec.key, None, "null, as Debezium publishes it");
 }
 
@@ -1182,9 +1241,13 @@ fn nan_in_a_required_numeric_fails_the_event_even_unplaced() {
             text(other),
         ],
     };
-    assert!(router.route(&bound, &r("1.50", "NaN"), &meta()).is_ok());
+    assert!(router
+        .route(&bound, &r("1.50", "NaN"), &meta())
+        .map(Option::unwrap)
+        .is_ok());
     let err = router
         .route(&bound, &r("-Infinity", "1.50"), &meta())
+        .map(Option::unwrap)
         .unwrap_err();
     let text = err.to_string();
     assert!(
@@ -1224,10 +1287,16 @@ fn tracing_headers_follow_the_span_context() {
         },
     );
     let bound = router.bind(&rel, &TableMeta::unknown()).unwrap();
-    let rec = router.route(&bound, &row(None), &meta()).unwrap();
+    let rec = router
+        .route(&bound, &row(None), &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert!(rec.headers.iter().all(|h| &*h.name != "traceparent"));
     let ctx = "#Thu Jan 01 00:00:00 UTC 2026\ntraceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\ntracestate=congo\\=t61rcWkgMzE\n";
-    let rec = router.route(&bound, &row(Some(ctx)), &meta()).unwrap();
+    let rec = router
+        .route(&bound, &row(Some(ctx)), &meta())
+        .map(Option::unwrap)
+        .unwrap();
     let names: Vec<&str> = rec.headers.iter().map(|h| &*h.name).collect();
     assert_eq!(names[4..], ["traceparent", "tracestate", "id"]);
     let tp = s(header(&rec, "traceparent"));
@@ -1243,7 +1312,10 @@ fn tracing_headers_follow_the_span_context() {
         tracing_with_context_field_only: Some(false),
         ..RouterConfig::default()
     });
-    let rec = router.route(&bound, &row(None), &meta()).unwrap();
+    let rec = router
+        .route(&bound, &row(None), &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert_eq!(&*rec.headers[0].name, "traceparent");
 }
 
@@ -1385,7 +1457,10 @@ fn check_observed(cfg: RouterConfig, conv: ConvertersConfig, aggtype: &str, expe
     let (rel, meta_) = observed_table();
     let bound = router.bind(&rel, &meta_).expect("binds");
     for (row, (topic, key, value, headers)) in observed_rows(aggtype).iter().zip(expected) {
-        let rec = router.route(&bound, row, &meta()).expect("routes");
+        let rec = router
+            .route(&bound, row, &meta())
+            .map(Option::unwrap)
+            .expect("routes");
         let text = |b: &Option<Bytes>| {
             b.as_ref()
                 .map(|b| String::from_utf8(b.to_vec()).expect("utf-8"))
@@ -2073,7 +2148,10 @@ fn strict_null_key_and_id_and_illegal_topics_are_named() {
         .bind(&rel, &TableMeta::unknown())
         .expect("outbox columns present");
     let r = row(text("e1"), text("User"), ColumnValue::Null, text("{}"));
-    let err = router.route(&bound, &r, &meta()).expect_err("null key");
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("null key");
     assert_eq!(err.kind(), "null_key");
     let msg = err.to_string();
     assert!(
@@ -2081,13 +2159,17 @@ fn strict_null_key_and_id_and_illegal_topics_are_named() {
         "{msg}"
     );
     let r = row(ColumnValue::Null, text("User"), text("k"), text("{}"));
-    let err = router.route(&bound, &r, &meta()).expect_err("null id");
+    let err = router
+        .route(&bound, &r, &meta())
+        .map(Option::unwrap)
+        .expect_err("null id");
     assert_eq!(err.kind(), "null_id");
     assert!(err.to_string().contains("\"id\""), "{err}");
     for bad in ["a b", "ü", &"x".repeat(250)] {
         let r = row(text("e2"), text(bad), text("k"), text("{}"));
         let err = router
             .route(&bound, &r, &meta())
+            .map(Option::unwrap)
             .expect_err("illegal topic");
         assert_eq!(err.kind(), "invalid_topic", "{bad}");
         assert_eq!(err.topic(), Some(format!("outbox.event.{bad}").as_str()));
@@ -2096,7 +2178,11 @@ fn strict_null_key_and_id_and_illegal_topics_are_named() {
     // The next good event still routes (an illegal topic is never cached).
     let r = row(text("e3"), text("User"), text("k"), text("{}"));
     assert_eq!(
-        &*router.route(&bound, &r, &meta()).expect("routes").topic,
+        &*router
+            .route(&bound, &r, &meta())
+            .map(Option::unwrap)
+            .expect("routes")
+            .topic,
         "outbox.event.User"
     );
 }
@@ -2175,9 +2261,11 @@ fn tables_with_router_columns_share_the_envelope_schema_cache() {
     let b = router.bind(&renamed("second"), &it_meta()).unwrap();
     let first = router
         .route(&a, &it_row("User", Some(EMAIL)), &meta())
+        .map(Option::unwrap)
         .unwrap();
     let second = router
         .route(&b, &it_row("Order", Some(EMAIL)), &meta())
+        .map(Option::unwrap)
         .unwrap();
     for rec in [&first, &second] {
         assert!(
@@ -2238,7 +2326,10 @@ fn a_table_with_its_own_columns_is_bound_with_them() {
             text("2019-03-24 20:52:59"),
         ],
     };
-    let rec = router.route(&bound, &row, &meta()).unwrap();
+    let rec = router
+        .route(&bound, &row, &meta())
+        .map(Option::unwrap)
+        .unwrap();
     assert_eq!(&*rec.topic, "outbox.event.Invoice");
     assert_eq!(s(&rec.key), "acct-7");
     // No envelope placement for this table: the payload as is.
@@ -2254,6 +2345,7 @@ fn a_table_with_its_own_columns_is_bound_with_them() {
     let it = router.bind(&it_table(), &it_meta()).unwrap();
     let rec = router
         .route(&it, &it_row("User", Some(EMAIL)), &meta())
+        .map(Option::unwrap)
         .unwrap();
     assert!(
         s(&rec.value).starts_with(r#"{"payload":"#),

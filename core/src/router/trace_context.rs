@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{RecordHeader, RouteError, Router, Row, HEADER_TRACEPARENT, HEADER_TRACESTATE};
-use crate::connect::{Schema, Type, Value};
+use super::{Headers, RouteError, Router, Row, HEADER_TRACEPARENT, HEADER_TRACESTATE};
 use crate::properties::parse_properties_ordered;
 
 impl Router {
@@ -17,7 +16,7 @@ impl Router {
     pub(super) fn tracing_headers(
         &self,
         r: &Row<'_>,
-        headers: &mut Vec<RecordHeader>,
+        headers: &mut Headers,
     ) -> Result<(), RouteError> {
         let context = match &r.bound.tracing {
             Some(c) => r.raw(c)?,
@@ -66,19 +65,7 @@ impl Router {
         crate::connect::java::hex(&span, &mut out);
         out.push('-');
         crate::connect::java::hex(&[flags], &mut out);
-        let string = Schema::new(Type::String);
-        let mut add = |name: &Arc<str>, value: String| -> Result<(), RouteError> {
-            let v = r.convert(
-                &format!("header {name}"),
-                self.header_converter
-                    .from_connect_header(Some(&string), &Value::string(value)),
-            )?;
-            headers.push(RecordHeader {
-                name: Arc::clone(name),
-                value: v,
-            });
-            Ok(())
-        };
+        let mut add = |name: &Arc<str>, value: String| headers.push_string(self, r, name, value);
         add(&self.traceparent_header, out)?;
         if let Some(state) = state.filter(|s| !s.is_empty()) {
             add(&self.tracestate_header, state)?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::config::{self, InvalidJsonPolicy, Placement};
-use super::{BoundRelation, RecordHeader, RouteError, Router, Row};
+use super::{BoundRelation, Headers, Part, RouteError, Router, Row};
 use crate::connect::config::ConverterKind;
 use crate::connect::convert::write_json_schema;
 use crate::connect::expand::{ExpandError, ExpandStage};
@@ -40,15 +40,11 @@ impl Router {
     pub(super) fn direct_value(
         &self,
         r: &Row<'_>,
-        headers: &mut Vec<RecordHeader>,
+        headers: &mut Headers,
     ) -> Result<Option<Bytes>, RouteError> {
         let bound = r.bound;
         for p in &bound.placements {
-            let v = self.header_value(r, &p.column, &p.alias)?;
-            headers.push(RecordHeader {
-                name: Arc::clone(&p.alias),
-                value: v,
-            });
+            headers.push_column(self, r, &p.column, &p.alias)?;
         }
         let tombstone = self.cfg.route_tombstone_on_empty_payload
             && match r.raw(&bound.payload)? {
@@ -71,13 +67,14 @@ impl Router {
     }
 
     /// The value through the general path: payload (maybe expanded),
-    /// placements, envelope, tombstone, value converter.
+    /// placements, envelope, tombstone, value converter (or, before a
+    /// chain, the schema and value Debezium's record carries).
     pub(super) fn general_value(
         &mut self,
         r: &Row<'_>,
-        headers: &mut Vec<RecordHeader>,
+        headers: &mut Headers,
         partition: &mut Option<i32>,
-    ) -> Result<Option<Bytes>, RouteError> {
+    ) -> Result<Part, RouteError> {
         let bound = r.bound;
         let payload = self.payload(r)?;
         let envelope_schema = if bound.envelope {
@@ -97,7 +94,26 @@ impl Router {
             _ => false,
         };
         if blank && self.cfg.route_tombstone_on_empty_payload {
-            return Ok(None);
+            // Debezium's tombstone has neither value nor schema.
+            return Ok(if self.connect_mode() {
+                Part::Connect(None, Value::Null)
+            } else {
+                Part::Bytes(None)
+            });
+        }
+        if self.connect_mode() {
+            return Ok(match envelope_schema {
+                Some(schema) => {
+                    if fields.len() != schema.fields.len() {
+                        fields.resize(schema.fields.len(), Value::Null);
+                    }
+                    Part::Connect(Some(schema), Value::Struct(fields))
+                }
+                None => Part::Connect(
+                    (!payload.schemaless).then_some(payload.schema),
+                    payload.value,
+                ),
+            });
         }
         let converted = match &envelope_schema {
             Some(schema) => {
@@ -115,7 +131,7 @@ impl Router {
                 &payload.value,
             ),
         };
-        r.convert("value", converted)
+        Ok(Part::Bytes(r.convert("value", converted)?))
     }
 
     /// The payload column's value, expanded from its JSON text when
@@ -219,19 +235,13 @@ impl Router {
         &self,
         r: &Row<'_>,
         fields: &mut Vec<Value>,
-        headers: &mut Vec<RecordHeader>,
+        headers: &mut Headers,
         partition: &mut Option<i32>,
     ) -> Result<(), RouteError> {
         for p in &r.bound.placements {
             match p.placement {
                 Placement::Envelope => fields.push(r.get(&p.column)?),
-                Placement::Header => {
-                    let v = self.header_value(r, &p.column, &p.alias)?;
-                    headers.push(RecordHeader {
-                        name: Arc::clone(&p.alias),
-                        value: v,
-                    });
-                }
+                Placement::Header => headers.push_column(self, r, &p.column, &p.alias)?,
                 Placement::Partition => {
                     *partition = match r.value(&p.column)? {
                         Value::Int32(v) => Some(v),

@@ -11,6 +11,7 @@ use walrelay_proto::pgoutput::TupleData;
 use super::MessageEvent;
 use crate::checkpoint::TxnSeq;
 use crate::connect::transaction::{Marker, TransactionTopic};
+use crate::connect::transforms::ConnectRecord;
 use crate::router::{BoundRelation, EventMeta, KafkaRecord, RouteError, Router};
 
 /// One outbox event on its way to Kafka.
@@ -46,9 +47,10 @@ pub(crate) enum EventBody {
     },
 }
 
-/// The routing outcome of one event: its record and, for error context
-/// later on, its event id.
-pub(crate) type Routed = (KafkaRecord, Option<String>);
+/// The routing outcome of one event: its record (none when a transform
+/// after the router dropped it) and, for error context later on, its
+/// event id.
+pub(crate) type Routed = (Option<KafkaRecord>, Option<String>);
 
 impl OutboxEvent {
     /// A row event.
@@ -68,6 +70,23 @@ impl OutboxEvent {
                 Ok((record, bound.event_id(row)))
             }
             EventBody::Message(m) => router.route_message(m, &self.meta),
+            EventBody::Transaction { topic, marker } if !router.chain().is_empty() => {
+                let ((key_schema, key), (value_schema, value)) = topic.connect_data(marker);
+                let record = ConnectRecord {
+                    topic: Arc::clone(topic.topic()),
+                    partition: None,
+                    key_schema: Some(key_schema),
+                    key,
+                    value_schema: Some(value_schema),
+                    value,
+                    timestamp: None,
+                    headers: Vec::new(),
+                };
+                Ok((
+                    router.transform(record, self.meta.lsn, || "unknown".to_owned())?,
+                    None,
+                ))
+            }
             EventBody::Transaction { topic, marker } => {
                 let r = topic.render(marker).map_err(|source| RouteError::Convert {
                     what: "transaction metadata record".to_owned(),
@@ -85,7 +104,7 @@ impl OutboxEvent {
                     partition: None,
                     timestamp_ms: None,
                 };
-                Ok((record, None))
+                Ok((Some(record), None))
             }
         }
     }

@@ -1252,7 +1252,14 @@ mod tests {
         let topics: Vec<String> = h
             .out
             .iter()
-            .map(|e| e.route(&mut router).expect("routes").0.topic.to_string())
+            .map(|e| {
+                e.route(&mut router)
+                    .expect("routes")
+                    .0
+                    .unwrap()
+                    .topic
+                    .to_string()
+            })
             .collect();
         // Row 1 came under the old layout (aggregatetype second); rows 3 and
         // 2 under the new one (aggregatetype third, "k").
@@ -1523,6 +1530,7 @@ mod tests {
             .iter()
             .map(|e| {
                 let (record, id) = e.route(&mut router).expect("routes");
+                let record = record.expect("not dropped");
                 let key = String::from_utf8(record.key.expect("a key").to_vec()).unwrap();
                 (record.topic.to_string(), key, id.expect("an id"))
             })

@@ -243,6 +243,9 @@ pub(super) struct Draft {
     /// The broker (Debezium Server's `debezium.sink.type`; Kafka in the
     /// Kafka Connect forms).
     pub(super) sink: crate::sink::config::SinkConfig,
+    /// The transforms after the EventRouter, and the predicates.
+    pub(super) transforms: Vec<crate::connect::transforms::config::TransformSpec>,
+    pub(super) predicates: Vec<crate::connect::transforms::config::PredicateSpec>,
 }
 
 /// The Kafka part of a [`Draft`].
@@ -289,6 +292,8 @@ impl Draft {
             captures_table: true,
             tombstones_on_delete: None,
             sink: crate::sink::config::SinkConfig::default(),
+            transforms: Vec::new(),
+            predicates: Vec::new(),
         }
     }
 
@@ -323,6 +328,8 @@ impl Draft {
             debezium: self.debezium,
             heartbeat: self.heartbeat,
             sink: self.sink,
+            transforms: self.transforms,
+            predicates: self.predicates,
             kafka: KafkaConfig {
                 bootstrap_servers,
                 producer: self.kafka.producer,

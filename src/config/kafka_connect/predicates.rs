@@ -67,6 +67,27 @@ impl Predicate {
         }
     }
 
+    /// The predicate as the chain after the router takes it.
+    pub(super) fn spec(&self, alias: &str) -> crate::connect::transforms::config::PredicateSpec {
+        use crate::connect::transforms::config::OptionValue;
+        let (class, options) = match self {
+            Predicate::TopicNameMatches { pattern, .. } => (
+                TOPIC_NAME_MATCHES,
+                [("pattern".to_owned(), OptionValue::Text(pattern.clone()))].into(),
+            ),
+            Predicate::HasHeaderKey(name) => (
+                HAS_HEADER_KEY,
+                [("name".to_owned(), OptionValue::Text(name.clone()))].into(),
+            ),
+            Predicate::RecordIsTombstone => (RECORD_IS_TOMBSTONE, Default::default()),
+        };
+        crate::connect::transforms::config::PredicateSpec {
+            name: alias.to_owned(),
+            class: class.to_owned(),
+            options,
+        }
+    }
+
     /// Whether the predicate depends on the record beyond its kind.
     pub(super) fn per_record(&self) -> bool {
         matches!(self, Predicate::HasHeaderKey(n) if KEY_CHANGE_HEADERS.contains(&n.as_str()))

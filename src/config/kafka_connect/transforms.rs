@@ -54,14 +54,26 @@ pub(in crate::config) fn translate_transforms(
     // Predicates are read (and checked) whether or not a transform uses one.
     let predicates = read_predicates(c, notes)?;
     let list = c.take("transforms").unwrap_or_default();
-    let names: Vec<&str> = list
+    let all: Vec<&str> = list
         .split(',')
         .map(str::trim)
         .filter(|n| !n.is_empty())
         .collect();
+    // What follows the EventRouter is Connect's chain after it.
+    let router_at = all.iter().position(|n| {
+        c.map
+            .get(&format!("transforms.{n}.type"))
+            .is_some_and(|t| t.trim() == EVENT_ROUTER)
+    });
+    let (names, after) = match router_at {
+        Some(i) => (&all[..=i], &all[i + 1..]),
+        None => (&all[..], &[][..]),
+    };
+    read_after_router(c, draft, after, &predicates, notes)?;
     let chain = "walrelay implements the outbox EventRouter, optionally preceded by \
-                 DecodeLogicalDecodingMessageContent (transforms=decode,outbox)";
-    let (decode_name, name) = match names.as_slice() {
+                 DecodeLogicalDecodingMessageContent (transforms=decode,outbox), and \
+                 followed by Kafka Connect's transforms";
+    let (decode_name, name) = match names {
         [one] => (None, (*one).to_owned()),
         [first, second] => (Some((*first).to_owned()), (*second).to_owned()),
         // A connector of logical decoding messages only, without any
@@ -73,7 +85,7 @@ pub(in crate::config) fn translate_transforms(
                 format!("walrelay implements the outbox EventRouter: set transforms=outbox and transforms.outbox.type={EVENT_ROUTER}"),
             ))
         }
-        _ => return Err(refuse_longer_chain(c, &names, chain)),
+        _ => return Err(refuse_longer_chain(c, names, chain)),
     };
     let decode = match &decode_name {
         None => None,
@@ -164,6 +176,72 @@ pub(in crate::config) fn translate_transforms(
         notes.ignore(
             c.name(&format!("transforms.{key}")),
             "ignored: the transform is not listed in transforms",
+        );
+    }
+    Ok(())
+}
+
+/// Reads the transforms after the EventRouter (`after`, in order) into
+/// the draft's chain, with the predicates they name; each must be one
+/// walrelay runs. The chain is built once here so a bad option is
+/// refused by its key, and options no transform reads are noted as
+/// ignored (Kafka Connect ignores them too).
+fn read_after_router(
+    c: &mut Keys,
+    draft: &mut Draft,
+    after: &[&str],
+    predicates: &BTreeMap<String, super::predicates::Predicate>,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
+    use crate::connect::transforms::config::{self as chain, OptionValue, TransformSpec};
+    if after.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = crate::connect::transforms::classes().collect();
+    for name in after {
+        let prefix = format!("transforms.{name}.");
+        let mut options = c.take_prefixed(&prefix);
+        let type_key = format!("{prefix}type");
+        let class = match options.remove("type").map(|t| t.trim().to_owned()) {
+            Some(t) if !t.is_empty() => t,
+            _ => {
+                return Err(ConfigError::Missing {
+                    key: c.name(&type_key),
+                    reason: "set the transform's class".to_owned(),
+                })
+            }
+        };
+        if !known.contains(&class.as_str()) {
+            return Err(c.unsupported(
+                &type_key,
+                format!(
+                    "walrelay does not run {class} after the EventRouter: {}",
+                    why_not(&class)
+                ),
+            ));
+        }
+        let condition = take_condition(c, &mut options, &prefix, predicates)?;
+        draft.transforms.push(TransformSpec {
+            name: (*name).to_owned(),
+            class,
+            predicate: condition.as_ref().map(|cond| cond.alias.clone()),
+            negate: condition.as_ref().map(|cond| cond.negate),
+            options: options
+                .into_iter()
+                .map(|(k, v)| (k, OptionValue::Text(v)))
+                .collect(),
+        });
+    }
+    draft.predicates = predicates.iter().map(|(alias, p)| p.spec(alias)).collect();
+    let (_, unused) =
+        chain::build(&draft.transforms, &draft.predicates).map_err(|e| ConfigError::Invalid {
+            key: c.name(&e.key),
+            reason: e.reason,
+        })?;
+    for key in unused {
+        notes.ignore(
+            c.name(&key),
+            "ignored: not an option of the transform (Kafka Connect ignores it too)",
         );
     }
     Ok(())

@@ -53,7 +53,7 @@ use super::publish::{self, RecordContext, Refused, Routing, Step, Stop, UNTRACKE
 use super::{transactional_config, KafkaSink, SinkError};
 use crate::checkpoint::{SharedTracker, TxnSeq};
 use crate::metrics::{observe_micros, ResultLabel};
-use crate::router::Router;
+use crate::router::{KafkaRecord, Router};
 use crate::sink::config::TransactionsConfig;
 
 use crate::txn::OutboxEvent;
@@ -70,12 +70,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A record produced outside the event stream (a heartbeat), queued for
 /// the next transaction.
-struct Queued {
-    topic: String,
-    partition: Option<i32>,
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-}
+struct Queued(KafkaRecord);
 
 /// The exactly-once state of a sink: identity, the last committed progress
 /// and the durable position it gives the slot.
@@ -200,23 +195,12 @@ impl Eos {
     }
 
     /// Queues a record for the next transaction (heartbeats).
-    pub(super) fn queue(
-        &self,
-        topic: &str,
-        partition: Option<i32>,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-    ) {
+    pub(super) fn queue(&self, record: &KafkaRecord) {
         let mut queued = self.queued.lock().expect("queue lock");
         if queued.len() >= MAX_QUEUED {
             queued.remove(0);
         }
-        queued.push(Queued {
-            topic: topic.to_owned(),
-            partition,
-            key: key.map(<[u8]>::to_vec),
-            value: value.map(<[u8]>::to_vec),
-        });
+        queued.push(Queued(record.clone()));
         drop(queued);
         self.wake.notify_one();
     }
@@ -815,10 +799,7 @@ impl KafkaSink {
         let queued = std::mem::take(&mut *eos.queued.lock().expect("queue lock"));
         for q in &queued {
             self.begin(eos, open)?;
-            let record = WireRecord {
-                partition: q.partition,
-                ..WireRecord::plain(&q.topic, q.key.as_deref(), q.value.as_deref())
-            };
+            let record = WireRecord::of(&q.0);
             self.send_in_txn(eos, open, producer, &record, RecordContext::untracked())
                 .await?;
             open.records += 1;
@@ -1010,6 +991,11 @@ impl KafkaSink {
         };
         let (record, event_id) = match routing {
             Routing::Record(record, event_id) => (record, event_id),
+            // Nothing to send; the commit settles the event with the others.
+            Routing::Dropped => {
+                self.shared.metrics.transform_dropped.inc();
+                return Ok(());
+            }
             Routing::Letter(letter) => {
                 let dl = self
                     .dead_letter

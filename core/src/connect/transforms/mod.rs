@@ -15,6 +15,7 @@
 //! Pure: never does I/O or logs.
 
 mod cast;
+pub mod config;
 mod fields;
 mod flatten;
 mod headers;
@@ -23,6 +24,7 @@ pub mod predicate;
 mod routing;
 mod schema_meta;
 mod timestamp;
+#[allow(dead_code, reason = "used as the transforms land")]
 mod util;
 
 use std::fmt;
@@ -77,7 +79,7 @@ pub enum Side {
 
 impl Side {
     /// `operatingSchema(record)`.
-    pub fn schema<'a>(self, r: &'a ConnectRecord) -> Option<&'a Arc<Schema>> {
+    pub fn schema(self, r: &ConnectRecord) -> Option<&Arc<Schema>> {
         match self {
             Side::Key => r.key_schema.as_ref(),
             Side::Value => r.value_schema.as_ref(),
@@ -248,11 +250,12 @@ pub struct ChainConfigError {
     pub source: TransformConfigError,
 }
 
+/// Per transform alias, the options it did not read.
+pub type Unused = Vec<(String, Vec<String>)>;
+
 /// Builds the chain; returns it and, per transform, the options it did
 /// not read (Connect ignores those).
-pub fn build_chain(
-    steps: Vec<StepConfig>,
-) -> Result<(Chain, Vec<(String, Vec<String>)>), ChainConfigError> {
+pub fn build_chain(steps: Vec<StepConfig>) -> Result<(Chain, Unused), ChainConfigError> {
     let mut built = Vec::with_capacity(steps.len());
     let mut unused = Vec::new();
     for s in steps {
@@ -283,8 +286,11 @@ pub fn build_chain(
 /// What a module's `build` gives for a class it knows.
 type Built = Result<Box<dyn Transformation>, TransformConfigError>;
 
+/// A module's builder: `None` for a class that is not its own.
+type Builder = fn(&str, &options::Reader<'_>) -> Option<Built>;
+
 /// Each module's classes and builder.
-const MODULES: &[(&[&str], fn(&str, &options::Reader<'_>) -> Option<Built>)] = &[
+const MODULES: &[(&[&str], Builder)] = &[
     (cast::CLASSES, cast::build),
     (fields::CLASSES, fields::build),
     (flatten::CLASSES, flatten::build),
