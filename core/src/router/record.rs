@@ -129,7 +129,10 @@ impl Router {
                     key,
                     value_schema,
                     value,
-                    timestamp: timestamp_ms,
+                    // Debezium's record always has one: the column's, or
+                    // the change event's `ts_ms` (when it was processed).
+                    timestamp: timestamp_ms
+                        .or_else(|| Some(crate::clock::unix_now_micros() / 1000)),
                     headers,
                 };
                 return self.finish(r, record);
