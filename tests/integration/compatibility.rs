@@ -331,10 +331,7 @@ const fn expand_fail(name: &'static str, end: End, feed: &'static str) -> Case {
 }
 
 /// The topics of the `smt-chain-schemas` case (RegexRouter after the router).
-const SMT_TOPICS: &[(&str, i32)] = &[
-    ("smt.U_@AGG@", PARTITIONS),
-    ("smt.V_@AGG@", PARTITIONS),
-];
+const SMT_TOPICS: &[(&str, i32)] = &[("smt.U_@AGG@", PARTITIONS), ("smt.V_@AGG@", PARTITIONS)];
 /// The topics of the `smt-chain-noschemas` case (TimestampRouter).
 const SMT_COPY_TOPICS: &[(&str, i32)] = &[
     ("outbox.event.U_@AGG@.copy", PARTITIONS),
@@ -348,7 +345,10 @@ const CASES: &[Case] = &[
     // with headers copied, added and dropped under a negated predicate,
     // and one whose transform fails at the first event.
     with_topics(case("smt-chain-schemas", End::Records(5)), SMT_TOPICS),
-    with_topics(case("smt-chain-noschemas", End::Records(6)), SMT_COPY_TOPICS),
+    with_topics(
+        case("smt-chain-noschemas", End::Records(6)),
+        SMT_COPY_TOPICS,
+    ),
     case("smt-fail", End::Fatal(0)),
     // Worker without converters (Connect's default: JsonConverter with
     // schemas), connector without any EventRouter option.

@@ -154,7 +154,17 @@ impl Router {
         r: &Row<'_>,
         record: ConnectRecord,
     ) -> Result<Option<KafkaRecord>, RouteError> {
-        self.transform(record, r.meta.lsn, || r.event_id())
+        let out = self.transform(record, r.meta.lsn, || r.event_id())?;
+        if let Some(rec) = &out {
+            if rec.key.is_none() && self.cfg.null_key == super::config::NullPolicy::Error {
+                return Err(RouteError::NullKey {
+                    column: r.bound.key.name.to_string(),
+                    lsn: r.meta.lsn,
+                    event_id: r.event_id(),
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Runs the chain on a record that did not come from the router's

@@ -244,7 +244,8 @@ impl Router {
                 self.key_converter.from_connect_data(Some(&c.ty.schema), &v),
             )?)
         };
-        if key.is_null() && self.cfg.null_key == NullPolicy::Error {
+        // Under a chain, the key published is checked after it (`finish`).
+        if !self.connect_mode() && key.is_null() && self.cfg.null_key == NullPolicy::Error {
             return Err(RouteError::NullKey {
                 column: c.name.to_string(),
                 lsn: r.meta.lsn,

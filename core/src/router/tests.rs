@@ -2382,3 +2382,160 @@ fn a_missing_column_of_a_table_mapping_names_table_and_column() {
         })
         .is_err());
 }
+
+/// A chain whose only transform never applies (its predicate is false for
+/// every record): the router keeps Connect data and converts after the
+/// chain, and must give what it gives without a chain, byte for byte.
+fn inert_chain() -> crate::connect::transforms::Chain {
+    use crate::connect::transforms::config::{build, OptionValue, PredicateSpec, TransformSpec};
+    let transforms = [TransformSpec {
+        name: "never".into(),
+        class: "HoistField$Value".into(),
+        predicate: Some("absent".into()),
+        negate: None,
+        options: [("field".to_owned(), OptionValue::Text("x".into()))].into(),
+    }];
+    let predicates = [PredicateSpec {
+        name: "absent".into(),
+        class: "HasHeaderKey".into(),
+        options: [(
+            "name".to_owned(),
+            OptionValue::Text("no-such-header".into()),
+        )]
+        .into(),
+    }];
+    build(&transforms, &predicates).expect("valid chain").0
+}
+
+#[test]
+fn an_inert_chain_changes_no_byte() {
+    let placements = [
+        None,
+        Some("type:header:eventType,aggregateid:envelope:agg"),
+        Some("type:header:eventType"),
+    ];
+    let kinds = [
+        (ConverterKind::String, false),
+        (ConverterKind::Json, true),
+        (ConverterKind::Json, false),
+    ];
+    let rows = [
+        user_row(),
+        row(text("1"), text("User"), text("k"), ColumnValue::Null),
+        row(text("2"), text("User"), ColumnValue::Null, text("  ")),
+        row(
+            text("3"),
+            text("Order"),
+            text("k3"),
+            text(r#"{"a": [1, 2.5], "b": {"c": null}}"#),
+        ),
+    ];
+    for expand in [false, true] {
+        for tombstone in [false, true] {
+            for p in placements {
+                for (kind, schemas) in kinds {
+                    let cfg = RouterConfig {
+                        expand_json_payload: expand,
+                        route_tombstone_on_empty_payload: tombstone,
+                        additional_placement: p.map(str::to_owned),
+                        ..RouterConfig::default()
+                    };
+                    let conv = converters(kind, kind, schemas);
+                    let debezium = DebeziumConfig::default();
+                    let mut plain = Router::new(cfg.clone(), conv, debezium.clone()).unwrap();
+                    let mut chained = Router::new(cfg, conv, debezium)
+                        .unwrap()
+                        .with_chain(inert_chain());
+                    let rel = relation(UUID_OID);
+                    let b1 = plain.bind(&rel, &TableMeta::unknown()).unwrap();
+                    let b2 = chained.bind(&rel, &TableMeta::unknown()).unwrap();
+                    for r in &rows {
+                        let a = plain.route(&b1, r, &meta());
+                        let b = chained.route(&b2, r, &meta());
+                        let what = format!(
+                            "expand {expand}, tombstone {tombstone}, {p:?}, {kind:?}/{schemas}"
+                        );
+                        match (a, b) {
+                            (Ok(Some(a)), Ok(Some(mut b))) => {
+                                // The chain's record carries Debezium's
+                                // processing time where no column gives one.
+                                assert!(a.timestamp_ms.is_none(), "{what}");
+                                assert!(b.timestamp_ms.is_some(), "{what}");
+                                b.timestamp_ms = None;
+                                // Extended headers carry a run id per router.
+                                let strip = |h: &mut Vec<RecordHeader>| {
+                                    h.retain(|h| &*h.name != HEADER_RUN_ID)
+                                };
+                                let mut a = a;
+                                strip(&mut a.headers);
+                                strip(&mut b.headers);
+                                assert_eq!(a, b, "{what}");
+                            }
+                            (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{what}"),
+                            (a, b) => panic!("{what}: {a:?} against {b:?}"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_chain_reshapes_the_record_and_its_failure_names_the_transform() {
+    use crate::connect::transforms::config::{build, OptionValue, TransformSpec};
+    let spec = |name: &str, class: &str, opts: &[(&str, &str)]| TransformSpec {
+        name: name.into(),
+        class: class.into(),
+        predicate: None,
+        negate: None,
+        options: opts
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), OptionValue::Text((*v).to_owned())))
+            .collect(),
+    };
+    let chain = build(
+        &[
+            spec("hoist", "HoistField$Value", &[("field", "event")]),
+            spec(
+                "insert",
+                "org.apache.kafka.connect.transforms.InsertField$Value",
+                &[
+                    ("static.field", "source"),
+                    ("static.value", "w"),
+                    ("topic.field", "t"),
+                ],
+            ),
+            spec("key", "HoistField$Key", &[("field", "agg")]),
+        ],
+        &[],
+    )
+    .expect("valid")
+    .0;
+    let conv = converters(ConverterKind::Json, ConverterKind::Json, false);
+    let mut r = Router::new(RouterConfig::default(), conv, DebeziumConfig::default())
+        .unwrap()
+        .with_chain(chain);
+    let rel = relation(UUID_OID);
+    let bound = r.bind(&rel, &TableMeta::unknown()).unwrap();
+    let rec = r.route(&bound, &user_row(), &meta()).unwrap().unwrap();
+    assert_eq!(rec.key.as_deref(), Some(&br#"{"agg":"10711fa5"}"#[..]));
+    assert_eq!(
+        std::str::from_utf8(rec.value.as_deref().unwrap()).unwrap(),
+        r#"{"event":"{\"email\": \"gh@mefi.in\"}","t":"outbox.event.User","source":"w"}"#
+    );
+    let failing = build(
+        &[spec("pick", "ExtractField$Value", &[("field", "nope")])],
+        &[],
+    )
+    .unwrap()
+    .0;
+    let mut r = Router::new(RouterConfig::default(), conv, DebeziumConfig::default())
+        .unwrap()
+        .with_chain(failing);
+    let bound = r.bind(&rel, &TableMeta::unknown()).unwrap();
+    let err = r.route(&bound, &user_row(), &meta()).unwrap_err();
+    assert_eq!(err.kind(), "transform");
+    let text = err.to_string();
+    assert!(text.contains("pick") && text.contains("59a42efd"), "{text}");
+}

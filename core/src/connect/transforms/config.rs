@@ -139,25 +139,26 @@ pub fn build(
                 reason: "defined twice".to_owned(),
             });
         }
-        let condition =
-            match (&t.predicate, t.negate) {
-                (None, None) => None,
-                (None, Some(_)) => return Err(SpecError {
+        let condition = match (&t.predicate, t.negate) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(SpecError {
                     key: format!("{prefix}.negate"),
                     reason: format!(
                         "there is no {prefix}.predicate to negate (Kafka Connect refuses it too)"
                     ),
-                }),
-                (Some(p), negate) => {
-                    let Some(predicate) = built.get(p.trim()) else {
-                        return Err(SpecError {
-                            key: format!("{prefix}.predicate"),
-                            reason: format!("names {p:?}, which is not a configured predicate"),
-                        });
-                    };
-                    Some((Arc::clone(predicate), negate.unwrap_or(false)))
-                }
-            };
+                })
+            }
+            (Some(p), negate) => {
+                let Some(predicate) = built.get(p.trim()) else {
+                    return Err(SpecError {
+                        key: format!("{prefix}.predicate"),
+                        reason: format!("names {p:?}, which is not a configured predicate"),
+                    });
+                };
+                Some((Arc::clone(predicate), negate.unwrap_or(false)))
+            }
+        };
         steps.push(StepConfig {
             alias: t.name.clone(),
             class: transform_class(&t.class),
