@@ -717,10 +717,59 @@ fn write_schemaless(out: &mut String, value: &Value) -> Result<(), ConvertError>
             }
             out.push(']');
         }
-        Value::Map(_) | Value::Struct(_) => {
-            return Err(refused(JSON_CONVERTER, "a map or struct needs a schema"));
+        Value::Map(entries) => write_schemaless_map(out, entries)?,
+        Value::Struct(_) => {
+            return Err(refused(JSON_CONVERTER, "a struct needs a schema"));
         }
     }
+    Ok(())
+}
+
+/// `convertToJson(null, map)`: a JSON object in the map's iteration order
+/// when every key is a string (a key met again replaces the value in
+/// place, as `ObjectNode.set` does), otherwise an array of `[key, value]`
+/// pairs; keys and values typed by their Java class.
+fn write_schemaless_map(out: &mut String, entries: &[(Value, Value)]) -> Result<(), ConvertError> {
+    let mut object: Vec<(&str, &Value)> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        let Value::String(k) = k else {
+            return write_schemaless_pairs(out, entries);
+        };
+        match object.iter_mut().find(|(name, _)| *name == k.as_str()) {
+            Some(slot) => slot.1 = v,
+            None => object.push((k.as_str(), v)),
+        }
+    }
+    out.push('{');
+    for (i, (k, v)) in object.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, k);
+        out.push(':');
+        write_schemaless(out, v)?;
+    }
+    out.push('}');
+    Ok(())
+}
+
+/// A map with a non-string key, as `[[key,value],...]`.
+fn write_schemaless_pairs(
+    out: &mut String,
+    entries: &[(Value, Value)],
+) -> Result<(), ConvertError> {
+    out.push('[');
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        write_schemaless(out, k)?;
+        out.push(',');
+        write_schemaless(out, v)?;
+        out.push(']');
+    }
+    out.push(']');
     Ok(())
 }
 
@@ -1017,5 +1066,83 @@ mod tests {
                 .unwrap()),
             "2.5"
         );
+    }
+    #[test]
+    fn schemaless_maps_as_kafka_writes_them() {
+        // Read from Kafka 4.1.1's JsonConverter, StringConverter and
+        // SimpleHeaderConverter given a null schema and these LinkedHashMaps.
+        let st = |x: &str| Value::string(x);
+        let strings = Value::Map(vec![
+            (st("b"), Value::Int32(1)),
+            (
+                st("a"),
+                Value::Map(vec![(
+                    st("x"),
+                    Value::Array(vec![Value::Int64(1), Value::Float64(2.5)]),
+                )]),
+            ),
+            (st("n"), Value::Null),
+        ]);
+        let mixed = Value::Map(vec![
+            (Value::Int32(1), st("one")),
+            (st("two"), Value::Int32(2)),
+            (Value::Null, Value::Boolean(true)),
+        ]);
+        let empty = Value::Map(vec![]);
+        let simple = HeaderConverter {
+            kind: HeaderConverterKind::Simple,
+            schemas_enable: true,
+        };
+        for (value, json, to_string, header) in [
+            (
+                &strings,
+                r#"{"b":1,"a":{"x":[1,2.5]},"n":null}"#,
+                "{b=1, a={x=[1, 2.5]}, n=null}",
+                r#"{"b":1,"a":{"x":[1,2.5]},"n":null}"#,
+            ),
+            (
+                &mixed,
+                r#"[[1,"one"],["two",2],[null,true]]"#,
+                "{1=one, two=2, null=true}",
+                r#"{1:"one","two":2,null:true}"#,
+            ),
+            (&empty, "{}", "{}", "{}"),
+        ] {
+            assert_eq!(
+                s(conv(ConverterKind::Json, true)
+                    .from_connect_data(None, value)
+                    .unwrap()),
+                format!("{{\"schema\":null,\"payload\":{json}}}")
+            );
+            assert_eq!(
+                s(conv(ConverterKind::Json, false)
+                    .from_connect_data(None, value)
+                    .unwrap()),
+                json
+            );
+            assert_eq!(
+                s(conv(ConverterKind::String, false)
+                    .from_connect_data(None, value)
+                    .unwrap()),
+                to_string
+            );
+            assert_eq!(s(simple.from_connect_header(None, value).unwrap()), header);
+        }
+        // A repeated string key keeps its first place, as ObjectNode.set does.
+        let dup = Value::Map(vec![
+            (st("a"), Value::Int32(1)),
+            (st("b"), Value::Int32(2)),
+            (st("a"), Value::Int32(3)),
+        ]);
+        assert_eq!(
+            s(conv(ConverterKind::Json, false)
+                .from_connect_data(None, &dup)
+                .unwrap()),
+            r#"{"a":3,"b":2}"#
+        );
+        let with_struct = Value::Map(vec![(st("s"), Value::Struct(vec![]))]);
+        assert!(conv(ConverterKind::Json, false)
+            .from_connect_data(None, &with_struct)
+            .is_err());
     }
 }
