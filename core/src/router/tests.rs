@@ -2464,7 +2464,7 @@ fn an_inert_chain_changes_no_byte() {
                                 b.timestamp_ms = None;
                                 // Extended headers carry a run id per router.
                                 let strip = |h: &mut Vec<RecordHeader>| {
-                                    h.retain(|h| &*h.name != HEADER_RUN_ID)
+                                    h.retain(|h| &*h.name != HEADER_RUN_ID);
                                 };
                                 let mut a = a;
                                 strip(&mut a.headers);

@@ -24,7 +24,6 @@ pub mod predicate;
 mod routing;
 mod schema_meta;
 mod timestamp;
-#[allow(dead_code, reason = "used as the transforms land")]
 mod util;
 
 use std::fmt;

@@ -77,19 +77,6 @@ pub(crate) fn struct_get<'a>(schema: &'a Schema, values: &'a [Value], index: usi
     }
 }
 
-/// `struct.get(fieldName)` on a struct of `schema`: `DataException`
-/// `<name> is not a valid field name` when there is no such field.
-pub(crate) fn struct_get_by_name<'a>(
-    schema: &'a Schema,
-    values: &'a [Value],
-    name: &str,
-) -> Result<&'a Value, TransformError> {
-    let i = schema
-        .field_index(name)
-        .ok_or_else(|| TransformError::new(format!("{name} is not a valid field name")))?;
-    Ok(struct_get(schema, values, i))
-}
-
 /// `SchemaUtil.copySchemaBasics(source)`: a builder of the same type
 /// (an array keeps its element schema) with name, version, doc and
 /// parameters; no optionality, default or fields.
@@ -103,31 +90,4 @@ pub(crate) fn copy_schema_basics(source: &Schema) -> Schema {
     s.doc.clone_from(&source.doc);
     s.parameters.clone_from(&source.parameters);
     s
-}
-
-/// A schemaless `HashMap<String, Object>` filled in `entries`' order (by
-/// `put`, a later equal key replacing the value in place), in the order
-/// Java iterates it.
-pub(crate) fn java_hash_map(entries: Vec<(String, Value)>) -> Value {
-    let mut unique: Vec<(String, Value)> = Vec::with_capacity(entries.len());
-    for (k, v) in entries {
-        match unique.iter_mut().find(|(u, _)| *u == k) {
-            Some(slot) => slot.1 = v,
-            None => unique.push((k, v)),
-        }
-    }
-    Value::Map(
-        crate::connect::java::java_hash_map_order(unique)
-            .into_iter()
-            .map(|(k, v)| (Value::string(k), v))
-            .collect(),
-    )
-}
-
-/// The text of a string key of a schemaless map.
-pub(crate) fn map_key(k: &Value) -> Option<&str> {
-    match k {
-        Value::String(t) => Some(t.as_str()),
-        _ => None,
-    }
 }
