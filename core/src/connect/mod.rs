@@ -10,6 +10,7 @@
 //! I/O or log: everything here is a pure function of its inputs, so the
 //! router can call it on the hot path.
 
+pub mod cloudevents;
 pub mod config;
 pub mod convert;
 pub mod expand;

@@ -16,6 +16,7 @@
 
 mod cast;
 pub mod config;
+mod debezium;
 mod fields;
 mod flatten;
 mod headers;
@@ -291,6 +292,7 @@ type Builder = fn(&str, &options::Reader<'_>) -> Option<Built>;
 /// Each module's classes and builder.
 const MODULES: &[(&[&str], Builder)] = &[
     (cast::CLASSES, cast::build),
+    (debezium::CLASSES, debezium::build),
     (fields::CLASSES, fields::build),
     (flatten::CLASSES, flatten::build),
     (headers::CLASSES, headers::build),

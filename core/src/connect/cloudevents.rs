@@ -1,0 +1,1 @@
+//! Debezium's `io.debezium.converters.CloudEventsConverter` (to be written).
