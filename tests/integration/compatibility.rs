@@ -350,6 +350,27 @@ const CASES: &[Case] = &[
         SMT_COPY_TOPICS,
     ),
     case("smt-fail", End::Fatal(0)),
+    // Expanded payloads reshaped by seven transforms (Flatten, Cast,
+    // MaskField, ReplaceField, TimestampConverter, ValueToKey,
+    // ExtractField) and a header parsed from a literal, with and without
+    // schemas; a cast that cannot be made stops both at the same event; a
+    // tombstone (no schema) hoisted into a schemaless map.
+    with_sql(
+        case("smt-expand-schemas", End::Records(3)),
+        "outbox.sql",
+        "smt-feed.sql",
+    ),
+    with_sql(
+        case("smt-expand-noschemas", End::Records(3)),
+        "outbox.sql",
+        "smt-feed.sql",
+    ),
+    with_sql(
+        case("smt-fail-cast", End::Fatal(1)),
+        "outbox.sql",
+        "smt-fail-cast-feed.sql",
+    ),
+    case("smt-tombstone", End::Records(6)),
     // Worker without converters (Connect's default: JsonConverter with
     // schemas), connector without any EventRouter option.
     case("defaults", End::Records(6)),

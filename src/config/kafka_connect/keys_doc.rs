@@ -264,10 +264,13 @@ fn fixture() -> Vec<Entry> {
 
 /// The fixture's stand-ins for the names a user chooses.
 fn concrete(text: &str) -> String {
-    text.replace("<router>", "outbox")
+    let named = text
+        .replace("<router>", "outbox")
         .replace("<decode>", "decode")
         .replace("<provider>", "file")
-        .replace("<profile>", "dev")
+        .replace("<profile>", "dev");
+    // Any other `<alias>` (a transform after the router) is its own name.
+    named.replace(['<', '>'], "")
 }
 
 /// The key and value a fixture entry sets for `value`.
