@@ -149,6 +149,40 @@ fn router(converters: ConvertersConfig) -> (Router, BoundRelation) {
     (router, bound)
 }
 
+/// A typical chain after the router: the topic renamed, a header added,
+/// the payload wrapped in a struct.
+fn chain3() -> walrelay::connect::transforms::Chain {
+    use walrelay::connect::transforms::config::{build, OptionValue, TransformSpec};
+    let spec = |name: &str, class: &str, opts: &[(&str, &str)]| TransformSpec {
+        name: name.to_owned(),
+        class: class.to_owned(),
+        predicate: None,
+        negate: None,
+        options: opts
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), OptionValue::Text((*v).to_owned())))
+            .collect(),
+    };
+    build(
+        &[
+            spec(
+                "rename",
+                "RegexRouter",
+                &[("regex", "outbox\\.event\\.(.*)"), ("replacement", "events.$1")],
+            ),
+            spec(
+                "tag",
+                "InsertHeader",
+                &[("header", "origin"), ("value.literal", "walrelay")],
+            ),
+            spec("wrap", "HoistField$Value", &[("field", "event")]),
+        ],
+        &[],
+    )
+    .expect("valid chain")
+    .0
+}
+
 fn json_converters() -> ConvertersConfig {
     ConvertersConfig {
         key: ConverterKind::Json,
@@ -209,6 +243,17 @@ fn route(c: &mut Criterion) {
                 .expect("routes")
         });
     });
+    // The same routers with three transforms after them (issue 31).
+    for (name, converters) in [
+        ("string_converter_chain3", ConvertersConfig::default()),
+        ("json_converter_schemas_chain3", json_converters()),
+    ] {
+        let (r, bound) = router(converters);
+        let mut r = r.with_chain(chain3());
+        g.bench_function(name, |b| {
+            b.iter(|| r.route(&bound, black_box(&row), &meta).expect("routes"));
+        });
+    }
     g.finish();
 }
 
