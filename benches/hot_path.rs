@@ -168,7 +168,10 @@ fn chain3() -> walrelay::connect::transforms::Chain {
             spec(
                 "rename",
                 "RegexRouter",
-                &[("regex", "outbox\\.event\\.(.*)"), ("replacement", "events.$1")],
+                &[
+                    ("regex", "outbox\\.event\\.(.*)"),
+                    ("replacement", "events.$1"),
+                ],
             ),
             spec(
                 "tag",

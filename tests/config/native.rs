@@ -99,12 +99,44 @@ bootstrap_servers = "127.0.0.1:{kafka}"
             render("", "").replace("dbname = \"app\"\n", ""),
             "missing field `dbname`",
         ),
+        (
+            "bad transform option",
+            render(
+                "",
+                "[[transforms]]\nname = \"r\"\ntype = \"RegexRouter\"\nregex = \"[\"\nreplacement = \"x\"",
+            ),
+            "transforms.r.regex",
+        ),
+        (
+            "unknown transform",
+            render("", "[[transforms]]\nname = \"r\"\ntype = \"NoSuchTransform\""),
+            "transforms.r.type",
+        ),
+        (
+            "unknown predicate",
+            render(
+                "",
+                "[[transforms]]\nname = \"f\"\ntype = \"Filter\"\npredicate = \"p\"",
+            ),
+            "transforms.f.predicate",
+        ),
     ];
     // The base itself is valid: each case fails for its own reason only.
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.toml");
     std::fs::write(&good, render("", "")).unwrap();
     let out = run_walrelay(&["validate"], &good, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A chain of transforms after the router, with a predicate.
+    let chained = dir.path().join("chained.toml");
+    let chain = "[[transforms]]\nname = \"rename\"\ntype = \"RegexRouter\"\nregex = \"outbox\\\\.event\\\\.(.*)\"\nreplacement = \"events.$1\"\n\n[[transforms]]\nname = \"drop\"\ntype = \"org.apache.kafka.connect.transforms.Filter\"\npredicate = \"payments\"\n\n[[predicates]]\nname = \"payments\"\ntype = \"TopicNameMatches\"\npattern = \"events\\\\.Payment\"\n";
+    std::fs::write(&chained, render("", chain)).unwrap();
+    let out = run_walrelay(&["validate"], &chained, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -620,6 +620,93 @@ mod tests {
     const HEADER: &str = "org.apache.kafka.connect.transforms.predicates.HasHeaderKey";
     const TOMBSTONE: &str = "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone";
 
+    const KAFKA: &str = "org.apache.kafka.connect.transforms.";
+
+    #[test]
+    fn transforms_after_the_router_become_the_chain_in_order() {
+        let t = translate(&[
+            ("transforms", "outbox,rename,wrap,drop"),
+            ("transforms.rename.type", &format!("{KAFKA}RegexRouter")),
+            ("transforms.rename.regex", "outbox\\.event\\.(.*)"),
+            ("transforms.rename.replacement", "events.$1"),
+            ("transforms.rename.no.such", "1"),
+            ("transforms.wrap.type", &format!("{KAFKA}HoistField$Value")),
+            ("transforms.wrap.field", "event"),
+            ("transforms.drop.type", &format!("{KAFKA}Filter")),
+            ("transforms.drop.predicate", "p"),
+            ("transforms.drop.negate", "true"),
+            ("predicates", "p"),
+            ("predicates.p.type", TOPIC),
+            ("predicates.p.pattern", "events\\..*"),
+        ])
+        .unwrap();
+        let names: Vec<(&str, &str)> = t
+            .config
+            .transforms
+            .iter()
+            .map(|s| (s.name.as_str(), s.class.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("rename", "org.apache.kafka.connect.transforms.RegexRouter"),
+                (
+                    "wrap",
+                    "org.apache.kafka.connect.transforms.HoistField$Value"
+                ),
+                ("drop", "org.apache.kafka.connect.transforms.Filter"),
+            ]
+        );
+        let drop = &t.config.transforms[2];
+        assert_eq!(
+            (drop.predicate.as_deref(), drop.negate),
+            (Some("p"), Some(true))
+        );
+        assert!(t.ignored("transforms.rename.no.such"));
+        let chain = t.config.chain().unwrap();
+        assert_eq!(chain.describe().len(), 3);
+    }
+
+    #[test]
+    fn a_bad_transform_after_the_router_is_refused_by_its_key() {
+        let text = refusal(
+            &[
+                ("transforms", "outbox,cast"),
+                ("transforms.cast.type", &format!("{KAFKA}Cast$Value")),
+                ("transforms.cast.spec", "a:struct"),
+            ],
+            "transforms.cast.spec",
+        );
+        assert!(text.contains("struct"), "{text}");
+        refusal(
+            &[
+                ("transforms", "outbox,x"),
+                (
+                    "transforms.x.type",
+                    "io.debezium.transforms.ExtractNewRecordState",
+                ),
+            ],
+            "transforms.x.type",
+        );
+        refusal(&[("transforms", "outbox,x")], "transforms.x.type");
+        refusal(
+            &[
+                ("transforms", "outbox,x"),
+                ("transforms.x.type", &format!("{KAFKA}Filter")),
+                ("transforms.x.predicate", "nowhere"),
+            ],
+            "transforms.x.predicate",
+        );
+        // A transform before the router other than the decode one.
+        refusal(
+            &[
+                ("transforms", "x,outbox"),
+                ("transforms.x.type", &format!("{KAFKA}Filter")),
+            ],
+            "transforms.x.type",
+        );
+    }
+
     #[test]
     fn a_router_predicate_true_for_the_outbox_topic_is_accepted() {
         let t = translate(&[
