@@ -296,24 +296,14 @@ const REFUSED: &[(&str, &str)] = &[
     ),
 ];
 
-/// Why a transform class is refused: its entry in [`REFUSED`], or (for
-/// Debezium's outbox-minded transforms and Kafka Connect's own) that
-/// walrelay does not run it after the router yet, so the records would go
-/// out untransformed.
+/// Why a transform class is refused: its entry in [`REFUSED`], or that
+/// walrelay does not know it.
 fn why_not(class: &str) -> String {
     if let Some((_, why)) = REFUSED.iter().find(|(c, _)| *c == class) {
         return (*why).to_owned();
     }
-    if class.starts_with("org.apache.kafka.connect.transforms.")
-        || matches!(
-            class,
-            "io.debezium.transforms.HeaderToValue"
-                | "io.debezium.transforms.partitions.PartitionRouting"
-                | "io.debezium.transforms.EnforceRecordSize"
-                | "io.debezium.transforms.tracing.ActivateTracingSpan"
-        )
-    {
-        return "walrelay does not run it yet (a chain after the EventRouter), and publishing the records without it would not be what Debezium publishes".to_owned();
+    if crate::connect::transforms::classes().any(|c| c == class) {
+        return "walrelay runs it after the EventRouter only: list it after the router in transforms".to_owned();
     }
     "walrelay does not know it".to_owned()
 }
