@@ -132,6 +132,7 @@ fn event_meta() -> EventMeta {
         xid: 4242,
         commit_time_us: 1_764_000_000_000_000,
         received_us: 0,
+        last_commit_lsn: None,
     }
 }
 

@@ -74,6 +74,7 @@ pub(super) async fn publish(
                         xid: 0,
                         commit_time_us: now_us,
                         received_us: 0,
+                        last_commit_lsn: None,
                     },
                     Arc::clone(bound),
                     row,

@@ -616,6 +616,7 @@ mod tests {
         xid: 42,
         commit_time_us: 0,
         received_us: 0,
+        last_commit_lsn: None,
     };
 
     fn router_with(cfg: RouterConfig, debezium: DebeziumConfig) -> Router {

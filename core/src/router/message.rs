@@ -681,6 +681,7 @@ mod tests {
         xid: 7,
         commit_time_us: 0,
         received_us: 0,
+        last_commit_lsn: None,
     };
 
     const EVENT: &str = r#"{"id": "e1", "type": "OrderPlaced", "payload": {"total": 10, "items": [1, 2]}, "aggregateid": "42", "aggregatetype": "Order"}"#;

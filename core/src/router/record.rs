@@ -31,6 +31,9 @@ pub struct EventMeta {
     /// 0 when it did not come from one (polling, the snapshot). Only for
     /// the latency metrics.
     pub received_us: i64,
+    /// Debezium's `lastCommitLsn` when the change was read: the end of the
+    /// last transaction committed before it (its `source.sequence`).
+    pub last_commit_lsn: Option<Lsn>,
 }
 
 /// One Kafka header.

@@ -72,6 +72,7 @@ fn meta() -> EventMeta {
         xid: 42,
         commit_time_us: 1_700_000_000_000_000,
         received_us: 0,
+        last_commit_lsn: None,
     }
 }
 

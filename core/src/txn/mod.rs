@@ -168,6 +168,8 @@ struct OpenTxn {
     xid: u32,
     final_lsn: Lsn,
     commit_time_us: i64,
+    /// Debezium's `lastCommitLsn` at BEGIN.
+    last_commit_lsn: Option<Lsn>,
     /// Events handed out but not yet registered with the tracker.
     unregistered: u32,
     /// Events of this transaction so far.
@@ -226,6 +228,7 @@ impl OpenTxn {
             xid: self.xid,
             commit_time_us: self.commit_time_us,
             received_us: 0,
+            last_commit_lsn: self.last_commit_lsn,
         }
     }
 }
@@ -459,6 +462,7 @@ impl Assembler {
                 xid: 0,
                 commit_time_us: now_us,
                 received_us: 0,
+                last_commit_lsn: body.last_commit_lsn,
             },
             body: EventBody::Message(body),
         });
@@ -581,6 +585,7 @@ impl Assembler {
             xid: b.xid,
             final_lsn: b.final_lsn,
             commit_time_us,
+            last_commit_lsn: self.last_commit_lsn,
             unregistered: 0,
             events: 0,
             counts: self

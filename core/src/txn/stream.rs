@@ -34,6 +34,8 @@ pub(super) struct Replay {
     pub(super) commit_lsn: Lsn,
     pub(super) end_lsn: Lsn,
     pub(super) commit_time_us: i64,
+    /// Debezium's `lastCommitLsn` when the transaction's commit arrived.
+    pub(super) last_commit_lsn: Option<Lsn>,
     pub(super) reader: SpillReader,
     pub(super) bindings: Vec<Arc<BoundRelation>>,
     /// Events handed out but not yet registered with the tracker.
@@ -83,6 +85,7 @@ impl Replay {
             xid: self.xid,
             commit_time_us: self.commit_time_us,
             received_us: 0,
+            last_commit_lsn: self.last_commit_lsn,
         }
     }
 }
@@ -166,6 +169,7 @@ impl Assembler {
             commit_lsn: c.commit_lsn,
             end_lsn: c.end_lsn,
             commit_time_us,
+            last_commit_lsn: self.last_commit_lsn,
             reader,
             bindings: streamed.bindings,
             unregistered: 0,

@@ -439,6 +439,7 @@ impl Worker {
                     // track_commit_timestamp: the claim's time stands in.
                     commit_time_us: claimed_at,
                     received_us: 0,
+                    last_commit_lsn: None,
                 },
                 Arc::clone(&s.bound),
                 row.tuple,
