@@ -7,7 +7,7 @@
 //! here allocates more than its output, and it must never panic on input or
 //! round differently from the JDK.
 
-use super::Decimal;
+use super::{Decimal, Value};
 
 /// `Double.toString(v)`.
 pub(crate) fn double_to_string(v: f64) -> String {
@@ -119,6 +119,64 @@ pub(crate) fn big_decimal_to_string(d: &Decimal) -> String {
         out.push_str(&adjusted.to_string());
     }
     out
+}
+
+/// `new BigDecimal(text)`: an optional sign, digits with at most one
+/// point (at least one digit), an optional exponent; the exponent and the
+/// resulting scale must fit an `int` (JDK 17; JDK 25 checks only the
+/// scale, so it also takes `1e2147483648`). Only ASCII digits are read
+/// (Java also takes other Unicode decimal digits). `None` where Java
+/// throws `NumberFormatException`.
+pub(crate) fn parse_big_decimal(text: &str) -> Option<Decimal> {
+    let (negative, rest) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int_part.len() + frac_part.len() == 0 || !all_digits(int_part) || !all_digits(frac_part) {
+        return None;
+    }
+    let exp = match exponent {
+        Some(e) => big_decimal_exponent(e)?,
+        None => 0,
+    };
+    let scale = i32::try_from(i64::try_from(frac_part.len()).ok()? - exp).ok()?;
+    let joined = format!("{int_part}{frac_part}");
+    let digits = joined.trim_start_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    Some(Decimal {
+        negative: negative && digits != "0",
+        digits: digits.into(),
+        scale,
+    })
+}
+
+/// `BigDecimal.parseExp` and the constructor's overflow check: an
+/// optional sign and at least one ASCII digit, at most ten of them
+/// significant, within `int` range.
+fn big_decimal_exponent(e: &str) -> Option<i64> {
+    let body = e.strip_prefix(['+', '-']).unwrap_or(e);
+    let significant = body.trim_start_matches('0');
+    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) || significant.len() > 10 {
+        return None;
+    }
+    let magnitude: i64 = if significant.is_empty() {
+        0
+    } else {
+        significant.parse().ok()?
+    };
+    let exp = if e.starts_with('-') {
+        -magnitude
+    } else {
+        magnitude
+    };
+    i32::try_from(exp).ok().map(i64::from)
 }
 
 /// `BigInteger.toByteArray()` of the unscaled value: minimal big-endian
@@ -266,7 +324,7 @@ pub fn java_hash_map_order_sized<K: AsRef<str>, V>(
     entries: Vec<(K, V)>,
     capacity: usize,
 ) -> Vec<(K, V)> {
-    bucket_order(entries, capacity, false)
+    bucket_order(entries, capacity, false, |k| java_string_hash(k.as_ref()))
 }
 
 /// Orders entries as a `java.util.HashMap<String, _>` filled in this
@@ -280,28 +338,95 @@ pub fn java_compute_if_absent_order<K: AsRef<str>, V>(entries: Vec<(K, V)>) -> V
     while entries.len().saturating_sub(1) > capacity * 3 / 4 {
         capacity *= 2;
     }
-    bucket_order(entries, capacity, true)
+    bucket_order(entries, capacity, true, |k| java_string_hash(k.as_ref()))
 }
 
-fn bucket_order<K: AsRef<str>, V>(
+/// By bucket of a table of `capacity` (a power of two) under `hash`,
+/// then insertion order within a bucket (or its reverse).
+fn bucket_order<K, V>(
     entries: Vec<(K, V)>,
     capacity: usize,
     newest_first: bool,
+    hash: impl Fn(&K) -> i32,
 ) -> Vec<(K, V)> {
     debug_assert!(capacity.is_power_of_two());
-    let bucket = |k: &str| {
+    let bucket = |k: &K| {
         #[allow(clippy::cast_sign_loss)]
-        let h = java_string_hash(k) as u32;
+        let h = hash(k) as u32;
         ((h ^ (h >> 16)) as usize) & (capacity - 1)
     };
     // Within a bucket: insertion order, or its reverse.
     let mut keyed: Vec<(usize, isize, (K, V))> = entries
         .into_iter()
         .zip(0isize..)
-        .map(|(e, i)| (bucket(e.0.as_ref()), if newest_first { -i } else { i }, e))
+        .map(|(e, i)| (bucket(&e.0), if newest_first { -i } else { i }, e))
         .collect();
     keyed.sort_by_key(|(b, i, _)| (*b, *i));
     keyed.into_iter().map(|(_, _, e)| e).collect()
+}
+
+/// Orders distinct keys as a `java.util.HashMap` of `capacity` buckets
+/// (a power of two), filled in this order with `put`, iterates them, for
+/// keys of any type whose `hashCode()` `hash` gives (see
+/// [`java_hash_code`] for Connect values).
+pub(crate) fn java_hash_map_order_by<K, V>(
+    entries: Vec<(K, V)>,
+    capacity: usize,
+    hash: impl Fn(&K) -> i32,
+) -> Vec<(K, V)> {
+    bucket_order(entries, capacity, false, hash)
+}
+
+/// `Float.floatToIntBits`: every NaN is `0x7fc00000`.
+pub(crate) fn java_float_bits(f: f32) -> u32 {
+    if f.is_nan() {
+        0x7fc0_0000
+    } else {
+        f.to_bits()
+    }
+}
+
+/// `Double.doubleToLongBits`: every NaN is `0x7ff8000000000000`.
+pub(crate) fn java_double_bits(f: f64) -> u64 {
+    if f.is_nan() {
+        0x7ff8_0000_0000_0000
+    } else {
+        f.to_bits()
+    }
+}
+
+/// `Object.hashCode()` of a Connect value as a `HashMap` key: null,
+/// strings, booleans, integers and floating-point numbers, which Java
+/// hashes by value. `None` for the rest: a `byte[]` hashes by identity,
+/// and walrelay does not reproduce the hash of a `BigDecimal`, `List`,
+/// `Map` or `Struct`.
+pub(crate) fn java_hash_code(v: &Value) -> Option<i32> {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    Some(match v {
+        Value::Null => 0,
+        Value::String(t) => java_string_hash(t.as_str()),
+        Value::Boolean(b) => {
+            if *b {
+                1231
+            } else {
+                1237
+            }
+        }
+        Value::Int8(x) => i32::from(*x),
+        Value::Int16(x) => i32::from(*x),
+        Value::Int32(x) => *x,
+        Value::Int64(x) => (*x ^ ((*x as u64) >> 32) as i64) as i32,
+        Value::Float32(f) => java_float_bits(*f) as i32,
+        Value::Float64(f) => {
+            let b = java_double_bits(*f);
+            (b ^ (b >> 32)) as i32
+        }
+        Value::Bytes(_)
+        | Value::Decimal(_)
+        | Value::Array(_)
+        | Value::Map(_)
+        | Value::Struct(_) => return None,
+    })
 }
 
 #[cfg(test)]
@@ -326,6 +451,17 @@ mod tests {
         assert_eq!(names(computed.clone()), ["eventType", "id", "tenant"]);
         let copied = java_hash_map_order_sized(computed, java_hash_map_copy_capacity(3));
         assert_eq!(names(copied), ["tenant", "eventType", "id"]);
+    }
+
+    #[test]
+    fn hash_codes_of_map_keys() {
+        assert_eq!(java_hash_code(&Value::Int64(-1)), Some(0));
+        assert_eq!(java_hash_code(&Value::Boolean(true)), Some(1231));
+        assert_eq!(java_hash_code(&Value::Float64(f64::NAN)), Some(0x7ff8_0000));
+        assert_eq!(java_hash_code(&Value::string("a")), Some(97));
+        assert_eq!(java_hash_code(&Value::Array(vec![])), None);
+        let by_value = java_hash_map_order_by(vec![(17, ()), (1, ())], 16, |k| *k);
+        assert_eq!(by_value, [(17, ()), (1, ())]);
     }
 
     fn dec(negative: bool, digits: &str, scale: i32) -> Decimal {

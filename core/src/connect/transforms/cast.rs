@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use super::options::{Reader, TransformConfigError};
 use super::timestamp::java_date_format::JavaDateFormat;
-use super::util::{class_name, require_map, require_struct, struct_get};
+use super::util::{
+    boxed, class_name, copy_capacity, copy_schema_basics_onto, field_value, java_hash_map, map_get,
+    require_map, require_struct, validate_value,
+};
 use super::{Built, ConnectRecord, Side, TransformError, Transformation};
 use crate::connect::java::{
-    base64, big_decimal_to_string, double_to_string, float_to_string, java_hash_map_copy_capacity,
-    java_hash_map_order, java_hash_map_order_sized,
+    base64, big_decimal_to_string, double_to_string, float_to_string, java_hash_map_order,
 };
 use crate::connect::pg::names;
 use crate::connect::{Decimal, Field, Schema, Type, Value};
@@ -44,7 +46,7 @@ pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
         VALUE => Side::Value,
         _ => return None,
     };
-    Some(configure(side, opts).map(|c| Box::new(c) as Box<dyn Transformation>))
+    Some(configure(side, opts).map(boxed))
 }
 
 /// What `spec` asks for.
@@ -189,16 +191,13 @@ impl Cast {
             Spec::Whole(ty) => return cast_value(None, value, *ty),
             Spec::Fields(casts) => casts,
         };
-        let entries = string_keyed(require_map(value, PURPOSE)?)?;
-        let mut puts = Vec::with_capacity(casts.len());
+        let entries = require_map(value, PURPOSE)?;
+        let mut out = entries.to_vec();
         for (field, ty) in casts {
-            let orig = entries
-                .iter()
-                .find(|(k, _)| k == field)
-                .map_or(&Value::Null, |(_, v)| v);
-            puts.push((field.clone(), cast_value(None, orig, *ty)?));
+            let cast = cast_value(None, map_get(entries, field), *ty)?;
+            out.push((Value::string(field.as_str()), cast));
         }
-        Ok(java_map_copy_with_puts(entries, puts))
+        java_hash_map(out, copy_capacity(entries.len())).map(Value::Map)
     }
 
     /// `applyWithSchema`.
@@ -214,17 +213,13 @@ impl Cast {
         let values = require_struct(value, PURPOSE)?;
         let mut out = Vec::with_capacity(schema.fields.len());
         for (i, field) in schema.fields.iter().enumerate() {
-            let orig = if self.replace_null_with_default {
-                struct_get(schema, values, i)
-            } else {
-                values.get(i).unwrap_or(&Value::Null)
-            };
+            let orig = field_value(schema, values, i, self.replace_null_with_default);
             let new = match self.target(&field.name) {
                 Some(ty) => cast_value(Some(&field.schema), orig, ty)?,
                 None => orig.clone(),
             };
             if let Some(f) = updated.fields.get(i) {
-                check_required(f, &new)?;
+                validate_value(Some(&f.name), &f.schema, &new)?;
             }
             out.push(new);
         }
@@ -234,7 +229,7 @@ impl Cast {
     /// `getOrBuildSchema`.
     fn build_schema(&self, schema: &Schema) -> Result<Arc<Schema>, TransformError> {
         let mut builder = match &self.spec {
-            Spec::Whole(ty) => basics_onto(schema, *ty),
+            Spec::Whole(ty) => copy_schema_basics_onto(schema, *ty),
             Spec::Fields(_) => self.struct_builder(schema)?,
         };
         if schema.optional {
@@ -254,7 +249,7 @@ impl Cast {
         if schema.kind != Type::Struct {
             return Err(TransformError::new("Cannot list fields on non-struct type"));
         }
-        let mut builder = basics_onto(schema, Type::Struct);
+        let mut builder = copy_schema_basics_onto(schema, Type::Struct);
         for field in &schema.fields {
             let Some(ty) = self.target(&field.name) else {
                 builder.fields.push(field.clone());
@@ -274,18 +269,6 @@ impl Cast {
     }
 }
 
-/// `SchemaUtil.copySchemaBasics(source, SchemaBuilder.type(kind))`: a
-/// schema of `kind` carrying the source's name, version, doc and
-/// parameters (so a Decimal cast to string stays named Decimal).
-fn basics_onto(source: &Schema, kind: Type) -> Schema {
-    let mut s = Schema::new(kind);
-    s.name.clone_from(&source.name);
-    s.version = source.version;
-    s.doc.clone_from(&source.doc);
-    s.parameters.clone_from(&source.parameters);
-    s
-}
-
 /// `SchemaBuilder.defaultValue`'s validation of a cast default: a schema
 /// named Decimal, Date, Time or Timestamp expects a `BigDecimal` or a
 /// `java.util.Date`, which no cast produces.
@@ -303,67 +286,6 @@ fn check_default(builder: &Schema) -> Result<(), TransformError> {
         return Err(TransformError::new("Invalid default value"));
     }
     Ok(())
-}
-
-/// `Struct.put`'s check that a required field is not given null.
-pub(super) fn check_required(field: &Field, value: &Value) -> Result<(), TransformError> {
-    if value.is_null() && !field.schema.optional {
-        return Err(TransformError::new(format!(
-            "Invalid value: null used for required field: \"{}\", schema type: {}",
-            field.name,
-            field.schema.kind.java_name()
-        )));
-    }
-    Ok(())
-}
-
-/// The entries of a schemaless map whose keys are all strings (the
-/// `Map<String, Object>` Kafka's transforms cast to); walrelay cannot
-/// reproduce the `HashMap` order of other keys.
-pub(super) fn string_keyed(
-    entries: &[(Value, Value)],
-) -> Result<Vec<(String, Value)>, TransformError> {
-    entries
-        .iter()
-        .map(|(k, v)| match k {
-            Value::String(t) => Ok((t.as_str().to_owned(), v.clone())),
-            other => Err(TransformError::new(format!(
-                "walrelay cannot reproduce the order of a schemaless map with a {} key",
-                class_name(other)
-            ))),
-        })
-        .collect()
-}
-
-/// `new HashMap<>(map)` followed by `put`s, in the order Java iterates
-/// the result: a copy is sized for its source (not 16), grows while more
-/// than three quarters full, and keeps insertion order within a bucket.
-pub(super) fn java_map_copy_with_puts(
-    entries: Vec<(String, Value)>,
-    puts: Vec<(String, Value)>,
-) -> Value {
-    // An empty source leaves the table unallocated: the first put makes 16.
-    let mut capacity = if entries.is_empty() {
-        16
-    } else {
-        java_hash_map_copy_capacity(entries.len())
-    };
-    let mut all = entries;
-    for (k, v) in puts {
-        match all.iter_mut().find(|(e, _)| *e == k) {
-            Some(slot) => slot.1 = v,
-            None => all.push((k, v)),
-        }
-    }
-    while all.len() > capacity * 3 / 4 {
-        capacity *= 2;
-    }
-    Value::Map(
-        java_hash_map_order_sized(all, capacity)
-            .into_iter()
-            .map(|(k, v)| (Value::string(k), v))
-            .collect(),
-    )
 }
 
 /// `ConnectSchema.schemaType(value.getClass())` for a schemaless value.
@@ -730,6 +652,7 @@ fn is_java_decimal(s: &str) -> bool {
 mod tests {
     use super::super::options::Options;
     use super::*;
+    use crate::connect::java::java_hash_map_order_sized;
     use bytes::Bytes;
 
     fn cast(
@@ -1275,33 +1198,42 @@ mod tests {
                 ("missing".to_owned(), Value::Null)
             ]
         );
-        let bad = Value::Map(vec![(Value::Int32(1), Value::Null)]);
+        // Java's `Map<String, Object>` is unchecked: an Integer key is
+        // copied like any other (hash 1, and "a" (97) share bucket 1 of 4).
+        let int_keyed = Value::Map(vec![(Value::Int32(1), Value::Null)]);
+        assert_eq!(
+            apply_value("a:int8", None, int_keyed).unwrap().1,
+            Value::Map(vec![
+                (Value::Int32(1), Value::Null),
+                (Value::string("a"), Value::Null)
+            ])
+        );
+        let bad = Value::Map(vec![(Value::Bytes(Bytes::from_static(b"k")), Value::Null)]);
         assert!(apply_value("a:int8", None, bad)
             .unwrap_err()
             .message
-            .contains("java.lang.Integer key"));
+            .contains("[B key"));
     }
 
     #[test]
     fn map_copy_sizing_differs_from_a_filled_map() {
-        // 13 keys: a copy sized 32 (ceil(13/0.75)=18 -> 32), not 16 grown.
+        // 13 keys: a copy sized 32 (ceil(13/0.75)=18 -> 32).
         let keys: Vec<String> = (0..13).map(|i| format!("k{i}")).collect();
-        let entries: Vec<(String, Value)> = keys.iter().map(|k| (k.clone(), Value::Null)).collect();
-        let Value::Map(out) = java_map_copy_with_puts(entries.clone(), vec![]) else {
-            panic!()
-        };
-        let want = java_hash_map_order_sized(entries, 32);
+        let entries: Vec<(Value, Value)> = keys
+            .iter()
+            .map(|k| (Value::string(k.as_str()), Value::Null))
+            .collect();
+        let (_, out) = apply_value("k0:string", None, Value::Map(entries)).unwrap();
+        let Value::Map(out) = out else { panic!() };
+        let want = java_hash_map_order_sized(keys.iter().map(|k| (k.as_str(), ())).collect(), 32);
         assert_eq!(
             out.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
             want.into_iter()
                 .map(|(k, _)| Value::string(k))
                 .collect::<Vec<_>>()
         );
-        let Value::Map(empty) = java_map_copy_with_puts(vec![], vec![("x".into(), Value::Null)])
-        else {
-            panic!()
-        };
-        assert_eq!(empty.len(), 1);
+        let (_, empty) = apply_value("x:string", None, Value::Map(vec![])).unwrap();
+        assert_eq!(empty, Value::Map(vec![(Value::string("x"), Value::Null)]));
     }
 
     #[test]

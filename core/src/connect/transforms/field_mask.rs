@@ -6,12 +6,13 @@
 
 use std::sync::Arc;
 
-use super::field_support::{
-    check_put, copy_capacity, field_value, java_class, java_hash_set_order, java_map, map_get,
-    struct_fields,
-};
+use super::field_support::struct_fields;
+use crate::connect::java::parse_big_decimal;
 use crate::connect::transforms::options::{Reader, TransformConfigError};
-use crate::connect::transforms::util::{require_map, require_struct};
+use crate::connect::transforms::util::{
+    class_name_under, copy_capacity, field_value, java_hash_map, java_hash_set_order, map_get,
+    require_map, require_struct, validate_value,
+};
 use crate::connect::transforms::{ConnectRecord, Side, TransformError, Transformation};
 use crate::connect::{Decimal, Schema, Value};
 
@@ -78,7 +79,7 @@ impl MaskField {
             let m = self.masked(None, map_get(entries, f))?;
             out.push((Value::string(f.as_str()), m));
         }
-        Ok(java_map(out, copy_capacity(entries.len())))
+        java_hash_map(out, copy_capacity(entries.len())).map(Value::Map)
     }
 
     /// `applyWithSchema`: the struct, same schema, listed fields masked.
@@ -87,13 +88,13 @@ impl MaskField {
         let fields = struct_fields(schema)?;
         let mut out = Vec::with_capacity(fields.len());
         for (i, f) in fields.iter().enumerate() {
-            let orig = field_value(schema, values, i, self.replace_null_with_default);
+            let orig = field_value(schema, values, i, self.replace_null_with_default).clone();
             let v = if self.fields.iter().any(|m| *m == *f.name) {
                 self.masked(Some(&f.schema), &orig)?
             } else {
                 orig
             };
-            check_put(&f.name, &f.schema, &v)?;
+            validate_value(Some(&f.name), &f.schema, &v)?;
             out.push(v);
         }
         Ok(Value::Struct(out))
@@ -131,7 +132,7 @@ fn mask_with_empty(schema: Option<&Schema>, value: &Value) -> Result<Value, Tran
         Value::Null | Value::Bytes(_) | Value::Struct(_) => {
             return Err(TransformError::new(format!(
                 "Cannot mask value of type: class {}",
-                java_class(schema, value)
+                class_name_under(schema, value)
             )))
         }
     })
@@ -153,7 +154,7 @@ fn mask_with_replacement(
     value: &Value,
     r: &str,
 ) -> Result<Value, TransformError> {
-    let class = java_class(schema, value);
+    let class = class_name_under(schema, value);
     if class == "java.util.Date" {
         return Err(cannot_replace(class));
     }
@@ -186,63 +187,6 @@ fn cannot_replace(class: &str) -> TransformError {
     TransformError::new(format!(
         "Cannot mask value of type class {class} with custom replacement."
     ))
-}
-
-/// `new BigDecimal(text)`: an optional sign, digits with at most one
-/// point (at least one digit), an optional exponent; the scale must fit
-/// an `int`. Only ASCII digits are read (Java also takes other Unicode
-/// decimal digits).
-pub(super) fn parse_big_decimal(text: &str) -> Option<Decimal> {
-    let (negative, rest) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
-    };
-    let (int_part, frac_part) = match mantissa.find('.') {
-        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
-        None => (mantissa, ""),
-    };
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if int_part.len() + frac_part.len() == 0 || !all_digits(int_part) || !all_digits(frac_part) {
-        return None;
-    }
-    let exp: i64 = match exponent {
-        None => 0,
-        Some(e) => parse_exponent(e)?,
-    };
-    let scale = i32::try_from(i64::try_from(frac_part.len()).ok()? - exp).ok()?;
-    let joined = format!("{int_part}{frac_part}");
-    let digits = joined.trim_start_matches('0');
-    let digits = if digits.is_empty() { "0" } else { digits };
-    Some(Decimal {
-        negative: negative && digits != "0",
-        digits: digits.into(),
-        scale,
-    })
-}
-
-/// A `BigDecimal` exponent: optional sign, at least one ASCII digit,
-/// within `int` range.
-fn parse_exponent(e: &str) -> Option<i64> {
-    let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let significant = digits.trim_start_matches('0');
-    if significant.len() > 10 {
-        return None;
-    }
-    let magnitude: i64 = significant.parse().unwrap_or(0);
-    let v = if e.starts_with('-') {
-        -magnitude
-    } else {
-        magnitude
-    };
-    i32::try_from(v).ok().map(i64::from)
 }
 
 /// `new BigDecimal(text).longValue()`: the fraction dropped, the low 64

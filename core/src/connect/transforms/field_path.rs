@@ -4,9 +4,11 @@
 //! that ends no step), and how a path finds a field of a schema and a
 //! value of a struct or a schemaless map. Pure.
 
-use super::field_support::{field_value, java_failure, lookup_field, map_get};
+use super::field_support::{java_failure, lookup_field};
 use crate::connect::transforms::options::{Reader, TransformConfigError};
-use crate::connect::transforms::util::{require_map, require_struct, struct_get};
+use crate::connect::transforms::util::{
+    field_value, map_get, require_map, require_struct, struct_get,
+};
 use crate::connect::transforms::TransformError;
 use crate::connect::{Field, Schema, Value};
 
@@ -112,7 +114,7 @@ impl FieldPath {
             schema = &f.schema;
         }
         match lookup_field(schema, last)? {
-            Some((i, _)) => Ok(field_value(schema, values, i, with_default)),
+            Some((i, _)) => Ok(field_value(schema, values, i, with_default).clone()),
             None => Ok(Value::Null),
         }
     }

@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use self::field_mask::MaskField;
 use self::field_path::{read_syntax, FieldPath};
-use self::field_support::{
-    add_field, check_put, copy_capacity, field_value, java_failure, java_map, lookup_field,
-    map_get, struct_fields, table_size_for, DEFAULT_CAPACITY,
-};
+use self::field_support::{add_field, java_failure, lookup_field, struct_fields};
 use super::options::{Reader, TransformConfigError};
-use super::util::{class_name, copy_schema_basics, require_map, require_struct};
+use super::util::{
+    boxed, class_name, copy_capacity, copy_schema_basics, field_value, java_hash_map, map_get,
+    require_map, require_struct, table_size_for, validate_value, DEFAULT_CAPACITY,
+};
 use super::{Built, ConnectRecord, Side, TransformError, Transformation};
 use crate::connect::java::java_hash_map_order;
 use crate::connect::{Schema, Type, Value};
@@ -52,7 +52,7 @@ pub(super) const CLASSES: &[&str] = &[
 /// Builds the transform of `class`, if it is one of [`CLASSES`].
 pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
     if class == VALUE_TO_KEY {
-        return Some(boxed(ValueToKey::configure(opts)));
+        return Some(ValueToKey::configure(opts).map(boxed));
     }
     let rest = class.strip_prefix(PACKAGE)?;
     let (name, side) = match (rest.strip_suffix("$Key"), rest.strip_suffix("$Value")) {
@@ -61,18 +61,13 @@ pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
         (None, None) => return None,
     };
     Some(match name {
-        "InsertField" => boxed(InsertField::configure(side, opts)),
-        "ReplaceField" => boxed(ReplaceField::configure(side, opts)),
-        "MaskField" => boxed(MaskField::configure(side, opts)),
-        "HoistField" => boxed(HoistField::configure(side, opts)),
-        "ExtractField" => boxed(ExtractField::configure(side, opts)),
+        "InsertField" => InsertField::configure(side, opts).map(boxed),
+        "ReplaceField" => ReplaceField::configure(side, opts).map(boxed),
+        "MaskField" => MaskField::configure(side, opts).map(boxed),
+        "HoistField" => HoistField::configure(side, opts).map(boxed),
+        "ExtractField" => ExtractField::configure(side, opts).map(boxed),
         _ => return None,
     })
-}
-
-/// A configured transform, boxed.
-fn boxed<T: Transformation + 'static>(r: Result<T, TransformConfigError>) -> Built {
-    r.map(|t| Box::new(t) as Box<dyn Transformation>)
 }
 
 /// `replace.null.with.default` (every transform here but `HoistField`).
@@ -223,7 +218,7 @@ impl InsertField {
                 out.push((Value::string(spec.name.as_str()), v));
             }
         }
-        Ok(java_map(out, copy_capacity(entries.len())))
+        java_hash_map(out, copy_capacity(entries.len())).map(Value::Map)
     }
 
     /// `makeUpdatedSchema`: a struct with the source's name, version, doc
@@ -255,8 +250,8 @@ impl InsertField {
         let updated = self.updated_schema(schema)?;
         let mut out = Vec::with_capacity(updated.fields.len());
         for (i, f) in schema.fields.iter().enumerate() {
-            let v = field_value(schema, values, i, self.replace_null_with_default);
-            check_put(&f.name, &f.schema, &v)?;
+            let v = field_value(schema, values, i, self.replace_null_with_default).clone();
+            validate_value(Some(&f.name), &f.schema, &v)?;
             out.push(v);
         }
         for (_, kind) in &self.inserts {
@@ -387,7 +382,7 @@ impl ReplaceField {
                 out.push((Value::string(self.renamed(name.as_str())), v.clone()));
             }
         }
-        Ok(java_map(out, table_size_for(entries.len())))
+        java_hash_map(out, table_size_for(entries.len())).map(Value::Map)
     }
 
     /// `applyWithSchema`: the kept fields renamed (same schemas), each
@@ -409,8 +404,8 @@ impl ReplaceField {
             let i = schema.field_index(source).ok_or_else(|| {
                 TransformError::new(format!("{source} is not a valid field name"))
             })?;
-            let v = field_value(schema, values, i, self.replace_null_with_default);
-            check_put(&f.name, &f.schema, &v)?;
+            let v = field_value(schema, values, i, self.replace_null_with_default).clone();
+            validate_value(Some(&f.name), &f.schema, &v)?;
             out.push(v);
         }
         Ok((Arc::new(updated), Value::Struct(out)))
@@ -487,16 +482,16 @@ impl Transformation for HoistField {
         let (schema, value) = self.side.take(&mut record);
         match schema {
             None => {
-                let map = java_map(
+                let map = java_hash_map(
                     vec![(Value::string(self.field.as_str()), value)],
                     DEFAULT_CAPACITY,
-                );
-                self.side.set(&mut record, None, map);
+                )?;
+                self.side.set(&mut record, None, Value::Map(map));
             }
             Some(s) => {
                 let mut updated = Schema::structure(None, Vec::new());
                 add_field(&mut updated, &self.field, s.clone())?;
-                check_put(&self.field, &s, &value)?;
+                validate_value(Some(&self.field), &s, &value)?;
                 self.side.set(
                     &mut record,
                     Some(Arc::new(updated)),
@@ -638,8 +633,8 @@ impl ValueToKey {
         }
         let mut key = Vec::with_capacity(indexes.len());
         for (name, i) in self.fields.iter().zip(indexes) {
-            let v = field_value(schema, values, i, self.replace_null_with_default);
-            check_put(name, &schema.fields[i].schema, &v)?;
+            let v = field_value(schema, values, i, self.replace_null_with_default).clone();
+            validate_value(Some(name), &schema.fields[i].schema, &v)?;
             key.push(v);
         }
         Ok((Arc::new(key_schema), Value::Struct(key)))
@@ -657,7 +652,8 @@ impl Transformation for ValueToKey {
                     .iter()
                     .map(|f| (Value::string(f.as_str()), map_get(entries, f).clone()))
                     .collect();
-                (None, java_map(out, table_size_for(self.fields.len())))
+                let map = java_hash_map(out, table_size_for(self.fields.len()))?;
+                (None, Value::Map(map))
             }
             Some(s) => {
                 let (ks, k) = self.with_schema(s, &record.value)?;

@@ -9,8 +9,10 @@
 use std::sync::Arc;
 
 use super::options::Reader;
-use super::schema_meta::validate_value;
-use super::util::{class_name, copy_schema_basics, require_map, struct_get};
+use super::util::{
+    boxed, class_name, copy_schema_basics, copy_schema_basics_onto, linked_put, require_map,
+    require_struct, struct_get, validate_value,
+};
 use super::{Built, ConnectRecord, Side, TransformError, Transformation};
 use crate::connect::{Field, Schema, Type, Value};
 
@@ -32,7 +34,7 @@ pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
     };
     Some(
         opts.string("delimiter", Some("."))
-            .map(|delimiter| Box::new(Flatten { side, delimiter }) as Box<dyn Transformation>),
+            .map(|delimiter| boxed(Flatten { side, delimiter })),
     )
 }
 
@@ -127,15 +129,8 @@ impl Flatten {
         schema: &Schema,
         value: &Value,
     ) -> Result<(Arc<Schema>, Value), TransformError> {
-        let Value::Struct(values) = value else {
-            return Err(TransformError::new(format!(
-                "Only Struct objects supported for [{PURPOSE}], found: {}",
-                class_name(value)
-            )));
-        };
-        let mut updated = copy_schema_basics(schema);
-        updated.kind = Type::Struct;
-        updated.value_schema = None;
+        let values = require_struct(value, PURPOSE)?;
+        let mut updated = copy_schema_basics_onto(schema, Type::Struct);
         let default = struct_default(schema)?;
         self.build_schema(schema, "", &mut updated.fields, schema.optional, default)?;
         let mut out = vec![Value::Null; updated.fields.len()];
@@ -251,14 +246,6 @@ fn not_a_struct(v: &Value) -> TransformError {
         "class {} cannot be cast to class org.apache.kafka.connect.data.Struct (Kafka Connect fails with a ClassCastException here)",
         class_name(v)
     ))
-}
-
-/// `LinkedHashMap.put`.
-fn linked_put(out: &mut Vec<(String, Value)>, key: String, value: Value) {
-    match out.iter_mut().find(|(k, _)| *k == key) {
-        Some(slot) => slot.1 = value,
-        None => out.push((key, value)),
-    }
 }
 
 #[cfg(test)]

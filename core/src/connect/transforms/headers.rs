@@ -12,10 +12,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::options::{Reader, TransformConfigError};
-use super::schema_meta::validate_value;
-use super::util::{class_name, copy_schema_basics, require_map, require_struct, struct_get};
+use super::util::{
+    boxed, class_name, copy_capacity, copy_schema_basics_onto, field_value, java_hash_map, map_get,
+    require_map, require_struct, validate_value,
+};
 use super::{Built, ConnectHeader, ConnectRecord, Side, TransformError, Transformation};
-use crate::connect::java::{java_hash_map_copy_capacity, java_string_hash};
 use crate::connect::{Schema, Type, Value, DECIMAL_NAME};
 
 const HEADER_FROM_KEY: &str = "org.apache.kafka.connect.transforms.HeaderFrom$Key";
@@ -45,11 +46,6 @@ pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
         _ => return None,
     };
     Some(built)
-}
-
-/// Boxes a transform.
-fn boxed<T: Transformation + 'static>(t: T) -> Box<dyn Transformation> {
-    Box::new(t)
 }
 
 /// A required `LIST` option with `NonEmptyListValidator`.
@@ -133,11 +129,7 @@ impl HeaderFrom {
     /// `getFieldValue`: `Struct.get` (default applied) or
     /// `getWithoutDefault`.
     fn field_value(&self, schema: &Schema, values: &[Value], index: usize) -> Value {
-        if self.replace_null_with_default {
-            struct_get(schema, values, index).clone()
-        } else {
-            values.get(index).cloned().unwrap_or(Value::Null)
-        }
+        field_value(schema, values, index, self.replace_null_with_default).clone()
     }
 
     /// `applyWithSchema`: the struct (rebuilt without the moved fields for
@@ -195,8 +187,7 @@ impl HeaderFrom {
         if schema.kind != Type::Struct {
             return Err(TransformError::new("Cannot list fields on non-struct type"));
         }
-        let mut updated = copy_schema_basics(schema);
-        updated.kind = Type::Struct;
+        let mut updated = copy_schema_basics_onto(schema, Type::Struct);
         let mut kept = Vec::new();
         for (i, field) in schema.fields.iter().enumerate() {
             if self.fields.iter().any(|f| **f == *field.name) {
@@ -225,12 +216,9 @@ impl HeaderFrom {
     ) -> Result<(), TransformError> {
         let purpose = format!("header {}", self.operation.name());
         let entries = require_map(&value, &purpose)?;
-        let mut updated = hash_map_copy(entries)?;
+        let mut updated = java_hash_map(entries.to_vec(), copy_capacity(entries.len()))?;
         for (field, header) in self.fields.iter().zip(&self.headers) {
-            let field_value = entries
-                .iter()
-                .find(|(k, _)| is_key(k, field))
-                .map_or(Value::Null, |(_, v)| v.clone());
+            let field_value = map_get(entries, field).clone();
             if self.operation == Operation::Move {
                 updated.retain(|(k, _)| !is_key(k, field));
             }
@@ -267,66 +255,6 @@ fn side_name(side: Side) -> &'static str {
 /// Whether a map key is the string `name`.
 fn is_key(k: &Value, name: &str) -> bool {
     matches!(k, Value::String(t) if t.as_str() == name)
-}
-
-/// `new HashMap<>(map)`: the entries in the order a copy iterates them
-/// (by bucket of a table sized for the entries, source order within a
-/// bucket). Keys whose Java hash code walrelay cannot compute are refused.
-fn hash_map_copy(entries: &[(Value, Value)]) -> Result<Vec<(Value, Value)>, TransformError> {
-    if entries.is_empty() {
-        return Ok(Vec::new());
-    }
-    let capacity = java_hash_map_copy_capacity(entries.len());
-    let mut keyed = Vec::with_capacity(entries.len());
-    for (k, v) in entries {
-        let Some(h) = java_hash_code(k) else {
-            return Err(TransformError::new(format!(
-                "a schemaless map with a key of class {} cannot be copied in Java's HashMap order",
-                class_name(k)
-            )));
-        };
-        #[allow(clippy::cast_sign_loss)]
-        let h = h as u32;
-        keyed.push((
-            ((h ^ (h >> 16)) as usize) & (capacity - 1),
-            (k.clone(), v.clone()),
-        ));
-    }
-    keyed.sort_by_key(|(bucket, _)| *bucket);
-    Ok(keyed.into_iter().map(|(_, e)| e).collect())
-}
-
-/// `Object.hashCode()` of a map key, for the types whose hash Java
-/// defines by value.
-fn java_hash_code(k: &Value) -> Option<i32> {
-    Some(match k {
-        Value::Null => 0,
-        Value::String(t) => java_string_hash(t.as_str()),
-        Value::Boolean(b) => {
-            if *b {
-                1231
-            } else {
-                1237
-            }
-        }
-        Value::Int8(v) => i32::from(*v),
-        Value::Int16(v) => i32::from(*v),
-        Value::Int32(v) => *v,
-        Value::Int64(v) => (*v ^ ((*v as u64) >> 32) as i64) as i32,
-        Value::Float32(v) => {
-            let bits = if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
-            bits as i32
-        }
-        Value::Float64(v) => {
-            let bits = if v.is_nan() {
-                0x7ff8_0000_0000_0000
-            } else {
-                v.to_bits()
-            };
-            (bits ^ (bits >> 32)) as i32
-        }
-        _ => return None,
-    })
 }
 
 /// `ConnectHeaders.checkSchemaMatches`: a null needs an optional schema,
@@ -831,7 +759,5 @@ mod tests {
             "The value 1 is not compatible with the schema Schema{STRING}"
         );
         assert!(check_schema_matches(Some(&Schema::optional(Type::String)), &Value::Null).is_ok());
-        assert_eq!(java_hash_code(&Value::Int64(-1)), Some(0));
-        assert_eq!(java_hash_code(&Value::Boolean(true)), Some(1231));
     }
 }

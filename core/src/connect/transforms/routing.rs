@@ -12,6 +12,7 @@ use std::sync::Arc;
 use regex::Regex;
 
 use super::options::{Reader, TransformConfigError};
+use super::util::boxed;
 use super::{Built, ConnectRecord, TransformError, Transformation};
 
 const REGEX_ROUTER: &str = "org.apache.kafka.connect.transforms.RegexRouter";
@@ -23,10 +24,8 @@ pub(super) const CLASSES: &[&str] = &[REGEX_ROUTER, FILTER];
 /// Builds the transform of `class`, if it is one of [`CLASSES`].
 pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
     match class {
-        REGEX_ROUTER => {
-            Some(RegexRouter::configure(opts).map(|t| Box::new(t) as Box<dyn Transformation>))
-        }
-        FILTER => Some(Ok(Box::new(Filter))),
+        REGEX_ROUTER => Some(RegexRouter::configure(opts).map(boxed)),
+        FILTER => Some(Ok(boxed(Filter))),
         _ => None,
     }
 }

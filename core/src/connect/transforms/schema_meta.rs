@@ -1,26 +1,16 @@
 //! Kafka 4.1.1's `SetSchemaMetadata$Key` / `$Value` (a new name and/or
-//! version on the key or value schema, the struct rebuilt on it), and
-//! `ConnectSchema.validateValue` as `Struct.put` applies it, which the
-//! other transforms of this directory that rebuild structs share. Pure.
+//! version on the key or value schema, the struct rebuilt on it). Pure.
 
 use std::sync::Arc;
 
 use super::options::{Reader, TransformConfigError};
-use super::util::{class_name, require_schema, struct_get};
+use super::util::{boxed, field_value, require_schema, validate_value};
 use super::{Built, ConnectRecord, Side, TransformError, Transformation};
-use crate::connect::{Schema, Type, Value, DECIMAL_NAME};
+use crate::connect::{Schema, Type, Value};
 
 const SET_SCHEMA_METADATA_KEY: &str = "org.apache.kafka.connect.transforms.SetSchemaMetadata$Key";
 const SET_SCHEMA_METADATA_VALUE: &str =
     "org.apache.kafka.connect.transforms.SetSchemaMetadata$Value";
-
-/// Kafka's logical names whose value is a `java.util.Date` (walrelay's
-/// INT32 days or ms of day, INT64 ms).
-const DATE_LIKE: [&str; 3] = [
-    "org.apache.kafka.connect.data.Date",
-    "org.apache.kafka.connect.data.Time",
-    "org.apache.kafka.connect.data.Timestamp",
-];
 
 /// The classes this module builds.
 pub(super) const CLASSES: &[&str] = &[SET_SCHEMA_METADATA_KEY, SET_SCHEMA_METADATA_VALUE];
@@ -32,7 +22,7 @@ pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
         SET_SCHEMA_METADATA_VALUE => Side::Value,
         _ => return None,
     };
-    Some(SetSchemaMetadata::configure(side, opts).map(|t| Box::new(t) as Box<dyn Transformation>))
+    Some(SetSchemaMetadata::configure(side, opts).map(boxed))
 }
 
 /// `SetSchemaMetadata$Key` / `$Value`.
@@ -97,11 +87,7 @@ impl SetSchemaMetadata {
         };
         let mut out = Vec::with_capacity(schema.fields.len());
         for (i, field) in schema.fields.iter().enumerate() {
-            let v = if self.replace_null_with_default {
-                struct_get(schema, &values, i).clone()
-            } else {
-                values.get(i).cloned().unwrap_or(Value::Null)
-            };
+            let v = field_value(schema, &values, i, self.replace_null_with_default).clone();
             validate_value(Some(&field.name), &field.schema, &v)?;
             out.push(v);
         }
@@ -123,122 +109,11 @@ impl Transformation for SetSchemaMetadata {
     }
 }
 
-/// `ConnectSchema.validateValue(field, schema, value)`, as `Struct.put`
-/// checks a value: `field` names the location (`None`: the value itself).
-pub(super) fn validate_value(
-    field: Option<&str>,
-    schema: &Schema,
-    value: &Value,
-) -> Result<(), TransformError> {
-    let location = match field {
-        Some(f) => format!("field: \"{f}\""),
-        None => "value".to_owned(),
-    };
-    validate_at(schema, value, &location)
-}
-
-/// `validateValue(schema, value, location)`.
-fn validate_at(schema: &Schema, value: &Value, location: &str) -> Result<(), TransformError> {
-    if value.is_null() {
-        if schema.optional {
-            return Ok(());
-        }
-        return Err(TransformError::new(format!(
-            "Invalid value: null used for required {location}, schema type: {}",
-            schema.kind.java_name()
-        )));
-    }
-    if !class_matches(schema, value) {
-        let name = schema
-            .name
-            .as_deref()
-            .map(|n| format!(" \"{n}\""))
-            .unwrap_or_default();
-        return Err(TransformError::new(format!(
-            "Invalid Java object for schema{name} with type {}: class {} for {location}",
-            schema.kind.java_name(),
-            class_name(value)
-        )));
-    }
-    match value {
-        Value::Struct(values) => validate_struct(schema, values),
-        Value::Array(items) => {
-            let at = format!("element of array {location}");
-            let items_schema = schema_for(schema.value_schema.as_deref(), &at)?;
-            items
-                .iter()
-                .try_for_each(|i| validate_at(items_schema, i, &at))
-        }
-        Value::Map(entries) => {
-            let key_at = format!("key of map {location}");
-            let value_at = format!("value of map {location}");
-            let ks = schema_for(schema.key_schema.as_deref(), &key_at)?;
-            let vs = schema_for(schema.value_schema.as_deref(), &value_at)?;
-            entries.iter().try_for_each(|(k, v)| {
-                validate_at(ks, k, &key_at)?;
-                validate_at(vs, v, &value_at)
-            })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// `assertSchemaNotNull`.
-fn schema_for<'a>(
-    schema: Option<&'a Schema>,
-    location: &str,
-) -> Result<&'a Schema, TransformError> {
-    schema.ok_or_else(|| TransformError::new(format!("No schema defined for {location}")))
-}
-
-/// `Struct.validate()` of a struct value of `schema` (a value of another
-/// field count cannot be of this schema: "Struct schemas do not match.").
-fn validate_struct(schema: &Schema, values: &[Value]) -> Result<(), TransformError> {
-    if values.len() != schema.fields.len() {
-        return Err(TransformError::new("Struct schemas do not match."));
-    }
-    for (field, v) in schema.fields.iter().zip(values) {
-        if v.is_null() && (field.schema.optional || field.schema.default.is_some()) {
-            continue;
-        }
-        validate_value(Some(&field.name), &field.schema, v)?;
-    }
-    Ok(())
-}
-
-/// Whether the value's Java class is one `expectedClassesFor(schema)`
-/// lists: by logical name first, then by type.
-fn class_matches(schema: &Schema, value: &Value) -> bool {
-    match schema.name.as_deref() {
-        Some(DECIMAL_NAME) => return matches!(value, Value::Decimal(_)),
-        Some(n) if DATE_LIKE.contains(&n) => {
-            return matches!(value, Value::Int32(_) | Value::Int64(_))
-                && (schema.kind == Type::Int64) == matches!(value, Value::Int64(_));
-        }
-        _ => {}
-    }
-    matches!(
-        (schema.kind, value),
-        (Type::Int8, Value::Int8(_))
-            | (Type::Int16, Value::Int16(_))
-            | (Type::Int32, Value::Int32(_))
-            | (Type::Int64, Value::Int64(_))
-            | (Type::Float32, Value::Float32(_))
-            | (Type::Float64, Value::Float64(_))
-            | (Type::Boolean, Value::Boolean(_))
-            | (Type::String, Value::String(_))
-            | (Type::Bytes, Value::Bytes(_))
-            | (Type::Array, Value::Array(_))
-            | (Type::Map, Value::Map(_))
-            | (Type::Struct, Value::Struct(_))
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::connect::transforms::options::Options;
-    use crate::connect::{Decimal, Field};
+    use crate::connect::{Decimal, Field, DECIMAL_NAME};
 
     fn configure(class: &str, pairs: &[(&str, &str)]) -> Built {
         let opts: Options = pairs.iter().copied().collect();

@@ -17,9 +17,11 @@ pub(super) mod java_date_format;
 use std::sync::Arc;
 
 use self::java_date_format::{JavaDateFormat, PatternError};
-use super::cast::{check_required, java_map_copy_with_puts, string_keyed};
 use super::options::{Reader, TransformConfigError};
-use super::util::{class_name, require_map};
+use super::util::{
+    boxed, class_name, copy_capacity, copy_schema_basics_onto, field_value, java_hash_map, map_get,
+    require_map, validate_value,
+};
 use super::{Built, ConnectRecord, Side, TransformError, Transformation};
 use crate::connect::pg::names;
 use crate::connect::{Field, Schema, Type, Value};
@@ -44,12 +46,10 @@ pub(super) fn build(class: &str, opts: &Reader<'_>) -> Option<Built> {
     let side = match class {
         KEY => Side::Key,
         VALUE => Side::Value,
-        ROUTER => {
-            return Some(configure_router(opts).map(|r| Box::new(r) as Box<dyn Transformation>))
-        }
+        ROUTER => return Some(configure_router(opts).map(boxed)),
         _ => return None,
     };
-    Some(configure_converter(side, opts).map(|c| Box::new(c) as Box<dyn Transformation>))
+    Some(configure_converter(side, opts).map(boxed))
 }
 
 /// A timestamp representation (`target.type`, or what a schema says).
@@ -173,16 +173,11 @@ impl Converter {
         if value.is_null() || self.field.is_empty() {
             return self.convert(value, None, false);
         }
-        let entries = string_keyed(require_map(value, PURPOSE)?)?;
-        let orig = entries
-            .iter()
-            .find(|(k, _)| *k == self.field)
-            .map_or(&Value::Null, |(_, v)| v);
-        let converted = self.convert(orig, None, false)?;
-        Ok(java_map_copy_with_puts(
-            entries,
-            vec![(self.field.clone(), converted)],
-        ))
+        let entries = require_map(value, PURPOSE)?;
+        let converted = self.convert(map_get(entries, &self.field), None, false)?;
+        let mut out = entries.to_vec();
+        out.push((Value::string(self.field.as_str()), converted));
+        java_hash_map(out, copy_capacity(entries.len())).map(Value::Map)
     }
 
     /// `applyWithSchema`.
@@ -206,7 +201,7 @@ impl Converter {
         if schema.kind != Type::Struct {
             return Err(TransformError::new("Cannot list fields on non-struct type"));
         }
-        let mut builder = basics_struct(schema);
+        let mut builder = copy_schema_basics_onto(schema, Type::Struct);
         for f in &schema.fields {
             let fs = if *f.name == *self.field {
                 Arc::new(type_schema(self.target, f.schema.optional))
@@ -248,11 +243,7 @@ impl Converter {
         };
         let mut out = Vec::with_capacity(schema.fields.len());
         for (i, f) in schema.fields.iter().enumerate() {
-            let orig = if self.replace_null_with_default {
-                super::util::struct_get(schema, values, i)
-            } else {
-                values.get(i).unwrap_or(&Value::Null)
-            };
+            let orig = field_value(schema, values, i, self.replace_null_with_default);
             let v = if *f.name == *self.field {
                 let kind = kind_of_schema(&f.schema)?;
                 self.convert(orig, Some(kind), true)?
@@ -260,7 +251,7 @@ impl Converter {
                 orig.clone()
             };
             if let Some(uf) = updated.fields.get(i) {
-                check_required(uf, &v)?;
+                validate_value(Some(&uf.name), &uf.schema, &v)?;
             }
             out.push(v);
         }
@@ -406,16 +397,6 @@ fn type_schema(kind: Kind, optional: bool) -> Schema {
         Kind::Timestamp => Schema::new(Type::Int64).named(names::CONNECT_TIMESTAMP, Some(1)),
     };
     s.with_optional(optional)
-}
-
-/// `copySchemaBasics(schema, SchemaBuilder.struct())`.
-fn basics_struct(source: &Schema) -> Schema {
-    let mut s = Schema::new(Type::Struct);
-    s.name.clone_from(&source.name);
-    s.version = source.version;
-    s.doc.clone_from(&source.doc);
-    s.parameters.clone_from(&source.parameters);
-    s
 }
 
 /// A configured `TimestampRouter`.

@@ -12,14 +12,12 @@
 
 use std::sync::Arc;
 
+use super::super::util::linked_put;
+use crate::connect::java::{java_double_bits, java_float_bits, parse_big_decimal};
+use crate::connect::pg::names::{
+    CONNECT_DATE as DATE_NAME, CONNECT_TIME as TIME_NAME, CONNECT_TIMESTAMP as TIMESTAMP_NAME,
+};
 use crate::connect::{Decimal, Schema, Type, Value, DECIMAL_NAME};
-
-/// `org.apache.kafka.connect.data.Date`'s logical name.
-pub(super) const DATE_NAME: &str = "org.apache.kafka.connect.data.Date";
-/// `org.apache.kafka.connect.data.Time`'s logical name.
-pub(super) const TIME_NAME: &str = "org.apache.kafka.connect.data.Time";
-/// `org.apache.kafka.connect.data.Timestamp`'s logical name.
-pub(super) const TIMESTAMP_NAME: &str = "org.apache.kafka.connect.data.Timestamp";
 
 /// Milliseconds in a day (`Values.MILLIS_PER_DAY`).
 const MILLIS_PER_DAY: i64 = 86_400_000;
@@ -72,8 +70,8 @@ impl PartialEq for JVal {
             (JVal::Short(a), JVal::Short(b)) => a == b,
             (JVal::Int(a), JVal::Int(b)) => a == b,
             (JVal::Long(a), JVal::Long(b)) | (JVal::Date(a), JVal::Date(b)) => a == b,
-            (JVal::Float(a), JVal::Float(b)) => float_bits(*a) == float_bits(*b),
-            (JVal::Double(a), JVal::Double(b)) => double_bits(*a) == double_bits(*b),
+            (JVal::Float(a), JVal::Float(b)) => java_float_bits(*a) == java_float_bits(*b),
+            (JVal::Double(a), JVal::Double(b)) => java_double_bits(*a) == java_double_bits(*b),
             (JVal::Str(a), JVal::Str(b)) => a == b,
             (JVal::Dec(a), JVal::Dec(b)) => a == b,
             (JVal::List(a), JVal::List(b)) => a == b,
@@ -84,24 +82,6 @@ impl PartialEq for JVal {
             }
             _ => false,
         }
-    }
-}
-
-/// `Float.floatToIntBits` (every NaN is one NaN).
-fn float_bits(v: f32) -> u32 {
-    if v.is_nan() {
-        0x7fc0_0000
-    } else {
-        v.to_bits()
-    }
-}
-
-/// `Double.doubleToLongBits`.
-fn double_bits(v: f64) -> u64 {
-    if v.is_nan() {
-        0x7ff8_0000_0000_0000
-    } else {
-        v.to_bits()
     }
 }
 
@@ -514,14 +494,6 @@ fn finish_map(
     })
 }
 
-/// `LinkedHashMap.put`: an equal key keeps its place and takes the value.
-fn linked_put(entries: &mut Vec<(JVal, JVal)>, key: JVal, value: JVal) {
-    match entries.iter_mut().find(|(k, _)| *k == key) {
-        Some(slot) => slot.1 = value,
-        None => entries.push((key, value)),
-    }
-}
-
 /// `Values.SchemaMerger`: the schema common to the elements seen.
 #[derive(Debug)]
 struct Merger {
@@ -751,59 +723,6 @@ fn parse_as_number(token: &str) -> Option<Parsed> {
     Some(Parsed {
         schema: Arc::new(schema),
         value: JVal::Dec(d),
-    })
-}
-
-/// `new BigDecimal(token)`: sign, digits with at most one point, an
-/// optional exponent; the scale must fit an int.
-fn parse_big_decimal(token: &str) -> Option<Decimal> {
-    let (negative, rest) = match token.as_bytes().first()? {
-        b'-' => (true, &token[1..]),
-        b'+' => (false, &token[1..]),
-        _ => (false, token),
-    };
-    let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
-    };
-    let (int_part, frac_part) = match mantissa.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (mantissa, ""),
-    };
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if int_part.len() + frac_part.len() == 0 || !all_digits(int_part) || !all_digits(frac_part) {
-        return None;
-    }
-    let exp: i64 = match exponent {
-        Some(e) => {
-            let negative = e.starts_with('-');
-            let body = e.strip_prefix(['+', '-']).unwrap_or(e);
-            // Java allows ten significant exponent digits.
-            let significant = body.trim_start_matches('0');
-            if body.is_empty() || !all_digits(body) || significant.len() > 10 {
-                return None;
-            }
-            let magnitude: i64 = if significant.is_empty() {
-                0
-            } else {
-                significant.parse().ok()?
-            };
-            if negative {
-                -magnitude
-            } else {
-                magnitude
-            }
-        }
-        None => 0,
-    };
-    let scale = i32::try_from(frac_part.len() as i64 - exp).ok()?;
-    let joined = format!("{int_part}{frac_part}");
-    let digits = joined.trim_start_matches('0');
-    let digits = if digits.is_empty() { "0" } else { digits };
-    Some(Decimal {
-        negative: negative && digits != "0",
-        digits: digits.into(),
-        scale,
     })
 }
 
