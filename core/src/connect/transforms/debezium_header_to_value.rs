@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::super::schema_meta::validate_value;
+use super::super::util::validate_value;
 use super::super::util::require_struct;
 use super::{
     debezium_list, debezium_validate, is_required, java_split, not_contain_empty_elements,
