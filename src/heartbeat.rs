@@ -122,14 +122,17 @@ impl HeartbeatRecord {
             value_converter: converters.value_converter(),
             chain: None,
         };
-        record.value(0)?;
+        // The CloudEvents converter runs in the router, after the chain.
+        if converters.value != crate::connect::config::ConverterKind::CloudEvents {
+            record.value(0)?;
+        }
         Ok(record)
     }
 
     /// Sends the record through `router`'s chain of transforms, when it
     /// has one.
     pub(crate) fn with_chain(mut self, router: &Router) -> Self {
-        if !router.chain().is_empty() {
+        if router.connect_mode() {
             self.chain = Some(Box::new(router.clone()));
         }
         self

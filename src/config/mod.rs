@@ -98,6 +98,12 @@ pub struct Config {
     /// The predicates the transforms name (`[[predicates]]`).
     #[serde(default)]
     pub(crate) predicates: Vec<crate::connect::transforms::config::PredicateSpec>,
+    /// The CloudEvents value converter's options, named as Debezium names
+    /// them (`converters.value = "cloud_events"`; the Kafka Connect forms'
+    /// `value.converter.*`).
+    #[serde(default)]
+    pub(crate) cloudevents:
+        std::collections::BTreeMap<String, crate::connect::transforms::config::OptionValue>,
 }
 
 /// Process behaviour.
@@ -320,6 +326,7 @@ impl Config {
         self.debezium.validate()?;
         self.errors.validate()?;
         self.chain()?;
+        self.cloudevents()?;
         if self.kafka.exactly_once
             && self.replication.snapshot_mode == crate::postgres::config::SnapshotMode::Always
         {
@@ -359,6 +366,52 @@ impl Config {
 }
 
 impl Config {
+    /// The CloudEvents value converter, when `converters.value` is it; the
+    /// error names the key. It reads its metadata from headers the header
+    /// converter wrote.
+    pub(crate) fn cloudevents(
+        &self,
+    ) -> Result<Option<crate::connect::cloudevents::CloudEventsConverter>, ConfigError> {
+        use crate::connect::cloudevents::{
+            CloudEventsConfig, CloudEventsContext, CloudEventsConverter,
+        };
+        use crate::connect::config::ConverterKind;
+        if self.converters.key == ConverterKind::CloudEvents {
+            return Err(ConfigError::Invalid {
+                key: "converters.key".into(),
+                reason: "walrelay runs the CloudEvents converter as the value converter only"
+                    .into(),
+            });
+        }
+        if self.converters.value != ConverterKind::CloudEvents {
+            if let Some(k) = self.cloudevents.keys().next() {
+                return Err(ConfigError::Invalid {
+                    key: format!("cloudevents.{k}"),
+                    reason: "set converters.value = \"cloud_events\" for the CloudEvents options to apply".into(),
+                });
+            }
+            return Ok(None);
+        }
+        let options = self
+            .cloudevents
+            .iter()
+            .map(|(k, v)| (k.clone(), v.text()))
+            .collect();
+        let cfg = CloudEventsConfig::from_options(&options).map_err(|e| ConfigError::Invalid {
+            key: e
+                .key()
+                .map_or_else(|| "cloudevents".to_owned(), |k| format!("cloudevents.{k}")),
+            reason: e.to_string(),
+        })?;
+        Ok(Some(CloudEventsConverter::new(
+            cfg,
+            CloudEventsContext {
+                header_converter: self.converters.header,
+                header_schemas_enable: self.converters.header_schemas_enable,
+            },
+        )))
+    }
+
     /// The transforms after the router, built; the error names the key.
     pub(crate) fn chain(&self) -> Result<crate::connect::transforms::Chain, ConfigError> {
         crate::connect::transforms::config::build(&self.transforms, &self.predicates)

@@ -110,7 +110,20 @@ impl Plan {
             config.debezium.clone(),
         )
         .map_err(|e| PipelineError::Config(e.to_string()))?
-        .with_chain(chain);
+        .with_chain(chain)
+        .with_envelope_headers(
+            config
+                .debezium
+                .envelope_fields()
+                .map_err(|e| PipelineError::Config(e.to_string()))?,
+            &config.postgres.dbname,
+        );
+        if let Some(ce) = config
+            .cloudevents()
+            .map_err(|e| PipelineError::Config(e.to_string()))?
+        {
+            router = router.with_cloudevents(ce);
+        }
         if let Some(selection) = config.outbox.message_selection() {
             router.set_message_form(
                 config.debezium.message_form,

@@ -371,6 +371,19 @@ const CASES: &[Case] = &[
         "smt-fail-cast-feed.sql",
     ),
     case("smt-tombstone", End::Records(6)),
+    // Debezium's CloudEvents converter behind the EventRouter, its metadata
+    // copied into headers by a HeaderFrom before the router (Debezium's
+    // documented outbox set-up), `data` with and without its schema.
+    with_sql(
+        case("ce-outbox-schemas", End::Records(3)),
+        "outbox.sql",
+        "smt-feed.sql",
+    ),
+    with_sql(
+        case("ce-outbox-noschemas", End::Records(3)),
+        "outbox.sql",
+        "smt-feed.sql",
+    ),
     // Worker without converters (Connect's default: JsonConverter with
     // schemas), connector without any EventRouter option.
     case("defaults", End::Records(6)),

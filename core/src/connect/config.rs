@@ -21,6 +21,11 @@ pub enum ConverterKind {
     ByteArray,
     /// `io.debezium.converters.BinaryDataConverter` (Debezium Server's `binary`).
     BinaryData,
+    /// `io.debezium.converters.CloudEventsConverter`, as the value
+    /// converter only: it reads the record's headers, so the router runs
+    /// it after the chain (`connect::cloudevents`), with the options of
+    /// `[cloudevents]`.
+    CloudEvents,
 }
 
 /// A Kafka Connect header converter.

@@ -40,6 +40,7 @@ const STRING_CONVERTER: &str = "org.apache.kafka.connect.storage.StringConverter
 const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
 const BYTE_ARRAY_CONVERTER: &str = "org.apache.kafka.connect.converters.ByteArrayConverter";
 const BINARY_DATA_CONVERTER: &str = "io.debezium.converters.BinaryDataConverter";
+const CLOUD_EVENTS_CONVERTER: &str = "io.debezium.converters.CloudEventsConverter";
 const SIMPLE_HEADER_CONVERTER: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
 
 fn refused(converter: &'static str, reason: impl Into<String>) -> ConvertError {
@@ -90,6 +91,12 @@ impl Converter {
                     )),
                 }
             }
+            // The router runs it with the record's headers
+            // (`Router::convert_record`); nothing else may.
+            ConverterKind::CloudEvents => Err(refused(
+                CLOUD_EVENTS_CONVERTER,
+                "it needs the record's headers and runs as the value converter only",
+            )),
             ConverterKind::BinaryData => {
                 if let Some(s) = schema {
                     if s.kind != Type::Bytes {

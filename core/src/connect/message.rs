@@ -194,6 +194,53 @@ fn block_schema(binary: BinaryMode) -> Schema {
     .named(BLOCK_SCHEMA_NAME, Some(1))
 }
 
+/// The `source` block of a table row's change event, as Debezium's
+/// PostgreSQL `SourceInfo` fills it while streaming.
+pub(crate) struct RowSource<'a> {
+    /// `topic.prefix`.
+    pub(crate) server_name: &'a str,
+    /// `database.dbname`.
+    pub(crate) database: &'a str,
+    /// The table's schema and name.
+    pub(crate) schema: &'a str,
+    pub(crate) table: &'a str,
+    /// Commit time, Unix µs.
+    pub(crate) commit_time_us: i64,
+    pub(crate) last_commit_lsn: Option<Lsn>,
+    pub(crate) lsn: Lsn,
+    pub(crate) xid: u32,
+}
+
+/// `io.debezium.connector.postgresql.Source`, the schema of every
+/// change event's `source` block.
+pub(crate) fn row_source_schema() -> Schema {
+    source_schema()
+}
+
+/// The `source` block of a table row.
+pub(crate) fn row_source(s: &RowSource<'_>) -> Value {
+    let us = s.commit_time_us;
+    Value::Struct(vec![
+        Value::string(DEBEZIUM_VERSION),
+        Value::string(CONNECTOR),
+        Value::string(s.server_name),
+        Value::Int64(us.div_euclid(1000)),
+        // Streaming: no snapshot marker (the schema default, "false").
+        Value::Null,
+        Value::string(s.database),
+        Value::string(sequence(s.last_commit_lsn, s.lsn)),
+        Value::Int64(us),
+        Value::Int64(us.saturating_mul(1000)),
+        Value::string(s.schema),
+        Value::string(s.table),
+        int64(Some(u64::from(s.xid))),
+        int64(Some(s.lsn.0)),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+    ])
+}
+
 /// Java's `Jackson.writeValueAsString(List.of(a, b))` of `source.sequence`:
 /// each LSN as a quoted decimal string, or `null`.
 fn sequence(last_commit: Option<Lsn>, lsn: Lsn) -> String {

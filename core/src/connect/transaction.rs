@@ -171,12 +171,15 @@ impl TransactionTopic {
             key_converter,
             value_converter,
         };
-        t.render(&Marker::End {
-            id: transaction_id(1, Lsn(1)),
-            ts_ms: 0,
-            event_count: 1,
-            data_collections: vec![(Arc::from("public.outbox"), 1)],
-        })?;
+        // The CloudEvents converter runs in the router, after the chain.
+        if value_converter.kind != crate::connect::config::ConverterKind::CloudEvents {
+            t.render(&Marker::End {
+                id: transaction_id(1, Lsn(1)),
+                ts_ms: 0,
+                event_count: 1,
+                data_collections: vec![(Arc::from("public.outbox"), 1)],
+            })?;
+        }
         Ok(t)
     }
 

@@ -695,6 +695,13 @@ pub struct DebeziumConfig {
     /// options name the adjusted fields.
     #[serde(skip)]
     pub field_name_adjustment: FieldNameAdjustment,
+    /// Fields of Debezium's change event copied into headers before the
+    /// router, as a `HeaderFrom$Value` ahead of the EventRouter copies
+    /// them: `source`, `op`, `transaction`, each as `field` (a header of
+    /// the same name) or `field:header`. For the CloudEvents converter's
+    /// `metadata.source=header`.
+    #[serde(default)]
+    pub envelope_headers: Vec<String>,
 }
 
 impl Default for DebeziumConfig {
@@ -707,6 +714,7 @@ impl Default for DebeziumConfig {
             column_types: Default::default(),
             schema_name_adjustment: FieldNameAdjustment::None,
             field_name_adjustment: FieldNameAdjustment::None,
+            envelope_headers: Vec::new(),
         }
     }
 }
@@ -716,8 +724,32 @@ fn default_topic_prefix() -> String {
 }
 
 impl DebeziumConfig {
+    /// `envelope_headers` as (field, header) pairs; the error names the key.
+    pub fn envelope_fields(&self) -> Result<Vec<(super::EnvelopeField, String)>, SettingError> {
+        let mut out: Vec<(super::EnvelopeField, String)> = Vec::new();
+        for item in &self.envelope_headers {
+            let (field, header) = item.split_once(':').unwrap_or((item, item));
+            let (field, header) = (field.trim(), header.trim());
+            let Some(f) = super::EnvelopeField::parse(field) else {
+                return Err(SettingError::Invalid {
+                    key: "debezium.envelope_headers".into(),
+                    reason: format!("{field:?} is not source, op or transaction"),
+                });
+            };
+            if header.is_empty() || out.iter().any(|(g, _)| *g == f) {
+                return Err(SettingError::Invalid {
+                    key: "debezium.envelope_headers".into(),
+                    reason: format!("{item:?}: an empty header name, or the field twice"),
+                });
+            }
+            out.push((f, header.to_owned()));
+        }
+        Ok(out)
+    }
+
     /// Checks the section; the error names the key.
     pub fn validate(&self) -> Result<(), SettingError> {
+        self.envelope_fields()?;
         if self.topic_prefix.trim().is_empty() {
             return Err(SettingError::invalid(
                 "debezium.topic_prefix",

@@ -142,9 +142,11 @@ impl Part {
 }
 
 impl Router {
-    /// Whether the router keeps Connect data for a chain of transforms.
-    pub(super) fn connect_mode(&self) -> bool {
-        !self.chain.is_empty()
+    /// Whether the router keeps Connect data until after the chain: there
+    /// are transforms, headers copied from the change event, or a value
+    /// converter that reads the headers.
+    pub fn connect_mode(&self) -> bool {
+        !self.chain.is_empty() || self.envelope_headers.is_some() || self.cloudevents.is_some()
     }
 
     /// Runs the chain on `record` and converts what comes out: `None` when
@@ -225,10 +227,18 @@ impl Router {
             .key_converter
             .from_connect_data(rec.key_schema.as_deref(), &rec.key)
             .map_err(|e| ("key".to_owned(), e))?;
-        let value = self
-            .value_converter
-            .from_connect_data(rec.value_schema.as_deref(), &rec.value)
-            .map_err(|e| ("value".to_owned(), e))?;
+        let value = match &self.cloudevents {
+            Some(ce) => ce.from_connect_data(
+                &rec.topic,
+                &rec.headers,
+                rec.value_schema.as_deref(),
+                &rec.value,
+            ),
+            None => self
+                .value_converter
+                .from_connect_data(rec.value_schema.as_deref(), &rec.value),
+        }
+        .map_err(|e| ("value".to_owned(), e))?;
         let (partition, timestamp_ms) = if self.server_mode {
             (None, None)
         } else {

@@ -18,6 +18,7 @@
 mod bind;
 pub(crate) mod config;
 mod connect_out;
+mod envelope_headers;
 mod error;
 mod headers;
 mod message;
@@ -35,6 +36,7 @@ pub use self::bind::BoundRelation;
 use self::bind::{BoundColumn, BoundPlacement, ColumnLookup};
 pub use self::config::*;
 use self::connect_out::{Headers, Part};
+pub use self::envelope_headers::EnvelopeField;
 pub use self::error::{MessageProblem, RouteError};
 pub use self::headers::{HeadersError, KEY_HEADERS_FIELD};
 pub use self::message::{MessageEvent, MessageForm};
@@ -89,6 +91,11 @@ pub struct Router {
     server_mode: bool,
     /// The transforms after the router (Connect's chain); empty: none.
     chain: Chain,
+    /// A `HeaderFrom$Value` before the router: the change event's fields
+    /// copied into headers.
+    envelope_headers: Option<envelope_headers::EnvelopeHeaders>,
+    /// The value converter when it is the CloudEvents converter.
+    cloudevents: Option<crate::connect::cloudevents::CloudEventsConverter>,
     /// The inherited headers as Connect headers, for the chain.
     inherited_connect: Vec<ConnectHeader>,
     /// `Schema.STRING`, shared by the headers the router writes.
@@ -192,6 +199,8 @@ impl Router {
             ),
             server_mode: debezium.server_mode,
             chain: Chain::default(),
+            envelope_headers: None,
+            cloudevents: None,
             inherited_connect,
             string_schema,
             raw_header_schema: connect_out::raw_header_schema(),
@@ -231,6 +240,21 @@ impl Router {
     /// The transforms after the router.
     pub fn chain(&self) -> &Chain {
         &self.chain
+    }
+
+    /// Makes `converter` the value converter (`value.converter=
+    /// io.debezium.converters.CloudEventsConverter`): it reads the
+    /// record's headers, so the router keeps Connect data and converts
+    /// after the chain.
+    pub fn with_cloudevents(
+        mut self,
+        converter: crate::connect::cloudevents::CloudEventsConverter,
+    ) -> Self {
+        self.cloudevents = Some(converter);
+        self.key_direct = false;
+        self.value_direct = false;
+        self.header_direct = false;
+        self
     }
 
     /// `[router]`'s own columns, which [`Router::bind`] reads.

@@ -195,6 +195,7 @@ impl Router {
             Headers::Connect(h) if table_row => h.extend(self.inherited_connect.iter().cloned()),
             _ => {}
         }
+        self.envelope_headers(r, &mut headers)?;
         self.tracing_headers(r, &mut headers)?;
         let id_null = match &mut headers {
             Headers::Bytes(h) => {

@@ -70,7 +70,7 @@ impl OutboxEvent {
                 Ok((record, bound.event_id(row)))
             }
             EventBody::Message(m) => router.route_message(m, &self.meta),
-            EventBody::Transaction { topic, marker } if !router.chain().is_empty() => {
+            EventBody::Transaction { topic, marker } if router.connect_mode() => {
                 let ((key_schema, key), (value_schema, value)) = topic.connect_data(marker);
                 let record = ConnectRecord {
                     topic: Arc::clone(topic.topic()),

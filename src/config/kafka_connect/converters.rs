@@ -37,6 +37,7 @@ const JSON_CONVERTER: &str = "org.apache.kafka.connect.json.JsonConverter";
 const BYTE_ARRAY_CONVERTER: &str = "org.apache.kafka.connect.converters.ByteArrayConverter";
 const BINARY_DATA_CONVERTER: &str = "io.debezium.converters.BinaryDataConverter";
 const SIMPLE_HEADER_CONVERTER: &str = "org.apache.kafka.connect.storage.SimpleHeaderConverter";
+const CLOUD_EVENTS_CONVERTER: &str = "io.debezium.converters.CloudEventsConverter";
 
 /// Converter settings that change the bytes written, accepted only at the
 /// value walrelay's converters implement (Kafka's defaults).
@@ -64,10 +65,12 @@ pub(in crate::config) fn byte_setting(setting: &str, value: &str) -> Option<Resu
 
 /// Which converter roles a file set (so a connector's override can be told
 /// from the worker's).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct ConvertersSet {
     pub(super) key: bool,
     pub(super) value: bool,
+    /// `value.converter.*` of a CloudEvents value converter named here.
+    pub(super) cloudevents: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Reads `key.converter`, `value.converter`, `header.converter` and their
@@ -86,6 +89,24 @@ pub(super) fn translate_converters(
         let class_key = format!("{}.converter", role.name());
         let class = c.take(&class_key);
         let mut extras = c.take_prefixed(&format!("{class_key}."));
+        if class.as_deref().map(str::trim) == Some(CLOUD_EVENTS_CONVERTER) {
+            if role != Role::Value {
+                return Err(c.unsupported(
+                    &class_key,
+                    "walrelay runs the CloudEventsConverter as the value converter only".to_owned(),
+                ));
+            }
+            crate::connect::cloudevents::CloudEventsConfig::from_options(&extras).map_err(|e| {
+                let key = e
+                    .key()
+                    .map_or_else(|| class_key.clone(), |k| format!("{class_key}.{k}"));
+                c.invalid(&key, e.to_string())
+            })?;
+            converters.value = ConverterKind::CloudEvents;
+            set.value = true;
+            set.cloudevents = Some(std::mem::take(&mut extras));
+            continue;
+        }
         let schemas_key = format!("{class_key}.schemas.enable");
         let schemas = match extras.remove("schemas.enable") {
             None => None,

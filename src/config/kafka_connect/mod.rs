@@ -246,6 +246,8 @@ pub(super) struct Draft {
     /// The transforms after the EventRouter, and the predicates.
     pub(super) transforms: Vec<crate::connect::transforms::config::TransformSpec>,
     pub(super) predicates: Vec<crate::connect::transforms::config::PredicateSpec>,
+    /// The CloudEvents value converter's options.
+    pub(super) cloudevents: BTreeMap<String, String>,
 }
 
 /// The Kafka part of a [`Draft`].
@@ -294,6 +296,7 @@ impl Draft {
             sink: crate::sink::config::SinkConfig::default(),
             transforms: Vec::new(),
             predicates: Vec::new(),
+            cloudevents: BTreeMap::new(),
         }
     }
 
@@ -330,6 +333,11 @@ impl Draft {
             sink: self.sink,
             transforms: self.transforms,
             predicates: self.predicates,
+            cloudevents: self
+                .cloudevents
+                .into_iter()
+                .map(|(k, v)| (k, crate::connect::transforms::config::OptionValue::Text(v)))
+                .collect(),
             kafka: KafkaConfig {
                 bootstrap_servers,
                 producer: self.kafka.producer,
@@ -571,6 +579,13 @@ pub fn from_connect(
     let mut c = Keys::new(connector, "");
     let connector_set = translate_converters(&mut c, &mut draft.converters, &mut notes, true)
         .map_err(connector_err)?;
+    // The connector's value converter replaces the worker's, options and all.
+    draft.cloudevents = if connector_set.value {
+        connector_set.cloudevents.clone()
+    } else {
+        worker_set.cloudevents.clone()
+    }
+    .unwrap_or_default();
     for (role, set) in [
         ("key.converter", worker_set.key || connector_set.key),
         ("value.converter", worker_set.value || connector_set.value),

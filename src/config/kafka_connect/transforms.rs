@@ -65,11 +65,25 @@ pub(in crate::config) fn translate_transforms(
             .get(&format!("transforms.{n}.type"))
             .is_some_and(|t| t.trim() == EVENT_ROUTER)
     });
-    let (names, after) = match router_at {
+    let (before, after) = match router_at {
         Some(i) => (&all[..=i], &all[i + 1..]),
         None => (&all[..], &[][..]),
     };
     read_after_router(c, draft, after, &predicates, notes)?;
+    // A HeaderFrom$Value before the router copies change event fields.
+    let mut names_kept: Vec<&str> = Vec::with_capacity(before.len());
+    for name in before {
+        let class = c
+            .map
+            .get(&format!("transforms.{name}.type"))
+            .map(|t| t.trim().to_owned());
+        if class.as_deref() == Some(HEADER_FROM_VALUE) && router_at.is_some() {
+            read_envelope_copy(c, draft, name, &predicates, notes)?;
+        } else {
+            names_kept.push(name);
+        }
+    }
+    let names = names_kept.as_slice();
     let chain = "walrelay implements the outbox EventRouter, optionally preceded by \
                  DecodeLogicalDecodingMessageContent (transforms=decode,outbox), and \
                  followed by Kafka Connect's transforms";
@@ -244,6 +258,120 @@ fn read_after_router(
             "ignored: not an option of the transform (Kafka Connect ignores it too)",
         );
     }
+    Ok(())
+}
+
+/// Kafka's `HeaderFrom$Value`, which Debezium's CloudEvents documentation
+/// puts before the EventRouter.
+const HEADER_FROM_VALUE: &str = "org.apache.kafka.connect.transforms.HeaderFrom$Value";
+
+/// A `HeaderFrom$Value` before the EventRouter: it copies fields of the
+/// change event (`source`, `op`, `transaction`) into headers, which walrelay
+/// writes itself (`debezium.envelope_headers`). Accepted where it applies
+/// to the outbox table's change events and to nothing walrelay does not
+/// copy for (heartbeats, where Debezium's task fails for want of the
+/// fields; logical decoding message records).
+fn read_envelope_copy(
+    c: &mut Keys,
+    draft: &mut Draft,
+    name: &str,
+    predicates: &BTreeMap<String, super::predicates::Predicate>,
+    notes: &mut Notes,
+) -> Result<(), ConfigError> {
+    let prefix = format!("transforms.{name}.");
+    let mut options = c.take_prefixed(&prefix);
+    options.remove("type");
+    let condition = take_condition(c, &mut options, &prefix, predicates)?;
+    let list = |v: Option<String>| -> Vec<String> {
+        v.map(|v| crate::connect::transforms::options::split_list(&v))
+            .unwrap_or_default()
+    };
+    let fields = list(options.remove("fields"));
+    let headers = list(options.remove("headers"));
+    let operation = options.remove("operation").map(|o| o.trim().to_owned());
+    let refuse = |key: &str, why: String| c.unsupported(&format!("{prefix}{key}"), why);
+    if operation.as_deref() != Some("copy") {
+        return Err(refuse(
+            "operation",
+            "before the EventRouter walrelay implements operation=copy only (a move takes the fields the router reads out of the change event)".to_owned(),
+        ));
+    }
+    if fields.is_empty() || fields.len() != headers.len() {
+        return Err(refuse(
+            "fields",
+            "fields and headers must name as many fields as headers (Kafka Connect refuses it too)"
+                .to_owned(),
+        ));
+    }
+    let mut pairs = Vec::with_capacity(fields.len());
+    for (f, h) in fields.iter().zip(&headers) {
+        match crate::router::EnvelopeField::parse(f) {
+            Some(crate::router::EnvelopeField::Transaction) if draft.outbox.transaction_metadata => {
+                return Err(refuse(
+                    "fields",
+                    "walrelay copies the transaction block only while provide.transaction.metadata is off (it is null then)".to_owned(),
+                ))
+            }
+            Some(_) => pairs.push(format!("{f}:{h}")),
+            None => {
+                return Err(refuse(
+                    "fields",
+                    format!("before the EventRouter walrelay copies source, op and transaction, not {f:?}"),
+                ))
+            }
+        }
+    }
+    let prefix_topic = draft.debezium.topic_prefix.clone();
+    let context_headers = draft.debezium.extended_headers;
+    fn record(topic: &str, context_headers: bool) -> super::predicates::Record<'_> {
+        super::predicates::Record {
+            topic,
+            context_headers,
+            tombstone: false,
+        }
+    }
+    for table in draft.outbox.table_names() {
+        let topic = sanitized_topic(&format!("{prefix_topic}.{table}"));
+        if !runs(condition.as_ref(), &record(&topic, context_headers)) {
+            return Err(refuse(
+                "predicate",
+                format!("it keeps the copy off the outbox table's change events (topic {topic}); walrelay copies for every outbox row"),
+            ));
+        }
+    }
+    if draft.tombstones_on_delete != Some(false) {
+        for table in draft.outbox.table_names() {
+            let topic = sanitized_topic(&format!("{prefix_topic}.{table}"));
+            let tombstone = super::predicates::Record {
+                tombstone: true,
+                ..record(&topic, context_headers)
+            };
+            if runs(condition.as_ref(), &tombstone) {
+                return Err(refuse(
+                    "predicate",
+                    "it applies to the delete tombstones (tombstones.on.delete is on), which have no value to copy from: Debezium's task fails at the first delete; set tombstones.on.delete=false as Debezium's documentation does".to_owned(),
+                ));
+            }
+        }
+    }
+    if draft.heartbeat.interval_ms > 0 {
+        let topic = draft.heartbeat.topic(&prefix_topic);
+        if runs(condition.as_ref(), &record(&topic, context_headers)) {
+            return Err(refuse(
+                "predicate",
+                format!("it applies to the heartbeat records ({topic}) too, which have no such fields: Debezium's task fails at the first heartbeat; exclude them with a predicate (TopicNameMatches on the heartbeat topic, negate=true) as Debezium's documentation does"),
+            ));
+        }
+    }
+    for k in options.into_keys() {
+        if k != "replace.null.with.default" {
+            notes.ignore(
+                c.name(&format!("{prefix}{k}")),
+                "ignored: not an option of HeaderFrom (Kafka Connect ignores it too)",
+            );
+        }
+    }
+    draft.debezium.envelope_headers = pairs;
     Ok(())
 }
 

@@ -10,8 +10,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::super::util::validate_value;
 use super::super::util::require_struct;
+use super::super::util::validate_value;
 use super::{
     debezium_list, debezium_validate, is_required, java_split, not_contain_empty_elements,
     not_contain_space_in_any_element, Check, Checked,
