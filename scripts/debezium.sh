@@ -85,7 +85,7 @@ require_java() {
 
 # The stamp records what was resolved, so a version bump here refetches.
 stamp_text() {
-    printf 'debezium-connector-postgres=%s connect-runtime=%s log4j-slf4j-impl=%s\n' \
+    printf 'debezium-connector-postgres=%s connect-runtime=%s log4j-slf4j-impl=%s plugin-layout=2\n' \
         "$DEBEZIUM_VERSION" "$CONNECT_VERSION" "$LOG4J_VERSION"
 }
 
@@ -134,6 +134,11 @@ EOF
 # their libraries. Kafka's jars and slf4j are excluded: Connect loads
 # org.apache.kafka.* and org.slf4j.* from the worker's classpath regardless,
 # and duplicates in a plugin directory only invite version confusion.
+# Jackson is excluded as Debezium's plugin archive leaves it out: the
+# worker's Jackson serves the plugin, and a second copy in the plugin
+# directory keeps Debezium's CloudEventsConverter from loading (its static
+# initialiser looks up JsonConverter's convertToConnect by the plugin's
+# JsonNode class, which then is not the worker's).
 write_plugin_pom() {
     cat >"$1" <<EOF
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -150,6 +155,8 @@ write_plugin_pom() {
       <exclusions>
         <exclusion><groupId>org.apache.kafka</groupId><artifactId>*</artifactId></exclusion>
         <exclusion><groupId>org.slf4j</groupId><artifactId>*</artifactId></exclusion>
+        <exclusion><groupId>com.fasterxml.jackson.core</groupId><artifactId>*</artifactId></exclusion>
+        <exclusion><groupId>com.fasterxml.jackson.datatype</groupId><artifactId>*</artifactId></exclusion>
       </exclusions>
     </dependency>
   </dependencies>

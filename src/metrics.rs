@@ -604,7 +604,6 @@ mod tests {
         m.dead_lettered
             .get_or_create(&ReasonLabel { reason: "route" })
             .inc_by(16);
-        m.transform_dropped.inc_by(22);
         m.streamed_transactions.inc_by(17);
         m.stream_aborts.inc_by(18);
         m.subxact_aborts.inc_by(19);

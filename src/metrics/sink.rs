@@ -29,12 +29,6 @@ macro_rules! sink_metrics {
                 name: "walrelay_dead_lettered",
                 help: "Events sent to the dead-letter topic, by kind of problem",
             }
-            /// Events a transform after the router dropped (`Filter`), each
-            /// settled as delivered (`walrelay_transform_dropped_total`).
-            TRANSFORM_DROPPED transform_dropped: Counter {
-                name: "walrelay_transform_dropped",
-                help: "Events a transform after the router dropped (Filter), settled without a record",
-            }
             /// The broker the pipeline publishes to, as a label
             /// (`walrelay_broker_info`; 1).
             BROKER_INFO broker_info: Family<BrokerLabel, Gauge> {

@@ -162,7 +162,12 @@ impl Shared {
     /// delivered now (in order with the others: the tracker confirms a
     /// position only once every event before it is settled).
     pub(super) fn settle_dropped(&self, tag: u64) {
-        self.metrics.transform_dropped.inc();
+        self.metrics
+            .filtered
+            .get_or_create(&ReasonLabel {
+                reason: "transform",
+            })
+            .inc();
         if let Some(t) = self.tracker_for(tag) {
             t.ack(tag & SEQ_MASK, 1);
         }

@@ -60,7 +60,12 @@ const SOURCES: &[(&str, &str, &[&str])] = &[
     (
         "transforms.rs",
         include_str!("transforms.rs"),
-        &["", "transforms.<router>.", "transforms.<decode>."],
+        &[
+            "",
+            "transforms.<router>.",
+            "transforms.<decode>.",
+            "transforms.<before>.",
+        ],
     ),
     (
         "event_router.rs",

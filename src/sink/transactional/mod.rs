@@ -993,7 +993,13 @@ impl KafkaSink {
             Routing::Record(record, event_id) => (record, event_id),
             // Nothing to send; the commit settles the event with the others.
             Routing::Dropped => {
-                self.shared.metrics.transform_dropped.inc();
+                self.shared
+                    .metrics
+                    .filtered
+                    .get_or_create(&crate::metrics::ReasonLabel {
+                        reason: "transform",
+                    })
+                    .inc();
                 return Ok(());
             }
             Routing::Letter(letter) => {
