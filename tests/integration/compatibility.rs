@@ -371,6 +371,20 @@ const CASES: &[Case] = &[
         "smt-fail-cast-feed.sql",
     ),
     case("smt-tombstone", End::Records(6)),
+    // Debezium's transforms after the router: HeaderToValue moves headers
+    // into the expanded payload, PartitionRouting and ActivateTracingSpan
+    // pass the router's records; EnforceRecordSize fails on them (it casts
+    // the text key to a struct).
+    with_sql(
+        case("dbz-header-to-value", End::Records(3)),
+        "outbox.sql",
+        "smt-feed.sql",
+    ),
+    with_sql(
+        case("dbz-enforce-size", End::Fatal(0)),
+        "outbox.sql",
+        "smt-feed.sql",
+    ),
     // Debezium's CloudEvents converter behind the EventRouter, its metadata
     // copied into headers by a HeaderFrom before the router (Debezium's
     // documented outbox set-up), `data` with and without its schema.

@@ -30,6 +30,7 @@ pub(super) enum Headers {
 
 impl Headers {
     /// Room for `n` headers, in the router's mode.
+    #[inline]
     pub(super) fn with_capacity(connect: bool, n: usize) -> Headers {
         if connect {
             Headers::Connect(Vec::with_capacity(n))
@@ -39,6 +40,7 @@ impl Headers {
     }
 
     /// `headers.add(name, struct.get(column), columnSchema)`.
+    #[inline]
     pub(super) fn push_column(
         &mut self,
         router: &Router,
@@ -107,6 +109,7 @@ impl Headers {
     }
 
     /// The converted headers (no chain).
+    #[inline]
     pub(super) fn into_bytes(self) -> Vec<RecordHeader> {
         match self {
             Headers::Bytes(h) => h,
@@ -119,12 +122,14 @@ impl Headers {
 pub(super) enum Part {
     /// Serialised.
     Bytes(Option<Bytes>),
-    /// Schema and value, serialised after the chain.
-    Connect(Option<Arc<Schema>>, Value),
+    /// Schema and value, serialised after the chain (boxed: the part
+    /// stays as small as the bytes on the path without a chain).
+    Connect(Box<(Option<Arc<Schema>>, Value)>),
 }
 
 impl Part {
     /// The bytes of a part made without a chain.
+    #[inline]
     pub(super) fn into_bytes(self) -> Option<Bytes> {
         match self {
             Part::Bytes(b) => b,
@@ -133,10 +138,11 @@ impl Part {
     }
 
     /// Whether it is a null key or value.
+    #[inline]
     pub(super) fn is_null(&self) -> bool {
         match self {
             Part::Bytes(b) => b.is_none(),
-            Part::Connect(_, v) => v.is_null(),
+            Part::Connect(c) => c.1.is_null(),
         }
     }
 }
@@ -145,6 +151,7 @@ impl Router {
     /// Whether the router keeps Connect data until after the chain: there
     /// are transforms, headers copied from the change event, or a value
     /// converter that reads the headers.
+    #[inline]
     pub fn connect_mode(&self) -> bool {
         !self.chain.is_empty() || self.envelope_headers.is_some() || self.cloudevents.is_some()
     }

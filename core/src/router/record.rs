@@ -120,27 +120,8 @@ impl Router {
             self.column_headers(r, h, &mut headers)?;
         }
         let (key, value, headers) = match (key, value, headers) {
-            (
-                Part::Connect(key_schema, key),
-                Part::Connect(value_schema, value),
-                Headers::Connect(headers),
-            ) => {
-                let record = ConnectRecord {
-                    topic,
-                    partition,
-                    key_schema,
-                    key,
-                    value_schema,
-                    value,
-                    // Debezium's record always has one: the column's, or
-                    // the change event's `ts_ms` (when it was processed).
-                    timestamp: timestamp_ms
-                        .or_else(|| Some(crate::clock::unix_now_micros() / 1000)),
-                    headers,
-                };
-                return self.finish(r, record);
-            }
-            (k, v, h) => (k.into_bytes(), v.into_bytes(), h.into_bytes()),
+            (Part::Bytes(k), Part::Bytes(v), Headers::Bytes(h)) => (k, v, h),
+            (k, v, h) => return self.finish_parts(r, topic, partition, timestamp_ms, k, v, h),
         };
         if self.server_mode {
             // KafkaChangeConsumer builds `new ProducerRecord<>(topic, null, null, key, value, headers)`.
@@ -161,6 +142,40 @@ impl Router {
             partition,
             timestamp_ms,
         }))
+    }
+
+    /// The record of a router keeping Connect data: the chain, then the
+    /// converters. Out of line, so the path without a chain stays small.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments, reason = "the parts route_row assembled")]
+    fn finish_parts(
+        &self,
+        r: &Row<'_>,
+        topic: Arc<str>,
+        partition: Option<i32>,
+        timestamp_ms: Option<i64>,
+        key: Part,
+        value: Part,
+        headers: Headers,
+    ) -> Result<Option<KafkaRecord>, RouteError> {
+        let (Part::Connect(k), Part::Connect(v), Headers::Connect(headers)) = (key, value, headers)
+        else {
+            unreachable!("a router keeps every part as Connect data, or none");
+        };
+        let ((key_schema, key), (value_schema, value)) = (*k, *v);
+        let record = ConnectRecord {
+            topic,
+            partition,
+            key_schema,
+            key,
+            value_schema,
+            value,
+            // Debezium's record always has one: the column's, or the
+            // change event's `ts_ms` (when it was processed).
+            timestamp: timestamp_ms.or_else(|| Some(crate::clock::unix_now_micros() / 1000)),
+            headers,
+        };
+        self.finish(r, record)
     }
 
     /// Topic: `getString(route.by.field)` with no default (a null route is
@@ -234,7 +249,7 @@ impl Router {
     fn record_key(&self, r: &Row<'_>) -> Result<Part, RouteError> {
         let c = &r.bound.key;
         let key = if self.connect_mode() {
-            Part::Connect(Some(Arc::clone(&c.ty.schema)), r.get(c)?)
+            Part::Connect(Box::new((Some(Arc::clone(&c.ty.schema)), r.get(c)?)))
         } else if self.key_direct {
             Part::Bytes(r.direct(
                 c,

@@ -2540,3 +2540,54 @@ fn a_chain_reshapes_the_record_and_its_failure_names_the_transform() {
     let text = err.to_string();
     assert!(text.contains("pick") && text.contains("59a42efd"), "{text}");
 }
+
+#[test]
+fn cloudevents_read_the_copied_envelope_headers_of_an_outbox_row() {
+    use crate::connect::cloudevents::{
+        CloudEventsConfig, CloudEventsContext, CloudEventsConverter,
+    };
+    use crate::connect::config::HeaderConverterKind;
+    let conv = ConvertersConfig {
+        key: ConverterKind::Json,
+        value: ConverterKind::CloudEvents,
+        header: HeaderConverterKind::Json,
+        ..ConvertersConfig::default()
+    };
+    let cfg = RouterConfig {
+        expand_json_payload: true,
+        additional_placement: Some("type:header".to_owned()),
+        ..RouterConfig::default()
+    };
+    let options = [("metadata.source".to_owned(), "header".to_owned())].into();
+    let ce = CloudEventsConverter::new(
+        CloudEventsConfig::from_options(&options).unwrap(),
+        CloudEventsContext {
+            header_converter: HeaderConverterKind::Json,
+            header_schemas_enable: true,
+        },
+    );
+    let debezium = DebeziumConfig {
+        topic_prefix: "shop".into(),
+        ..DebeziumConfig::default()
+    };
+    let fields = vec![
+        (EnvelopeField::Source, "source".to_owned()),
+        (EnvelopeField::Op, "op".to_owned()),
+    ];
+    let mut r = Router::new(cfg, conv, debezium)
+        .unwrap()
+        .with_envelope_headers(fields, "orders")
+        .with_cloudevents(ce);
+    let rel = relation(UUID_OID);
+    let bound = r.bind(&rel, &TableMeta::unknown()).unwrap();
+    let rec = r.route(&bound, &user_row(), &meta()).unwrap().unwrap();
+    let value = String::from_utf8(rec.value.unwrap().to_vec()).unwrap();
+    assert!(
+        value.starts_with(r#"{"id":"59a42efd-b015-44a9-9dde-cb36d9002425","source":"/debezium/postgresql/shop","specversion":"1.0","type":"UserCreated","#),
+        "{value}"
+    );
+    assert!(value.contains(r#""iodebeziumtable":"outbox""#), "{value}");
+    assert!(value.contains(r#""data":{"schema":"#), "{value}");
+    let names: Vec<&str> = rec.headers.iter().map(|h| &*h.name).collect();
+    assert_eq!(names, ["source", "op", "id", "type"]);
+}

@@ -96,7 +96,7 @@ impl Router {
         if blank && self.cfg.route_tombstone_on_empty_payload {
             // Debezium's tombstone has neither value nor schema.
             return Ok(if self.connect_mode() {
-                Part::Connect(None, Value::Null)
+                Part::Connect(Box::new((None, Value::Null)))
             } else {
                 Part::Bytes(None)
             });
@@ -107,12 +107,12 @@ impl Router {
                     if fields.len() != schema.fields.len() {
                         fields.resize(schema.fields.len(), Value::Null);
                     }
-                    Part::Connect(Some(schema), Value::Struct(fields))
+                    Part::Connect(Box::new((Some(schema), Value::Struct(fields))))
                 }
-                None => Part::Connect(
+                None => Part::Connect(Box::new((
                     (!payload.schemaless).then_some(payload.schema),
                     payload.value,
-                ),
+                ))),
             });
         }
         let converted = match &envelope_schema {
