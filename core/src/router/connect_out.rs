@@ -108,14 +108,6 @@ impl Headers {
         }
     }
 
-    /// The converted headers (no chain).
-    #[inline]
-    pub(super) fn into_bytes(self) -> Vec<RecordHeader> {
-        match self {
-            Headers::Bytes(h) => h,
-            Headers::Connect(_) => Vec::new(),
-        }
-    }
 }
 
 /// A key or value: converted at once (no chain) or as Connect data.
@@ -128,14 +120,6 @@ pub(super) enum Part {
 }
 
 impl Part {
-    /// The bytes of a part made without a chain.
-    #[inline]
-    pub(super) fn into_bytes(self) -> Option<Bytes> {
-        match self {
-            Part::Bytes(b) => b,
-            Part::Connect(..) => None,
-        }
-    }
 
     /// Whether it is a null key or value.
     #[inline]
