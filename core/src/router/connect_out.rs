@@ -107,7 +107,6 @@ impl Headers {
             })),
         }
     }
-
 }
 
 /// A key or value: converted at once (no chain) or as Connect data.
@@ -120,7 +119,6 @@ pub(super) enum Part {
 }
 
 impl Part {
-
     /// Whether it is a null key or value.
     #[inline]
     pub(super) fn is_null(&self) -> bool {

@@ -106,15 +106,36 @@ impl Router {
     /// are computed in Debezium's order, so the first problem of an event
     /// is the one reported: topic, timestamp, headers, key, value.
     pub(super) fn route_row(&mut self, r: &Row<'_>) -> Result<Option<KafkaRecord>, RouteError> {
+        // One copy of the path per mode, so the one without a chain never
+        // looks at Connect data.
+        if self.connect_mode() {
+            self.route_row_connect(r)
+        } else {
+            self.route_row_as::<false>(r)
+        }
+    }
+
+    /// The path with Connect data kept, out of line.
+    #[inline(never)]
+    fn route_row_connect(&mut self, r: &Row<'_>) -> Result<Option<KafkaRecord>, RouteError> {
+        self.route_row_as::<true>(r)
+    }
+
+    /// [`Router::route_row`] with Connect data kept (`CONNECT`) or not.
+    #[inline]
+    fn route_row_as<const CONNECT: bool>(
+        &mut self,
+        r: &Row<'_>,
+    ) -> Result<Option<KafkaRecord>, RouteError> {
         let topic = self.route_topic(r)?;
         let timestamp_ms = record_timestamp(r)?;
-        let mut headers = self.leading_headers(r)?;
-        let key = self.record_key(r)?;
+        let mut headers = self.leading_headers::<CONNECT>(r)?;
+        let key = self.record_key::<CONNECT>(r)?;
         let mut partition = None;
-        let value = if self.direct_value_applies(r.bound) {
+        let value = if !CONNECT && self.direct_value_applies(r.bound) {
             Part::Bytes(self.direct_value(r, &mut headers)?)
         } else {
-            self.general_value(r, &mut headers, &mut partition)?
+            self.general_value::<CONNECT>(r, &mut headers, &mut partition)?
         };
         if let Some(h) = &r.bound.headers {
             self.column_headers(r, h, &mut headers)?;
@@ -196,21 +217,21 @@ impl Router {
     /// context headers (table rows only), tracing, then the event id,
     /// which `router.null_id = "error"` requires.
     #[inline]
-    fn leading_headers(&self, r: &Row<'_>) -> Result<Headers, RouteError> {
+    fn leading_headers<const CONNECT: bool>(&self, r: &Row<'_>) -> Result<Headers, RouteError> {
         let bound = r.bound;
         // Debezium adds its context headers to table rows only, never to
         // a decoded message.
         let table_row = r.cells.is_none();
-        let mut headers = Headers::with_capacity(
-            self.connect_mode(),
-            self.inherited.len() + 1 + bound.placements.len(),
-        );
+        let mut headers =
+            Headers::with_capacity(CONNECT, self.inherited.len() + 1 + bound.placements.len());
         match &mut headers {
             Headers::Bytes(h) if table_row => h.extend(self.inherited.iter().cloned()),
             Headers::Connect(h) if table_row => h.extend(self.inherited_connect.iter().cloned()),
             _ => {}
         }
-        self.envelope_headers(r, &mut headers)?;
+        if CONNECT {
+            self.envelope_headers(r, &mut headers)?;
+        }
         self.tracing_headers(r, &mut headers)?;
         let id_null = match &mut headers {
             Headers::Bytes(h) => {
@@ -246,9 +267,9 @@ impl Router {
     /// `StringConverter` prints it so); a null key is refused under
     /// `router.null_key = "error"`.
     #[inline]
-    fn record_key(&self, r: &Row<'_>) -> Result<Part, RouteError> {
+    fn record_key<const CONNECT: bool>(&self, r: &Row<'_>) -> Result<Part, RouteError> {
         let c = &r.bound.key;
-        let key = if self.connect_mode() {
+        let key = if CONNECT {
             Part::Connect(Box::new((Some(Arc::clone(&c.ty.schema)), r.get(c)?)))
         } else if self.key_direct {
             Part::Bytes(r.direct(
@@ -264,7 +285,7 @@ impl Router {
             )?)
         };
         // Under a chain, the key published is checked after it (`finish`).
-        if !self.connect_mode() && key.is_null() && self.cfg.null_key == NullPolicy::Error {
+        if !CONNECT && key.is_null() && self.cfg.null_key == NullPolicy::Error {
             return Err(RouteError::NullKey {
                 column: c.name.to_string(),
                 lsn: r.meta.lsn,

@@ -152,6 +152,7 @@ impl Row<'_> {
 
     /// A `toString`-style converter's output: the text itself where that is
     /// what Java would print, otherwise through `general` on `Struct.get`.
+    #[inline]
     pub(super) fn direct(
         &self,
         c: &BoundColumn,

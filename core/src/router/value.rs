@@ -69,7 +69,7 @@ impl Router {
     /// The value through the general path: payload (maybe expanded),
     /// placements, envelope, tombstone, value converter (or, before a
     /// chain, the schema and value Debezium's record carries).
-    pub(super) fn general_value(
+    pub(super) fn general_value<const CONNECT: bool>(
         &mut self,
         r: &Row<'_>,
         headers: &mut Headers,
@@ -95,13 +95,13 @@ impl Router {
         };
         if blank && self.cfg.route_tombstone_on_empty_payload {
             // Debezium's tombstone has neither value nor schema.
-            return Ok(if self.connect_mode() {
+            return Ok(if CONNECT {
                 Part::Connect(Box::new((None, Value::Null)))
             } else {
                 Part::Bytes(None)
             });
         }
-        if self.connect_mode() {
+        if CONNECT {
             return Ok(match envelope_schema {
                 Some(schema) => {
                     if fields.len() != schema.fields.len() {
