@@ -349,6 +349,15 @@ const CASES: &[Case] = &[
         case("smt-chain-noschemas", End::Records(6)),
         SMT_COPY_TOPICS,
     ),
+    // The same chains under the other converter setting.
+    with_topics(
+        case("smt-chain-schemas-noschemas", End::Records(5)),
+        SMT_TOPICS,
+    ),
+    with_topics(
+        case("smt-chain-noschemas-withschemas", End::Records(6)),
+        SMT_COPY_TOPICS,
+    ),
     case("smt-fail", End::Fatal(0)),
     // Expanded payloads reshaped by seven transforms (Flatten, Cast,
     // MaskField, ReplaceField, TimestampConverter, ValueToKey,
