@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Per-event cost of the router against a baseline revision, in one
-# invocation: the `route/*` micro-benchmarks of `benches/hot_path.rs` built
-# from the working tree and from REV (a git worktree under
-# target/hot-path-baseline), run in alternating rounds so both see the same
-# machine, reported as the median of each round's estimate and the ratio.
+# invocation: the `route/*` and `pipeline/*` micro-benchmarks of
+# `benches/hot_path.rs` built from the working tree and from REV (a git
+# worktree under target/hot-path-baseline), run in alternating rounds so
+# both see the same machine, reported as the median of each round's
+# estimate and the ratio.
 #
 #   benches/hot_path_compare.sh REV [ROUNDS]    (default 3 rounds)
 #
@@ -20,7 +21,7 @@ git worktree add -q --detach "$base" "$rev"
 trap 'git worktree remove --force "$base" 2>/dev/null || true' EXIT
 out=$(mktemp -d)
 build() { (cd "$1" && cargo bench --bench hot_path --no-run -q 2>/dev/null); }
-run() { (cd "$1" && cargo bench --bench hot_path -q -- route/ --warm-up-time 1 --measurement-time 3 2>/dev/null) >> "$2"; }
+run() { (cd "$1" && cargo bench --bench hot_path -q -- '^(route|pipeline)/' --warm-up-time 1 --measurement-time 3 2>/dev/null) >> "$2"; }
 build "$base"
 build .
 for i in $(seq 1 "$rounds"); do
@@ -33,7 +34,7 @@ unit = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6}
 def parse(path):
     got, name = {}, None
     for line in open(path):
-        m = re.match(r"^(route/\S+)", line)
+        m = re.match(r"^((?:route|pipeline)/\S+)", line)
         if m:
             name = m.group(1)
         m = re.search(r"time:\s+\[\S+ \S+ (\S+) (\S+) \S+ \S+\]", line)

@@ -310,13 +310,23 @@ fn connector_refusals_name_the_key() {
         "transforms.outbox.predicate",
         set("transforms.outbox.predicate", "isOutbox"),
     );
-    // A transform after the router, or one of the plugin archive's that
-    // does not apply to outbox events: refused by its type key, with why.
-    refused_connector("transforms.rename.type", |m| {
-        m.insert("transforms".into(), "outbox,rename,drop".into());
+    // Kafka's transforms run after the router; one of the plugin
+    // archive's that does not apply to outbox events is refused by its
+    // type key, with why.
+    let mut connector = props("outbox-connector.properties");
+    connector.insert("transforms".into(), "outbox,rename".into());
+    connector.insert(
+        "transforms.rename.type".into(),
+        "org.apache.kafka.connect.transforms.RegexRouter".into(),
+    );
+    connector.insert("transforms.rename.regex".into(), "(.*)".into());
+    connector.insert("transforms.rename.replacement".into(), "x.$1".into());
+    assert!(connect(props("connect-standalone.properties"), connector).is_ok());
+    refused_connector("transforms.flat.type", |m| {
+        m.insert("transforms".into(), "outbox,flat".into());
         m.insert(
-            "transforms.rename.type".into(),
-            "org.apache.kafka.connect.transforms.RegexRouter".into(),
+            "transforms.flat.type".into(),
+            "io.debezium.transforms.ExtractNewRecordState".into(),
         );
     });
     let mut connector = props("outbox-connector.properties");

@@ -10,11 +10,8 @@
 //! Debezium calls, with Kafka's `DataException` messages. Pure: never does
 //! I/O or logs.
 
-#[path = "debezium_header_to_value.rs"]
 mod header_to_value;
-#[path = "debezium_partition.rs"]
 mod partition;
-#[path = "debezium_record_size.rs"]
 mod record_size;
 
 use std::sync::Arc;
@@ -346,5 +343,4 @@ impl Transformation for ActivateTracingSpan {
 }
 
 #[cfg(test)]
-#[path = "debezium_tests.rs"]
 mod tests;

@@ -6,11 +6,8 @@
 //! messages of the records they refuse; the `HashMap` orders and
 //! `Struct.put` checks they share are in `field_support.rs`. Pure.
 
-#[path = "field_mask.rs"]
 mod field_mask;
-#[path = "field_path.rs"]
 mod field_path;
-#[path = "field_support.rs"]
 mod field_support;
 
 use std::collections::HashMap;

@@ -5,7 +5,6 @@
 //! after the record's own, as `Headers.add` does, and checked against
 //! their schema as `ConnectHeaders.checkSchemaMatches` checks them. Pure.
 
-#[path = "values_parse.rs"]
 mod values_parse;
 
 use std::collections::HashSet;

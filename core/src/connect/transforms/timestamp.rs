@@ -11,7 +11,6 @@
 //! has no such encoding and no converter can write it, so converting a
 //! schemaless value to `Date`, `Time` or `Timestamp` is refused. Pure.
 
-#[path = "java_date_format.rs"]
 pub(super) mod java_date_format;
 
 use std::sync::Arc;
