@@ -89,25 +89,7 @@ fn class_cast(from: &str, to: &str) -> ConvertError {
 
 /// The Java class of a Connect value under `schema`.
 fn java_class(schema: Option<&Schema>, value: &Value) -> &'static str {
-    let name = schema.and_then(|s| s.name.as_deref());
-    match value {
-        Value::Int32(_) if matches!(name, Some(CONNECT_DATE | CONNECT_TIME)) => "java.util.Date",
-        Value::Int64(_) if name == Some(CONNECT_TIMESTAMP) => "java.util.Date",
-        Value::Null => "null",
-        Value::Boolean(_) => "java.lang.Boolean",
-        Value::Int8(_) => "java.lang.Byte",
-        Value::Int16(_) => "java.lang.Short",
-        Value::Int32(_) => "java.lang.Integer",
-        Value::Int64(_) => "java.lang.Long",
-        Value::Float32(_) => "java.lang.Float",
-        Value::Float64(_) => "java.lang.Double",
-        Value::String(_) => "java.lang.String",
-        Value::Bytes(_) => "[B",
-        Value::Decimal(_) => "java.math.BigDecimal",
-        Value::Array(_) => "java.util.ArrayList",
-        Value::Map(_) => "java.util.HashMap",
-        Value::Struct(_) => "org.apache.kafka.connect.data.Struct",
-    }
+    super::transforms::util::class_name_under(schema, value)
 }
 
 /// A struct with its schema, owned (a `source` or `transaction` block).

@@ -25,7 +25,7 @@ pub mod predicate;
 mod routing;
 mod schema_meta;
 mod timestamp;
-mod util;
+pub(super) mod util;
 
 use std::fmt;
 use std::sync::Arc;

@@ -14,7 +14,6 @@ use super::{
     struct_get_typed, Check, Checked,
 };
 use crate::connect::convert::java_to_string;
-use crate::connect::java::java_string_hash;
 use crate::connect::pg::names::{CONNECT_DATE, CONNECT_TIME, CONNECT_TIMESTAMP};
 use crate::connect::transforms::options::{Reader, TransformConfigError};
 use crate::connect::transforms::{ConnectRecord, TransformError, Transformation};
@@ -235,21 +234,6 @@ fn java_hash(schema: Option<&Schema>, v: &Value) -> Result<i32, String> {
         return Ok(long_hash(ms));
     }
     Ok(match v {
-        Value::Null => 0,
-        Value::Boolean(b) => {
-            if *b {
-                1231
-            } else {
-                1237
-            }
-        }
-        Value::Int8(x) => i32::from(*x),
-        Value::Int16(x) => i32::from(*x),
-        Value::Int32(x) => *x,
-        Value::Int64(x) => long_hash(*x),
-        Value::Float32(x) => float_bits(*x),
-        Value::Float64(x) => long_hash(double_bits(*x)),
-        Value::String(t) => java_string_hash(t.as_str()),
         // Debezium's byte values are ByteBuffers: hashed by content.
         Value::Bytes(b) => b.iter().rev().fold(1i32, |h, x| {
             h.wrapping_mul(31).wrapping_add(i32::from(*x as i8))
@@ -273,28 +257,14 @@ fn java_hash(schema: Option<&Schema>, v: &Value) -> Result<i32, String> {
             h
         }
         Value::Struct(_) => return Err(unhashable(class_name(v))),
+        // Scalars hash as `Object.hashCode` does everywhere.
+        scalar => crate::connect::java::java_hash_code(scalar).unwrap_or(0),
     })
 }
 
 /// `Long.hashCode` (and `Date.hashCode` of its milliseconds).
 fn long_hash(v: i64) -> i32 {
     (v ^ ((v as u64) >> 32) as i64) as i32
-}
-
-/// `Float.floatToIntBits` (NaN canonical).
-fn float_bits(v: f32) -> i32 {
-    if v.is_nan() {
-        return 0x7fc0_0000;
-    }
-    v.to_bits() as i32
-}
-
-/// `Double.doubleToLongBits` (NaN canonical).
-fn double_bits(v: f64) -> i64 {
-    if v.is_nan() {
-        return 0x7ff8_0000_0000_0000;
-    }
-    v.to_bits() as i64
 }
 
 /// `BigDecimal.hashCode()`: `31 * unscaledValue.hashCode() + scale`, where
