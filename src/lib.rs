@@ -18,6 +18,7 @@ pub use walrelay_core::{
 pub mod check;
 pub mod cli;
 pub mod config;
+pub(crate) mod distributed;
 pub mod heartbeat;
 pub mod lag;
 pub mod metrics;

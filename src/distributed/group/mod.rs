@@ -1,0 +1,1 @@
+//! Kafka's group membership with Connect's protocol (being written).

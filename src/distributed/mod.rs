@@ -1,0 +1,13 @@
+//! `walrelay connect-distributed`: Kafka Connect's distributed worker,
+//! replaced. A group of walrelay processes shares Connect's three storage
+//! topics, spreads the connectors (one pipeline each) over itself through
+//! Kafka's group membership, and serves Connect's REST API.
+//!
+//! Owns the wiring; the layers are its modules: [`api`] (what the REST API
+//! asks of a worker, as data), [`rest`] (the HTTP listener speaking
+//! Connect's JSON), [`group`] (Kafka's group protocol with Connect's
+//! assignment format).
+
+pub(crate) mod api;
+pub(crate) mod group;
+pub(crate) mod rest;

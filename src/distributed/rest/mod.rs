@@ -1,0 +1,1 @@
+//! Connect's REST API over a [`super::api::Herder`] (being written).
