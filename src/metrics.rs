@@ -355,6 +355,15 @@ impl Process {
         m
     }
 
+    /// Removes a pipeline's metrics (a connector deleted from a
+    /// distributed group).
+    pub(crate) fn remove_pipeline(&self, metrics: &Arc<Metrics>) {
+        self.pipelines
+            .write()
+            .expect("never poisoned")
+            .retain(|m| !Arc::ptr_eq(m, metrics));
+    }
+
     /// Every pipeline's metrics, in the order they were added.
     pub(crate) fn pipelines(&self) -> Vec<Arc<Metrics>> {
         self.pipelines.read().expect("never poisoned").clone()

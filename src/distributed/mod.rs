@@ -11,3 +11,10 @@
 pub(crate) mod api;
 pub(crate) mod group;
 pub(crate) mod rest;
+pub(crate) mod configs;
+pub(crate) mod log;
+pub(crate) mod statuses;
+pub(crate) mod worker;
+pub(crate) mod node;
+pub(crate) mod herder;
+pub(crate) mod topics;
