@@ -18,3 +18,4 @@ pub(crate) mod worker;
 pub(crate) mod node;
 pub(crate) mod herder;
 pub(crate) mod topics;
+pub(crate) mod run;

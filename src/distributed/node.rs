@@ -81,6 +81,10 @@ pub(crate) struct Node {
     inner: Mutex<Inner>,
     /// Wakes the reconciliation.
     wake: Notify,
+    /// Assignments received (bumped by [`Node::assigned`] and
+    /// [`Node::lost`]) and the number the reconciliation has applied.
+    requested: watch::Sender<u64>,
+    applied: watch::Sender<u64>,
     /// Pipelines that ended by themselves: name and why.
     ended_tx: mpsc::UnboundedSender<(String, Option<String>)>,
     ended_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Option<String>)>>,
@@ -110,6 +114,8 @@ impl Node {
                 ..Inner::default()
             }),
             wake: Notify::new(),
+            requested: watch::channel(0).0,
+            applied: watch::channel(0).0,
             ended_tx,
             ended_rx: tokio::sync::Mutex::new(ended_rx),
         })
@@ -160,13 +166,23 @@ impl Node {
                 inner.assigned_set = self.connector_names().into_iter().collect();
             }
         }
+        self.requested.send_modify(|n| *n += 1);
         self.wake.notify_one();
+    }
+
+    /// Waits until the reconciliation has applied every assignment
+    /// received so far (revoked pipelines stopped, new ones started).
+    pub(crate) async fn settled(&self) {
+        let wanted = *self.requested.borrow();
+        let mut applied = self.applied.subscribe();
+        let _ = applied.wait_for(|n| *n >= wanted).await;
     }
 
     /// The membership is lost: stop everything (another worker may take
     /// these connectors at any moment).
     pub(crate) fn lost(&self) {
         self.inner.lock().expect("never poisoned").assigned.clear();
+        self.requested.send_modify(|n| *n += 1);
         self.wake.notify_one();
     }
 
@@ -210,7 +226,9 @@ impl Node {
             if self.needs_rebalance() {
                 rebalance();
             }
+            let wanted = *self.requested.borrow();
             self.reconcile().await;
+            self.applied.send_modify(|n| *n = (*n).max(wanted));
             tokio::select! {
                 _ = shutdown.changed() => {}
                 _ = config_changes.changed() => {}

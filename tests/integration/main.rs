@@ -44,6 +44,8 @@ mod compatibility;
 mod compatibility_server;
 /// The relay end to end: routing, order, partitions, restarts, outages.
 mod delivery;
+/// `walrelay connect-distributed`: a group of workers, failover, REST.
+mod distributed;
 /// The test environment itself: the shared and private servers.
 mod environment;
 /// Exactly-once mode: SIGKILLs, server restarts, a million-row transaction,

@@ -1,0 +1,261 @@
+//! `walrelay connect-distributed worker.properties`: start-up and the
+//! worker's life. Reads the worker file, creates the storage topics when
+//! missing, reads the config and status topics, serves Connect's REST API,
+//! joins the group and runs what it is assigned until SIGTERM/SIGINT;
+//! then stops its pipelines (draining them) and leaves the group, so that
+//! the others take its connectors at once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use tokio::sync::watch;
+use tracing::{info, warn, Instrument};
+
+use super::configs::ClusterConfig;
+use super::group::{self, Assignor, GroupEvent, JoinState, LeaderAssignment, MemberInfo};
+use super::herder::NodeHerder;
+use super::log::KafkaLog;
+use super::node::Node;
+use super::rest::RestConfig;
+use super::statuses::GroupStatus;
+use super::topics;
+use super::worker::DistributedConfig;
+use crate::config::ConfigError;
+use crate::metrics::Process;
+
+/// Keys of the REST listener, read by [`RestConfig`] and not part of a
+/// connector's translation.
+const REST_PREFIXES: &[&str] = &[
+    "listeners",
+    "rest.",
+    "access.control.",
+    "topic.tracking.",
+    "admin.listeners",
+];
+
+/// Why the worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    /// The worker file.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The REST keys.
+    #[error("{0}")]
+    Rest(String),
+    /// A storage topic.
+    #[error(transparent)]
+    Topic(#[from] topics::TopicError),
+    /// Reading a storage topic.
+    #[error(transparent)]
+    Log(#[from] super::log::LogError),
+    /// The REST listener.
+    #[error("cannot listen for the REST API: {0}")]
+    Listen(std::io::Error),
+    /// The metrics listener.
+    #[error("cannot listen on {addr} for metrics: {source}")]
+    Metrics {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The Kafka clients of the worker itself (storage topics, admin):
+/// `bootstrap.servers` and the worker's own `security.protocol`, `ssl.*`
+/// and `sasl.*`, translated as the producer's are.
+fn worker_clients(worker: &BTreeMap<String, String>, dist: &DistributedConfig) -> ClientConfig {
+    let mut cc = ClientConfig::new();
+    cc.set("bootstrap.servers", &dist.bootstrap);
+    if let Some(id) = &dist.client_id {
+        cc.set("client.id", id);
+    }
+    if let Some(p) = worker.get("security.protocol") {
+        cc.set("security.protocol", p.to_ascii_lowercase());
+    }
+    cc
+}
+
+/// The leader's rule over the connectors this worker has read.
+struct NodeAssignor(Arc<Node>);
+
+impl Assignor for NodeAssignor {
+    fn assign(&self, members: &[MemberInfo]) -> LeaderAssignment {
+        let names = self.0.connector_names();
+        let offset = self.0.config_offset();
+        group::assign::assign(members, &names, offset)
+    }
+}
+
+/// Runs a distributed worker until `shutdown`.
+pub(crate) async fn run(
+    worker_path: &Path,
+    mut worker: BTreeMap<String, String>,
+    metrics_listen: Option<&str>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), StartError> {
+    let dist = DistributedConfig::take(&mut worker)?;
+    for (key, why) in &dist.ignored {
+        warn!(key = %key, "{why}");
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    let rest = RestConfig::from_worker(&worker, &env).map_err(|e| StartError::Rest(e.to_string()))?;
+    worker.retain(|k, _| !REST_PREFIXES.iter().any(|p| k.starts_with(p)));
+    let clients = worker_clients(&worker, &dist);
+    topics::ensure(&clients, &dist).await?;
+    let configs = KafkaLog::start(
+        &clients,
+        &dist.config_topic.name,
+        ClusterConfig::new(),
+        shutdown.clone(),
+    )
+    .await?;
+    let statuses = KafkaLog::start(
+        &clients,
+        &dist.status_topic.name,
+        GroupStatus::default(),
+        shutdown.clone(),
+    )
+    .await?;
+    configs.read_to_end().await?;
+    statuses.read_to_end().await?;
+    let cluster_id = cluster_id(&clients).await;
+
+    // The worker's id is its advertised `host:port`.
+    let process = Arc::new(Process::new());
+    let url = rest.advertised_url(&[]);
+    let id = url
+        .trim_end_matches('/')
+        .split_once("://")
+        .map_or(url.clone(), |(_, hp)| hp.to_owned());
+    let node = Node::new(
+        id.clone(),
+        worker,
+        worker_path.to_owned(),
+        configs,
+        statuses,
+        Arc::clone(&process),
+    );
+    let herder = Arc::new(NodeHerder::new(Arc::clone(&node), cluster_id));
+    super::rest::serve(rest, herder, shutdown.clone())
+        .await
+        .map_err(StartError::Listen)?;
+    info!(worker_id = %id, url = %url, group = %dist.group_id, "connect-distributed worker");
+    if let Some(addr) = metrics_listen.filter(|a| !a.is_empty()) {
+        crate::metrics::serve(addr, Arc::clone(&process), shutdown.clone())
+            .await
+            .map_err(|source| StartError::Metrics {
+                addr: addr.to_owned(),
+                source,
+            })?;
+    }
+
+    // The group.
+    let (state_tx, state_rx) = watch::channel(JoinState {
+        url: url.clone(),
+        config_offset: node.config_offset(),
+        running: Vec::new(),
+    });
+    let mut gc = group::GroupConfig::new(
+        dist.bootstrap.split(',').map(|s| s.trim().to_owned()).collect(),
+        &dist.group_id,
+    );
+    gc.session_timeout = dist.session_timeout;
+    gc.heartbeat_interval = dist.heartbeat_interval;
+    gc.rebalance_timeout = dist.rebalance_timeout;
+    if let Some(client_id) = &dist.client_id {
+        gc.client_id = client_id.clone();
+    }
+    let (handle, mut events) = group::spawn(
+        gc,
+        state_rx,
+        Arc::new(NodeAssignor(Arc::clone(&node))),
+        shutdown.clone(),
+    );
+    let handle = Arc::new(handle);
+    let reconcile = tokio::spawn({
+        let node = Arc::clone(&node);
+        let handle = Arc::clone(&handle);
+        node.run(shutdown.clone(), move || handle.rejoin())
+            .instrument(tracing::info_span!("worker"))
+    });
+    let mut shutdown_rx = shutdown.clone();
+    loop {
+        let event = tokio::select! {
+            _ = shutdown_rx.changed() => break,
+            e = events.recv() => match e { Some(e) => e, None => break },
+        };
+        handle_event(&node, &handle, &state_tx, event).await;
+    }
+    // The worker's pipelines stop (drained) before it leaves the group.
+    let _ = reconcile.await;
+    if let Ok(handle) = Arc::try_unwrap(handle) {
+        handle.finished().await;
+    }
+    Ok(())
+}
+
+/// Applies one group event; after revoking connectors, rejoins so that
+/// the leader hands them on.
+async fn handle_event(
+    node: &Arc<Node>,
+    handle: &group::GroupHandle,
+    state: &watch::Sender<JoinState>,
+    event: GroupEvent,
+) {
+    match event {
+        GroupEvent::Assigned(a) => {
+            info!(
+                generation = a.generation,
+                leader = a.leader_id == a.member_id,
+                assigned = ?a.assigned,
+                revoked = ?a.revoked,
+                error = a.error,
+                "assignment"
+            );
+            if a.error != 0 {
+                // The leader is behind or ahead: read on, then rejoin.
+                let _ = node.configs.read_to_end().await;
+                state.send_modify(|s| s.config_offset = node.config_offset());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                handle.rejoin();
+                return;
+            }
+            node.assigned(a.generation, a.leader_id == a.member_id, &a.assigned);
+            node.settled().await;
+            state.send_modify(|s| {
+                s.running = node.running();
+                s.config_offset = node.config_offset();
+            });
+            if !a.revoked.is_empty() {
+                handle.rejoin();
+            }
+        }
+        GroupEvent::Lost { reason } => {
+            warn!(reason = %reason, "group membership lost: stopping every pipeline");
+            node.lost();
+            node.settled().await;
+            state.send_modify(|s| s.running = node.running());
+        }
+    }
+}
+
+/// The Kafka cluster's id, for `GET /` (empty when it cannot be read).
+async fn cluster_id(clients: &ClientConfig) -> String {
+    let clients = clients.clone();
+    tokio::task::spawn_blocking(move || {
+        let consumer: rdkafka::consumer::BaseConsumer = clients.create().ok()?;
+        use rdkafka::consumer::Consumer;
+        consumer
+            .client()
+            .fetch_cluster_id(rdkafka::util::Timeout::After(Duration::from_secs(10)))
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}

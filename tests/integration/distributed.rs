@@ -1,0 +1,307 @@
+//! `walrelay connect-distributed`: a group of walrelay workers sharing
+//! Connect's storage topics on a broker of the test's own, managed through
+//! Connect's REST API. Asserts on what consumers read from Kafka, on the
+//! REST API's answers and on the storage topics, never on log lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::metrics::free_port;
+use crate::common::relay::{count_events, tail, Outbox, Relay};
+use crate::common::{env, unique_name, PrivateKafka};
+
+/// How long a group may take to settle after a change (a session timeout
+/// of 6 s, a rebalance, pipelines starting).
+const SETTLE: Duration = Duration::from_secs(90);
+
+/// One HTTP/1.1 exchange: status code and body.
+pub(crate) fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(60))).ok();
+    let body = body.unwrap_or("");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("send the request");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("read the response");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"));
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (code, if chunked { unchunk(body) } else { body.to_owned() })
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n.min(rest.len())]);
+        body = rest.get(n + 2..).unwrap_or("");
+    }
+    out
+}
+
+/// A distributed worker file for a group on `bootstrap`, its REST
+/// listener on `port`.
+fn worker_file(dir: &Path, group: &str, bootstrap: &str, port: u16, extra: &str) -> PathBuf {
+    let path = dir.join(format!("worker-{port}.properties"));
+    std::fs::write(
+        &path,
+        format!(
+            "bootstrap.servers={bootstrap}\n\
+             group.id={group}\n\
+             config.storage.topic={group}-configs\n\
+             offset.storage.topic={group}-offsets\n\
+             status.storage.topic={group}-status\n\
+             config.storage.replication.factor=1\n\
+             offset.storage.replication.factor=1\n\
+             status.storage.replication.factor=1\n\
+             session.timeout.ms=6000\n\
+             heartbeat.interval.ms=1500\n\
+             listeners=http://127.0.0.1:{port}\n\
+             key.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             {extra}"
+        ),
+    )
+    .expect("write the worker file");
+    path
+}
+
+/// A walrelay worker of the group.
+struct Worker {
+    relay: Relay,
+    addr: String,
+}
+
+impl Worker {
+    fn start(dir: &Path, group: &str, bootstrap: &str, extra: &str) -> Worker {
+        let port = free_port();
+        let file = worker_file(dir, group, bootstrap, port, extra);
+        let metrics = format!("127.0.0.1:{}", free_port());
+        let relay = Relay::start_args(
+            &[
+                "--metrics-addr",
+                &metrics,
+                "connect-distributed",
+                file.to_str().expect("utf-8 path"),
+            ],
+            dir.join(format!("worker-{port}.log")),
+        );
+        let addr = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + SETTLE;
+        while TcpStream::connect(&addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "worker {addr} never listened:\n{}",
+                tail(&relay.log(), 40)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Worker { relay, addr }
+    }
+}
+
+/// A Debezium PostgreSQL connector configuration (EventRouter) for `ob`.
+fn connector_config(ob: &Outbox, extra: &[(&str, &str)]) -> Value {
+    let pg = env().pg_port.to_string();
+    let mut c: BTreeMap<&str, String> = [
+        (
+            "connector.class",
+            "io.debezium.connector.postgresql.PostgresConnector",
+        ),
+        ("database.hostname", "127.0.0.1"),
+        ("database.port", &pg),
+        ("database.user", "postgres"),
+        ("database.dbname", "postgres"),
+        ("plugin.name", "pgoutput"),
+        ("publication.autocreate.mode", "filtered"),
+        ("transforms", "outbox"),
+        (
+            "transforms.outbox.type",
+            "io.debezium.transforms.outbox.EventRouter",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_owned()))
+    .collect();
+    c.insert("topic.prefix", ob.name.clone());
+    c.insert("slot.name", ob.name.clone());
+    c.insert("publication.name", ob.name.clone());
+    c.insert("table.include.list", format!("public.{}", ob.name));
+    for (k, v) in extra {
+        c.insert(k, (*v).to_owned());
+    }
+    serde_json::to_value(c).expect("a map")
+}
+
+/// The worker ids of each connector's RUNNING task, as `addr` reports.
+fn owners(addr: &str) -> BTreeMap<String, String> {
+    let (code, body) = http(addr, "GET", "/connectors?expand=status", None);
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    let mut out = BTreeMap::new();
+    for (name, s) in v.as_object().into_iter().flatten() {
+        let task = &s["status"]["tasks"][0];
+        if task["state"] == "RUNNING" {
+            out.insert(
+                name.clone(),
+                task["worker_id"].as_str().unwrap_or("").to_owned(),
+            );
+        }
+    }
+    out
+}
+
+/// Waits until `pred` holds for the owners `addr` reports; returns them.
+fn wait_owners(
+    addr: &str,
+    what: &str,
+    pred: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let o = owners(addr);
+        if pred(&o) {
+            return o;
+        }
+        assert!(Instant::now() < deadline, "{what}: owners now {o:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Three workers, four connectors: all deliver; SIGKILL one under load
+/// and its connectors move, nothing lost; a fourth joins and takes a
+/// share; a config update through REST reaches the running pipeline; the
+/// storage topics survive a broker restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
+    let kafka = PrivateKafka::start();
+    let bootstrap = kafka.bootstrap();
+    let dir = tempfile::tempdir().expect("dir");
+    let group = unique_name("dist");
+    let mut outboxes = Vec::new();
+    for i in 0..4 {
+        outboxes.push(Outbox::new(&format!("dist{i}")).await);
+    }
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|_| Worker::start(dir.path(), &group, &bootstrap, ""))
+        .collect();
+    let a = workers[0].addr.clone();
+    for ob in &outboxes {
+        let body = serde_json::json!({"name": ob.name, "config": connector_config(ob, &[])});
+        let (code, text) = http(&a, "POST", "/connectors", Some(&body.to_string()));
+        assert_eq!(code, 201, "{text}");
+    }
+    let names: BTreeSet<String> = outboxes.iter().map(|o| o.name.clone()).collect();
+    let spread = wait_owners(&a, "four connectors running on three workers", |o| {
+        o.len() == 4 && o.values().collect::<BTreeSet<_>>().len() == 3
+    });
+    eprintln!("assignment: {spread:?}");
+
+    // Load, then SIGKILL the worker that runs two connectors (or any).
+    let writers: Vec<_> = outboxes
+        .iter()
+        .map(|ob| ob.spawn_writer(40, 50, 10, Some(5)))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let victim = workers
+        .iter()
+        .position(|w| {
+            spread
+                .values()
+                .filter(|id| **id == w.addr)
+                .count()
+                >= 2
+        })
+        .unwrap_or(1);
+    let victim_id = workers[victim].addr.clone();
+    let mut dead = workers.remove(victim);
+    let killed = Instant::now();
+    dead.relay.kill();
+    let survivor = workers[0].addr.clone();
+    let moved = wait_owners(&survivor, "the killed worker's connectors moved", |o| {
+        o.len() == 4 && o.values().all(|id| *id != victim_id)
+    });
+    eprintln!(
+        "failover: {:?} from SIGKILL to every connector running elsewhere ({moved:?})",
+        killed.elapsed()
+    );
+    for w in writers {
+        w.await.expect("writer");
+    }
+    for ob in &outboxes {
+        let counted = count_events(
+            &bootstrap,
+            &ob.topic(""),
+            1..=2000,
+            SETTLE,
+            &mut workers[0].relay,
+        );
+        assert_eq!(counted.distinct, 2000, "{}: events lost: {counted:?}", ob.name);
+    }
+
+    // A fourth worker joins and takes a share.
+    workers.push(Worker::start(dir.path(), &group, &bootstrap, ""));
+    let newcomer = workers[2].addr.clone();
+    wait_owners(&survivor, "the fourth worker took a share", |o| {
+        o.len() == 4 && o.values().any(|id| *id == newcomer)
+    });
+
+    // A config update through REST reaches the running pipeline: a new
+    // routing topic for new events.
+    let ob = &outboxes[0];
+    let rerouted = format!("{}.rerouted", ob.name);
+    let config = connector_config(
+        ob,
+        &[("transforms.outbox.route.topic.replacement", rerouted.as_str())],
+    );
+    let path = format!("/connectors/{}/config", ob.name);
+    let (code, text) = http(&newcomer, "PUT", &path, Some(&config.to_string()));
+    assert_eq!(code, 200, "{text}");
+    ob.insert_series(5001, 5010).await;
+    let counted = count_events(&bootstrap, &rerouted, 5001..=5010, SETTLE, &mut workers[0].relay);
+    assert_eq!(counted.distinct, 10, "the update did not reach the pipeline: {counted:?}");
+
+    // The storage topics survive a broker restart: after it, a new worker
+    // reads every connector back, with the update.
+    kafka.stop();
+    kafka.start_again();
+    let late = Worker::start(dir.path(), &group, &bootstrap, "");
+    let (code, text) = http(&late.addr, "GET", "/connectors", None);
+    assert_eq!(code, 200, "{text}");
+    let listed: BTreeSet<String> = serde_json::from_str(&text).expect("json");
+    assert_eq!(listed, names);
+    let (_, text) = http(&late.addr, "GET", &path, None);
+    assert!(text.contains(&rerouted), "{text}");
+    workers.push(late);
+    wait_owners(&survivor, "all running after the broker restart", |o| o.len() == 4);
+    outboxes[1].insert_series(6001, 6010).await;
+    let counted = count_events(
+        &bootstrap,
+        &outboxes[1].topic(""),
+        6001..=6010,
+        SETTLE,
+        &mut workers[0].relay,
+    );
+    assert_eq!(counted.distinct, 10, "after the broker restart: {counted:?}");
+    for ob in &outboxes {
+        let _ = http(&survivor, "DELETE", &format!("/connectors/{}", ob.name), None);
+    }
+}
