@@ -114,6 +114,16 @@ enum Command {
         #[arg(required = true)]
         connectors: Vec<PathBuf>,
     },
+    /// Run as a Kafka Connect distributed worker, like
+    /// `connect-distributed.sh`: joins the worker file's `group.id` with the
+    /// other workers (walrelay's), keeps connectors in its
+    /// `config.storage.topic` and serves Connect's REST API on its
+    /// `listeners`; each Debezium PostgreSQL connector assigned here runs
+    /// as a pipeline.
+    ConnectDistributed {
+        /// The worker file (`connect-distributed.properties`).
+        worker: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -142,5 +152,6 @@ fn main() -> ExitCode {
             worker,
             connectors,
         } => cli::connect_standalone(&worker, &connectors, validate, &overrides),
+        Command::ConnectDistributed { worker } => cli::connect_distributed(&worker, &overrides),
     }
 }

@@ -29,7 +29,7 @@ mod select;
 
 pub use commands::{check, replay, status, validate};
 pub use logging::LogFormat;
-pub use run::{connect_standalone, run, RunOverrides};
+pub use run::{connect_distributed, connect_standalone, run, RunOverrides};
 
 /// Exit status of a configuration or request that is wrong.
 const EXIT_USAGE: u8 = 2;
@@ -54,6 +54,9 @@ pub(crate) enum CliError {
         /// The configuration's pipelines, comma-separated.
         known: String,
     },
+    /// A distributed worker could not start.
+    #[error("connect-distributed")]
+    Distributed(#[source] Box<crate::distributed::run::StartError>),
     /// The tokio runtime could not be built.
     #[error("cannot start the tokio runtime")]
     Runtime(#[source] io::Error),

@@ -79,6 +79,29 @@ pub fn connect_standalone(
     logging_errors(relay(process, overrides))
 }
 
+/// `walrelay connect-distributed`: a worker of a distributed group until
+/// a signal (`crate::distributed::run`).
+pub fn connect_distributed(worker: &Path, overrides: &RunOverrides) -> ExitCode {
+    let map = match crate::config::kafka_connect::read_properties(worker) {
+        Ok(map) => map,
+        Err(e) => return logging_errors(Err(CliError::from(e))),
+    };
+    let runtime = match runtime::command_with(2) {
+        Ok(r) => r,
+        Err(e) => return logging_errors(Err(e)),
+    };
+    let metrics = overrides.metrics_listen.clone();
+    let result = runtime.block_on(async move {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        tokio::spawn(stop_on_signals(stop_tx).instrument(tracing::info_span!("signals")));
+        crate::distributed::run::run(worker, map, metrics.as_deref(), stop_rx).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => logging_errors(Err(CliError::Distributed(Box::new(e)))),
+    }
+}
+
 /// Runs every pipeline of `config` until a signal (or a fatal error, as
 /// `runtime.on_pipeline_failure` says).
 fn relay(mut config: ProcessConfig, overrides: &RunOverrides) -> Result<ExitCode, CliError> {

@@ -22,6 +22,17 @@ pub(super) fn command() -> Result<Runtime, CliError> {
         .map_err(CliError::Runtime)
 }
 
+/// A multi-threaded runtime of `workers` threads (a distributed worker:
+/// its pipelines come and go, so the runtime is not shaped by one).
+pub(super) fn command_with(workers: usize) -> Result<Runtime, CliError> {
+    Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .thread_name(THREAD_NAME)
+        .build()
+        .map_err(CliError::Runtime)
+}
+
 /// The relay's runtime: `runtime.worker_threads = 0` keeps every task on
 /// the main thread, so handing a batch from the source to the sink is a
 /// local wake-up rather than a cross-thread one (librdkafka has its own

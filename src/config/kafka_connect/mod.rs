@@ -511,7 +511,7 @@ fn with_rest_name(json: ConnectorJson) -> Result<BTreeMap<String, String>, Confi
     Ok(config)
 }
 
-pub(super) fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+pub(crate) fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,
