@@ -326,7 +326,12 @@ impl Default for Metrics {
 pub(crate) struct Process {
     registry: Registry,
     pipelines: std::sync::RwLock<Vec<Arc<Metrics>>>,
+    /// The group view of a `connect-distributed` worker.
+    group: std::sync::RwLock<Option<GroupViewFn>>,
 }
+
+/// What makes a distributed worker's [`page::state::GroupView`].
+pub(crate) type GroupViewFn = Box<dyn Fn() -> page::state::GroupView + Send + Sync>;
 
 impl Process {
     /// A process with no pipeline yet.
@@ -342,6 +347,7 @@ impl Process {
         Process {
             registry,
             pipelines: std::sync::RwLock::new(Vec::new()),
+            group: std::sync::RwLock::new(None),
         }
     }
 
@@ -353,6 +359,17 @@ impl Process {
             .expect("never poisoned")
             .push(Arc::clone(&m));
         m
+    }
+
+    /// Makes the operator's page and `walrelay status` show the group
+    /// `view` describes.
+    pub(crate) fn set_group_view(&self, view: GroupViewFn) {
+        *self.group.write().expect("never poisoned") = Some(view);
+    }
+
+    /// The group's view, for a distributed worker.
+    pub(crate) fn group_view(&self) -> Option<page::state::GroupView> {
+        self.group.read().expect("never poisoned").as_ref().map(|f| f())
     }
 
     /// Removes a pipeline's metrics (a connector deleted from a

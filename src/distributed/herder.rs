@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use super::api::{
     ApiError, ConfigMap, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Created, Herder,
-    PluginInfo, ServerInfo, State, StateInfo, TaskId, TaskInfo, TaskState,
+    PartitionOffset, PluginInfo, ServerInfo, State, StateInfo, TaskId, TaskInfo, TaskState,
 };
+use super::offsets;
 use super::configs::{self, TargetState};
 use super::log::LogError;
 use super::node::Node;
@@ -135,10 +136,104 @@ impl NodeHerder {
         })
     }
 
+    /// The translated configuration and slot of a WAL connector.
+    fn slot_of(
+        &self,
+        name: &str,
+        entry: &configs::ConnectorEntry,
+    ) -> Result<(crate::config::Config, String), ApiError> {
+        let config = self
+            .node
+            .translate(name, &entry.config)
+            .map_err(|e| ApiError::new(400, DisplayChain(&e).to_string()))?;
+        if config.kafka.exactly_once {
+            return Err(ApiError::new(
+                400,
+                "with exactly-once, walrelay's position is its progress record in offset.storage.topic, kept with each transaction; the offsets API does not alter it",
+            ));
+        }
+        let slot = config.replication.slot.clone();
+        Ok((config, slot))
+    }
+
+    /// The slot's `confirmed_flush_lsn` (`None`: no slot yet).
+    async fn slot_position(
+        &self,
+        name: &str,
+        entry: &configs::ConnectorEntry,
+    ) -> Result<Option<u64>, ApiError> {
+        let config = self
+            .node
+            .translate(name, &entry.config)
+            .map_err(|e| ApiError::new(400, DisplayChain(&e).to_string()))?;
+        offsets::position(&config, &config.replication.slot).await
+    }
+
     async fn set_target(&self, name: &str, target: TargetState) -> Result<(), ApiError> {
         self.entry(name)?;
         self.write(&[configs::target_record(name, target)]).await
     }
+}
+
+/// Connect's answer to a successful `PATCH /connectors/{name}/offsets`.
+const ALTERED: &str = "The Connect framework-managed offsets for this connector have been altered successfully. However, if this connector manages offsets externally, they will need to be manually altered in the system that the connector uses.";
+
+/// Connect's refusal to touch the offsets of a connector not stopped.
+fn require_stopped(name: &str, entry: &configs::ConnectorEntry) -> Result<(), ApiError> {
+    if entry.target == TargetState::Stopped {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        400,
+        format!(
+            "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+        ),
+    ))
+}
+
+/// Debezium PostgreSQL's one source partition: `{"server": <topic.prefix>}`.
+fn partition(entry: &configs::ConnectorEntry) -> serde_json::Map<String, serde_json::Value> {
+    let mut p = serde_json::Map::new();
+    let prefix = entry.config.get("topic.prefix").cloned().unwrap_or_default();
+    p.insert("server".into(), serde_json::Value::String(prefix));
+    p
+}
+
+/// The offset of a position: Debezium's `lsn` key, the slot's
+/// `confirmed_flush_lsn` as a number.
+fn lsn_offset(lsn: u64) -> serde_json::Map<String, serde_json::Value> {
+    let mut o = serde_json::Map::new();
+    o.insert("lsn".into(), serde_json::Value::from(lsn));
+    o
+}
+
+/// The LSN a `PATCH` asks for: one entry, the connector's partition, an
+/// offset with a numeric `lsn`.
+fn requested_lsn(entry: &configs::ConnectorEntry, offsets: &ConnectorOffsets) -> Result<u64, ApiError> {
+    let ours = partition(entry);
+    let bad = |why: String| ApiError::new(400, why);
+    let [one] = offsets.offsets.as_slice() else {
+        return Err(bad(format!(
+            "walrelay's PostgreSQL connector has exactly one source partition, {}; give one offset for it",
+            serde_json::Value::Object(ours.clone())
+        )));
+    };
+    if one.partition != ours {
+        return Err(bad(format!(
+            "unknown source partition {}: this connector's is {}",
+            serde_json::Value::Object(one.partition.clone()),
+            serde_json::Value::Object(ours)
+        )));
+    }
+    let Some(offset) = &one.offset else {
+        return Err(bad(
+            "a null offset resets the position, which walrelay cannot do: its position is the replication slot's confirmed_flush_lsn, which never moves back".into(),
+        ));
+    };
+    offset
+        .get("lsn")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| bad("the offset needs \"lsn\", a number (Debezium's key): the position to move the replication slot to".into()))
 }
 
 /// A failed write to the config topic: Connect's 500.
@@ -395,18 +490,37 @@ impl Herder for NodeHerder {
     }
 
     async fn offsets(&self, name: &str) -> Result<ConnectorOffsets, ApiError> {
-        self.entry(name)?;
-        Err(ApiError::new(
-            501,
-            "walrelay keeps a connector's position in its replication slot (confirmed_flush_lsn in pg_replication_slots); the offsets API is not served yet",
-        ))
+        let entry = self.entry(name)?;
+        let position = self.slot_position(name, &entry).await?;
+        Ok(ConnectorOffsets {
+            offsets: position
+                .map(|lsn| PartitionOffset {
+                    partition: partition(&entry),
+                    offset: Some(lsn_offset(lsn)),
+                })
+                .into_iter()
+                .collect(),
+        })
     }
 
-    async fn alter_offsets(&self, name: &str, _offsets: ConnectorOffsets) -> Result<String, ApiError> {
-        self.offsets(name).await.map(|_| String::new())
+    async fn alter_offsets(&self, name: &str, offsets: ConnectorOffsets) -> Result<String, ApiError> {
+        let entry = self.entry(name)?;
+        require_stopped(name, &entry)?;
+        let target = requested_lsn(&entry, &offsets)?;
+        let (config, slot) = self.slot_of(name, &entry)?;
+        offsets::advance(&config, &slot, target).await?;
+        Ok(ALTERED.into())
     }
 
     async fn reset_offsets(&self, name: &str) -> Result<String, ApiError> {
-        self.offsets(name).await.map(|_| String::new())
+        let entry = self.entry(name)?;
+        require_stopped(name, &entry)?;
+        let (_, slot) = self.slot_of(name, &entry)?;
+        Err(ApiError::new(
+            400,
+            format!(
+                "walrelay's position is replication slot {slot}'s confirmed_flush_lsn, which cannot be reset (a slot never moves back); to start over, drop the slot while the connector is stopped"
+            ),
+        ))
     }
 }

@@ -19,3 +19,5 @@ pub(crate) mod node;
 pub(crate) mod herder;
 pub(crate) mod topics;
 pub(crate) mod run;
+pub(crate) mod clients;
+pub(crate) mod offsets;

@@ -149,6 +149,35 @@ impl Node {
         inner.assigned.iter().cloned().collect()
     }
 
+    /// The group as the operator's page and `walrelay status` show it.
+    pub(crate) fn group_view(&self, group_id: &str) -> crate::metrics::page::state::GroupView {
+        use crate::metrics::page::state::{GroupView, WorkerView};
+        let (generation, leader) = {
+            let inner = self.inner.lock().expect("never poisoned");
+            (inner.generation, inner.leader)
+        };
+        let mut workers = self
+            .statuses
+            .state()
+            .lock()
+            .expect("never poisoned")
+            .workers();
+        workers.entry(self.id.clone()).or_default();
+        GroupView {
+            group_id: group_id.to_owned(),
+            worker_id: self.id.clone(),
+            generation,
+            leader,
+            workers: workers
+                .into_iter()
+                .map(|(worker_id, connectors)| WorkerView {
+                    worker_id,
+                    connectors,
+                })
+                .collect(),
+        }
+    }
+
     /// The current generation.
     pub(crate) fn generation(&self) -> i32 {
         self.inner.lock().expect("never poisoned").generation

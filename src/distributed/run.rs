@@ -65,21 +65,6 @@ pub(crate) enum StartError {
     },
 }
 
-/// The Kafka clients of the worker itself (storage topics, admin):
-/// `bootstrap.servers` and the worker's own `security.protocol`, `ssl.*`
-/// and `sasl.*`, translated as the producer's are.
-fn worker_clients(worker: &BTreeMap<String, String>, dist: &DistributedConfig) -> ClientConfig {
-    let mut cc = ClientConfig::new();
-    cc.set("bootstrap.servers", &dist.bootstrap);
-    if let Some(id) = &dist.client_id {
-        cc.set("client.id", id);
-    }
-    if let Some(p) = worker.get("security.protocol") {
-        cc.set("security.protocol", p.to_ascii_lowercase());
-    }
-    cc
-}
-
 /// The leader's rule over the connectors this worker has read.
 struct NodeAssignor(Arc<Node>);
 
@@ -105,7 +90,8 @@ pub(crate) async fn run(
     let env = |name: &str| std::env::var(name).ok();
     let rest = RestConfig::from_worker(&worker, &env).map_err(|e| StartError::Rest(e.to_string()))?;
     worker.retain(|k, _| !REST_PREFIXES.iter().any(|p| k.starts_with(p)));
-    let clients = worker_clients(&worker, &dist);
+    let own = super::clients::worker_clients(&worker, &dist)?;
+    let clients = own.rdkafka;
     topics::ensure(&clients, &dist).await?;
     let configs = KafkaLog::start(
         &clients,
@@ -140,6 +126,11 @@ pub(crate) async fn run(
         statuses,
         Arc::clone(&process),
     );
+    process.set_group_view(Box::new({
+        let node = Arc::clone(&node);
+        let group = dist.group_id.clone();
+        move || node.group_view(&group)
+    }));
     let herder = Arc::new(NodeHerder::new(Arc::clone(&node), cluster_id));
     super::rest::serve(rest, herder, shutdown.clone())
         .await
@@ -170,6 +161,7 @@ pub(crate) async fn run(
     if let Some(client_id) = &dist.client_id {
         gc.client_id = client_id.clone();
     }
+    gc.security = own.group;
     let (handle, mut events) = group::spawn(
         gc,
         state_rx,

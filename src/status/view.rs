@@ -57,6 +57,9 @@ pub(crate) fn render_view(
 fn render_pipelines(current: &Snapshot, previous: Option<&Snapshot>, names: &[&str]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "walrelay {} at {}", current.state.version, current.url);
+    if let Some(group) = &current.state.group {
+        render_group(group, &mut out);
+    }
     let sections: Vec<Section> = names
         .iter()
         .filter_map(|name| Section::new(current, previous, name))
@@ -87,6 +90,28 @@ fn render_pipelines(current: &Snapshot, previous: Option<&Snapshot>, names: &[&s
         }
     }
     out
+}
+
+/// A distributed worker's group: this worker, then every worker with
+/// the connectors it runs.
+fn render_group(group: &crate::metrics::page::state::GroupView, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "{:<12} {} (generation {}); this worker {}{}",
+        "group",
+        group.group_id,
+        group.generation,
+        group.worker_id,
+        if group.leader { ", the leader" } else { "" }
+    );
+    for w in &group.workers {
+        let runs = if w.connectors.is_empty() {
+            "nothing".to_owned()
+        } else {
+            w.connectors.join(", ")
+        };
+        let _ = writeln!(out, "{:<12} {} runs {}", "worker", w.worker_id, runs);
+    }
 }
 
 /// One pipeline's figures, its rates and its state.

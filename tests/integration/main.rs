@@ -46,6 +46,8 @@ mod compatibility_server;
 mod delivery;
 /// `walrelay connect-distributed`: a group of workers, failover, REST.
 mod distributed;
+/// Connect's REST API, side by side with the real distributed worker.
+mod distributed_rest;
 /// The test environment itself: the shared and private servers.
 mod environment;
 /// Exactly-once mode: SIGKILLs, server restarts, a million-row transaction,

@@ -511,6 +511,26 @@ fn with_rest_name(json: ConnectorJson) -> Result<BTreeMap<String, String>, Confi
     Ok(config)
 }
 
+/// The worker's own Kafka clients (a distributed worker's storage topics
+/// and group membership): its top-level `bootstrap.servers`,
+/// `security.protocol`, `ssl.*` and `sasl.*`, translated as a producer's
+/// keys are, into librdkafka properties and the secrets among them.
+pub(crate) fn worker_client_properties(
+    worker: &BTreeMap<String, String>,
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, Secret>), ConfigError> {
+    let keys: BTreeMap<String, String> = worker
+        .iter()
+        .filter(|(k, _)| {
+            k.as_str() == "security.protocol" || k.starts_with("ssl.") || k.starts_with("sasl.")
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut draft = Draft::new(ConvertersConfig::default());
+    let mut notes = Notes::default();
+    translate_producer(keys, "", &mut draft.kafka, &mut notes)?;
+    Ok((draft.kafka.producer, draft.kafka.secrets))
+}
+
 pub(crate) fn read_properties(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),

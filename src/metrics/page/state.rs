@@ -33,6 +33,35 @@ pub struct State {
     pub(crate) window_seconds: f64,
     /// The pipelines, in the order the configuration gives them.
     pub pipelines: Vec<PipelineView>,
+    /// The distributed group this worker belongs to
+    /// (`connect-distributed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupView>,
+}
+
+/// A `connect-distributed` worker's group: who is in it and what each
+/// runs, as the status topic says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupView {
+    /// `group.id`.
+    pub group_id: String,
+    /// This worker's id (`host:port`).
+    pub worker_id: String,
+    /// The group generation of its current assignment.
+    pub generation: i32,
+    /// Whether this worker leads the group.
+    pub leader: bool,
+    /// Every worker that reported a status, with the connectors it runs.
+    pub workers: Vec<WorkerView>,
+}
+
+/// One worker of a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerView {
+    /// Its id (`host:port` of its REST listener).
+    pub worker_id: String,
+    /// The connectors it reports running or paused.
+    pub connectors: Vec<String>,
 }
 
 /// Where a pipeline is in its life ([`PipelineState`] without the error).
@@ -272,6 +301,7 @@ impl State {
                 .iter()
                 .map(|m| PipelineView::of(m, &history.samples(m.name()), now))
                 .collect(),
+            group: process.group_view(),
         }
     }
 
