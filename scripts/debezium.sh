@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The real Debezium PostgreSQL connector with the outbox EventRouter, run on a
-# Kafka Connect standalone worker: the reference walrelay's compatibility
-# tests compare against. Jars come from Maven Central through mvn and are
-# cached under .cache/debezium/<version>/ at the repository root.
+# Kafka Connect standalone (or distributed) worker: the reference walrelay's
+# compatibility tests compare against. Jars come from Maven Central through
+# mvn and are cached under .cache/debezium/<version>/ at the repository root.
 #
 # Usage:
 #   debezium.sh fetch                       resolve the jars once (offline afterwards)
@@ -11,7 +11,11 @@
 #                                           each CONN is a .properties or REST-form .json
 #                                           file; with none, connectors come through the
 #                                           REST API (http://127.0.0.1:$(cat DIR/rest_port))
-#   debezium.sh stop DIR                    SIGTERM, up to 30 s, then SIGKILL
+#   debezium.sh distributed DIR WORKER      start ConnectDistributed in the background (WORKER
+#                                           sets bootstrap.servers, group.id and the
+#                                           config/offset/status storage topics); returns
+#                                           once the REST API answers GET / (else stops it)
+#   debezium.sh stop DIR                    SIGTERM, up to 30 s, then SIGKILL (either mode)
 #   debezium.sh kill DIR                    SIGKILL (fault tests)
 #   debezium.sh status DIR                  prints "running PID" (exit 0) or "stopped" (exit 3)
 #   debezium.sh wait-streaming DIR SLOT PGURL
@@ -20,20 +24,25 @@
 #   debezium.sh classpath                   prints the worker classpath and the plugin.path
 #
 # DIR layout: worker.properties (WORKER plus the overrides below), log4j2.xml,
-# log (stdout of the JVM), pid, rest_port, offsets (offset.storage.file.filename).
+# log (stdout of the JVM), pid, rest_port, offsets (offset.storage.file.filename,
+# standalone only).
 # Log lines of a connector or task carry Connect's connector context after the
 # level, e.g. `[NAME|task-0] ` (Debezium's own threads inherit it), so several
 # connectors on one worker can be told apart in DIR/log.
-# The overrides: offset.storage.file.filename=DIR/offsets and a loopback REST
-# listener on a free port, always; unless WORKER sets them, plugin.path=
-# <cache>/plugin, plugin.discovery=service_load (skips a reflection scan of
-# about 10 s; every Debezium jar has ServiceLoader manifests) and
+# The overrides: offset.storage.file.filename=DIR/offsets (standalone) and a
+# loopback REST listener on a free port, always (distributed also advertises
+# it: rest.advertised.host.name=127.0.0.1, rest.advertised.port=the port, so
+# that requests forwarded to the leader stay on loopback); unless WORKER sets
+# them, plugin.path=<cache>/plugin, plugin.discovery=service_load (skips a
+# reflection scan of about 10 s; every Debezium jar has ServiceLoader
+# manifests) and
 # offset.flush.interval.ms=$WALRELAY_DBZ_OFFSET_FLUSH_MS (default 1000).
 # None of them changes a produced record.
 # WALRELAY_DBZ_HEAP_OPTS="-Xms1g -Xmx1g ..." replaces the worker's heap and GC
 # options (default -Xms64m -Xmx512m -XX:+UseSerialGC).
-# WALRELAY_OWNER_PID=<pid> in the environment of `standalone` makes a watchdog
-# stop the worker once that process has exited (used by the Rust test helpers).
+# WALRELAY_OWNER_PID=<pid> in the environment of `standalone` or `distributed`
+# makes a watchdog stop the worker once that process has exited (used by the
+# Rust test helpers).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -74,7 +83,7 @@ WORKER_JAVA_OPTS=("${HEAP_OPTS[@]}" -XX:+ExitOnOutOfMemoryError -Xlog:cds=off
     -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true -Dfile.encoding=UTF-8)
 
 usage() {
-    sed -n '7,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '7,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -233,14 +242,21 @@ sets_key() {
     grep -qE "^[[:space:]]*${key//./\\.}[[:space:]]*[=:]" "$file"
 }
 
+# MODE is standalone or distributed.
 write_worker_config() {
-    local dir=$1 worker=$2 rest_port=$3
+    local mode=$1 dir=$2 worker=$3 rest_port=$4
     {
         cat "$worker"
         printf '\n# --- added by scripts/debezium.sh (the last value of a key wins) ---\n'
-        printf 'offset.storage.file.filename=%s/offsets\n' "$dir"
-        # Standalone workers always serve REST; 8083 would clash between runs.
+        [[ "$mode" != standalone ]] || printf 'offset.storage.file.filename=%s/offsets\n' "$dir"
+        # Workers always serve REST; 8083 would clash between runs.
         printf 'listeners=http://127.0.0.1:%s\n' "$rest_port"
+        if [[ "$mode" == distributed ]]; then
+            # The URL other workers forward requests to (the leader's) and the
+            # one in the group's metadata; the default is the host's name.
+            printf 'rest.advertised.host.name=127.0.0.1\n'
+            printf 'rest.advertised.port=%s\n' "$rest_port"
+        fi
         sets_key "$worker" plugin.path || printf 'plugin.path=%s\n' "$PLUGIN_PATH"
         sets_key "$worker" plugin.discovery || printf 'plugin.discovery=service_load\n'
         sets_key "$worker" offset.flush.interval.ms ||
@@ -292,12 +308,14 @@ wait_exit() {
     done
 }
 
-cmd_standalone() {
-    local dir worker connector rest_port pid
+# Starts the worker of MODE (standalone or distributed) in DIR; for
+# standalone, the remaining arguments are connector files.
+start_worker() {
+    local mode=$1 dir worker connector rest_port pid main_class
     local -a connectors=()
-    dir=$(abs_path "$1")
-    worker=$(abs_path "$2")
-    shift 2
+    dir=$(abs_path "$2")
+    worker=$(abs_path "$3")
+    shift 3
     [[ -f "$worker" ]] || die "worker file $worker does not exist"
     for connector in "$@"; do
         connector=$(abs_path "$connector")
@@ -308,6 +326,11 @@ cmd_standalone() {
         esac
         connectors+=("$connector")
     done
+    case "$mode" in
+        standalone) main_class=org.apache.kafka.connect.cli.ConnectStandalone ;;
+        distributed) main_class=org.apache.kafka.connect.cli.ConnectDistributed ;;
+        *) die "unknown worker mode $mode" ;;
+    esac
     mkdir -p "$dir"
     [[ "$worker" != "$dir/worker.properties" ]] ||
         die "$worker is the file this script writes; keep the worker file outside $dir or rename it"
@@ -316,18 +339,17 @@ cmd_standalone() {
     fi
     cmd_fetch
     rest_port=$(free_port)
-    write_worker_config "$dir" "$worker" "$rest_port"
+    write_worker_config "$mode" "$dir" "$worker" "$rest_port"
     printf '%s\n' "$rest_port" >"$dir/rest_port"
     : >>"$dir/log"
     # wait-streaming only looks at what this start logged.
     stat -c %s "$dir/log" >"$dir/log_offset"
-    printf '=== start %s ===\n' "$(date -u +%FT%TZ)" >>"$dir/log"
+    printf '=== start %s %s ===\n' "$mode" "$(date -u +%FT%TZ)" >>"$dir/log"
     # SIGHUP ignored: the worker outlives the terminal that started it.
     (
         trap '' HUP
         exec java "${WORKER_JAVA_OPTS[@]}" -Dlog4j2.configurationFile="$dir/log4j2.xml" \
-            -cp "$CONNECT_LIBS/*" org.apache.kafka.connect.cli.ConnectStandalone \
-            "$dir/worker.properties" "${connectors[@]}"
+            -cp "$CONNECT_LIBS/*" "$main_class" "$dir/worker.properties" "${connectors[@]}"
     ) </dev/null >>"$dir/log" 2>&1 &
     pid=$!
     printf '%s\n' "$pid" >"$dir/pid"
@@ -343,6 +365,30 @@ cmd_standalone() {
         sleep 0.05
     done
     start_watchdog "kill -0 $pid" "'$SCRIPT_DIR/debezium.sh' stop '$dir'"
+    [[ "$mode" != distributed ]] || wait_rest "$dir" "$pid" "$rest_port"
+}
+
+# Waits until the worker PID in DIR answers GET / on PORT. A distributed
+# worker opens its REST listener only after it has read its storage topics,
+# so a broker that is down shows up here (as a timeout), not at once.
+wait_rest() {
+    local dir=$1 pid=$2 port=$3 deadline
+    command -v curl >/dev/null 2>&1 || die "curl not found: install curl"
+    deadline=$((SECONDS + START_TIMEOUT))
+    until curl -fs -o /dev/null --max-time 5 "http://127.0.0.1:$port/"; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            rm -f "$dir/pid"
+            log_tail "$dir"
+            die "the worker in $dir exited before its REST API answered"
+        fi
+        if ((SECONDS >= deadline)); then
+            log_tail "$dir"
+            # A half-started worker would hold its group and port.
+            cmd_stop "$dir"
+            die "the worker in $dir did not answer GET / on port $port within ${START_TIMEOUT}s (stopped it)"
+        fi
+        sleep 0.2
+    done
 }
 
 cmd_stop() {
@@ -441,7 +487,11 @@ main() {
             ;;
         standalone)
             (($# >= 2)) || usage
-            cmd_standalone "$@"
+            start_worker standalone "$@"
+            ;;
+        distributed)
+            (($# == 2)) || usage
+            start_worker distributed "$@"
             ;;
         stop | kill | status)
             (($# == 1)) || usage
