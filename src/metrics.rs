@@ -279,6 +279,15 @@ impl Metrics {
         }
     }
 
+    /// The topics the pipeline has produced events to.
+    pub(crate) fn topics(&self) -> Vec<String> {
+        history::series(self.events.clone())
+            .into_iter()
+            .filter(|s| s.value > 0.0)
+            .filter_map(|s| s.label)
+            .collect()
+    }
+
     /// Records how the pipeline ended: `Some(error)` for a fatal error
     /// (then `walrelay_pipeline_up` drops to 0), `None` at shutdown.
     pub(crate) fn set_ended(&self, error: Option<String>) {

@@ -220,30 +220,48 @@ impl<A: Apply> KafkaLog<A> {
     }
 }
 
-/// The topic's partition count, from the brokers' metadata.
+/// The topic's partition count, from the brokers' metadata, once every
+/// partition has a leader (a topic just created may not have them yet);
+/// transient errors are retried for [`READ_WRITE_TIMEOUT`].
 async fn partition_count(consumer: &Arc<StreamConsumer>, topic: &str) -> Result<i32, LogError> {
-    let c = Arc::clone(consumer);
-    let t = topic.to_owned();
-    let meta = tokio::task::spawn_blocking(move || c.fetch_metadata(Some(&t), READ_WRITE_TIMEOUT))
+    let deadline = tokio::time::Instant::now() + READ_WRITE_TIMEOUT;
+    loop {
+        let c = Arc::clone(consumer);
+        let t = topic.to_owned();
+        let fetched = tokio::task::spawn_blocking(move || {
+            c.fetch_metadata(Some(&t), Duration::from_secs(5))
+                .map(|meta| {
+                    meta.topics()
+                        .iter()
+                        .find(|m| m.name() == t)
+                        .map(|m| {
+                            let ready = m.error().is_none()
+                                && m.partitions().iter().all(|p| p.error().is_none() && p.leader() >= 0);
+                            (m.partitions().len(), ready)
+                        })
+                        .unwrap_or((0, false))
+                })
+        })
         .await
         .map_err(|_| LogError::ReaderGone {
             topic: topic.to_owned(),
-        })?
-        .map_err(|source| LogError::Kafka {
-            topic: topic.to_owned(),
-            source,
         })?;
-    let n = meta
-        .topics()
-        .iter()
-        .find(|t| t.name() == topic)
-        .map_or(0, |t| t.partitions().len());
-    if n == 0 {
-        return Err(LogError::NoPartitions {
-            topic: topic.to_owned(),
-        });
+        match fetched {
+            Ok((n, true)) if n > 0 => return Ok(n as i32),
+            Ok(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(LogError::NoPartitions {
+                    topic: topic.to_owned(),
+                })
+            }
+            Err(source) if tokio::time::Instant::now() >= deadline => {
+                return Err(LogError::Kafka {
+                    topic: topic.to_owned(),
+                    source,
+                })
+            }
+            _ => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
     }
-    Ok(n as i32)
 }
 
 /// Reads records into the state until shutdown; publishes the next offset

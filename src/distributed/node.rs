@@ -30,6 +30,9 @@ use crate::pipeline::Plan;
 /// configuration.
 pub(crate) const TASK_CLASS: &str = "io.debezium.connector.postgresql.PostgresConnectorTask";
 
+/// How often a worker records the topics its connectors produced to.
+const TOPIC_TRACKING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A connector running here.
 struct Running {
     /// The configuration it runs with (as written, providers unresolved).
@@ -38,6 +41,9 @@ struct Running {
     stop: watch::Sender<bool>,
     /// The pipeline's task.
     task: tokio::task::JoinHandle<()>,
+    /// Which start this is (an ending pipeline names its start, so that
+    /// the end of a replaced one is not taken for its successor's).
+    epoch: u64,
 }
 
 /// What changes under the lock.
@@ -76,6 +82,9 @@ pub(crate) struct Node {
     pub(crate) statuses: KafkaLog<GroupStatus>,
     /// The metrics of the pipelines.
     process: Arc<Process>,
+    /// `topic.tracking.enable`: record each connector's topics in the
+    /// status topic (`GET /connectors/{name}/topics`).
+    pub(crate) track_topics: bool,
     /// Metrics per connector, kept across restarts.
     metrics: Mutex<BTreeMap<String, Arc<Metrics>>>,
     inner: Mutex<Inner>,
@@ -85,15 +94,22 @@ pub(crate) struct Node {
     /// [`Node::lost`]) and the number the reconciliation has applied.
     requested: watch::Sender<u64>,
     applied: watch::Sender<u64>,
-    /// Pipelines that ended by themselves: name and why.
-    ended_tx: mpsc::UnboundedSender<(String, Option<String>)>,
-    ended_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Option<String>)>>,
+    /// Pipelines that ended: name, start epoch and why.
+    ended_tx: mpsc::UnboundedSender<Ended>,
+    ended_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Ended>>,
+    /// The next start's epoch.
+    epochs: std::sync::atomic::AtomicU64,
 }
+
+/// A pipeline's end: its connector, its start's epoch and its error.
+type Ended = (String, u64, Option<String>);
 
 impl Node {
     /// A worker over the two topics.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: String,
+        track_topics: bool,
         base_worker: BTreeMap<String, String>,
         worker_path: PathBuf,
         configs: KafkaLog<ClusterConfig>,
@@ -108,6 +124,7 @@ impl Node {
             configs,
             statuses,
             process,
+            track_topics,
             metrics: Mutex::new(BTreeMap::new()),
             inner: Mutex::new(Inner {
                 restarts_seen: -1,
@@ -118,6 +135,7 @@ impl Node {
             applied: watch::channel(0).0,
             ended_tx,
             ended_rx: tokio::sync::Mutex::new(ended_rx),
+            epochs: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -234,11 +252,6 @@ impl Node {
         self.configs.state().lock().expect("never poisoned").offset
     }
 
-    /// Wakes the reconciliation (a config change was written here).
-    pub(crate) fn poke(&self) {
-        self.wake.notify_one();
-    }
-
     /// Runs the reconciliation until shutdown, then stops every pipeline.
     /// `rebalance` is called when the leader needs the group to rebalance.
     pub(crate) async fn run(
@@ -248,6 +261,7 @@ impl Node {
     ) {
         let mut config_changes = self.configs.changes();
         let mut ended = self.ended_rx.lock().await;
+        let mut topics = tokio::time::interval(TOPIC_TRACKING_INTERVAL);
         loop {
             if *shutdown.borrow() {
                 break;
@@ -262,9 +276,10 @@ impl Node {
                 _ = shutdown.changed() => {}
                 _ = config_changes.changed() => {}
                 _ = self.wake.notified() => {}
-                e = ended.recv() => if let Some((name, why)) = e {
-                    self.pipeline_ended(&name, why).await;
-                }
+                e = ended.recv() => if let Some((name, epoch, why)) = e {
+                    self.pipeline_ended(&name, epoch, why).await;
+                },
+                _ = topics.tick(), if self.track_topics => self.record_topics().await,
             }
         }
         let names: Vec<String> = {
@@ -433,13 +448,16 @@ impl Node {
         let (stop, stop_rx) = watch::channel(false);
         let ended = self.ended_tx.clone();
         let owned = name.to_owned();
+        let epoch = self
+            .epochs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let span = tracing::info_span!("pipeline", pipeline = %name);
         let task = tokio::spawn(
             async move {
                 let result = crate::pipeline::run(plan, Arc::clone(&metrics), stop_rx).await;
                 let why = result.err().map(|e| DisplayChain(&e).to_string());
                 metrics.set_ended(why.clone());
-                let _ = ended.send((owned, why));
+                let _ = ended.send((owned, epoch, why));
             }
             .instrument(span),
         );
@@ -450,6 +468,7 @@ impl Node {
                 config: entry.config.clone(),
                 stop,
                 task,
+                epoch,
             },
         );
         let s = self.status(State::Running, None);
@@ -484,10 +503,16 @@ impl Node {
     }
 
     /// A pipeline ended without being asked to.
-    async fn pipeline_ended(&self, name: &str, why: Option<String>) {
-        let running = self.inner.lock().expect("never poisoned").running.remove(name);
+    async fn pipeline_ended(&self, name: &str, epoch: u64, why: Option<String>) {
+        let running = {
+            let mut inner = self.inner.lock().expect("never poisoned");
+            match inner.running.get(name) {
+                Some(r) if r.epoch == epoch => inner.running.remove(name),
+                // Asked to stop (`stop_pipeline` took it), or replaced.
+                _ => None,
+            }
+        };
         let Some(running) = running else {
-            // Asked to stop: `stop_pipeline` took it.
             return;
         };
         let why = why.unwrap_or_else(|| "the pipeline stopped".into());
@@ -534,6 +559,45 @@ impl Node {
             all.entry(name.to_owned())
                 .or_insert_with(|| self.process.add_pipeline(name)),
         )
+    }
+
+    /// Writes a `status-topic-` record for each topic a connector running
+    /// here has produced to and the status topic does not have yet.
+    async fn record_topics(&self) {
+        let running: Vec<String> = self
+            .inner
+            .lock()
+            .expect("never poisoned")
+            .running
+            .keys()
+            .cloned()
+            .collect();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let mut records = Vec::new();
+        for name in running {
+            let Some(m) = self.metrics.lock().expect("never poisoned").get(&name).cloned() else {
+                continue;
+            };
+            let known = self
+                .statuses
+                .state()
+                .lock()
+                .expect("never poisoned")
+                .topics
+                .get(&name)
+                .cloned()
+                .unwrap_or_default();
+            for topic in m.topics() {
+                if !known.contains_key(&topic) {
+                    records.push(statuses::topic_record(&name, &topic, 0, now_ms));
+                }
+            }
+        }
+        if !records.is_empty() {
+            self.write_statuses(&records).await;
+        }
     }
 
     /// Takes the restart requests of connectors assigned here.

@@ -120,6 +120,7 @@ pub(crate) async fn run(
         .map_or(url.clone(), |(_, hp)| hp.to_owned());
     let node = Node::new(
         id.clone(),
+        rest.topic_tracking,
         worker,
         worker_path.to_owned(),
         configs,

@@ -99,7 +99,7 @@ fn events_total(m: &Metrics) -> u64 {
 
 /// One series of a metric, as the text format writes it.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Series {
+pub(crate) struct Series {
     /// What the text format adds to the metric's name: `_total`, `_sum`,
     /// `_count`, `_bucket`, or nothing.
     pub(crate) suffix: String,
@@ -115,7 +115,7 @@ pub(super) struct Series {
 /// encoded (under the family's read lock, as a scrape does) and its lines
 /// read back. Only for this process's own metrics of one label or none,
 /// whose label values prometheus-client writes as they are.
-pub(super) fn series(metric: impl Metric) -> Vec<Series> {
+pub(crate) fn series(metric: impl Metric) -> Vec<Series> {
     const NAME: &str = "m";
     let mut registry = Registry::default();
     registry.register(NAME, "", metric);

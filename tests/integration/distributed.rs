@@ -106,7 +106,9 @@ impl Worker {
         );
         let addr = format!("127.0.0.1:{port}");
         let deadline = Instant::now() + SETTLE;
+        let mut relay = relay;
         while TcpStream::connect(&addr).is_err() {
+            relay.assert_running();
             assert!(
                 Instant::now() < deadline,
                 "worker {addr} never listened:\n{}",
@@ -183,6 +185,24 @@ fn wait_owners(
         }
         assert!(Instant::now() < deadline, "{what}: owners now {o:?}");
         std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Reads `topic` until every event of `range` is there or [`SETTLE`]
+/// passed (the topic may not exist yet when a pipeline is restarting).
+fn count_until(
+    bootstrap: &str,
+    topic: &str,
+    range: std::ops::RangeInclusive<u64>,
+    relay: &mut Relay,
+) -> crate::common::relay::EventCount {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let counted = count_events(bootstrap, topic, range.clone(), Duration::from_secs(5), relay);
+        if counted.distinct == range.end() - range.start() + 1 || Instant::now() > deadline {
+            return counted;
+        }
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 
@@ -276,7 +296,7 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
     let (code, text) = http(&newcomer, "PUT", &path, Some(&config.to_string()));
     assert_eq!(code, 200, "{text}");
     ob.insert_series(5001, 5010).await;
-    let counted = count_events(&bootstrap, &rerouted, 5001..=5010, SETTLE, &mut workers[0].relay);
+    let counted = count_until(&bootstrap, &rerouted, 5001..=5010, &mut workers[0].relay);
     assert_eq!(counted.distinct, 10, "the update did not reach the pipeline: {counted:?}");
 
     // The storage topics survive a broker restart: after it, a new worker
@@ -293,11 +313,10 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
     workers.push(late);
     wait_owners(&survivor, "all running after the broker restart", |o| o.len() == 4);
     outboxes[1].insert_series(6001, 6010).await;
-    let counted = count_events(
+    let counted = count_until(
         &bootstrap,
         &outboxes[1].topic(""),
         6001..=6010,
-        SETTLE,
         &mut workers[0].relay,
     );
     assert_eq!(counted.distinct, 10, "after the broker restart: {counted:?}");

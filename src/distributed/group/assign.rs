@@ -37,6 +37,7 @@ struct Plan<'a> {
 }
 
 /// The assignment of `connectors` over `members`; see the module doc.
+#[allow(dead_code)] // Used by the worker's Assignor (src/distributed/), being written.
 pub(crate) fn assign(
     members: &[MemberInfo],
     connectors: &[String],
@@ -79,8 +80,8 @@ pub(crate) fn assign(
             .map(|(id, kept)| {
                 let revoked = plan.revoked.get(id).cloned().unwrap_or_default();
                 let a = MemberAssignment {
-                    assigned: kept.iter().map(|c| c.to_string()).collect(),
-                    revoked: revoked.iter().map(|c| c.to_string()).collect(),
+                    assigned: kept.iter().map(ToString::to_string).collect(),
+                    revoked: revoked.iter().map(ToString::to_string).collect(),
                 };
                 (id.to_string(), a)
             })
@@ -145,7 +146,7 @@ fn targets<'a>(plan: &Plan<'a>, n: usize) -> BTreeMap<&'a str, usize> {
 /// Rule 4's revocations: each member above its target stops its highest
 /// names (assigned to nobody in this rebalance).
 fn revoke_excess<'a>(plan: &mut Plan<'a>, targets: &BTreeMap<&'a str, usize>) {
-    for (id, kept) in plan.kept.iter_mut() {
+    for (id, kept) in &mut plan.kept {
         let target = targets.get(id).copied().unwrap_or(0);
         while kept.len() > target {
             let Some(c) = kept.pop_last() else { break };
@@ -188,13 +189,13 @@ mod tests {
             member_id: id.into(),
             url: format!("http://{id}/"),
             config_offset: 0,
-            running: running.iter().map(|s| s.to_string()).collect(),
+            running: running.iter().map(ToString::to_string).collect(),
         }
     }
 
     /// Connector names.
     fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+        list.iter().map(ToString::to_string).collect()
     }
 
     /// (assigned, revoked) of one member.
@@ -205,7 +206,11 @@ mod tests {
 
     #[test]
     fn first_members_share_everything_at_once() {
-        let a = assign(&[member("a", &[]), member("b", &[])], &names(&["1", "2", "3"]), 0);
+        let a = assign(
+            &[member("a", &[]), member("b", &[])],
+            &names(&["1", "2", "3"]),
+            0,
+        );
         assert_eq!(of(&a, "a"), (&names(&["1", "3"])[..], &[][..]));
         assert_eq!(of(&a, "b"), (&names(&["2"])[..], &[][..]));
     }
@@ -213,9 +218,20 @@ mod tests {
     #[test]
     fn a_new_member_takes_a_share_in_two_rounds() {
         let all = names(&["1", "2", "3", "4"]);
-        let r1 = assign(&[member("a", &["1", "2", "3", "4"]), member("b", &[])], &all, 0);
-        assert_eq!(of(&r1, "a"), (&names(&["1", "2"])[..], &names(&["3", "4"])[..]));
-        assert_eq!(of(&r1, "b"), (&[][..], &[][..]), "revoked ones go to nobody yet");
+        let r1 = assign(
+            &[member("a", &["1", "2", "3", "4"]), member("b", &[])],
+            &all,
+            0,
+        );
+        assert_eq!(
+            of(&r1, "a"),
+            (&names(&["1", "2"])[..], &names(&["3", "4"])[..])
+        );
+        assert_eq!(
+            of(&r1, "b"),
+            (&[][..], &[][..]),
+            "revoked ones go to nobody yet"
+        );
         let r2 = assign(&[member("a", &["1", "2"]), member("b", &[])], &all, 0);
         assert_eq!(of(&r2, "a"), (&names(&["1", "2"])[..], &[][..]));
         assert_eq!(of(&r2, "b"), (&names(&["3", "4"])[..], &[][..]));
@@ -225,7 +241,11 @@ mod tests {
     fn a_departed_members_connectors_spread_at_once() {
         let all = names(&["1", "2", "3", "4", "5", "6"]);
         // c (which ran 5 and 6) is gone.
-        let a = assign(&[member("a", &["1", "2"]), member("b", &["3", "4"])], &all, 0);
+        let a = assign(
+            &[member("a", &["1", "2"]), member("b", &["3", "4"])],
+            &all,
+            0,
+        );
         assert_eq!(of(&a, "a"), (&names(&["1", "2", "5"])[..], &[][..]));
         assert_eq!(of(&a, "b"), (&names(&["3", "4", "6"])[..], &[][..]));
     }
@@ -239,7 +259,11 @@ mod tests {
     #[test]
     fn a_connector_on_two_members_stays_with_the_one_running_fewer() {
         let all = names(&["1", "2", "3"]);
-        let a = assign(&[member("a", &["1", "2", "3"]), member("b", &["3"])], &all, 0);
+        let a = assign(
+            &[member("a", &["1", "2", "3"]), member("b", &["3"])],
+            &all,
+            0,
+        );
         assert_eq!(of(&a, "b"), (&names(&["3"])[..], &[][..]));
         assert_eq!(of(&a, "a"), (&names(&["1", "2"])[..], &names(&["3"])[..]));
     }
@@ -260,13 +284,21 @@ mod tests {
         // second member at 2 gives one up.
         let all = names(&["1", "2", "3", "4"]);
         let r1 = assign(
-            &[member("a", &["1", "2"]), member("b", &["3", "4"]), member("c", &[])],
+            &[
+                member("a", &["1", "2"]),
+                member("b", &["3", "4"]),
+                member("c", &[]),
+            ],
             &all,
             0,
         );
         assert_eq!(of(&r1, "b"), (&names(&["3"])[..], &names(&["4"])[..]));
         let r2 = assign(
-            &[member("a", &["1", "2"]), member("b", &["3"]), member("c", &[])],
+            &[
+                member("a", &["1", "2"]),
+                member("b", &["3"]),
+                member("c", &[]),
+            ],
             &all,
             0,
         );
@@ -332,7 +364,10 @@ mod tests {
             for (id, ma) in &a.members {
                 for c in &ma.assigned {
                     for (other, runs) in &self.running {
-                        prop_assert!(other == id || !runs.contains(c), "{c} to {id} while {other} runs it");
+                        prop_assert!(
+                            other == id || !runs.contains(c),
+                            "{c} to {id} while {other} runs it"
+                        );
                     }
                 }
                 any_revoked |= !ma.revoked.is_empty();
@@ -353,7 +388,8 @@ mod tests {
         fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
             match op {
                 Op::Join => {
-                    self.running.insert(format!("m{:03}", self.next), BTreeSet::new());
+                    self.running
+                        .insert(format!("m{:03}", self.next), BTreeSet::new());
                     self.next += 1;
                 }
                 Op::Leave(i) if !self.running.is_empty() => {
@@ -367,7 +403,11 @@ mod tests {
                     self.next += 1;
                 }
                 Op::Delete(i) if !self.connectors.is_empty() => {
-                    let c = self.connectors.iter().nth(i % self.connectors.len()).cloned();
+                    let c = self
+                        .connectors
+                        .iter()
+                        .nth(i % self.connectors.len())
+                        .cloned();
                     if let Some(c) = c {
                         self.connectors.remove(&c);
                     }

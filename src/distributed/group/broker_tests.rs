@@ -26,7 +26,7 @@ struct Fixed;
 
 impl Assignor for Fixed {
     fn assign(&self, members: &[MemberInfo]) -> LeaderAssignment {
-        let names: Vec<String> = NAMES.iter().map(|s| s.to_string()).collect();
+        let names: Vec<String> = NAMES.iter().map(ToString::to_string).collect();
         assign(members, &names, 0)
     }
 }
@@ -77,7 +77,11 @@ impl World {
         running.len() == members
             && NAMES.iter().all(|n| owners.get(n) == Some(&1))
             && owners.len() == NAMES.len()
-            && counts.iter().max().zip(counts.iter().min()).is_some_and(|(a, b)| a - b <= 1)
+            && counts
+                .iter()
+                .max()
+                .zip(counts.iter().min())
+                .is_some_and(|(a, b)| a - b <= 1)
     }
 
     /// A printable copy.
@@ -203,16 +207,26 @@ async fn crashed_member_is_replaced_after_the_session_timeout() {
     };
     let group = unique_group("crash");
     let world = Arc::new(World::default());
-    let nodes: Vec<Node> = ["a", "b", "c"].iter().map(|l| start(&b, &group, l, &world)).collect();
+    let nodes: Vec<Node> = ["a", "b", "c"]
+        .iter()
+        .map(|l| start(&b, &group, l, &world))
+        .collect();
     let t = settle(&world, 3, "three members", Duration::from_secs(60)).await;
     eprintln!("three members settled in {t:?}: {}", world.show());
     let mut nodes = nodes.into_iter();
-    let (a, bn, c) = (nodes.next().unwrap(), nodes.next().unwrap(), nodes.next().unwrap());
+    let (a, bn, c) = (
+        nodes.next().unwrap(),
+        nodes.next().unwrap(),
+        nodes.next().unwrap(),
+    );
     let t0 = Instant::now();
     crash(c, &world);
     settle(&world, 2, "after the crash", Duration::from_secs(40)).await;
     let t = t0.elapsed();
-    eprintln!("MEASURED crash -> reassignment: {t:?} (session timeout 6 s): {}", world.show());
+    eprintln!(
+        "MEASURED crash -> reassignment: {t:?} (session timeout 6 s): {}",
+        world.show()
+    );
     no_violations(&world);
     stop(a, &world).await;
     stop(bn, &world).await;
@@ -225,23 +239,38 @@ async fn joining_member_gets_a_share_and_leaving_member_hands_over() {
     };
     let group = unique_group("join-leave");
     let world = Arc::new(World::default());
-    let mut nodes: Vec<Node> = ["a", "b", "c"].iter().map(|l| start(&b, &group, l, &world)).collect();
+    let mut nodes: Vec<Node> = ["a", "b", "c"]
+        .iter()
+        .map(|l| start(&b, &group, l, &world))
+        .collect();
     let t = settle(&world, 3, "three members", Duration::from_secs(60)).await;
     eprintln!("three members settled in {t:?}: {}", world.show());
     let before = *world.revocations.lock().unwrap();
     nodes.push(start(&b, &group, "d", &world));
     let t = settle(&world, 4, "a fourth member", Duration::from_secs(60)).await;
     let revocations = *world.revocations.lock().unwrap() - before;
-    eprintln!("MEASURED join -> share: {t:?}, {revocations} revocation(s): {}", world.show());
-    assert!(revocations >= 1, "the fourth member's share came through a revocation round");
+    eprintln!(
+        "MEASURED join -> share: {t:?}, {revocations} revocation(s): {}",
+        world.show()
+    );
+    assert!(
+        revocations >= 1,
+        "the fourth member's share came through a revocation round"
+    );
     no_violations(&world);
     let d = nodes.pop().unwrap();
     let t0 = Instant::now();
     stop(d, &world).await;
     settle(&world, 3, "after a clean leave", Duration::from_secs(30)).await;
     let t = t0.elapsed();
-    eprintln!("MEASURED LeaveGroup -> reassignment: {t:?}: {}", world.show());
-    assert!(t < Duration::from_secs(6), "a clean leave hands over before any session timeout");
+    eprintln!(
+        "MEASURED LeaveGroup -> reassignment: {t:?}: {}",
+        world.show()
+    );
+    assert!(
+        t < Duration::from_secs(6),
+        "a clean leave hands over before any session timeout"
+    );
     no_violations(&world);
     for n in nodes {
         stop(n, &world).await;

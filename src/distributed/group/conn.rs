@@ -19,8 +19,8 @@ use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
     JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
-    SaslHandshakeResponse, SyncGroupRequest, SyncGroupResponse,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use openssl::ssl::{SslConnector, SslFiletype, SslMethod, SslVerifyMode};
@@ -36,6 +36,7 @@ const MAX_FRAME: usize = 64 * 1024 * 1024;
 /// is PLAINTEXT when both are `None`, SSL with `tls`, SASL_PLAINTEXT with
 /// `sasl`, SASL_SSL with both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(dead_code)] // Built by the worker from its security settings, being written.
 pub(crate) struct GroupSecurity {
     /// TLS settings (`ssl.*`).
     pub(crate) tls: Option<TlsSettings>,
@@ -45,6 +46,7 @@ pub(crate) struct GroupSecurity {
 
 /// TLS to the brokers, from PEM files.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(dead_code)] // Built by the worker from its security settings, being written.
 pub(crate) struct TlsSettings {
     /// CA certificates (PEM) to trust; `None`: the system's.
     pub(crate) ca_file: Option<PathBuf>,
@@ -59,6 +61,7 @@ pub(crate) struct TlsSettings {
 
 /// SASL credentials.
 #[derive(Clone, PartialEq, Eq)]
+#[allow(dead_code)] // Built by the worker from its security settings, being written.
 pub(crate) struct SaslSettings {
     /// `sasl.mechanism`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
     pub(crate) mechanism: String,
@@ -258,14 +261,70 @@ macro_rules! api {
     };
 }
 
-api!(ApiVersionsRequest, ApiVersionsResponse, ApiVersions, "ApiVersions", 0, 3);
-api!(FindCoordinatorRequest, FindCoordinatorResponse, FindCoordinator, "FindCoordinator", 1, 6);
-api!(JoinGroupRequest, JoinGroupResponse, JoinGroup, "JoinGroup", 2, 9);
-api!(SyncGroupRequest, SyncGroupResponse, SyncGroup, "SyncGroup", 1, 5);
-api!(HeartbeatRequest, HeartbeatResponse, Heartbeat, "Heartbeat", 1, 4);
-api!(LeaveGroupRequest, LeaveGroupResponse, LeaveGroup, "LeaveGroup", 1, 5);
-api!(SaslHandshakeRequest, SaslHandshakeResponse, SaslHandshake, "SaslHandshake", 1, 1);
-api!(SaslAuthenticateRequest, SaslAuthenticateResponse, SaslAuthenticate, "SaslAuthenticate", 0, 2);
+api!(
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersions,
+    "ApiVersions",
+    0,
+    3
+);
+api!(
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinator,
+    "FindCoordinator",
+    1,
+    6
+);
+api!(
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroup,
+    "JoinGroup",
+    2,
+    9
+);
+api!(
+    SyncGroupRequest,
+    SyncGroupResponse,
+    SyncGroup,
+    "SyncGroup",
+    1,
+    5
+);
+api!(
+    HeartbeatRequest,
+    HeartbeatResponse,
+    Heartbeat,
+    "Heartbeat",
+    1,
+    4
+);
+api!(
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveGroup,
+    "LeaveGroup",
+    1,
+    5
+);
+api!(
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+    SaslHandshake,
+    "SaslHandshake",
+    1,
+    1
+);
+api!(
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslAuthenticate,
+    "SaslAuthenticate",
+    0,
+    2
+);
 
 /// A byte stream: plain TCP or TLS over it.
 trait Io: AsyncRead + AsyncWrite + Send + Sync + Unpin {}
@@ -290,7 +349,9 @@ pub(crate) struct Conn {
 impl std::fmt::Debug for Conn {
     /// The broker only.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("broker", &self.broker).finish_non_exhaustive()
+        f.debug_struct("Conn")
+            .field("broker", &self.broker)
+            .finish_non_exhaustive()
     }
 }
 
@@ -364,7 +425,8 @@ impl Conn {
             return Err(self.broker_error("ApiVersions", resp.error_code, None));
         }
         for k in &resp.api_keys {
-            self.versions.insert(k.api_key, (k.min_version, k.max_version));
+            self.versions
+                .insert(k.api_key, (k.min_version, k.max_version));
         }
         Ok(())
     }
@@ -402,7 +464,7 @@ impl Conn {
             api,
             code,
             name: error_name(code),
-            message: message.map(|m| m.to_string()),
+            message: message.map(ToString::to_string),
         }
     }
 
@@ -454,7 +516,8 @@ impl Conn {
                 got: header.correlation_id,
             });
         }
-        let resp = R::Response::decode(&mut body, version).map_err(|e| self.codec::<R>(version, &e))?;
+        let resp =
+            R::Response::decode(&mut body, version).map_err(|e| self.codec::<R>(version, &e))?;
         self.broken = false;
         Ok(resp)
     }
@@ -563,7 +626,11 @@ async fn tls_handshake(
                 .map_err(|e| err(format!("client key does not match the certificate: {e}")))?;
         }
         (None, None) => {}
-        _ => return Err(err("a client certificate needs both its file and its key file".into())),
+        _ => {
+            return Err(err(
+                "a client certificate needs both its file and its key file".into(),
+            ))
+        }
     }
     builder.set_verify(SslVerifyMode::PEER);
     let connector = builder.build();
@@ -574,8 +641,8 @@ async fn tls_handshake(
     let ssl = config
         .into_ssl(host)
         .map_err(|e| err(format!("OpenSSL setup for host {host}: {e}")))?;
-    let mut stream = tokio_openssl::SslStream::new(ssl, tcp)
-        .map_err(|e| err(format!("OpenSSL setup: {e}")))?;
+    let mut stream =
+        tokio_openssl::SslStream::new(ssl, tcp).map_err(|e| err(format!("OpenSSL setup: {e}")))?;
     Pin::new(&mut stream)
         .connect()
         .await
@@ -607,7 +674,9 @@ mod tests {
     #[tokio::test]
     async fn negotiates_versions_with_the_test_broker() {
         let Ok(broker) = std::env::var("WALRELAY_TEST_KAFKA") else {
-            eprintln!("WALRELAY_TEST_KAFKA unset: skipping negotiates_versions_with_the_test_broker");
+            eprintln!(
+                "WALRELAY_TEST_KAFKA unset: skipping negotiates_versions_with_the_test_broker"
+            );
             return;
         };
         let sec = GroupSecurity::default();
@@ -638,5 +707,153 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains(&broker), "{err}");
+    }
+
+    /// A key and a certificate for `cn` (with `san` as DNS name), signed
+    /// by `issuer` (self-signed CA when `None`).
+    fn cert(
+        cn: &str,
+        san: Option<&str>,
+        issuer: Option<(
+            &openssl::x509::X509,
+            &openssl::pkey::PKey<openssl::pkey::Private>,
+        )>,
+    ) -> (
+        openssl::x509::X509,
+        openssl::pkey::PKey<openssl::pkey::Private>,
+    ) {
+        use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
+        let key =
+            openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
+        let mut name = openssl::x509::X509NameBuilder::new().unwrap();
+        name.append_entry_by_text("CN", cn).unwrap();
+        let name = name.build();
+        let mut b = openssl::x509::X509Builder::new().unwrap();
+        b.set_version(2).unwrap();
+        let serial = openssl::bn::BigNum::from_u32(rand::random::<u32>() >> 1).unwrap();
+        b.set_serial_number(&serial.to_asn1_integer().unwrap())
+            .unwrap();
+        b.set_subject_name(&name).unwrap();
+        b.set_pubkey(&key).unwrap();
+        b.set_not_before(&openssl::asn1::Asn1Time::days_from_now(0).unwrap())
+            .unwrap();
+        b.set_not_after(&openssl::asn1::Asn1Time::days_from_now(2).unwrap())
+            .unwrap();
+        match issuer {
+            None => {
+                b.set_issuer_name(&name).unwrap();
+                b.append_extension(BasicConstraints::new().critical().ca().build().unwrap())
+                    .unwrap();
+                b.sign(&key, openssl::hash::MessageDigest::sha256())
+                    .unwrap();
+            }
+            Some((ca, ca_key)) => {
+                b.set_issuer_name(ca.subject_name()).unwrap();
+                if let Some(dns) = san {
+                    let ext = SubjectAlternativeName::new()
+                        .dns(dns)
+                        .build(&b.x509v3_context(Some(ca), None))
+                        .unwrap();
+                    b.append_extension(ext).unwrap();
+                }
+                b.sign(ca_key, openssl::hash::MessageDigest::sha256())
+                    .unwrap();
+            }
+        }
+        (b.build(), key)
+    }
+
+    /// Writes PEM bytes to a file in `dir`.
+    fn pem(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// A TLS front for the test broker on 127.0.0.1 (certificate for
+    /// `localhost`, client certificates signed by the CA required), and
+    /// the files the client needs: (port, ca, client cert, client key).
+    async fn tls_front(
+        broker: String,
+        dir: &tempfile::TempDir,
+    ) -> (u16, PathBuf, PathBuf, PathBuf) {
+        use openssl::ssl::SslAcceptor;
+        let (ca, ca_key) = cert("walrelay test CA", None, None);
+        let (server, server_key) = cert("localhost", Some("localhost"), Some((&ca, &ca_key)));
+        let (client, client_key) = cert("worker", None, Some((&ca, &ca_key)));
+        let ca_file = pem(dir, "ca.pem", &ca.to_pem().unwrap());
+        let mut acc = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server()).unwrap();
+        acc.set_certificate(&server).unwrap();
+        acc.set_private_key(&server_key).unwrap();
+        acc.set_ca_file(&ca_file).unwrap();
+        acc.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        let acc = acc.build();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acc, broker) = (acc.clone(), broker.clone());
+                tokio::spawn(async move {
+                    let ssl = openssl::ssl::Ssl::new(acc.context()).unwrap();
+                    let mut tls = tokio_openssl::SslStream::new(ssl, tcp).unwrap();
+                    if Pin::new(&mut tls).accept().await.is_err() {
+                        return;
+                    }
+                    let mut up = TcpStream::connect(broker).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
+                });
+            }
+        });
+        let cert_file = pem(dir, "client.pem", &client.to_pem().unwrap());
+        let key_file = pem(
+            dir,
+            "client.key",
+            &client_key.private_key_to_pem_pkcs8().unwrap(),
+        );
+        (port, ca_file, cert_file, key_file)
+    }
+
+    #[tokio::test]
+    async fn tls_with_ca_client_certificate_and_hostname_verification() {
+        let Ok(broker) = std::env::var("WALRELAY_TEST_KAFKA") else {
+            eprintln!("WALRELAY_TEST_KAFKA unset: skipping tls_with_ca_client_certificate_and_hostname_verification");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (port, ca, cert, key) = tls_front(broker, &dir).await;
+        let t = Duration::from_secs(10);
+        let tls = |verify_hostname, client: bool| GroupSecurity {
+            tls: Some(TlsSettings {
+                ca_file: Some(ca.clone()),
+                cert_file: client.then(|| cert.clone()),
+                key_file: client.then(|| key.clone()),
+                verify_hostname,
+            }),
+            sasl: None,
+        };
+        let by_name = format!("localhost:{port}");
+        let by_ip = format!("127.0.0.1:{port}");
+        // Through TLS, ApiVersions reaches the broker.
+        let conn = Conn::open(&by_name, "t", &tls(true, true), t)
+            .await
+            .unwrap();
+        assert_eq!(conn.version::<JoinGroupRequest>().unwrap(), 9);
+        // The certificate names localhost, not 127.0.0.1.
+        let e = Conn::open(&by_ip, "t", &tls(true, true), t)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ConnError::Tls { .. }), "{e}");
+        Conn::open(&by_ip, "t", &tls(false, true), t).await.unwrap();
+        // The front requires a client certificate.
+        assert!(Conn::open(&by_name, "t", &tls(true, false), t)
+            .await
+            .is_err());
+        // Without the CA, the front's certificate is not trusted.
+        let mut untrusted = tls(true, true);
+        if let Some(s) = untrusted.tls.as_mut() {
+            s.ca_file = None;
+        }
+        let e = Conn::open(&by_name, "t", &untrusted, t).await.unwrap_err();
+        assert!(e.to_string().contains(&by_name), "{e}");
     }
 }

@@ -139,7 +139,12 @@ impl Member {
         if let Some(sasl) = &self.config.security.sasl {
             if let Err(e) = super::sasl::check_mechanism(&sasl.mechanism) {
                 tracing::error!(group = %self.config.group_id, error = %e, "cannot join the group");
-                let _ = self.events.send(GroupEvent::Lost { reason: e.to_string() }).await;
+                let _ = self
+                    .events
+                    .send(GroupEvent::Lost {
+                        reason: e.to_string(),
+                    })
+                    .await;
                 return;
             }
         }
@@ -445,7 +450,9 @@ impl Member {
                 }
             }
         }
-        Err(Step::Retry("JoinGroup kept answering MEMBER_ID_REQUIRED".into()))
+        Err(Step::Retry(
+            "JoinGroup kept answering MEMBER_ID_REQUIRED".into(),
+        ))
     }
 
     /// The leader's part: every member's metadata to the assignor, its
@@ -458,9 +465,17 @@ impl Member {
         let mut members = Vec::with_capacity(join.members.len());
         for m in &join.members {
             let md = wire::decode_metadata(&m.metadata).map_err(|e| {
-                Step::Retry(format!("the metadata of member {}: {e}", m.member_id.as_str()))
+                Step::Retry(format!(
+                    "the metadata of member {}: {e}",
+                    m.member_id.as_str()
+                ))
             })?;
-            let running: BTreeSet<String> = md.allocation.map(|a| a.assigned).unwrap_or_default().into_iter().collect();
+            let running: BTreeSet<String> = md
+                .allocation
+                .map(|a| a.assigned)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
             members.push(MemberInfo {
                 member_id: m.member_id.to_string(),
                 url: md.url,
@@ -473,7 +488,11 @@ impl Member {
         info!(group = %self.config.group_id, generation = self.generation, members = members.len(), error = decision.error, "leading the rebalance");
         let mut out = Vec::with_capacity(members.len());
         for m in &members {
-            let mine = decision.members.get(&m.member_id).cloned().unwrap_or_default();
+            let mine = decision
+                .members
+                .get(&m.member_id)
+                .cloned()
+                .unwrap_or_default();
             let whole: BTreeSet<&String> = mine.assigned.iter().collect();
             let now: BTreeSet<&String> = m.running.iter().collect();
             let (assigned, revoked) = if decision.error != 0 {
@@ -532,7 +551,10 @@ impl Member {
     /// Turns the assignment into the whole set, holds it, tells the worker.
     async fn complete(&mut self, bytes: &[u8], announced: &JoinState) -> Result<(), Step> {
         let a = wire::decode_assignment(bytes).map_err(|e| {
-            Step::Retry(format!("the assignment of generation {}: {e}", self.generation))
+            Step::Retry(format!(
+                "the assignment of generation {}: {e}",
+                self.generation
+            ))
         })?;
         let revoked: BTreeSet<String> = if a.error == 0 {
             a.revoked.iter().cloned().collect()
@@ -615,8 +637,12 @@ impl Member {
             warn!(group = %self.config.group_id, "no coordinator to leave the group with");
             return;
         }
-        let Some(conn) = self.conn.as_mut() else { return };
-        let Ok(v) = conn.version::<LeaveGroupRequest>() else { return };
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        let Ok(v) = conn.version::<LeaveGroupRequest>() else {
+            return;
+        };
         let group = GroupId(StrBytes::from_string(self.config.group_id.clone()));
         let member = StrBytes::from_string(self.member_id.clone());
         let req = if v >= 3 {
@@ -624,38 +650,74 @@ impl Member {
             if v >= 5 {
                 who = who.with_reason(Some(StrBytes::from_static_str("walrelay worker stops")));
             }
-            LeaveGroupRequest::default().with_group_id(group).with_members(vec![who])
+            LeaveGroupRequest::default()
+                .with_group_id(group)
+                .with_members(vec![who])
         } else {
-            LeaveGroupRequest::default().with_group_id(group).with_member_id(member)
+            LeaveGroupRequest::default()
+                .with_group_id(group)
+                .with_member_id(member)
         };
         match conn.call(&req, v, LEAVE_TIMEOUT).await {
-            Ok(r) if r.error_code == 0 => info!(group = %self.config.group_id, member = %self.member_id, "left the group"),
-            Ok(r) => warn!(group = %self.config.group_id, error = %error_name(r.error_code), "LeaveGroup refused"),
+            Ok(r) if r.error_code == 0 => {
+                info!(group = %self.config.group_id, member = %self.member_id, "left the group");
+            }
+            Ok(r) => {
+                warn!(group = %self.config.group_id, error = %error_name(r.error_code), "LeaveGroup refused");
+            }
             Err(e) => warn!(group = %self.config.group_id, error = %e, "LeaveGroup failed"),
         }
     }
 }
 
 /// FindCoordinator (key type GROUP): the coordinator's `host:port`.
-async fn find_coordinator(conn: &mut Conn, group: &str, timeout: Duration) -> Result<String, String> {
-    let v = conn.version::<FindCoordinatorRequest>().map_err(|e| e.to_string())?;
+async fn find_coordinator(
+    conn: &mut Conn,
+    group: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let v = conn
+        .version::<FindCoordinatorRequest>()
+        .map_err(|e| e.to_string())?;
     let key = StrBytes::from_string(group.to_string());
     let req = if v >= 4 {
-        FindCoordinatorRequest::default().with_key_type(0).with_coordinator_keys(vec![key])
+        FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![key])
     } else {
-        FindCoordinatorRequest::default().with_key_type(0).with_key(key)
+        FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_key(key)
     };
-    let resp = conn.call(&req, v, timeout).await.map_err(|e| e.to_string())?;
+    let resp = conn
+        .call(&req, v, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
     let (code, message, host, port) = if v >= 4 {
         let Some(c) = resp.coordinators.first() else {
-            return Err(format!("broker {}: FindCoordinator answered no coordinator", conn.broker()));
+            return Err(format!(
+                "broker {}: FindCoordinator answered no coordinator",
+                conn.broker()
+            ));
         };
-        (c.error_code, c.error_message.clone(), c.host.clone(), c.port)
+        (
+            c.error_code,
+            c.error_message.clone(),
+            c.host.clone(),
+            c.port,
+        )
     } else {
-        (resp.error_code, resp.error_message.clone(), resp.host.clone(), resp.port)
+        (
+            resp.error_code,
+            resp.error_message.clone(),
+            resp.host.clone(),
+            resp.port,
+        )
     };
     if code != 0 {
-        return Err(conn.broker_error("FindCoordinator", code, message.as_ref()).to_string());
+        return Err(conn
+            .broker_error("FindCoordinator", code, message.as_ref())
+            .to_string());
     }
     Ok(if host.contains(':') {
         format!("[{}]:{port}", host.as_str())
@@ -673,5 +735,129 @@ fn millis(d: Duration) -> i32 {
 async fn until_true(rx: &mut watch::Receiver<bool>) {
     if rx.wait_for(|v| *v).await.is_err() {
         std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distributed::group::{LeaderAssignment, MemberAssignment};
+    use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+    use std::collections::BTreeMap;
+
+    /// Gives every member exactly what the test says.
+    struct Scripted(BTreeMap<String, MemberAssignment>);
+
+    impl Assignor for Scripted {
+        fn assign(&self, _: &[MemberInfo]) -> LeaderAssignment {
+            LeaderAssignment {
+                error: 0,
+                config_offset: 42,
+                members: self.0.clone(),
+            }
+        }
+    }
+
+    /// Strings.
+    fn v(list: &[&str]) -> Vec<String> {
+        list.iter().map(ToString::to_string).collect()
+    }
+
+    /// A member task that never runs, with its event receiver.
+    fn member(assignor: Arc<dyn Assignor>) -> (Member, mpsc::Receiver<GroupEvent>) {
+        let mut config = GroupConfig::new(vec!["127.0.0.1:1".into()], "g");
+        config.session_timeout = Duration::from_millis(6000);
+        let (_s, state) = watch::channel(JoinState::default());
+        let (_d, shutdown) = watch::channel(false);
+        let (tx, rx) = mpsc::channel(4);
+        let m = Member::new(config, state, assignor, shutdown, tx, Arc::default());
+        (m, rx)
+    }
+
+    #[tokio::test]
+    async fn the_leader_sends_only_new_connectors_and_revokes_the_rest() {
+        let script = BTreeMap::from([(
+            "m1".to_string(),
+            MemberAssignment {
+                assigned: v(&["a", "c"]),
+                revoked: v(&[]),
+            },
+        )]);
+        let (mut m, _rx) = member(Arc::new(Scripted(script)));
+        m.member_id = "m1".into();
+        let held = ConnectAssignment {
+            version: 1,
+            assigned: v(&["a", "b"]),
+            ..ConnectAssignment::default()
+        };
+        let meta = wire::encode_metadata("http://m1/", 42, Some(&held));
+        let join =
+            JoinGroupResponse::default().with_members(vec![JoinGroupResponseMember::default()
+                .with_member_id(StrBytes::from_static_str("m1"))
+                .with_metadata(Bytes::from(meta))]);
+        let announced = JoinState {
+            url: "http://m1/".into(),
+            config_offset: 42,
+            running: v(&["a", "b"]),
+        };
+        let out = m.lead(&join, &announced).unwrap();
+        let a = wire::decode_assignment(&out[0].assignment).unwrap();
+        // "b" is not in the whole set: revoked though the assignor did not
+        // say so; "c" is new; "a" is kept (not repeated on the wire).
+        assert_eq!((a.assigned, a.revoked), (v(&["c"]), v(&["b"])));
+        assert_eq!(
+            (a.leader.as_str(), a.leader_url.as_str(), a.config_offset),
+            ("m1", "http://m1/", 42)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_whole_set_is_what_was_announced_less_revoked_plus_new() {
+        let (mut m, mut rx) = member(Arc::new(Scripted(BTreeMap::new())));
+        let wire_assignment = ConnectAssignment {
+            version: 1,
+            leader: "L".into(),
+            assigned: v(&["d"]),
+            revoked: v(&["b"]),
+            ..ConnectAssignment::default()
+        };
+        let announced = JoinState {
+            running: v(&["a", "b"]),
+            ..JoinState::default()
+        };
+        let bytes = wire::encode_assignment(&wire_assignment);
+        m.complete(&bytes, &announced).await.unwrap();
+        let Some(GroupEvent::Assigned(a)) = rx.recv().await else {
+            panic!("no assignment")
+        };
+        assert_eq!((a.assigned, a.revoked), (v(&["a", "d"]), v(&["b"])));
+        // The next announcement keeps what is held even if the worker has
+        // not started it yet.
+        assert_eq!(m.announcement().running, v(&["a", "d"]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_heartbeat_for_a_session_timeout_is_a_lost_membership() {
+        let (mut m, mut rx) = member(Arc::new(Scripted(BTreeMap::new())));
+        let bytes = wire::encode_assignment(&ConnectAssignment {
+            assigned: v(&["a"]),
+            ..ConnectAssignment::default()
+        });
+        m.member_id = "m1".into();
+        m.complete(&bytes, &JoinState::default()).await.unwrap();
+        assert!(matches!(rx.recv().await, Some(GroupEvent::Assigned(_))));
+        m.last_ok = Instant::now();
+        tokio::time::advance(Duration::from_millis(5900)).await;
+        m.check_expiry().await;
+        assert!(rx.try_recv().is_err(), "not yet");
+        tokio::time::advance(Duration::from_millis(200)).await;
+        m.check_expiry().await;
+        let Ok(GroupEvent::Lost { reason }) = rx.try_recv() else {
+            panic!("no loss reported")
+        };
+        assert!(reason.contains("6000 ms"), "{reason}");
+        assert!(m.member_id.is_empty() && m.held.is_none() && !m.joined);
+        m.check_expiry().await;
+        assert!(rx.try_recv().is_err(), "reported once");
     }
 }

@@ -68,9 +68,12 @@ pub(crate) async fn authenticate(
         .with_mechanism(StrBytes::from_string(settings.mechanism.clone()));
     let resp = conn.request(&hs, timeout).await?;
     if resp.error_code != 0 {
-        let offered: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
+        let offered: Vec<&str> = resp.mechanisms.iter().map(StrBytes::as_str).collect();
         let err = conn.broker_error("SaslHandshake", resp.error_code, None);
-        return Err(sasl_err(conn, format!("{err}; the broker offers {offered:?}")));
+        return Err(sasl_err(
+            conn,
+            format!("{err}; the broker offers {offered:?}"),
+        ));
     }
     match mechanism {
         Mechanism::Plain => {
@@ -197,10 +200,14 @@ impl Scram {
         let without_proof = format!("c=biws,r={nonce}");
         self.auth_message = format!("{},{text},{without_proof}", self.client_first_bare());
         let client_key = self.hmac(&salted, b"Client Key")?;
-        let stored_key = openssl::hash::hash(self.digest, &client_key)
-            .map_err(|e| format!("hash: {e}"))?;
+        let stored_key =
+            openssl::hash::hash(self.digest, &client_key).map_err(|e| format!("hash: {e}"))?;
         let signature = self.hmac(&stored_key, self.auth_message.as_bytes())?;
-        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
         self.salted = salted;
         Ok(format!("{without_proof},p={}", B64.encode(proof)))
     }
@@ -216,7 +223,10 @@ impl Scram {
         let server_key = self.hmac(&self.salted, b"Server Key")?;
         let expected = self.hmac(&server_key, self.auth_message.as_bytes())?;
         if B64.encode(expected) != got {
-            return Err("the server's signature is wrong (not the broker holding these credentials?)".into());
+            return Err(
+                "the server's signature is wrong (not the broker holding these credentials?)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -281,5 +291,114 @@ mod tests {
             assert!(e.contains("sasl.mechanism") && e.contains(m), "{e}");
         }
         check_mechanism("SCRAM-SHA-512").unwrap();
+    }
+
+    /// A SASL/PLAIN front for the test broker: answers SaslHandshake v1
+    /// and SaslAuthenticate v2 itself (bytes written by hand from Kafka's
+    /// message schemas), checks `user`/`secret`, forwards the rest.
+    async fn plain_front(broker: String) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut down, _)) = listener.accept().await {
+                let broker = broker.clone();
+                tokio::spawn(async move {
+                    let mut up = tokio::net::TcpStream::connect(broker).await.unwrap();
+                    loop {
+                        let Ok(len) = down.read_i32().await else {
+                            return;
+                        };
+                        let mut frame = vec![0u8; len as usize];
+                        down.read_exact(&mut frame).await.unwrap();
+                        let key = i16::from_be_bytes([frame[0], frame[1]]);
+                        let corr = &frame[4..8];
+                        let client_len = i16::from_be_bytes([frame[8], frame[9]]) as usize;
+                        let body = &frame[10 + client_len..];
+                        let mut out = Vec::new();
+                        out.extend_from_slice(corr); // response header: correlation id
+                        match key {
+                            17 => {
+                                // SaslHandshake v1: error_code, mechanisms [STRING]
+                                out.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 5]);
+                                out.extend_from_slice(b"PLAIN");
+                            }
+                            36 => {
+                                // Request header v2 ends with tagged fields (0);
+                                // body: auth_bytes COMPACT_BYTES (len + 1).
+                                let n = body[1] as usize - 1;
+                                let ok = &body[2..2 + n] == b"\0user\0secret";
+                                out.push(0); // response header v1: no tagged fields
+                                if ok {
+                                    out.extend_from_slice(&[0, 0]); // error_code
+                                    out.push(0); // error_message: null
+                                } else {
+                                    out.extend_from_slice(&58i16.to_be_bytes());
+                                    out.push(4); // error_message: 3 bytes
+                                    out.extend_from_slice(b"bad");
+                                }
+                                out.push(1); // auth_bytes: empty
+                                out.extend_from_slice(&0i64.to_be_bytes()); // session_lifetime_ms
+                                out.push(0); // no tagged fields
+                            }
+                            _ => {
+                                up.write_all(&len.to_be_bytes()).await.unwrap();
+                                up.write_all(&frame).await.unwrap();
+                                let n = up.read_i32().await.unwrap();
+                                let mut resp = vec![0u8; n as usize];
+                                up.read_exact(&mut resp).await.unwrap();
+                                out = resp;
+                            }
+                        }
+                        down.write_all(&(out.len() as i32).to_be_bytes())
+                            .await
+                            .unwrap();
+                        down.write_all(&out).await.unwrap();
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn sasl_plain_through_a_front_of_the_test_broker() {
+        use crate::distributed::group::conn::GroupSecurity;
+        use kafka_protocol::messages::JoinGroupRequest;
+        let Ok(broker) = std::env::var("WALRELAY_TEST_KAFKA") else {
+            eprintln!(
+                "WALRELAY_TEST_KAFKA unset: skipping sasl_plain_through_a_front_of_the_test_broker"
+            );
+            return;
+        };
+        let addr = format!("127.0.0.1:{}", plain_front(broker).await);
+        let sec = |password: &str| GroupSecurity {
+            tls: None,
+            sasl: Some(SaslSettings {
+                mechanism: "PLAIN".into(),
+                username: "user".into(),
+                password: password.into(),
+            }),
+        };
+        let t = Duration::from_secs(10);
+        let conn = Conn::open(&addr, "t", &sec("secret"), t).await.unwrap();
+        assert_eq!(conn.version::<JoinGroupRequest>().unwrap(), 9);
+        let e = Conn::open(&addr, "t", &sec("wrong"), t)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SASL_AUTHENTICATION_FAILED") && e.contains("bad"),
+            "{e}"
+        );
+        let mut gss = sec("secret");
+        if let Some(s) = gss.sasl.as_mut() {
+            s.mechanism = "GSSAPI".into();
+        }
+        let e = Conn::open(&addr, "t", &gss, t)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sasl.mechanism"), "{e}");
     }
 }

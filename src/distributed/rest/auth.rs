@@ -18,7 +18,8 @@ use crate::secret::Secret;
 use super::config::RestConfigError;
 
 /// The login module walrelay understands in the `KafkaConnect` section.
-const LOGIN_MODULE: &str = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule";
+const LOGIN_MODULE: &str =
+    "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule";
 
 /// The body Connect's filter answers 401 with.
 pub(crate) const UNAUTHORIZED_BODY: &str = "User cannot access the resource.";
@@ -44,7 +45,9 @@ pub(crate) enum Verdict {
 
 impl BasicAuth {
     /// Reads the JAAS file named in `KAFKA_OPTS` and its credentials file.
-    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<BasicAuth, RestConfigError> {
+    pub(crate) fn from_env(
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<BasicAuth, RestConfigError> {
         const KEY: &str = "rest.extension.classes";
         let opts = env("KAFKA_OPTS").unwrap_or_default();
         let jaas_path = jaas_path(&opts).ok_or_else(|| {
@@ -53,8 +56,9 @@ impl BasicAuth {
                 "the basic auth extension needs a JAAS file: set KAFKA_OPTS=-Djava.security.auth.login.config=FILE",
             )
         })?;
-        let jaas = std::fs::read_to_string(&jaas_path)
-            .map_err(|e| RestConfigError::new(KEY, format!("cannot read the JAAS file {jaas_path}: {e}")))?;
+        let jaas = std::fs::read_to_string(&jaas_path).map_err(|e| {
+            RestConfigError::new(KEY, format!("cannot read the JAAS file {jaas_path}: {e}"))
+        })?;
         let file = credentials_file(&jaas)
             .map_err(|why| RestConfigError::new(KEY, format!("JAAS file {jaas_path}: {why}")))?;
         let text = std::fs::read_to_string(&file).map_err(|e| {
@@ -216,7 +220,9 @@ fn credentials_file(jaas: &str) -> Result<String, String> {
         i += 2; // the module and its flag
         while i < tokens.len() && tokens[i] != ";" {
             if tokens.get(i + 1).map(String::as_str) == Some("=") {
-                let value = tokens.get(i + 2).map(|v| v.trim_start_matches('"').to_owned());
+                let value = tokens
+                    .get(i + 2)
+                    .map(|v| v.trim_start_matches('"').to_owned());
                 if tokens[i] == "file" {
                     file = value;
                 }
@@ -237,8 +243,9 @@ pub(crate) fn parse_properties(text: &str) -> Vec<(String, String)> {
     let mut logical = Vec::new();
     let mut current = String::new();
     for line in text.lines() {
-        let part = if current.is_empty() { line.trim_start() } else { line.trim_start() };
-        if current.is_empty() && (part.is_empty() || part.starts_with('#') || part.starts_with('!')) {
+        let part = line.trim_start();
+        if current.is_empty() && (part.is_empty() || part.starts_with('#') || part.starts_with('!'))
+        {
             continue;
         }
         let trailing = part.chars().rev().take_while(|c| *c == '\\').count();
@@ -322,7 +329,8 @@ mod tests {
 
     #[test]
     fn reads_properties_as_java() {
-        let p = parse_properties("# c\n! c\nalice=secret\nbob: pw two\ncarol  x\\\n   y\nd\\:e=f\n");
+        let p =
+            parse_properties("# c\n! c\nalice=secret\nbob: pw two\ncarol  x\\\n   y\nd\\:e=f\n");
         assert_eq!(
             p,
             vec![
@@ -348,11 +356,24 @@ mod tests {
     #[test]
     fn checks_headers_as_the_filter() {
         let auth = BasicAuth {
-            users: [("alice".to_owned(), Secret::new("pw"))].into_iter().collect(),
+            users: [("alice".to_owned(), Secret::new("pw"))]
+                .into_iter()
+                .collect(),
         };
-        let b64 = |s: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(s));
-        assert_eq!(auth.check(Some(b64("alice:pw").as_bytes())), Verdict::Allowed);
-        assert_eq!(auth.check(Some(b64("alice:px").as_bytes())), Verdict::Denied);
+        let b64 = |s: &str| {
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(s)
+            )
+        };
+        assert_eq!(
+            auth.check(Some(b64("alice:pw").as_bytes())),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            auth.check(Some(b64("alice:px").as_bytes())),
+            Verdict::Denied
+        );
         assert_eq!(auth.check(Some(b64("bob:pw").as_bytes())), Verdict::Denied);
         assert_eq!(auth.check(None), Verdict::Denied);
         assert_eq!(auth.check(Some(b"Bearer x")), Verdict::Denied);

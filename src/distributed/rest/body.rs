@@ -21,7 +21,8 @@ fn location(line: usize, column: usize) -> String {
 }
 
 /// The `CreateConnectorRequest` class, as Jackson names it.
-const CREATE_REQUEST: &str = "org.apache.kafka.connect.runtime.rest.entities.CreateConnectorRequest";
+const CREATE_REQUEST: &str =
+    "org.apache.kafka.connect.runtime.rest.entities.CreateConnectorRequest";
 
 /// The NPE Connect answers when a `Map<String, String>` body is empty or
 /// `null` (`checkAndPutConnectorConfigName` and the validate resource).
@@ -32,16 +33,36 @@ pub(crate) fn null_config() -> ApiError {
     )
 }
 
-/// Where an unfinished body's innermost open object or array started
-/// (line, column, both 1-based), and the top-level field it is the value
-/// of, when it is one; `None` when every bracket closes.
-fn open_marker(body: &str) -> Option<((usize, usize), bool, Option<String>)> {
-    let mut stack: Vec<((usize, usize), bool, Option<String>)> = Vec::new();
+/// One step of a path into a JSON document.
+#[derive(Debug, Clone)]
+enum Seg {
+    /// An object's field.
+    Key(String),
+    /// An array's element.
+    Index(usize),
+}
+
+/// An open object or array while scanning.
+#[derive(Debug, Clone)]
+struct Frame {
+    /// Where it opened (line, column; 1-based).
+    at: (usize, usize),
+    /// `{` rather than `[`.
+    object: bool,
+    /// The current field (objects).
+    key: Option<String>,
+    /// The current element (arrays).
+    index: usize,
+}
+
+/// Where an unfinished body's innermost open object or array started,
+/// whether it is an object, and the path to it; `None` when every
+/// bracket closes.
+fn open_marker(body: &str) -> Option<((usize, usize), bool, Vec<Seg>)> {
+    let mut stack: Vec<Frame> = Vec::new();
     let (mut line, mut col) = (1usize, 0usize);
-    let mut in_str = false;
-    let mut escaped = false;
-    let mut last_key: Option<String> = None;
-    let mut current = String::new();
+    let (mut in_str, mut escaped) = (false, false);
+    let mut last = String::new();
     for c in body.chars() {
         if c == '\n' {
             line += 1;
@@ -56,42 +77,91 @@ fn open_marker(body: &str) -> Option<((usize, usize), bool, Option<String>)> {
                 escaped = true;
             } else if c == '"' {
                 in_str = false;
-                last_key = Some(std::mem::take(&mut current));
             } else {
-                current.push(c);
+                last.push(c);
             }
             continue;
         }
         match c {
             '"' => {
                 in_str = true;
-                current.clear();
+                last.clear();
             }
-            '{' | '[' => {
-                let field = (stack.len() == 1).then(|| last_key.clone()).flatten();
-                stack.push(((line, col), c == '{', field));
+            ':' => {
+                if let Some(f) = stack.last_mut() {
+                    f.key = Some(last.clone());
+                }
             }
+            ',' => {
+                if let Some(f) = stack.last_mut().filter(|f| !f.object) {
+                    f.index += 1;
+                }
+            }
+            '{' | '[' => stack.push(Frame {
+                at: (line, col),
+                object: c == '{',
+                key: None,
+                index: 0,
+            }),
             '}' | ']' => {
                 stack.pop();
             }
             _ => {}
         }
     }
-    stack.pop()
+    let inner = stack.last()?.clone();
+    let path = stack[..stack.len() - 1]
+        .iter()
+        .map(|f| {
+            if f.object {
+                Seg::Key(f.key.clone().unwrap_or_default())
+            } else {
+                Seg::Index(f.index)
+            }
+        })
+        .collect();
+    Some((inner.at, inner.object, path))
+}
+
+/// Jackson's reference chain along `path` from `entity`.
+fn chain(entity: &str, path: &[Seg]) -> String {
+    let steps: Vec<String> = path
+        .iter()
+        .enumerate()
+        .map(|(depth, seg)| {
+            let class = match (depth, seg) {
+                (0, _) => entity,
+                (_, Seg::Index(_)) => "java.util.ArrayList",
+                (2, Seg::Key(_)) if entity.ends_with("ConnectorOffsets") => {
+                    "org.apache.kafka.connect.runtime.rest.entities.ConnectorOffset"
+                }
+                (_, Seg::Key(_)) => "java.util.LinkedHashMap",
+            };
+            match seg {
+                Seg::Key(k) => format!("{class}[\"{k}\"]"),
+                Seg::Index(i) => format!("{class}[{i}]"),
+            }
+        })
+        .collect();
+    if steps.is_empty() {
+        String::new()
+    } else {
+        format!(" (through reference chain: {})", steps.join("->"))
+    }
 }
 
 /// Jackson's error for a body that does not parse (`entity`: the class
 /// whose reference chain Jackson names, `None` for a map).
 pub(crate) fn syntax_error(body: &str, e: &serde_json::Error, entity: Option<&str>) -> ApiError {
     if e.is_eof() {
-        if let Some(((line, col), object, field)) = open_marker(body) {
+        if let Some(((line, col), object, path)) = open_marker(body) {
             let lines: Vec<&str> = body.split('\n').collect();
-            let end = (lines.len(), lines.last().map_or(0, |l| l.chars().count()) + 1);
+            let end = (
+                lines.len(),
+                lines.last().map_or(0, |l| l.chars().count()) + 1,
+            );
             let kind = if object { "Object" } else { "Array" };
-            let chain = match (entity, field) {
-                (Some(entity), Some(f)) => format!(" (through reference chain: {entity}[\"{f}\"])"),
-                _ => String::new(),
-            };
+            let chain = entity.map(|en| chain(en, &path)).unwrap_or_default();
             return ApiError::new(
                 500,
                 format!(
@@ -104,7 +174,10 @@ pub(crate) fn syntax_error(body: &str, e: &serde_json::Error, entity: Option<&st
     }
     let text = e.to_string();
     let head = text.split(" at line ").next().unwrap_or(&text);
-    ApiError::new(500, format!("{head}\n at {}", location(e.line(), e.column())))
+    ApiError::new(
+        500,
+        format!("{head}\n at {}", location(e.line(), e.column())),
+    )
 }
 
 /// A `Map<String, String>` body; `Ok(None)` when it is empty or `null`.
@@ -154,7 +227,7 @@ impl<'de> Visitor<'de> for CreateVisitor {
                 "initial_state" => out.initial_state = scalar(raw).map(|s| s.to_uppercase()),
                 "config" if raw == "null" => out.config = None,
                 "config" => {
-                    out.config = Some(serde_json::from_str(raw).map_err(serde::de::Error::custom)?)
+                    out.config = Some(serde_json::from_str(raw).map_err(serde::de::Error::custom)?);
                 }
                 other => return Ok(Err(other.to_owned())),
             }
@@ -203,9 +276,18 @@ pub(crate) fn offsets_body(body: &[u8]) -> Result<ConnectorOffsets, ApiError> {
         ));
     }
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        syntax_error(&text, &e, Some("org.apache.kafka.connect.runtime.rest.entities.ConnectorOffsets"))
+        syntax_error(
+            &text,
+            &e,
+            Some("org.apache.kafka.connect.runtime.rest.entities.ConnectorOffsets"),
+        )
     })?;
-    let empty = || ApiError::new(400, "Partitions / offsets need to be provided for an alter offsets request");
+    let empty = || {
+        ApiError::new(
+            400,
+            "Partitions / offsets need to be provided for an alter offsets request",
+        )
+    };
     let items = match value.get("offsets") {
         Some(serde_json::Value::Array(items)) if !items.is_empty() => items,
         _ => return Err(empty()),
@@ -238,13 +320,28 @@ mod tests {
     }
 
     #[test]
+    fn unfinished_offsets_body_as_jackson() {
+        let e = offsets_body(br#"{"offsets":[{"#)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(e, "Unexpected end-of-input: expected close marker for Object (start marker at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: 13])\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: 14] (through reference chain: org.apache.kafka.connect.runtime.rest.entities.ConnectorOffsets[\"offsets\"]->java.util.ArrayList[0])");
+    }
+
+    #[test]
     fn create_fields() {
         let r = create_body(br#"{"name":" n ","config":{"a":1},"initial_state":"paused"}"#).ok();
         let r = r.unwrap_or_default();
         assert_eq!(r.name.as_deref(), Some(" n "));
         assert_eq!(r.initial_state.as_deref(), Some("PAUSED"));
-        assert_eq!(r.config.map(|c| c.0), Some(vec![("a".to_owned(), Some("1".to_owned()))]));
-        let e = create_body(br#"{"name":"n","foo":1}"#).err().map(|e| e.message).unwrap_or_default();
+        assert_eq!(
+            r.config.map(|c| c.0),
+            Some(vec![("a".to_owned(), Some("1".to_owned()))])
+        );
+        let e = create_body(br#"{"name":"n","foo":1}"#)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
         assert!(e.starts_with("Unrecognized field \"foo\""), "{e}");
     }
 }

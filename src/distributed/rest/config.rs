@@ -229,7 +229,11 @@ pub(crate) fn parse_listener(s: &str) -> Result<Listener, String> {
 }
 
 /// A boolean worker key (`true`/`false`, any case, as ConfigDef).
-fn bool_key(worker: &BTreeMap<String, String>, key: &str, default: bool) -> Result<bool, RestConfigError> {
+fn bool_key(
+    worker: &BTreeMap<String, String>,
+    key: &str,
+    default: bool,
+) -> Result<bool, RestConfigError> {
     match worker.get(key).map(|v| v.trim().to_ascii_lowercase()) {
         None => Ok(default),
         Some(v) if v == "true" => Ok(true),
@@ -272,7 +276,10 @@ fn listeners(worker: &BTreeMap<String, String>) -> Result<Vec<Listener>, RestCon
         .iter()
         .map(|item| {
             if item.is_empty() {
-                return Err(RestConfigError::new("listeners", "Empty URL found when parsing listeners list."));
+                return Err(RestConfigError::new(
+                    "listeners",
+                    "Empty URL found when parsing listeners list.",
+                ));
             }
             parse_listener(item).map_err(|why| RestConfigError::new("listeners", why))
         })
@@ -305,7 +312,12 @@ fn tls_settings(worker: &BTreeMap<String, String>) -> Result<TlsSettings, RestCo
         ));
     }
     let enabled_protocols = get("ssl.enabled.protocols")
-        .map(|v| v.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect())
+        .map(|v| {
+            v.split(',')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect()
+        })
         .unwrap_or_default();
     Ok(TlsSettings {
         keystore_type: get("ssl.keystore.type"),
@@ -328,7 +340,10 @@ fn tls_settings(worker: &BTreeMap<String, String>) -> Result<TlsSettings, RestCo
 fn cors(worker: &BTreeMap<String, String>) -> Option<Cors> {
     let origins = text(worker, "access.control.allow.origin")?;
     let split = |v: String| -> Vec<String> {
-        v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+        v.split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
     };
     let methods = text(worker, "access.control.allow.methods")
         .map(split)
@@ -342,6 +357,7 @@ fn cors(worker: &BTreeMap<String, String>) -> Option<Cors> {
 impl RestConfig {
     /// Reads Connect's worker keys; `env` gives environment variables
     /// (`KAFKA_OPTS`, where Connect deployments name the JAAS file).
+    #[allow(dead_code)] // wired by connect-distributed
     pub(crate) fn from_worker(
         worker: &BTreeMap<String, String>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -353,12 +369,18 @@ impl RestConfig {
                 RestConfigError::new("rest.advertised.port", "expected a port number")
             })?),
         };
-        let advertised_scheme = match text(worker, "rest.advertised.listener").map(|s| s.to_ascii_lowercase()) {
-            None => None,
-            Some(s) if s == "http" => Some(Scheme::Http),
-            Some(s) if s == "https" => Some(Scheme::Https),
-            Some(_) => return Err(RestConfigError::new("rest.advertised.listener", "expected http or https")),
-        };
+        let advertised_scheme =
+            match text(worker, "rest.advertised.listener").map(|s| s.to_ascii_lowercase()) {
+                None => None,
+                Some(s) if s == "http" => Some(Scheme::Http),
+                Some(s) if s == "https" => Some(Scheme::Https),
+                Some(_) => {
+                    return Err(RestConfigError::new(
+                        "rest.advertised.listener",
+                        "expected http or https",
+                    ))
+                }
+            };
         let tls = if listeners.iter().any(|l| l.scheme == Scheme::Https) {
             Some(tls_settings(worker)?)
         } else {
@@ -408,6 +430,7 @@ impl RestConfig {
     /// The worker's URL (`scheme://host:port/`), from the advertised keys
     /// and the first listener of the advertised scheme; `bound` are the
     /// listeners' bound addresses, in order (for port 0 and empty hosts).
+    #[allow(dead_code)] // wired by connect-distributed
     pub(crate) fn advertised_url(&self, bound: &[SocketAddr]) -> String {
         let scheme = self.advertised_scheme();
         let found = self
@@ -434,6 +457,7 @@ impl RestConfig {
     }
 
     /// The worker's id: the advertised URL's `host:port`.
+    #[allow(dead_code)] // wired by connect-distributed
     pub(crate) fn worker_id(&self, bound: &[SocketAddr]) -> String {
         let url = self.advertised_url(bound);
         let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);

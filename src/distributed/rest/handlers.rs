@@ -23,10 +23,9 @@ pub(crate) struct Reply {
     pub(crate) status: u16,
     /// The JSON body (`None`: no body and no Content-Type).
     pub(crate) body: Option<String>,
-    /// Whether a body is sent with `Content-Type: application/json`
-    /// (Jersey leaves it out for errors raised before a resource method
-    /// is chosen).
-    pub(crate) typed: bool,
+    /// The body's Content-Type (Jersey leaves it out for errors raised
+    /// before a resource method is chosen).
+    pub(crate) content_type: Option<&'static str>,
     /// `Location` (201).
     pub(crate) location: Option<String>,
     /// `Allow` (405, OPTIONS).
@@ -39,7 +38,7 @@ impl Reply {
         Reply {
             status,
             body: Some(body),
-            typed: true,
+            content_type: Some("application/json"),
             location: None,
             allow: None,
         }
@@ -50,7 +49,7 @@ impl Reply {
         Reply {
             status,
             body: None,
-            typed: false,
+            content_type: None,
             location: None,
             allow: None,
         }
@@ -65,7 +64,7 @@ impl Reply {
     pub(crate) fn jersey(status: u16, reason: &str) -> Reply {
         let e = ApiError::new(status, format!("HTTP {status} {reason}"));
         Reply {
-            typed: false,
+            content_type: None,
             ..Reply::error(&e)
         }
     }
@@ -228,19 +227,31 @@ fn set_level(body: &[u8]) -> Reply {
         Err(e) => return Reply::error(&e),
     };
     let Some(level) = level else {
-        return Reply::error(&ApiError::new(400, "Desired 'level' parameter was not specified in request."));
+        return Reply::error(&ApiError::new(
+            400,
+            "Desired 'level' parameter was not specified in request.",
+        ));
     };
-    let known = ["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL"];
+    let known = [
+        "OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL",
+    ];
     if !known.contains(&level.to_ascii_uppercase().as_str()) {
         return Reply::error(&ApiError::new(404, format!("invalid log level '{level}'.")));
     }
-    Reply::error(&ApiError::new(501, "walrelay cannot change log levels at run time"))
+    Reply::error(&ApiError::new(
+        501,
+        "walrelay cannot change log levels at run time",
+    ))
 }
 
 /// The version of the connector plugin `name` runs (the status'
 /// `version`), from its `connector.class` and the plugin list.
-fn plugin_version<H: Herder>(h: &H, name: &str) -> Option<String> {
-    let class = h.connector_config(name).ok()?.get("connector.class")?.clone();
+pub(crate) fn plugin_version<H: Herder>(h: &H, name: &str) -> Option<String> {
+    let class = h
+        .connector_config(name)
+        .ok()?
+        .get("connector.class")?
+        .clone();
     h.plugins(true)
         .into_iter()
         .find(|p| {
@@ -279,7 +290,11 @@ fn list_connectors<H: Herder>(ctx: &Ctx<H>, params: &[(String, String)]) -> Repl
                 }),
                 "info" => h.connector_info(name).map(|i| {
                     let mut out = String::new();
-                    json::push_connector_info(&mut out, &i, KeyOrder::HashMap(&ctx.orders.get(name)));
+                    json::push_connector_info(
+                        &mut out,
+                        &i,
+                        KeyOrder::HashMap(&ctx.orders.get(name)),
+                    );
                     out
                 }),
                 _ => continue,
@@ -376,7 +391,12 @@ async fn write_config<H: Herder>(
     allow_replace: bool,
     base: &str,
 ) -> Reply {
-    let keys: Vec<String> = config.0.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| k.clone()).collect();
+    let keys: Vec<String> = config
+        .0
+        .iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(k, _)| k.clone())
+        .collect();
     let cfg: ConfigMap = config.to_config();
     match ctx.herder.put_config(name, cfg, allow_replace).await {
         Ok(created) => {
@@ -459,9 +479,20 @@ async fn patch_config<H: Herder>(ctx: &Ctx<H>, c: &str, body: &[u8]) -> Reply {
     let before = ctx.orders.get(c);
     let old_keys: Vec<String> = match ctx.herder.connector_config(c) {
         Ok(old) => {
-            let mut known: Vec<&str> = before.iter().map(String::as_str).filter(|k| old.contains_key(*k)).collect();
-            known.extend(old.keys().map(String::as_str).filter(|k| !before.iter().any(|b| b == k)));
-            json::hashmap_order(known).into_iter().map(str::to_owned).collect()
+            let mut known: Vec<&str> = before
+                .iter()
+                .map(String::as_str)
+                .filter(|k| old.contains_key(*k))
+                .collect();
+            known.extend(
+                old.keys()
+                    .map(String::as_str)
+                    .filter(|k| !before.iter().any(|b| b == k)),
+            );
+            json::hashmap_order(known)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
         }
         Err(_) => Vec::new(),
     };
@@ -505,7 +536,9 @@ fn topics<H: Herder>(ctx: &Ctx<H>, c: &str) -> Reply {
     if !ctx.topic_tracking {
         return Reply::error(&ApiError::new(403, "Topic tracking is disabled."));
     }
-    answer(ctx.herder.active_topics(c), |t| Reply::json(200, json::active_topics(c, &t)))
+    answer(ctx.herder.active_topics(c), |t| {
+        Reply::json(200, json::active_topics(c, &t))
+    })
 }
 
 /// `PUT /connectors/{c}/topics/reset`.
@@ -516,7 +549,9 @@ async fn topics_reset<H: Herder>(ctx: &Ctx<H>, c: &str) -> Reply {
     if !ctx.topic_tracking_reset {
         return Reply::error(&ApiError::new(403, "Topic tracking reset is disabled."));
     }
-    answer(ctx.herder.reset_active_topics(c).await, |()| Reply::empty(202))
+    answer(ctx.herder.reset_active_topics(c).await, |()| {
+        Reply::empty(202)
+    })
 }
 
 /// Connect's `normalizedPluginName`: a trailing `Connector` dropped.
@@ -576,11 +611,20 @@ async fn plugin_config<H: Herder>(ctx: &Ctx<H>, plugin: &str) -> Reply {
         let defs: Vec<&serde_json::Map<String, serde_json::Value>> = v
             .get("configs")
             .and_then(serde_json::Value::as_array)
-            .map(|a| a.iter().filter_map(|c| c.get("definition")?.as_object()).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| c.get("definition")?.as_object())
+                    .collect()
+            })
             .unwrap_or_default();
         let is_base = |d: &&serde_json::Map<String, serde_json::Value>| {
-            let g = d.get("group").and_then(serde_json::Value::as_str).unwrap_or("");
-            BASE_GROUPS.contains(&g) || g.starts_with("Transforms: ") || g.starts_with("Predicates: ")
+            let g = d
+                .get("group")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            BASE_GROUPS.contains(&g)
+                || g.starts_with("Transforms: ")
+                || g.starts_with("Predicates: ")
         };
         let mut ordered: Vec<_> = defs.iter().copied().filter(|d| !is_base(d)).collect();
         ordered.extend(defs.iter().copied().filter(|d| is_base(d)));

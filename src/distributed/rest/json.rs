@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::distributed::api::{
     ApiError, ConfigMap, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, PluginInfo,
-    ServerInfo, StateInfo, TaskId, TaskInfo, TaskState,
+    ServerInfo, State, StateInfo, TaskId, TaskInfo, TaskState,
 };
 
 /// Appends `s` as a JSON string literal.
@@ -44,8 +44,9 @@ fn push_opt(out: &mut String, s: Option<&str>) {
 
 /// Java's `String.hashCode` of `s` (over its UTF-16 code units).
 pub(crate) fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The table size of a `java.util.HashMap` filled by `put`s with `n` keys
@@ -167,8 +168,9 @@ fn push_state_fields(out: &mut String, s: &StateInfo, version: Option<&str>) {
     push_str(out, s.state.as_str());
     out.push_str(",\"worker_id\":");
     push_str(out, &s.worker_id);
+    // An unassigned connector or task has no version (Connect: null).
     out.push_str(",\"version\":");
-    push_opt(out, version);
+    push_opt(out, version.filter(|_| s.state != State::Unassigned));
     if let Some(trace) = s.trace.as_deref().filter(|t| !t.is_empty()) {
         out.push_str(",\"trace\":");
         push_str(out, trace);
@@ -419,11 +421,6 @@ pub(crate) fn config_key_infos(defs: &[&serde_json::Map<String, Value>]) -> Stri
 pub(crate) struct OrderedConfig(pub(crate) Vec<(String, Option<String>)>);
 
 impl OrderedConfig {
-    /// The keys, in order.
-    pub(crate) fn keys(&self) -> Vec<String> {
-        self.0.iter().map(|(k, _)| k.clone()).collect()
-    }
-
     /// The value of `key` (`Some(None)`: present and `null`).
     pub(crate) fn get(&self, key: &str) -> Option<Option<&str>> {
         self.0
@@ -482,7 +479,10 @@ impl<'de> serde::Deserialize<'de> for OrderedConfig {
                     let value = if raw == "null" {
                         None
                     } else if raw.starts_with('"') {
-                        Some(serde_json::from_str::<String>(raw).map_err(serde::de::Error::custom)?)
+                        Some(
+                            serde_json::from_str::<String>(raw)
+                                .map_err(serde::de::Error::custom)?,
+                        )
                     } else if raw.starts_with('{') || raw.starts_with('[') {
                         return Err(serde::de::Error::custom(mismatched(raw)));
                     } else {
@@ -497,28 +497,6 @@ impl<'de> serde::Deserialize<'de> for OrderedConfig {
         }
         d.deserialize_map(V)
     }
-}
-
-/// A request body that Connect could not read: Jackson's exception,
-/// which Connect answers with 500 and its message.
-pub(crate) fn body_error(e: &serde_json::Error, entity: &str, field: Option<&str>) -> ApiError {
-    let location = format!(
-        "[Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: {}, column: {}]",
-        e.line(),
-        e.column() + 1
-    );
-    let text = e.to_string();
-    let head = text.split(" at line ").next().unwrap_or(&text);
-    let head = if e.is_eof() {
-        "Unexpected end-of-input".to_owned()
-    } else {
-        head.to_owned()
-    };
-    let chain = match field {
-        Some(f) => format!(" (through reference chain: {entity}[\"{f}\"])"),
-        None => String::new(),
-    };
-    ApiError::new(500, format!("{head}\n at {location}{chain}"))
 }
 
 #[cfg(test)]

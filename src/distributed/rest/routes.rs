@@ -80,14 +80,13 @@ impl Route {
     /// entity parameter).
     pub(crate) fn takes_body(&self, method: &Method) -> bool {
         use Route::*;
-        matches!(
-            (self, method),
-            (Connectors, &Method::POST)
-                | (Config(_), &Method::PUT | &Method::PATCH)
-                | (Offsets(_), &Method::PATCH)
-                | (Validate(_), &Method::PUT)
-                | (Logger(_), &Method::PUT)
-        )
+        match self {
+            Connectors => method == Method::POST,
+            Config(_) => method == Method::PUT || method == Method::PATCH,
+            Offsets(_) => method == Method::PATCH,
+            Validate(_) | Logger(_) => method == Method::PUT,
+            _ => false,
+        }
     }
 
     /// Whether the basic auth filter lets this request through unchecked
@@ -97,12 +96,16 @@ impl Route {
         matches!(self, Route::Tasks(_)) && method == Method::POST
     }
 
-    /// The `Allow` header of a 405 and of OPTIONS.
+    /// The `Allow` header of OPTIONS: Jersey's order for `/connectors`
+    /// is `HEAD,POST,GET,OPTIONS` (HEAD first when GET is served, the
+    /// resource's methods last-declared first, OPTIONS last).
     pub(crate) fn allow_header(&self) -> String {
-        let mut names: Vec<&str> = self.methods().iter().map(Method::as_str).collect();
-        if names.contains(&"GET") {
+        let methods = self.methods();
+        let mut names: Vec<&str> = Vec::new();
+        if methods.contains(&Method::GET) {
             names.push("HEAD");
         }
+        names.extend(methods.iter().rev().map(Method::as_str));
         names.push("OPTIONS");
         names.join(",")
     }
@@ -118,7 +121,12 @@ fn segments(path: &str) -> Option<Vec<String>> {
     }
     trimmed
         .split('/')
-        .map(|s| percent_decode_str(s).decode_utf8().ok().map(|c| c.into_owned()))
+        .map(|s| {
+            percent_decode_str(s)
+                .decode_utf8()
+                .ok()
+                .map(std::borrow::Cow::into_owned)
+        })
         .collect()
 }
 
@@ -193,8 +201,14 @@ mod tests {
         assert_eq!(route("/"), Some(Route::Root));
         assert_eq!(route(""), Some(Route::Root));
         assert_eq!(route("/connectors/"), Some(Route::Connectors));
-        assert_eq!(route("/connectors/my%20conn/status"), Some(Route::Status("my conn".into())));
-        assert_eq!(route("/connectors/a+b"), Some(Route::Connector("a+b".into())));
+        assert_eq!(
+            route("/connectors/my%20conn/status"),
+            Some(Route::Status("my conn".into()))
+        );
+        assert_eq!(
+            route("/connectors/a+b"),
+            Some(Route::Connector("a+b".into()))
+        );
         assert_eq!(route("/connectors/n1/tasks-config"), None);
         assert_eq!(route("/connectors//status"), None);
         assert_eq!(
@@ -205,7 +219,9 @@ mod tests {
 
     #[test]
     fn reads_booleans_as_jersey() {
-        let p = query_params(Some("includeTasks=TRUE&onlyFailed=yes&x=&expand=a&expand=b"));
+        let p = query_params(Some(
+            "includeTasks=TRUE&onlyFailed=yes&x=&expand=a&expand=b",
+        ));
         assert!(bool_param(&p, "includeTasks", false));
         assert!(!bool_param(&p, "onlyFailed", false));
         assert!(bool_param(&p, "x", true));

@@ -9,7 +9,6 @@
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,7 +58,10 @@ impl CorsRules {
                 break;
             }
             let re = regex::Regex::new(&format!("(?i)^(?:{o})$")).map_err(|e| {
-                io::Error::new(io::ErrorKind::InvalidInput, format!("access.control.allow.origin: {e}"))
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("access.control.allow.origin: {e}"),
+                )
             })?;
             patterns.push(re);
         }
@@ -126,7 +128,11 @@ fn accepts_json(headers: &HeaderMap) -> bool {
                 .and_then(|q| q.trim().parse::<f32>().ok())
                 .is_some_and(|q| q <= 0.0)
         });
-        !q_zero && matches!(media.as_str(), "*/*" | "application/*" | "application/json" | "*")
+        !q_zero
+            && matches!(
+                media.as_str(),
+                "*/*" | "application/*" | "application/json" | "*"
+            )
     })
 }
 
@@ -135,7 +141,12 @@ fn json_content(headers: &HeaderMap) -> bool {
     match headers.get("content-type").and_then(|v| v.to_str().ok()) {
         None => true,
         Some(ct) => {
-            let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             media == "application/json" || media == "*/*" || media == "application/*"
         }
     }
@@ -147,18 +158,23 @@ async fn reply<H: Herder>(shared: &Shared<H>, req: Request<Incoming>, scheme: Sc
     let Some(route) = route(parts.uri.path()) else {
         return Reply::jersey(404, "Not Found");
     };
-    let method = if parts.method == Method::HEAD { Method::GET } else { parts.method.clone() };
+    let method = if parts.method == Method::HEAD {
+        Method::GET
+    } else {
+        parts.method.clone()
+    };
     if method == Method::OPTIONS {
+        // Jersey's own OPTIONS answer (WADL disabled): the methods, as text.
+        let allow = route.allow_header();
         return Reply {
-            allow: Some(route.allow_header()),
+            body: Some(allow.replace(',', ", ")),
+            content_type: Some("text/plain"),
+            allow: Some(allow),
             ..Reply::empty(200)
         };
     }
     if !route.methods().contains(&method) {
-        return Reply {
-            allow: Some(route.allow_header()),
-            ..Reply::jersey(405, "Method Not Allowed")
-        };
+        return Reply::jersey(405, "Method Not Allowed");
     }
     if route.takes_body(&method) && !json_content(&parts.headers) {
         return Reply::jersey(415, "Unsupported Media Type");
@@ -168,7 +184,12 @@ async fn reply<H: Herder>(shared: &Shared<H>, req: Request<Incoming>, scheme: Sc
     }
     if let Some(auth) = &shared.auth {
         if !route.auth_exempt(&method) {
-            match auth.check(parts.headers.get("authorization").map(HeaderValue::as_bytes)) {
+            match auth.check(
+                parts
+                    .headers
+                    .get("authorization")
+                    .map(HeaderValue::as_bytes),
+            ) {
                 Verdict::Allowed => {}
                 Verdict::Denied => {
                     return Reply::json(401, UNAUTHORIZED_BODY.into());
@@ -209,8 +230,8 @@ async fn handle<H: Herder>(
         .unwrap_or_default();
     let r = reply(&shared, req, scheme).await;
     let mut b = Response::builder().status(r.status);
-    if r.body.is_some() && r.typed {
-        b = b.header("Content-Type", "application/json");
+    if let (Some(_), Some(ct)) = (&r.body, r.content_type) {
+        b = b.header("Content-Type", ct);
     }
     if let Some(l) = &r.location {
         b = b.header("Location", l);
@@ -290,7 +311,9 @@ pub(crate) async fn serve<H: Herder>(
     herder: Arc<H>,
     shutdown: watch::Receiver<bool>,
 ) -> io::Result<Vec<SocketAddr>> {
-    let invalid = |e: super::config::RestConfigError| io::Error::new(io::ErrorKind::InvalidInput, e.to_string());
+    let invalid = |e: super::config::RestConfigError| {
+        io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
+    };
     let tls = match &config.tls {
         Some(t) if config.listeners.iter().any(|l| l.scheme == Scheme::Https) => {
             Some(Arc::new(super::tls::acceptor(t).map_err(invalid)?))
@@ -324,7 +347,11 @@ pub(crate) async fn serve<H: Herder>(
         listeners.push((listener, l.scheme));
     }
     for (listener, scheme) in listeners {
-        let tls = if scheme == Scheme::Https { tls.clone() } else { None };
+        let tls = if scheme == Scheme::Https {
+            tls.clone()
+        } else {
+            None
+        };
         spawn_accept_loop(listener, Arc::clone(&shared), tls, shutdown.clone());
     }
     Ok(bound)

@@ -35,7 +35,10 @@ fn kind(declared: Option<&str>, bytes: &[u8]) -> Option<Kind> {
         Some("PKCS12") => return Some(Kind::Pkcs12),
         _ => {}
     }
-    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
     if bytes[start..].starts_with(b"-----BEGIN") {
         Some(Kind::Pem)
     } else if bytes.first() == Some(&0x30) {
@@ -47,7 +50,11 @@ fn kind(declared: Option<&str>, bytes: &[u8]) -> Option<Kind> {
 
 /// Why OpenSSL failed, without file and line noise.
 fn reasons(e: &openssl::error::ErrorStack) -> String {
-    let r: Vec<&str> = e.errors().iter().filter_map(openssl::error::Error::reason).collect();
+    let r: Vec<&str> = e
+        .errors()
+        .iter()
+        .filter_map(openssl::error::Error::reason)
+        .collect();
     if r.is_empty() {
         "no reason given".into()
     } else {
@@ -64,7 +71,8 @@ fn identity(t: &TlsSettings) -> Result<Identity, RestConfigError> {
     let err = |why: String| RestConfigError::new(&key_name, why);
     let (key_pem, chain_pem): (Vec<u8>, Vec<u8>) = match (&t.keystore_location, &t.keystore_key) {
         (Some(location), _) => {
-            let bytes = std::fs::read(location).map_err(|e| err(format!("cannot read {location}: {e}")))?;
+            let bytes =
+                std::fs::read(location).map_err(|e| err(format!("cannot read {location}: {e}")))?;
             match kind(t.keystore_type.as_deref(), &bytes) {
                 Some(Kind::Pem) => (bytes.clone(), bytes),
                 Some(Kind::Pkcs12) => return pkcs12_identity(&bytes, t).map_err(err),
@@ -88,9 +96,16 @@ fn identity(t: &TlsSettings) -> Result<Identity, RestConfigError> {
     }
     .map_err(|e| err(format!("cannot read the private key ({})", reasons(&e))))?;
     let mut certs = X509::stack_from_pem(&chain_pem)
-        .map_err(|e| err(format!("cannot read the certificate chain ({})", reasons(&e))))?
+        .map_err(|e| {
+            err(format!(
+                "cannot read the certificate chain ({})",
+                reasons(&e)
+            ))
+        })?
         .into_iter();
-    let cert = certs.next().ok_or_else(|| err("no certificate in the keystore".into()))?;
+    let cert = certs
+        .next()
+        .ok_or_else(|| err("no certificate in the keystore".into()))?;
     Ok((pkey, cert, certs.collect()))
 }
 
@@ -106,9 +121,16 @@ fn pkcs12_identity(bytes: &[u8], t: &TlsSettings) -> Result<Identity, String> {
                 reasons(&e)
             )
         })?;
-    let key = parsed.pkey.ok_or("the PKCS12 keystore holds no private key")?;
-    let cert = parsed.cert.ok_or("the PKCS12 keystore holds no certificate")?;
-    let chain = parsed.ca.map(|s| s.into_iter().collect()).unwrap_or_default();
+    let key = parsed
+        .pkey
+        .ok_or("the PKCS12 keystore holds no private key")?;
+    let cert = parsed
+        .cert
+        .ok_or("the PKCS12 keystore holds no certificate")?;
+    let chain = parsed
+        .ca
+        .map(|s| s.into_iter().collect())
+        .unwrap_or_default();
     Ok((key, cert, chain))
 }
 
@@ -170,7 +192,10 @@ fn versions(t: &TlsSettings) -> Result<(SslVersion, SslVersion), RestConfigError
         2 => SslVersion::TLS1_2,
         _ => SslVersion::TLS1_3,
     };
-    Ok((v(seen.iter().copied().min().unwrap_or(2)), v(seen.iter().copied().max().unwrap_or(3))))
+    Ok((
+        v(seen.iter().copied().min().unwrap_or(2)),
+        v(seen.iter().copied().max().unwrap_or(3)),
+    ))
 }
 
 /// The acceptor of the HTTPS listeners.
@@ -200,7 +225,9 @@ pub(crate) fn acceptor(t: &TlsSettings) -> Result<SslAcceptor, RestConfigError> 
     match t.client_auth.unwrap_or(ClientAuth::None) {
         ClientAuth::None => b.set_verify(SslVerifyMode::NONE),
         ClientAuth::Requested => b.set_verify(SslVerifyMode::PEER),
-        ClientAuth::Required => b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT),
+        ClientAuth::Required => {
+            b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        }
     }
     Ok(b.build())
 }
