@@ -170,7 +170,9 @@ impl NodeHerder {
     }
 
     async fn set_target(&self, name: &str, target: TargetState) -> Result<(), ApiError> {
-        self.entry(name)?;
+        // Connect's herder words these 404s its own way.
+        self.entry(name)
+            .map_err(|_| ApiError::new(404, format!("Unknown connector {name}")))?;
         self.write(&[configs::target_record(name, target)]).await
     }
 }

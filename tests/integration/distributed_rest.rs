@@ -34,19 +34,12 @@ impl Side {
         (code, self.mask(&text))
     }
 
+    /// The answer with this side's own names masked, its bytes otherwise
+    /// untouched (key order is part of what is compared).
     fn mask(&self, text: &str) -> String {
-        let mut out = text.replace(&self.table, "<T>").replace(&self.addr, "<W>");
-        if let Ok(mut v) = serde_json::from_str::<Value>(&out) {
-            if let Some(o) = v.as_object_mut() {
-                for key in ["commit", "kafka_cluster_id"] {
-                    if o.contains_key(key) {
-                        o.insert(key.into(), Value::String("<masked>".into()));
-                    }
-                }
-            }
-            out = v.to_string();
-        }
-        out
+        let out = text.replace(&self.table, "<T>").replace(&self.addr, "<W>");
+        let re = regex::Regex::new(r#""(commit|kafka_cluster_id)":"[^"]*""#).expect("regex");
+        re.replace_all(&out, "\"$1\":\"<masked>\"").into_owned()
     }
 
     /// Waits until the connector's status has `state` for the connector
@@ -231,13 +224,22 @@ async fn rest_calls_answer_as_connect_distributed_does() {
         ("GET", "/connectors/nope/status", None, None),
         ("PUT", "/connectors/n1/config", Some(updated), Some(("RUNNING", Some("RUNNING")))),
         ("GET", "/connectors/n1", None, None),
+        ("PATCH", "/connectors/n1/config", Some(r#"{"poll.interval.ms":"700","heartbeat.interval.ms":null}"#.into()), Some(("RUNNING", Some("RUNNING")))),
+        ("GET", "/connectors/n1/config", None, None),
+        ("PATCH", "/connectors/nope/config", Some(r#"{"a":"b"}"#.into()), None),
+        ("DELETE", "/connectors/n1/offsets", None, None),
+        ("PATCH", "/connectors/n1/offsets", Some(r#"{"offsets":[{"partition":{"server":"<T>"},"offset":{"lsn":1}}]}"#.into()), None),
+        ("GET", "/connectors/nope/offsets", None, None),
         ("PUT", "/connectors/n1/pause", None, Some(("PAUSED", Some("PAUSED")))),
         ("GET", "/connectors/n1/status", None, None),
         ("PUT", "/connectors/n1/resume", None, Some(("RUNNING", Some("RUNNING")))),
         ("GET", "/connectors/n1/status", None, None),
         ("POST", "/connectors/n1/restart", None, None),
         ("POST", "/connectors/n1/restart?includeTasks=true&onlyFailed=true", None, None),
+        ("POST", "/connectors/n1/restart?includeTasks=true", None, Some(("RUNNING", Some("RUNNING")))),
         ("POST", "/connectors/nope/restart", None, None),
+        ("PUT", "/connectors/nope/pause", None, None),
+        ("PUT", "/connectors/nope/stop", None, None),
         ("POST", "/connectors/n1/tasks/5/restart", None, None),
         ("PUT", "/connectors/n1/stop", None, Some(("STOPPED", None))),
         ("GET", "/connectors/n1/status", None, None),
@@ -254,6 +256,7 @@ async fn rest_calls_answer_as_connect_distributed_does() {
             .iter()
             .map(|s| s.call(method, path, body.as_deref()))
             .collect();
+        eprintln!("step {i}: {method} {path} -> {} {}", answers[1].0, answers[1].1);
         if answers[0] != answers[1] {
             differences.push(format!(
                 "step {i}: {method} {path}\n  connect:  {} {}\n  walrelay: {} {}",
