@@ -378,7 +378,11 @@ impl Process {
 
     /// The group's view, for a distributed worker.
     pub(crate) fn group_view(&self) -> Option<page::state::GroupView> {
-        self.group.read().expect("never poisoned").as_ref().map(|f| f())
+        self.group
+            .read()
+            .expect("never poisoned")
+            .as_ref()
+            .map(|f| f())
     }
 
     /// Removes a pipeline's metrics (a connector deleted from a

@@ -266,8 +266,11 @@ pub(crate) trait Herder: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<ConnectorStateInfo>, ApiError>> + Send;
 
     /// `POST /connectors/{name}/tasks/{task}/restart`.
-    fn restart_task(&self, name: &str, task: i32)
-        -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn restart_task(
+        &self,
+        name: &str,
+        task: i32,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// `PUT /connectors/{name}/pause`.
     fn pause(&self, name: &str) -> impl Future<Output = Result<(), ApiError>> + Send;
@@ -279,12 +282,13 @@ pub(crate) trait Herder: Send + Sync + 'static {
     fn stop(&self, name: &str) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// `PUT /connectors/{name}/topics/reset`.
-    fn reset_active_topics(&self, name: &str)
-        -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn reset_active_topics(&self, name: &str) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// `GET /connectors/{name}/offsets`.
-    fn offsets(&self, name: &str)
-        -> impl Future<Output = Result<ConnectorOffsets, ApiError>> + Send;
+    fn offsets(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<ConnectorOffsets, ApiError>> + Send;
 
     /// `PATCH /connectors/{name}/offsets`: Connect's success message.
     fn alter_offsets(

@@ -45,10 +45,7 @@ pub(crate) fn worker_clients(
         cc.set(k, v.expose());
     }
     let group = group_security(&props, &secrets)?;
-    Ok(WorkerClients {
-        rdkafka: cc,
-        group,
-    })
+    Ok(WorkerClients { rdkafka: cc, group })
 }
 
 /// The group client's settings from the librdkafka properties.
@@ -150,7 +147,11 @@ mod tests {
         let c = worker_clients(&w, &dist()).unwrap();
         let sasl = c.group.sasl.clone().unwrap();
         assert_eq!(
-            (sasl.mechanism.as_str(), sasl.username.as_str(), sasl.password.as_str()),
+            (
+                sasl.mechanism.as_str(),
+                sasl.username.as_str(),
+                sasl.password.as_str()
+            ),
             ("SCRAM-SHA-512", "w", "pw-1")
         );
         assert_eq!(

@@ -230,7 +230,10 @@ fn target_state(v: &Value) -> Option<TargetState> {
 /// The key and value of a connector's configuration record.
 pub(crate) fn connector_record(name: &str, config: &ConfigMap) -> (String, Option<Vec<u8>>) {
     let value = json!({ "properties": config });
-    (format!("{CONNECTOR_PREFIX}{name}"), Some(value.to_string().into_bytes()))
+    (
+        format!("{CONNECTOR_PREFIX}{name}"),
+        Some(value.to_string().into_bytes()),
+    )
 }
 
 /// The records that delete a connector: its configuration and target
@@ -250,7 +253,10 @@ pub(crate) fn target_record(name: &str, state: TargetState) -> (String, Option<V
         s => s,
     };
     let value = json!({ "state": v1.name(), "state.v2": state.name() });
-    (format!("{TARGET_STATE_PREFIX}{name}"), Some(value.to_string().into_bytes()))
+    (
+        format!("{TARGET_STATE_PREFIX}{name}"),
+        Some(value.to_string().into_bytes()),
+    )
 }
 
 /// The task records and their commit.
@@ -260,11 +266,17 @@ pub(crate) fn task_records(name: &str, tasks: &[ConfigMap]) -> Vec<(String, Opti
         .enumerate()
         .map(|(i, t)| {
             let value = json!({ "properties": t });
-            (format!("{TASK_PREFIX}{name}-{i}"), Some(value.to_string().into_bytes()))
+            (
+                format!("{TASK_PREFIX}{name}-{i}"),
+                Some(value.to_string().into_bytes()),
+            )
         })
         .collect();
     let commit = json!({ "tasks": tasks.len() });
-    out.push((format!("{COMMIT_PREFIX}{name}"), Some(commit.to_string().into_bytes())));
+    out.push((
+        format!("{COMMIT_PREFIX}{name}"),
+        Some(commit.to_string().into_bytes()),
+    ));
     out
 }
 
@@ -275,7 +287,10 @@ pub(crate) fn restart_record(
     only_failed: bool,
 ) -> (String, Option<Vec<u8>>) {
     let value = json!({ "include-tasks": include_tasks, "only-failed": only_failed });
-    (format!("{RESTART_PREFIX}{name}"), Some(value.to_string().into_bytes()))
+    (
+        format!("{RESTART_PREFIX}{name}"),
+        Some(value.to_string().into_bytes()),
+    )
 }
 
 #[cfg(test)]
@@ -304,7 +319,10 @@ mod tests {
         assert_eq!(s.connectors["my-conn"].config, c);
         let tasks = task_records("my-conn", std::slice::from_ref(&c));
         apply(&mut s, 2, &tasks[0]);
-        assert!(s.connectors["my-conn"].tasks.is_empty(), "not before the commit");
+        assert!(
+            s.connectors["my-conn"].tasks.is_empty(),
+            "not before the commit"
+        );
         apply(&mut s, 3, &tasks[1]);
         assert_eq!(s.connectors["my-conn"].tasks, vec![c.clone()]);
         apply(&mut s, 4, &restart_record("my-conn", true, false));
@@ -333,7 +351,12 @@ mod tests {
             0,
             8,
         );
-        s.apply("session-key", Some(br#"{"key":"x","algorithm":"HmacSHA256","creation-timestamp":1}"#), 0, 9);
+        s.apply(
+            "session-key",
+            Some(br#"{"key":"x","algorithm":"HmacSHA256","creation-timestamp":1}"#),
+            0,
+            9,
+        );
         assert_eq!(s.connectors["n1"].target, TargetState::Paused);
         assert_eq!(s.connectors["n1"].config_offset, 7);
         assert_eq!(s.offset, 9);

@@ -15,10 +15,10 @@ use super::api::{
     ApiError, ConfigMap, ConnectorInfo, ConnectorOffsets, ConnectorStateInfo, Created, Herder,
     PartitionOffset, PluginInfo, ServerInfo, State, StateInfo, TaskId, TaskInfo, TaskState,
 };
-use super::offsets;
 use super::configs::{self, TargetState};
 use super::log::LogError;
 use super::node::Node;
+use super::offsets;
 use super::statuses;
 use crate::chain::DisplayChain;
 
@@ -196,7 +196,11 @@ fn require_stopped(name: &str, entry: &configs::ConnectorEntry) -> Result<(), Ap
 /// Debezium PostgreSQL's one source partition: `{"server": <topic.prefix>}`.
 fn partition(entry: &configs::ConnectorEntry) -> serde_json::Map<String, serde_json::Value> {
     let mut p = serde_json::Map::new();
-    let prefix = entry.config.get("topic.prefix").cloned().unwrap_or_default();
+    let prefix = entry
+        .config
+        .get("topic.prefix")
+        .cloned()
+        .unwrap_or_default();
     p.insert("server".into(), serde_json::Value::String(prefix));
     p
 }
@@ -211,7 +215,10 @@ fn lsn_offset(lsn: u64) -> serde_json::Map<String, serde_json::Value> {
 
 /// The LSN a `PATCH` asks for: one entry, the connector's partition, an
 /// offset with a numeric `lsn`.
-fn requested_lsn(entry: &configs::ConnectorEntry, offsets: &ConnectorOffsets) -> Result<u64, ApiError> {
+fn requested_lsn(
+    entry: &configs::ConnectorEntry,
+    offsets: &ConnectorOffsets,
+) -> Result<u64, ApiError> {
     let ours = partition(entry);
     let bad = |why: String| ApiError::new(400, why);
     let [one] = offsets.offsets.as_slice() else {
@@ -242,10 +249,7 @@ fn requested_lsn(entry: &configs::ConnectorEntry, offsets: &ConnectorOffsets) ->
 fn write_error(e: LogError) -> ApiError {
     ApiError::new(
         500,
-        format!(
-            "Error writing to the config topic: {}",
-            DisplayChain(&e)
-        ),
+        format!("Error writing to the config topic: {}", DisplayChain(&e)),
     )
 }
 
@@ -352,9 +356,13 @@ impl Herder for NodeHerder {
         let _ = self.node.configs.read_to_end().await;
         let existing = self.entry(name).ok();
         if existing.is_some() && !allow_replace {
-            return Err(ApiError::new(409, format!("Connector {name} already exists")));
+            return Err(ApiError::new(
+                409,
+                format!("Connector {name} already exists"),
+            ));
         }
-        self.write(&[configs::connector_record(name, &config)]).await?;
+        self.write(&[configs::connector_record(name, &config)])
+            .await?;
         let created = existing.is_none();
         let tasks = existing.map(|e| e.tasks).unwrap_or_default();
         let entry = configs::ConnectorEntry {
@@ -384,18 +392,23 @@ impl Herder for NodeHerder {
         // Connect checks the name only against the URL on PUT; a PATCH
         // renaming it is refused here: the record is keyed by the name.
         self.check_config(name, &config)?;
-        self.write(&[configs::connector_record(name, &config)]).await?;
+        self.write(&[configs::connector_record(name, &config)])
+            .await?;
         Ok(Self::info(
             name,
-            &configs::ConnectorEntry {
-                config,
-                ..entry
-            },
+            &configs::ConnectorEntry { config, ..entry },
         ))
     }
 
-    async fn validate(&self, plugin: &str, config: ConfigMap) -> Result<serde_json::Value, ApiError> {
-        let name = config.get("name").cloned().unwrap_or_else(|| "validate".into());
+    async fn validate(
+        &self,
+        plugin: &str,
+        config: ConfigMap,
+    ) -> Result<serde_json::Value, ApiError> {
+        let name = config
+            .get("name")
+            .cloned()
+            .unwrap_or_else(|| "validate".into());
         let errors: Vec<String> = match self.node.translate(&name, &config) {
             Ok(_) => Vec::new(),
             Err(e) => vec![DisplayChain(&e).to_string()],
@@ -460,7 +473,8 @@ impl Herder for NodeHerder {
         if task < 0 || task as usize >= entry.tasks.len() {
             return Err(ApiError::new(404, format!("Unknown task: {name}-{task}")));
         }
-        self.write(&[configs::restart_record(name, true, false)]).await
+        self.write(&[configs::restart_record(name, true, false)])
+            .await
     }
 
     async fn pause(&self, name: &str) -> Result<(), ApiError> {
@@ -505,7 +519,11 @@ impl Herder for NodeHerder {
         })
     }
 
-    async fn alter_offsets(&self, name: &str, offsets: ConnectorOffsets) -> Result<String, ApiError> {
+    async fn alter_offsets(
+        &self,
+        name: &str,
+        offsets: ConnectorOffsets,
+    ) -> Result<String, ApiError> {
         let entry = self.entry(name)?;
         require_stopped(name, &entry)?;
         let target = requested_lsn(&entry, &offsets)?;

@@ -137,7 +137,11 @@ impl<A: Apply> KafkaLog<A> {
 
     /// Writes one record (`None`: a tombstone) and returns its partition
     /// and offset once the brokers have it.
-    pub(crate) async fn send(&self, key: &str, value: Option<&[u8]>) -> Result<(i32, i64), LogError> {
+    pub(crate) async fn send(
+        &self,
+        key: &str,
+        value: Option<&[u8]>,
+    ) -> Result<(i32, i64), LogError> {
         let mut record: FutureRecord<'_, str, [u8]> = FutureRecord::to(&self.topic).key(key);
         if let Some(v) = value {
             record = record.payload(v);
@@ -236,7 +240,9 @@ async fn partition_count(consumer: &Arc<StreamConsumer>, topic: &str) -> Result<
                         .find(|m| m.name() == t)
                         .map(|m| {
                             let ready = m.error().is_none()
-                                && m.partitions().iter().all(|p| p.error().is_none() && p.leader() >= 0);
+                                && m.partitions()
+                                    .iter()
+                                    .all(|p| p.error().is_none() && p.leader() >= 0);
                             (m.partitions().len(), ready)
                         })
                         .unwrap_or((0, false))
@@ -310,7 +316,9 @@ fn bump(next: &mut [i64], partition: i32, to: i64) {
 /// Moves the read marks to the consumer's positions (past control
 /// records, which are never delivered).
 fn advance_to_position(consumer: &StreamConsumer, read: &watch::Sender<Vec<i64>>) {
-    let Ok(list) = consumer.position() else { return };
+    let Ok(list) = consumer.position() else {
+        return;
+    };
     let moved: Vec<(i32, i64)> = list
         .elements()
         .iter()

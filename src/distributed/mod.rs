@@ -9,15 +9,15 @@
 //! assignment format).
 
 pub(crate) mod api;
-pub(crate) mod group;
-pub(crate) mod rest;
-pub(crate) mod configs;
-pub(crate) mod log;
-pub(crate) mod statuses;
-pub(crate) mod worker;
-pub(crate) mod node;
-pub(crate) mod herder;
-pub(crate) mod topics;
-pub(crate) mod run;
 pub(crate) mod clients;
+pub(crate) mod configs;
+pub(crate) mod group;
+pub(crate) mod herder;
+pub(crate) mod log;
+pub(crate) mod node;
 pub(crate) mod offsets;
+pub(crate) mod rest;
+pub(crate) mod run;
+pub(crate) mod statuses;
+pub(crate) mod topics;
+pub(crate) mod worker;

@@ -523,7 +523,12 @@ impl Node {
     /// Stops a connector's pipeline, if it runs here, and waits for it to
     /// drain. Returns whether one ran.
     async fn stop_pipeline(&self, name: &str) -> bool {
-        let running = self.inner.lock().expect("never poisoned").running.remove(name);
+        let running = self
+            .inner
+            .lock()
+            .expect("never poisoned")
+            .running
+            .remove(name);
         let Some(running) = running else {
             return false;
         };
@@ -577,7 +582,13 @@ impl Node {
             .map_or(0, |d| d.as_millis() as i64);
         let mut records = Vec::new();
         for name in running {
-            let Some(m) = self.metrics.lock().expect("never poisoned").get(&name).cloned() else {
+            let Some(m) = self
+                .metrics
+                .lock()
+                .expect("never poisoned")
+                .get(&name)
+                .cloned()
+            else {
                 continue;
             };
             let known = self
@@ -657,7 +668,10 @@ impl Node {
 
     /// Whether the write of a config record failed: the error for the
     /// REST API.
-    pub(crate) async fn write(&self, records: &[(String, Option<Vec<u8>>)]) -> Result<(), LogError> {
+    pub(crate) async fn write(
+        &self,
+        records: &[(String, Option<Vec<u8>>)],
+    ) -> Result<(), LogError> {
         let r = self.configs.send_and_read(records).await;
         self.wake.notify_one();
         r

@@ -43,13 +43,18 @@ pub(crate) async fn advance(config: &Config, slot: &str, lsn: u64) -> Result<(),
         .ok_or_else(|| {
             ApiError::new(
                 400,
-                format!("replication slot {slot} does not exist yet: there is no position to alter"),
+                format!(
+                    "replication slot {slot} does not exist yet: there is no position to alter"
+                ),
             )
         })?;
     if state.active {
         return Err(ApiError::new(
             409,
-            format!("replication slot {slot} is in use (pid {:?}): stop whatever reads it first", state.active_pid),
+            format!(
+                "replication slot {slot} is in use (pid {:?}): stop whatever reads it first",
+                state.active_pid
+            ),
         ));
     }
     let confirmed = state.confirmed_flush_lsn.map(u64::from).unwrap_or(0);

@@ -88,7 +88,8 @@ pub(crate) async fn run(
         warn!(key = %key, "{why}");
     }
     let env = |name: &str| std::env::var(name).ok();
-    let rest = RestConfig::from_worker(&worker, &env).map_err(|e| StartError::Rest(e.to_string()))?;
+    let rest =
+        RestConfig::from_worker(&worker, &env).map_err(|e| StartError::Rest(e.to_string()))?;
     worker.retain(|k, _| !REST_PREFIXES.iter().any(|p| k.starts_with(p)));
     let own = super::clients::worker_clients(&worker, &dist)?;
     let clients = own.rdkafka;
@@ -153,7 +154,10 @@ pub(crate) async fn run(
         running: Vec::new(),
     });
     let mut gc = group::GroupConfig::new(
-        dist.bootstrap.split(',').map(|s| s.trim().to_owned()).collect(),
+        dist.bootstrap
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .collect(),
         &dist.group_id,
     );
     gc.session_timeout = dist.session_timeout;

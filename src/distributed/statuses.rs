@@ -144,12 +144,21 @@ pub(crate) fn connector_record(name: &str, status: Option<&Status>) -> (String, 
 }
 
 /// A task's status record (`None`: remove it).
-pub(crate) fn task_record(name: &str, task: i32, status: Option<&Status>) -> (String, Option<Vec<u8>>) {
+pub(crate) fn task_record(
+    name: &str,
+    task: i32,
+    status: Option<&Status>,
+) -> (String, Option<Vec<u8>>) {
     (format!("{TASK_PREFIX}{name}-{task}"), status.map(encode))
 }
 
 /// An active topic record of a connector's task.
-pub(crate) fn topic_record(connector: &str, topic: &str, task: i32, now_ms: i64) -> (String, Option<Vec<u8>>) {
+pub(crate) fn topic_record(
+    connector: &str,
+    topic: &str,
+    task: i32,
+    now_ms: i64,
+) -> (String, Option<Vec<u8>>) {
     let value = format!(
         "{{\"topic\":{{\"name\":{},\"connector\":{},\"task\":{task},\"discoverTimestamp\":{now_ms}}}}}",
         json!(topic),

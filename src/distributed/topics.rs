@@ -44,7 +44,10 @@ pub(crate) enum TopicError {
 
 /// Creates the storage topics that do not exist yet, and checks the
 /// config topic's partitions.
-pub(crate) async fn ensure(clients: &ClientConfig, dist: &DistributedConfig) -> Result<(), TopicError> {
+pub(crate) async fn ensure(
+    clients: &ClientConfig,
+    dist: &DistributedConfig,
+) -> Result<(), TopicError> {
     let admin: AdminClient<DefaultClientContext> =
         clients.create().map_err(|e| TopicError::Create {
             topic: dist.config_topic.name.clone(),

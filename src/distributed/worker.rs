@@ -71,7 +71,10 @@ const IGNORED: &[(&str, &str)] = &[
         "config.storage.min.insync.replicas",
         "ignored: the topic's own setting applies",
     ),
-    ("metadata.max.age.ms", "ignored: librdkafka's default applies"),
+    (
+        "metadata.max.age.ms",
+        "ignored: librdkafka's default applies",
+    ),
     (
         "topic.creation.enable",
         "ignored: walrelay creates no topics for connectors (the broker's \
@@ -255,7 +258,10 @@ mod tests {
             ("offset.storage.topic", "o"),
             ("status.storage.topic", "s"),
             ("connect.protocol", "sessioned"),
-            ("key.converter", "org.apache.kafka.connect.json.JsonConverter"),
+            (
+                "key.converter",
+                "org.apache.kafka.connect.json.JsonConverter",
+            ),
         ]);
         let d = DistributedConfig::take(&mut w).unwrap();
         assert_eq!(d.group_id, "g");

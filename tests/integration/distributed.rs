@@ -41,7 +41,14 @@ pub(crate) fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> 
     let chunked = head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
-    (code, if chunked { unchunk(body) } else { body.to_owned() })
+    (
+        code,
+        if chunked {
+            unchunk(body)
+        } else {
+            body.to_owned()
+        },
+    )
 }
 
 fn unchunk(mut body: &str) -> String {
@@ -88,6 +95,8 @@ fn worker_file(dir: &Path, group: &str, bootstrap: &str, port: u16, extra: &str)
 struct Worker {
     relay: Relay,
     addr: String,
+    /// Its metrics listener.
+    metrics: String,
 }
 
 impl Worker {
@@ -116,7 +125,11 @@ impl Worker {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        Worker { relay, addr }
+        Worker {
+            relay,
+            addr,
+            metrics,
+        }
     }
 }
 
@@ -198,7 +211,13 @@ fn count_until(
 ) -> crate::common::relay::EventCount {
     let deadline = Instant::now() + SETTLE;
     loop {
-        let counted = count_events(bootstrap, topic, range.clone(), Duration::from_secs(5), relay);
+        let counted = count_events(
+            bootstrap,
+            topic,
+            range.clone(),
+            Duration::from_secs(5),
+            relay,
+        );
         if counted.distinct == range.end() - range.start() + 1 || Instant::now() > deadline {
             return counted;
         }
@@ -243,13 +262,7 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let victim = workers
         .iter()
-        .position(|w| {
-            spread
-                .values()
-                .filter(|id| **id == w.addr)
-                .count()
-                >= 2
-        })
+        .position(|w| spread.values().filter(|id| **id == w.addr).count() >= 2)
         .unwrap_or(1);
     let victim_id = workers[victim].addr.clone();
     let mut dead = workers.remove(victim);
@@ -274,7 +287,11 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
             SETTLE,
             &mut workers[0].relay,
         );
-        assert_eq!(counted.distinct, 2000, "{}: events lost: {counted:?}", ob.name);
+        assert_eq!(
+            counted.distinct, 2000,
+            "{}: events lost: {counted:?}",
+            ob.name
+        );
     }
 
     // A fourth worker joins and takes a share.
@@ -290,14 +307,20 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
     let rerouted = format!("{}.rerouted", ob.name);
     let config = connector_config(
         ob,
-        &[("transforms.outbox.route.topic.replacement", rerouted.as_str())],
+        &[(
+            "transforms.outbox.route.topic.replacement",
+            rerouted.as_str(),
+        )],
     );
     let path = format!("/connectors/{}/config", ob.name);
     let (code, text) = http(&newcomer, "PUT", &path, Some(&config.to_string()));
     assert_eq!(code, 200, "{text}");
     ob.insert_series(5001, 5010).await;
     let counted = count_until(&bootstrap, &rerouted, 5001..=5010, &mut workers[0].relay);
-    assert_eq!(counted.distinct, 10, "the update did not reach the pipeline: {counted:?}");
+    assert_eq!(
+        counted.distinct, 10,
+        "the update did not reach the pipeline: {counted:?}"
+    );
 
     // The storage topics survive a broker restart: after it, a new worker
     // reads every connector back, with the update.
@@ -311,7 +334,9 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
     let (_, text) = http(&late.addr, "GET", &path, None);
     assert!(text.contains(&rerouted), "{text}");
     workers.push(late);
-    wait_owners(&survivor, "all running after the broker restart", |o| o.len() == 4);
+    wait_owners(&survivor, "all running after the broker restart", |o| {
+        o.len() == 4
+    });
     outboxes[1].insert_series(6001, 6010).await;
     let counted = count_until(
         &bootstrap,
@@ -319,8 +344,70 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
         6001..=6010,
         &mut workers[0].relay,
     );
-    assert_eq!(counted.distinct, 10, "after the broker restart: {counted:?}");
+    assert_eq!(
+        counted.distinct, 10,
+        "after the broker restart: {counted:?}"
+    );
     for ob in &outboxes {
-        let _ = http(&survivor, "DELETE", &format!("/connectors/{}", ob.name), None);
+        let _ = http(
+            &survivor,
+            "DELETE",
+            &format!("/connectors/{}", ob.name),
+            None,
+        );
     }
+}
+
+/// Exactly-once in a group: SIGKILL the worker that runs a connector under
+/// load; the survivor takes it, fencing the dead worker's transactions by
+/// the shared transactional id, and a read_committed consumer sees every
+/// event exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_failover_duplicates_nothing() {
+    let bootstrap = env().kafka.clone();
+    let dir = tempfile::tempdir().expect("dir");
+    let group = unique_name("disteos");
+    let extra = "exactly.once.source.support=enabled\noffset.storage.partitions=1\n";
+    let mut workers: Vec<Worker> = (0..2)
+        .map(|_| Worker::start(dir.path(), &group, &bootstrap, extra))
+        .collect();
+    let ob = Outbox::new("disteos").await;
+    let a = workers[0].addr.clone();
+    let body = serde_json::json!({"name": ob.name, "config": connector_config(&ob, &[])});
+    let (code, text) = http(&a, "POST", "/connectors", Some(&body.to_string()));
+    assert_eq!(code, 201, "{text}");
+    let owner = wait_owners(&a, "the connector running", |o| o.len() == 1)
+        .into_values()
+        .next()
+        .expect("an owner");
+    let writer = ob.spawn_writer(40, 50, 10, Some(5));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let victim = workers
+        .iter()
+        .position(|w| w.addr == owner)
+        .expect("the owner is a worker");
+    let mut dead = workers.remove(victim);
+    let killed = Instant::now();
+    dead.relay.kill();
+    let survivor = workers[0].addr.clone();
+    wait_owners(&survivor, "the connector moved", |o| {
+        o.values().all(|id| *id == survivor) && o.len() == 1
+    });
+    eprintln!(
+        "exactly-once failover: {:?} from SIGKILL to the connector running on {survivor}",
+        killed.elapsed()
+    );
+    writer.await.expect("writer");
+    // The survivor's pipeline commits Kafka transactions.
+    let (_, metrics) = http(&workers[0].metrics, "GET", "/metrics", None);
+    assert!(
+        metrics.lines().any(|l| l.starts_with("walrelay_exactly_once{")
+            && l.contains(&ob.name)
+            && l.ends_with(" 1")),
+        "the pipeline does not run exactly-once:\n{metrics}"
+    );
+    let counted = count_until(&bootstrap, &ob.topic(""), 1..=2000, &mut workers[0].relay);
+    assert_eq!(counted.distinct, 2000, "events lost: {counted:?}");
+    assert_eq!(counted.repeats, 0, "duplicates for a read_committed reader: {counted:?}");
+    let _ = http(&survivor, "DELETE", &format!("/connectors/{}", ob.name), None);
 }

@@ -169,10 +169,7 @@ async fn rest_calls_answer_as_connect_distributed_does() {
     )
     .expect("write");
     let relay = Relay::start_args(
-        &[
-            "connect-distributed",
-            our_worker.to_str().expect("utf-8"),
-        ],
+        &["connect-distributed", our_worker.to_str().expect("utf-8")],
         dir.path().join("walrelay.log"),
     );
     let our_addr = format!("127.0.0.1:{port}");
@@ -200,7 +197,12 @@ async fn rest_calls_answer_as_connect_distributed_does() {
     let create = format!("{{\"name\":\"n1\",\"config\":{}}}", config(""));
     let updated = config(",\"transforms.outbox.route.topic.replacement\":\"<T>.rerouted\"");
     // Each step: the call, then a state to wait for on both sides.
-    type Step<'a> = (&'a str, &'a str, Option<String>, Option<(&'a str, Option<&'a str>)>);
+    type Step<'a> = (
+        &'a str,
+        &'a str,
+        Option<String>,
+        Option<(&'a str, Option<&'a str>)>,
+    );
     let steps: Vec<Step<'_>> = vec![
         ("GET", "/", None, None),
         ("GET", "/connectors", None, None),
@@ -256,7 +258,10 @@ async fn rest_calls_answer_as_connect_distributed_does() {
             .iter()
             .map(|s| s.call(method, path, body.as_deref()))
             .collect();
-        eprintln!("step {i}: {method} {path} -> {} {}", answers[1].0, answers[1].1);
+        eprintln!(
+            "step {i}: {method} {path} -> {} {}",
+            answers[1].0, answers[1].1
+        );
         if answers[0] != answers[1] {
             differences.push(format!(
                 "step {i}: {method} {path}\n  connect:  {} {}\n  walrelay: {} {}",

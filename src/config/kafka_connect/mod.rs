@@ -511,13 +511,16 @@ fn with_rest_name(json: ConnectorJson) -> Result<BTreeMap<String, String>, Confi
     Ok(config)
 }
 
+/// librdkafka properties, and the secrets among them.
+pub(crate) type ClientProperties = (BTreeMap<String, String>, BTreeMap<String, Secret>);
+
 /// The worker's own Kafka clients (a distributed worker's storage topics
 /// and group membership): its top-level `bootstrap.servers`,
 /// `security.protocol`, `ssl.*` and `sasl.*`, translated as a producer's
 /// keys are, into librdkafka properties and the secrets among them.
 pub(crate) fn worker_client_properties(
     worker: &BTreeMap<String, String>,
-) -> Result<(BTreeMap<String, String>, BTreeMap<String, Secret>), ConfigError> {
+) -> Result<ClientProperties, ConfigError> {
     let keys: BTreeMap<String, String> = worker
         .iter()
         .filter(|(k, _)| {
