@@ -411,3 +411,101 @@ async fn exactly_once_failover_duplicates_nothing() {
     assert_eq!(counted.repeats, 0, "duplicates for a read_committed reader: {counted:?}");
     let _ = http(&survivor, "DELETE", &format!("/connectors/{}", ob.name), None);
 }
+
+/// `curl` against an HTTPS listener trusting `ca`: status code and body,
+/// or `None` when curl could not make the exchange (TLS refused).
+fn curl(ca: Option<&Path>, user: Option<&str>, url: &str) -> Option<(u16, String)> {
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args(["-s", "-w", "\n%{http_code}", "--max-time", "20"]);
+    if let Some(ca) = ca {
+        cmd.arg("--cacert").arg(ca);
+    }
+    if let Some(user) = user {
+        cmd.args(["-u", user]);
+    }
+    let out = cmd.arg(url).output().expect("run curl");
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n')?;
+    Some((code.trim().parse().ok()?, body.to_owned()))
+}
+
+/// The REST API over TLS with Connect's basic auth extension, configured
+/// as a Connect deployment configures it (`listeners=https://...`,
+/// `listeners.https.ssl.*`, `rest.extension.classes` and a JAAS file named
+/// in `KAFKA_OPTS`): no credentials or a wrong password get Connect's 401
+/// and nothing else; the right ones get the API; a client that does not
+/// trust the certificate gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_api_behind_tls_and_basic_auth() {
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path();
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(d.join("key.pem"))
+        .arg("-out")
+        .arg(d.join("cert.pem"))
+        .output()
+        .expect("run openssl");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let key = std::fs::read_to_string(d.join("key.pem")).expect("key");
+    let cert = std::fs::read_to_string(d.join("cert.pem")).expect("cert");
+    std::fs::write(d.join("keystore.pem"), format!("{key}{cert}")).expect("keystore");
+    std::fs::write(d.join("users.properties"), "admin: s3cret-pw\n").expect("users");
+    std::fs::write(
+        d.join("jaas.conf"),
+        format!(
+            "KafkaConnect {{\n  org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule required\n  file=\"{}\";\n}};\n",
+            d.join("users.properties").display()
+        ),
+    )
+    .expect("jaas");
+    let port = free_port();
+    let group = unique_name("distsec");
+    let file = worker_file(
+        d,
+        &group,
+        &env().kafka,
+        port,
+        &format!(
+            "listeners=https://127.0.0.1:{port}\n\
+             listeners.https.ssl.keystore.type=PEM\n\
+             listeners.https.ssl.keystore.location={}\n\
+             rest.extension.classes=org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension\n",
+            d.join("keystore.pem").display()
+        ),
+    );
+    let opts = format!("-Djava.security.auth.login.config={}", d.join("jaas.conf").display());
+    let mut relay = Relay::start_args_env(
+        &["connect-distributed", file.to_str().expect("utf-8 path")],
+        d.join("worker.log"),
+        &[("KAFKA_OPTS", opts.as_str())],
+    );
+    let url = format!("https://127.0.0.1:{port}/connectors");
+    let ca = d.join("cert.pem");
+    let deadline = Instant::now() + SETTLE;
+    let answer = loop {
+        relay.assert_running();
+        if let Some(a) = curl(Some(&ca), Some("admin:s3cret-pw"), &url) {
+            break a;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no HTTPS answer:\n{}",
+            tail(&relay.log(), 40)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(answer, (200, "[]".to_owned()));
+    let denied = (401, "User cannot access the resource.".to_owned());
+    assert_eq!(curl(Some(&ca), None, &url), Some(denied.clone()));
+    assert_eq!(curl(Some(&ca), Some("admin:wrong"), &url), Some(denied.clone()));
+    assert_eq!(curl(Some(&ca), Some("nobody:s3cret-pw"), &url), Some(denied));
+    // A client that does not trust the worker's certificate gets nothing.
+    assert_eq!(curl(None, Some("admin:s3cret-pw"), &url), None);
+    assert!(!relay.log().contains("s3cret-pw"), "the password reached the log");
+}

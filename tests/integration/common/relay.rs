@@ -571,6 +571,15 @@ impl Relay {
     /// appending its output to `log`. It cannot be restarted with
     /// [`Relay::kill_and_restart`].
     pub(crate) fn start_args<S: AsRef<OsStr>>(args: &[S], log: PathBuf) -> Relay {
+        Relay::start_args_env(args, log, &[])
+    }
+
+    /// [`Relay::start_args`] with more environment variables.
+    pub(crate) fn start_args_env<S: AsRef<OsStr>>(
+        args: &[S],
+        log: PathBuf,
+        vars: &[(&str, &str)],
+    ) -> Relay {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -578,6 +587,7 @@ impl Relay {
             .expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_walrelay"))
             .args(args)
+            .envs(vars.iter().copied())
             .env("WALRELAY_LOG", "info,walrelay=debug")
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log fd"))
