@@ -115,10 +115,7 @@ pub(crate) async fn run(
     // The worker's id is its advertised `host:port`.
     let process = Arc::new(Process::new());
     let url = rest.advertised_url(&[]);
-    let id = url
-        .trim_end_matches('/')
-        .split_once("://")
-        .map_or(url.clone(), |(_, hp)| hp.to_owned());
+    let id = rest.worker_id(&[]);
     let node = Node::new(
         id.clone(),
         rest.topic_tracking,
@@ -255,4 +252,35 @@ async fn cluster_id(clients: &ClientConfig) -> String {
     .ok()
     .flatten()
     .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::kafka_connect::{from_connect, read_properties};
+
+    /// The example worker file starts a worker: its group keys, its REST
+    /// keys and its clients read, and with the example connector the rest
+    /// of it translates as a connector's worker part.
+    #[test]
+    fn the_example_worker_file_reads_and_translates() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/debezium");
+        let mut worker = read_properties(&root.join("connect-distributed.properties")).unwrap();
+        let dist = DistributedConfig::take(&mut worker).unwrap();
+        assert_eq!(dist.group_id, "connect-cluster");
+        assert_eq!(dist.config_topic.name, "connect-configs");
+        let rest = RestConfig::from_worker(&worker, &|_| None).unwrap();
+        // A wildcard listener: the worker is known by its host's name.
+        let id = rest.worker_id(&[]);
+        assert!(id.ends_with(":8083") && !id.starts_with("0.0.0.0"), "{id}");
+        worker.retain(|k, _| !REST_PREFIXES.iter().any(|p| k.starts_with(p)));
+        super::super::clients::worker_clients(&worker, &dist).unwrap();
+        let connector = read_properties(&root.join("outbox-connector.properties")).unwrap();
+        let t = from_connect(worker, connector, Path::new("w"), Path::new("c")).unwrap();
+        assert!(
+            t.ignored.iter().all(|i| !i.key.starts_with("listeners")),
+            "REST keys reach the translation: {:?}",
+            t.ignored
+        );
+    }
 }

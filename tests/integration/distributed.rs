@@ -401,15 +401,25 @@ async fn exactly_once_failover_duplicates_nothing() {
     // The survivor's pipeline commits Kafka transactions.
     let (_, metrics) = http(&workers[0].metrics, "GET", "/metrics", None);
     assert!(
-        metrics.lines().any(|l| l.starts_with("walrelay_exactly_once{")
-            && l.contains(&ob.name)
-            && l.ends_with(" 1")),
+        metrics
+            .lines()
+            .any(|l| l.starts_with("walrelay_exactly_once{")
+                && l.contains(&ob.name)
+                && l.ends_with(" 1")),
         "the pipeline does not run exactly-once:\n{metrics}"
     );
     let counted = count_until(&bootstrap, &ob.topic(""), 1..=2000, &mut workers[0].relay);
     assert_eq!(counted.distinct, 2000, "events lost: {counted:?}");
-    assert_eq!(counted.repeats, 0, "duplicates for a read_committed reader: {counted:?}");
-    let _ = http(&survivor, "DELETE", &format!("/connectors/{}", ob.name), None);
+    assert_eq!(
+        counted.repeats, 0,
+        "duplicates for a read_committed reader: {counted:?}"
+    );
+    let _ = http(
+        &survivor,
+        "DELETE",
+        &format!("/connectors/{}", ob.name),
+        None,
+    );
 }
 
 /// `curl` against an HTTPS listener trusting `ca`: status code and body,
@@ -443,15 +453,26 @@ async fn rest_api_behind_tls_and_basic_auth() {
     let dir = tempfile::tempdir().expect("dir");
     let d = dir.path();
     let made = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
         .arg("-keyout")
         .arg(d.join("key.pem"))
         .arg("-out")
         .arg(d.join("cert.pem"))
         .output()
         .expect("run openssl");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let key = std::fs::read_to_string(d.join("key.pem")).expect("key");
     let cert = std::fs::read_to_string(d.join("cert.pem")).expect("cert");
     std::fs::write(d.join("keystore.pem"), format!("{key}{cert}")).expect("keystore");
@@ -479,7 +500,10 @@ async fn rest_api_behind_tls_and_basic_auth() {
             d.join("keystore.pem").display()
         ),
     );
-    let opts = format!("-Djava.security.auth.login.config={}", d.join("jaas.conf").display());
+    let opts = format!(
+        "-Djava.security.auth.login.config={}",
+        d.join("jaas.conf").display()
+    );
     let mut relay = Relay::start_args_env(
         &["connect-distributed", file.to_str().expect("utf-8 path")],
         d.join("worker.log"),
@@ -503,9 +527,76 @@ async fn rest_api_behind_tls_and_basic_auth() {
     assert_eq!(answer, (200, "[]".to_owned()));
     let denied = (401, "User cannot access the resource.".to_owned());
     assert_eq!(curl(Some(&ca), None, &url), Some(denied.clone()));
-    assert_eq!(curl(Some(&ca), Some("admin:wrong"), &url), Some(denied.clone()));
-    assert_eq!(curl(Some(&ca), Some("nobody:s3cret-pw"), &url), Some(denied));
+    assert_eq!(
+        curl(Some(&ca), Some("admin:wrong"), &url),
+        Some(denied.clone())
+    );
+    assert_eq!(
+        curl(Some(&ca), Some("nobody:s3cret-pw"), &url),
+        Some(denied)
+    );
     // A client that does not trust the worker's certificate gets nothing.
     assert_eq!(curl(None, Some("admin:s3cret-pw"), &url), None);
-    assert!(!relay.log().contains("s3cret-pw"), "the password reached the log");
+    assert!(
+        !relay.log().contains("s3cret-pw"),
+        "the password reached the log"
+    );
+}
+
+/// The worker's own clients through SASL_SSL with SCRAM-SHA-512, verified
+/// against the test CA, as a secured Connect deployment has them: the
+/// storage topics (librdkafka) and the group membership (walrelay's own
+/// client) authenticate, the group forms and a connector delivers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_clients_over_sasl_ssl_scram() {
+    const USER: &str = "walrelay_dist";
+    const PASSWORD: &str = "Dist-Scram-Pw-51f0";
+    let certs_root = tempfile::tempdir().expect("dir");
+    let certs = certs_root.path().join("certs");
+    crate::common::run_script("certs.sh", &[certs.as_os_str()]);
+    let kafka = {
+        let certs = certs.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::common::tls::ScramKafka::start_with_tls(USER, PASSWORD, Some(&certs))
+        })
+        .await
+        .expect("broker")
+    };
+    let ca = certs.join("ca.crt");
+    let security = |prefix: &str| {
+        format!(
+            "{prefix}security.protocol=SASL_SSL\n\
+             {prefix}sasl.mechanism=SCRAM-SHA-512\n\
+             {prefix}sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"{USER}\" password=\"{PASSWORD}\";\n\
+             {prefix}ssl.truststore.type=PEM\n\
+             {prefix}ssl.truststore.location={}\n",
+            ca.display()
+        )
+    };
+    let extra = format!("{}{}", security(""), security("producer."));
+    let dir = tempfile::tempdir().expect("dir");
+    let group = unique_name("distscram");
+    let mut worker = Worker::start(dir.path(), &group, &kafka.sasl_ssl_bootstrap(), &extra);
+    let ob = Outbox::new("distscram").await;
+    let body = serde_json::json!({"name": ob.name, "config": connector_config(&ob, &[])});
+    let (code, text) = http(&worker.addr, "POST", "/connectors", Some(&body.to_string()));
+    assert_eq!(code, 201, "{text}");
+    wait_owners(&worker.addr, "the connector running", |o| o.len() == 1);
+    ob.insert_series(1, 20).await;
+    let counted = count_until(
+        &kafka.plain_bootstrap(),
+        &ob.topic(""),
+        1..=20,
+        &mut worker.relay,
+    );
+    assert_eq!(counted.distinct, 20, "{counted:?}");
+    // The group formed: the worker leads generation 1 or later.
+    let (_, state) = http(&worker.metrics, "GET", "/api/state", None);
+    let state: Value = serde_json::from_str(&state).expect("json");
+    assert_eq!(state["group"]["leader"], true, "{state}");
+    assert!(state["group"]["generation"].as_i64() >= Some(1), "{state}");
+    assert!(
+        !worker.relay.log().contains(PASSWORD),
+        "the password reached the log"
+    );
 }

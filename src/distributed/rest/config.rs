@@ -439,7 +439,10 @@ impl RestConfig {
             .zip(bound.iter().map(Some).chain(std::iter::repeat(None)))
             .find(|(l, _)| l.scheme == scheme);
         let host = self.advertised_host.clone().unwrap_or_else(|| match found {
-            Some((l, _)) if !l.host.is_empty() => l.host.clone(),
+            // A wildcard listener is no address to reach the worker at
+            // (every worker would have the same id): the host's name, as
+            // Connect takes it.
+            Some((l, _)) if !l.host.is_empty() && !wildcard(&l.host) => l.host.clone(),
             Some((_, Some(addr))) if !addr.ip().is_unspecified() => addr.ip().to_string(),
             _ => local_host_name(),
         });
@@ -457,7 +460,6 @@ impl RestConfig {
     }
 
     /// The worker's id: the advertised URL's `host:port`.
-    #[allow(dead_code)] // wired by connect-distributed
     pub(crate) fn worker_id(&self, bound: &[SocketAddr]) -> String {
         let url = self.advertised_url(bound);
         let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
@@ -473,4 +475,11 @@ fn local_host_name() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into())
+}
+
+/// Whether a listener's host is a wildcard address (`0.0.0.0`, `::`).
+fn wildcard(host: &str) -> bool {
+    host.trim_matches(|c| c == '[' || c == ']')
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_unspecified())
 }
