@@ -600,3 +600,117 @@ async fn worker_clients_over_sasl_ssl_scram() {
         "the password reached the log"
     );
 }
+
+/// A task that fails shows `FAILED` with its trace; `restart` with
+/// `onlyFailed` restarts it once the cause is gone; the offsets API reads
+/// the slot's position and moves it forward on a stopped connector, and
+/// the events before the new position are skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_tasks_restart_and_offsets_move_the_slot() {
+    let dir = tempfile::tempdir().expect("dir");
+    let group = unique_name("distops");
+    let worker = Worker::start(dir.path(), &group, &env().kafka, "");
+    let a = worker.addr.clone();
+    let ob = Outbox::new("distops").await;
+    // The publication does not exist and may not be created: the task fails.
+    let missing = format!("{}_nopub", ob.name);
+    let config = connector_config(
+        &ob,
+        &[
+            ("publication.autocreate.mode", "disabled"),
+            ("publication.name", missing.as_str()),
+        ],
+    );
+    let body = serde_json::json!({"name": ob.name, "config": config});
+    let (code, text) = http(&a, "POST", "/connectors", Some(&body.to_string()));
+    assert_eq!(code, 201, "{text}");
+    let status_path = format!("/connectors/{}/status", ob.name);
+    let failed = wait_status(&a, &status_path, |v| v["tasks"][0]["state"] == "FAILED");
+    assert_eq!(failed["connector"]["state"], "RUNNING", "{failed}");
+    let trace = failed["tasks"][0]["trace"].as_str().unwrap_or("");
+    assert!(trace.contains(&missing), "the trace names the publication: {failed}");
+    // The cause goes away; a restart of failed tasks runs it.
+    ob.client
+        .batch_execute(&format!(
+            "CREATE PUBLICATION {missing} FOR TABLE {} WITH (publish = 'insert')",
+            ob.name
+        ))
+        .await
+        .expect("create the publication");
+    let restart = format!("/connectors/{}/restart?includeTasks=true&onlyFailed=true", ob.name);
+    let (code, text) = http(&a, "POST", &restart, None);
+    assert_eq!(code, 202, "{text}");
+    assert!(text.contains("\"RESTARTING\""), "{text}");
+    wait_status(&a, &status_path, |v| v["tasks"][0]["state"] == "RUNNING");
+    ob.insert_series(1, 10).await;
+    let mut relay = worker.relay;
+    let counted = count_until(&env().kafka, &ob.topic(""), 1..=10, &mut relay);
+    assert_eq!(counted.distinct, 10, "{counted:?}");
+
+    // Offsets: refused while running, read and moved once stopped.
+    let offsets = format!("/connectors/{}/offsets", ob.name);
+    let (code, _) = http(&a, "DELETE", &offsets, None);
+    assert_eq!(code, 400);
+    let (code, _) = http(&a, "PUT", &format!("/connectors/{}/stop", ob.name), None);
+    assert_eq!(code, 204);
+    wait_status(&a, &status_path, |v| {
+        v["connector"]["state"] == "STOPPED" && v["tasks"].as_array().is_some_and(Vec::is_empty)
+    });
+    let deadline = Instant::now() + SETTLE;
+    while ob.slot_active().await {
+        assert!(Instant::now() < deadline, "the slot stays active after stop");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let confirmed = u64::from(ob.slot_confirmed().await.expect("a slot"));
+    let (code, text) = http(&a, "GET", &offsets, None);
+    assert_eq!(code, 200, "{text}");
+    let expected = format!(
+        "{{\"offsets\":[{{\"partition\":{{\"server\":\"{}\"}},\"offset\":{{\"lsn\":{confirmed}}}}}]}}",
+        ob.name
+    );
+    assert_eq!(text, expected);
+    // Events 11..=20 are written while stopped; moving past them skips them.
+    ob.insert_series(11, 20).await;
+    let past = u64::from(ob.current_lsn().await);
+    let back = format!(
+        "{{\"offsets\":[{{\"partition\":{{\"server\":\"{}\"}},\"offset\":{{\"lsn\":{}}}}}]}}",
+        ob.name,
+        confirmed - 1
+    );
+    let (code, text) = http(&a, "PATCH", &offsets, Some(&back));
+    assert_eq!(code, 400, "a slot never moves back: {text}");
+    let forward = format!(
+        "{{\"offsets\":[{{\"partition\":{{\"server\":\"{}\"}},\"offset\":{{\"lsn\":{past}}}}}]}}",
+        ob.name
+    );
+    let (code, text) = http(&a, "PATCH", &offsets, Some(&forward));
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains("altered successfully"), "{text}");
+    let moved = u64::from(ob.slot_confirmed().await.expect("a slot"));
+    assert!(moved >= past, "the slot is at {moved}, asked for {past}");
+    let (code, _) = http(&a, "PUT", &format!("/connectors/{}/resume", ob.name), None);
+    assert_eq!(code, 202);
+    wait_status(&a, &status_path, |v| v["tasks"][0]["state"] == "RUNNING");
+    ob.insert_series(21, 30).await;
+    let counted = count_until(&env().kafka, &ob.topic(""), 21..=30, &mut relay);
+    assert_eq!(counted.distinct, 10, "{counted:?}");
+    let skipped = count_events(&env().kafka, &ob.topic(""), 11..=20, Duration::from_secs(5), &mut relay);
+    assert_eq!(skipped.distinct, 0, "the events before the new position were sent: {skipped:?}");
+    let _ = http(&a, "DELETE", &format!("/connectors/{}", ob.name), None);
+}
+
+/// Waits until the JSON at `path` satisfies `pred`; returns it.
+fn wait_status(addr: &str, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let (code, text) = http(addr, "GET", path, None);
+        if code == 200 {
+            let v: Value = serde_json::from_str(&text).expect("json");
+            if pred(&v) {
+                return v;
+            }
+        }
+        assert!(Instant::now() < deadline, "{path}: {code} {text}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
