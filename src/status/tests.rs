@@ -564,3 +564,38 @@ async fn watch_redraws_until_stopped() {
     tx.send(true).unwrap();
     handle.await.unwrap();
 }
+
+/// A distributed worker's status names its group, which worker it is and
+/// leads, and what every worker runs.
+#[test]
+fn renders_a_distributed_workers_group() {
+    use crate::metrics::page::state::{GroupView, WorkerView};
+    let (p, _) = two_pipelines();
+    p.set_group_view(Box::new(|| GroupView {
+        group_id: "connect-cluster".into(),
+        worker_id: "10.0.0.1:8083".into(),
+        generation: 7,
+        leader: true,
+        workers: vec![
+            WorkerView {
+                worker_id: "10.0.0.1:8083".into(),
+                connectors: vec!["orders".into()],
+            },
+            WorkerView {
+                worker_id: "10.0.0.2:8083".into(),
+                connectors: vec![],
+            },
+        ],
+    }));
+    let text = render(&snapshot(&p), None);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..4],
+        [
+            "group        connect-cluster (generation 7); this worker 10.0.0.1:8083, the leader",
+            "worker       10.0.0.1:8083 runs orders",
+            "worker       10.0.0.2:8083 runs nothing",
+        ],
+        "{text}"
+    );
+}

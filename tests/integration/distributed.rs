@@ -628,7 +628,10 @@ async fn failed_tasks_restart_and_offsets_move_the_slot() {
     let failed = wait_status(&a, &status_path, |v| v["tasks"][0]["state"] == "FAILED");
     assert_eq!(failed["connector"]["state"], "RUNNING", "{failed}");
     let trace = failed["tasks"][0]["trace"].as_str().unwrap_or("");
-    assert!(trace.contains(&missing), "the trace names the publication: {failed}");
+    assert!(
+        trace.contains(&missing),
+        "the trace names the publication: {failed}"
+    );
     // The cause goes away; a restart of failed tasks runs it.
     ob.client
         .batch_execute(&format!(
@@ -637,7 +640,10 @@ async fn failed_tasks_restart_and_offsets_move_the_slot() {
         ))
         .await
         .expect("create the publication");
-    let restart = format!("/connectors/{}/restart?includeTasks=true&onlyFailed=true", ob.name);
+    let restart = format!(
+        "/connectors/{}/restart?includeTasks=true&onlyFailed=true",
+        ob.name
+    );
     let (code, text) = http(&a, "POST", &restart, None);
     assert_eq!(code, 202, "{text}");
     assert!(text.contains("\"RESTARTING\""), "{text}");
@@ -658,7 +664,10 @@ async fn failed_tasks_restart_and_offsets_move_the_slot() {
     });
     let deadline = Instant::now() + SETTLE;
     while ob.slot_active().await {
-        assert!(Instant::now() < deadline, "the slot stays active after stop");
+        assert!(
+            Instant::now() < deadline,
+            "the slot stays active after stop"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let confirmed = u64::from(ob.slot_confirmed().await.expect("a slot"));
@@ -694,8 +703,17 @@ async fn failed_tasks_restart_and_offsets_move_the_slot() {
     ob.insert_series(21, 30).await;
     let counted = count_until(&env().kafka, &ob.topic(""), 21..=30, &mut relay);
     assert_eq!(counted.distinct, 10, "{counted:?}");
-    let skipped = count_events(&env().kafka, &ob.topic(""), 11..=20, Duration::from_secs(5), &mut relay);
-    assert_eq!(skipped.distinct, 0, "the events before the new position were sent: {skipped:?}");
+    let skipped = count_events(
+        &env().kafka,
+        &ob.topic(""),
+        11..=20,
+        Duration::from_secs(5),
+        &mut relay,
+    );
+    assert_eq!(
+        skipped.distinct, 0,
+        "the events before the new position were sent: {skipped:?}"
+    );
     let _ = http(&a, "DELETE", &format!("/connectors/{}", ob.name), None);
 }
 
