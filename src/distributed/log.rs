@@ -168,28 +168,42 @@ impl<A: Apply> KafkaLog<A> {
     }
 
     /// Waits until this worker has read everything written to the topic
-    /// before the call.
+    /// before the call. The end offsets are asked again while the brokers
+    /// answer with a transient error (a topic just created has no leaders
+    /// for a moment, a broker restarting has none for longer).
     pub(crate) async fn read_to_end(&self) -> Result<(), LogError> {
-        let consumer = Arc::clone(&self.consumer);
-        let topic = self.topic.clone();
-        let partitions = self.partitions;
-        let ends = tokio::task::spawn_blocking(move || {
-            (0..partitions)
-                .map(|p| {
-                    consumer
-                        .fetch_watermarks(&topic, p, READ_WRITE_TIMEOUT)
-                        .map(|(_, high)| (p, high - 1))
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .await
-        .map_err(|_| LogError::ReaderGone {
-            topic: self.topic.clone(),
-        })?
-        .map_err(|source| LogError::Kafka {
-            topic: self.topic.clone(),
-            source,
-        })?;
+        let deadline = tokio::time::Instant::now() + READ_WRITE_TIMEOUT;
+        let ends = loop {
+            let consumer = Arc::clone(&self.consumer);
+            let topic = self.topic.clone();
+            let partitions = self.partitions;
+            let fetched = tokio::task::spawn_blocking(move || {
+                (0..partitions)
+                    .map(|p| {
+                        consumer
+                            .fetch_watermarks(&topic, p, Duration::from_secs(5))
+                            .map(|(_, high)| (p, high - 1))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await
+            .map_err(|_| LogError::ReaderGone {
+                topic: self.topic.clone(),
+            })?;
+            match fetched {
+                Ok(ends) => break ends,
+                Err(source) if tokio::time::Instant::now() >= deadline => {
+                    return Err(LogError::Kafka {
+                        topic: self.topic.clone(),
+                        source,
+                    })
+                }
+                Err(e) => {
+                    debug!(topic = %self.topic, error = %e, "end offsets: retrying");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        };
         self.wait_read(&ends, "reading to its end").await
     }
 

@@ -117,6 +117,9 @@ impl Node {
         process: Arc<Process>,
     ) -> Arc<Node> {
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
+        // Restart requests already in the topic were for other workers'
+        // lives: only those written from now on are acted upon.
+        let restarts_seen = configs.state().lock().expect("never poisoned").offset;
         Arc::new(Node {
             id,
             base_worker,
@@ -127,7 +130,7 @@ impl Node {
             track_topics,
             metrics: Mutex::new(BTreeMap::new()),
             inner: Mutex::new(Inner {
-                restarts_seen: -1,
+                restarts_seen,
                 ..Inner::default()
             }),
             wake: Notify::new(),
@@ -315,8 +318,10 @@ impl Node {
                 .contains(&name);
             match connectors.get(&name) {
                 None => {
-                    // Deleted.
-                    if self.stop_pipeline(&name).await {
+                    // Deleted: its statuses go too, written by the worker
+                    // that owns it (once: the tombstones are read back).
+                    self.stop_pipeline(&name).await;
+                    if assigned && self.has_status(&name) {
                         self.forget_status(&name).await;
                     }
                 }
@@ -538,6 +543,12 @@ impl Node {
         }
         info!(connector = %name, "pipeline stopped");
         true
+    }
+
+    /// Whether the status topic still has a status of the connector.
+    fn has_status(&self, name: &str) -> bool {
+        let st = self.statuses.state().lock().expect("never poisoned");
+        st.connectors.contains_key(name) || st.tasks.contains_key(&(name.to_owned(), 0))
     }
 
     /// Removes a deleted connector's statuses and metrics.

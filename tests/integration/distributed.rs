@@ -356,6 +356,11 @@ async fn group_spreads_fails_over_rebalances_and_survives_a_broker_restart() {
             None,
         );
     }
+    drop(workers);
+    drop(dead);
+    for ob in outboxes {
+        ob.remove_all().await;
+    }
 }
 
 /// Exactly-once in a group: SIGKILL the worker that runs a connector under
@@ -420,6 +425,9 @@ async fn exactly_once_failover_duplicates_nothing() {
         &format!("/connectors/{}", ob.name),
         None,
     );
+    drop(workers);
+    drop(dead);
+    ob.remove_all().await;
 }
 
 /// `curl` against an HTTPS listener trusting `ca`: status code and body,
@@ -599,6 +607,8 @@ async fn worker_clients_over_sasl_ssl_scram() {
         !worker.relay.log().contains(PASSWORD),
         "the password reached the log"
     );
+    drop(worker);
+    ob.remove_all().await;
 }
 
 /// A task that fails shows `FAILED` with its trace; `restart` with
@@ -715,6 +725,8 @@ async fn failed_tasks_restart_and_offsets_move_the_slot() {
         "the events before the new position were sent: {skipped:?}"
     );
     let _ = http(&a, "DELETE", &format!("/connectors/{}", ob.name), None);
+    drop(relay);
+    ob.remove_all().await;
 }
 
 /// Waits until the JSON at `path` satisfies `pred`; returns it.

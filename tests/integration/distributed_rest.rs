@@ -156,7 +156,12 @@ async fn rest_calls_answer_as_connect_distributed_does() {
     let dbz_dir = dir.path().join("connect");
     std::fs::create_dir_all(&dbz_dir).expect("dir");
     let dbz_worker = dir.path().join("connect.properties");
-    std::fs::write(&dbz_worker, worker_text(&unique_name("restdbz"), "")).expect("write");
+    // Both workers resolve `${file:...}` references (FileConfigProvider).
+    let secrets = dir.path().join("secrets.properties");
+    std::fs::write(&secrets, "pw=not-needed-with-trust\n").expect("write");
+    let providers = "config.providers=file\n\
+                     config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider\n";
+    std::fs::write(&dbz_worker, worker_text(&unique_name("restdbz"), providers)).expect("write");
     let (_connect, dbz_addr) = ConnectWorker::start(&dbz_dir, &dbz_worker);
     let port = free_port();
     let our_worker = dir.path().join("walrelay.properties");
@@ -164,7 +169,7 @@ async fn rest_calls_answer_as_connect_distributed_does() {
         &our_worker,
         worker_text(
             &unique_name("restwal"),
-            &format!("listeners=http://127.0.0.1:{port}\n"),
+            &format!("listeners=http://127.0.0.1:{port}\n{providers}"),
         ),
     )
     .expect("write");
@@ -195,6 +200,17 @@ async fn rest_calls_answer_as_connect_distributed_does() {
         },
     ];
     let create = format!("{{\"name\":\"n1\",\"config\":{}}}", config(""));
+    // A second connector with its password behind a config provider: every
+    // GET shows the reference, never the secret.
+    let second = config(&format!(
+        ",\"database.password\":\"${{file:{}:pw}}\"",
+        secrets.display()
+    ))
+    .replace("\"slot.name\":\"<T>\"", "\"slot.name\":\"<T>_2\"")
+    .replace(
+        "\"publication.name\":\"<T>\"",
+        "\"publication.name\":\"<T>_2\"",
+    );
     let updated = config(",\"transforms.outbox.route.topic.replacement\":\"<T>.rerouted\"");
     // Each step: the call, then a state to wait for on both sides.
     type Step<'a> = (
@@ -248,6 +264,10 @@ async fn rest_calls_answer_as_connect_distributed_does() {
         ("GET", "/connectors/n1/tasks", None, None),
         ("PUT", "/connectors/n1/resume", None, Some(("RUNNING", Some("RUNNING")))),
         ("DELETE", "/connectors/n1", None, None),
+        ("PUT", "/connectors/n2/config", Some(second), Some(("RUNNING", Some("RUNNING")))),
+        ("GET", "/connectors/n2/config", None, None),
+        ("GET", "/connectors/n2/tasks", None, None),
+        ("DELETE", "/connectors/n2", None, None),
         ("GET", "/connectors/n1", None, None),
         ("DELETE", "/connectors/n1", None, None),
         ("GET", "/connectors", None, None),
@@ -269,8 +289,14 @@ async fn rest_calls_answer_as_connect_distributed_does() {
             ));
         }
         if let Some((state, task)) = wait {
+            // The connector of the path (`POST /connectors` creates n1).
+            let connector = path
+                .split(['/', '?'])
+                .nth(2)
+                .filter(|c| !c.is_empty())
+                .unwrap_or("n1");
             for s in &sides {
-                s.wait_state("n1", state, *task);
+                s.wait_state(connector, state, *task);
             }
         }
     }
@@ -282,6 +308,9 @@ async fn rest_calls_answer_as_connect_distributed_does() {
         differences.join("\n")
     );
     drop(relay);
+    drop(_connect);
+    theirs_ob.remove_all().await;
+    ours_ob.remove_all().await;
 }
 
 fn http_ok(addr: &str) -> Option<()> {

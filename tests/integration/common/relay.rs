@@ -430,6 +430,59 @@ bootstrap_servers = "{bootstrap}"
         self.drop_objects(false).await;
     }
 
+    /// Cleanup after connectors named after this outbox ran on it (their
+    /// slots and publications begin with its name, and outlive a deleted
+    /// connector, as Debezium's do): waits until those slots are released,
+    /// then drops them, the publications and the table.
+    pub(crate) async fn remove_all(self) {
+        let name = &self.name;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let active: i64 = self
+                .client
+                .query_one(
+                    "SELECT count(*) FROM pg_replication_slots \
+                     WHERE left(slot_name, length($1)) = $1 AND active",
+                    &[name],
+                )
+                .await
+                .expect("count active slots")
+                .get(0);
+            if active == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "slots of {name} still active");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.client
+            .execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots \
+                 WHERE left(slot_name, length($1)) = $1",
+                &[name],
+            )
+            .await
+            .expect("drop slots");
+        let pubs = self
+            .client
+            .query(
+                "SELECT pubname::text FROM pg_publication WHERE left(pubname, length($1)) = $1",
+                &[name],
+            )
+            .await
+            .expect("list publications");
+        for p in pubs {
+            let pubname: String = p.get(0);
+            self.client
+                .batch_execute(&format!("DROP PUBLICATION IF EXISTS \"{pubname}\""))
+                .await
+                .expect("drop publication");
+        }
+        self.client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
+            .await
+            .expect("drop table");
+    }
+
     async fn drop_objects(&self, slot_must_exist: bool) {
         let name = &self.name;
         if slot_must_exist || self.slot_exists().await {
