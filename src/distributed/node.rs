@@ -30,6 +30,22 @@ use crate::pipeline::Plan;
 /// configuration.
 pub(crate) const TASK_CLASS: &str = "io.debezium.connector.postgresql.PostgresConnectorTask";
 
+/// Tells the worker when a pipeline's session begins to stream.
+async fn watch_streaming(
+    metrics: Arc<Metrics>,
+    tx: mpsc::UnboundedSender<(String, u64)>,
+    name: String,
+    epoch: u64,
+) {
+    loop {
+        if metrics.streaming.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = tx.send((name, epoch));
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// How often a worker records the topics its connectors produced to.
 const TOPIC_TRACKING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -55,7 +71,8 @@ struct Inner {
     leader: bool,
     /// The connectors assigned here.
     assigned: BTreeSet<String>,
-    /// The connectors the leader assigned last time (leader only).
+    /// The connectors the leader's assignor saw last time (leader only):
+    /// a connector created or deleted since needs a rebalance.
     assigned_set: BTreeSet<String>,
     /// Pipelines running here.
     running: BTreeMap<String, Running>,
@@ -99,6 +116,9 @@ pub(crate) struct Node {
     ended_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Ended>>,
     /// The next start's epoch.
     epochs: std::sync::atomic::AtomicU64,
+    /// Pipelines that began streaming: name and start epoch.
+    streaming_tx: mpsc::UnboundedSender<(String, u64)>,
+    streaming_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, u64)>>,
 }
 
 /// A pipeline's end: its connector, its start's epoch and its error.
@@ -117,6 +137,7 @@ impl Node {
         process: Arc<Process>,
     ) -> Arc<Node> {
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
+        let (streaming_tx, streaming_rx) = mpsc::unbounded_channel();
         // Restart requests already in the topic were for other workers'
         // lives: only those written from now on are acted upon.
         let restarts_seen = configs.state().lock().expect("never poisoned").offset;
@@ -139,6 +160,8 @@ impl Node {
             ended_tx,
             ended_rx: tokio::sync::Mutex::new(ended_rx),
             epochs: std::sync::atomic::AtomicU64::new(0),
+            streaming_tx,
+            streaming_rx: tokio::sync::Mutex::new(streaming_rx),
         })
     }
 
@@ -212,9 +235,6 @@ impl Node {
             inner.generation = generation;
             inner.leader = leader;
             inner.assigned = connectors.iter().cloned().collect();
-            if leader {
-                inner.assigned_set = self.connector_names().into_iter().collect();
-            }
         }
         self.requested.send_modify(|n| *n += 1);
         self.wake.notify_one();
@@ -234,6 +254,15 @@ impl Node {
         self.inner.lock().expect("never poisoned").assigned.clear();
         self.requested.send_modify(|n| *n += 1);
         self.wake.notify_one();
+    }
+
+    /// The connectors to assign, as the leader's assignor takes them;
+    /// remembered, so that a connector created or deleted after this
+    /// moment makes the leader rebalance again.
+    pub(crate) fn names_to_assign(&self) -> Vec<String> {
+        let names = self.connector_names();
+        self.inner.lock().expect("never poisoned").assigned_set = names.iter().cloned().collect();
+        names
     }
 
     /// Whether the leader should ask the group for a rebalance: the set of
@@ -264,6 +293,7 @@ impl Node {
     ) {
         let mut config_changes = self.configs.changes();
         let mut ended = self.ended_rx.lock().await;
+        let mut streaming = self.streaming_rx.lock().await;
         let mut topics = tokio::time::interval(TOPIC_TRACKING_INTERVAL);
         loop {
             if *shutdown.borrow() {
@@ -281,6 +311,9 @@ impl Node {
                 _ = self.wake.notified() => {}
                 e = ended.recv() => if let Some((name, epoch, why)) = e {
                     self.pipeline_ended(&name, epoch, why).await;
+                },
+                s = streaming.recv() => if let Some((name, epoch)) = s {
+                    self.pipeline_streaming(&name, epoch).await;
                 },
                 _ = topics.tick(), if self.track_topics => self.record_topics().await,
             }
@@ -457,9 +490,16 @@ impl Node {
             .epochs
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let span = tracing::info_span!("pipeline", pipeline = %name);
+        let watcher = tokio::spawn(watch_streaming(
+            Arc::clone(&metrics),
+            self.streaming_tx.clone(),
+            name.to_owned(),
+            epoch,
+        ));
         let task = tokio::spawn(
             async move {
                 let result = crate::pipeline::run(plan, Arc::clone(&metrics), stop_rx).await;
+                watcher.abort();
                 let why = result.err().map(|e| DisplayChain(&e).to_string());
                 metrics.set_ended(why.clone());
                 let _ = ended.send((owned, epoch, why));
@@ -476,16 +516,37 @@ impl Node {
                 epoch,
             },
         );
-        let s = self.status(State::Running, None);
+        // The connector runs; its task is RUNNING once the pipeline
+        // streams (its slot taken, its snapshot done), as Connect's task
+        // is once started.
+        let running = self.status(State::Running, None);
+        let starting = self.status(State::Unassigned, None);
         self.write_statuses(&[
-            statuses::connector_record(name, Some(&s)),
-            statuses::task_record(name, 0, Some(&s)),
+            statuses::connector_record(name, Some(&running)),
+            statuses::task_record(name, 0, Some(&starting)),
         ])
         .await;
         let mut task_config = entry.config.clone();
         task_config.insert("task.class".into(), TASK_CLASS.into());
         if entry.tasks != [task_config.clone()] {
             self.write_configs(&configs::task_records(name, &[task_config]))
+                .await;
+        }
+    }
+
+    /// A pipeline began streaming: its task is RUNNING (unless it has
+    /// been replaced since).
+    async fn pipeline_streaming(&self, name: &str, epoch: u64) {
+        let current = self
+            .inner
+            .lock()
+            .expect("never poisoned")
+            .running
+            .get(name)
+            .is_some_and(|r| r.epoch == epoch);
+        if current {
+            let s = self.status(State::Running, None);
+            self.write_statuses(&[statuses::task_record(name, 0, Some(&s))])
                 .await;
         }
     }

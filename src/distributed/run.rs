@@ -70,8 +70,8 @@ struct NodeAssignor(Arc<Node>);
 
 impl Assignor for NodeAssignor {
     fn assign(&self, members: &[MemberInfo]) -> LeaderAssignment {
-        let names = self.0.connector_names();
         let offset = self.0.config_offset();
+        let names = self.0.names_to_assign();
         group::assign::assign(members, &names, offset)
     }
 }
