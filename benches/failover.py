@@ -36,7 +36,7 @@ import urllib.request
 import uuid
 
 import psycopg
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -88,7 +88,8 @@ class Worker:
             "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
             "value.converter=org.apache.kafka.connect.storage.StringConverter\n" + extra
         )
-        self.file = os.path.join(self.dir, "worker.properties")
+        # Beside DIR: debezium.sh writes DIR/worker.properties itself.
+        self.file = os.path.join(work, f"{system}-{self.port}.properties")
         if system == "walrelay":
             props += f"listeners=http://127.0.0.1:{self.port}\n"
         with open(self.file, "w") as f:
@@ -166,6 +167,7 @@ def one_round(system, args, e):
     kind = "walrelay" if system == "walrelay" else "connect"
     workers = [Worker(kind, work, name, kafka, extra) for _ in range(2)]
     stop = threading.Event()
+    done = threading.Event()
     written = []  # (n, time inserted)
     try:
         code, body = rest(workers[0].port, "POST", "/connectors",
@@ -187,6 +189,24 @@ def one_round(system, args, e):
                 time.sleep(0.02)
             w.close()
 
+        seen = {}  # event number -> when the consumer first read it
+
+        def read():
+            consumer = Consumer({"bootstrap.servers": kafka, "group.id": name + "-reader",
+                                 "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                 "topic.metadata.refresh.interval.ms": 1000})
+            consumer.subscribe([f"{name}.events"])
+            while not done.is_set():
+                msg = consumer.poll(0.1)
+                if msg is None or msg.error():
+                    continue
+                for k, v in (msg.headers() or []):
+                    if k == "id":
+                        seen.setdefault(uuid.UUID(v.decode()).int, time.time())
+            consumer.close()
+
+        reader = threading.Thread(target=read)
+        reader.start()
         writer = threading.Thread(target=write)
         writer.start()
         time.sleep(3)
@@ -195,47 +215,30 @@ def one_round(system, args, e):
         victim.kill()
         killed = time.time()
         status_at = None
-        while status_at is None:
+        while status_at is None and time.time() - killed < args.max_wait:
             if owner(survivor.port, name) == survivor.id:
                 status_at = time.time()
-            elif time.time() - killed > args.max_wait:
-                break
             else:
                 time.sleep(0.05)
         first_after = next(n for n, t in written if t > killed)
         resumed_at = None
-        consumer = Consumer({"bootstrap.servers": kafka, "group.id": name + "-reader",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        consumer.assign([TopicPartition(f"{name}.events", 0, 0)])
-        seen = set()
-        deadline = killed + args.max_wait
-        while time.time() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None or msg.error():
-                continue
-            n = 0
-            for k, v in (msg.headers() or []):
-                if k == "id":
-                    n = uuid.UUID(v.decode()).int
-            seen.add(n)
-            if n >= first_after and resumed_at is None:
-                resumed_at = time.time()
-            if resumed_at is not None and time.time() - resumed_at > 2:
-                break
+        while resumed_at is None and time.time() - killed < args.max_wait:
+            after = [t for n, t in list(seen.items()) if n >= first_after]
+            if after:
+                resumed_at = min(after)
+            else:
+                time.sleep(0.1)
+        time.sleep(2)
         stop.set()
         writer.join()
         # Every event written reaches the topic.
         total = len(written)
         deadline = time.time() + 60
-        while len(seen & set(range(1, total + 1))) < total and time.time() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            for k, v in (msg.headers() or []):
-                if k == "id":
-                    seen.add(uuid.UUID(v.decode()).int)
-        consumer.close()
-        lost = total - len(seen & set(range(1, total + 1)))
+        while sum(1 for n in range(1, total + 1) if n in seen) < total and time.time() < deadline:
+            time.sleep(0.2)
+        done.set()
+        reader.join()
+        lost = total - sum(1 for n in range(1, total + 1) if n in seen)
         return {
             "system": system,
             "status_s": None if status_at is None else status_at - killed,
@@ -246,6 +249,7 @@ def one_round(system, args, e):
         }
     finally:
         stop.set()
+        done.set()
         for w in workers:
             w.stop()
         deadline = time.time() + 60
