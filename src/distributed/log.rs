@@ -130,6 +130,11 @@ impl<A: Apply> KafkaLog<A> {
         })
     }
 
+    /// The topic's partitions.
+    pub(crate) fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
     /// The state, as read so far.
     pub(crate) fn state(&self) -> &Arc<Mutex<A>> {
         &self.state

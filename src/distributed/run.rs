@@ -101,6 +101,7 @@ pub(crate) async fn run(
         shutdown.clone(),
     )
     .await?;
+    topics::check_config_partitions(&dist.config_topic.name, configs.partitions())?;
     let statuses = KafkaLog::start(
         &clients,
         &dist.status_topic.name,
@@ -170,10 +171,9 @@ pub(crate) async fn run(
         Arc::new(NodeAssignor(Arc::clone(&node))),
         shutdown.clone(),
     );
-    let handle = Arc::new(handle);
     let reconcile = tokio::spawn({
         let node = Arc::clone(&node);
-        let handle = Arc::clone(&handle);
+        let handle = handle.clone();
         node.run(shutdown.clone(), move || handle.rejoin())
             .instrument(tracing::info_span!("worker"))
     });
@@ -187,9 +187,7 @@ pub(crate) async fn run(
     }
     // The worker's pipelines stop (drained) before it leaves the group.
     let _ = reconcile.await;
-    if let Ok(handle) = Arc::try_unwrap(handle) {
-        handle.finished().await;
-    }
+    handle.finished().await;
     Ok(())
 }
 

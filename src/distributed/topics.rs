@@ -42,8 +42,19 @@ pub(crate) enum TopicError {
     },
 }
 
-/// Creates the storage topics that do not exist yet, and checks the
-/// config topic's partitions.
+/// Refuses a config topic of more than one partition.
+pub(crate) fn check_config_partitions(topic: &str, partitions: i32) -> Result<(), TopicError> {
+    if partitions > 1 {
+        return Err(TopicError::ConfigPartitions {
+            topic: topic.to_owned(),
+            partitions: partitions as usize,
+        });
+    }
+    Ok(())
+}
+
+/// Creates the storage topics that do not exist yet (the config topic's
+/// partitions are checked where it is read: [`check_config_partitions`]).
 pub(crate) async fn ensure(
     clients: &ClientConfig,
     dist: &DistributedConfig,
@@ -87,28 +98,6 @@ pub(crate) async fn ensure(
                 })
             }
         }
-    }
-    let topic = dist.config_topic.name.clone();
-    let partitions = tokio::task::spawn_blocking({
-        let topic = topic.clone();
-        move || {
-            admin
-                .inner()
-                .fetch_metadata(Some(&topic), ADMIN_TIMEOUT)
-                .map(|m| m.topics().first().map_or(0, |t| t.partitions().len()))
-        }
-    })
-    .await
-    .map_err(|e| TopicError::Create {
-        topic: topic.clone(),
-        message: e.to_string(),
-    })?
-    .map_err(|e| TopicError::Create {
-        topic: topic.clone(),
-        message: e.to_string(),
-    })?;
-    if partitions > 1 {
-        return Err(TopicError::ConfigPartitions { topic, partitions });
     }
     Ok(())
 }

@@ -37,7 +37,6 @@ struct Plan<'a> {
 }
 
 /// The assignment of `connectors` over `members`; see the module doc.
-#[allow(dead_code)] // Used by the worker's Assignor (src/distributed/), being written.
 pub(crate) fn assign(
     members: &[MemberInfo],
     connectors: &[String],

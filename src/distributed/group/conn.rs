@@ -36,7 +36,6 @@ const MAX_FRAME: usize = 64 * 1024 * 1024;
 /// is PLAINTEXT when both are `None`, SSL with `tls`, SASL_PLAINTEXT with
 /// `sasl`, SASL_SSL with both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[allow(dead_code)] // Built by the worker from its security settings, being written.
 pub(crate) struct GroupSecurity {
     /// TLS settings (`ssl.*`).
     pub(crate) tls: Option<TlsSettings>,
@@ -46,7 +45,6 @@ pub(crate) struct GroupSecurity {
 
 /// TLS to the brokers, from PEM files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // Built by the worker from its security settings, being written.
 pub(crate) struct TlsSettings {
     /// CA certificates (PEM) to trust; `None`: the system's.
     pub(crate) ca_file: Option<PathBuf>,
@@ -61,7 +59,6 @@ pub(crate) struct TlsSettings {
 
 /// SASL credentials.
 #[derive(Clone, PartialEq, Eq)]
-#[allow(dead_code)] // Built by the worker from its security settings, being written.
 pub(crate) struct SaslSettings {
     /// `sasl.mechanism`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
     pub(crate) mechanism: String,

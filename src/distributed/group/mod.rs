@@ -25,13 +25,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::{AbortHandle, JoinHandle};
+#[cfg(test)]
+use tokio::task::AbortHandle;
+use tokio::task::JoinHandle;
 
 pub(crate) use conn::GroupSecurity;
 
 /// What the group client needs to know (Connect's worker keys in brackets).
 #[derive(Debug, Clone)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) struct GroupConfig {
     /// `bootstrap.servers`, each `host:port`.
     pub(crate) bootstrap: Vec<String>,
@@ -49,7 +50,6 @@ pub(crate) struct GroupConfig {
     pub(crate) security: GroupSecurity,
 }
 
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 impl GroupConfig {
     /// A configuration with Connect's default timeouts and PLAINTEXT.
     pub(crate) fn new(bootstrap: Vec<String>, group_id: &str) -> GroupConfig {
@@ -67,7 +67,6 @@ impl GroupConfig {
 
 /// What this worker announces when it (re)joins.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) struct JoinState {
     /// Its REST URL (the leader's is sent to every member).
     pub(crate) url: String,
@@ -81,7 +80,6 @@ pub(crate) struct JoinState {
 
 /// One member as the leader sees it in JoinGroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) struct MemberInfo {
     /// Its member id.
     pub(crate) member_id: String,
@@ -96,7 +94,6 @@ pub(crate) struct MemberInfo {
 
 /// This member's share after a rebalance.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) struct Assignment {
     /// The group generation.
     pub(crate) generation: i32,
@@ -122,7 +119,6 @@ pub(crate) struct Assignment {
 
 /// What the group client tells the worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) enum GroupEvent {
     /// A rebalance completed.
     Assigned(Assignment),
@@ -136,7 +132,6 @@ pub(crate) enum GroupEvent {
 
 /// One member's part of the leader's decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) struct MemberAssignment {
     /// Everything it should run after this rebalance.
     pub(crate) assigned: Vec<String>,
@@ -146,7 +141,6 @@ pub(crate) struct MemberAssignment {
 
 /// The leader's decision for the whole group.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) struct LeaderAssignment {
     /// 0, or [`wire::CONFIG_MISMATCH`].
     pub(crate) error: i16,
@@ -158,7 +152,6 @@ pub(crate) struct LeaderAssignment {
 
 /// The leader's decision, made by the worker (it knows the connectors);
 /// [`assign::assign`] is the rule walrelay uses.
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) trait Assignor: Send + Sync + 'static {
     /// Decides who runs what, from every member's announcement.
     fn assign(&self, members: &[MemberInfo]) -> LeaderAssignment;
@@ -178,13 +171,13 @@ pub(crate) struct Shared {
 pub(crate) struct GroupHandle {
     /// Shared with the task.
     shared: Arc<Shared>,
-    /// Stops the task without LeaveGroup.
+    /// Stops the task without LeaveGroup (tests of a crash).
+    #[cfg(test)]
     abort: AbortHandle,
     /// The task, until someone waits for it.
     task: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 impl GroupHandle {
     /// Asks for a rebalance (the leader saw a connector added, a member
     /// finished revoking, the config topic moved).
@@ -193,6 +186,7 @@ impl GroupHandle {
     }
 
     /// The member id, while the member is in a completed generation.
+    #[cfg(test)]
     pub(crate) fn member_id(&self) -> Option<String> {
         self.shared
             .member_id
@@ -216,6 +210,7 @@ impl GroupHandle {
 
     /// Kills the task without LeaveGroup (the coordinator drops this
     /// member after its session timeout); tests use it as a crash.
+    #[cfg(test)]
     pub(crate) fn abort(&self) {
         self.abort.abort();
     }
@@ -224,7 +219,6 @@ impl GroupHandle {
 /// Starts the membership task: it joins `config.group_id`, reports every
 /// rebalance and loss on the returned channel (read it promptly: the task
 /// waits while it is full), and leaves the group when `shutdown` turns true.
-#[allow(dead_code)] // Used by the worker (src/distributed/), being written.
 pub(crate) fn spawn(
     config: GroupConfig,
     state: watch::Receiver<JoinState>,
@@ -237,6 +231,7 @@ pub(crate) fn spawn(
     let task = tokio::spawn(member.run());
     let handle = GroupHandle {
         shared,
+        #[cfg(test)]
         abort: task.abort_handle(),
         task: Arc::new(Mutex::new(Some(task))),
     };

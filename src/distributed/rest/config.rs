@@ -357,7 +357,6 @@ fn cors(worker: &BTreeMap<String, String>) -> Option<Cors> {
 impl RestConfig {
     /// Reads Connect's worker keys; `env` gives environment variables
     /// (`KAFKA_OPTS`, where Connect deployments name the JAAS file).
-    #[allow(dead_code)] // wired by connect-distributed
     pub(crate) fn from_worker(
         worker: &BTreeMap<String, String>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -430,7 +429,6 @@ impl RestConfig {
     /// The worker's URL (`scheme://host:port/`), from the advertised keys
     /// and the first listener of the advertised scheme; `bound` are the
     /// listeners' bound addresses, in order (for port 0 and empty hosts).
-    #[allow(dead_code)] // wired by connect-distributed
     pub(crate) fn advertised_url(&self, bound: &[SocketAddr]) -> String {
         let scheme = self.advertised_scheme();
         let found = self

@@ -305,7 +305,6 @@ fn spawn_accept_loop<H: Herder>(
 /// Serves Connect's REST API over `herder` on every listener of `config`
 /// until `shutdown` changes; returns the bound addresses, in the order of
 /// `config.listeners`.
-#[allow(dead_code)] // wired by connect-distributed
 pub(crate) async fn serve<H: Herder>(
     config: RestConfig,
     herder: Arc<H>,
