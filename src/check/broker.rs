@@ -11,6 +11,7 @@ use super::report::{CheckReport, BROKER_CONNECTION, BROKER_DESTINATIONS};
 use super::KAFKA_TIMEOUT;
 use crate::chain::DisplayChain;
 use crate::config::Config;
+use crate::sink::aws::sqs;
 use crate::sink::config::SinkKind;
 use crate::sink::{nats, rabbitmq, rabbitmq_stream, redis};
 
@@ -55,6 +56,7 @@ pub(super) async fn check_broker(
         SinkKind::RabbitMq => check_rabbitmq(config, &wanted, report).await,
         SinkKind::RabbitMqStream => check_rabbitmq_stream(config, &wanted, report).await,
         SinkKind::Http => check_http(config, report).await,
+        SinkKind::Sqs => check_sqs(config, &wanted, report).await,
     }
 }
 
@@ -301,6 +303,49 @@ async fn check_http(config: &Config, report: &mut CheckReport) {
         BROKER_DESTINATIONS,
         format!("every record is POSTed to the one URL, on {host}:{port}"),
     );
+}
+
+/// SQS: the credentials sign, and each destination has a queue (its kind
+/// shown: only a FIFO queue keeps per-key order and drops resent ids).
+async fn check_sqs(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let cfg = config.sink.sqs.clone().unwrap_or_default();
+    let destinations: Vec<String> = wanted.iter().cloned().collect();
+    let unanswered = Unanswered {
+        what: "sqs",
+        at: cfg.endpoint.as_deref(),
+        refused_fix: "check sink.sqs's region, endpoint and credentials",
+        silent_fix: "check sink.sqs.endpoint (or the region's endpoint) is reachable",
+    };
+    let Some((about, queues)) = probe(sqs::probe(&cfg, &destinations), &unanswered, report).await
+    else {
+        return;
+    };
+    let failed: Vec<String> = queues
+        .iter()
+        .filter_map(|(d, q)| q.as_ref().err().map(|e| format!("{d}: {e}")))
+        .collect();
+    let found: Vec<String> = queues
+        .iter()
+        .filter_map(|(d, q)| q.as_ref().ok().map(|k| format!("{d} → {k}")))
+        .collect();
+    report.pass(BROKER_CONNECTION, about);
+    if failed.is_empty() {
+        report.pass(
+            BROKER_DESTINATIONS,
+            if found.is_empty() {
+                "no route values in the outbox yet".to_owned()
+            } else {
+                found.join(", ")
+            },
+        );
+    } else {
+        report.fail(
+            BROKER_DESTINATIONS,
+            failed.join(", "),
+            "create the queues (walrelay never creates one), or set sink.sqs.queue_url; \
+             a record to a missing queue is refused and follows [errors]",
+        );
+    }
 }
 
 /// The names of the destinations a probe found missing.

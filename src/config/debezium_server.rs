@@ -365,7 +365,7 @@ fn translate(
     draft.debezium.server_mode = true;
 
     // Sink.
-    const SINKS: &str = "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream and http";
+    const SINKS: &str = "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http and sqs";
     let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {

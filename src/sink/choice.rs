@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::aws::sqs::Sqs;
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
 use super::http::Http;
@@ -40,6 +41,8 @@ pub(crate) enum Sink {
     RabbitMqStream(QueuedSink<RabbitMqStream>),
     /// HTTP: a POST per record (or per batch) to one URL.
     Http(QueuedSink<Http>),
+    /// Amazon SQS (`SendMessageBatch`).
+    Sqs(QueuedSink<Sqs>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -52,6 +55,7 @@ macro_rules! queued {
             Sink::RabbitMq($q) => $call,
             Sink::RabbitMqStream($q) => $call,
             Sink::Http($q) => $call,
+            Sink::Sqs($q) => $call,
         }
     };
 }
@@ -129,6 +133,17 @@ impl Sink {
                 Sink::Http(queued(
                     config,
                     super::http::MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
+            }
+            SinkKind::Sqs => {
+                let mut config = sink.sqs.clone().unwrap_or_default();
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::Sqs(queued(
+                    config,
+                    super::aws::sqs::LETTER_MAX_BYTES,
                     errors,
                     status_interval,
                     metrics,

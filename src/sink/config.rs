@@ -21,8 +21,8 @@ use crate::setting::SettingError;
 pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
     /// (`[sink.nats]`), `redis` (`[sink.redis]`), `rabbitmq`
-    /// (`[sink.rabbitmq]`), `rabbitmqstream` (`[sink.rabbitmqstream]`) or
-    /// `http` (`[sink.http]`), as Debezium Server's
+    /// (`[sink.rabbitmq]`), `rabbitmqstream` (`[sink.rabbitmqstream]`),
+    /// `http` (`[sink.http]`) or `sqs` (`[sink.sqs]`), as Debezium Server's
     /// `debezium.sink.type` names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
@@ -42,6 +42,9 @@ pub struct SinkConfig {
     /// HTTP (`sink.type = "http"`).
     #[serde(default)]
     pub(crate) http: Option<super::http::HttpConfig>,
+    /// Amazon SQS (`sink.type = "sqs"`).
+    #[serde(default)]
+    pub(crate) sqs: Option<super::aws::sqs::SqsConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -67,6 +70,9 @@ pub(crate) enum SinkKind {
     /// An HTTP endpoint, through hyper.
     #[serde(rename = "http")]
     Http,
+    /// Amazon SQS, through the AWS SDK.
+    #[serde(rename = "sqs")]
+    Sqs,
 }
 
 impl SinkKind {
@@ -79,6 +85,7 @@ impl SinkKind {
             SinkKind::RabbitMq => "rabbitmq",
             SinkKind::RabbitMqStream => "rabbitmqstream",
             SinkKind::Http => "http",
+            SinkKind::Sqs => "sqs",
         }
     }
 }
@@ -107,6 +114,7 @@ impl SinkConfig {
                 self.rabbitmqstream.is_some(),
             ),
             (SinkKind::Http, "sink.http", self.http.is_some()),
+            (SinkKind::Sqs, "sink.sqs", self.sqs.is_some()),
         ] {
             if set && self.kind != kind {
                 return Err(wrong(section));
@@ -145,6 +153,9 @@ impl SinkConfig {
                 .as_ref()
                 .ok_or_else(|| missing("sink.http", "url at least"))?
                 .validate()?,
+            // Every key has a default (the SDK's region and credentials,
+            // the queue named by the topic).
+            SinkKind::Sqs => self.sqs.clone().unwrap_or_default().validate()?,
         }
         Ok(())
     }

@@ -26,6 +26,7 @@
 //! Exactly-once mode is [`transactional`]; where a broker plugs in is
 //! [`broker`] (docs/architecture.md).
 
+pub(crate) mod aws;
 pub mod broker;
 pub(crate) mod choice;
 pub mod config;

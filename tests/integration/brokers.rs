@@ -93,6 +93,20 @@ impl Server {
         Server::start_new(program("nats", "nats-server"), args, port, dir)
     }
 
+    /// The moto server (PyPI): SQS, SNS and Kinesis on 127.0.0.1, state
+    /// in memory.
+    pub(crate) fn moto() -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let args = vec![
+            "-H".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+        ];
+        Server::start_new(program("moto", "moto_server"), args, port, dir)
+    }
+
     pub(crate) fn redis() -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
@@ -322,6 +336,26 @@ impl Server {
             }
             let _ = c.kill();
             let _ = c.wait();
+        }
+    }
+
+    /// SIGSTOP: a hung server (connections stay open, nothing is
+    /// answered); [`Server::resume`] ends it. For servers that keep their
+    /// data only in memory (moto).
+    pub(crate) fn pause(&self) {
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill")
+                .args(["-STOP", &c.id().to_string()])
+                .status();
+        }
+    }
+
+    /// SIGCONT after [`Server::pause`].
+    pub(crate) fn resume(&self) {
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill")
+                .args(["-CONT", &c.id().to_string()])
+                .status();
         }
     }
 

@@ -17,6 +17,11 @@ mod common;
 /// Brokers other than Kafka (NATS JetStream, Redis Streams), each a real
 /// server of the test's own.
 mod brokers;
+/// Amazon SQS on the moto server (a local AWS endpoint of the test's own):
+/// bodies, groups and deduplication ids, FIFO order, SIGKILL with no
+/// duplicate, a hung endpoint, refusals under both error policies, the
+/// polling source.
+mod brokers_aws;
 /// The HTTP sink against an HTTP receiver of the test's own (a hyper
 /// server in the test process): bytes and headers, retries, timeouts,
 /// SIGKILL, refusals under both error policies, the polling source.

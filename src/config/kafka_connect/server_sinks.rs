@@ -1,6 +1,7 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
 //! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`,
-//! `rabbitmqstream` and `http`, onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
+//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs`),
+//! onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
 
@@ -76,6 +77,11 @@ pub(in crate::config) fn translate_sink(
             sink.http = Some(http(&mut own, formats, notes)?);
             rest(&mut own)?;
         }
+        SinkKind::Sqs => {
+            let mut own = Keys::new(keys.take_prefixed("sqs."), "debezium.sink.sqs.");
+            sink.sqs = Some(super::aws_sinks::sqs(&mut own, notes)?);
+            rest(&mut own)?;
+        }
     }
     for key in keys.drain().into_keys() {
         notes.ignore(
@@ -129,6 +135,7 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "http" => Some(SinkKind::Http),
         "rabbitmq" => Some(SinkKind::RabbitMq),
         "rabbitmqstream" => Some(SinkKind::RabbitMqStream),
+        "sqs" => Some(SinkKind::Sqs),
         _ => None,
     }
 }

@@ -1,0 +1,97 @@
+//! Debezium Server's Amazon sinks: the `debezium.sink.sqs.*` keys onto
+//! `[sink.sqs]`. Every key of Debezium Server 3.6.1's sink is honoured or
+//! refused by name; what walrelay does differently is in
+//! docs/debezium-server-sinks.md.
+
+use super::{Keys, Notes};
+use crate::config::ConfigError;
+use crate::sink::aws::sqs::SqsConfig;
+use crate::sink::aws::AwsCredentials;
+
+/// `credentials.profile`: the profile the SDK reads from the shared
+/// files; unset: the SDK's default chain (Debezium Server's too).
+fn credentials(k: &mut Keys) -> Option<AwsCredentials> {
+    k.take("credentials.profile")
+        .filter(|p| !p.is_empty())
+        .map(|profile| AwsCredentials {
+            profile: Some(profile),
+            ..AwsCredentials::default()
+        })
+}
+
+/// The sqs sink's keys (without `debezium.sink.sqs.`). 3.6.1 sends every
+/// record to `queue.url` with `SendMessage`, the value as the body; on a
+/// FIFO queue with `fifo.message.group.id` (default `cdc-group`) as the
+/// group and no deduplication id. walrelay keeps the queue and the body;
+/// on a FIFO queue it groups by record key unless the file sets
+/// `fifo.message.group.id`, and always sends the event id as the
+/// deduplication id (noted at start).
+pub(super) fn sqs(k: &mut Keys, notes: &mut Notes) -> Result<SqsConfig, ConfigError> {
+    let queue_url = k.take_required("queue.url", "the SQS queue every record is sent to")?;
+    let region = k.take("region").filter(|r| !r.is_empty());
+    let endpoint = k.take("endpoint").filter(|e| !e.is_empty());
+    let message_group_id = k.take("fifo.message.group.id").filter(|g| !g.is_empty());
+    if queue_url.ends_with(".fifo") {
+        let group = if message_group_id.is_some() {
+            "every record in the one message group fifo.message.group.id names, as Debezium Server"
+        } else {
+            "each record in the message group of its key (Debezium Server puts all in cdc-group); \
+             set fifo.message.group.id for one group"
+        };
+        notes.ignore(
+            k.name("queue.url"),
+            format!(
+                "a FIFO queue: walrelay sends {group}, and the event id as MessageDeduplicationId \
+                 (Debezium Server sends none, which a queue without content-based deduplication refuses)"
+            ),
+        );
+    }
+    // Checked with the rest of the configuration once translated.
+    Ok(SqsConfig {
+        region,
+        endpoint,
+        credentials: credentials(k),
+        queue_url: Some(queue_url),
+        message_group_id,
+        ..SqsConfig::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn keys(pairs: &[(&str, &str)]) -> Keys {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Keys::new(map, "debezium.sink.sqs.")
+    }
+
+    #[test]
+    fn sqs_keys_become_the_section() {
+        let mut notes = Notes::default();
+        let mut k = keys(&[
+            (
+                "queue.url",
+                "http://127.0.0.1:5000/000000000000/orders.fifo",
+            ),
+            ("region", "eu-west-1"),
+            ("endpoint", "http://127.0.0.1:5000"),
+            ("credentials.profile", "prod"),
+        ]);
+        let c = sqs(&mut k, &mut notes).unwrap();
+        assert!(k.drain().is_empty());
+        assert_eq!(c.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(c.endpoint.as_deref(), Some("http://127.0.0.1:5000"));
+        assert_eq!(c.credentials.unwrap().profile.as_deref(), Some("prod"));
+        assert_eq!(c.message_group_id, None);
+        let notes = notes.into_vec();
+        assert_eq!(notes[0].key, "debezium.sink.sqs.queue.url");
+        let err = sqs(&mut keys(&[("region", "eu-west-1")]), &mut Notes::default()).unwrap_err();
+        assert!(err.to_string().contains("debezium.sink.sqs.queue.url"));
+    }
+}

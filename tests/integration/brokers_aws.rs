@@ -1,0 +1,376 @@
+//! Amazon SQS against the moto server (PyPI's local AWS endpoint, started
+//! by each test on its own port: state in memory). What a consumer
+//! receives (body bytes, attributes, message group and deduplication ids,
+//! order per group), the slot's own state, SIGKILL under load, an endpoint
+//! that hangs, a refused record under both error policies, and the polling
+//! source.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+
+use crate::brokers::{without_kafka, Server};
+use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
+use crate::common::metrics::free_port;
+use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
+use crate::common::{env, Record};
+
+/// moto's account id, in every queue URL it gives.
+const ACCOUNT: &str = "123456789012";
+
+/// A client of the test's moto server.
+pub(crate) async fn sqs_client(port: u16) -> aws_sdk_sqs::Client {
+    let creds = aws_sdk_sqs::config::Credentials::new("test", "test", None, None, "test");
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+        .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .credentials_provider(creds)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}
+
+/// Creates queue `name` (FIFO when it ends in `.fifo`, without
+/// content-based deduplication) and returns its URL.
+pub(crate) async fn create_queue(client: &aws_sdk_sqs::Client, name: &str) -> String {
+    let mut create = client.create_queue().queue_name(name);
+    if name.ends_with(".fifo") {
+        create = create.attributes(QueueAttributeName::FifoQueue, "true");
+    }
+    create
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url
+        .expect("a queue URL")
+}
+
+/// One received message.
+#[derive(Debug, Clone)]
+pub(crate) struct SqsMessage {
+    pub(crate) body: String,
+    pub(crate) group: Option<String>,
+    pub(crate) dedup: Option<String>,
+    /// String message attributes, by name.
+    pub(crate) attributes: HashMap<String, String>,
+}
+
+/// Receives (and deletes) every message on `url` until `want` were read or
+/// `relay` exits or the wait ends; in sequence order on a FIFO queue.
+pub(crate) async fn read_queue(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    want: usize,
+    relay: &mut Relay,
+) -> Vec<SqsMessage> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        let out = client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .expect("receive");
+        for m in out.messages() {
+            let sys = m.attributes();
+            let attr = |n: MessageSystemAttributeName| sys.and_then(|a| a.get(&n).cloned());
+            got.push(SqsMessage {
+                body: m.body().unwrap_or_default().to_owned(),
+                group: attr(MessageSystemAttributeName::MessageGroupId),
+                dedup: attr(MessageSystemAttributeName::MessageDeduplicationId),
+                attributes: m
+                    .message_attributes()
+                    .map(|a| {
+                        a.iter()
+                            .map(|(k, v)| {
+                                (k.clone(), v.string_value().unwrap_or_default().to_owned())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            });
+        }
+        if !out.messages().is_empty() {
+            let mut delete = client.delete_message_batch().queue_url(url);
+            for (i, m) in out.messages().iter().enumerate() {
+                delete = delete.entries(
+                    aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(m.receipt_handle().unwrap_or_default())
+                        .build()
+                        .expect("an entry"),
+                );
+            }
+            delete.send().await.expect("delete");
+        } else if relay.wait_exit(Duration::ZERO).is_some() {
+            break;
+        }
+    }
+    // In the order received: a FIFO queue hands a group's messages in
+    // order (moto's sequence numbers are random, not increasing).
+    got
+}
+
+/// `[sink]` for SQS at moto's `port`, with explicit test keys and a short
+/// attempt timeout (the outage test hangs the endpoint).
+fn sqs_sink(port: u16, extra: &str) -> String {
+    format!(
+        "[sink]\ntype = \"sqs\"\n\n[sink.sqs]\nregion = \"us-east-1\"\nendpoint = \"http://127.0.0.1:{port}\"\nrequest_timeout_ms = 3000\n{extra}\n\n[sink.sqs.credentials]\naccess_key_id = \"test\"\nsecret_access_key = \"test\"\n"
+    )
+}
+
+/// A queue name of this test (dots are not allowed in one).
+fn queue_name(ob: &Outbox, suffix: &str) -> String {
+    format!("{}{suffix}", ob.name.replace('.', "_"))
+}
+
+/// FIFO: bodies are the values' bytes, the group is the record key, the
+/// deduplication id is the event id, and each group is in commit order;
+/// a tombstone and a value SQS cannot carry are refused (here: stop).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_fifo_events_in_order_with_exact_bytes() {
+    let moto = Server::moto();
+    let client = sqs_client(moto.port).await;
+    let ob = Outbox::new("sqs_fifo").await;
+    let url = create_queue(&client, &queue_name(&ob, ".fifo")).await;
+    let sink = sqs_sink(
+        moto.port,
+        &format!("queue_url = \"{url}\"\nmessage_attributes = true"),
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"a": "é €"}"#).await;
+    for n in 2..=30 {
+        ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
+            .await;
+    }
+    let got = read_queue(&client, &url, 30, &mut relay).await;
+    assert_eq!(got.len(), 30, "{}", tail(&relay.log(), 30));
+    assert_eq!(got[0].body, r#"{"a": "é €"}"#);
+    assert_eq!(got[0].group.as_deref(), Some("k1"));
+    assert_eq!(got[0].dedup.as_deref(), Some(event_id(1).as_str()));
+    // The outbox's `id` header as a String attribute.
+    assert_eq!(got[0].attributes.get("id"), Some(&event_id(1)));
+    let mut per_group: HashMap<String, Vec<u64>> = HashMap::new();
+    for m in &got[1..] {
+        let n = serde_json::from_str::<serde_json::Value>(&m.body).unwrap()["n"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(m.group.as_deref(), Some(format!("k{}", n % 3).as_str()));
+        assert_eq!(m.dedup.as_deref(), Some(event_id(n).as_str()));
+        per_group
+            .entry(m.group.clone().unwrap())
+            .or_default()
+            .push(n);
+    }
+    for (g, ns) in &per_group {
+        let mut sorted = ns.clone();
+        sorted.sort_unstable();
+        assert_eq!(ns, &sorted, "group {g} in commit order");
+    }
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    // A tombstone: no body SQS takes; under errors.tolerance = none the
+    // pipeline stops before it, and the slot stays before it.
+    ob.insert_null_payload(31, "k1").await;
+    ob.insert(32, "", "k1", "{}").await;
+    assert_ne!(
+        relay.exit_code(WAIT),
+        0,
+        "walrelay must stop: {}",
+        tail(&relay.log(), 20)
+    );
+    assert!(
+        relay.log().contains("tombstone"),
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    assert!(
+        read_queue(&client, &url, 1, &mut relay).await.is_empty(),
+        "nothing past it"
+    );
+    ob.finish_exited(relay).await;
+}
+
+/// A record too large for SQS (and a tombstone) stops the pipeline under
+/// `none`; under `all` both go to the dead-letter queue, named by the
+/// dead-letter topic (its URL asked with GetQueueUrl), and the rest flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_refused_record_stops_or_is_dead_lettered() {
+    let moto = Server::moto();
+    let client = sqs_client(moto.port).await;
+    let ob = Outbox::new("sqs_refused").await;
+    let url = create_queue(&client, &queue_name(&ob, "")).await;
+    let dlq = queue_name(&ob, "_dlq");
+    let dlq_url = create_queue(&client, &dlq).await;
+    let sink = sqs_sink(
+        moto.port,
+        &format!("queue_url = \"{url}\"\nmax_message_bytes = 1000"),
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    assert_eq!(read_queue(&client, &url, 1, &mut relay).await.len(), 1);
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
+    ob.insert(2, "", "k", &big).await;
+    ob.insert(3, "", "k", "{}").await;
+    assert_ne!(
+        relay.exit_code(WAIT),
+        0,
+        "walrelay must stop: {}",
+        relay.log()
+    );
+    assert!(
+        relay.log().contains("max_message_bytes"),
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    assert!(
+        read_queue(&client, &url, 1, &mut relay).await.is_empty(),
+        "nothing past it"
+    );
+    // Event 2 is read again: nothing past it was confirmed.
+    let dead = format!("[errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n");
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &format!("{sink}{dead}")));
+    ob.wait_active(&mut relay).await;
+    ob.insert(4, "", "k", "{\"last\": 1}").await;
+    let main = read_queue(&client, &url, 2, &mut relay).await;
+    let bodies: Vec<&str> = main.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies.len(), 2, "{}", tail(&relay.log(), 20));
+    assert!(
+        bodies.contains(&"{}") && bodies.contains(&"{\"last\": 1}"),
+        "{bodies:?}"
+    );
+    // The dead letter: a JSON object with the key, the value (bounded by
+    // SQS's own 1 MiB, not max_message_bytes) and the context headers.
+    let letters = read_queue(&client, &dlq_url, 1, &mut relay).await;
+    assert_eq!(letters.len(), 1, "{}", tail(&relay.log(), 30));
+    let letter: serde_json::Value = serde_json::from_str(&letters[0].body).expect("a JSON letter");
+    assert_eq!(letter["key"], "k");
+    assert_eq!(letter["value"], big.as_str());
+    assert_eq!(
+        letter["headers"]["walrelay.error.kind"], "message_too_large",
+        "{letter}"
+    );
+    assert_eq!(
+        letter["headers"]["walrelay.event.id"],
+        event_id(2).as_str(),
+        "{letter}"
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// SIGKILL under load to a FIFO queue: every committed event arrives, in
+/// order per key, and none twice (the restart resends within SQS's
+/// deduplication window: SQS drops what it already has).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_sigkill_under_load_delivers_every_event_once() {
+    let moto = Server::moto();
+    let client = sqs_client(moto.port).await;
+    let ob = Outbox::new("sqs_kill").await;
+    let url = create_queue(&client, &queue_name(&ob, ".fifo")).await;
+    let sink = sqs_sink(
+        moto.port,
+        &format!("queue_url = \"{url}\"\nmessage_attributes = true"),
+    );
+    let config = without_kafka(&ob.config(""), &sink);
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let mut seen: Vec<SqsMessage> = Vec::new();
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let total = log.committed.len();
+        let deadline = Instant::now() + Duration::from_secs(150);
+        while seen.len() < total && Instant::now() < deadline {
+            seen.extend(read_queue(&client, &url, total - seen.len(), relay).await);
+        }
+        seen.iter().map(record_of).collect::<Vec<Record>>()
+    };
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::ExactlyOnce, read).await;
+    ob.finish(relay).await;
+}
+
+/// A message as the load checker reads records: the group as the key, the
+/// `id` attribute as the `id` header.
+fn record_of(m: &SqsMessage) -> Record {
+    Record {
+        partition: 0,
+        offset: 0,
+        key: m.group.clone().map(String::into_bytes),
+        value: Some(m.body.clone().into_bytes()),
+        headers: vec![(
+            "id".to_owned(),
+            m.attributes.get("id").map(|v| v.clone().into_bytes()),
+        )],
+    }
+}
+
+/// The endpoint hangs for a while (SIGSTOP): the slot stays before what
+/// was not stored, walrelay keeps running, and every event arrives in
+/// order once it answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_outage_holds_the_slot_then_delivers() {
+    let moto = Server::moto();
+    let client = sqs_client(moto.port).await;
+    let ob = Outbox::new("sqs_outage").await;
+    let url = create_queue(&client, &queue_name(&ob, ".fifo")).await;
+    let sink = sqs_sink(
+        moto.port,
+        &format!("queue_url = \"{url}\"\nmessage_group_id = \"all\""),
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert_series(1, 50).await;
+    assert_eq!(read_queue(&client, &url, 50, &mut relay).await.len(), 50);
+    moto.pause();
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(51, 150).await;
+    ob.slot_held_before(pre_commit, &mut relay, "SQS").await;
+    moto.resume();
+    let got = read_queue(&client, &url, 100, &mut relay).await;
+    let numbers: Vec<u64> = got
+        .iter()
+        .filter_map(|m| serde_json::from_str::<serde_json::Value>(&m.body).ok()?["n"].as_u64())
+        .collect();
+    assert_eq!(
+        numbers,
+        (51..=150).collect::<Vec<_>>(),
+        "in order, none lost, none twice"
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// The polling source publishing to a standard queue: rows become
+/// messages and are marked published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_from_the_polling_source() {
+    let _ = env();
+    let moto = Server::moto();
+    let client = sqs_client(moto.port).await;
+    let ob = crate::poll::PollBox::new("sqs_poll").await;
+    let url = create_queue(&client, &format!("{}_q", ob.name.replace('.', "_"))).await;
+    let port = free_port();
+    let sink = sqs_sink(moto.port, &format!("queue_url = \"{url}\""));
+    let mut relay = Relay::start(&without_kafka(&ob.config(port, "", ""), &sink));
+    for i in 1..=20 {
+        ob.insert(i, &format!("k{}", i % 4)).await;
+    }
+    ob.wait_published(20, &mut relay).await;
+    let got = read_queue(&client, &url, 20, &mut relay).await;
+    assert_eq!(got.len(), 20);
+    let view = crate::common::metrics::pipeline(port)
+        .await
+        .expect("the state");
+    let broker = view.broker.expect("the broker in /api/state");
+    assert_eq!(broker.name, "sqs");
+    assert!(broker.acked_total >= 20, "{broker:?}");
+    relay.signal("TERM");
+    assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
+    let _ = ACCOUNT;
+}
