@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Message brokers for the sink tests: NATS (JetStream on), Redis and RabbitMQ
-# (stream plugin on), each a real server started by hand, listening on
-# 127.0.0.1 only, with all its state in DIR. Never a system service.
+# Message brokers for the sink tests: NATS (JetStream on), Redis, RabbitMQ
+# (stream plugin on) and moto (a local AWS endpoint: SQS, SNS, Kinesis), each
+# a real server started by hand, listening on 127.0.0.1 only, with all its
+# state in DIR. Never a system service.
 #
 # Usage:
 #   brokers.sh fetch KIND             install KIND's server once (see below)
-#   brokers.sh start KIND DIR [PORT]  start KIND (nats, redis or rabbitmq) in
-#                                     DIR (no-op if it runs), wait until it
-#                                     serves clients; writes DIR/kind, DIR/port
+#   brokers.sh start KIND DIR [PORT]  start KIND (nats, redis, rabbitmq or
+#                                     moto) in DIR (no-op if it runs), wait
+#                                     until it serves clients; writes
+#                                     DIR/kind, DIR/port
 #   brokers.sh stop DIR               graceful stop, SIGKILL after 30 s (no
 #                                     error if not running); keeps the data
 #   brokers.sh kill DIR               SIGKILL (fault tests)
@@ -37,6 +39,14 @@
 # walrelay-PORT@localhost (DIR/node), data in DIR/mnesia, DIR/rabbitmq.conf
 # (user guest, password guest, over loopback; no other plugin) and, when the
 # package has it (3.9+), the stream plugin listening on DIR/stream_port.
+# moto: moto_server MOTO_VERSION (below, PyPI's moto[server]) in a Python venv
+# built once under .cache/moto/<version>/venv at the repository root (python3
+# 3.9+ and PyPI needed then; .cache/moto/<version>/moto_server links to its
+# program). One endpoint for every AWS service, state in memory only (a stop
+# or kill loses it), any region, any credentials (the signature is not
+# checked). Readiness: GET /moto-api/data.json answers 200 (a request without
+# a signature goes to moto's S3). Kinesis clients must send JSON: the AWS SDK
+# for Java sends CBOR unless -Daws.cborEnabled=false, and moto fails on it.
 # Debian packages are installed with apt-get when missing (as root); a system
 # service the package starts (where the init system lets it) is stopped and
 # disabled.
@@ -58,23 +68,28 @@ NATS_MODULE=github.com/nats-io/nats-server/v2
 NATS_VERSION=v2.12.15
 NATS_CACHE=$REPO_ROOT/.cache/nats/$NATS_VERSION
 NATS_BIN=$NATS_CACHE/nats-server
+# moto 5.2.6 needs Python 3.9+; the extra pulls in the HTTP server (flask).
+MOTO_VERSION=5.2.6
+MOTO_CACHE=$REPO_ROOT/.cache/moto/$MOTO_VERSION
+MOTO_BIN=$MOTO_CACHE/moto_server
 START_TIMEOUT=${WALRELAY_BROKER_START_TIMEOUT:-90}
 [[ "$START_TIMEOUT" =~ ^[0-9]+$ ]] ||
     die "WALRELAY_BROKER_START_TIMEOUT must be a number of seconds, got '$START_TIMEOUT'"
 STOP_TIMEOUT=30
 
-# File descriptors: 7 the lock of DIR, 8 the apt lock, 9 the nats build lock.
+# File descriptors: 7 the lock of DIR, 8 the apt lock, 9 the nats build or
+# the moto install lock.
 # No server or watchdog may inherit them.
 
 usage() {
-    sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '7,24p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 check_kind() {
     case "$1" in
-        nats | redis | rabbitmq) ;;
-        *) die "unknown broker kind '$1' (nats, redis or rabbitmq)" ;;
+        nats | redis | rabbitmq | moto) ;;
+        *) die "unknown broker kind '$1' (nats, redis, rabbitmq or moto)" ;;
     esac
 }
 
@@ -183,9 +198,53 @@ fetch_nats() {
     exec 9>&-
 }
 
+# A venv whose base Python is gone (another python3 since) is rebuilt.
+moto_complete() {
+    [[ -x "$MOTO_BIN" && -f "$MOTO_CACHE/complete" ]] &&
+        [[ "$(cat "$MOTO_CACHE/complete")" == "moto[server]==$MOTO_VERSION" ]] &&
+        "$MOTO_CACHE/venv/bin/python" -c '' 2>/dev/null
+}
+
+fetch_moto() {
+    local python venv=$MOTO_CACHE/venv log=$MOTO_CACHE/pip.log
+    moto_complete && return 0
+    mkdir -p "$MOTO_CACHE"
+    # Parallel runs may fetch at once: one installs, the others wait.
+    exec 9>"$MOTO_CACHE/.lock"
+    flock 9
+    if moto_complete; then
+        exec 9>&-
+        return 0
+    fi
+    python=$(command -v python3) ||
+        die "python3 not found: moto $MOTO_VERSION is installed from PyPI into a venv (Python 3.9+)"
+    "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' ||
+        die "$python is Python $("$python" -c 'import platform; print(platform.python_version())'); moto $MOTO_VERSION needs 3.9 or newer"
+    # A venv is not relocatable (its scripts name its python): built in place,
+    # complete only once the stamp is written.
+    rm -rf "$venv" "$MOTO_BIN" "$MOTO_CACHE/complete"
+    "$python" -m venv "$venv" >"$log" 2>&1 || {
+        tail -n 20 "$log" >&2
+        die "python3 -m venv failed (log above; Debian: apt-get install python3-venv)"
+    }
+    note "installing moto[server] $MOTO_VERSION from PyPI into $venv (first run only)"
+    "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION" >>"$log" 2>&1 || {
+        # pip's list of the versions it found is one very long line.
+        tail -n 20 "$log" | cut -c 1-300 >&2
+        die "pip could not install moto[server]==$MOTO_VERSION (log above: $log)"
+    }
+    [[ -x "$venv/bin/moto_server" ]] || die "moto[server] $MOTO_VERSION installed no moto_server in $venv/bin"
+    [[ "$("$venv/bin/python" -c 'import moto; print(moto.__version__)' 2>>"$log")" == "$MOTO_VERSION" ]] ||
+        die "the moto in $venv is not version $MOTO_VERSION (log: $log)"
+    ln -sfn venv/bin/moto_server "$MOTO_BIN"
+    printf 'moto[server]==%s\n' "$MOTO_VERSION" >"$MOTO_CACHE/complete"
+    exec 9>&-
+}
+
 cmd_fetch() {
     case "$1" in
         nats) fetch_nats ;;
+        moto) fetch_moto ;;
         redis) apt_install redis-server redis-server redis-tools ;;
         rabbitmq) apt_install rabbitmq-server rabbitmq-server ;;
     esac
@@ -306,6 +365,14 @@ rabbitmq_ready() {
     [[ ! -f "$dir/stream_port" ]] || port_in_use "$(cat "$dir/stream_port")"
 }
 
+# moto answers its own API (GET /moto-api/data.json: the state of every
+# mocked service as JSON, "{}" when new) once its HTTP server serves.
+moto_ready() {
+    local dir=$1 answer
+    answer=$(http_get "$(cat "$dir/port")" /moto-api/data.json) || return 1
+    [[ "$answer" == HTTP/1.[01]' 200 '* ]]
+}
+
 # --- starting --------------------------------------------------------------
 
 # Sets the port file NAME of DIR for each NAME: a stored port is kept (the
@@ -361,6 +428,20 @@ launch_redis() {
         cd "$dir"
         exec redis-server --port "$(cat "$dir/port")" --bind 127.0.0.1 --dir "$dir" \
             --save '' --appendonly no --daemonize no --logfile ''
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/pid"
+    disown
+}
+
+# moto_server is the venv's python: DIR/pid is the server itself; its state
+# stays in memory.
+launch_moto() {
+    local dir=$1
+    (
+        trap '' HUP
+        cd "$dir"
+        export PYTHONUNBUFFERED=1
+        exec "$MOTO_BIN" -H 127.0.0.1 -p "$(cat "$dir/port")"
     ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
     printf '%s\n' "$!" >"$dir/pid"
     disown
@@ -641,6 +722,8 @@ cmd_url() {
         redis) printf 'redis://127.0.0.1:%s\n' "$port" ;;
         # %2f: the default virtual host, "/".
         rabbitmq) printf 'amqp://guest:guest@127.0.0.1:%s/%%2f\n' "$port" ;;
+        # The endpoint of every AWS service (SQS, SNS, Kinesis, ...).
+        moto) printf 'http://127.0.0.1:%s\n' "$port" ;;
         *) die "$dir/kind names no broker kind: '$kind'" ;;
     esac
 }

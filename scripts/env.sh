@@ -2,9 +2,10 @@
 # The shared test environment: one PostgreSQL cluster with logical decoding,
 # one with wal_level=replica (the polling source's tests, in pg-replica/),
 # and one Kafka broker under .walrelay-env/ at the repository root, described
-# by .walrelay-env/env (a shell file the test harness sources). NATS, Redis
-# and RabbitMQ are only made ready (scripts/brokers.sh fetch): the tests of
-# those brokers start servers of their own.
+# by .walrelay-env/env (a shell file the test harness sources). NATS, Redis,
+# RabbitMQ and moto (the local AWS endpoint) are only made ready
+# (scripts/brokers.sh fetch): the tests of those brokers start servers of
+# their own.
 #
 # Usage:
 #   env.sh up       start them all at once (no-op for what already runs),
@@ -34,7 +35,7 @@ KAFKA_DIR=$ENV_ROOT/kafka
 ENV_FILE=$ENV_ROOT/env
 
 usage() {
-    sed -n '8,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '10,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -70,10 +71,10 @@ cmd_pg() {
 
 # Runs the start command of NAME in the background (cmd_up's up_pids, logs).
 # The other brokers' programs: nats-server built once, Redis and RabbitMQ
-# from Debian's packages when missing.
+# from Debian's packages when missing, moto installed once from PyPI.
 fetch_brokers() {
     local kind
-    for kind in nats redis rabbitmq; do
+    for kind in nats redis rabbitmq moto; do
         "$SCRIPT_DIR/brokers.sh" fetch "$kind" || return 1
     done
 }
