@@ -11,7 +11,7 @@ use super::report::{CheckReport, BROKER_CONNECTION, BROKER_DESTINATIONS};
 use super::KAFKA_TIMEOUT;
 use crate::chain::DisplayChain;
 use crate::config::Config;
-use crate::sink::aws::sqs;
+use crate::sink::aws::{kinesis, sqs};
 use crate::sink::config::SinkKind;
 use crate::sink::{nats, rabbitmq, rabbitmq_stream, redis};
 
@@ -57,6 +57,7 @@ pub(super) async fn check_broker(
         SinkKind::RabbitMqStream => check_rabbitmq_stream(config, &wanted, report).await,
         SinkKind::Http => check_http(config, report).await,
         SinkKind::Sqs => check_sqs(config, &wanted, report).await,
+        SinkKind::Kinesis => check_kinesis(config, &wanted, report).await,
     }
 }
 
@@ -320,31 +321,59 @@ async fn check_sqs(config: &Config, wanted: &BTreeSet<String>, report: &mut Chec
     else {
         return;
     };
-    let failed: Vec<String> = queues
+    report.pass(BROKER_CONNECTION, about);
+    aws_destinations(
+        &queues,
+        report,
+        "create the queues (walrelay never creates one), or set sink.sqs.queue_url; \
+         a record to a missing queue is refused and follows [errors]",
+    );
+}
+
+/// Kinesis: the credentials sign, and each destination is a stream (its
+/// status and open shards shown).
+async fn check_kinesis(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let cfg = config.sink.kinesis.clone().unwrap_or_default();
+    let streams: Vec<String> = wanted.iter().cloned().collect();
+    let unanswered = Unanswered {
+        what: "kinesis",
+        at: cfg.endpoint.as_deref(),
+        refused_fix: "check sink.kinesis's region, endpoint and credentials",
+        silent_fix: "check sink.kinesis.endpoint (or the region's endpoint) is reachable",
+    };
+    let Some((about, found)) = probe(kinesis::probe(&cfg, &streams), &unanswered, report).await
+    else {
+        return;
+    };
+    report.pass(BROKER_CONNECTION, about);
+    aws_destinations(
+        &found,
+        report,
+        "create the streams (walrelay never creates one); a record to a missing stream \
+         is refused and follows [errors]",
+    );
+}
+
+/// The destinations row of an AWS broker: each destination's answer.
+fn aws_destinations(
+    found: &[(String, Result<String, String>)],
+    report: &mut CheckReport,
+    fix: &str,
+) {
+    let failed: Vec<String> = found
         .iter()
         .filter_map(|(d, q)| q.as_ref().err().map(|e| format!("{d}: {e}")))
         .collect();
-    let found: Vec<String> = queues
+    let ok: Vec<String> = found
         .iter()
         .filter_map(|(d, q)| q.as_ref().ok().map(|k| format!("{d} → {k}")))
         .collect();
-    report.pass(BROKER_CONNECTION, about);
-    if failed.is_empty() {
-        report.pass(
-            BROKER_DESTINATIONS,
-            if found.is_empty() {
-                "no route values in the outbox yet".to_owned()
-            } else {
-                found.join(", ")
-            },
-        );
+    if !failed.is_empty() {
+        report.fail(BROKER_DESTINATIONS, failed.join(", "), fix);
+    } else if ok.is_empty() {
+        report.pass(BROKER_DESTINATIONS, "no route values in the outbox yet");
     } else {
-        report.fail(
-            BROKER_DESTINATIONS,
-            failed.join(", "),
-            "create the queues (walrelay never creates one), or set sink.sqs.queue_url; \
-             a record to a missing queue is refused and follows [errors]",
-        );
+        report.pass(BROKER_DESTINATIONS, ok.join(", "));
     }
 }
 

@@ -365,7 +365,8 @@ fn translate(
     draft.debezium.server_mode = true;
 
     // Sink.
-    const SINKS: &str = "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http and sqs";
+    const SINKS: &str =
+        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs and kinesis";
     let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {

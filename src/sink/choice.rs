@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::aws::kinesis::Kinesis;
 use super::aws::sqs::Sqs;
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
@@ -43,6 +44,8 @@ pub(crate) enum Sink {
     Http(QueuedSink<Http>),
     /// Amazon SQS (`SendMessageBatch`).
     Sqs(QueuedSink<Sqs>),
+    /// Amazon Kinesis Data Streams (`PutRecords`).
+    Kinesis(QueuedSink<Kinesis>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -56,6 +59,7 @@ macro_rules! queued {
             Sink::RabbitMqStream($q) => $call,
             Sink::Http($q) => $call,
             Sink::Sqs($q) => $call,
+            Sink::Kinesis($q) => $call,
         }
     };
 }
@@ -144,6 +148,17 @@ impl Sink {
                 Sink::Sqs(queued(
                     config,
                     super::aws::sqs::LETTER_MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
+            }
+            SinkKind::Kinesis => {
+                let mut config = sink.kinesis.clone().unwrap_or_default();
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::Kinesis(queued(
+                    config,
+                    super::aws::kinesis::LETTER_MAX_BYTES,
                     errors,
                     status_interval,
                     metrics,

@@ -22,7 +22,8 @@ pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
     /// (`[sink.nats]`), `redis` (`[sink.redis]`), `rabbitmq`
     /// (`[sink.rabbitmq]`), `rabbitmqstream` (`[sink.rabbitmqstream]`),
-    /// `http` (`[sink.http]`) or `sqs` (`[sink.sqs]`), as Debezium Server's
+    /// `http` (`[sink.http]`), `sqs` (`[sink.sqs]`) or `kinesis`
+    /// (`[sink.kinesis]`), as Debezium Server's
     /// `debezium.sink.type` names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
@@ -45,6 +46,9 @@ pub struct SinkConfig {
     /// Amazon SQS (`sink.type = "sqs"`).
     #[serde(default)]
     pub(crate) sqs: Option<super::aws::sqs::SqsConfig>,
+    /// Amazon Kinesis Data Streams (`sink.type = "kinesis"`).
+    #[serde(default)]
+    pub(crate) kinesis: Option<super::aws::kinesis::KinesisConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -73,6 +77,9 @@ pub(crate) enum SinkKind {
     /// Amazon SQS, through the AWS SDK.
     #[serde(rename = "sqs")]
     Sqs,
+    /// Amazon Kinesis Data Streams, through the AWS SDK.
+    #[serde(rename = "kinesis")]
+    Kinesis,
 }
 
 impl SinkKind {
@@ -86,6 +93,7 @@ impl SinkKind {
             SinkKind::RabbitMqStream => "rabbitmqstream",
             SinkKind::Http => "http",
             SinkKind::Sqs => "sqs",
+            SinkKind::Kinesis => "kinesis",
         }
     }
 }
@@ -115,6 +123,7 @@ impl SinkConfig {
             ),
             (SinkKind::Http, "sink.http", self.http.is_some()),
             (SinkKind::Sqs, "sink.sqs", self.sqs.is_some()),
+            (SinkKind::Kinesis, "sink.kinesis", self.kinesis.is_some()),
         ] {
             if set && self.kind != kind {
                 return Err(wrong(section));
@@ -156,6 +165,7 @@ impl SinkConfig {
             // Every key has a default (the SDK's region and credentials,
             // the queue named by the topic).
             SinkKind::Sqs => self.sqs.clone().unwrap_or_default().validate()?,
+            SinkKind::Kinesis => self.kinesis.clone().unwrap_or_default().validate()?,
         }
         Ok(())
     }

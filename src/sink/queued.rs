@@ -682,6 +682,12 @@ impl<P: Publisher> Worker<P> {
         };
         let Some(letter) = letter else {
             self.shared.settle(ctx, None, Err(delivery));
+            // The failure stops the sink: nothing queued after this record
+            // may reach the broker before it (a key's later record would
+            // land first when the pipeline resumes).
+            if ctx.is_tracked() {
+                self.state.purge.store(true, Ordering::Relaxed);
+            }
             return;
         };
         let format = self.letters.as_ref().expect("checked above");

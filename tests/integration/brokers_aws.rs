@@ -374,3 +374,309 @@ async fn sqs_from_the_polling_source() {
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
     let _ = ACCOUNT;
 }
+
+/// A Kinesis client of the test's moto server.
+pub(crate) async fn kinesis_client(port: u16) -> aws_sdk_kinesis::Client {
+    let creds = aws_sdk_kinesis::config::Credentials::new("test", "test", None, None, "test");
+    let config = aws_sdk_kinesis::Config::builder()
+        .behavior_version(aws_sdk_kinesis::config::BehaviorVersion::latest())
+        .region(aws_sdk_kinesis::config::Region::new("us-east-1"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .credentials_provider(creds)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    aws_sdk_kinesis::Client::from_conf(config)
+}
+
+/// Creates stream `name` with `shards` shards.
+pub(crate) async fn create_stream(client: &aws_sdk_kinesis::Client, name: &str, shards: i32) {
+    client
+        .create_stream()
+        .stream_name(name)
+        .shard_count(shards)
+        .send()
+        .await
+        .expect("create stream");
+}
+
+/// One Kinesis record as read back.
+#[derive(Debug, Clone)]
+pub(crate) struct KinesisRecord {
+    pub(crate) key: String,
+    pub(crate) data: Vec<u8>,
+}
+
+/// Every record of `stream` (each shard from its start, shard after
+/// shard: per partition key in stored order), once `want` are there or
+/// `relay` exited or the wait ended.
+pub(crate) async fn read_stream(
+    client: &aws_sdk_kinesis::Client,
+    stream: &str,
+    want: usize,
+    relay: &mut Relay,
+) -> Vec<KinesisRecord> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let got = read_all(client, stream).await;
+        if got.len() >= want
+            || Instant::now() > deadline
+            || relay.wait_exit(Duration::ZERO).is_some()
+        {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+async fn read_all(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<KinesisRecord> {
+    let shards = client
+        .list_shards()
+        .stream_name(stream)
+        .send()
+        .await
+        .expect("list shards");
+    let mut got = Vec::new();
+    for shard in shards.shards() {
+        let mut iterator = client
+            .get_shard_iterator()
+            .stream_name(stream)
+            .shard_id(shard.shard_id())
+            .shard_iterator_type(aws_sdk_kinesis::types::ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .expect("shard iterator")
+            .shard_iterator;
+        while let Some(it) = iterator {
+            let out = client
+                .get_records()
+                .shard_iterator(it)
+                .limit(10_000)
+                .send()
+                .await
+                .expect("get records");
+            for r in out.records() {
+                got.push(KinesisRecord {
+                    key: r.partition_key().unwrap_or_default().to_owned(),
+                    data: r.data().as_ref().to_vec(),
+                });
+            }
+            if out.records().is_empty()
+                || out.millis_behind_latest() == Some(0) && out.records().len() < 10_000
+            {
+                break;
+            }
+            iterator = out.next_shard_iterator;
+        }
+    }
+    got
+}
+
+/// `[sink]` for Kinesis at moto's `port`.
+fn kinesis_sink(port: u16, extra: &str) -> String {
+    format!(
+        "[sink]\ntype = \"kinesis\"\n\n[sink.kinesis]\nregion = \"us-east-1\"\nendpoint = \"http://127.0.0.1:{port}\"\nrequest_timeout_ms = 3000\n{extra}\n\n[sink.kinesis.credentials]\naccess_key_id = \"test\"\nsecret_access_key = \"test\"\n"
+    )
+}
+
+/// The `n` of each record's `{"n": n}` data, per partition key, in
+/// stored order.
+fn per_key_numbers(records: &[KinesisRecord]) -> HashMap<String, Vec<u64>> {
+    let mut per_key: HashMap<String, Vec<u64>> = HashMap::new();
+    for r in records {
+        if let Some(n) = serde_json::from_slice::<serde_json::Value>(&r.data)
+            .ok()
+            .and_then(|v| v["n"].as_u64())
+        {
+            per_key.entry(r.key.clone()).or_default().push(n);
+        }
+    }
+    per_key
+}
+
+/// The stream is the topic, the data the value's bytes (empty for a null
+/// value), the partition key the record key; per key in commit order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinesis_events_in_order_with_exact_bytes() {
+    let moto = Server::moto();
+    let client = kinesis_client(moto.port).await;
+    let ob = Outbox::new("kinesis_order").await;
+    create_stream(&client, &ob.topic(""), 2).await;
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &kinesis_sink(moto.port, "")));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"a": "é €"}"#).await;
+    ob.insert_null_payload(2, "k1").await;
+    for n in 3..=40 {
+        ob.insert(n, "", &format!("k{}", n % 4), &format!("{{\"n\": {n}}}"))
+            .await;
+    }
+    let got = read_stream(&client, &ob.topic(""), 40, &mut relay).await;
+    assert_eq!(got.len(), 40, "{}", tail(&relay.log(), 30));
+    let first: Vec<&KinesisRecord> = got.iter().filter(|r| r.key == "k1").take(2).collect();
+    assert_eq!(first[0].data, r#"{"a": "é €"}"#.as_bytes());
+    assert!(first[1].data.is_empty(), "a null value is empty data");
+    for (key, ns) in per_key_numbers(&got) {
+        let want: Vec<u64> = (3..=40).filter(|n| format!("k{}", n % 4) == key).collect();
+        assert_eq!(ns, want, "key {key}: every event once, in commit order");
+    }
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// A record too large for Kinesis stops the pipeline under `none`, with
+/// nothing past it stored; under `all` it goes to the dead-letter stream
+/// (a JSON letter with its value and context) and the rest flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinesis_refused_record_stops_or_is_dead_lettered() {
+    let moto = Server::moto();
+    let client = kinesis_client(moto.port).await;
+    let ob = Outbox::new("kinesis_refused").await;
+    create_stream(&client, &ob.topic(""), 1).await;
+    let dlq = format!("dlq.{}", ob.name);
+    create_stream(&client, &dlq, 1).await;
+    let sink = kinesis_sink(moto.port, "max_record_bytes = 1000");
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    assert_eq!(
+        read_stream(&client, &ob.topic(""), 1, &mut relay)
+            .await
+            .len(),
+        1
+    );
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
+    ob.insert(2, "", "k", &big).await;
+    ob.insert(3, "", "k", "{}").await;
+    assert_ne!(
+        relay.exit_code(WAIT),
+        0,
+        "walrelay must stop: {}",
+        relay.log()
+    );
+    assert!(
+        relay.log().contains("max_record_bytes"),
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    assert_eq!(
+        read_stream(&client, &ob.topic(""), 2, &mut relay)
+            .await
+            .len(),
+        1,
+        "nothing past it"
+    );
+    ob.remove_all().await;
+    let ob = Outbox::new("kinesis_refused_dl").await;
+    create_stream(&client, &ob.topic(""), 1).await;
+    let dead = format!("[errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n");
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &format!("{sink}{dead}")));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", &big).await;
+    ob.insert(2, "", "k", "{\"last\": 1}").await;
+    let main = read_stream(&client, &ob.topic(""), 1, &mut relay).await;
+    assert_eq!(main.len(), 1, "{}", tail(&relay.log(), 20));
+    assert_eq!(main[0].data, b"{\"last\": 1}");
+    let letters = read_stream(&client, &dlq, 1, &mut relay).await;
+    assert_eq!(letters.len(), 1, "{}", tail(&relay.log(), 30));
+    assert_eq!(letters[0].key, "k");
+    // A JSON letter: key, value (1 MiB is Kinesis's bound for it, not
+    // max_record_bytes) and the context headers.
+    let letter: serde_json::Value =
+        serde_json::from_slice(&letters[0].data).expect("a JSON letter");
+    assert_eq!(letter["key"], "k");
+    assert_eq!(letter["value"], big.as_str());
+    assert_eq!(
+        letter["headers"]["walrelay.error.kind"], "message_too_large",
+        "{letter}"
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// SIGKILL under load to Kinesis: every committed event arrives, in order
+/// per key (at least once: a restart may write some twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinesis_sigkill_under_load_delivers_every_event() {
+    let moto = Server::moto();
+    let client = kinesis_client(moto.port).await;
+    let ob = Outbox::new("kinesis_kill").await;
+    create_stream(&client, &ob.topic(""), 4).await;
+    let config = without_kafka(&ob.config(""), &kinesis_sink(moto.port, ""));
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let total = log.committed.len();
+        let deadline = Instant::now() + Duration::from_secs(150);
+        loop {
+            let got = read_stream(&client, &ob.topic(""), total, relay).await;
+            let records: Vec<Record> = got.iter().map(kinesis_record).collect();
+            let distinct: std::collections::HashSet<_> =
+                records.iter().filter_map(|r| r.header("id")).collect();
+            if distinct.len() >= total || Instant::now() > deadline {
+                break records;
+            }
+        }
+    };
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::AtLeastOnce, read).await;
+    ob.finish(relay).await;
+}
+
+/// A Kinesis record as the load checker reads records: the partition key
+/// as the key, the event id (the generator's payload carries it) as the
+/// `id` header.
+fn kinesis_record(r: &KinesisRecord) -> Record {
+    let id = serde_json::from_slice::<serde_json::Value>(&r.data)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(|s| s.as_bytes().to_vec()));
+    Record {
+        partition: 0,
+        offset: 0,
+        key: Some(r.key.clone().into_bytes()),
+        value: Some(r.data.clone()),
+        headers: vec![("id".to_owned(), id)],
+    }
+}
+
+/// The endpoint hangs for a while (SIGSTOP): the slot stays before what
+/// was not stored, and every event arrives in order once it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinesis_outage_holds_the_slot_then_delivers() {
+    let moto = Server::moto();
+    let client = kinesis_client(moto.port).await;
+    let ob = Outbox::new("kinesis_outage").await;
+    create_stream(&client, &ob.topic(""), 1).await;
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &kinesis_sink(moto.port, "")));
+    ob.wait_active(&mut relay).await;
+    ob.insert_series(1, 50).await;
+    assert_eq!(
+        read_stream(&client, &ob.topic(""), 50, &mut relay)
+            .await
+            .len(),
+        50
+    );
+    moto.pause();
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(51, 150).await;
+    ob.slot_held_before(pre_commit, &mut relay, "Kinesis").await;
+    moto.resume();
+    // At least once: requests the hung endpoint queued run when it
+    // resumes, after walrelay gave up on them and sent them again.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let firsts = loop {
+        let got = read_stream(&client, &ob.topic(""), 150, &mut relay).await;
+        let mut seen = std::collections::HashSet::new();
+        let firsts: Vec<u64> = got
+            .iter()
+            .filter_map(|r| {
+                serde_json::from_slice::<serde_json::Value>(&r.data).ok()?["n"].as_u64()
+            })
+            .filter(|n| seen.insert(*n))
+            .collect();
+        if firsts.len() >= 150 || Instant::now() > deadline {
+            break firsts;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    relay.assert_running();
+    assert_eq!(firsts, (1..=150).collect::<Vec<_>>(), "in order, none lost");
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}

@@ -1,10 +1,11 @@
-//! Debezium Server's Amazon sinks: the `debezium.sink.sqs.*` keys onto
-//! `[sink.sqs]`. Every key of Debezium Server 3.6.1's sink is honoured or
+//! Debezium Server's Amazon sinks: the `debezium.sink.sqs.*` and
+//! `debezium.sink.kinesis.*` keys onto `[sink.sqs]` and `[sink.kinesis]`. Every key of Debezium Server 3.6.1's sink is honoured or
 //! refused by name; what walrelay does differently is in
 //! docs/debezium-server-sinks.md.
 
 use super::{Keys, Notes};
 use crate::config::ConfigError;
+use crate::sink::aws::kinesis::KinesisConfig;
 use crate::sink::aws::sqs::SqsConfig;
 use crate::sink::aws::AwsCredentials;
 
@@ -57,6 +58,38 @@ pub(super) fn sqs(k: &mut Keys, notes: &mut Notes) -> Result<SqsConfig, ConfigEr
     })
 }
 
+/// The kinesis sink's keys (without `debezium.sink.kinesis.`). 3.6.1
+/// sends each destination's records to the stream of that name with
+/// `PutRecords` (`batch.size` at a time, at most 500), the serialised key
+/// as the partition key (`null.key` for a null one), and stops after
+/// `default.retries` failed attempts; walrelay sends a record refused for
+/// a passing reason again until it is stored (noted).
+pub(super) fn kinesis(k: &mut Keys, notes: &mut Notes) -> Result<KinesisConfig, ConfigError> {
+    let batch_size = match k.take_u64("batch.size")? {
+        None => None,
+        Some(n) if n == 0 || n > crate::sink::aws::kinesis::MAX_BATCH as u64 => {
+            return Err(k.invalid("batch.size", "must be 1 to 500, as Debezium Server checks"))
+        }
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+    };
+    if k.take("default.retries").is_some() {
+        notes.ignore(
+            k.name("default.retries"),
+            "ignored: walrelay sends a record Kinesis did not store for a passing reason \
+             (throughput, an internal failure) again until it is stored, holding the slot \
+             meanwhile, rather than stopping after so many attempts",
+        );
+    }
+    Ok(KinesisConfig {
+        region: k.take("region").filter(|r| !r.is_empty()),
+        endpoint: k.take("endpoint").filter(|e| !e.is_empty()),
+        credentials: credentials(k),
+        batch_size,
+        null_key: k.take("null.key"),
+        ..KinesisConfig::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -93,5 +126,37 @@ mod tests {
         assert_eq!(notes[0].key, "debezium.sink.sqs.queue.url");
         let err = sqs(&mut keys(&[("region", "eu-west-1")]), &mut Notes::default()).unwrap_err();
         assert!(err.to_string().contains("debezium.sink.sqs.queue.url"));
+    }
+
+    #[test]
+    fn kinesis_keys_become_the_section() {
+        let mut notes = Notes::default();
+        let map: BTreeMap<String, String> = [
+            ("region", "us-east-1"),
+            ("batch.size", "100"),
+            ("null.key", "none"),
+            ("default.retries", "3"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let mut k = Keys::new(map, "debezium.sink.kinesis.");
+        let c = kinesis(&mut k, &mut notes).unwrap();
+        assert!(k.drain().is_empty());
+        assert_eq!(c.batch_size, Some(100));
+        assert_eq!(c.null_key.as_deref(), Some("none"));
+        assert_eq!(
+            notes.into_vec()[0].key,
+            "debezium.sink.kinesis.default.retries"
+        );
+        let map: BTreeMap<String, String> = [("batch.size".to_owned(), "501".to_owned())]
+            .into_iter()
+            .collect();
+        let err = kinesis(
+            &mut Keys::new(map, "debezium.sink.kinesis."),
+            &mut Notes::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("debezium.sink.kinesis.batch.size"));
     }
 }

@@ -1,6 +1,6 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
 //! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`,
-//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs`),
+//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs` and `kinesis`),
 //! onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
@@ -82,6 +82,11 @@ pub(in crate::config) fn translate_sink(
             sink.sqs = Some(super::aws_sinks::sqs(&mut own, notes)?);
             rest(&mut own)?;
         }
+        SinkKind::Kinesis => {
+            let mut own = Keys::new(keys.take_prefixed("kinesis."), "debezium.sink.kinesis.");
+            sink.kinesis = Some(super::aws_sinks::kinesis(&mut own, notes)?);
+            rest(&mut own)?;
+        }
     }
     for key in keys.drain().into_keys() {
         notes.ignore(
@@ -136,6 +141,7 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "rabbitmq" => Some(SinkKind::RabbitMq),
         "rabbitmqstream" => Some(SinkKind::RabbitMqStream),
         "sqs" => Some(SinkKind::Sqs),
+        "kinesis" => Some(SinkKind::Kinesis),
         _ => None,
     }
 }

@@ -1,5 +1,5 @@
-//! Amazon's queues behind the broker seam: SQS ([`sqs`]), SNS and Kinesis,
-//! each through the official AWS SDK for Rust.
+//! Amazon's queues behind the broker seam: SQS ([`sqs`]) and Kinesis
+//! ([`kinesis`]), each through the official AWS SDK for Rust.
 //!
 //! Owns what the three share: the client settings (`region`, `endpoint`,
 //! `tls_ca_file`, `[sink.<broker>.credentials]`) turned into an SDK
@@ -16,6 +16,7 @@
 //! identity, container and instance roles), as Debezium Server's Java SDK
 //! does. A secret never reaches `Debug`, logs or errors.
 
+pub(crate) mod kinesis;
 pub(crate) mod sqs;
 
 use std::fmt;
@@ -312,7 +313,8 @@ pub(crate) trait BatchApi: Send {
 }
 
 /// Publishes `batch` request by request: one outcome per record, in order,
-/// ending at the first retry. Entries of a request that failed for a
+/// ending at the first retry, or after the first request with a record
+/// refused for good (the rest is the next call's). Entries of a request that failed for a
 /// passing reason are sent again, alone, before the next request (with a
 /// pause, doubled each round); after [`ENTRY_ROUNDS`] rounds the first
 /// unsettled record ends the call as a retry.
@@ -353,7 +355,16 @@ pub(crate) async fn publish_in_batches<A: BatchApi>(
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(ENTRY_RETRY_MAX);
         }
+        let refused = answers
+            .iter()
+            .any(|a| matches!(a, Some(Outcome::Failed { .. })));
         outcomes.extend(answers.into_iter().map(|a| a.unwrap_or(Outcome::Acked)));
+        if refused {
+            // The caller settles the refusal first: if it stops the sink,
+            // nothing after it is sent (the rest comes back in the next
+            // call otherwise).
+            return outcomes;
+        }
     }
     outcomes
 }
@@ -468,6 +479,50 @@ pub(crate) fn body_text(value: Option<&bytes::Bytes>) -> Result<&str, (&'static 
         ));
     }
     Ok(text)
+}
+
+/// The body of a dead letter on SQS or Kinesis: a JSON object with the
+/// refused record's key and value (text, or `key_base64`/`value_base64`
+/// when not UTF-8; null when dropped or a tombstone) and every context
+/// header by name. Neither has null bodies or room for the context headers
+/// (SQS takes 10 attributes, Kinesis none), so the letter carries them.
+pub(crate) fn letter_body(record: &Outgoing) -> String {
+    use serde_json::{Map, Value};
+    let text = |b: &Option<bytes::Bytes>| match b {
+        None => (Value::Null, None),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(t) => (Value::String(t.to_owned()), None),
+            Err(_) => {
+                use base64::Engine;
+                (
+                    Value::Null,
+                    Some(Value::String(
+                        base64::engine::general_purpose::STANDARD.encode(b),
+                    )),
+                )
+            }
+        },
+    };
+    let mut doc = Map::new();
+    for (name, part) in [("key", &record.key), ("value", &record.value)] {
+        let (value, encoded) = text(part);
+        doc.insert(name.to_owned(), value);
+        if let Some(encoded) = encoded {
+            doc.insert(format!("{name}_base64"), encoded);
+        }
+    }
+    let headers: Map<String, Value> = record
+        .headers
+        .iter()
+        .map(|h| {
+            let v = h.value.as_ref().map_or(Value::Null, |v| {
+                Value::String(String::from_utf8_lossy(v).into_owned())
+            });
+            (h.name.to_string(), v)
+        })
+        .collect();
+    doc.insert("headers".to_owned(), Value::Object(headers));
+    Value::Object(doc).to_string()
 }
 
 /// A message group or deduplication id for `bytes`: the text itself when
@@ -623,12 +678,15 @@ mod tests {
             sent: Vec::new(),
         };
         let outcomes = publish_in_batches(&mut api, &batch).await;
-        assert_eq!(api.sent, vec![vec!["1", "2", "3"], vec!["2"], vec!["4"]]);
-        assert_eq!(outcomes.len(), 4);
+        assert_eq!(api.sent, vec![vec!["1", "2", "3"], vec!["2"]]);
+        // The call ends after the refusal: the caller settles it first.
+        assert_eq!(outcomes.len(), 3);
         assert_eq!(outcomes[0], Outcome::Acked);
         assert_eq!(outcomes[1], Outcome::Acked);
         assert!(matches!(outcomes[2], Outcome::Failed { .. }));
-        assert_eq!(outcomes[3], Outcome::Retry("connection reset".into()));
+        let outcomes = publish_in_batches(&mut api, &batch[3..]).await;
+        assert_eq!(api.sent[2], vec!["4"]);
+        assert_eq!(outcomes, vec![Outcome::Retry("connection reset".into())]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -44,7 +44,8 @@ use aws_sdk_sqs::Client;
 use serde::Deserialize;
 
 use super::{
-    body_text, fifo_id, request_outcome, request_prefix, AwsClient, AwsCredentials, BatchApi, Entry,
+    body_text, fifo_id, letter_body, request_outcome, request_prefix, AwsClient, AwsCredentials,
+    BatchApi, Entry,
 };
 use crate::setting::SettingError;
 use crate::sink::broker::{FailureClass, Guarantees};
@@ -429,50 +430,6 @@ impl Sqs {
                 .unwrap_or_else(|| DEBEZIUM_GROUP.to_owned()),
         }
     }
-}
-
-/// The body of a dead-letter message: a JSON object with the refused
-/// record's key and value (text, or `value_base64` when not UTF-8; null
-/// when dropped or a tombstone) and every context header by name. SQS
-/// has no null body and at most 10 attributes, fewer than the context
-/// headers, so the letter carries them itself.
-fn letter_body(record: &Outgoing) -> String {
-    use serde_json::{Map, Value};
-    let text = |b: &Option<bytes::Bytes>| match b {
-        None => (Value::Null, None),
-        Some(b) => match std::str::from_utf8(b) {
-            Ok(t) => (Value::String(t.to_owned()), None),
-            Err(_) => {
-                use base64::Engine;
-                (
-                    Value::Null,
-                    Some(Value::String(
-                        base64::engine::general_purpose::STANDARD.encode(b),
-                    )),
-                )
-            }
-        },
-    };
-    let mut doc = Map::new();
-    for (name, part) in [("key", &record.key), ("value", &record.value)] {
-        let (value, encoded) = text(part);
-        doc.insert(name.to_owned(), value);
-        if let Some(encoded) = encoded {
-            doc.insert(format!("{name}_base64"), encoded);
-        }
-    }
-    let headers: Map<String, Value> = record
-        .headers
-        .iter()
-        .map(|h| {
-            let v = h.value.as_ref().map_or(Value::Null, |v| {
-                Value::String(String::from_utf8_lossy(v).into_owned())
-            });
-            (h.name.to_string(), v)
-        })
-        .collect();
-    doc.insert("headers".to_owned(), Value::Object(headers));
-    Value::Object(doc).to_string()
 }
 
 /// The deduplication id: the event id; a record without one (a heartbeat)

@@ -279,7 +279,9 @@ async fn run_txn(
         .enumerate()
         .map(|(n, (id, key))| {
             format!(
-                "('{id}', '{}', '{key}', 'E', '{{\"txn\": {}, \"n\": {n}}}')",
+                // The id in the payload too: a broker without headers
+                // (Kinesis) still tells events apart.
+                "('{id}', '{}', '{key}', 'E', '{{\"txn\": {}, \"n\": {n}, \"id\": \"{id}\"}}')",
                 spec.agg, txn.no
             )
         })
