@@ -3,26 +3,28 @@
 //! walrelay (`walrelay run --config application.properties`) run from the
 //! same `application.properties` against the same database, each
 //! publishing to a broker server of its own of the same kind
-//! ([`Server::nats`], [`Server::redis`], a [`Capture`] HTTP server) or to
-//! a virtual host of its own on one RabbitMQ server ([`Server::rabbitmq`];
-//! for `rabbitmqstream` one with the stream plugin,
-//! [`Server::rabbitmq_with`]), fed the same transactions; then every
-//! message is compared per destination (NATS subject, Redis stream, AMQP
-//! exchange, RabbitMQ stream, HTTP request line), in order: key, value
-//! bytes, header names, header order, header values, and the attributes a
-//! broker adds ([`Msg::attrs`]: the routing key, every AMQP property and
-//! each header value's AMQP type; a stream message's properties, header,
-//! annotations, offset and each application property's AMQP type; the
-//! HTTP client's own headers and the header names' case as sent), and for
-//! NATS the header lines as they went over the wire. The stream `create-stream`
-//! makes is compared too.
+//! ([`Server::nats`], [`Server::redis`], a [`Capture`] HTTP server, a moto
+//! server for SQS: [`Server::moto`]) or to a virtual host of its own on one
+//! RabbitMQ server ([`Server::rabbitmq`]; for `rabbitmqstream` one with the
+//! stream plugin, [`Server::rabbitmq_with`]), fed the same transactions;
+//! then every message is compared per destination (NATS subject, Redis
+//! stream, AMQP exchange, RabbitMQ stream, HTTP request line, SQS queue),
+//! in order: key, value bytes, header names, header order, header values,
+//! and the attributes a broker adds ([`Msg::attrs`]: the routing key, every
+//! AMQP property and each header value's AMQP type; a stream message's
+//! properties, header, annotations, offset and each application property's
+//! AMQP type; the HTTP client's own headers and the header names' case as
+//! sent; each SQS message attribute's data type, and on a FIFO queue the
+//! message group and deduplication ids), and for NATS the header lines as
+//! they went over the wire. The stream `create-stream` makes is compared
+//! too.
 //!
 //! The two files differ only in `slot.name`/`publication.name` (one slot
 //! each on the same database: both decode the same transactions) and the
-//! broker's address (`@SERVER@`, and for RabbitMQ `@PORT@` and
-//! `@VHOST@`). `debezium-server.sh run` adds an offsets
-//! file, a loopback HTTP port and plain-text logs to Debezium's copy; none
-//! of them reaches a message.
+//! broker's address (`@SERVER@`; for RabbitMQ also `@PORT@` and `@VHOST@`,
+//! for SQS `@QUEUE_URL@`). `debezium-server.sh run` adds an offsets file, a
+//! loopback HTTP port and plain-text logs to Debezium's copy; none of them
+//! reaches a message.
 //!
 //! Not compared, because it cannot be equal:
 //! - the value of `__debezium.context.runId` (a header; the extended Redis
@@ -34,7 +36,11 @@
 //!   JetStream's duplicate window drops a republished event): it is checked
 //!   to be the event id of Debezium's `id` header, then taken out;
 //! - the HTTP `Host` header's port (each relay has its receiver);
-//! - the order of AMQP headers: lapin reads a table into a sorted map.
+//! - the order of AMQP headers: lapin reads a table into a sorted map;
+//! - SQS's message ids, receipt handles, MD5s, timestamps and receive
+//!   counts (the server's), and a FIFO message's `SequenceNumber`: moto
+//!   gives one, random, only where the sender sent a deduplication id
+//!   (walrelay does, Debezium Server does not).
 //!
 //! Layout. A [`Run`] is one start of each relay: a directory under
 //! `tests/compat/server/` holding its `application.properties`
@@ -70,6 +76,25 @@
 //! each request as it came over the wire and answers 200; the JDK client's
 //! h2c upgrade offer is not taken.
 //!
+//! SQS: Debezium Server sends every record to `queue.url` (`SendMessage`,
+//! the value as the body, no attributes), so each relay's moto server
+//! holds one queue ([`SQS_QUEUE`], created before the relays start) and
+//! all the run's cases land in it: the queue is compared as a whole, in
+//! the order received (moto hands messages in the order stored; the feed
+//! is one psql script, so both relays see one commit order). Each message:
+//! the body's bytes, the message attributes (none from either relay) with
+//! their data types, and on a FIFO queue `MessageGroupId` and
+//! `MessageDeduplicationId` (the body's SHA-256 shown as `sha256(body)`,
+//! UUIDs masked). While waiting, the queue's counters are read instead of
+//! the messages: a message taken off a FIFO queue no longer deduplicates
+//! a later one, so the final read alone takes them. Debezium Server's FIFO
+//! queue has content-based deduplication (it sends no deduplication id,
+//! which a FIFO queue without it refuses, and Debezium Server stops).
+//! walrelay's FIFO message group (the record key) and deduplication id
+//! (the event id) differ on purpose: known differences. Both relays get
+//! the test keys in their environment ([`AWS_ENV`]): the SDKs' default
+//! chain finds them there, and nothing reaches beyond loopback.
+//!
 //! Another sink: a [`Sink`] variant (how to start servers of its kind as
 //! [`BrokerServer`]s, its address as `@SERVER@`, every message read back
 //! as [`Msg`]s by destination: key, value, headers in order, attributes),
@@ -91,8 +116,8 @@
 //! alone and the others use it.
 //!
 //! Environment: `scripts/env.sh up` (the shared PostgreSQL), nats-server
-//! (`scripts/brokers.sh fetch nats`), Debian's redis-server and
-//! rabbitmq-server, `scripts/debezium-server.sh fetch`;
+//! and moto (`scripts/brokers.sh fetch nats`, `fetch moto`), Debian's
+//! redis-server and rabbitmq-server, `scripts/debezium-server.sh fetch`;
 //! `scripts/test.sh` does all three. Then
 //! `cargo test --test integration compatibility_server::`.
 //! `WALRELAY_COMPAT_SERVER_RUNS=a,b` runs only those runs,
@@ -107,6 +132,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aws_sdk_sqs::error::DisplayErrorContext;
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
+};
 use futures_util::StreamExt;
 use lapin::options::{
     BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
@@ -117,6 +146,7 @@ use rabbitmq_stream_client::types::{Message as StreamMessage, OffsetSpecificatio
 use rabbitmq_stream_client::Environment;
 
 use crate::brokers::{parse_xrange, Server};
+use crate::brokers_aws::sqs_client;
 use crate::common::metrics::free_port;
 use crate::common::{env, unique_name};
 use crate::compatibility::{
@@ -142,6 +172,10 @@ enum Sink {
     Http,
     /// `debezium.sink.type=rabbitmqstream` (the stream protocol).
     RabbitMqStream,
+    /// `debezium.sink.type=sqs`: a moto server per relay holding one queue
+    /// ([`SQS_QUEUE`], `.fifo` and content-based deduplication when
+    /// `fifo`), every case's messages in it.
+    Sqs { fifo: bool },
 }
 
 /// RabbitMQ: the virtual host each relay publishes to on the run's one
@@ -198,6 +232,7 @@ impl Sink {
                         }),
                         http: None,
                         streams: Vec::new(),
+                        sqs: None,
                     });
                 }
                 let wr = pair.pop().expect("two virtual hosts");
@@ -236,9 +271,17 @@ impl Sink {
                     amqp: None,
                     http: None,
                     streams: streams.clone(),
+                    sqs: None,
                 });
                 let [dbz, wr] = pair;
                 Ok((dbz, wr))
+            }
+            Sink::Sqs { fifo } => {
+                let (a, b) = (blocking(Server::moto).await?, blocking(Server::moto).await?);
+                Ok((
+                    BrokerServer::sqs(a, fifo).await?,
+                    BrokerServer::sqs(b, fifo).await?,
+                ))
             }
         }
     }
@@ -251,6 +294,28 @@ impl Sink {
             Sink::Redis => format!("127.0.0.1:{}", server.port),
             Sink::RabbitMq | Sink::RabbitMqStream => "127.0.0.1".to_owned(),
             Sink::Http => format!("http://127.0.0.1:{}/events", server.port),
+            Sink::Sqs { .. } => format!("http://127.0.0.1:{}", server.port),
+        }
+    }
+
+    /// How many messages the server holds, without taking any: SQS's
+    /// receive would hide a message (and deleting it would let a FIFO
+    /// queue take its duplicate again), so the queue's counters are asked
+    /// instead; other brokers are read.
+    async fn published(self, server: &BrokerServer) -> Result<usize, String> {
+        match &server.sqs {
+            Some(q) => q.held().await,
+            None => Ok(count(&self.read(server).await?.messages)),
+        }
+    }
+
+    /// The environment both relays start with: for SQS the AWS SDKs'
+    /// default chain finds the test keys in it, and nothing else (no
+    /// profile files, no instance metadata: only loopback is reached).
+    fn environment(self) -> &'static [(&'static str, Option<&'static str>)] {
+        match self {
+            Sink::Sqs { .. } => AWS_ENV,
+            _ => &[],
         }
     }
 
@@ -262,6 +327,7 @@ impl Sink {
             Sink::RabbitMq => read_amqp(server).await?,
             Sink::Http => server.http.as_ref().map(|c| c.read()).unwrap_or_default(),
             Sink::RabbitMqStream => read_streams(server).await?,
+            Sink::Sqs { .. } => read_sqs(server).await?,
         };
         Ok(Read {
             messages,
@@ -284,6 +350,8 @@ struct BrokerServer {
     http: Option<Arc<Capture>>,
     /// RabbitMQ streams: the streams read (`port` is the stream port).
     streams: Vec<String>,
+    /// SQS: the relay's queue.
+    sqs: Option<SqsQueue>,
 }
 
 impl BrokerServer {
@@ -295,7 +363,17 @@ impl BrokerServer {
             amqp: None,
             http: None,
             streams: Vec::new(),
+            sqs: None,
         }
+    }
+
+    /// A moto server with the run's queue created on it.
+    async fn sqs(server: Server, fifo: bool) -> Result<BrokerServer, String> {
+        let queue = SqsQueue::create(server.port, fifo).await?;
+        Ok(BrokerServer {
+            sqs: Some(queue),
+            ..BrokerServer::of(server)
+        })
     }
 
     fn http(capture: Capture) -> BrokerServer {
@@ -307,6 +385,7 @@ impl BrokerServer {
             amqp: None,
             http: Some(capture),
             streams: Vec::new(),
+            sqs: None,
         }
     }
 }
@@ -316,6 +395,98 @@ impl BrokerServer {
 struct AmqpQueues {
     queues: Vec<String>,
     got: tokio::sync::Mutex<Destinations>,
+}
+
+/// SQS: the queue each relay's moto server holds (with `.fifo` on a FIFO
+/// run); every case's messages land in it, since the sink ignores the
+/// destination.
+const SQS_QUEUE: &str = "outbox";
+
+/// The environment of both relays on an SQS run (a name without a value is
+/// removed): test keys for the SDKs' default chain, no profile files, no
+/// instance metadata (169.254.169.254), no session token of the caller's.
+const AWS_ENV: &[(&str, Option<&str>)] = &[
+    ("AWS_ACCESS_KEY_ID", Some("test")),
+    ("AWS_SECRET_ACCESS_KEY", Some("test")),
+    ("AWS_EC2_METADATA_DISABLED", Some("true")),
+    ("AWS_CONFIG_FILE", Some("/dev/null")),
+    ("AWS_SHARED_CREDENTIALS_FILE", Some("/dev/null")),
+    ("AWS_SESSION_TOKEN", None),
+    ("AWS_PROFILE", None),
+];
+
+/// A relay's queue on its moto server. A received message is deleted at
+/// once and kept here; counting asks the queue's counters instead
+/// ([`Sink::published`]), so nothing leaves the queue before the last read.
+struct SqsQueue {
+    client: aws_sdk_sqs::Client,
+    url: String,
+    fifo: bool,
+    got: tokio::sync::Mutex<Vec<Msg>>,
+}
+
+impl SqsQueue {
+    /// Creates [`SQS_QUEUE`] on the moto server at `port`: standard, or
+    /// FIFO with content-based deduplication (Debezium Server sends no
+    /// deduplication id, and a FIFO queue without it stops Debezium Server
+    /// at the first event).
+    async fn create(port: u16, fifo: bool) -> Result<SqsQueue, String> {
+        let client = sqs_client(port).await;
+        let name = if fifo {
+            format!("{SQS_QUEUE}.fifo")
+        } else {
+            SQS_QUEUE.to_owned()
+        };
+        let mut create = client.create_queue().queue_name(&name);
+        if fifo {
+            create = create
+                .attributes(QueueAttributeName::FifoQueue, "true")
+                .attributes(QueueAttributeName::ContentBasedDeduplication, "true");
+        }
+        let url = create
+            .send()
+            .await
+            .map_err(|e| format!("create queue {name}: {}", DisplayErrorContext(&e)))?
+            .queue_url
+            .ok_or_else(|| format!("create queue {name}: no URL"))?;
+        Ok(SqsQueue {
+            client,
+            url,
+            fifo,
+            got: tokio::sync::Mutex::default(),
+        })
+    }
+
+    /// The queue's name, the last part of its URL.
+    fn name(&self) -> &str {
+        self.url.rsplit('/').next().unwrap_or(SQS_QUEUE)
+    }
+
+    /// Messages read so far, and those the queue holds (visible or not).
+    async fn held(&self) -> Result<usize, String> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "GetQueueAttributes {}: {}",
+                    self.url,
+                    DisplayErrorContext(&e)
+                )
+            })?;
+        let attrs = out.attributes().cloned().unwrap_or_default();
+        let number = |n: &QueueAttributeName| -> usize {
+            attrs.get(n).and_then(|v| v.parse().ok()).unwrap_or(0)
+        };
+        Ok(self.got.lock().await.len()
+            + number(&QueueAttributeName::ApproximateNumberOfMessages)
+            + number(&QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
+    }
 }
 
 /// One outbox table (or the logical-message outbox) of a run, routed to
@@ -546,6 +717,31 @@ const RUNS: &[Run] = &[
         fatal: None,
         exchange: None,
     },
+    // sqs at its defaults (json with schemas) to a standard queue: every
+    // case in the one queue.url, compared as a whole, in order.
+    Run {
+        name: "sqs-json",
+        sink: Sink::Sqs { fifo: false },
+        cases: DEFAULT_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // A FIFO queue with content-based deduplication: Debezium Server's
+    // group is cdc-group and its deduplication id the body's SHA-256, so
+    // its third nulls row (the same body as the first) is dropped by the
+    // queue (nulls last, so that only the end differs); walrelay's are the
+    // key and the event id.
+    Run {
+        name: "sqs-fifo",
+        sink: Sink::Sqs { fifo: true },
+        cases: &[
+            table("defaults", "outbox.sql", "defaults-feed.sql", 3),
+            table("unicode", "outbox-nullable.sql", "unicode-feed.sql", 2),
+            table("nulls", "outbox-nullable.sql", "nulls-feed.sql", 2),
+        ],
+        fatal: None,
+        exchange: None,
+    },
 ];
 
 /// EventRouter placements and table.expand.json.payload over rows and
@@ -649,6 +845,55 @@ const KNOWN_DIFFERENCES: &[Known] = &[
         debezium: "<null>",
         walrelay: "{\"n\": 8}",
         reason: "the fatal record, which only walrelay published",
+        intermittent: false,
+    },
+    // FIFO: walrelay groups by record key (the key's JSON, or `h-` and
+    // its SHA-256 when not 1-128 printable ASCII characters) so that
+    // aggregates go in parallel, where Debezium Server puts every record
+    // in cdc-group (fifo.message.group.id would make walrelay do the
+    // same); docs/debezium-server-sinks.md §8.9.
+    Known {
+        case: "sqs-fifo",
+        field: "sqs MessageGroupId",
+        debezium: "cdc-group",
+        walrelay: "{\"schema\":",
+        reason: "walrelay's FIFO group is the record key, on purpose",
+        intermittent: false,
+    },
+    Known {
+        case: "sqs-fifo",
+        field: "sqs MessageGroupId",
+        debezium: "cdc-group",
+        walrelay: "h-",
+        reason: "walrelay's FIFO group is the record key, hashed when not printable ASCII",
+        intermittent: false,
+    },
+    // walrelay sends the event id as MessageDeduplicationId; Debezium
+    // Server sends none, so the queue takes the body's SHA-256 ...
+    Known {
+        case: "sqs-fifo",
+        field: "sqs MessageDeduplicationId",
+        debezium: "sha256(body)",
+        walrelay: "<uuid>",
+        reason: "walrelay's deduplication id is the event id, on purpose",
+        intermittent: false,
+    },
+    // ... and drops an event whose body equals one before it (the second
+    // NULL payload of the nulls case); walrelay's id keeps it.
+    Known {
+        case: "sqs-fifo",
+        field: "record count",
+        debezium: "7",
+        walrelay: "8",
+        reason: "content-based deduplication drops Debezium Server's second NULL payload",
+        intermittent: false,
+    },
+    Known {
+        case: "sqs-fifo",
+        field: "extra in walrelay",
+        debezium: "<null>",
+        walrelay: "\"payload\":null}",
+        reason: "content-based deduplication drops Debezium Server's second NULL payload",
         intermittent: false,
     },
 ];
@@ -1050,6 +1295,112 @@ async fn read_amqp(server: &BrokerServer) -> Result<Destinations, String> {
     }
     let _ = conn.close(200, "read".into()).await;
     Ok(got.clone())
+}
+
+/// Every message of the relay's queue, in the order received (a moto
+/// queue hands them in the order stored, FIFO or not), by queue name: those
+/// read before and what `ReceiveMessage` gives now, each deleted once
+/// received.
+async fn read_sqs(server: &BrokerServer) -> Result<Destinations, String> {
+    let q = server.sqs.as_ref().expect("an SQS broker server");
+    let mut got = q.got.lock().await;
+    loop {
+        let out = q
+            .client
+            .receive_message()
+            .queue_url(&q.url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(0)
+            .visibility_timeout(600)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .map_err(|e| format!("ReceiveMessage {}: {}", q.url, DisplayErrorContext(&e)))?;
+        if out.messages().is_empty() {
+            break;
+        }
+        let mut delete = q.client.delete_message_batch().queue_url(&q.url);
+        for (i, m) in out.messages().iter().enumerate() {
+            let entry = DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .build()
+                .map_err(|e| format!("delete entry: {e}"))?;
+            delete = delete.entries(entry);
+        }
+        delete
+            .send()
+            .await
+            .map_err(|e| format!("DeleteMessageBatch {}: {}", q.url, DisplayErrorContext(&e)))?;
+        got.extend(out.messages().iter().map(|m| sqs_msg(m, q.fifo)));
+    }
+    let mut out = Destinations::new();
+    if !got.is_empty() {
+        out.insert(q.name().to_owned(), got.clone());
+    }
+    Ok(out)
+}
+
+/// A received message as a [`Msg`]: no key (SQS has none), the body's
+/// bytes, the message attributes as headers (a map: in name order), each
+/// one's data type an attribute; on a FIFO queue the message group id and
+/// the deduplication id ([`dedup_text`]) as attributes.
+fn sqs_msg(m: &aws_sdk_sqs::types::Message, fifo: bool) -> Msg {
+    let body = m.body().unwrap_or_default().as_bytes().to_vec();
+    let mut attrs = BTreeMap::new();
+    let mut named: Vec<_> = m.message_attributes().into_iter().flatten().collect();
+    named.sort_by(|a, b| a.0.cmp(b.0));
+    let mut headers = Headers::new();
+    for (name, value) in named {
+        attrs.insert(
+            format!("attribute type {name}"),
+            value.data_type().to_owned(),
+        );
+        let bytes = value
+            .string_value()
+            .map(|s| s.as_bytes().to_vec())
+            .or_else(|| value.binary_value().map(|b| b.as_ref().to_vec()));
+        headers.push((name.clone(), bytes));
+    }
+    if fifo {
+        let system = |n: MessageSystemAttributeName| {
+            m.attributes()
+                .and_then(|a| a.get(&n))
+                .map_or_else(|| "<none>".to_owned(), String::clone)
+        };
+        attrs.insert(
+            "sqs MessageGroupId".to_owned(),
+            system(MessageSystemAttributeName::MessageGroupId),
+        );
+        let dedup = system(MessageSystemAttributeName::MessageDeduplicationId);
+        attrs.insert(
+            "sqs MessageDeduplicationId".to_owned(),
+            dedup_text(&body, &dedup),
+        );
+    }
+    Msg {
+        key: None,
+        value: Some(body),
+        headers,
+        lines: Vec::new(),
+        attrs,
+    }
+}
+
+/// A deduplication id, comparable: `sha256(body)` when it is the SHA-256
+/// of the body in hex (content-based deduplication: Debezium Server sends
+/// none), else the id with any UUID masked (walrelay's: the event id).
+fn dedup_text(body: &[u8], id: &str) -> String {
+    let digest: String = openssl::sha::sha256(body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if id == digest {
+        "sha256(body)".to_owned()
+    } else {
+        mask_uuid(&Some(id.as_bytes().to_vec())).unwrap_or_default()
+    }
 }
 
 /// Every message of each stream in the relay's virtual host, from the
@@ -1640,10 +1991,10 @@ struct DebeziumServer {
 }
 
 impl DebeziumServer {
-    /// Starts it from `DIR/application.properties` and waits until it
-    /// streams. Blocking.
-    fn start(dir: &Path) -> Result<DebeziumServer, String> {
-        let out = script(&["run"], dir)?;
+    /// Starts it from `DIR/application.properties` with `environment`
+    /// (see [`Sink::environment`]) and waits until it streams. Blocking.
+    fn start(dir: &Path, environment: &[(&str, Option<&str>)]) -> Result<DebeziumServer, String> {
+        let out = script_with(&["run"], dir, environment)?;
         if !out.status.success() {
             return Err(format!(
                 "debezium-server.sh run {} failed ({}):\n{}",
@@ -1688,14 +2039,36 @@ impl Drop for DebeziumServer {
 }
 
 fn script(args: &[&str], dir: &Path) -> Result<std::process::Output, String> {
+    script_with(args, dir, &[])
+}
+
+/// `debezium-server.sh ARGS DIR` with `environment` changed (`run` hands
+/// it on to the JVM).
+fn script_with(
+    args: &[&str],
+    dir: &Path,
+    environment: &[(&str, Option<&str>)],
+) -> Result<std::process::Output, String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/debezium-server.sh");
-    Command::new(&path)
+    with_env(&mut Command::new(&path), environment)
         .args(args)
         .arg(dir)
         .env("WALRELAY_OWNER_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", path.display()))
+}
+
+/// Sets each variable of `environment` that has a value and removes the
+/// others.
+fn with_env<'c>(command: &'c mut Command, environment: &[(&str, Option<&str>)]) -> &'c mut Command {
+    for (name, value) in environment {
+        match value {
+            Some(v) => command.env(name, v),
+            None => command.env_remove(name),
+        };
+    }
+    command
 }
 
 /// A run's processes and database; removed on drop, panics or not.
@@ -1842,6 +2215,14 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
             ("@SERVER@", run.sink.address(broker)),
             ("@PORT@", broker.port.to_string()),
             ("@VHOST@", broker.vhost.clone()),
+            (
+                "@QUEUE_URL@",
+                broker
+                    .sqs
+                    .as_ref()
+                    .map(|q| q.url.clone())
+                    .unwrap_or_default(),
+            ),
         ];
         std::fs::create_dir_all(dir).expect("mkdir");
         std::fs::write(
@@ -1859,7 +2240,7 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     psql_c(&format!("create database {token}"))?;
     psql_text(&token, &work, "setup.sql", &cases_sql(run, |c| c.table))?;
     let mut notes = Vec::new();
-    start_both(&mut running, &dbz_dir, &wr_dir).await?;
+    start_both(&mut running, &dbz_dir, &wr_dir, run.sink.environment()).await?;
     let wr_log = wr_dir.join("walrelay.log");
     let wr_alive = wait_walrelay(&mut running, &wr_log, &slot_w, &mut notes).await?;
 
@@ -1899,21 +2280,30 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     Ok(notes)
 }
 
-/// Starts Debezium Server (until it streams) and walrelay at once.
-async fn start_both(running: &mut Running, dbz_dir: &Path, wr_dir: &Path) -> Result<(), String> {
+/// Starts Debezium Server (until it streams) and walrelay at once, both
+/// with `environment` (see [`Sink::environment`]).
+async fn start_both(
+    running: &mut Running,
+    dbz_dir: &Path,
+    wr_dir: &Path,
+    environment: &'static [(&'static str, Option<&'static str>)],
+) -> Result<(), String> {
     let dir = dbz_dir.to_path_buf();
-    let dbz_start = tokio::task::spawn_blocking(move || DebeziumServer::start(&dir));
+    let dbz_start = tokio::task::spawn_blocking(move || DebeziumServer::start(&dir, environment));
     let log = std::fs::File::create(wr_dir.join("walrelay.log")).expect("walrelay log");
-    let spawned = Command::new(env!("CARGO_BIN_EXE_walrelay"))
-        .current_dir(wr_dir)
-        .args(["--metrics-addr", "127.0.0.1:0"])
-        .args(["run", "--config", "application.properties"])
-        .env("WALRELAY_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("log fd"))
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("spawn walrelay: {e}"));
+    let spawned = with_env(
+        &mut Command::new(env!("CARGO_BIN_EXE_walrelay")),
+        environment,
+    )
+    .current_dir(wr_dir)
+    .args(["--metrics-addr", "127.0.0.1:0"])
+    .args(["run", "--config", "application.properties"])
+    .env("WALRELAY_LOG", "info")
+    .stdin(Stdio::null())
+    .stdout(log.try_clone().expect("log fd"))
+    .stderr(log)
+    .spawn()
+    .map_err(|e| format!("spawn walrelay: {e}"));
     // Awaited before anything can fail, so the drop guard stops it.
     let started = dbz_start
         .await
@@ -1936,8 +2326,8 @@ async fn wait_published(
 ) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let d = count(&run.sink.read(dbz_broker).await?.messages);
-        let w = count(&run.sink.read(wr_broker).await?.messages);
+        let d = run.sink.published(dbz_broker).await?;
+        let w = run.sink.published(wr_broker).await?;
         if d >= expected && (w >= expected || !wr_alive) {
             break;
         }
@@ -2017,7 +2407,7 @@ async fn fatal_step(
     notes: &mut Vec<Diff>,
     wr_broker: &BrokerServer,
 ) -> Result<(), String> {
-    let before = count(&run.sink.read(wr_broker).await?.messages);
+    let before = run.sink.published(wr_broker).await?;
     let sql = substitute(
         &file_text(&server_dir().join(fatal.feed)),
         &[("@TABLE@", fatal.case.replace('-', "_").as_str())],
@@ -2029,7 +2419,7 @@ async fn fatal_step(
         tokio::time::sleep(Duration::from_millis(300)).await;
         dbz_stopped = dbz_stopped || !running.debezium.as_ref().expect("started").running();
         wr_exit = wr_exit.or_else(|| running.walrelay_exit());
-        wr_published = count(&run.sink.read(wr_broker).await?.messages) > before;
+        wr_published = run.sink.published(wr_broker).await? > before;
     }
     let dbz = running.debezium.as_ref().expect("started");
     if !dbz_stopped {

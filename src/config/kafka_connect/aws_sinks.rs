@@ -33,17 +33,23 @@ pub(super) fn sqs(k: &mut Keys, notes: &mut Notes) -> Result<SqsConfig, ConfigEr
     let endpoint = k.take("endpoint").filter(|e| !e.is_empty());
     let message_group_id = k.take("fifo.message.group.id").filter(|g| !g.is_empty());
     if queue_url.ends_with(".fifo") {
-        let group = if message_group_id.is_some() {
-            "every record in the one message group fifo.message.group.id names, as Debezium Server"
+        let (group, hint) = if message_group_id.is_some() {
+            (
+                "every record in the one message group fifo.message.group.id names, as Debezium Server",
+                "",
+            )
         } else {
-            "each record in the message group of its key (Debezium Server puts all in cdc-group); \
-             set fifo.message.group.id for one group"
+            (
+                "each record in the message group of its key (Debezium Server puts all in cdc-group)",
+                "; set fifo.message.group.id for one group",
+            )
         };
         notes.ignore(
             k.name("queue.url"),
             format!(
                 "a FIFO queue: walrelay sends {group}, and the event id as MessageDeduplicationId \
-                 (Debezium Server sends none, which a queue without content-based deduplication refuses)"
+                 (Debezium Server sends none, which a queue without content-based deduplication \
+                 refuses){hint}"
             ),
         );
     }
@@ -124,6 +130,13 @@ mod tests {
         assert_eq!(c.message_group_id, None);
         let notes = notes.into_vec();
         assert_eq!(notes[0].key, "debezium.sink.sqs.queue.url");
+        assert!(
+            notes[0]
+                .reason
+                .ends_with("; set fifo.message.group.id for one group"),
+            "{}",
+            notes[0].reason
+        );
         let err = sqs(&mut keys(&[("region", "eu-west-1")]), &mut Notes::default()).unwrap_err();
         assert!(err.to_string().contains("debezium.sink.sqs.queue.url"));
     }
