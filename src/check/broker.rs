@@ -11,7 +11,7 @@ use super::report::{CheckReport, BROKER_CONNECTION, BROKER_DESTINATIONS};
 use super::KAFKA_TIMEOUT;
 use crate::chain::DisplayChain;
 use crate::config::Config;
-use crate::sink::aws::{kinesis, sqs};
+use crate::sink::aws::{kinesis, sns, sqs};
 use crate::sink::config::SinkKind;
 use crate::sink::{nats, rabbitmq, rabbitmq_stream, redis};
 
@@ -58,6 +58,7 @@ pub(super) async fn check_broker(
         SinkKind::Http => check_http(config, report).await,
         SinkKind::Sqs => check_sqs(config, &wanted, report).await,
         SinkKind::Kinesis => check_kinesis(config, &wanted, report).await,
+        SinkKind::Sns => check_sns(config, &wanted, report).await,
     }
 }
 
@@ -351,6 +352,29 @@ async fn check_kinesis(config: &Config, wanted: &BTreeSet<String>, report: &mut 
         report,
         "create the streams (walrelay never creates one); a record to a missing stream \
          is refused and follows [errors]",
+    );
+}
+
+/// SNS: the credentials sign, and each destination's topic exists.
+async fn check_sns(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let cfg = config.sink.sns.clone().unwrap_or_default();
+    let destinations: Vec<String> = wanted.iter().cloned().collect();
+    let unanswered = Unanswered {
+        what: "sns",
+        at: cfg.endpoint.as_deref(),
+        refused_fix: "check sink.sns's region, endpoint and credentials",
+        silent_fix: "check sink.sns.endpoint (or the region's endpoint) is reachable",
+    };
+    let Some((about, found)) = probe(sns::probe(&cfg, &destinations), &unanswered, report).await
+    else {
+        return;
+    };
+    report.pass(BROKER_CONNECTION, about);
+    aws_destinations(
+        &found,
+        report,
+        "create the topics (walrelay never creates one), or fix sink.sns.topic_arn / \
+         topic_arn_prefix; a record to a missing topic is refused and follows [errors]",
     );
 }
 

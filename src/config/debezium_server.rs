@@ -366,7 +366,7 @@ fn translate(
 
     // Sink.
     const SINKS: &str =
-        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs and kinesis";
+        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs, sns and kinesis";
     let kind = match all.take("debezium.sink.type").as_deref() {
         None | Some("") => {
             return Err(ConfigError::Missing {
@@ -425,6 +425,13 @@ fn translate(
     }
     let mut transforms = Keys::new(transforms, "debezium.");
     translate_transforms(&mut transforms, &mut draft, notes)?;
+    if kind == SinkKind::Sns {
+        super::kafka_connect::aws_sinks::sns_converters(
+            &mut draft.converters,
+            &draft.router,
+            notes,
+        );
+    }
     classify_rest(&mut source, notes)?;
     for key in all.drain().into_keys() {
         all_other(notes, &key);

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::aws::kinesis::Kinesis;
+use super::aws::sns::Sns;
 use super::aws::sqs::Sqs;
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
@@ -46,6 +47,8 @@ pub(crate) enum Sink {
     Sqs(QueuedSink<Sqs>),
     /// Amazon Kinesis Data Streams (`PutRecords`).
     Kinesis(QueuedSink<Kinesis>),
+    /// Amazon SNS (`PublishBatch`).
+    Sns(QueuedSink<Sns>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -60,6 +63,7 @@ macro_rules! queued {
             Sink::Http($q) => $call,
             Sink::Sqs($q) => $call,
             Sink::Kinesis($q) => $call,
+            Sink::Sns($q) => $call,
         }
     };
 }
@@ -159,6 +163,17 @@ impl Sink {
                 Sink::Kinesis(queued(
                     config,
                     super::aws::kinesis::LETTER_MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
+            }
+            SinkKind::Sns => {
+                let mut config = sink.sns.clone().unwrap_or_default();
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::Sns(queued(
+                    config,
+                    super::aws::sns::LETTER_MAX_BYTES,
                     errors,
                     status_interval,
                     metrics,

@@ -22,8 +22,8 @@ pub struct SinkConfig {
     /// `kafka` (the default; `[kafka]` configures it), `nats-jetstream`
     /// (`[sink.nats]`), `redis` (`[sink.redis]`), `rabbitmq`
     /// (`[sink.rabbitmq]`), `rabbitmqstream` (`[sink.rabbitmqstream]`),
-    /// `http` (`[sink.http]`), `sqs` (`[sink.sqs]`) or `kinesis`
-    /// (`[sink.kinesis]`), as Debezium Server's
+    /// `http` (`[sink.http]`), `sqs` (`[sink.sqs]`), `sns` (`[sink.sns]`)
+    /// or `kinesis` (`[sink.kinesis]`), as Debezium Server's
     /// `debezium.sink.type` names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
@@ -49,6 +49,9 @@ pub struct SinkConfig {
     /// Amazon Kinesis Data Streams (`sink.type = "kinesis"`).
     #[serde(default)]
     pub(crate) kinesis: Option<super::aws::kinesis::KinesisConfig>,
+    /// Amazon SNS (`sink.type = "sns"`).
+    #[serde(default)]
+    pub(crate) sns: Option<super::aws::sns::SnsConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -80,6 +83,9 @@ pub(crate) enum SinkKind {
     /// Amazon Kinesis Data Streams, through the AWS SDK.
     #[serde(rename = "kinesis")]
     Kinesis,
+    /// Amazon SNS, through the AWS SDK.
+    #[serde(rename = "sns")]
+    Sns,
 }
 
 impl SinkKind {
@@ -94,6 +100,7 @@ impl SinkKind {
             SinkKind::Http => "http",
             SinkKind::Sqs => "sqs",
             SinkKind::Kinesis => "kinesis",
+            SinkKind::Sns => "sns",
         }
     }
 }
@@ -124,6 +131,7 @@ impl SinkConfig {
             (SinkKind::Http, "sink.http", self.http.is_some()),
             (SinkKind::Sqs, "sink.sqs", self.sqs.is_some()),
             (SinkKind::Kinesis, "sink.kinesis", self.kinesis.is_some()),
+            (SinkKind::Sns, "sink.sns", self.sns.is_some()),
         ] {
             if set && self.kind != kind {
                 return Err(wrong(section));
@@ -166,6 +174,16 @@ impl SinkConfig {
             // the queue named by the topic).
             SinkKind::Sqs => self.sqs.clone().unwrap_or_default().validate()?,
             SinkKind::Kinesis => self.kinesis.clone().unwrap_or_default().validate()?,
+            SinkKind::Sns => self
+                .sns
+                .as_ref()
+                .ok_or_else(|| {
+                    missing(
+                        "sink.sns",
+                        "topic_arn or topic_arn_prefix, or topics that are ARNs",
+                    )
+                })?
+                .validate()?,
         }
         Ok(())
     }

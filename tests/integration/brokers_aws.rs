@@ -372,7 +372,6 @@ async fn sqs_from_the_polling_source() {
     assert!(broker.acked_total >= 20, "{broker:?}");
     relay.signal("TERM");
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
-    let _ = ACCOUNT;
 }
 
 /// A Kinesis client of the test's moto server.
@@ -677,6 +676,233 @@ async fn kinesis_outage_holds_the_slot_then_delivers() {
     };
     relay.assert_running();
     assert_eq!(firsts, (1..=150).collect::<Vec<_>>(), "in order, none lost");
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// An SNS client of the test's moto server.
+pub(crate) async fn sns_client(port: u16) -> aws_sdk_sns::Client {
+    let creds = aws_sdk_sns::config::Credentials::new("test", "test", None, None, "test");
+    let config = aws_sdk_sns::Config::builder()
+        .behavior_version(aws_sdk_sns::config::BehaviorVersion::latest())
+        .region(aws_sdk_sns::config::Region::new("us-east-1"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .credentials_provider(creds)
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    aws_sdk_sns::Client::from_conf(config)
+}
+
+/// Creates topic `name` (FIFO when it ends in `.fifo`, without
+/// content-based deduplication) with a queue subscribed by raw delivery;
+/// returns the topic's ARN and the queue's URL.
+pub(crate) async fn topic_with_queue(port: u16, name: &str) -> (String, String) {
+    let sns = sns_client(port).await;
+    let sqs = sqs_client(port).await;
+    let mut create = sns.create_topic().name(name);
+    if name.ends_with(".fifo") {
+        create = create.attributes("FifoTopic", "true");
+    }
+    let arn = create
+        .send()
+        .await
+        .expect("create topic")
+        .topic_arn
+        .expect("an ARN");
+    let url = create_queue(&sqs, name).await;
+    let queue_arn = format!("arn:aws:sqs:us-east-1:{ACCOUNT}:{name}");
+    sns.subscribe()
+        .topic_arn(&arn)
+        .protocol("sqs")
+        .endpoint(queue_arn)
+        .attributes("RawMessageDelivery", "true")
+        .return_subscription_arn(true)
+        .send()
+        .await
+        .expect("subscribe");
+    (arn, url)
+}
+
+/// `[sink]` for SNS at moto's `port`.
+fn sns_sink(port: u16, extra: &str) -> String {
+    format!(
+        "[sink]\ntype = \"sns\"\n\n[sink.sns]\nregion = \"us-east-1\"\nendpoint = \"http://127.0.0.1:{port}\"\nrequest_timeout_ms = 3000\n{extra}\n\n[sink.sns.credentials]\naccess_key_id = \"test\"\nsecret_access_key = \"test\"\n"
+    )
+}
+
+/// FIFO topic: the message is the value's text, the headers String
+/// attributes, the group the record key and the deduplication id the
+/// event id; each group in commit order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sns_fifo_events_in_order_with_exact_bytes() {
+    let moto = Server::moto();
+    let ob = Outbox::new("sns_fifo").await;
+    let (arn, url) = topic_with_queue(moto.port, &queue_name(&ob, ".fifo")).await;
+    let sqs = sqs_client(moto.port).await;
+    let sink = sns_sink(moto.port, &format!("topic_arn = \"{arn}\""));
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k1", r#"{"a": "é €"}"#).await;
+    for n in 2..=30 {
+        ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
+            .await;
+    }
+    let got = read_queue(&sqs, &url, 30, &mut relay).await;
+    assert_eq!(got.len(), 30, "{}", tail(&relay.log(), 30));
+    assert_eq!(got[0].body, r#"{"a": "é €"}"#);
+    assert_eq!(got[0].attributes.get("id"), Some(&event_id(1)));
+    assert_eq!(got[0].group.as_deref(), Some("k1"));
+    assert_eq!(got[0].dedup.as_deref(), Some(event_id(1).as_str()));
+    let mut per_group: HashMap<String, Vec<u64>> = HashMap::new();
+    for m in &got[1..] {
+        let n = serde_json::from_str::<serde_json::Value>(&m.body).unwrap()["n"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(m.group.as_deref(), Some(format!("k{}", n % 3).as_str()));
+        per_group
+            .entry(m.group.clone().unwrap())
+            .or_default()
+            .push(n);
+    }
+    for (g, ns) in &per_group {
+        let mut sorted = ns.clone();
+        sorted.sort_unstable();
+        assert_eq!(ns, &sorted, "group {g} in commit order");
+    }
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// A message over SNS's 256 KiB stops the pipeline under `none`, nothing
+/// past it published; under `all` it goes to the dead-letter topic as a
+/// JSON letter and the rest flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sns_refused_record_stops_or_is_dead_lettered() {
+    let moto = Server::moto();
+    let ob = Outbox::new("sns_refused").await;
+    let (arn, url) = topic_with_queue(moto.port, &queue_name(&ob, "")).await;
+    let dlq = queue_name(&ob, "_dlq");
+    let (dlq_arn, dlq_url) = topic_with_queue(moto.port, &dlq).await;
+    let sqs = sqs_client(moto.port).await;
+    let sink = sns_sink(
+        moto.port,
+        &format!("topic_arn = \"{arn}\"\ndead_letter_topic_arn = \"{dlq_arn}\""),
+    );
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
+    ob.wait_active(&mut relay).await;
+    ob.insert(1, "", "k", "{}").await;
+    assert_eq!(read_queue(&sqs, &url, 1, &mut relay).await.len(), 1);
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(300 * 1024));
+    ob.insert(2, "", "k", &big).await;
+    ob.insert(3, "", "k", "{}").await;
+    assert_ne!(
+        relay.exit_code(WAIT),
+        0,
+        "walrelay must stop: {}",
+        relay.log()
+    );
+    assert!(
+        relay.log().contains("message_too_large") || relay.log().contains("above SNS"),
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    assert!(
+        read_queue(&sqs, &url, 1, &mut relay).await.is_empty(),
+        "nothing past it"
+    );
+    let dead = format!("[errors]\ntolerance = \"all\"\ndead_letter_topic = \"{dlq}\"\n");
+    let mut relay = Relay::start(&without_kafka(&ob.config(""), &format!("{sink}{dead}")));
+    ob.wait_active(&mut relay).await;
+    ob.insert(4, "", "k", "{\"last\": 1}").await;
+    let main = read_queue(&sqs, &url, 2, &mut relay).await;
+    let bodies: Vec<&str> = main.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(
+        bodies,
+        vec!["{}", "{\"last\": 1}"],
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    let letters = read_queue(&sqs, &dlq_url, 1, &mut relay).await;
+    assert_eq!(letters.len(), 1, "{}", tail(&relay.log(), 30));
+    let letter: serde_json::Value = serde_json::from_str(&letters[0].body).expect("a JSON letter");
+    assert_eq!(letter["key"], "k");
+    assert_eq!(
+        letter["value"],
+        serde_json::Value::Null,
+        "the value dropped to fit: {letter}"
+    );
+    assert_eq!(
+        letter["headers"]["walrelay.error.kind"], "message_too_large",
+        "{letter}"
+    );
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    ob.finish(relay).await;
+}
+
+/// SIGKILL under load to a FIFO topic: every committed event arrives, in
+/// order per key, none twice (SNS drops a resent deduplication id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sns_sigkill_under_load_delivers_every_event_once() {
+    let moto = Server::moto();
+    let ob = Outbox::new("sns_kill").await;
+    let (arn, url) = topic_with_queue(moto.port, &queue_name(&ob, ".fifo")).await;
+    let client = sqs_client(moto.port).await;
+    let config = without_kafka(
+        &ob.config(""),
+        &sns_sink(moto.port, &format!("topic_arn = \"{arn}\"")),
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    let mut seen: Vec<SqsMessage> = Vec::new();
+    let read = async |relay: &mut Relay, log: &LoadLog| {
+        let total = log.committed.len();
+        let deadline = Instant::now() + Duration::from_secs(150);
+        while seen.len() < total && Instant::now() < deadline {
+            seen.extend(read_queue(&client, &url, total - seen.len(), relay).await);
+        }
+        seen.iter().map(record_of).collect::<Vec<Record>>()
+    };
+    let relay = sigkill_under_load(&ob, relay, &config, Delivered::ExactlyOnce, read).await;
+    ob.finish(relay).await;
+}
+
+/// The endpoint hangs for a while (SIGSTOP): the slot stays before what
+/// was not published, and every event arrives once it answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sns_outage_holds_the_slot_then_delivers() {
+    let moto = Server::moto();
+    let ob = Outbox::new("sns_outage").await;
+    let (arn, url) = topic_with_queue(moto.port, &queue_name(&ob, "")).await;
+    let sqs = sqs_client(moto.port).await;
+    let mut relay = Relay::start(&without_kafka(
+        &ob.config(""),
+        &sns_sink(moto.port, &format!("topic_arn = \"{arn}\"")),
+    ));
+    ob.wait_active(&mut relay).await;
+    ob.insert_series(1, 50).await;
+    assert_eq!(read_queue(&sqs, &url, 50, &mut relay).await.len(), 50);
+    moto.pause();
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(51, 150).await;
+    ob.slot_held_before(pre_commit, &mut relay, "SNS").await;
+    moto.resume();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut numbers = std::collections::BTreeSet::new();
+    while numbers.len() < 100 && Instant::now() < deadline {
+        for m in read_queue(&sqs, &url, 100, &mut relay).await {
+            if let Some(n) = serde_json::from_str::<serde_json::Value>(&m.body)
+                .ok()
+                .and_then(|v| v["n"].as_u64())
+            {
+                numbers.insert(n);
+            }
+        }
+    }
+    relay.assert_running();
+    assert_eq!(
+        numbers.into_iter().collect::<Vec<_>>(),
+        (51..=150).collect::<Vec<_>>(),
+        "none lost"
+    );
     ob.wait_confirmed(ob.current_lsn().await, &relay).await;
     ob.finish(relay).await;
 }

@@ -6,6 +6,7 @@
 use super::{Keys, Notes};
 use crate::config::ConfigError;
 use crate::sink::aws::kinesis::KinesisConfig;
+use crate::sink::aws::sns::SnsConfig;
 use crate::sink::aws::sqs::SqsConfig;
 use crate::sink::aws::AwsCredentials;
 
@@ -94,6 +95,77 @@ pub(super) fn kinesis(k: &mut Keys, notes: &mut Notes) -> Result<KinesisConfig, 
         null_key: k.take("null.key"),
         ..KinesisConfig::default()
     })
+}
+
+/// The sns sink's keys (without `debezium.sink.sns.`). 3.6.1 publishes
+/// with `PublishBatch` to the topic the destination names (an ARN, or
+/// `topic.arn.prefix` and the name, or `topic.arn`), the value and the
+/// headers as they are before the converters (see [`sns_converters`]),
+/// on a FIFO topic the group from the `fifo.message.group.id.header`
+/// header (default `aggregateId`), the key, or `fifo.default.group.id`,
+/// and the deduplication id from `fifo.message.dedup.id.header` when set
+/// (walrelay: else the event id, noted).
+pub(super) fn sns(k: &mut Keys, notes: &mut Notes) -> Result<SnsConfig, ConfigError> {
+    if k.take("default.retries").is_some() {
+        notes.ignore(
+            k.name("default.retries"),
+            "ignored: walrelay sends an entry SNS did not take for a passing reason again until \
+             it is taken, holding the slot meanwhile, rather than stopping after so many attempts",
+        );
+    }
+    let dedup_id_header = k
+        .take("fifo.message.dedup.id.header")
+        .filter(|h| !h.is_empty());
+    if dedup_id_header.is_none() {
+        notes.ignore(
+            k.name("fifo.message.dedup.id.header"),
+            "unset: on a FIFO topic walrelay sends the event id as MessageDeduplicationId \
+             (Debezium Server sends none, which a topic without content-based deduplication refuses)",
+        );
+    }
+    Ok(SnsConfig {
+        region: k.take("region").filter(|r| !r.is_empty()),
+        endpoint: k.take("endpoint").filter(|e| !e.is_empty()),
+        credentials: credentials(k),
+        topic_arn: k.take("topic.arn").filter(|a| !a.is_empty()),
+        topic_arn_prefix: k.take("topic.arn.prefix").filter(|a| !a.is_empty()),
+        message_group_id_header: Some(
+            k.take("fifo.message.group.id.header")
+                .unwrap_or_else(|| "aggregateId".to_owned()),
+        ),
+        default_group_id: k.take("fifo.default.group.id"),
+        dedup_id_header,
+        ..SnsConfig::default()
+    })
+}
+
+/// The converters that give the bytes Debezium Server's sns sink sends:
+/// it takes a String value and every header from the record before the
+/// converters (`toString()`), and the key too for a FIFO group. So the key
+/// and the value go through the StringConverter (a String's own text) and
+/// the headers through the SimpleHeaderConverter, unless the EventRouter
+/// makes the value a struct (`table.expand.json.payload`, an envelope
+/// placement), where the sink falls back to the converter's output.
+pub(in crate::config) fn sns_converters(
+    converters: &mut crate::connect::config::ConvertersConfig,
+    router: &crate::router::RouterConfig,
+    notes: &mut Notes,
+) {
+    use crate::connect::config::{ConverterKind, HeaderConverterKind};
+    let envelope = router.placements().is_ok_and(|p| {
+        p.iter()
+            .any(|f| f.placement == crate::router::Placement::Envelope)
+    });
+    converters.key = ConverterKind::String;
+    converters.header = HeaderConverterKind::Simple;
+    if !(router.expand_json_payload || envelope) {
+        converters.value = ConverterKind::String;
+    }
+    notes.ignore(
+        "debezium.format.value",
+        "the sns sink publishes a text value and the headers as they are before the \
+         converters, as Debezium Server's does: the format applies only to a struct value",
+    );
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! (it would, and walrelay does not implement it). Nothing here logs a
 //! value, puts a possibly secret value in an error, or connects to anything.
 
-mod aws_sinks;
+pub(super) mod aws_sinks;
 pub(super) mod connector;
 pub(super) mod converters;
 mod errors;

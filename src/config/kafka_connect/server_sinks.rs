@@ -1,6 +1,6 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
 //! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`,
-//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs` and `kinesis`),
+//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs`, `sns` and `kinesis`),
 //! onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
@@ -87,6 +87,11 @@ pub(in crate::config) fn translate_sink(
             sink.kinesis = Some(super::aws_sinks::kinesis(&mut own, notes)?);
             rest(&mut own)?;
         }
+        SinkKind::Sns => {
+            let mut own = Keys::new(keys.take_prefixed("sns."), "debezium.sink.sns.");
+            sink.sns = Some(super::aws_sinks::sns(&mut own, notes)?);
+            rest(&mut own)?;
+        }
     }
     for key in keys.drain().into_keys() {
         notes.ignore(
@@ -142,6 +147,7 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "rabbitmqstream" => Some(SinkKind::RabbitMqStream),
         "sqs" => Some(SinkKind::Sqs),
         "kinesis" => Some(SinkKind::Kinesis),
+        "sns" => Some(SinkKind::Sns),
         _ => None,
     }
 }

@@ -1,5 +1,5 @@
-//! Amazon's queues behind the broker seam: SQS ([`sqs`]) and Kinesis
-//! ([`kinesis`]), each through the official AWS SDK for Rust.
+//! Amazon's queues behind the broker seam: SQS ([`sqs`]), SNS ([`sns`])
+//! and Kinesis ([`kinesis`]), each through the official AWS SDK for Rust.
 //!
 //! Owns what the three share: the client settings (`region`, `endpoint`,
 //! `tls_ca_file`, `[sink.<broker>.credentials]`) turned into an SDK
@@ -17,6 +17,7 @@
 //! does. A secret never reaches `Debug`, logs or errors.
 
 pub(crate) mod kinesis;
+pub(crate) mod sns;
 pub(crate) mod sqs;
 
 use std::fmt;
@@ -523,6 +524,80 @@ pub(crate) fn letter_body(record: &Outgoing) -> String {
         .collect();
     doc.insert("headers".to_owned(), Value::Object(headers));
     Value::Object(doc).to_string()
+}
+
+/// A record refused for itself, of `kind` (also its code).
+pub(crate) fn refuse(kind: &'static str, too_large: bool, error: String) -> Entry {
+    Entry::Refused {
+        class: FailureClass::Record { kind, too_large },
+        code: kind.to_owned(),
+        error,
+    }
+}
+
+/// Most message attributes SQS and SNS take on one message.
+const MAX_ATTRIBUTES: usize = 10;
+
+/// The record's headers as String message attributes (SQS, SNS), in
+/// Debezium Server's order: name, text, and the bytes they count for.
+/// A null or empty value is left out (the services refuse an empty
+/// String attribute); more than ten, or a value that is not text,
+/// refuses the record.
+pub(crate) fn string_attributes(
+    headers: &[crate::router::RecordHeader],
+    broker: &str,
+) -> Result<(Vec<(String, String)>, usize), Entry> {
+    let present: Vec<_> = super::queued::debezium_header_order(headers)
+        .into_iter()
+        .filter_map(|(n, v)| Some((n, v.filter(|v| !v.is_empty())?)))
+        .collect();
+    if present.len() > MAX_ATTRIBUTES {
+        return Err(refuse(
+            "too_many_attributes",
+            false,
+            format!(
+                "{} headers, and {broker} takes at most {MAX_ATTRIBUTES} message attributes",
+                present.len()
+            ),
+        ));
+    }
+    let mut size = 0;
+    let mut out = Vec::with_capacity(present.len());
+    for (name, value) in present {
+        let text = std::str::from_utf8(value).map_err(|_| {
+            refuse(
+                "invalid_attribute",
+                false,
+                format!("header {name:?} is not UTF-8 text"),
+            )
+        })?;
+        size += name.len() + "String".len() + text.len();
+        out.push((name.to_owned(), text.to_owned()));
+    }
+    Ok((out, size))
+}
+
+/// One failed entry of an SQS or SNS batch: the service's fault, or a
+/// passing one, is sent again; the sender's fault refuses the record.
+pub(crate) fn failed_entry(code: &str, message: Option<&str>, sender_fault: bool) -> Entry {
+    let error = format!("{code}: {}", message.unwrap_or(""));
+    if !sender_fault || passing_code(code) {
+        return Entry::Again(error);
+    }
+    let too_large =
+        code.contains("TooLong") || code.contains("TooLarge") || code.contains("TooBig");
+    Entry::Refused {
+        class: FailureClass::Record {
+            kind: if too_large {
+                "message_too_large"
+            } else {
+                "rejected"
+            },
+            too_large,
+        },
+        code: code.to_ascii_lowercase(),
+        error,
+    }
 }
 
 /// A message group or deduplication id for `bytes`: the text itself when

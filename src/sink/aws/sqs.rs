@@ -44,12 +44,12 @@ use aws_sdk_sqs::Client;
 use serde::Deserialize;
 
 use super::{
-    body_text, fifo_id, letter_body, request_outcome, request_prefix, AwsClient, AwsCredentials,
-    BatchApi, Entry,
+    body_text, failed_entry, fifo_id, letter_body, refuse, request_outcome, request_prefix,
+    string_attributes, AwsClient, AwsCredentials, BatchApi, Entry,
 };
 use crate::setting::SettingError;
 use crate::sink::broker::{FailureClass, Guarantees};
-use crate::sink::queued::{debezium_header_order, Outcome, Outgoing, Publisher};
+use crate::sink::queued::{Outcome, Outgoing, Publisher};
 
 /// SQS's limits on one `SendMessageBatch`.
 const MAX_ENTRIES: usize = 10;
@@ -58,8 +58,6 @@ const MAX_ENTRIES: usize = 10;
 pub(crate) const DEFAULT_MAX_BYTES: usize = 256 * 1024;
 /// What SQS takes at most, where the queue allows it.
 const HARD_MAX_BYTES: usize = 1024 * 1024;
-/// Most message attributes SQS takes on one message.
-const MAX_ATTRIBUTES: usize = 10;
 /// The bound of a dead letter's key and value (JSON escaping may grow
 /// them; the letter's body stays under SQS's own limit).
 pub(crate) const LETTER_MAX_BYTES: usize = HARD_MAX_BYTES / 2;
@@ -338,11 +336,6 @@ impl Sqs {
         record: &Outgoing,
         fifo: bool,
     ) -> Result<SendMessageBatchRequestEntry, Entry> {
-        let refuse = |kind: &'static str, too_large: bool, error: String| Entry::Refused {
-            class: FailureClass::Record { kind, too_large },
-            code: kind.to_owned(),
-            error,
-        };
         let letter;
         let body = if self.is_dead_letter(&record.destination) {
             letter = letter_body(record);
@@ -355,30 +348,9 @@ impl Sqs {
             .message_body(body);
         let mut size = body.len();
         if self.config.message_attributes {
-            let headers = debezium_header_order(&record.headers);
-            let present: Vec<_> = headers
-                .into_iter()
-                .filter_map(|(n, v)| Some((n, v.filter(|v| !v.is_empty())?)))
-                .collect();
-            if present.len() > MAX_ATTRIBUTES {
-                return Err(refuse(
-                    "too_many_attributes",
-                    false,
-                    format!(
-                        "{} headers, and SQS takes at most {MAX_ATTRIBUTES} message attributes",
-                        present.len()
-                    ),
-                ));
-            }
-            for (name, value) in present {
-                let text = std::str::from_utf8(value).map_err(|_| {
-                    refuse(
-                        "invalid_attribute",
-                        false,
-                        format!("header {name:?} is not UTF-8 text"),
-                    )
-                })?;
-                size += name.len() + "String".len() + text.len();
+            let (attributes, bytes) = string_attributes(&record.headers, "SQS")?;
+            size += bytes;
+            for (name, text) in attributes {
                 let value = MessageAttributeValue::builder()
                     .data_type("String")
                     .string_value(text)
@@ -434,7 +406,7 @@ impl Sqs {
 
 /// The deduplication id: the event id; a record without one (a heartbeat)
 /// gets the SHA-256 of its destination, key and value.
-fn dedup_id(record: &Outgoing) -> String {
+pub(crate) fn dedup_id(record: &Outgoing) -> String {
     if let Some(id) = &record.dedup_id {
         return fifo_id(id.as_bytes());
     }
@@ -537,27 +509,11 @@ impl BatchApi for Sqs {
                 else {
                     continue;
                 };
-                let error = format!("{}: {}", failed.code(), failed.message().unwrap_or(""));
-                *slot = Some(
-                    if failed.sender_fault() && !super::passing_code(failed.code()) {
-                        let too_large =
-                            failed.code().contains("TooLong") || failed.code().contains("TooLarge");
-                        Entry::Refused {
-                            class: FailureClass::Record {
-                                kind: if too_large {
-                                    "message_too_large"
-                                } else {
-                                    "rejected"
-                                },
-                                too_large,
-                            },
-                            code: failed.code().to_ascii_lowercase(),
-                            error,
-                        }
-                    } else {
-                        Entry::Again(error)
-                    },
-                );
+                *slot = Some(failed_entry(
+                    failed.code(),
+                    failed.message(),
+                    failed.sender_fault(),
+                ));
             }
         }
         Ok(answers
