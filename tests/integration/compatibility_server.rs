@@ -4,13 +4,14 @@
 //! same `application.properties` against the same database, each
 //! publishing to a broker server of its own of the same kind
 //! ([`Server::nats`], [`Server::redis`], a [`Capture`] HTTP server, a moto
-//! server for SQS: [`Server::moto`]) or to a virtual host of its own on one
-//! RabbitMQ server ([`Server::rabbitmq`]; for `rabbitmqstream` one with the
-//! stream plugin, [`Server::rabbitmq_with`]), fed the same transactions;
-//! then every message is compared per destination (NATS subject, Redis
-//! stream, AMQP exchange, RabbitMQ stream, HTTP request line, SQS queue),
-//! in order: key, value bytes, header names, header order, header values,
-//! and the attributes a broker adds ([`Msg::attrs`]: the routing key, every
+//! server for SQS and Kinesis: [`Server::moto`]) or to a virtual host of
+//! its own on one RabbitMQ server ([`Server::rabbitmq`]; for
+//! `rabbitmqstream` one with the stream plugin, [`Server::rabbitmq_with`]),
+//! fed the same transactions; then every message is compared per
+//! destination (NATS subject, Redis stream, AMQP exchange, RabbitMQ
+//! stream, HTTP request line, SQS queue, Kinesis stream), in order: key (a
+//! Kinesis record's partition key), value bytes, header names, header
+//! order, header values, and the attributes a broker adds ([`Msg::attrs`]: the routing key, every
 //! AMQP property and each header value's AMQP type; a stream message's
 //! properties, header, annotations, offset and each application property's
 //! AMQP type; the HTTP client's own headers and the header names' case as
@@ -40,7 +41,9 @@
 //! - SQS's message ids, receipt handles, MD5s, timestamps and receive
 //!   counts (the server's), and a FIFO message's `SequenceNumber`: moto
 //!   gives one, random, only where the sender sent a deduplication id
-//!   (walrelay does, Debezium Server does not).
+//!   (walrelay does, Debezium Server does not);
+//! - Kinesis sequence numbers and arrival times (the server's): only the
+//!   order within a stream is compared.
 //!
 //! Layout. A [`Run`] is one start of each relay: a directory under
 //! `tests/compat/server/` holding its `application.properties`
@@ -95,6 +98,20 @@
 //! the test keys in their environment ([`AWS_ENV`]): the SDKs' default
 //! chain finds them there, and nothing reaches beyond loopback.
 //!
+//! Kinesis: Debezium Server puts each record into the stream named by its
+//! destination (`PutRecords`; the value as the data, the serialised key as
+//! the partition key) and creates no stream, so each relay's moto server
+//! gets a stream of one shard per case (`outbox.event.<case>`) before the
+//! relays start: one shard keeps a stream in one order. Every record is
+//! read from `TRIM_HORIZON`, shard by shard; reading takes nothing, so the
+//! waiting reads too. Each record: the partition key (as the key, byte
+//! for byte) and the data; no headers. Debezium Server's Java SDK speaks
+//! CBOR to Kinesis, which moto cannot read: it starts with
+//! `JAVA_TOOL_OPTIONS=-Daws.cborEnabled=false` ([`KINESIS_JAVA_OPTIONS`]),
+//! which leaves `debezium-server.sh`'s options and so its AOT cache as
+//! they are. moto refuses a whole `PutRecords` for a partition key over
+//! 256 characters after storing the records before it, so no feed has one.
+//!
 //! Another sink: a [`Sink`] variant (how to start servers of its kind as
 //! [`BrokerServer`]s, its address as `@SERVER@`, every message read back
 //! as [`Msg`]s by destination: key, value, headers in order, attributes),
@@ -146,7 +163,7 @@ use rabbitmq_stream_client::types::{Message as StreamMessage, OffsetSpecificatio
 use rabbitmq_stream_client::Environment;
 
 use crate::brokers::{parse_xrange, Server};
-use crate::brokers_aws::sqs_client;
+use crate::brokers_aws::{kinesis_client, sqs_client};
 use crate::common::metrics::free_port;
 use crate::common::{env, unique_name};
 use crate::compatibility::{
@@ -176,6 +193,9 @@ enum Sink {
     /// ([`SQS_QUEUE`], `.fifo` and content-based deduplication when
     /// `fifo`), every case's messages in it.
     Sqs { fifo: bool },
+    /// `debezium.sink.type=kinesis`: a moto server per relay holding a
+    /// stream of one shard per case (`outbox.event.<case>`).
+    Kinesis,
 }
 
 /// RabbitMQ: the virtual host each relay publishes to on the run's one
@@ -233,6 +253,7 @@ impl Sink {
                         http: None,
                         streams: Vec::new(),
                         sqs: None,
+                        kinesis: None,
                     });
                 }
                 let wr = pair.pop().expect("two virtual hosts");
@@ -272,6 +293,7 @@ impl Sink {
                     http: None,
                     streams: streams.clone(),
                     sqs: None,
+                    kinesis: None,
                 });
                 let [dbz, wr] = pair;
                 Ok((dbz, wr))
@@ -281,6 +303,13 @@ impl Sink {
                 Ok((
                     BrokerServer::sqs(a, fifo).await?,
                     BrokerServer::sqs(b, fifo).await?,
+                ))
+            }
+            Sink::Kinesis => {
+                let (a, b) = (blocking(Server::moto).await?, blocking(Server::moto).await?);
+                Ok((
+                    BrokerServer::kinesis(a, run).await?,
+                    BrokerServer::kinesis(b, run).await?,
                 ))
             }
         }
@@ -294,7 +323,7 @@ impl Sink {
             Sink::Redis => format!("127.0.0.1:{}", server.port),
             Sink::RabbitMq | Sink::RabbitMqStream => "127.0.0.1".to_owned(),
             Sink::Http => format!("http://127.0.0.1:{}/events", server.port),
-            Sink::Sqs { .. } => format!("http://127.0.0.1:{}", server.port),
+            Sink::Sqs { .. } | Sink::Kinesis => format!("http://127.0.0.1:{}", server.port),
         }
     }
 
@@ -309,14 +338,24 @@ impl Sink {
         }
     }
 
-    /// The environment both relays start with: for SQS the AWS SDKs'
-    /// default chain finds the test keys in it, and nothing else (no
-    /// profile files, no instance metadata: only loopback is reached).
+    /// The environment both relays start with: for SQS and Kinesis the
+    /// AWS SDKs' default chain finds the test keys in it, and nothing else
+    /// (no profile files, no instance metadata: only loopback is reached).
     fn environment(self) -> &'static [(&'static str, Option<&'static str>)] {
         match self {
-            Sink::Sqs { .. } => AWS_ENV,
+            Sink::Sqs { .. } | Sink::Kinesis => AWS_ENV,
             _ => &[],
         }
+    }
+
+    /// Debezium Server's environment: [`Sink::environment`], and for
+    /// Kinesis [`KINESIS_JAVA_OPTIONS`] as `JAVA_TOOL_OPTIONS`.
+    fn debezium_environment(self) -> Vec<(&'static str, Option<&'static str>)> {
+        let mut environment = self.environment().to_vec();
+        if self == Sink::Kinesis {
+            environment.push(("JAVA_TOOL_OPTIONS", Some(KINESIS_JAVA_OPTIONS)));
+        }
+        environment
     }
 
     /// Everything the server holds, by destination, in order.
@@ -328,6 +367,7 @@ impl Sink {
             Sink::Http => server.http.as_ref().map(|c| c.read()).unwrap_or_default(),
             Sink::RabbitMqStream => read_streams(server).await?,
             Sink::Sqs { .. } => read_sqs(server).await?,
+            Sink::Kinesis => read_kinesis(server).await?,
         };
         Ok(Read {
             messages,
@@ -348,10 +388,13 @@ struct BrokerServer {
     amqp: Option<AmqpQueues>,
     /// HTTP: the capture server.
     http: Option<Arc<Capture>>,
-    /// RabbitMQ streams: the streams read (`port` is the stream port).
+    /// RabbitMQ streams (`port` is the stream port) and Kinesis: the
+    /// streams read.
     streams: Vec<String>,
     /// SQS: the relay's queue.
     sqs: Option<SqsQueue>,
+    /// Kinesis: a client of the relay's moto server.
+    kinesis: Option<aws_sdk_kinesis::Client>,
 }
 
 impl BrokerServer {
@@ -364,6 +407,7 @@ impl BrokerServer {
             http: None,
             streams: Vec::new(),
             sqs: None,
+            kinesis: None,
         }
     }
 
@@ -372,6 +416,32 @@ impl BrokerServer {
         let queue = SqsQueue::create(server.port, fifo).await?;
         Ok(BrokerServer {
             sqs: Some(queue),
+            ..BrokerServer::of(server)
+        })
+    }
+
+    /// A moto server with a stream of one shard per case of `run`
+    /// (`outbox.event.<case>`: Debezium Server creates none), so that each
+    /// destination's records are in one order.
+    async fn kinesis(server: Server, run: &Run) -> Result<BrokerServer, String> {
+        let client = kinesis_client(server.port).await;
+        let streams: Vec<String> = run
+            .cases
+            .iter()
+            .map(|c| format!("outbox.event.{}", c.name))
+            .collect();
+        for stream in &streams {
+            client
+                .create_stream()
+                .stream_name(stream)
+                .shard_count(1)
+                .send()
+                .await
+                .map_err(|e| format!("create stream {stream}: {}", DisplayErrorContext(&e)))?;
+        }
+        Ok(BrokerServer {
+            streams,
+            kinesis: Some(client),
             ..BrokerServer::of(server)
         })
     }
@@ -386,6 +456,7 @@ impl BrokerServer {
             http: Some(capture),
             streams: Vec::new(),
             sqs: None,
+            kinesis: None,
         }
     }
 }
@@ -402,8 +473,8 @@ struct AmqpQueues {
 /// destination.
 const SQS_QUEUE: &str = "outbox";
 
-/// The environment of both relays on an SQS run (a name without a value is
-/// removed): test keys for the SDKs' default chain, no profile files, no
+/// The environment of both relays on an SQS or Kinesis run (a name without
+/// a value is removed): test keys for the SDKs' default chain, no profile files, no
 /// instance metadata (169.254.169.254), no session token of the caller's.
 const AWS_ENV: &[(&str, Option<&str>)] = &[
     ("AWS_ACCESS_KEY_ID", Some("test")),
@@ -414,6 +485,16 @@ const AWS_ENV: &[(&str, Option<&str>)] = &[
     ("AWS_SESSION_TOKEN", None),
     ("AWS_PROFILE", None),
 ];
+
+/// Debezium Server's JVM options on a Kinesis run, given as
+/// `JAVA_TOOL_OPTIONS`: its AWS SDK (2.17) speaks CBOR to Kinesis by
+/// default, which moto cannot read (HTTP 500, and Debezium Server stops
+/// after five attempts); the system property turns CBOR off (the
+/// environment variable `AWS_CBOR_ENABLED` does not). Through
+/// `JAVA_TOOL_OPTIONS` rather than `WALRELAY_DBZS_JAVA_OPTS`, which would
+/// replace `debezium-server.sh`'s heap and JIT options and with them the
+/// AOT cache it picks (one per option set).
+const KINESIS_JAVA_OPTIONS: &str = "-Daws.cborEnabled=false";
 
 /// A relay's queue on its moto server. A received message is deleted at
 /// once and kept here; counting asks the queue's counters instead
@@ -739,6 +820,16 @@ const RUNS: &[Run] = &[
             table("unicode", "outbox-nullable.sql", "unicode-feed.sql", 2),
             table("nulls", "outbox-nullable.sql", "nulls-feed.sql", 2),
         ],
+        fatal: None,
+        exchange: None,
+    },
+    // kinesis at its defaults (json with schemas): a stream per
+    // destination, the value as the data, the serialised key as the
+    // partition key.
+    Run {
+        name: "kinesis-json",
+        sink: Sink::Kinesis,
+        cases: DEFAULT_CASES,
         fatal: None,
         exchange: None,
     },
@@ -1385,6 +1476,79 @@ fn sqs_msg(m: &aws_sdk_sqs::types::Message, fifo: bool) -> Msg {
         headers,
         lines: Vec::new(),
         attrs,
+    }
+}
+
+/// Every record of each of the relay's Kinesis streams, by stream: each
+/// shard from its start (`TRIM_HORIZON`), shard after shard in id order
+/// (one shard here: the stream's order). Reading takes nothing, so it
+/// serves the waiting's counts too.
+async fn read_kinesis(server: &BrokerServer) -> Result<Destinations, String> {
+    let client = server.kinesis.as_ref().expect("a Kinesis broker server");
+    let mut got = Destinations::new();
+    for stream in &server.streams {
+        let records = read_kinesis_stream(client, stream).await?;
+        if !records.is_empty() {
+            got.insert(stream.clone(), records);
+        }
+    }
+    Ok(got)
+}
+
+async fn read_kinesis_stream(
+    client: &aws_sdk_kinesis::Client,
+    stream: &str,
+) -> Result<Vec<Msg>, String> {
+    let shards = client
+        .list_shards()
+        .stream_name(stream)
+        .send()
+        .await
+        .map_err(|e| format!("ListShards {stream}: {}", DisplayErrorContext(&e)))?;
+    let mut ids: Vec<&str> = shards
+        .shards()
+        .iter()
+        .map(aws_sdk_kinesis::types::Shard::shard_id)
+        .collect();
+    ids.sort_unstable();
+    let mut got = Vec::new();
+    for shard in ids {
+        let mut iterator = client
+            .get_shard_iterator()
+            .stream_name(stream)
+            .shard_id(shard)
+            .shard_iterator_type(aws_sdk_kinesis::types::ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .map_err(|e| format!("GetShardIterator {stream}: {}", DisplayErrorContext(&e)))?
+            .shard_iterator;
+        while let Some(it) = iterator {
+            let out = client
+                .get_records()
+                .shard_iterator(it)
+                .limit(10_000)
+                .send()
+                .await
+                .map_err(|e| format!("GetRecords {stream}: {}", DisplayErrorContext(&e)))?;
+            if out.records().is_empty() {
+                break;
+            }
+            got.extend(out.records().iter().map(kinesis_msg));
+            iterator = out.next_shard_iterator;
+        }
+    }
+    Ok(got)
+}
+
+/// A Kinesis record as a [`Msg`]: the partition key as the key (as sent:
+/// Debezium Server's is the serialised record key), the data as the
+/// value; a record has no headers. Sequence numbers and arrival times are
+/// the server's: not compared.
+fn kinesis_msg(r: &aws_sdk_kinesis::types::Record) -> Msg {
+    Msg {
+        key: r.partition_key().map(|k| k.as_bytes().to_vec()),
+        value: Some(r.data().as_ref().to_vec()),
+        ..Msg::default()
     }
 }
 
@@ -2240,7 +2404,7 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     psql_c(&format!("create database {token}"))?;
     psql_text(&token, &work, "setup.sql", &cases_sql(run, |c| c.table))?;
     let mut notes = Vec::new();
-    start_both(&mut running, &dbz_dir, &wr_dir, run.sink.environment()).await?;
+    start_both(&mut running, &dbz_dir, &wr_dir, run.sink).await?;
     let wr_log = wr_dir.join("walrelay.log");
     let wr_alive = wait_walrelay(&mut running, &wr_log, &slot_w, &mut notes).await?;
 
@@ -2280,20 +2444,23 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     Ok(notes)
 }
 
-/// Starts Debezium Server (until it streams) and walrelay at once, both
-/// with `environment` (see [`Sink::environment`]).
+/// Starts Debezium Server (until it streams) and walrelay at once, with
+/// the sink's environments ([`Sink::debezium_environment`],
+/// [`Sink::environment`]).
 async fn start_both(
     running: &mut Running,
     dbz_dir: &Path,
     wr_dir: &Path,
-    environment: &'static [(&'static str, Option<&'static str>)],
+    sink: Sink,
 ) -> Result<(), String> {
     let dir = dbz_dir.to_path_buf();
-    let dbz_start = tokio::task::spawn_blocking(move || DebeziumServer::start(&dir, environment));
+    let dbz_environment = sink.debezium_environment();
+    let dbz_start =
+        tokio::task::spawn_blocking(move || DebeziumServer::start(&dir, &dbz_environment));
     let log = std::fs::File::create(wr_dir.join("walrelay.log")).expect("walrelay log");
     let spawned = with_env(
         &mut Command::new(env!("CARGO_BIN_EXE_walrelay")),
-        environment,
+        sink.environment(),
     )
     .current_dir(wr_dir)
     .args(["--metrics-addr", "127.0.0.1:0"])
