@@ -366,8 +366,16 @@ fn translate(
 
     // Sink.
     const SINKS: &str =
-        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs, sns and kinesis";
-    let kind = match all.take("debezium.sink.type").as_deref() {
+        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs, sns, kinesis and eventhubs (over its Kafka endpoint)";
+    let sink_type = all.take("debezium.sink.type");
+    // Event Hubs through its Kafka endpoint: the Kafka sink, configured
+    // from the eventhubs keys; every outbox record to the hub.
+    let eventhubs = sink_type.as_deref().map(str::trim) == Some("eventhubs");
+    let kind = match if eventhubs {
+        Some("kafka")
+    } else {
+        sink_type.as_deref()
+    } {
         None | Some("") => {
             return Err(ConfigError::Missing {
                 key: "debezium.sink.type".into(),
@@ -382,7 +390,29 @@ fn translate(
             },
         })?,
     };
-    if kind == SinkKind::Kafka {
+    let mut hub = None;
+    if eventhubs {
+        let mut own = Keys::new(
+            all.take_prefixed("debezium.sink.eventhubs."),
+            "debezium.sink.eventhubs.",
+        );
+        hub = Some(super::kafka_connect::eventhubs::eventhubs(
+            &mut own, &mut draft, notes,
+        )?);
+        if let Some(key) = own.drain().into_keys().next() {
+            return Err(ConfigError::Unsupported {
+                key: format!("debezium.sink.eventhubs.{key}"),
+                reason: "not a key of Debezium Server 3.6.1's eventhubs sink that walrelay knows"
+                    .into(),
+            });
+        }
+        for key in all.take_prefixed("debezium.sink.").into_keys() {
+            notes.ignore(
+                format!("debezium.sink.{key}"),
+                "ignored: a setting of another sink than debezium.sink.type=eventhubs",
+            );
+        }
+    } else if kind == SinkKind::Kafka {
         let producer = all.take_prefixed("debezium.sink.kafka.producer.");
         translate_producer(
             producer,
@@ -425,6 +455,11 @@ fn translate(
     }
     let mut transforms = Keys::new(transforms, "debezium.");
     translate_transforms(&mut transforms, &mut draft, notes)?;
+    if let Some(hub) = hub {
+        // The sink ignores the record's topic: everything to the hub (a
+        // hub's name has no `$` for the rewrite to read).
+        draft.router.route_topic_replacement = hub;
+    }
     if kind == SinkKind::Sns {
         super::kafka_connect::aws_sinks::sns_converters(
             &mut draft.converters,
@@ -655,6 +690,44 @@ mod tests {
             env_for_property(&env, "debezium.source.database.user"),
             None
         );
+    }
+
+    /// `debezium.sink.type=eventhubs`: the Kafka producer on the
+    /// namespace's Kafka endpoint, every record to the hub.
+    #[test]
+    fn eventhubs_becomes_the_kafka_producer_on_the_namespace() {
+        const BASE: &str = include_str!("../../tests/data/debezium/application.properties");
+        let connection = "Endpoint=sb://shop.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=s3cr3t=";
+        let translate = |extra: &str| {
+            let text = format!(
+                "{}\ndebezium.sink.type=eventhubs\ndebezium.sink.eventhubs.connectionstring={connection}\n\
+                 debezium.sink.eventhubs.hubname=orders\n{extra}",
+                BASE.replace("debezium.sink.type=kafka", "")
+            );
+            from_server_text(&text, Path::new("application.properties"), &|name: &str| {
+                (name == "PG_HOST").then(|| "db.internal".to_owned())
+            })
+        };
+        let t = translate("debezium.sink.eventhubs.maxbatchsize=1000\n").unwrap();
+        let kafka = &t.config.kafka;
+        assert_eq!(kafka.bootstrap_servers, "shop.servicebus.windows.net:9093");
+        assert_eq!(kafka.producer["security.protocol"], "SASL_SSL");
+        assert_eq!(kafka.producer["sasl.mechanism"], "PLAIN");
+        assert_eq!(kafka.producer["sasl.username"], "$ConnectionString");
+        assert_eq!(kafka.secrets["sasl.password"].expose(), connection);
+        assert!(!format!("{:?}", t.config).contains("s3cr3t"));
+        assert_eq!(t.config.router.route_topic_replacement, "orders");
+        assert!(t.ignored("debezium.sink.eventhubs.maxbatchsize"));
+        let err = translate("debezium.sink.eventhubs.partitionid=1\n").unwrap_err();
+        let text = crate::chain::DisplayChain(&err).to_string();
+        assert!(
+            text.contains("debezium.sink.eventhubs.partitionid"),
+            "{text}"
+        );
+        let err =
+            translate("debezium.sink.eventhubs.dynamicpartitionrouting=PARTITIONID\n").unwrap_err();
+        let text = crate::chain::DisplayChain(&err).to_string();
+        assert!(text.contains("dynamicpartitionrouting"), "{text}");
     }
 
     /// `debezium.sink.type=http` with the file's keys, and Knative's

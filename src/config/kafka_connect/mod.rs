@@ -19,6 +19,7 @@ pub(super) mod connector;
 pub(super) mod converters;
 mod errors;
 pub(crate) mod event_router;
+pub(super) mod eventhubs;
 pub(super) mod exactly_once;
 #[cfg(test)]
 mod keys_doc;
