@@ -56,9 +56,9 @@ pub(super) async fn check_broker(
         SinkKind::RabbitMq => check_rabbitmq(config, &wanted, report).await,
         SinkKind::RabbitMqStream => check_rabbitmq_stream(config, &wanted, report).await,
         SinkKind::Http => check_http(config, report).await,
-        SinkKind::Sqs => check_sqs(config, &wanted, report).await,
-        SinkKind::Kinesis => check_kinesis(config, &wanted, report).await,
-        SinkKind::Sns => check_sns(config, &wanted, report).await,
+        SinkKind::Sqs | SinkKind::Sns | SinkKind::Kinesis => {
+            check_aws(config, &wanted, report).await;
+        }
     }
 }
 
@@ -307,75 +307,77 @@ async fn check_http(config: &Config, report: &mut CheckReport) {
     );
 }
 
-/// SQS: the credentials sign, and each destination has a queue (its kind
-/// shown: only a FIFO queue keeps per-key order and drops resent ids).
-async fn check_sqs(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
-    let cfg = config.sink.sqs.clone().unwrap_or_default();
-    let destinations: Vec<String> = wanted.iter().cloned().collect();
-    let unanswered = Unanswered {
-        what: "sqs",
-        at: cfg.endpoint.as_deref(),
-        refused_fix: "check sink.sqs's region, endpoint and credentials",
-        silent_fix: "check sink.sqs.endpoint (or the region's endpoint) is reachable",
-    };
-    let Some((about, queues)) = probe(sqs::probe(&cfg, &destinations), &unanswered, report).await
-    else {
-        return;
-    };
-    report.pass(BROKER_CONNECTION, about);
-    aws_destinations(
-        &queues,
-        report,
-        "create the queues (walrelay never creates one), or set sink.sqs.queue_url; \
-         a record to a missing queue is refused and follows [errors]",
-    );
+/// What an AWS broker's rows need: its name, endpoint, and the fixes.
+struct AwsRows<'a> {
+    what: &'static str,
+    endpoint: Option<&'a str>,
+    refused_fix: &'static str,
+    silent_fix: &'static str,
+    destinations_fix: &'static str,
 }
 
-/// Kinesis: the credentials sign, and each destination is a stream (its
-/// status and open shards shown).
-async fn check_kinesis(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
-    let cfg = config.sink.kinesis.clone().unwrap_or_default();
-    let streams: Vec<String> = wanted.iter().cloned().collect();
-    let unanswered = Unanswered {
-        what: "kinesis",
-        at: cfg.endpoint.as_deref(),
-        refused_fix: "check sink.kinesis's region, endpoint and credentials",
-        silent_fix: "check sink.kinesis.endpoint (or the region's endpoint) is reachable",
-    };
-    let Some((about, found)) = probe(kinesis::probe(&cfg, &streams), &unanswered, report).await
-    else {
-        return;
-    };
-    report.pass(BROKER_CONNECTION, about);
-    aws_destinations(
-        &found,
-        report,
-        "create the streams (walrelay never creates one); a record to a missing stream \
-         is refused and follows [errors]",
-    );
-}
-
-/// SNS: the credentials sign, and each destination's topic exists.
-async fn check_sns(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
-    let cfg = config.sink.sns.clone().unwrap_or_default();
+/// SQS, SNS and Kinesis: the credentials sign, and each destination has
+/// its queue (with its kind: only a FIFO queue keeps per-key order and
+/// drops resent ids), topic or stream (with its status and open shards).
+async fn check_aws(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
     let destinations: Vec<String> = wanted.iter().cloned().collect();
-    let unanswered = Unanswered {
-        what: "sns",
-        at: cfg.endpoint.as_deref(),
-        refused_fix: "check sink.sns's region, endpoint and credentials",
-        silent_fix: "check sink.sns.endpoint (or the region's endpoint) is reachable",
+    let sink = &config.sink;
+    let (sqs, sns, kinesis) = (
+        sink.sqs.clone().unwrap_or_default(),
+        sink.sns.clone().unwrap_or_default(),
+        sink.kinesis.clone().unwrap_or_default(),
+    );
+    let (rows, probing): (
+        AwsRows<'_>,
+        std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>>,
+    ) = match sink.kind {
+        SinkKind::Sqs => (
+            AwsRows {
+                what: "sqs",
+                endpoint: sqs.endpoint.as_deref(),
+                refused_fix: "check sink.sqs's region, endpoint and credentials",
+                silent_fix: "check sink.sqs.endpoint (or the region's endpoint) is reachable",
+                destinations_fix: "create the queues (walrelay never creates one), or set \
+                                       sink.sqs.queue_url; a record to a missing queue is refused \
+                                       and follows [errors]",
+            },
+            Box::pin(sqs::probe(&sqs, &destinations)),
+        ),
+        SinkKind::Sns => (
+            AwsRows {
+                what: "sns",
+                endpoint: sns.endpoint.as_deref(),
+                refused_fix: "check sink.sns's region, endpoint and credentials",
+                silent_fix: "check sink.sns.endpoint (or the region's endpoint) is reachable",
+                destinations_fix: "create the topics (walrelay never creates one), or fix \
+                                       sink.sns.topic_arn / topic_arn_prefix; a record to a \
+                                       missing topic is refused and follows [errors]",
+            },
+            Box::pin(sns::probe(&sns, &destinations)),
+        ),
+        _ => (
+            AwsRows {
+                what: "kinesis",
+                endpoint: kinesis.endpoint.as_deref(),
+                refused_fix: "check sink.kinesis's region, endpoint and credentials",
+                silent_fix: "check sink.kinesis.endpoint (or the region's endpoint) is reachable",
+                destinations_fix: "create the streams (walrelay never creates one); a record \
+                                       to a missing stream is refused and follows [errors]",
+            },
+            Box::pin(kinesis::probe(&kinesis, &destinations)),
+        ),
     };
-    let Some((about, found)) = probe(sns::probe(&cfg, &destinations), &unanswered, report).await
-    else {
+    let unanswered = Unanswered {
+        what: rows.what,
+        at: rows.endpoint,
+        refused_fix: rows.refused_fix,
+        silent_fix: rows.silent_fix,
+    };
+    let Some((about, found)) = probe(probing, &unanswered, report).await else {
         return;
     };
     report.pass(BROKER_CONNECTION, about);
-    aws_destinations(
-        &found,
-        report,
-        "create the topics (walrelay never creates one), or fix sink.sns.topic_arn / \
-         topic_arn_prefix; a record to a missing topic is refused and follows [errors]",
-    );
+    aws_destinations(&found, report, rows.destinations_fix);
 }
 
 /// The destinations row of an AWS broker: each destination's answer.

@@ -323,7 +323,15 @@ impl BatchApi for Kinesis {
                     request = request.records(entry);
                     sent.push(i);
                 }
-                Err(refused) => answers[i] = Some(refused),
+                Err(refused) => {
+                    // Nothing after a refused entry is sent (see
+                    // `BatchApi::send`).
+                    answers[i] = Some(refused);
+                    for later in &mut answers[i + 1..] {
+                        *later = Some(Entry::Again("not sent after a refused entry".to_owned()));
+                    }
+                    break;
+                }
             }
         }
         if !sent.is_empty() {

@@ -306,19 +306,25 @@ pub(crate) trait BatchApi: Send {
 
     /// Sends `entries` in one request: one answer per entry, in order; or
     /// what became of the whole request (a retry, or a failure for good
-    /// of every entry).
+    /// of every entry). An entry it refuses itself (too large, no body)
+    /// ends the request there: the entries after it are not sent and are
+    /// answered [`Entry::Again`].
     fn send(
         &mut self,
         entries: &[&Outgoing],
     ) -> impl Future<Output = Result<Vec<Entry>, Outcome>> + Send;
 }
 
-/// Publishes `batch` request by request: one outcome per record, in order,
-/// ending at the first retry, or after the first request with a record
-/// refused for good (the rest is the next call's). Entries of a request that failed for a
-/// passing reason are sent again, alone, before the next request (with a
-/// pause, doubled each round); after [`ENTRY_ROUNDS`] rounds the first
-/// unsettled record ends the call as a retry.
+/// Publishes `batch` request by request: one outcome per record, in order.
+/// Entries of a request that failed for a passing reason are sent again,
+/// alone, before the next request (with a pause, doubled each round);
+/// after [`ENTRY_ROUNDS`] rounds the first unsettled record ends the call
+/// as a retry, as a failed whole request does. A record refused for good
+/// ends the call after it (and the settled records just after it): the
+/// caller settles the refusal before anything later is sent, so when it
+/// stops the sink nothing after it goes out ([`BatchApi::send`] sends
+/// nothing after an entry it refuses itself, and the entries after a
+/// refusal are not sent again in its rounds).
 pub(crate) async fn publish_in_batches<A: BatchApi>(
     api: &mut A,
     batch: &[Outgoing],
@@ -334,7 +340,12 @@ pub(crate) async fn publish_in_batches<A: BatchApi>(
         let mut pause = ENTRY_RETRY_MIN;
         let mut rounds = 0;
         loop {
-            let pending: Vec<usize> = (0..n).filter(|i| answers[*i].is_none()).collect();
+            // Nothing at or after the first refusal is sent (again).
+            let cut = answers
+                .iter()
+                .position(|a| matches!(a, Some(Outcome::Failed { .. })))
+                .unwrap_or(n);
+            let pending: Vec<usize> = (0..cut).filter(|i| answers[*i].is_none()).collect();
             if pending.is_empty() {
                 break;
             }
@@ -359,11 +370,9 @@ pub(crate) async fn publish_in_batches<A: BatchApi>(
         let refused = answers
             .iter()
             .any(|a| matches!(a, Some(Outcome::Failed { .. })));
-        outcomes.extend(answers.into_iter().map(|a| a.unwrap_or(Outcome::Acked)));
-        if refused {
-            // The caller settles the refusal first: if it stops the sink,
-            // nothing after it is sent (the rest comes back in the next
-            // call otherwise).
+        let settled = answers.iter().take_while(|a| a.is_some()).count();
+        outcomes.extend(answers.into_iter().map_while(|a| a));
+        if refused || settled < n {
             return outcomes;
         }
     }
@@ -762,6 +771,33 @@ mod tests {
         let outcomes = publish_in_batches(&mut api, &batch[3..]).await;
         assert_eq!(api.sent[2], vec!["4"]);
         assert_eq!(outcomes, vec![Outcome::Retry("connection reset".into())]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_after_a_refused_entry_is_sent_in_the_call() {
+        let batch: Vec<Outgoing> = (1..=3)
+            .map(|i| rec(&i.to_string(), &i.to_string()))
+            .collect();
+        let refused = Entry::Refused {
+            class: FailureClass::Record {
+                kind: "tombstone",
+                too_large: false,
+            },
+            code: "tombstone".into(),
+            error: "no body".into(),
+        };
+        let mut api = Scripted {
+            replies: vec![Ok(vec![
+                Entry::Stored,
+                refused,
+                Entry::Again("not sent after a refused entry".into()),
+            ])],
+            sent: Vec::new(),
+        };
+        let outcomes = publish_in_batches(&mut api, &batch).await;
+        assert_eq!(api.sent, vec![vec!["1", "2", "3"]]);
+        assert_eq!(outcomes.len(), 2, "the third is the next call's");
+        assert!(matches!(outcomes[1], Outcome::Failed { .. }));
     }
 
     #[tokio::test(start_paused = true)]

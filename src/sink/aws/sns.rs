@@ -385,7 +385,15 @@ impl BatchApi for Sns {
                     request = request.publish_batch_request_entries(entry);
                     any = true;
                 }
-                Err(refused) => answers[i] = Some(refused),
+                Err(refused) => {
+                    // Nothing after a refused entry is sent (see
+                    // `BatchApi::send`).
+                    answers[i] = Some(refused);
+                    for later in &mut answers[i + 1..] {
+                        *later = Some(Entry::Again("not sent after a refused entry".to_owned()));
+                    }
+                    break;
+                }
             }
         }
         if any {
