@@ -673,7 +673,7 @@ fn debezium_server_truststore_password_from_env() {
 fn debezium_server_refusals_name_the_key() {
     let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
     let cases = [
-        ("debezium.sink.type=kinesis", "debezium.sink.type"),
+        ("debezium.sink.type=pubsub", "debezium.sink.type"),
         ("debezium.format.value=avro", "debezium.format.value"),
         (
             "debezium.format.header=simplestring",
