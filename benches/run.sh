@@ -24,7 +24,8 @@
 #                       measure it as the system walrelay@REV, e.g.
 #                       --systems walrelay@HEAD~1,walrelay (repeatable)
 #   --brokers LIST      W1 and W2 to these brokers (nats, redis, rabbitmq,
-#                       rabbitmqstream, http) instead of Kafka: walrelay
+#                       rabbitmqstream, http, sqs, kinesis; the last two on
+#                       moto, a local AWS endpoint) instead of Kafka: walrelay
 #                       against Debezium Server, e.g.
 #                       benches/run.sh --brokers nats,redis --w1 200000 --w2 500000 --rounds 3
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
@@ -32,6 +33,8 @@
 #                       wrk (Debian's), then exit
 #   --self-check        check the driver's pieces that need no server, then exit
 #                       (nothing is built or started)
+# Cargo builds into $CARGO_TARGET_DIR when set (else target/), and the
+# driver takes walrelay from there.
 # Results: .walrelay-env/bench/results/<UTC time>/results.{json,md} and
 # benchmarks.svg; the table is also printed on stdout. Nothing else on the
 # machine should be busy while it runs.
@@ -167,6 +170,7 @@ if [[ -n "$BROKERS" ]]; then
         case "$broker" in
             http) ;; # the bench's own receiver, built above
             rabbitmqstream) "$REPO_ROOT/scripts/brokers.sh" fetch rabbitmq ;;
+            sqs | kinesis) "$REPO_ROOT/scripts/brokers.sh" fetch moto ;;
             *) "$REPO_ROOT/scripts/brokers.sh" fetch "$broker" ;;
         esac
     done

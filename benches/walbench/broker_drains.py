@@ -17,8 +17,9 @@ START_REPLICATION accepted; the start-up before it is reported apart, as
 for the Kafka drains) and stops at the broker's own time of the last record
 it stored (NATS: the stream's last_ts; Redis: the last entry id's
 milliseconds; HTTP: the receiver's arrival time of the last request;
-RabbitMQ, which keeps no such time: the poll that first saw the last
-record, brokers.py). The bench polls the count every 0.2 s (NATS: the
+SQS: the largest SentTimestamp the bench received; Kinesis: the largest
+ApproximateArrivalTimestamp; RabbitMQ, which keeps no such time: the poll
+that first saw the last record, brokers.py). The bench polls the count every 0.2 s (NATS: the
 stream's message count; Redis: XLEN; RabbitMQ every 0.02 s) until it reaches the backlog's events; the
 system is stopped and the count read again, which must be exactly the
 events written. CPU is utime + stime of the system's process (walrelay, or
@@ -65,16 +66,24 @@ def destination(env, workload, broker, system, k):
     return f"bench.{env.stamp}.{workload.lower()}.{broker}.{slug(system)}.r{k + 1}"
 
 
-def start_publisher(env, system, props, run_dir):
-    """Starts walrelay or Debezium Server on `props` (an application.properties)."""
+def dbzs_java_opts(env, broker):
+    """Debezium Server's JVM options for `broker`: --dbzs-java-opts, then
+    what the broker needs (Kinesis on moto: -Daws.cborEnabled=false)."""
+    return " ".join(o for o in (env.args.dbzs_java_opts, broker.dbzs_java_opts) if o)
+
+
+def start_publisher(env, system, props, run_dir, broker):
+    """Starts walrelay or Debezium Server on `props` (an application.properties)
+    for `broker` (its environment, and Debezium Server's JVM options)."""
     base = base_system(system)
+    extra_env = broker.publisher_env()
     if base == "dbz_server":
-        server = Server(run_dir, env.args.dbzs_java_opts)
+        server = Server(run_dir, dbzs_java_opts(env, broker), extra_env)
         env.procs.append(("dbzs", server))
         return Running(system, server.pid, server.stop, server.alive, server.log)
     logf = os.path.join(run_dir, "walrelay.log")
     p = subprocess.Popen([walrelay_binary(env, system), "run", "--config", props, "--metrics-addr", "127.0.0.1:0"],
-                         stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
+                         stdout=subprocess.DEVNULL, stderr=open(logf, "w"), env=dict(os.environ, **extra_env))
     env.procs.append(("popen", p))
 
     def stop():
@@ -106,7 +115,7 @@ def _broker_drain(env, broker, system, slot, dest, n, run_dir, timeout):
     props = os.path.join(run_dir, "application.properties")
     write_properties(props, application_properties(env.pg_port, broker, slot, dest, properties_overrides(system)))
     t_launch = time.time()
-    r = start_publisher(env, system, props, run_dir)
+    r = start_publisher(env, system, props, run_dir, broker)
     prof = None
     try:
         t_active, ws_pid = wait_active(env, r, slot, 300)
@@ -155,8 +164,10 @@ def _broker_drain(env, broker, system, slot, dest, n, run_dir, timeout):
     if parts:
         res["cpu_share"] = parts
     res.update(broker.notes(dest))
+    if base_system(system) == "dbz_server":
+        res["dbzs_java_opts"] = dbzs_java_opts(env, broker)
     if res.get("duplicates"):
-        log(f"{system} on {broker.kind}: {res['duplicates']:,} request(s) sent more than once")
+        log(f"{system} on {broker.kind}: {res['duplicates']:,} record(s) or request(s) received more than once")
     return res
 
 
@@ -230,25 +241,38 @@ def warm_up(env, out, n, systems=PUBLISHERS):
     training run for its ahead-of-time cache, slower and with a long stop
     (docs/debezium-server-sinks.md): one unmeasured drain of `n` W1 events to
     the first broker makes that cache before anything is measured (and
-    pages the binaries and the brokers in)."""
-    b = next(iter(env.brokers))
-    broker = env.brokers[b]
+    pages the binaries and the brokers in). A broker that gives Debezium
+    Server other JVM options (Kinesis on moto) gets a warm-up drain of
+    Debezium Server of its own, for that cache."""
     bases = [p for p in PUBLISHERS if any(base_system(s) == p for s in systems)]
-    slots = {s: slot_name("warmup", slug(s)) for s in bases}
-    for slot in slots.values():
-        env.create_slot(slot)
-    why = " (and Debezium Server's ahead-of-time cache for these JVM options)" if "dbz_server" in bases else ""
-    log(f"warm-up (not measured): {n:,} events to {b} by {' and '.join(bases)}{why}")
-    env.db.query(f"CALL load_single({n})")
-    for s, slot in slots.items():
-        run_dir = os.path.join(out, "runs", f"warmup-{slug(s)}")
-        try:
-            broker_drain(env, broker, s, slot, destination(env, "warmup", b, s, 0), n, run_dir, 300)
-        except BenchError as e:
-            log(f"warm-up with {s} failed (the run goes on): {e}")
-    env.drop_slots("bench_warmup_")
-    env.db.query("TRUNCATE outbox")
-    env.db.query("CHECKPOINT")
+    plan = []  # (broker kind, publishers): the first broker for everyone,
+    opts_seen = set()  # then one per other set of Debezium Server's options
+    for b, broker in env.brokers.items():
+        opts = dbzs_java_opts(env, broker)
+        if opts in opts_seen:
+            continue
+        opts_seen.add(opts)
+        who = bases if not plan else [p for p in bases if p == "dbz_server"]
+        if who:
+            plan.append((b, who))
+    for b, who in plan:
+        broker = env.brokers[b]
+        slots = {s: slot_name("warmup", b, slug(s)) for s in who}
+        for slot in slots.values():
+            env.create_slot(slot)
+        why = (f" (and Debezium Server's ahead-of-time cache for `{dbzs_java_opts(env, broker)}`)"
+               if "dbz_server" in who else "")
+        log(f"warm-up (not measured): {n:,} events to {b} by {' and '.join(who)}{why}")
+        env.db.query(f"CALL load_single({n})")
+        for s, slot in slots.items():
+            run_dir = os.path.join(out, "runs", f"warmup-{b}-{slug(s)}")
+            try:
+                broker_drain(env, broker, s, slot, destination(env, "warmup", b, s, 0), n, run_dir, 300)
+            except BenchError as e:
+                log(f"warm-up with {s} failed (the run goes on): {e}")
+        env.drop_slots("bench_warmup_")
+        env.db.query("TRUNCATE outbox")
+        env.db.query("CHECKPOINT")
 
 
 def _load():

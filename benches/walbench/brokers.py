@@ -42,16 +42,39 @@ LogAppendTime is for the Kafka drains) and drops the destination again.
          clock, ns) from its /_walbench/stats; the count is of distinct
          event ids (X-DEBEZIUM-ID), a request sent twice is reported as a
          duplicate (results.json), not counted as an event.
+  sqs    moto (scripts/brokers.sh's local AWS endpoint, PyPI's moto[server],
+         one server for sqs and kinesis); per drain a standard queue named
+         after the topic, created by the bench; both systems get its
+         `debezium.sink.sqs.queue.url`. moto's SendMessage computes every
+         queue attribute, each a scan of the queue, for every message sent,
+         so a queue holding a backlog makes each send slower (a batch of 10
+         took 3 s at 4,600 messages deep): the bench consumes as it polls,
+         like a consumer of the queue (ReceiveMessage of 10, then
+         DeleteMessageBatch), counts distinct bodies (a body received twice
+         is a duplicate, results.json), and takes the first and last
+         SentTimestamp (moto's clock, ms) of what it received.
+  kinesis
+         the same moto; per drain a stream named after the topic (the
+         EventRouter's route.topic.replacement), 4 shards, created by the
+         bench; counted by reading every shard from TRIM_HORIZON on, each
+         poll going on from where the last one stopped (GetRecords), and
+         timed by the records' ApproximateArrivalTimestamp. Debezium
+         Server's JVM gets -Daws.cborEnabled=false (its SDK sends CBOR,
+         which moto cannot read): `dbzs_java_opts` below.
 
 A broker is one class in BROKERS: what Debezium Server's
-application.properties says to reach it (`sink_properties`), and the
+application.properties says to reach it (`sink_properties`), what both
+systems need in their environment (`publisher_env`: the AWS keys) and
+Debezium Server's JVM besides --dbzs-java-opts (`dbzs_java_opts`), and the
 client side above. Adding one is a class and a line there; the drains, the
 systems and the tables take the list as it is. Kinds that share a server
 (rabbitmq, rabbitmqstream) name the same `server_kind`: the run starts it
-once.
+once (rabbitmq and rabbitmqstream; sqs and kinesis).
 """
 
 import asyncio
+import base64
+import hashlib
 import calendar
 import json
 import os
@@ -103,6 +126,13 @@ class Broker:
     sink_type = None
     # Seconds between two counts while a drain runs.
     poll_s = 0.2
+    # Debezium Server's JVM options for this broker, after --dbzs-java-opts
+    # (its ahead-of-time cache is made per set of options: warm_up).
+    dbzs_java_opts = ""
+
+    def publisher_env(self):
+        """Environment variables both systems need for this broker."""
+        return {}
 
     def __init__(self, dir_, args=None):
         self.dir = dir_
@@ -559,7 +589,238 @@ class Http(Broker):
         self._stats("DELETE", dest)
 
 
-BROKERS = {cls.kind: cls for cls in (Nats, Redis, RabbitMQ, RabbitMQStream, Http)}
+class AwsJson:
+    """One AWS service of moto through its JSON protocol (SQS's and
+    Kinesis's), on one keep-alive connection. moto checks no signature but
+    picks the service from the Authorization header's credential scope, so
+    the header names the service and signs nothing."""
+
+    def __init__(self, port, service, target_prefix, content_type):
+        import http.client
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.service, self.prefix, self.content_type = service, target_prefix, content_type
+
+    def call(self, op, body):
+        data = json.dumps(body).encode()
+        now = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.conn.request("POST", "/", data, {
+            "Content-Type": self.content_type, "X-Amz-Target": f"{self.prefix}.{op}", "X-Amz-Date": now,
+            "Authorization": f"AWS4-HMAC-SHA256 Credential=test/{now[:8]}/{Moto.region}/{self.service}/aws4_request, "
+                             f"SignedHeaders=host;x-amz-date, Signature={'0' * 64}"})
+        r = self.conn.getresponse()
+        out = r.read()
+        if r.status != 200:
+            raise BenchError(f"moto {self.service} {op}: HTTP {r.status}: {out[:300]!r}")
+        return json.loads(out) if out else {}
+
+    def close(self):
+        self.conn.close()
+
+
+class Moto(Broker):
+    """moto_server (scripts/brokers.sh start moto): SQS and Kinesis on one
+    local endpoint, state in memory. Both systems read the AWS keys from
+    the environment (the SDKs' default chains), never an instance's
+    metadata."""
+
+    server_kind = "moto"
+    region = "us-east-1"
+
+    def publisher_env(self):
+        return {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": self.region,
+                "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def version(self):
+        # The venv's path names the version (.cache/moto/<version>/venv).
+        try:
+            with open(f"/proc/{self.pid}/cmdline", "rb") as f:
+                cmd = f.read().decode(errors="replace")
+            m = re.search(r"/moto/([^/]+)/", cmd)
+        except OSError:
+            m = None
+        return f"moto_server {m.group(1) if m else '?'} (Python; SQS and Kinesis)"
+
+
+def sqs_queue_name(dest):
+    """An SQS queue name for `dest`: letters, digits, - and _, at most 80
+    (a longer one keeps its head and a hash)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", dest)
+    if len(name) > 80:
+        name = name[:71] + "-" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return name
+
+
+class Consumed:
+    """What the bench has read of one drain's destination: distinct bodies
+    (a record read twice is a duplicate), the first and last storage time
+    (Unix s, moto's clock) and the bytes of the bodies."""
+
+    def __init__(self):
+        self.seen = set()
+        self.read = 0
+        self.first = None
+        self.last = None
+        self.bytes = 0
+
+    def add(self, body, at):
+        self.read += 1
+        h = hashlib.blake2b(body, digest_size=16).digest()
+        if h in self.seen:
+            return
+        self.seen.add(h)
+        self.bytes += len(body)
+        self.first = at if self.first is None else min(self.first, at)
+        self.last = at if self.last is None else max(self.last, at)
+
+    def stored(self):
+        n = len(self.seen)
+        return n, self.first, self.last, self.bytes / n if n else None
+
+    def notes(self):
+        return {"read": self.read, "duplicates": self.read - len(self.seen)}
+
+
+class Sqs(Moto):
+    kind = "sqs"
+    sink_type = "sqs"
+    label = "Amazon SQS (moto)"
+    # The bench is the queue's consumer: it reads whenever it polls.
+    poll_s = 0.05
+    # Receives per count(), so that a poll returns to look at the system.
+    max_receives = 200
+
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
+        self.api = None
+        self.queues = {}  # dest -> queue URL
+        self.read = {}  # dest -> Consumed
+
+    def connect(self):
+        self.api = AwsJson(self.port, "sqs", "AmazonSQS", "application/x-amz-json-1.0")
+
+    def close(self):
+        if self.api is not None:
+            self.api.close()
+            self.api = None
+
+    def queue_url(self, dest):
+        return self.queues.get(dest) or f"{self.endpoint()}/123456789012/{sqs_queue_name(dest)}"
+
+    def sink_properties(self, dest):
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.sqs.region": self.region,
+                "debezium.sink.sqs.endpoint": self.endpoint(),
+                "debezium.sink.sqs.queue.url": self.queue_url(dest)}
+
+    def prepare(self, dest):
+        self.drop(dest)
+        self.queues[dest] = self.api.call("CreateQueue", {"QueueName": sqs_queue_name(dest)})["QueueUrl"]
+        self.read[dest] = Consumed()
+
+    def count(self, dest):
+        url, got = self.queue_url(dest), self.read.setdefault(dest, Consumed())
+        for _ in range(self.max_receives):
+            msgs = self.api.call("ReceiveMessage", {
+                "QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 3600, "WaitTimeSeconds": 0,
+                "AttributeNames": ["SentTimestamp"], "MessageSystemAttributeNames": ["SentTimestamp"]}).get("Messages")
+            if not msgs:
+                break
+            for m in msgs:
+                got.add(m.get("Body", "").encode(), int(m["Attributes"]["SentTimestamp"]) / 1000)
+            self.api.call("DeleteMessageBatch", {"QueueUrl": url, "Entries": [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(msgs)]})
+        return len(got.seen)
+
+    def stored(self, dest):
+        self.count(dest)
+        return self.read[dest].stored()
+
+    def notes(self, dest):
+        return self.read[dest].notes() if dest in self.read else {}
+
+    def drop(self, dest):
+        self.read.pop(dest, None)
+        url = self.queues.pop(dest, None)
+        if url:
+            self.api.call("DeleteQueue", {"QueueUrl": url})
+
+
+class Kinesis(Moto):
+    kind = "kinesis"
+    sink_type = "kinesis"
+    label = "Amazon Kinesis Data Streams (moto)"
+    # Debezium Server's SDK (2.17) sends CBOR unless told otherwise; moto
+    # answers it with HTTP 500.
+    dbzs_java_opts = "-Daws.cborEnabled=false"
+    shards = 4
+
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
+        self.api = None
+        self.iterators = {}  # dest -> {shard id: iterator}
+        self.read = {}  # dest -> Consumed
+
+    def connect(self):
+        self.api = AwsJson(self.port, "kinesis", "Kinesis_20131202", "application/x-amz-json-1.1")
+
+    def close(self):
+        if self.api is not None:
+            self.api.close()
+            self.api = None
+
+    def sink_properties(self, dest):
+        # The stream is the topic (route.topic.replacement); it exists.
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.kinesis.region": self.region,
+                "debezium.sink.kinesis.endpoint": self.endpoint()}
+
+    def prepare(self, dest):
+        self.drop(dest)
+        self.api.call("CreateStream", {"StreamName": dest, "ShardCount": self.shards})
+        deadline = time.time() + 30
+        while self.api.call("DescribeStreamSummary", {"StreamName": dest})[
+                "StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+            if time.time() > deadline:
+                raise BenchError(f"kinesis: stream {dest} not ACTIVE after 30 s")
+            time.sleep(0.1)
+        shards = self.api.call("ListShards", {"StreamName": dest})["Shards"]
+        self.iterators[dest] = {s["ShardId"]: self.api.call("GetShardIterator", {
+            "StreamName": dest, "ShardId": s["ShardId"], "ShardIteratorType": "TRIM_HORIZON"})["ShardIterator"]
+            for s in shards}
+        self.read[dest] = Consumed()
+
+    def count(self, dest):
+        its, got = self.iterators[dest], self.read[dest]
+        for shard, it in its.items():
+            while True:
+                r = self.api.call("GetRecords", {"ShardIterator": it, "Limit": 10000})
+                recs = r.get("Records") or []
+                for rec in recs:
+                    got.add(base64.b64decode(rec["Data"]) + rec["PartitionKey"].encode(),
+                            float(rec["ApproximateArrivalTimestamp"]))
+                it = r.get("NextShardIterator") or it
+                if not recs or not r.get("MillisBehindLatest"):
+                    break
+            its[shard] = it
+        return len(got.seen)
+
+    def stored(self, dest):
+        self.count(dest)
+        return self.read[dest].stored()
+
+    def notes(self, dest):
+        return self.read[dest].notes() if dest in self.read else {}
+
+    def drop(self, dest):
+        self.read.pop(dest, None)
+        if self.iterators.pop(dest, None) is not None:
+            self.api.call("DeleteStream", {"StreamName": dest, "EnforceConsumerDeletion": True})
+
+
+BROKERS = {cls.kind: cls for cls in (Nats, Redis, RabbitMQ, RabbitMQStream, Http, Sqs, Kinesis)}
 
 
 def make(kind, dir_, args=None):
@@ -571,7 +832,7 @@ def make(kind, dir_, args=None):
 
 def server_dir(base, kind):
     """The directory of `kind`'s server under `base`: kinds of one server
-    (rabbitmq, rabbitmqstream) share it."""
+    (rabbitmq, rabbitmqstream; sqs, kinesis) share it."""
     cls = BROKERS[kind]
     return os.path.join(base, cls.server_kind or cls.kind)
 

@@ -37,13 +37,14 @@ open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
---brokers nats,redis,rabbitmq,http publishes W1 and W2 to those brokers
+--brokers nats,redis,rabbitmq,http,sqs,kinesis publishes W1 and W2 to those brokers
 instead of Kafka (no Kafka is started): walrelay reading Debezium Server's
 application.properties against Debezium Server 3.6.1 (dbz_server) on the
 same file, both on every broker in the same run, with the walsender
 reader's rate beside them (broker_drains.py, dbz_server.py, brokers.py;
 the clock stops at the broker's time of the last record it stored, or for
-RabbitMQ at the poll that saw it; HTTP goes to benches/http_receiver.rs).
+RabbitMQ at the poll that saw it; HTTP goes to benches/http_receiver.rs;
+SQS and Kinesis to moto, the local AWS endpoint).
 
 Variants measure one lever at a time, before and after in the same run
 (drains, interleaved with the other systems' rounds, and W3):
@@ -146,8 +147,10 @@ def parser():
                     "(\\n separates lines), e.g. '[runtime]\\nworker_threads = 2'")
     ap.add_argument("--walrelay-producer", default="",
                     help="librdkafka settings for walrelay's producer, for A/B runs: key=value,key=value")
-    ap.add_argument("--walrelay", default=os.path.join(REPO, "target", "release", "walrelay"),
-                    help="the walrelay binary (default: target/release/walrelay)")
+    ap.add_argument("--walrelay", default=os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target"),
+                                                       "release", "walrelay"),
+                    help="the walrelay binary (default: target/release/walrelay, or $CARGO_TARGET_DIR/release/"
+                    "walrelay when set, where benches/run.sh's cargo builds it)")
     ap.add_argument("--walrelay-binary", action="append", default=[], metavar="LABEL=PATH",
                     help="another walrelay binary, measured as the system walrelay@LABEL (repeatable; "
                     "benches/run.sh --baseline-rev REV builds one)")

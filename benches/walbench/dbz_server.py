@@ -94,9 +94,10 @@ class Server:
     """One Debezium Server started on DIR/application.properties: its JVM's
     pid, alive(), stop()."""
 
-    def __init__(self, run_dir, java_opts):
+    def __init__(self, run_dir, java_opts, extra_env=None):
         self.dir = run_dir
-        env = dict(os.environ, WALRELAY_DBZS_JAVA_OPTS=java_opts, WALRELAY_DBZS_START_TIMEOUT="300",
+        env = dict(os.environ, **(extra_env or {}))
+        env.update(WALRELAY_DBZS_JAVA_OPTS=java_opts, WALRELAY_DBZS_START_TIMEOUT="300",
                    WALRELAY_DBZS_STOP_TIMEOUT="120", WALRELAY_DBZ_OFFSET_FLUSH_MS="60000",
                    # A watchdog stops the server if the bench dies.
                    WALRELAY_OWNER_PID=str(os.getpid()))

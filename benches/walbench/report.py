@@ -451,11 +451,23 @@ def broker_report(args, facts, results, command):
         f"load average {facts['load_average_at_start']} at start and {facts.get('load_average_at_end', '?')} "
         f"at the end  \n"
         f"{facts['postgres']}; {brokers}; Debezium Server {facts.get('debezium_server_java_version', '?')}, "
-        f"JVM options `{facts.get('dbzs_java_opts', '?')}`; everything co-located on this machine.  \n"
+        f"JVM options `{facts.get('dbzs_java_opts', '?')}`{_extra_java_opts(results, facts.get('dbzs_java_opts'))}; everything co-located on "
+        f"this machine.  \n"
         f"Sizes: {sizes}. Payload: about {args.payload_bytes if hasattr(args, 'payload_bytes') else '?'} bytes of "
         f"JSON (jsonb). {args.rounds} interleaved round(s) per system and broker, the median reported.\n")
     return ("\n".join(head) + "\n" + broker_table(results) + "\n\nIssue 30's goals, walrelay against Debezium "
             "Server on the same broker, same workload, same run:\n\n" + broker_goals(results) + "\n")
+
+
+def _extra_java_opts(results, base):
+    """Debezium Server's JVM options where a broker added to --dbzs-java-opts
+    (Kinesis on moto: -Daws.cborEnabled=false), as `; on BROKER: OPTIONS`."""
+    per = {}
+    for r in results:
+        o = r.get("dbzs_java_opts")
+        if o and r.get("broker") and o != base:
+            per.setdefault(r["broker"], o)
+    return "".join(f", on {b} `{o}`" for b, o in per.items())
 
 
 def update_broker_docs(block):

@@ -17,9 +17,10 @@ from . import config
 from .kafka_markers import KafkaCommitted
 from .procs import Sched
 from .broker_drains import slot_name
-from .brokers import BROKERS, Broker, Http, PolledTimes, RabbitMQ, RabbitMQStream, make, parse_rfc3339, redis_id_seconds, server_dir
+from .brokers import (BROKERS, Broker, Consumed, Http, Kinesis, PolledTimes, RabbitMQ, RabbitMQStream, Sqs, make,
+                      parse_rfc3339, redis_id_seconds, server_dir, sqs_queue_name)
 from .dbz_server import application_properties, properties_overrides
-from .report import broker_goals, broker_table, walsender_table
+from .report import _extra_java_opts, broker_goals, broker_table, walsender_table
 from .stats import histogram_delta, histogram_quantile, percentile
 from .systems import Variant, eos_settings
 from .walrelay import Endpoints, counters, stage_breakdown, stage_histograms, transaction_counters
@@ -206,8 +207,37 @@ def check_brokers():
     # two RabbitMQ kinds share one node.
     assert {k: c.sink_type for k, c in BROKERS.items()} == {
         "nats": "nats-jetstream", "redis": "redis", "rabbitmq": "rabbitmq", "rabbitmqstream": "rabbitmqstream",
-        "http": "http"}
+        "http": "http", "sqs": "sqs", "kinesis": "kinesis"}
     assert server_dir("/b", "rabbitmqstream") == server_dir("/b", "rabbitmq") == "/b/rabbitmq"
+    assert server_dir("/b", "sqs") == server_dir("/b", "kinesis") == "/b/moto"
+    # moto: one queue per drain (a name SQS takes), the stream is the
+    # topic; both systems get the test keys, Debezium Server's JVM JSON
+    # instead of CBOR for Kinesis.
+    assert sqs_queue_name("bench.20261206t1400z.w1.sqs.walrelay.r1") == "bench-20261206t1400z-w1-sqs-walrelay-r1"
+    long_name = sqs_queue_name("bench." + "x" * 100)
+    assert len(long_name) == 80 and long_name != sqs_queue_name("bench." + "x" * 101), long_name
+    sqs = Sqs("/nowhere")
+    sqs.port = 4566
+    sp = dict(application_properties(5432, sqs, "s1", "bench.t.w1.sqs", ()))
+    assert sp["debezium.sink.type"] == "sqs" and sp["debezium.sink.sqs.endpoint"] == "http://127.0.0.1:4566", sp
+    assert sp["debezium.sink.sqs.queue.url"] == "http://127.0.0.1:4566/123456789012/bench-t-w1-sqs", sp
+    assert sp["debezium.transforms.outbox.route.topic.replacement"] == "bench.t.w1.sqs", sp
+    kin = Kinesis("/nowhere")
+    kin.port = 4566
+    kp = dict(application_properties(5432, kin, "s1", "bench.t.w1.kinesis", ()))
+    assert kp["debezium.sink.kinesis.region"] == "us-east-1" and "debezium.sink.kinesis.stream.name" not in kp, kp
+    assert kin.dbzs_java_opts == "-Daws.cborEnabled=false" and sqs.dbzs_java_opts == ""
+    assert kin.publisher_env()["AWS_ACCESS_KEY_ID"] == "test" and sqs.publisher_env()["AWS_EC2_METADATA_DISABLED"] == "true"
+    assert RabbitMQ("/nowhere").publisher_env() == {}
+    assert _extra_java_opts([{"broker": "kinesis", "dbzs_java_opts": "-XX:+UseG1GC -Daws.cborEnabled=false"},
+                             {"broker": "sqs", "dbzs_java_opts": "-XX:+UseG1GC"}], "-XX:+UseG1GC") == \
+        ", on kinesis `-XX:+UseG1GC -Daws.cborEnabled=false`"
+    # What the bench read: distinct bodies, a repeat is a duplicate; times
+    # of the distinct ones.
+    c = Consumed()
+    for body, at in ((b"a", 5.0), (b"b", 3.0), (b"a", 9.0), (b"c", 7.5)):
+        c.add(body, at)
+    assert c.stored() == (3, 3.0, 7.5, 1.0) and c.notes() == {"read": 4, "duplicates": 1}, (c.stored(), c.notes())
     assert server_dir("/b", "http") == "/b/http"
     # Every kind is made as a run makes it (a constructor that does not
     # take the run's arguments crashed --brokers nats at start).
