@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 
 use crate::brokers::{without_kafka, Server};
-use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
+use crate::common::load::{sigkill_under_load, sigkill_under_load_sized, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
 use crate::common::{env, Record};
@@ -118,6 +118,22 @@ pub(crate) async fn read_queue(
     got
 }
 
+/// [`read_queue`] once walrelay has confirmed everything written so far:
+/// nothing is sent while the test deletes what it read. moto's
+/// `delete_message` rebuilds the queue's list without its lock, and a
+/// message sent by another request thread meanwhile is lost (read from
+/// moto 5.2.6's `sqs/models.py`); SQS has no such race.
+pub(crate) async fn read_settled(
+    ob: &Outbox,
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    want: usize,
+    relay: &mut Relay,
+) -> Vec<SqsMessage> {
+    ob.wait_confirmed(ob.current_lsn().await, relay).await;
+    read_queue(client, url, want, relay).await
+}
+
 /// `[sink]` for SQS at moto's `port`, with explicit test keys and a short
 /// attempt timeout (the outage test hangs the endpoint).
 fn sqs_sink(port: u16, extra: &str) -> String {
@@ -151,7 +167,7 @@ async fn sqs_fifo_events_in_order_with_exact_bytes() {
         ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
             .await;
     }
-    let got = read_queue(&client, &url, 30, &mut relay).await;
+    let got = read_settled(&ob, &client, &url, 30, &mut relay).await;
     assert_eq!(got.len(), 30, "{}", tail(&relay.log(), 30));
     assert_eq!(got[0].body, r#"{"a": "é €"}"#);
     assert_eq!(got[0].group.as_deref(), Some("k1"));
@@ -216,7 +232,10 @@ async fn sqs_refused_record_stops_or_is_dead_lettered() {
     let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k", "{}").await;
-    assert_eq!(read_queue(&client, &url, 1, &mut relay).await.len(), 1);
+    assert_eq!(
+        read_settled(&ob, &client, &url, 1, &mut relay).await.len(),
+        1
+    );
     let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
     ob.insert(2, "", "k", &big).await;
     ob.insert(3, "", "k", "{}").await;
@@ -240,7 +259,7 @@ async fn sqs_refused_record_stops_or_is_dead_lettered() {
     let mut relay = Relay::start(&without_kafka(&ob.config(""), &format!("{sink}{dead}")));
     ob.wait_active(&mut relay).await;
     ob.insert(4, "", "k", "{\"last\": 1}").await;
-    let main = read_queue(&client, &url, 2, &mut relay).await;
+    let main = read_settled(&ob, &client, &url, 2, &mut relay).await;
     let bodies: Vec<&str> = main.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(bodies.len(), 2, "{}", tail(&relay.log(), 20));
     assert!(
@@ -288,11 +307,22 @@ async fn sqs_sigkill_under_load_delivers_every_event_once() {
         let total = log.committed.len();
         let deadline = Instant::now() + Duration::from_secs(150);
         while seen.len() < total && Instant::now() < deadline {
-            seen.extend(read_queue(&client, &url, total - seen.len(), relay).await);
+            seen.extend(read_settled(&ob, &client, &url, total - seen.len(), relay).await);
         }
         seen.iter().map(record_of).collect::<Vec<Record>>()
     };
-    let relay = sigkill_under_load(&ob, relay, &config, Delivered::ExactlyOnce, read).await;
+    // 600 events, killed after 200: moto's SQS gets slower as the queue
+    // fills, and the test reads only what walrelay confirmed (see
+    // `read_settled`).
+    let relay = sigkill_under_load_sized(
+        &ob,
+        relay,
+        &config,
+        Delivered::ExactlyOnce,
+        (600, 200),
+        read,
+    )
+    .await;
     ob.finish(relay).await;
 }
 
@@ -327,12 +357,15 @@ async fn sqs_outage_holds_the_slot_then_delivers() {
     let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
     ob.wait_active(&mut relay).await;
     ob.insert_series(1, 50).await;
-    assert_eq!(read_queue(&client, &url, 50, &mut relay).await.len(), 50);
+    assert_eq!(
+        read_settled(&ob, &client, &url, 50, &mut relay).await.len(),
+        50
+    );
     moto.pause();
     let pre_commit = ob.insert_series_reading_pre_commit_lsn(51, 150).await;
     ob.slot_held_before(pre_commit, &mut relay, "SQS").await;
     moto.resume();
-    let got = read_queue(&client, &url, 100, &mut relay).await;
+    let got = read_settled(&ob, &client, &url, 100, &mut relay).await;
     let numbers: Vec<u64> = got
         .iter()
         .filter_map(|m| serde_json::from_str::<serde_json::Value>(&m.body).ok()?["n"].as_u64())
@@ -747,7 +780,7 @@ async fn sns_fifo_events_in_order_with_exact_bytes() {
         ob.insert(n, "", &format!("k{}", n % 3), &format!("{{\"n\": {n}}}"))
             .await;
     }
-    let got = read_queue(&sqs, &url, 30, &mut relay).await;
+    let got = read_settled(&ob, &sqs, &url, 30, &mut relay).await;
     assert_eq!(got.len(), 30, "{}", tail(&relay.log(), 30));
     assert_eq!(got[0].body, r#"{"a": "é €"}"#);
     assert_eq!(got[0].attributes.get("id"), Some(&event_id(1)));
@@ -791,7 +824,7 @@ async fn sns_refused_record_stops_or_is_dead_lettered() {
     let mut relay = Relay::start(&without_kafka(&ob.config(""), &sink));
     ob.wait_active(&mut relay).await;
     ob.insert(1, "", "k", "{}").await;
-    assert_eq!(read_queue(&sqs, &url, 1, &mut relay).await.len(), 1);
+    assert_eq!(read_settled(&ob, &sqs, &url, 1, &mut relay).await.len(), 1);
     let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(300 * 1024));
     ob.insert(2, "", "k", &big).await;
     ob.insert(3, "", "k", "{}").await;
@@ -814,7 +847,7 @@ async fn sns_refused_record_stops_or_is_dead_lettered() {
     let mut relay = Relay::start(&without_kafka(&ob.config(""), &format!("{sink}{dead}")));
     ob.wait_active(&mut relay).await;
     ob.insert(4, "", "k", "{\"last\": 1}").await;
-    let main = read_queue(&sqs, &url, 2, &mut relay).await;
+    let main = read_settled(&ob, &sqs, &url, 2, &mut relay).await;
     let bodies: Vec<&str> = main.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(
         bodies,
@@ -858,11 +891,22 @@ async fn sns_sigkill_under_load_delivers_every_event_once() {
         let total = log.committed.len();
         let deadline = Instant::now() + Duration::from_secs(150);
         while seen.len() < total && Instant::now() < deadline {
-            seen.extend(read_queue(&client, &url, total - seen.len(), relay).await);
+            seen.extend(read_settled(&ob, &client, &url, total - seen.len(), relay).await);
         }
         seen.iter().map(record_of).collect::<Vec<Record>>()
     };
-    let relay = sigkill_under_load(&ob, relay, &config, Delivered::ExactlyOnce, read).await;
+    // 600 events, killed after 200: moto's SQS gets slower as the queue
+    // fills, and the test reads only what walrelay confirmed (see
+    // `read_settled`).
+    let relay = sigkill_under_load_sized(
+        &ob,
+        relay,
+        &config,
+        Delivered::ExactlyOnce,
+        (600, 200),
+        read,
+    )
+    .await;
     ob.finish(relay).await;
 }
 
@@ -880,7 +924,10 @@ async fn sns_outage_holds_the_slot_then_delivers() {
     ));
     ob.wait_active(&mut relay).await;
     ob.insert_series(1, 50).await;
-    assert_eq!(read_queue(&sqs, &url, 50, &mut relay).await.len(), 50);
+    assert_eq!(
+        read_settled(&ob, &sqs, &url, 50, &mut relay).await.len(),
+        50
+    );
     moto.pause();
     let pre_commit = ob.insert_series_reading_pre_commit_lsn(51, 150).await;
     ob.slot_held_before(pre_commit, &mut relay, "SNS").await;
@@ -888,7 +935,7 @@ async fn sns_outage_holds_the_slot_then_delivers() {
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut numbers = std::collections::BTreeSet::new();
     while numbers.len() < 100 && Instant::now() < deadline {
-        for m in read_queue(&sqs, &url, 100, &mut relay).await {
+        for m in read_settled(&ob, &sqs, &url, 100, &mut relay).await {
             if let Some(n) = serde_json::from_str::<serde_json::Value>(&m.body)
                 .ok()
                 .and_then(|v| v["n"].as_u64())

@@ -690,15 +690,29 @@ pub(crate) enum Delivered {
 /// Returns the restarted relay.
 pub(crate) async fn sigkill_under_load(
     ob: &Outbox,
-    mut relay: Relay,
+    relay: Relay,
     config: &str,
     delivered: Delivered,
     read: impl AsyncFnOnce(&mut Relay, &LoadLog) -> Vec<Record>,
 ) -> Relay {
-    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), 3000);
+    sigkill_under_load_sized(ob, relay, config, delivered, (3000, 1000), read).await
+}
+
+/// [`sigkill_under_load`] with `(events, kill_after)`: the events written,
+/// and how many are committed when walrelay is killed (a smaller load for
+/// an endpoint that slows down as it fills, moto's SQS).
+pub(crate) async fn sigkill_under_load_sized(
+    ob: &Outbox,
+    mut relay: Relay,
+    config: &str,
+    delivered: Delivered,
+    (events, kill_after): (u64, u64),
+    read: impl AsyncFnOnce(&mut Relay, &LoadLog) -> Vec<Record>,
+) -> Relay {
+    let mut spec = LoadSpec::new(pg_url(), &ob.name, &ob.agg(""), events);
     spec.pause = Duration::from_millis(2);
     let load = Load::start(spec).await;
-    assert!(load.wait_for(1000, Duration::from_secs(120)).await);
+    assert!(load.wait_for(kill_after, Duration::from_secs(120)).await);
     let killed_at = ob.current_lsn().await;
     relay.kill();
     let mut relay = Relay::start(config);
