@@ -228,9 +228,10 @@ pub(crate) struct Sqs {
 impl Publisher for Sqs {
     const NAME: &'static str = "sqs";
     /// FIFO queues keep per-group order and drop a resent event id within
-    /// five minutes; standard queues neither (what the configuration
-    /// asks is checked against the queue kind at start: see
-    /// [`SqsConfig::validate`]).
+    /// five minutes; standard queues neither. The queue's kind is known
+    /// only from its URL or attributes, so these are a FIFO queue's; no
+    /// configuration key asks for order or deduplication today, and
+    /// `walrelay check` shows each queue's kind.
     const GUARANTEES: Guarantees = Guarantees {
         idempotent: false,
         transactional: false,
