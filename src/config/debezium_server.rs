@@ -399,13 +399,7 @@ fn translate(
         hub = Some(super::kafka_connect::eventhubs::eventhubs(
             &mut own, &mut draft, notes,
         )?);
-        if let Some(key) = own.drain().into_keys().next() {
-            return Err(ConfigError::Unsupported {
-                key: format!("debezium.sink.eventhubs.{key}"),
-                reason: "not a key of Debezium Server 3.6.1's eventhubs sink that walrelay knows"
-                    .into(),
-            });
-        }
+        super::kafka_connect::server_sinks::rest(&mut own)?;
         for key in all.take_prefixed("debezium.sink.").into_keys() {
             notes.ignore(
                 format!("debezium.sink.{key}"),

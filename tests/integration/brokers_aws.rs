@@ -302,14 +302,8 @@ async fn sqs_sigkill_under_load_delivers_every_event_once() {
     let config = without_kafka(&ob.config(""), &sink);
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let mut seen: Vec<SqsMessage> = Vec::new();
     let read = async |relay: &mut Relay, log: &LoadLog| {
-        let total = log.committed.len();
-        let deadline = Instant::now() + Duration::from_secs(150);
-        while seen.len() < total && Instant::now() < deadline {
-            seen.extend(read_settled(&ob, &client, &url, total - seen.len(), relay).await);
-        }
-        seen.iter().map(record_of).collect::<Vec<Record>>()
+        read_load(&ob, &client, &url, log.committed.len(), relay).await
     };
     // 600 events, killed after 200: moto's SQS gets slower as the queue
     // fills, and the test reads only what walrelay confirmed (see
@@ -324,6 +318,24 @@ async fn sqs_sigkill_under_load_delivers_every_event_once() {
     )
     .await;
     ob.finish(relay).await;
+}
+
+/// What the load checker reads after [`sigkill_under_load_sized`]: the
+/// queue's messages, once walrelay confirmed them, until `total` arrived
+/// or 150 s passed.
+async fn read_load(
+    ob: &Outbox,
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    total: usize,
+    relay: &mut Relay,
+) -> Vec<Record> {
+    let mut seen: Vec<SqsMessage> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(150);
+    while seen.len() < total && Instant::now() < deadline {
+        seen.extend(read_settled(ob, client, url, total - seen.len(), relay).await);
+    }
+    seen.iter().map(record_of).collect()
 }
 
 /// A message as the load checker reads records: the group as the key, the
@@ -886,14 +898,8 @@ async fn sns_sigkill_under_load_delivers_every_event_once() {
     );
     let mut relay = Relay::start(&config);
     ob.wait_active(&mut relay).await;
-    let mut seen: Vec<SqsMessage> = Vec::new();
     let read = async |relay: &mut Relay, log: &LoadLog| {
-        let total = log.committed.len();
-        let deadline = Instant::now() + Duration::from_secs(150);
-        while seen.len() < total && Instant::now() < deadline {
-            seen.extend(read_settled(&ob, &client, &url, total - seen.len(), relay).await);
-        }
-        seen.iter().map(record_of).collect::<Vec<Record>>()
+        read_load(&ob, &client, &url, log.committed.len(), relay).await
     };
     // 600 events, killed after 200: moto's SQS gets slower as the queue
     // fills, and the test reads only what walrelay confirmed (see

@@ -162,7 +162,7 @@ pub(in crate::config) fn unsupported_sink(_value: &str) -> Option<&'static str> 
 
 /// A key of the sink's own that walrelay does not know: refused, so a
 /// setting is never silently dropped.
-fn rest(own: &mut Keys) -> Result<(), ConfigError> {
+pub(in crate::config) fn rest(own: &mut Keys) -> Result<(), ConfigError> {
     match own.drain().into_keys().next() {
         None => Ok(()),
         Some(key) => Err(own.unsupported(

@@ -185,12 +185,7 @@ pub(crate) async fn probe(
         };
         found.push((name.clone(), answer));
     }
-    let at = match (&config.endpoint, &config.region) {
-        (Some(endpoint), _) => format!("kinesis at {endpoint}"),
-        (None, Some(region)) => format!("kinesis in {region}"),
-        (None, None) => "kinesis in the SDK's region".to_owned(),
-    };
-    Ok((at, found))
+    Ok((config.client().place("kinesis"), found))
 }
 
 /// A connected Kinesis publisher.

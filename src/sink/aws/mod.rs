@@ -115,6 +115,15 @@ pub(crate) struct AwsClient<'a> {
 pub(crate) const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 
 impl AwsClient<'_> {
+    /// Where `broker` is reached, for `walrelay check`'s connection row.
+    pub(crate) fn place(&self, broker: &str) -> String {
+        match (self.endpoint, self.region) {
+            (Some(endpoint), _) => format!("{broker} at {endpoint}"),
+            (None, Some(region)) => format!("{broker} in {region}"),
+            (None, None) => format!("{broker} in the SDK's region"),
+        }
+    }
+
     /// Checks the shared keys; errors name the key.
     pub(crate) fn validate(&self) -> Result<(), SettingError> {
         let key = |name: &str| format!("{}.{name}", self.section);
@@ -420,6 +429,17 @@ fn settled_prefix(outcomes: &mut Vec<Outcome>, answers: Vec<Option<Outcome>>, la
             }
         }
     }
+}
+
+/// What a record counts for against an SQS or SNS size limit: its value
+/// and each header as a String attribute (name, `String`, value).
+pub(crate) fn message_bytes(record: &Outgoing) -> usize {
+    record.value.as_ref().map_or(0, bytes::Bytes::len)
+        + record
+            .headers
+            .iter()
+            .map(|h| h.name.len() + "String".len() + h.value.as_ref().map_or(0, bytes::Bytes::len))
+            .sum::<usize>()
 }
 
 /// How many of `pending`, from the first, fit one request: at most

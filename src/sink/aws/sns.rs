@@ -205,12 +205,7 @@ pub(crate) async fn probe(
         };
         found.push((d.clone(), answer));
     }
-    let at = match (&config.endpoint, &config.region) {
-        (Some(endpoint), _) => format!("sns at {endpoint}"),
-        (None, Some(region)) => format!("sns in {region}"),
-        (None, None) => "sns in the SDK's region".to_owned(),
-    };
-    Ok((at, found))
+    Ok((config.client().place("sns"), found))
 }
 
 fn no_topic(destination: &str) -> String {
@@ -355,13 +350,7 @@ impl BatchApi for Sns {
             MAX_ENTRIES,
             MAX_BYTES,
             fifo,
-            |r| {
-                r.value.as_ref().map_or(0, bytes::Bytes::len)
-                    + r.headers
-                        .iter()
-                        .map(|h| h.name.len() + 6 + h.value.as_ref().map_or(0, bytes::Bytes::len))
-                        .sum::<usize>()
-            },
+            super::message_bytes,
             |r| self.group(r),
         )
     }

@@ -209,12 +209,7 @@ pub(crate) async fn probe(
         };
         found.push((d.clone(), answer));
     }
-    let at = match (&config.endpoint, &config.region) {
-        (Some(endpoint), _) => format!("sqs at {endpoint}"),
-        (None, Some(region)) => format!("sqs in {region}"),
-        (None, None) => "sqs in the SDK's region".to_owned(),
-    };
-    Ok((at, found))
+    Ok((config.client().place("sqs"), found))
 }
 
 /// A connected SQS publisher.
@@ -444,13 +439,7 @@ impl BatchApi for Sqs {
             MAX_ENTRIES,
             max,
             ordered,
-            |r| {
-                r.value.as_ref().map_or(0, bytes::Bytes::len)
-                    + r.headers
-                        .iter()
-                        .map(|h| h.name.len() + 6 + h.value.as_ref().map_or(0, bytes::Bytes::len))
-                        .sum::<usize>()
-            },
+            super::message_bytes,
             |r| self.group(r),
         )
     }
