@@ -135,13 +135,37 @@ impl Server {
     /// `NOTIFY_SOCKET` set, rabbitmq-server execs the Erlang VM itself, so
     /// the child is the broker and [`Server::stop`] kills it.
     pub(crate) fn rabbitmq() -> Server {
-        Server::rabbitmq_with(None)
+        Server::rabbitmq_on_free_ports(false).0
     }
 
     /// [`Server::rabbitmq`] with the `rabbitmq_stream` plugin listening on
-    /// 127.0.0.1:`stream_port` and advertising that address (stream
+    /// the returned port of 127.0.0.1 and advertising that address (stream
     /// clients connect to the advertised one).
-    pub(crate) fn rabbitmq_with(stream_port: Option<u16>) -> Server {
+    pub(crate) fn rabbitmq_stream() -> (Server, u16) {
+        let (server, stream) = Server::rabbitmq_on_free_ports(true);
+        (server, stream.expect("a stream port"))
+    }
+
+    /// Free ports are only free when chosen: another test's server can take
+    /// one before RabbitMQ binds it (its boot takes seconds), and RabbitMQ
+    /// then exits with `eaddrinuse`. Such a start is tried again on new
+    /// ports, up to three times; any other failure panics at once.
+    fn rabbitmq_on_free_ports(stream: bool) -> (Server, Option<u16>) {
+        let mut last = String::new();
+        for _ in 0..3 {
+            let stream_port = stream.then(free_port);
+            let mut server = Server::rabbitmq_with(stream_port);
+            match server.try_start() {
+                Ok(()) => return (server, stream_port),
+                Err(e) if e.contains("eaddrinuse") => last = e,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("three starts of RabbitMQ found a port taken; the last: {last}")
+    }
+
+    /// The server, configured but not started.
+    fn rabbitmq_with(stream_port: Option<u16>) -> Server {
         let server = std::env::var_os("WALRELAY_TEST_RABBITMQ_SERVER").map_or_else(
             || PathBuf::from("/usr/lib/rabbitmq/bin/rabbitmq-server"),
             PathBuf::from,
@@ -229,7 +253,7 @@ impl Server {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        let mut s = Server {
+        Server {
             args: Vec::new(),
             program: server,
             port,
@@ -238,9 +262,7 @@ impl Server {
             _dir: dir,
             env,
             helper: Some(epmd),
-        };
-        s.start();
-        s
+        }
     }
 
     /// Starts `program` with `args`; it must listen on `port`; `dir` is
@@ -268,6 +290,13 @@ impl Server {
 
     /// Starts it (again), on the same port with the same data.
     pub(crate) fn start(&mut self) {
+        if let Err(e) = self.try_start() {
+            panic!("{e}");
+        }
+    }
+
+    /// [`Server::start`], returning why it did not listen (with its log).
+    fn try_start(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -290,16 +319,19 @@ impl Server {
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten());
-            assert!(
-                Instant::now() < deadline && exited.is_none(),
-                "{} did not listen on {} ({}): {}",
-                self.program.display(),
-                self.port,
-                exited.map_or_else(|| "timed out".to_owned(), |s| format!("exited: {s}")),
-                std::fs::read_to_string(&self.log).unwrap_or_default()
-            );
+            if Instant::now() >= deadline || exited.is_some() {
+                self.stop();
+                return Err(format!(
+                    "{} did not listen on {} ({}): {}",
+                    self.program.display(),
+                    self.port,
+                    exited.map_or_else(|| "timed out".to_owned(), |s| format!("exited: {s}")),
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// RabbitMQ: `rabbitmqctl ARGS` against this node (its cookie, node

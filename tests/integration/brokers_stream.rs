@@ -1,6 +1,6 @@
 //! RabbitMQ streams over the stream protocol (`rabbitmqstream`), each test
 //! on a rabbitmq-server of its own with the `rabbitmq_stream` plugin
-//! ([`Server::rabbitmq_with`]). Each test reads the streams from their
+//! ([`Server::rabbitmq_stream`]). Each test reads the streams from their
 //! first offset with the stream client and asserts on what a consumer gets
 //! (message-id, application-properties, body, order) and on the slot: the
 //! events in order with exact bytes, Debezium Server's form, SIGKILL under
@@ -28,8 +28,7 @@ struct Streams {
 
 impl Streams {
     fn start() -> Streams {
-        let stream = free_port();
-        let server = Server::rabbitmq_with(Some(stream));
+        let (server, stream) = Server::rabbitmq_stream();
         let deadline = Instant::now() + Duration::from_secs(120);
         while std::net::TcpStream::connect(("127.0.0.1", stream)).is_err() {
             assert!(Instant::now() < deadline, "the stream port did not listen");

@@ -6,7 +6,7 @@
 //! ([`Server::nats`], [`Server::redis`], a [`Capture`] HTTP server, a moto
 //! server for SQS, Kinesis and SNS: [`Server::moto`]) or to a virtual host of
 //! its own on one RabbitMQ server ([`Server::rabbitmq`]; for
-//! `rabbitmqstream` one with the stream plugin, [`Server::rabbitmq_with`]),
+//! `rabbitmqstream` one with the stream plugin, [`Server::rabbitmq_stream`]),
 //! fed the same transactions; then every message is compared per
 //! destination (NATS subject, Redis stream, AMQP exchange, RabbitMQ
 //! stream, HTTP request line, SQS queue, Kinesis stream, the queue
@@ -187,7 +187,6 @@ use rabbitmq_stream_client::Environment;
 
 use crate::brokers::{parse_xrange, Server};
 use crate::brokers_aws::{kinesis_client, sns_client, sqs_client};
-use crate::common::metrics::free_port;
 use crate::common::{env, unique_name};
 use crate::compatibility::{
     file_text, mask_uuid, psql_c, psql_in, show, strip_ansi, substitute, tail, Diff, Known,
@@ -294,8 +293,7 @@ impl Sink {
             }
             Sink::RabbitMqStream => {
                 let (server, stream) = tokio::task::spawn_blocking(move || {
-                    let stream = free_port();
-                    let server = Server::rabbitmq_with(Some(stream));
+                    let (server, stream) = Server::rabbitmq_stream();
                     walrelay_vhost(&server)?;
                     let deadline = Instant::now() + Duration::from_secs(60);
                     while std::net::TcpStream::connect(("127.0.0.1", stream)).is_err() {
