@@ -59,6 +59,8 @@ pub(super) async fn check_broker(
         SinkKind::Sqs | SinkKind::Sns | SinkKind::Kinesis => {
             check_aws(config, &wanted, report).await;
         }
+        SinkKind::PubSub => check_pubsub(config, &wanted, report).await,
+        SinkKind::Pulsar => check_pulsar(config, &wanted, report).await,
     }
 }
 
@@ -314,6 +316,55 @@ struct AwsRows<'a> {
     refused_fix: &'static str,
     silent_fix: &'static str,
     destinations_fix: &'static str,
+}
+
+/// Pub/Sub: the credentials sign and each destination's topic exists
+/// (`GetTopic`).
+async fn check_pubsub(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let destinations: Vec<String> = wanted.iter().cloned().collect();
+    let pubsub = config.sink.pubsub.clone().unwrap_or_default();
+    let place = pubsub.place();
+    let unanswered = Unanswered {
+        what: "pubsub",
+        at: Some(&place),
+        refused_fix: "check sink.pubsub's project_id, credentials and endpoint",
+        silent_fix: "check the endpoint (sink.pubsub.emulator_host, region or endpoint) is reachable",
+    };
+    let probing = Box::pin(crate::sink::pubsub::probe(&pubsub, &destinations));
+    let Some((about, found)) = probe(probing, &unanswered, report).await else {
+        return;
+    };
+    report.pass(BROKER_CONNECTION, about);
+    aws_destinations(
+        &found,
+        report,
+        "create the topics (walrelay never creates one); a record to a missing topic is \
+         refused and follows [errors]",
+    );
+}
+
+/// Pulsar: the service URL answers, and a lookup of each destination's
+/// topic (with its partitions) succeeds.
+async fn check_pulsar(config: &Config, wanted: &BTreeSet<String>, report: &mut CheckReport) {
+    let destinations: Vec<String> = wanted.iter().cloned().collect();
+    let pulsar = config.sink.pulsar.clone().unwrap_or_default();
+    let unanswered = Unanswered {
+        what: "pulsar",
+        at: Some(pulsar.url()),
+        refused_fix: "check sink.pulsar's service_url, token and TLS settings",
+        silent_fix: "check sink.pulsar.service_url is reachable",
+    };
+    let probing = Box::pin(crate::sink::pulsar::probe(&pulsar, &destinations));
+    let Some((about, found)) = probe(probing, &unanswered, report).await else {
+        return;
+    };
+    report.pass(BROKER_CONNECTION, about);
+    aws_destinations(
+        &found,
+        report,
+        "create the topics or allow auto-creation in the namespace; a record to a topic \
+         that cannot be created is refused and follows [errors]",
+    );
 }
 
 /// SQS, SNS and Kinesis: the credentials sign, and each destination has

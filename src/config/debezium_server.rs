@@ -366,7 +366,7 @@ fn translate(
 
     // Sink.
     const SINKS: &str =
-        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs, sns, kinesis and eventhubs (over its Kafka endpoint)";
+        "kafka, nats-jetstream, redis, rabbitmq, rabbitmqstream, http, sqs, sns, kinesis, pubsub, pulsar and eventhubs (over its Kafka endpoint)";
     let sink_type = all.take("debezium.sink.type");
     // Event Hubs through its Kafka endpoint: the Kafka sink, configured
     // from the eventhubs keys; every outbox record to the hub.

@@ -11,6 +11,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::aws::kinesis::Kinesis;
+use super::pubsub::PubSub;
+use super::pulsar::PulsarSink;
 use super::aws::sns::Sns;
 use super::aws::sqs::Sqs;
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
@@ -49,6 +51,10 @@ pub(crate) enum Sink {
     Kinesis(QueuedSink<Kinesis>),
     /// Amazon SNS (`PublishBatch`).
     Sns(QueuedSink<Sns>),
+    /// Google Cloud Pub/Sub (`Publish`, ordering keys).
+    PubSub(QueuedSink<PubSub>),
+    /// Apache Pulsar (a producer per topic, send receipts).
+    Pulsar(QueuedSink<PulsarSink>),
 }
 
 /// Calls `$call` on the queued sink of any broker but Kafka.
@@ -64,6 +70,8 @@ macro_rules! queued {
             Sink::Sqs($q) => $call,
             Sink::Kinesis($q) => $call,
             Sink::Sns($q) => $call,
+            Sink::PubSub($q) => $call,
+            Sink::Pulsar($q) => $call,
         }
     };
 }
@@ -174,6 +182,28 @@ impl Sink {
                 Sink::Sns(queued(
                     config,
                     super::aws::sns::LETTER_MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
+            }
+            SinkKind::PubSub => {
+                let mut config = sink.pubsub.clone().unwrap_or_default();
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::PubSub(queued(
+                    config,
+                    super::pubsub::LETTER_MAX_BYTES,
+                    errors,
+                    status_interval,
+                    metrics,
+                ))
+            }
+            SinkKind::Pulsar => {
+                let mut config = sink.pulsar.clone().unwrap_or_default();
+                config.dead_letter_topic = errors.dead_letter().map(str::to_owned);
+                Sink::Pulsar(queued(
+                    config,
+                    super::pulsar::LETTER_MAX_BYTES,
                     errors,
                     status_interval,
                     metrics,

@@ -23,7 +23,8 @@ pub struct SinkConfig {
     /// (`[sink.nats]`), `redis` (`[sink.redis]`), `rabbitmq`
     /// (`[sink.rabbitmq]`), `rabbitmqstream` (`[sink.rabbitmqstream]`),
     /// `http` (`[sink.http]`), `sqs` (`[sink.sqs]`), `sns` (`[sink.sns]`)
-    /// or `kinesis` (`[sink.kinesis]`), as Debezium Server's
+    /// `kinesis` (`[sink.kinesis]`), `pubsub` (`[sink.pubsub]`) or `pulsar`
+    /// (`[sink.pulsar]`), as Debezium Server's
     /// `debezium.sink.type` names them.
     #[serde(rename = "type", default)]
     pub(crate) kind: SinkKind,
@@ -52,6 +53,12 @@ pub struct SinkConfig {
     /// Amazon SNS (`sink.type = "sns"`).
     #[serde(default)]
     pub(crate) sns: Option<super::aws::sns::SnsConfig>,
+    /// Google Cloud Pub/Sub (`sink.type = "pubsub"`).
+    #[serde(default)]
+    pub(crate) pubsub: Option<super::pubsub::PubSubConfig>,
+    /// Apache Pulsar (`sink.type = "pulsar"`).
+    #[serde(default)]
+    pub(crate) pulsar: Option<super::pulsar::PulsarConfig>,
 }
 
 /// The brokers walrelay publishes to.
@@ -86,6 +93,12 @@ pub(crate) enum SinkKind {
     /// Amazon SNS, through the AWS SDK.
     #[serde(rename = "sns")]
     Sns,
+    /// Google Cloud Pub/Sub, through Google's client.
+    #[serde(rename = "pubsub")]
+    PubSub,
+    /// Apache Pulsar, through StreamNative's client.
+    #[serde(rename = "pulsar")]
+    Pulsar,
 }
 
 impl SinkKind {
@@ -101,6 +114,8 @@ impl SinkKind {
             SinkKind::Sqs => "sqs",
             SinkKind::Kinesis => "kinesis",
             SinkKind::Sns => "sns",
+            SinkKind::PubSub => "pubsub",
+            SinkKind::Pulsar => "pulsar",
         }
     }
 }
@@ -132,6 +147,8 @@ impl SinkConfig {
             (SinkKind::Sqs, "sink.sqs", self.sqs.is_some()),
             (SinkKind::Kinesis, "sink.kinesis", self.kinesis.is_some()),
             (SinkKind::Sns, "sink.sns", self.sns.is_some()),
+            (SinkKind::PubSub, "sink.pubsub", self.pubsub.is_some()),
+            (SinkKind::Pulsar, "sink.pulsar", self.pulsar.is_some()),
         ] {
             if set && self.kind != kind {
                 return Err(wrong(section));
@@ -184,6 +201,11 @@ impl SinkConfig {
                     )
                 })?
                 .validate()?,
+            // The project may come from the environment or the
+            // credentials file.
+            SinkKind::PubSub => self.pubsub.clone().unwrap_or_default().validate()?,
+            // Every key has a default (pulsar://localhost:6650, public/default).
+            SinkKind::Pulsar => self.pulsar.clone().unwrap_or_default().validate()?,
         }
         Ok(())
     }

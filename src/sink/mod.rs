@@ -36,6 +36,8 @@ pub mod kafka;
 pub(crate) mod limits;
 pub(crate) mod nats;
 pub(crate) mod progress;
+pub(crate) mod pubsub;
+pub(crate) mod pulsar;
 pub mod progress_topic;
 pub(crate) mod publish;
 pub(crate) mod queued;

@@ -27,6 +27,8 @@ mod keystores;
 mod predicates;
 pub(super) mod producer;
 mod providers;
+pub(super) mod pubsub;
+pub(super) mod pulsar;
 pub(super) mod server_sinks;
 pub(super) mod transforms;
 

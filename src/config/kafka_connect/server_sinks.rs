@@ -1,6 +1,7 @@
 //! Debezium Server's sinks other than Kafka: `debezium.sink.type` and the
 //! `debezium.sink.<type>.*` keys of `nats-jetstream`, `redis`, `rabbitmq`,
-//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs`, `sns` and `kinesis`),
+//! `rabbitmqstream` and `http` (and, through [`super::aws_sinks`], `sqs`, `sns` and `kinesis`;
+//! through [`super::pubsub`] and [`super::pulsar`], `pubsub` and `pulsar`),
 //! onto `[sink]`. Every key is honoured, noted as walrelay's own behaviour, or
 //! refused by name with the reason (docs/debezium-server-sinks.md lists
 //! them).
@@ -92,6 +93,16 @@ pub(in crate::config) fn translate_sink(
             sink.sns = Some(super::aws_sinks::sns(&mut own, notes)?);
             rest(&mut own)?;
         }
+        SinkKind::PubSub => {
+            let mut own = Keys::new(keys.take_prefixed("pubsub."), "debezium.sink.pubsub.");
+            sink.pubsub = Some(super::pubsub::pubsub(&mut own, notes)?);
+            rest(&mut own)?;
+        }
+        SinkKind::Pulsar => {
+            let mut own = Keys::new(keys.take_prefixed("pulsar."), "debezium.sink.pulsar.");
+            sink.pulsar = Some(super::pulsar::pulsar(&mut own, notes)?);
+            rest(&mut own)?;
+        }
     }
     for key in keys.drain().into_keys() {
         notes.ignore(
@@ -148,6 +159,8 @@ pub(in crate::config) fn sink_kind(value: &str) -> Option<SinkKind> {
         "sqs" => Some(SinkKind::Sqs),
         "kinesis" => Some(SinkKind::Kinesis),
         "sns" => Some(SinkKind::Sns),
+        "pubsub" => Some(SinkKind::PubSub),
+        "pulsar" => Some(SinkKind::Pulsar),
         _ => None,
     }
 }
