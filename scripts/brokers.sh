@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Message brokers for the sink tests: NATS (JetStream on), Redis, RabbitMQ
-# (stream plugin on) and moto (a local AWS endpoint: SQS, SNS, Kinesis), each
-# a real server started by hand, listening on 127.0.0.1 only, with all its
-# state in DIR. Never a system service.
+# (stream plugin on), moto (a local AWS endpoint: SQS, SNS, Kinesis) and
+# pubsub (Google's in-memory Pub/Sub fake), each a real server started by
+# hand, listening on 127.0.0.1 only, with all its state in DIR. Never a system
+# service.
 #
 # Usage:
 #   brokers.sh fetch KIND             install KIND's server once (see below)
-#   brokers.sh start KIND DIR [PORT]  start KIND (nats, redis, rabbitmq or
-#                                     moto) in DIR (no-op if it runs), wait
-#                                     until it serves clients; writes
-#                                     DIR/kind, DIR/port
+#   brokers.sh start KIND DIR [PORT]  start KIND (nats, redis, rabbitmq,
+#                                     moto or pubsub) in DIR (no-op if it
+#                                     runs), wait until it serves clients;
+#                                     writes DIR/kind, DIR/port
 #   brokers.sh stop DIR               graceful stop, SIGKILL after 30 s (no
 #                                     error if not running); keeps the data
 #   brokers.sh kill DIR               SIGKILL (fault tests)
@@ -47,6 +48,27 @@
 # checked). Readiness: GET /moto-api/data.json answers 200 (a request without
 # a signature goes to moto's S3). Kinesis clients must send JSON: the AWS SDK
 # for Java sends CBOR unless -Daws.cborEnabled=false, and moto fails on it.
+# pubsub: pstest, the in-memory Pub/Sub fake of Google's Go client library
+# (PUBSUB_MODULE PUBSUB_VERSION, below), served by our own small program,
+# scripts/pubsub-emulator, built once with `go build` (Go 1.26+, modules from
+# the Go module proxy) into .cache/pubsub/<version>/ at the repository root,
+# and again whenever its sources change. The Publisher, Subscriber and
+# SchemaService gRPC APIs in plain text (HTTP/2 without TLS), no
+# authentication, any project; state in memory only (a stop or kill loses
+# topics, subscriptions and messages). Clients take `url` (host:port) as
+# PUBSUB_EMULATOR_HOST (Google's client libraries) or as
+# debezium.sink.pubsub.address (Debezium Server). Unlike pstest's own server
+# it takes requests up to the service's 10485760 bytes (not grpc-go's 4 MiB)
+# and gzip-compressed ones, and, as the service does, answers INVALID_ARGUMENT
+# to a larger Publish and to a message with neither data nor attributes; it
+# checks nothing else the service checks (topic names, attribute and
+# ordering-key sizes, messages per request). While a file DIR/fault.RPC
+# exists (RPC: Publish, GetTopic, CreateTopic, ListTopics, DeleteTopic,
+# CreateSubscription, GetSubscription, Pull, Acknowledge, ModifyAckDeadline),
+# each call of RPC fails with the gRPC status its first word names
+# (UNAVAILABLE when the file is empty), the rest of its first line as the
+# message; a restart keeps these files. Readiness: the port answers HTTP/2's
+# client preface with a SETTINGS frame.
 # Debian packages are installed with apt-get when missing (as root); a system
 # service the package starts (where the init system lets it) is stopped and
 # disabled.
@@ -72,24 +94,31 @@ NATS_BIN=$NATS_CACHE/nats-server
 MOTO_VERSION=5.2.6
 MOTO_CACHE=$REPO_ROOT/.cache/moto/$MOTO_VERSION
 MOTO_BIN=$MOTO_CACHE/moto_server
+# Our program around pstest (scripts/pubsub-emulator); its go.mod pins this
+# version, and the build checks it.
+PUBSUB_MODULE=cloud.google.com/go/pubsub/v2
+PUBSUB_VERSION=v2.9.0
+PUBSUB_SRC=$SCRIPT_DIR/pubsub-emulator
+PUBSUB_CACHE=$REPO_ROOT/.cache/pubsub/$PUBSUB_VERSION
+PUBSUB_BIN=$PUBSUB_CACHE/pubsub-emulator
 START_TIMEOUT=${WALRELAY_BROKER_START_TIMEOUT:-90}
 [[ "$START_TIMEOUT" =~ ^[0-9]+$ ]] ||
     die "WALRELAY_BROKER_START_TIMEOUT must be a number of seconds, got '$START_TIMEOUT'"
 STOP_TIMEOUT=30
 
-# File descriptors: 7 the lock of DIR, 8 the apt lock, 9 the nats build or
-# the moto install lock.
+# File descriptors: 7 the lock of DIR, 8 the apt lock, 9 the nats or pubsub
+# build or the moto install lock.
 # No server or watchdog may inherit them.
 
 usage() {
-    sed -n '7,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '8,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
 check_kind() {
     case "$1" in
-        nats | redis | rabbitmq | moto) ;;
-        *) die "unknown broker kind '$1' (nats, redis, rabbitmq or moto)" ;;
+        nats | redis | rabbitmq | moto | pubsub) ;;
+        *) die "unknown broker kind '$1' (nats, redis, rabbitmq, moto or pubsub)" ;;
     esac
 }
 
@@ -241,10 +270,56 @@ fetch_moto() {
     exec 9>&-
 }
 
+# The build's stamp: the module and a hash of our sources, so that an edit
+# of the program builds it again.
+pubsub_stamp() {
+    local sum
+    sum=$(cat "$PUBSUB_SRC"/go.mod "$PUBSUB_SRC"/go.sum "$PUBSUB_SRC"/*.go | sha256sum)
+    printf '%s@%s %s\n' "$PUBSUB_MODULE" "$PUBSUB_VERSION" "${sum%% *}"
+}
+
+pubsub_complete() {
+    [[ -x "$PUBSUB_BIN" && -f "$PUBSUB_CACHE/complete" ]] &&
+        [[ "$(cat "$PUBSUB_CACHE/complete")" == "$(pubsub_stamp)" ]]
+}
+
+fetch_pubsub() {
+    local work
+    pubsub_complete && return 0
+    mkdir -p "$PUBSUB_CACHE"
+    # Parallel runs may fetch at once: one builds, the others wait.
+    exec 9>"$PUBSUB_CACHE/.lock"
+    flock 9
+    if pubsub_complete; then
+        exec 9>&-
+        return 0
+    fi
+    # The Go distribution's own place, for a PATH that lacks it.
+    command -v go >/dev/null 2>&1 || PATH=$PATH:/usr/local/go/bin
+    command -v go >/dev/null 2>&1 ||
+        die "go not found: the Pub/Sub emulator (pstest $PUBSUB_VERSION) is built with Go 1.26 or newer"
+    work=$(mktemp -d "$PUBSUB_CACHE/fetch.XXXXXX")
+    note "building the Pub/Sub emulator (pstest $PUBSUB_VERSION) with go build (first run only, about a minute)"
+    # go.sum is complete: -mod=readonly, so the build never edits the sources.
+    if ! (cd "$PUBSUB_SRC" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local GOWORK=off \
+        go build -o "$work/pubsub-emulator" .) >"$work/go.log" 2>&1; then
+        tail -n 30 "$work/go.log" >&2
+        rm -rf "$work"
+        die "go build of $PUBSUB_SRC failed (log above; it needs Go 1.26 or newer)"
+    fi
+    [[ "$("$work/pubsub-emulator" -version 2>&1)" == "$PUBSUB_MODULE $PUBSUB_VERSION" ]] ||
+        die "$work/pubsub-emulator is not built with $PUBSUB_MODULE $PUBSUB_VERSION (see $PUBSUB_SRC/go.mod)"
+    mv -f "$work/pubsub-emulator" "$PUBSUB_BIN"
+    rm -rf "$work"
+    pubsub_stamp >"$PUBSUB_CACHE/complete"
+    exec 9>&-
+}
+
 cmd_fetch() {
     case "$1" in
         nats) fetch_nats ;;
         moto) fetch_moto ;;
+        pubsub) fetch_pubsub ;;
         redis) apt_install redis-server redis-server redis-tools ;;
         rabbitmq) apt_install rabbitmq-server rabbitmq-server ;;
     esac
@@ -373,6 +448,15 @@ moto_ready() {
     [[ "$answer" == HTTP/1.[01]' 200 '* ]]
 }
 
+# The gRPC port answers HTTP/2's client preface with a SETTINGS frame (type
+# 4: the fourth byte of its header); the services are registered before it
+# serves.
+pubsub_ready() {
+    local dir=$1 answer
+    answer=$(tcp_answer_hex "$(cat "$dir/port")" 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' 9)
+    [[ "${answer:6:2}" == 04 ]]
+}
+
 # --- starting --------------------------------------------------------------
 
 # Sets the port file NAME of DIR for each NAME: a stored port is kept (the
@@ -442,6 +526,19 @@ launch_moto() {
         cd "$dir"
         export PYTHONUNBUFFERED=1
         exec "$MOTO_BIN" -H 127.0.0.1 -p "$(cat "$dir/port")"
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/pid"
+    disown
+}
+
+# The Pub/Sub emulator's state stays in memory; DIR/fault.RPC files make
+# calls fail (see above).
+launch_pubsub() {
+    local dir=$1
+    (
+        trap '' HUP
+        cd "$dir"
+        exec "$PUBSUB_BIN" -port "$(cat "$dir/port")" -faults "$dir"
     ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
     printf '%s\n' "$!" >"$dir/pid"
     disown
@@ -724,6 +821,8 @@ cmd_url() {
         rabbitmq) printf 'amqp://guest:guest@127.0.0.1:%s/%%2f\n' "$port" ;;
         # The endpoint of every AWS service (SQS, SNS, Kinesis, ...).
         moto) printf 'http://127.0.0.1:%s\n' "$port" ;;
+        # host:port, as PUBSUB_EMULATOR_HOST takes it (gRPC in plain text).
+        pubsub) printf '127.0.0.1:%s\n' "$port" ;;
         *) die "$dir/kind names no broker kind: '$kind'" ;;
     esac
 }
