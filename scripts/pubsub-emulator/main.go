@@ -16,9 +16,15 @@
 //     GetTopic, ...), each call of RPC fails with the gRPC code its first
 //     word names (UNAVAILABLE when empty), the rest of the line as the
 //     message. pstest's reactors (ServerReactorOption) run the check.
+//
+// With -admin HOST:PORT it is a client instead: it creates -topic (and
+// -subscription on it, -ordered for message ordering) on that emulator and
+// exits; Google's Rust client does admin calls over REST, which pstest
+// does not serve.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -32,11 +38,13 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	// gzip request bodies, as the service takes them (the Java client's
 	// setEnableCompression, Debezium's compression.threshold.bytes).
 	_ "google.golang.org/grpc/encoding/gzip"
@@ -63,9 +71,19 @@ func main() {
 	port := flag.Int("port", 0, "port to listen on (required)")
 	faults := flag.String("faults", "", "directory of fault.RPC files (optional)")
 	version := flag.Bool("version", false, "print the pstest module version and exit")
+	admin := flag.String("admin", "", "host:port of a running emulator: create -topic (and -subscription on it) there, then exit")
+	topic := flag.String("topic", "", "with -admin: the topic to create (projects/P/topics/T)")
+	subscription := flag.String("subscription", "", "with -admin: a subscription to create on -topic (projects/P/subscriptions/S)")
+	ordered := flag.Bool("ordered", false, "with -subscription: message ordering on")
 	flag.Parse()
 	if *version {
 		fmt.Printf("%s %s\n", module, moduleVersion())
+		return
+	}
+	if *admin != "" {
+		if err := create(*admin, *topic, *subscription, *ordered); err != nil {
+			fail(err)
+		}
 		return
 	}
 	if *port <= 0 || *port > 65535 {
@@ -110,6 +128,35 @@ func main() {
 	case err := <-served:
 		fail(err)
 	}
+}
+
+// create makes topic, and subscription on it when named, on the emulator at
+// addr (plain-text gRPC): what the tests need of the admin API, which
+// Google's Rust client calls over REST (pstest serves gRPC only).
+func create(addr, topic, subscription string, ordered bool) error {
+	if topic == "" {
+		return errors.New("-admin needs -topic")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := pb.NewPublisherClient(conn).CreateTopic(ctx, &pb.Topic{Name: topic}); err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	if subscription == "" {
+		return nil
+	}
+	_, err = pb.NewSubscriberClient(conn).CreateSubscription(ctx, &pb.Subscription{
+		Name: subscription, Topic: topic, EnableMessageOrdering: ordered, AckDeadlineSeconds: 10,
+	})
+	if err != nil {
+		return fmt.Errorf("create subscription %s: %w", subscription, err)
+	}
+	return nil
 }
 
 func fail(err error) {

@@ -328,7 +328,8 @@ async fn check_pubsub(config: &Config, wanted: &BTreeSet<String>, report: &mut C
         what: "pubsub",
         at: Some(&place),
         refused_fix: "check sink.pubsub's project_id, credentials and endpoint",
-        silent_fix: "check the endpoint (sink.pubsub.emulator_host, region or endpoint) is reachable",
+        silent_fix:
+            "check the endpoint (sink.pubsub.emulator_host, region or endpoint) is reachable",
     };
     let probing = Box::pin(crate::sink::pubsub::probe(&pubsub, &destinations));
     let Some((about, found)) = probe(probing, &unanswered, report).await else {

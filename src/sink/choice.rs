@@ -11,14 +11,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::aws::kinesis::Kinesis;
-use super::pubsub::PubSub;
-use super::pulsar::PulsarSink;
 use super::aws::sns::Sns;
 use super::aws::sqs::Sqs;
 use super::config::{ErrorsConfig, SinkConfig, SinkKind};
 use super::dlq::LetterFormat;
 use super::http::Http;
 use super::nats::Nats;
+use super::pubsub::PubSub;
+use super::pulsar::PulsarSink;
 use super::queued::{Publisher, QueuedSink};
 use super::rabbitmq::RabbitMq;
 use super::rabbitmq_stream::RabbitMqStream;

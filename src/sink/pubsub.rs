@@ -170,7 +170,10 @@ impl PubSubConfig {
             ("sink.pubsub.null_key", &self.null_key),
             ("sink.pubsub.ordering_key", &self.ordering_key),
         ] {
-            if value.as_ref().is_some_and(|v| v.len() > MAX_ORDERING_KEY_BYTES) {
+            if value
+                .as_ref()
+                .is_some_and(|v| v.len() > MAX_ORDERING_KEY_BYTES)
+            {
                 return Err(SettingError::invalid(
                     key,
                     format!("an ordering key is at most {MAX_ORDERING_KEY_BYTES} bytes"),
@@ -607,7 +610,13 @@ impl PubSub {
                 .iter()
                 .map(|(n, v)| n.len() + v.len())
                 .sum::<usize>();
-        let max = self.config.max_bytes();
+        // A dead letter is bounded by the service alone: a record refused
+        // for its size can still be dead-lettered.
+        let max = if dead_letter {
+            MAX_MESSAGE_BYTES
+        } else {
+            self.config.max_bytes()
+        };
         if size > max {
             return Err(refusal(
                 "message_too_large",
@@ -765,7 +774,8 @@ mod tests {
     fn ordering_key_is_the_record_key_or_null_key() {
         let c = config();
         assert_eq!(
-            c.ordering_key_of(&record(Some(b"42"), Some(b"v"), &[])).ok(),
+            c.ordering_key_of(&record(Some(b"42"), Some(b"v"), &[]))
+                .ok(),
             Some("42")
         );
         assert_eq!(
@@ -784,7 +794,10 @@ mod tests {
             ordering: Some(false),
             ..config()
         };
-        assert_eq!(off.ordering_key_of(&record(Some(b"42"), None, &[])).ok(), Some(""));
+        assert_eq!(
+            off.ordering_key_of(&record(Some(b"42"), None, &[])).ok(),
+            Some("")
+        );
         let not_text = record(Some(&[0xff, 0xfe]), None, &[]);
         let bad = c.ordering_key_of(&not_text);
         assert_eq!(bad.err().map(|r| r.kind), Some("invalid_ordering_key"));
@@ -801,7 +814,10 @@ mod tests {
         assert_eq!(goog.err().map(|r| r.kind), Some("invalid_attribute"));
         let big = "x".repeat(MAX_ATTRIBUTE_VALUE_BYTES + 1);
         let r = attributes(&record(None, None, &[("id", &big)]));
-        assert_eq!(r.err().map(|r| (r.kind, r.too_large)), Some(("attribute_too_large", true)));
+        assert_eq!(
+            r.err().map(|r| (r.kind, r.too_large)),
+            Some(("attribute_too_large", true))
+        );
         let names: Vec<String> = (0..=MAX_ATTRIBUTES).map(|i| format!("h{i}")).collect();
         let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
         let r = attributes(&record(None, None, &many));

@@ -171,7 +171,10 @@ impl PulsarConfig {
         ] {
             if let Some(v) = value {
                 if v.is_empty() || v.contains('/') {
-                    return Err(SettingError::invalid(key, format!("{v:?}: one path segment")));
+                    return Err(SettingError::invalid(
+                        key,
+                        format!("{v:?}: one path segment"),
+                    ));
                 }
             }
         }
@@ -234,7 +237,12 @@ impl PulsarConfig {
     }
 
     fn hashing(&self) -> Result<Hashing, SettingError> {
-        match self.hashing_scheme.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        match self
+            .hashing_scheme
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             None | Some("java_string_hash" | "javastringhash") => Ok(Hashing::JavaString),
             Some("murmur3_32_hash" | "murmur3_32hash") => Ok(Hashing::Murmur3),
             Some(other) => Err(SettingError::invalid(
@@ -245,7 +253,12 @@ impl PulsarConfig {
     }
 
     fn key_based(&self) -> Result<bool, SettingError> {
-        match self.batcher.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        match self
+            .batcher
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             None | Some("default") => Ok(false),
             Some("key_based") => Ok(true),
             Some(other) => Err(SettingError::invalid(
@@ -295,14 +308,18 @@ impl PulsarConfig {
 
     /// The producer options every topic's producer gets.
     fn producer_options(&self) -> Result<ProducerOptions, String> {
-        let batching = self.batching.unwrap_or(true) && !self.key_based().map_err(|e| e.to_string())?;
+        let batching =
+            self.batching.unwrap_or(true) && !self.key_based().map_err(|e| e.to_string())?;
         let hashing = self.hashing().map_err(|e| e.to_string())?;
-        let schema = self.string_schema().map_err(|e| e.to_string())?.then(|| Schema {
-            name: String::new(),
-            schema_data: Vec::new(),
-            r#type: schema::Type::String as i32,
-            properties: Vec::new(),
-        });
+        let schema = self
+            .string_schema()
+            .map_err(|e| e.to_string())?
+            .then(|| Schema {
+                name: String::new(),
+                schema_data: Vec::new(),
+                r#type: schema::Type::String as i32,
+                properties: Vec::new(),
+            });
         Ok(ProducerOptions {
             schema,
             batch_size: batching.then(|| self.batch_max_messages.unwrap_or(BATCH_MESSAGES)),
@@ -498,10 +515,20 @@ impl PulsarSink {
     fn message(&self, record: &Outgoing) -> Result<Message, Outcome> {
         let dead_letter = self.config.dead_letter_topic.as_deref() == Some(&*record.destination);
         let key = match &record.key {
-            None => self.config.null_key.as_deref().unwrap_or(NULL_KEY).to_owned(),
+            None => self
+                .config
+                .null_key
+                .as_deref()
+                .unwrap_or(NULL_KEY)
+                .to_owned(),
             Some(k) => match std::str::from_utf8(k) {
                 Ok(t) => t.to_owned(),
-                Err(_) if dead_letter => self.config.null_key.as_deref().unwrap_or(NULL_KEY).to_owned(),
+                Err(_) if dead_letter => self
+                    .config
+                    .null_key
+                    .as_deref()
+                    .unwrap_or(NULL_KEY)
+                    .to_owned(),
                 Err(_) => {
                     return Err(refused(
                         "invalid_key",
@@ -527,12 +554,20 @@ impl PulsarSink {
         }
         let payload = record.value.as_deref().unwrap_or_default().to_vec();
         size += payload.len();
-        let max = self.config.max_bytes();
+        // A dead letter is bounded by the broker's default alone: a record
+        // refused for its size can still be dead-lettered.
+        let max = if dead_letter {
+            MAX_MESSAGE_BYTES
+        } else {
+            self.config.max_bytes()
+        };
         if size > max {
             return Err(refused(
                 "message_too_large",
                 true,
-                format!("{size} bytes of payload, key and properties, above max_message_bytes {max}"),
+                format!(
+                    "{size} bytes of payload, key and properties, above max_message_bytes {max}"
+                ),
             ));
         }
         Ok(Message {
@@ -544,7 +579,10 @@ impl PulsarSink {
     }
 
     /// The producer of `topic`, created at first use.
-    async fn producer(&mut self, topic: &Arc<str>) -> Result<&mut Producer<TokioExecutor>, Outcome> {
+    async fn producer(
+        &mut self,
+        topic: &Arc<str>,
+    ) -> Result<&mut Producer<TokioExecutor>, Outcome> {
         if !self.producers.contains_key(topic) {
             let full = self.config.topic(topic);
             let mut builder = self
@@ -555,7 +593,10 @@ impl PulsarSink {
             if let Some(name) = &self.config.producer_name {
                 builder = builder.with_name(format!("{name}-{topic}"));
             }
-            let producer = builder.build().await.map_err(|e| producer_error(&full, &e))?;
+            let producer = builder
+                .build()
+                .await
+                .map_err(|e| producer_error(&full, &e))?;
             self.producers.insert(topic.clone(), producer);
         }
         Ok(self.producers.get_mut(topic).expect("inserted"))
@@ -576,9 +617,11 @@ fn producer_error(topic: &str, e: &pulsar::Error) -> Outcome {
         _ => None,
     };
     match server {
-        Some(ServerError::TopicNotFound) => {
-            refused("unknown_topic", false, format!("{topic}: topic not found (auto-creation off?): {e}"))
-        }
+        Some(ServerError::TopicNotFound) => refused(
+            "unknown_topic",
+            false,
+            format!("{topic}: topic not found (auto-creation off?): {e}"),
+        ),
         Some(ServerError::InvalidTopicName) => {
             refused("invalid_topic", false, format!("{topic}: {e}"))
         }
@@ -627,7 +670,10 @@ mod tests {
     fn murmur3_matches_the_reference_vectors() {
         assert_eq!(murmur3_32(b""), 0);
         assert_eq!(murmur3_32(b"hello"), 0x248b_fa47);
-        assert_eq!(murmur3_32(b"The quick brown fox jumps over the lazy dog"), 0x2e4f_f723);
+        assert_eq!(
+            murmur3_32(b"The quick brown fox jumps over the lazy dog"),
+            0x2e4f_f723
+        );
     }
 
     #[test]
@@ -638,18 +684,30 @@ mod tests {
             service_url: Some("http://localhost:8080".into()),
             ..PulsarConfig::default()
         };
-        assert!(http.validate().unwrap_err().to_string().contains("sink.pulsar.service_url"));
+        assert!(http
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sink.pulsar.service_url"));
         let comp = PulsarConfig {
             compression: Some("brotli".into()),
             ..PulsarConfig::default()
         };
-        assert!(comp.validate().unwrap_err().to_string().contains("sink.pulsar.compression"));
+        assert!(comp
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sink.pulsar.compression"));
         let tok = PulsarConfig {
             token: Some(Secret::new("t")),
             token_file: Some("/t".into()),
             ..PulsarConfig::default()
         };
-        assert!(tok.validate().unwrap_err().to_string().contains("sink.pulsar.token_file"));
+        assert!(tok
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sink.pulsar.token_file"));
     }
 
     #[test]
@@ -667,6 +725,9 @@ mod tests {
             tenant: Some("shop".into()),
             ..PulsarConfig::default()
         };
-        assert_eq!(c.topic("outbox.event.order"), "persistent://shop/default/outbox.event.order");
+        assert_eq!(
+            c.topic("outbox.event.order"),
+            "persistent://shop/default/outbox.event.order"
+        );
     }
 }

@@ -107,6 +107,26 @@ impl Server {
         Server::start_new(program("moto", "moto_server"), args, port, dir)
     }
 
+    /// Google's Pub/Sub fake (pstest) behind scripts/pubsub-emulator, on
+    /// 127.0.0.1, state in memory; `dir()/fault.<RPC>` files make calls
+    /// fail (see the program's doc).
+    pub(crate) fn pubsub() -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let args = vec![
+            "-port".into(),
+            port.to_string(),
+            "-faults".into(),
+            dir.path().display().to_string(),
+        ];
+        Server::start_new(program("pubsub", "pubsub-emulator"), args, port, dir)
+    }
+
+    /// The server's own directory.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     pub(crate) fn redis() -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();

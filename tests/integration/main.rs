@@ -26,6 +26,7 @@ mod brokers_aws;
 /// server in the test process): bytes and headers, retries, timeouts,
 /// SIGKILL, refusals under both error policies, the polling source.
 mod brokers_http;
+mod brokers_pubsub;
 /// RabbitMQ (AMQP 0-9-1 with publisher confirms), on a server of the
 /// test's own: bytes, headers and properties as Debezium Server's, SIGKILL,
 /// an outage, unroutable records and missing exchanges under both error

@@ -13,28 +13,91 @@ use crate::sink::pulsar::PulsarConfig;
 /// `client.*` and `producer.*` keys of the Java client's tuning, noted
 /// when set, with why walrelay has no use for them.
 const TUNING: &[(&str, &str)] = &[
-    ("client.numIoThreads", "walrelay's client runs on the pipeline's runtime"),
-    ("client.numListenerThreads", "walrelay's client runs on the pipeline's runtime"),
-    ("client.connectionsPerBroker", "walrelay opens one connection per broker"),
-    ("client.connectionTimeoutMs", "walrelay retries connecting until the broker answers"),
-    ("client.keepAliveIntervalSeconds", "the client's own keep-alive applies"),
-    ("client.statsIntervalSeconds", "walrelay's metrics are on /metrics"),
-    ("client.memoryLimitBytes", "walrelay's queue is bounded (8,192 records, 32 MiB)"),
-    ("client.maxLookupRequest", "the client's own lookup limits apply"),
-    ("client.maxNumberOfRejectedRequestPerConnection", "the client's own limits apply"),
-    ("client.concurrentLookupRequest", "the client's own lookup limits apply"),
+    (
+        "client.numIoThreads",
+        "walrelay's client runs on the pipeline's runtime",
+    ),
+    (
+        "client.numListenerThreads",
+        "walrelay's client runs on the pipeline's runtime",
+    ),
+    (
+        "client.connectionsPerBroker",
+        "walrelay opens one connection per broker",
+    ),
+    (
+        "client.connectionTimeoutMs",
+        "walrelay retries connecting until the broker answers",
+    ),
+    (
+        "client.keepAliveIntervalSeconds",
+        "the client's own keep-alive applies",
+    ),
+    (
+        "client.statsIntervalSeconds",
+        "walrelay's metrics are on /metrics",
+    ),
+    (
+        "client.memoryLimitBytes",
+        "walrelay's queue is bounded (8,192 records, 32 MiB)",
+    ),
+    (
+        "client.maxLookupRequest",
+        "the client's own lookup limits apply",
+    ),
+    (
+        "client.maxNumberOfRejectedRequestPerConnection",
+        "the client's own limits apply",
+    ),
+    (
+        "client.concurrentLookupRequest",
+        "the client's own lookup limits apply",
+    ),
     ("client.useTcpNoDelay", "the client sets TCP_NODELAY"),
-    ("client.useTls", "TLS follows the service URL's scheme (pulsar+ssl://)"),
-    ("producer.sendTimeoutMs", "walrelay waits for each receipt, retrying until the broker stores it"),
-    ("producer.blockIfQueueFull", "walrelay's queue is bounded and the source waits when it is full"),
-    ("producer.maxPendingMessages", "walrelay's queue is bounded (8,192 records, 32 MiB)"),
-    ("producer.maxPendingMessagesAcrossPartitions", "walrelay's queue is bounded (8,192 records, 32 MiB)"),
-    ("producer.batchingMaxPublishDelayMicros", "walrelay sends what its queue holds at once"),
-    ("producer.batchingMaxBytes", "a batch holds up to 128 KiB, the Java client's default"),
-    ("producer.messageRoutingMode", "a key picks the partition by its hash (RoundPartition's rule for keyed messages)"),
-    ("producer.autoUpdatePartitions", "the client follows the topic's partitions"),
-    ("producer.autoUpdatePartitionsIntervalSeconds", "the client follows the topic's partitions"),
-    ("producer.lazyStartPartitionedProducers", "walrelay starts a topic's producers at its first record"),
+    (
+        "client.useTls",
+        "TLS follows the service URL's scheme (pulsar+ssl://)",
+    ),
+    (
+        "producer.sendTimeoutMs",
+        "walrelay waits for each receipt, retrying until the broker stores it",
+    ),
+    (
+        "producer.blockIfQueueFull",
+        "walrelay's queue is bounded and the source waits when it is full",
+    ),
+    (
+        "producer.maxPendingMessages",
+        "walrelay's queue is bounded (8,192 records, 32 MiB)",
+    ),
+    (
+        "producer.maxPendingMessagesAcrossPartitions",
+        "walrelay's queue is bounded (8,192 records, 32 MiB)",
+    ),
+    (
+        "producer.batchingMaxPublishDelayMicros",
+        "walrelay sends what its queue holds at once",
+    ),
+    (
+        "producer.batchingMaxBytes",
+        "a batch holds up to 128 KiB, the Java client's default",
+    ),
+    (
+        "producer.messageRoutingMode",
+        "a key picks the partition by its hash (RoundPartition's rule for keyed messages)",
+    ),
+    (
+        "producer.autoUpdatePartitions",
+        "the client follows the topic's partitions",
+    ),
+    (
+        "producer.autoUpdatePartitionsIntervalSeconds",
+        "the client follows the topic's partitions",
+    ),
+    (
+        "producer.lazyStartPartitionedProducers",
+        "walrelay starts a topic's producers at its first record",
+    ),
     ("producer.properties", "producer metadata is not sent"),
 ];
 
@@ -181,7 +244,10 @@ mod tests {
             ("producer.batcherBuilder", "KEY_BASED"),
             ("producer.hashingScheme", "Murmur3_32Hash"),
             ("producer.sendTimeoutMs", "1000"),
-            ("client.authPluginClassName", "org.apache.pulsar.client.impl.auth.AuthenticationToken"),
+            (
+                "client.authPluginClassName",
+                "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+            ),
             ("client.authParams", "token:eyJsecret"),
         ]);
         let c = pulsar(&mut k, &mut notes).unwrap();
@@ -201,20 +267,33 @@ mod tests {
     fn what_walrelay_cannot_do_is_refused_by_name() {
         for (key, value) in [
             ("producer.chunkingEnabled", "true"),
-            ("client.authPluginClassName", "org.apache.pulsar.client.impl.auth.AuthenticationTls"),
+            (
+                "client.authPluginClassName",
+                "org.apache.pulsar.client.impl.auth.AuthenticationTls",
+            ),
         ] {
             let err = pulsar(&mut keys(&[(key, value)]), &mut Notes::default()).unwrap_err();
-            assert!(err.to_string().contains(&format!("debezium.sink.pulsar.{key}")), "{err}");
+            assert!(
+                err.to_string()
+                    .contains(&format!("debezium.sink.pulsar.{key}")),
+                "{err}"
+            );
         }
         let err = pulsar(
             &mut keys(&[
-                ("client.authPluginClassName", "org.apache.pulsar.client.impl.auth.AuthenticationToken"),
+                (
+                    "client.authPluginClassName",
+                    "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+                ),
                 ("client.authParams", "secret-without-prefix"),
             ]),
             &mut Notes::default(),
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("client.authParams") && !err.contains("secret-without-prefix"), "{err}");
+        assert!(
+            err.contains("client.authParams") && !err.contains("secret-without-prefix"),
+            "{err}"
+        );
     }
 }
