@@ -3,7 +3,7 @@
 # one with wal_level=replica (the polling source's tests, in pg-replica/),
 # and one Kafka broker under .walrelay-env/ at the repository root, described
 # by .walrelay-env/env (a shell file the test harness sources). NATS, Redis,
-# RabbitMQ and moto (the local AWS endpoint) are only made ready
+# RabbitMQ, moto (the local AWS endpoint) and Pulsar are only made ready
 # (scripts/brokers.sh fetch): the tests of those brokers start servers of
 # their own.
 #
@@ -71,10 +71,11 @@ cmd_pg() {
 
 # Runs the start command of NAME in the background (cmd_up's up_pids, logs).
 # The other brokers' programs: nats-server built once, Redis and RabbitMQ
-# from Debian's packages when missing, moto installed once from PyPI.
+# from Debian's packages when missing, moto installed once from PyPI,
+# Pulsar's jars resolved once from Maven Central.
 fetch_brokers() {
     local kind
-    for kind in nats redis rabbitmq moto; do
+    for kind in nats redis rabbitmq moto pulsar; do
         "$SCRIPT_DIR/brokers.sh" fetch "$kind" || return 1
     done
 }
