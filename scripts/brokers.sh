@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Message brokers for the sink tests: NATS (JetStream on), Redis, RabbitMQ
 # (stream plugin on), moto (a local AWS endpoint: SQS, SNS, Kinesis) and
-# pubsub (Google's in-memory Pub/Sub fake), each a real server started by
-# hand, listening on 127.0.0.1 only, with all its state in DIR. Never a system
-# service.
+# pubsub (Google's in-memory Pub/Sub fake) and Apache Pulsar (standalone),
+# each a real server started by hand, listening on 127.0.0.1 only, with all
+# its state in DIR. Never a system service.
 #
 # Usage:
 #   brokers.sh fetch KIND             install KIND's server once (see below)
 #   brokers.sh start KIND DIR [PORT]  start KIND (nats, redis, rabbitmq,
-#                                     moto or pubsub) in DIR (no-op if it
-#                                     runs), wait until it serves clients;
-#                                     writes DIR/kind, DIR/port
+#                                     moto, pubsub or pulsar) in DIR (no-op
+#                                     if it runs), wait until it serves
+#                                     clients; writes DIR/kind, DIR/port
 #   brokers.sh stop DIR               graceful stop, SIGKILL after 30 s (no
 #                                     error if not running); keeps the data
 #   brokers.sh kill DIR               SIGKILL (fault tests)
@@ -69,12 +69,30 @@
 # (UNAVAILABLE when the file is empty), the rest of its first line as the
 # message; a restart keeps these files. Readiness: the port answers HTTP/2's
 # client preface with a SETTINGS frame.
+# pulsar: Apache Pulsar PULSAR_VERSION (below) standalone, what `bin/pulsar
+# standalone` runs: broker and one bookie in one JVM, metadata in RocksDB (no
+# ZooKeeper), no functions worker. Its jars (pulsar-broker and its runtime
+# dependencies, at the versions Pulsar's own build pins) are resolved once by
+# mvn from Maven Central into .cache/pulsar/<version>/lib at the repository
+# root; java 17+ from PATH runs them. Binary protocol (pulsar://) on
+# DIR/port, admin REST API on DIR/web_port, bookie on DIR/bookie_port (a
+# bookie keeps the port of its first start: its cookie names it).
+# DIR/standalone.conf is written on every start; metadata, journal and
+# ledgers are in DIR/data, so messages survive a stop, a kill and a restart.
+# Retention is unlimited and idle topics are kept: a topic keeps every
+# message whether or not it has a subscription (a reader from the earliest
+# message sees them all). Readiness: the namespace public/default exists and
+# GET /admin/v2/brokers/health answers ok (a message produced and consumed
+# through the bookie). WALRELAY_PULSAR_JAVA_OPTS replaces the heap, collector
+# and JIT options (PULSAR_JAVA_OPTS below). A first run that stops cleanly
+# leaves a class data sharing archive in .cache/pulsar/<version>/cds/, which
+# every later start uses (ready in about 3 s instead of 5-12 s here).
 # Debian packages are installed with apt-get when missing (as root); a system
 # service the package starts (where the init system lets it) is stopped and
 # disabled.
 #
-# DIR layout: kind, port, pid (the server process; RabbitMQ's Erlang VM), log
-# (the server's output), plus the files named above.
+# DIR layout: kind, port, pid (the server process; RabbitMQ's Erlang VM;
+# Pulsar's JVM), log (the server's output), plus the files named above.
 # WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
 # the server once that process has exited (scripts/test.sh sets it).
 # WALRELAY_BROKER_START_TIMEOUT (seconds, default 90) bounds the wait for a
@@ -101,13 +119,21 @@ PUBSUB_VERSION=v2.9.0
 PUBSUB_SRC=$SCRIPT_DIR/pubsub-emulator
 PUBSUB_CACHE=$REPO_ROOT/.cache/pubsub/$PUBSUB_VERSION
 PUBSUB_BIN=$PUBSUB_CACHE/pubsub-emulator
+PULSAR_GROUP=org.apache.pulsar
+PULSAR_VERSION=4.2.4
+PULSAR_CACHE=$REPO_ROOT/.cache/pulsar/$PULSAR_VERSION
+PULSAR_LIB=$PULSAR_CACHE/lib
+DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# Idle, a standalone Pulsar takes about 280 MB resident with these. C1 only
+# and one compiler thread, as scripts/debezium-server.sh does for 2 cores.
+read -ra PULSAR_JAVA_OPTS <<<"${WALRELAY_PULSAR_JAVA_OPTS:--Xms64m -Xmx256m -XX:MaxDirectMemorySize=256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1}"
 START_TIMEOUT=${WALRELAY_BROKER_START_TIMEOUT:-90}
 [[ "$START_TIMEOUT" =~ ^[0-9]+$ ]] ||
     die "WALRELAY_BROKER_START_TIMEOUT must be a number of seconds, got '$START_TIMEOUT'"
 STOP_TIMEOUT=30
 
 # File descriptors: 7 the lock of DIR, 8 the apt lock, 9 the nats or pubsub
-# build or the moto install lock.
+# build, the moto install or the pulsar fetch lock.
 # No server or watchdog may inherit them.
 
 usage() {
@@ -117,8 +143,8 @@ usage() {
 
 check_kind() {
     case "$1" in
-        nats | redis | rabbitmq | moto | pubsub) ;;
-        *) die "unknown broker kind '$1' (nats, redis, rabbitmq, moto or pubsub)" ;;
+        nats | redis | rabbitmq | moto | pubsub | pulsar) ;;
+        *) die "unknown broker kind '$1' (nats, redis, rabbitmq, moto, pubsub or pulsar)" ;;
     esac
 }
 
@@ -315,11 +341,85 @@ fetch_pubsub() {
     exec 9>&-
 }
 
+pulsar_complete() {
+    [[ -d "$PULSAR_LIB" && -f "$PULSAR_CACHE/complete" ]] &&
+        [[ "$(cat "$PULSAR_CACHE/complete")" == "$PULSAR_GROUP:pulsar-broker:$PULSAR_VERSION" ]]
+}
+
+# The broker and what it needs at run time. Importing the pom of Pulsar's
+# own build (org.apache.pulsar:pulsar) pins every dependency to the version
+# Pulsar is built and tested with; without it Maven's nearest-wins picks
+# others (log4j-core 2.18 under log4j-slf4j2-impl 2.25, say).
+write_pulsar_pom() {
+    cat >"$1" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>walrelay.test</groupId>
+  <artifactId>pulsar-standalone</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencyManagement>
+    <dependencies>
+      <dependency>
+        <groupId>$PULSAR_GROUP</groupId>
+        <artifactId>pulsar</artifactId>
+        <version>$PULSAR_VERSION</version>
+        <type>pom</type>
+        <scope>import</scope>
+      </dependency>
+    </dependencies>
+  </dependencyManagement>
+  <dependencies>
+    <dependency>
+      <groupId>$PULSAR_GROUP</groupId>
+      <artifactId>pulsar-broker</artifactId>
+      <version>$PULSAR_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+}
+
+fetch_pulsar() {
+    local work
+    command -v java >/dev/null 2>&1 ||
+        die "java not found: Pulsar $PULSAR_VERSION needs a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless)"
+    pulsar_complete && return 0
+    mkdir -p "$PULSAR_CACHE"
+    # Parallel runs may fetch at once: one resolves, the others wait.
+    exec 9>"$PULSAR_CACHE/.lock"
+    flock 9
+    if pulsar_complete; then
+        exec 9>&-
+        return 0
+    fi
+    command -v mvn >/dev/null 2>&1 ||
+        die "mvn not found: install Maven 3.8+ (Debian: apt-get install maven); it resolves Pulsar $PULSAR_VERSION from Maven Central once"
+    work=$(mktemp -d "$PULSAR_CACHE/fetch.XXXXXX")
+    write_pulsar_pom "$work/pom.xml"
+    note "resolving Apache Pulsar $PULSAR_VERSION from Maven Central (about 240 MB, first run only)"
+    if ! (cd "$work" && mvn -q -B "$DEPENDENCY_PLUGIN:copy-dependencies" \
+        -DincludeScope=runtime -DoutputDirectory="$work/lib") >"$work/mvn.log" 2>&1; then
+        tail -n 40 "$work/mvn.log" >&2
+        rm -rf "$work"
+        die "mvn could not resolve $PULSAR_GROUP:pulsar-broker:$PULSAR_VERSION (log above)"
+    fi
+    [[ -f "$work/lib/pulsar-broker-$PULSAR_VERSION.jar" ]] ||
+        die "mvn finished but pulsar-broker-$PULSAR_VERSION.jar is missing in $work/lib"
+    # Archives name the jars they were made from.
+    rm -rf "$PULSAR_LIB" "$PULSAR_CACHE/cds"
+    mv "$work/lib" "$PULSAR_LIB"
+    rm -rf "$work"
+    printf '%s:pulsar-broker:%s\n' "$PULSAR_GROUP" "$PULSAR_VERSION" >"$PULSAR_CACHE/complete"
+    exec 9>&-
+}
+
 cmd_fetch() {
     case "$1" in
         nats) fetch_nats ;;
         moto) fetch_moto ;;
         pubsub) fetch_pubsub ;;
+        pulsar) fetch_pulsar ;;
         redis) apt_install redis-server redis-server redis-tools ;;
         rabbitmq) apt_install rabbitmq-server rabbitmq-server ;;
     esac
@@ -390,10 +490,11 @@ stop_helper() {
 # report), then the last lines.
 log_tail() {
     local dir=$1
+    # Lines cut: Pulsar logs its whole configuration (20 kB) on one line.
     printf -- '--- errors in %s/log since this start ---\n' "$dir" >&2
-    tail -c "+$((LOG_OFFSET + 1))" "$dir/log" | grep -m 15 -iE 'error|fatal|failed' >&2 || true
+    tail -c "+$((LOG_OFFSET + 1))" "$dir/log" | grep -m 15 -iE 'error|fatal|failed' | cut -c 1-400 >&2 || true
     printf -- '--- last lines of %s/log ---\n' "$dir" >&2
-    tail -n 15 "$dir/log" >&2 || true
+    tail -n 15 "$dir/log" | cut -c 1-400 >&2 || true
 }
 
 # --- probes ----------------------------------------------------------------
@@ -455,6 +556,17 @@ pubsub_ready() {
     local dir=$1 answer
     answer=$(tcp_answer_hex "$(cat "$dir/port")" 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' 9)
     [[ "${answer:6:2}" == 04 ]]
+}
+
+# The namespace that the standalone creates once its broker runs
+# (public/default), then the broker's own health check: a message produced
+# to and consumed from a topic of its heartbeat namespace, through the bookie.
+pulsar_ready() {
+    local dir=$1 port answer
+    port=$(cat "$dir/web_port")
+    http_get "$port" /admin/v2/namespaces/public | grep -qF '"public/default"' || return 1
+    answer=$(http_get "$port" /admin/v2/brokers/health) || return 1
+    [[ "$answer" == HTTP/1.[01]' 200 '* && "$answer" == *$'\r\n\r\nok' ]]
 }
 
 # --- starting --------------------------------------------------------------
@@ -539,6 +651,139 @@ launch_pubsub() {
         trap '' HUP
         cd "$dir"
         exec "$PUBSUB_BIN" -port "$(cat "$dir/port")" -faults "$dir"
+    ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
+    printf '%s\n' "$!" >"$dir/pid"
+    disown
+}
+
+# Class data sharing: an archive of the classes a first run loaded (dumped
+# when it exits cleanly: -XX:ArchiveClassesAtExit) halves the start of the
+# next ones. One per java binary and JVM options (the JVM ignores an archive
+# made by another); the jars are named by their physical path, the same
+# from every checkout that shares the cache.
+pulsar_cds_dir() {
+    local java
+    java=$(readlink -f "$(command -v java)")
+    printf '%s/cds/%s\n' "$PULSAR_CACHE" \
+        "$(printf '%s %s %s' "$java" "$(stat -c %Y "$java")" "${PULSAR_JAVA_OPTS[*]}" |
+            md5sum | cut -c1-12)"
+}
+
+# Moves a freshly dumped archive into the cache (atomically: parallel runs
+# may do the same).
+pulsar_cds_store() {
+    local new=$1 dir
+    [[ -s "$new" ]] || return 0
+    dir=$(pulsar_cds_dir)
+    mkdir -p "$dir"
+    if ! { cp "$new" "$dir/pulsar.jsa.$$" && mv -f "$dir/pulsar.jsa.$$" "$dir/pulsar.jsa"; }; then
+        rm -f "$dir/pulsar.jsa.$$"
+    fi
+    rm -f "$new"
+}
+
+# The standalone's configuration: the broker's and the bookie's keys in one
+# file (PulsarStandalone gives it to both). Only what differs from the
+# defaults of Pulsar's ServiceConfiguration and BookKeeper's
+# ServerConfiguration, or what a test needs.
+write_pulsar_config() {
+    local dir=$1 data=$2
+    cat >"$dir/standalone.conf" <<EOF
+# Written by scripts/brokers.sh on every start; edits are overwritten.
+clusterName=standalone
+bindAddress=127.0.0.1
+advertisedAddress=127.0.0.1
+brokerServicePort=$(cat "$dir/port")
+webServicePort=$(cat "$dir/web_port")
+# One broker, one bookie: no load balancing, one copy of each entry.
+loadManagerClassName=org.apache.pulsar.broker.loadbalance.NoopLoadManager
+loadBalancerEnabled=false
+managedLedgerDefaultEnsembleSize=1
+managedLedgerDefaultWriteQuorum=1
+managedLedgerDefaultAckQuorum=1
+# Messages stay until a test deletes them, read or not, subscribed or not.
+defaultRetentionTimeInMinutes=-1
+defaultRetentionSizeInMB=-1
+brokerDeleteInactiveTopicsEnabled=false
+managedLedgerCacheSizeMB=16
+# Shorter than the 30 s after which brokers.sh stop sends SIGKILL.
+brokerShutdownTimeoutMs=20000
+# The bookie: on loopback, on the port it is given (allowEphemeralPorts:
+# otherwise PulsarStandalone picks one), its journal written but not fsynced
+# before the acknowledgement (a killed JVM loses nothing; a crashed machine
+# may), small caches. It turns read-only (every write fails: "Not enough
+# non-faulty bookies") once its disk is fuller than diskUsageThreshold,
+# BookKeeper's default 0.95 (a 252 GB disk with 9 GB left was 0.96 here).
+listeningInterface=lo
+allowLoopback=true
+allowEphemeralPorts=true
+diskUsageThreshold=0.999
+diskUsageWarnThreshold=0.99
+ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
+journalSyncData=false
+dbStorage_writeCacheMaxSizeMb=16
+dbStorage_readAheadCacheMaxSizeMb=16
+dbStorage_rocksDB_blockCacheSize=8388608
+dbStorage_rocksDB_writeBufferSizeMB=4
+# Without it the ledger index's RocksDB preallocates a 72 MB log.
+ledgerMetadataRocksdbConf=$dir/rocksdb.ini
+EOF
+    cat >"$dir/rocksdb.ini" <<EOF
+[Version]
+  rocksdb_version=7.9.2
+  options_file_version=1.1
+[DBOptions]
+  create_if_missing=true
+[CFOptions "default"]
+  write_buffer_size=4194304
+EOF
+    cat >"$dir/log4j2.properties" <<EOF
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1} - %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+EOF
+    mkdir -p "$data"
+}
+
+# The JVM is the server (DIR/pid). Its working directory is DIR; the data
+# paths are physical ones, as the bookie's cookie records its directories.
+launch_pulsar() {
+    local dir=$1 data jsa cds_opt cookie_port lib
+    data=$(cd "$dir" && pwd -P)/data
+    write_pulsar_config "$dir" "$data"
+    # A bookie keeps the address its cookie names (after a start that failed
+    # once the bookie ran, on ports chosen again since).
+    cookie_port=$(sed -n 's/^bookieHost: "[^"]*:\([0-9]*\)"$/\1/p' "$data/bookkeeper/current/VERSION" 2>/dev/null || true)
+    [[ -z "$cookie_port" ]] || printf '%s\n' "$cookie_port" >"$dir/bookie_port"
+    jsa="$(pulsar_cds_dir)/pulsar.jsa"
+    rm -f "$dir/pulsar.jsa.new"
+    if [[ -s "$jsa" ]]; then
+        cds_opt=-XX:SharedArchiveFile="$jsa"
+    else
+        # Dumped when this server exits cleanly; cmd_stop caches it.
+        cds_opt=-XX:ArchiveClassesAtExit="$dir/pulsar.jsa.new"
+    fi
+    lib=$(readlink -f "$PULSAR_LIB")
+    # The system properties and --add-opens of bin/pulsar (BookKeeper's
+    # CRC32C and fadvise, Netty's direct buffers, the JVM metrics).
+    (
+        trap '' HUP
+        cd "$dir"
+        exec java "${PULSAR_JAVA_OPTS[@]}" "$cds_opt" -Xlog:cds=off -XX:+ExitOnOutOfMemoryError \
+            -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true \
+            -Dlog4j.configurationFile="$dir/log4j2.properties" -Dlog4j.shutdownHookEnabled=false \
+            -Dio.netty.tryReflectionSetAccessible=true -Dio.netty.recycler.maxCapacityPerThread=4096 \
+            -Dpulsar.allocator.exit_on_oom=true \
+            --add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED \
+            --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/jdk.internal.misc=ALL-UNNAMED \
+            --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
+            -cp "$lib/*" org.apache.pulsar.PulsarStandaloneStarter --config "$dir/standalone.conf" \
+            --no-functions-worker --no-stream-storage --bookkeeper-port "$(cat "$dir/bookie_port")" \
+            --metadata-dir "$data/metadata" --bookkeeper-dir "$data/bookkeeper"
     ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
     printf '%s\n' "$!" >"$dir/pid"
     disown
@@ -678,7 +923,7 @@ kill_all() {
             wait_exit "$pid" 10 || die "$pid ($dir/$file) survived SIGKILL"
         fi
     done
-    rm -f "$dir/pid" "$dir/beam.pid" "$dir/wrapper.pid" "$dir/epmd.pid"
+    rm -f "$dir/pid" "$dir/beam.pid" "$dir/wrapper.pid" "$dir/epmd.pid" "$dir/pulsar.jsa.new"
 }
 
 cmd_start() {
@@ -702,6 +947,7 @@ cmd_start() {
     local names=(port)
     case "$kind" in
         nats) names+=(monitor_port) ;;
+        pulsar) names+=(web_port bookie_port) ;;
         rabbitmq)
             names+=(dist_port epmd_port)
             if rabbitmq_has_stream; then
@@ -769,7 +1015,9 @@ cmd_stop() {
         else
             kill -TERM "$pid" 2>/dev/null || true
         fi
-        if ! wait_exit "$pid" "$STOP_TIMEOUT"; then
+        if wait_exit "$pid" "$STOP_TIMEOUT"; then
+            [[ "$kind" != pulsar ]] || pulsar_cds_store "$dir/pulsar.jsa.new"
+        else
             note "$kind $pid did not stop within ${STOP_TIMEOUT}s, sending SIGKILL"
             kill_tree "$pid"
             wait_exit "$pid" 10 || die "$kind $pid survived SIGKILL"
@@ -777,7 +1025,7 @@ cmd_stop() {
     fi
     stop_helper "$dir" wrapper.pid
     stop_helper "$dir" epmd.pid
-    rm -f "$dir/pid" "$dir/beam.pid"
+    rm -f "$dir/pid" "$dir/beam.pid" "$dir/pulsar.jsa.new"
 }
 
 cmd_kill() {
@@ -823,6 +1071,8 @@ cmd_url() {
         moto) printf 'http://127.0.0.1:%s\n' "$port" ;;
         # host:port, as PUBSUB_EMULATOR_HOST takes it (gRPC in plain text).
         pubsub) printf '127.0.0.1:%s\n' "$port" ;;
+        # The binary protocol; the admin REST API is on DIR/web_port.
+        pulsar) printf 'pulsar://127.0.0.1:%s\n' "$port" ;;
         *) die "$dir/kind names no broker kind: '$kind'" ;;
     esac
 }

@@ -3,9 +3,9 @@
 # one with wal_level=replica (the polling source's tests, in pg-replica/),
 # and one Kafka broker under .walrelay-env/ at the repository root, described
 # by .walrelay-env/env (a shell file the test harness sources). NATS, Redis,
-# RabbitMQ, moto (the local AWS endpoint) and the Pub/Sub emulator are only
-# made ready (scripts/brokers.sh fetch): the tests of those brokers start
-# servers of their own.
+# RabbitMQ, moto (the local AWS endpoint), the Pub/Sub emulator and Pulsar
+# are only made ready (scripts/brokers.sh fetch): the tests of those brokers
+# start servers of their own.
 #
 # Usage:
 #   env.sh up       start them all at once (no-op for what already runs),
@@ -72,10 +72,11 @@ cmd_pg() {
 # Runs the start command of NAME in the background (cmd_up's up_pids, logs).
 # The other brokers' programs: nats-server built once, Redis and RabbitMQ
 # from Debian's packages when missing, moto installed once from PyPI, the
-# Pub/Sub emulator (pstest) built once.
+# Pub/Sub emulator (pstest) built once, Pulsar's jars resolved once from
+# Maven Central.
 fetch_brokers() {
     local kind
-    for kind in nats redis rabbitmq moto pubsub; do
+    for kind in nats redis rabbitmq moto pubsub pulsar; do
         "$SCRIPT_DIR/brokers.sh" fetch "$kind" || return 1
     done
 }
