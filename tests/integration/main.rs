@@ -27,6 +27,7 @@ mod brokers_aws;
 /// SIGKILL, refusals under both error policies, the polling source.
 mod brokers_http;
 mod brokers_pubsub;
+mod brokers_pulsar;
 /// RabbitMQ (AMQP 0-9-1 with publisher confirms), on a server of the
 /// test's own: bytes, headers and properties as Debezium Server's, SIGKILL,
 /// an outage, unroutable records and missing exchanges under both error
