@@ -24,6 +24,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 case " $* " in
     *" --help "* | *" -h "*) exec "$VENV/bin/python" "$SCRIPT_DIR/failover.py" --help ;;
 esac
+need_build_tools
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 "$REPO_ROOT/scripts/debezium.sh" fetch
 "$REPO_ROOT/scripts/env.sh" up >&2

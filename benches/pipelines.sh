@@ -26,6 +26,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 case " $* " in
     *" --help "* | *" -h "*) exec "$VENV/bin/python" "$SCRIPT_DIR/pipelines.py" --help ;;
 esac
+need_build_tools
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 "$REPO_ROOT/scripts/kafka.sh" fetch
 exec "$VENV/bin/python" "$SCRIPT_DIR/pipelines.py" --command "benches/pipelines.sh${*:+ $*}" "$@"

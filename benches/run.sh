@@ -162,6 +162,7 @@ case " ${ARGS[*]} " in
     # The receiver alone: no server, nothing else to fetch.
     *" --http-ceiling "*) exec "$VENV/bin/python" -m walbench --http-ceiling "${HTTP_RECEIVER[@]}" ;;
 esac
+need_build_tools
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 if [[ -n "$BROKERS" ]]; then
     # The broker drains run Debezium Server and the brokers, no Kafka.

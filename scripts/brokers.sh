@@ -156,40 +156,16 @@ kind_of() {
 
 # --- installing ------------------------------------------------------------
 
-# Installs the Debian PACKAGES unless COMMAND exists; `apt-get update` only
-# when the install fails without it. Parallel runs take turns.
-apt_install() {
-    local command=$1 log
-    shift
+# Installs a broker's Debian PACKAGES unless COMMAND exists (lib.sh's
+# apt_install), and stops the system service the package started.
+apt_install_broker() {
+    local command=$1
     command -v "$command" >/dev/null 2>&1 && return 0
-    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-        die "$command not found: install the Debian package(s) $* (apt-get install $*)"
-    fi
-    mkdir -p "$REPO_ROOT/.cache"
-    exec 8>"$REPO_ROOT/.cache/apt.lock"
-    flock 8
-    if command -v "$command" >/dev/null 2>&1; then
-        exec 8>&-
-        return 0
-    fi
-    note "installing the Debian package(s) $* (first run only)"
-    log=$(mktemp)
-    local apt=(apt-get -q -y -o DPkg::Lock::Timeout=300)
-    if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@" >"$log" 2>&1; then
-        note "apt-get install $* failed; running apt-get update first"
-        if ! { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@"; } >>"$log" 2>&1; then
-            tail -n 30 "$log" >&2
-            rm -f "$log"
-            die "apt-get install $* failed (log above)"
-        fi
-    fi
-    rm -f "$log"
-    command -v "$command" >/dev/null 2>&1 || die "apt-get installed $* but $command is still missing"
+    apt_install "$@"
     case "$command" in
         rabbitmq-server) stop_system_service rabbitmq-server rabbitmq ;;
         redis-server) stop_system_service redis-server redis ;;
     esac
-    exec 8>&-
 }
 
 # Where the init system lets a package start services, the postinst of
@@ -420,8 +396,8 @@ cmd_fetch() {
         moto) fetch_moto ;;
         pubsub) fetch_pubsub ;;
         pulsar) fetch_pulsar ;;
-        redis) apt_install redis-server redis-server redis-tools ;;
-        rabbitmq) apt_install rabbitmq-server rabbitmq-server ;;
+        redis) apt_install_broker redis-server redis-server redis-tools ;;
+        rabbitmq) apt_install_broker rabbitmq-server rabbitmq-server ;;
     esac
 }
 

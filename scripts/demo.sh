@@ -57,6 +57,7 @@ mkdir -p "$DEMO_DIR"
 chmod 755 "$REPO_ROOT/.walrelay-env" "$DEMO_DIR"
 
 step "building walrelay"
+need_build_tools
 cargo build --release --bin walrelay
 WALRELAY=$REPO_ROOT/target/release/walrelay
 

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared shell functions for the walrelay test-environment scripts.
 # Sourced, never executed. Owns: messages, loopback port choice, the
-# owner watchdog. Must never start or stop a server by itself.
+# owner watchdog, Debian packages and the build's tools. Must never start or
+# stop a server by itself.
 
 # Prints a message prefixed by the calling script's name and exits 1.
 die() {
@@ -63,4 +64,45 @@ start_watchdog() {
         done
         bash -c "$stop"
     ' walrelay-watchdog "$owner" "$alive_cmd" "$stop_cmd" </dev/null >/dev/null 2>&1 &
+}
+
+# Installs the Debian PACKAGES unless COMMAND exists; `apt-get update` only
+# when the install fails without it. Parallel runs take turns.
+apt_install() {
+    local command=$1 log
+    [[ -n "${REPO_ROOT:-}" ]] || die "apt_install needs REPO_ROOT (its lock is under .cache/)"
+    shift
+    command -v "$command" >/dev/null 2>&1 && return 0
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+        die "$command not found: install the Debian package(s) $* (apt-get install $*)"
+    fi
+    mkdir -p "$REPO_ROOT/.cache"
+    exec 8>"$REPO_ROOT/.cache/apt.lock"
+    flock 8
+    if command -v "$command" >/dev/null 2>&1; then
+        exec 8>&-
+        return 0
+    fi
+    note "installing the Debian package(s) $* (first run only)"
+    log=$(mktemp)
+    local apt=(apt-get -q -y -o DPkg::Lock::Timeout=300)
+    if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@" >"$log" 2>&1; then
+        note "apt-get install $* failed; running apt-get update first"
+        if ! { "${apt[@]}" update && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install "$@"; } >>"$log" 2>&1; then
+            tail -n 30 "$log" >&2
+            rm -f "$log"
+            die "apt-get install $* failed (log above)"
+        fi
+    fi
+    rm -f "$log"
+    command -v "$command" >/dev/null 2>&1 || die "apt-get installed $* but $command is still missing"
+    exec 8>&-
+}
+
+# What building walrelay needs besides cargo: protoc (the Pulsar client's
+# build generates its protocol code with it), from Debian's
+# protobuf-compiler when missing; PROTOC set to another one is kept.
+need_build_tools() {
+    [[ -n "${PROTOC:-}" ]] && return 0
+    apt_install protoc protobuf-compiler
 }

@@ -67,6 +67,7 @@ trap 'exit 143' TERM
 
 cd "$REPO_ROOT"
 note "building walrelay"
+need_build_tools
 cargo build --quiet --bin walrelay
 mkdir -p "$WORK" "$(dirname "$OUT")"
 

@@ -153,6 +153,8 @@ cleanup() {
 
 cd "$REPO_ROOT"
 STOP_ENV=0
+# protoc for the Pulsar client's build (Debian's package when missing).
+phase tools need_build_tools
 phase fmt cargo fmt --all --check
 phase clippy cargo clippy --workspace --all-targets -- -D warnings
 # walrelay-core on its own, with only its own dependencies' features: in the
