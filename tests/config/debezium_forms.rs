@@ -673,7 +673,7 @@ fn debezium_server_truststore_password_from_env() {
 fn debezium_server_refusals_name_the_key() {
     let env = |name: &str| (name == "PG_HOST").then(|| "h".to_owned());
     let cases = [
-        ("debezium.sink.type=pubsub", "debezium.sink.type"),
+        ("debezium.sink.type=pravega", "debezium.sink.type"),
         ("debezium.format.value=avro", "debezium.format.value"),
         (
             "debezium.format.header=simplestring",
@@ -1190,7 +1190,7 @@ fn debezium_server_nats_and_redis_sinks() {
             chain(&err)
         );
     }
-    let err = server(&nats.replace("nats-jetstream\n", "pulsar\n"), &env).unwrap_err();
+    let err = server(&nats.replace("nats-jetstream\n", "rocketmq\n"), &env).unwrap_err();
     assert!(
         chain(&err).contains("debezium.sink.type"),
         "{}",

@@ -99,6 +99,20 @@ impl PubSubClients {
         wait: Duration,
         relay: &mut Relay,
     ) -> Vec<PsMessage> {
+        self.read_until(sub, want, wait, || {
+            relay.wait_exit(Duration::ZERO).is_some()
+        })
+        .await
+    }
+
+    /// [`PubSubClients::read`], ending early when `gone` says so.
+    pub(crate) async fn read_until(
+        &self,
+        sub: &str,
+        want: usize,
+        wait: Duration,
+        mut gone: impl FnMut() -> bool,
+    ) -> Vec<PsMessage> {
         let mut streams = self.streams.lock().await;
         let stream = streams
             .entry(sub.to_owned())
@@ -131,7 +145,7 @@ impl PubSubClients {
                 // the old one had unacknowledged comes again after its
                 // deadline.
                 Ok(None) => *stream = self.subscriber.subscribe(sub).build(),
-                Err(_) if relay.wait_exit(Duration::ZERO).is_some() => break,
+                Err(_) if gone() => break,
                 Err(_) => {}
             }
         }

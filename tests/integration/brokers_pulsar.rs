@@ -97,6 +97,26 @@ impl PulsarServer {
         );
     }
 
+    /// Creates namespace `public/<name>` (the broker's retention applies).
+    pub(crate) fn namespace(&self, name: &str) -> Result<(), String> {
+        let url = format!(
+            "http://127.0.0.1:{}/admin/v2/namespaces/public/{name}",
+            self.web_port
+        );
+        let out = Command::new("curl")
+            .args(["-sS", "-f", "-X", "PUT", &url])
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "create namespace {name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
     pub(crate) async fn client(&self) -> Pulsar<TokioExecutor> {
         Pulsar::builder(format!("pulsar://127.0.0.1:{}", self.port), TokioExecutor)
             .build()
@@ -123,6 +143,8 @@ pub(crate) struct PlMessage {
     pub(crate) properties: HashMap<String, String>,
     /// The schema version the producer sent, if any.
     pub(crate) schema_version: Option<Vec<u8>>,
+    /// The producer marked the value null.
+    pub(crate) null_value: bool,
 }
 
 impl PlMessage {
@@ -135,10 +157,14 @@ impl PlMessage {
 /// in stored order per partition (a new non-durable consumer reads until
 /// the topic is quiet for a second).
 async fn read_all(client: &Pulsar<TokioExecutor>, topic: &str) -> Vec<PlMessage> {
-    let full = format!("persistent://public/default/{topic}");
+    read_full(client, &format!("persistent://public/default/{topic}")).await
+}
+
+/// [`read_all`] of a topic by its full name.
+pub(crate) async fn read_full(client: &Pulsar<TokioExecutor>, full: &str) -> Vec<PlMessage> {
     let Ok(mut consumer) = client
         .consumer()
-        .with_topic(&full)
+        .with_topic(full)
         .with_subscription(format!("read-{}", rand::random::<u64>()))
         .with_subscription_type(SubType::Exclusive)
         .with_options(ConsumerOptions {
@@ -170,6 +196,7 @@ async fn read_all(client: &Pulsar<TokioExecutor>, topic: &str) -> Vec<PlMessage>
                 .map(|kv| (kv.key.clone(), kv.value.clone()))
                 .collect(),
             schema_version: meta.schema_version.clone(),
+            null_value: meta.null_value(),
         });
     }
     let _ = consumer.close().await;

@@ -134,6 +134,25 @@
 //! null value and stops: its case (`null-payload`) is last and alone, as a
 //! refused entry does not stop the rest of its `PublishBatch`.
 //!
+//! Pub/Sub: Debezium Server publishes each record to the topic named by its
+//! destination in `project.id` and creates none, so each relay's emulator
+//! ([`Server::pubsub`], Google's pstest) gets a topic per case
+//! (`outbox.event.<case>`) and an ordered subscription on it before the
+//! relays start; `@SERVER@` is `host:port` (`debezium.sink.pubsub.address`).
+//! A message: the ordering key as the key, the data as the value, the
+//! attributes as the headers (a map: in name order). Neither relay orders
+//! messages of different ordering keys (each key's requests go on their
+//! own), so each destination is compared key by key, in stored order (the
+//! emulator's message ids).
+//!
+//! Pulsar: one standalone per run ([`PulsarServer`]), a namespace per relay
+//! (`public/dbz`, `public/walrelay`: `@VHOST@`); topics are created as
+//! first published to and read from their first message (reading takes
+//! nothing). A message: the message key as the key, the payload as the
+//! value, the properties as the headers (a map: in name order), the schema
+//! version (both declare STRING) and the null-value mark as attributes;
+//! producer names, sequence ids and publish times are the broker's.
+//!
 //! Another sink: a [`Sink`] variant (how to start servers of its kind as
 //! [`BrokerServer`]s, its address as `@SERVER@`, every message read back
 //! as [`Msg`]s by destination: key, value, headers in order, attributes),
@@ -151,9 +170,10 @@
 //! 10-30 s on 2 cores with `debezium-server.sh`'s AOT cache
 //! (`.cache/debezium-server/aot/`); a RabbitMQ run also boots one
 //! rabbitmq-server (6-8 s); the five AWS runs (moto starts in about half a
-//! second) take about 40 s together. Without the AOT cache the first start
-//! trains it (slower, and its stop writes 75 MB), so the first run goes
-//! alone and the others use it.
+//! second) take about 40 s together; the Pub/Sub run about 25 s, the
+//! Pulsar run (its standalone starts in about 4 s) about 26 s. Without the
+//! AOT cache the first start trains it (slower, and its stop writes 75 MB),
+//! so the first run goes alone and the others use it.
 //!
 //! Environment: `scripts/env.sh up` (the shared PostgreSQL), nats-server
 //! and moto (`scripts/brokers.sh fetch nats`, `fetch moto`), Debian's
@@ -187,6 +207,8 @@ use rabbitmq_stream_client::Environment;
 
 use crate::brokers::{parse_xrange, Server};
 use crate::brokers_aws::{kinesis_client, sns_client, sqs_client};
+use crate::brokers_pubsub::PubSubClients;
+use crate::brokers_pulsar::{read_full, PulsarServer};
 use crate::common::{env, unique_name};
 use crate::compatibility::{
     file_text, mask_uuid, psql_c, psql_in, show, strip_ansi, substitute, tail, Diff, Known,
@@ -223,6 +245,13 @@ enum Sink {
     /// `fifo`) and a queue of the same name subscribed to it by raw
     /// delivery, every case's messages in it.
     Sns { fifo: bool },
+    /// `debezium.sink.type=pubsub`: a Pub/Sub emulator (pstest) per relay
+    /// holding a topic per case (`outbox.event.<case>`) and an ordered
+    /// subscription on it.
+    PubSub,
+    /// `debezium.sink.type=pulsar`: one Pulsar standalone, a namespace per
+    /// relay (`public/<@VHOST@>`).
+    Pulsar,
 }
 
 /// RabbitMQ: the virtual host each relay publishes to on the run's one
@@ -282,6 +311,8 @@ impl Sink {
                         sqs: None,
                         kinesis: None,
                         topic_arn: None,
+                        pubsub: None,
+                        pulsar: None,
                     });
                 }
                 let wr = pair.pop().expect("two virtual hosts");
@@ -322,6 +353,8 @@ impl Sink {
                     sqs: None,
                     kinesis: None,
                     topic_arn: None,
+                    pubsub: None,
+                    pulsar: None,
                 });
                 let [dbz, wr] = pair;
                 Ok((dbz, wr))
@@ -347,6 +380,42 @@ impl Sink {
                     BrokerServer::sns(b, fifo).await?,
                 ))
             }
+            Sink::PubSub => {
+                let (a, b) = (
+                    blocking(Server::pubsub).await?,
+                    blocking(Server::pubsub).await?,
+                );
+                Ok((
+                    BrokerServer::pubsub(a, run).await?,
+                    BrokerServer::pubsub(b, run).await?,
+                ))
+            }
+            Sink::Pulsar => {
+                let server = tokio::task::spawn_blocking(move || {
+                    let server = PulsarServer::start();
+                    for ns in VHOSTS_PULSAR {
+                        server.namespace(ns)?;
+                    }
+                    Ok::<_, String>(server)
+                })
+                .await
+                .map_err(|e| format!("pulsar: {e}"))??;
+                let client = Arc::new(server.client().await);
+                let port = server.port;
+                let running: Arc<dyn std::any::Any + Send + Sync> = Arc::new(server);
+                let pair = VHOSTS_PULSAR.map(|ns| BrokerServer {
+                    vhost: ns.to_owned(),
+                    pulsar: Some(Arc::clone(&client)),
+                    streams: run
+                        .cases
+                        .iter()
+                        .map(|c| format!("outbox.event.{}", c.name))
+                        .collect(),
+                    ..BrokerServer::shared(port, Arc::clone(&running))
+                });
+                let [dbz, wr] = pair;
+                Ok((dbz, wr))
+            }
         }
     }
 
@@ -361,6 +430,8 @@ impl Sink {
             Sink::Sqs { .. } | Sink::Kinesis | Sink::Sns { .. } => {
                 format!("http://127.0.0.1:{}", server.port)
             }
+            Sink::PubSub => format!("127.0.0.1:{}", server.port),
+            Sink::Pulsar => format!("pulsar://127.0.0.1:{}", server.port),
         }
     }
 
@@ -405,6 +476,8 @@ impl Sink {
             Sink::RabbitMqStream => read_streams(server).await?,
             Sink::Sqs { .. } | Sink::Sns { .. } => read_sqs(server).await?,
             Sink::Kinesis => read_kinesis(server).await?,
+            Sink::PubSub => read_pubsub(server).await?,
+            Sink::Pulsar => read_pulsar(server).await?,
         };
         Ok(Read {
             messages,
@@ -434,9 +507,52 @@ struct BrokerServer {
     topic_arn: Option<String>,
     /// Kinesis: a client of the relay's moto server.
     kinesis: Option<aws_sdk_kinesis::Client>,
+    /// Pub/Sub: the relay's subscriptions, and what they gave so far.
+    pubsub: Option<PubSubRead>,
+    /// Pulsar: a client of the run's server (`vhost` is the namespace,
+    /// `streams` the topics).
+    pulsar: Option<Arc<pulsar::Pulsar<pulsar::TokioExecutor>>>,
 }
 
 impl BrokerServer {
+    /// A relay's share of a server the run's relays share.
+    fn shared(port: u16, running: Arc<dyn std::any::Any + Send + Sync>) -> BrokerServer {
+        BrokerServer {
+            port,
+            vhost: String::new(),
+            _running: running,
+            amqp: None,
+            http: None,
+            streams: Vec::new(),
+            sqs: None,
+            kinesis: None,
+            topic_arn: None,
+            pubsub: None,
+            pulsar: None,
+        }
+    }
+
+    /// A Pub/Sub emulator with a topic per case of `run`
+    /// (`outbox.event.<case>`: Debezium Server creates none) and an ordered
+    /// subscription on each.
+    async fn pubsub(server: Server, run: &Run) -> Result<BrokerServer, String> {
+        let clients = PubSubClients::new(server.port).await;
+        let mut subscriptions = Vec::new();
+        for case in run.cases {
+            let topic = format!("outbox.event.{}", case.name);
+            let sub = clients.topic_with_subscription(&topic).await;
+            subscriptions.push((topic, sub));
+        }
+        Ok(BrokerServer {
+            pubsub: Some(PubSubRead {
+                clients,
+                subscriptions,
+                got: tokio::sync::Mutex::default(),
+            }),
+            ..BrokerServer::of(server)
+        })
+    }
+
     fn of(server: Server) -> BrokerServer {
         BrokerServer {
             port: server.port,
@@ -448,6 +564,8 @@ impl BrokerServer {
             sqs: None,
             kinesis: None,
             topic_arn: None,
+            pubsub: None,
+            pulsar: None,
         }
     }
 
@@ -536,8 +654,23 @@ impl BrokerServer {
             sqs: None,
             kinesis: None,
             topic_arn: None,
+            pubsub: None,
+            pulsar: None,
         }
     }
+}
+
+/// Pulsar: the namespaces of the run's relays, Debezium Server's first.
+const VHOSTS_PULSAR: [&str; 2] = ["dbz", "walrelay"];
+
+/// A relay's subscriptions on its Pub/Sub emulator, one per destination;
+/// a message is delivered once, so what was read is kept.
+struct PubSubRead {
+    clients: PubSubClients,
+    /// Topic (the destination) and its subscription.
+    subscriptions: Vec<(String, String)>,
+    /// By destination, with the emulator's id of each (its stored order).
+    got: tokio::sync::Mutex<BTreeMap<String, Vec<(u64, Msg)>>>,
 }
 
 /// A relay's queues on RabbitMQ, one per destination; `basic.get` takes a
@@ -957,6 +1090,27 @@ const RUNS: &[Run] = &[
         name: "sns-fifo",
         sink: Sink::Sns { fifo: true },
         cases: SNS_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // pubsub at its defaults (json with schemas, ordering on): a topic and
+    // an ordered subscription per destination; the value as the data,
+    // every header an attribute, the serialised key as the ordering key.
+    Run {
+        name: "pubsub-json",
+        sink: Sink::PubSub,
+        cases: DEFAULT_CASES,
+        fatal: None,
+        exchange: None,
+    },
+    // pulsar at its defaults (json with schemas): a topic per destination
+    // in the relay's namespace, the value as the payload under a STRING
+    // schema, the serialised key as the message key, every header a
+    // property.
+    Run {
+        name: "pulsar-json",
+        sink: Sink::Pulsar,
+        cases: DEFAULT_CASES,
         fatal: None,
         exchange: None,
     },
@@ -1711,6 +1865,92 @@ fn sqs_msg(m: &aws_sdk_sqs::types::Message, fifo: Option<&str>) -> Msg {
 /// shard from its start (`TRIM_HORIZON`), shard after shard in id order
 /// (one shard here: the stream's order). Reading takes nothing, so it
 /// serves the waiting's counts too.
+/// Pub/Sub: each subscription's new messages (acknowledged), added to what
+/// was read before; by destination, each ordering key's in the emulator's
+/// stored order (keys in byte order: neither relay orders across keys). A
+/// message: the ordering key as the key (none when empty), the data as
+/// the value, the attributes as the headers (a map: in name order).
+async fn read_pubsub(server: &BrokerServer) -> Result<Destinations, String> {
+    let ps = server.pubsub.as_ref().expect("a Pub/Sub broker server");
+    let mut got = ps.got.lock().await;
+    for (topic, sub) in &ps.subscriptions {
+        let read = ps
+            .clients
+            .read_until(sub, usize::MAX, Duration::from_millis(1500), || false)
+            .await;
+        let msgs = got.entry(topic.clone()).or_default();
+        for m in read {
+            let mut headers: Headers = m
+                .attributes
+                .iter()
+                .map(|(k, v)| (k.clone(), Some(v.clone().into_bytes())))
+                .collect();
+            headers.sort();
+            msgs.push((
+                m.seq,
+                Msg {
+                    key: (!m.key.is_empty()).then(|| m.key.clone().into_bytes()),
+                    value: Some(m.data.clone()),
+                    headers,
+                    ..Msg::default()
+                },
+            ));
+        }
+        // Order is the service's per ordering key only (a key's requests
+        // go on their own): by key, then stored order.
+        msgs.sort_by(|(sa, a), (sb, b)| (&a.key, sa).cmp(&(&b.key, sb)));
+    }
+    Ok(got
+        .iter()
+        .filter(|(_, msgs)| !msgs.is_empty())
+        .map(|(t, msgs)| (t.clone(), msgs.iter().map(|(_, m)| m.clone()).collect()))
+        .collect())
+}
+
+/// Pulsar: each case's topic of the relay's namespace from its first
+/// message (reading takes nothing). A message: the message key as the key,
+/// the payload as the value, the properties as the headers (a map: in name
+/// order); the schema version and the null-value mark as attributes.
+async fn read_pulsar(server: &BrokerServer) -> Result<Destinations, String> {
+    let client = server.pulsar.as_ref().expect("a Pulsar broker server");
+    let mut got = Destinations::new();
+    for topic in &server.streams {
+        let full = format!("persistent://public/{}/{topic}", server.vhost);
+        let msgs: Vec<Msg> = read_full(client, &full)
+            .await
+            .into_iter()
+            .map(|m| {
+                let mut headers: Headers = m
+                    .properties
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Some(v.clone().into_bytes())))
+                    .collect();
+                headers.sort();
+                let mut attrs = BTreeMap::new();
+                attrs.insert(
+                    "schema version".to_owned(),
+                    m.schema_version.as_ref().map_or_else(
+                        || "none".to_owned(),
+                        |v| v.iter().map(|b| format!("{b:02x}")).collect(),
+                    ),
+                );
+                attrs.insert("null value".to_owned(), m.null_value.to_string());
+                Msg {
+                    key: m.key.clone().map(String::into_bytes),
+                    value: Some(m.data),
+                    headers,
+                    attrs,
+                    ..Msg::default()
+                }
+            })
+            .collect();
+        if !msgs.is_empty() {
+            got.insert(topic.clone(), msgs);
+        }
+    }
+    Ok(got)
+}
+
 async fn read_kinesis(server: &BrokerServer) -> Result<Destinations, String> {
     let client = server.kinesis.as_ref().expect("a Kinesis broker server");
     let mut got = Destinations::new();
