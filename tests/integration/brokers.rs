@@ -1141,6 +1141,40 @@ async fn nats_from_the_polling_source() {
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
 }
 
+/// `walrelay check --config` of `config` (a TOML file of its own): its
+/// exit code and what it printed.
+pub(crate) async fn walrelay_check(config: &str) -> (Option<i32>, String) {
+    let file = tempfile::Builder::new()
+        .suffix(".toml")
+        .tempfile()
+        .expect("config file");
+    std::fs::write(file.path(), config).expect("write config");
+    let path = file.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_walrelay"))
+            .args(["check", "--config"])
+            .arg(path)
+            .env("WALRELAY_LOG", "warn")
+            .output()
+            .expect("run walrelay check")
+    })
+    .await
+    .expect("check ran");
+    drop(file);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The line of `text` (a check table) naming `row`.
+pub(crate) fn check_row(text: &str, row: &str) -> String {
+    text.lines()
+        .find(|l| l.contains(row))
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// `walrelay check` with NATS: the broker answers, and a subject no
 /// stream captures fails the destinations row, naming it; once a stream
 /// captures it, the row passes.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 
-use crate::brokers::{without_kafka, Server};
+use crate::brokers::{check_row, walrelay_check, without_kafka, Server};
 use crate::common::load::{sigkill_under_load, sigkill_under_load_sized, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
@@ -958,4 +958,44 @@ async fn sns_outage_holds_the_slot_then_delivers() {
     );
     ob.wait_confirmed(ob.current_lsn().await, &relay).await;
     ob.finish(relay).await;
+}
+
+/// `walrelay check` with SQS: the credentials sign; a destination without
+/// its queue fails the destinations row, naming the queue; once the queue
+/// exists the row passes and says its kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqs_check_names_a_missing_queue() {
+    let moto = Server::moto();
+    let client = sqs_client(moto.port).await;
+    let ob = Outbox::new("sqs_check").await;
+    ob.insert(1, "", "k", "{}").await;
+    let queue = queue_name(&ob, "");
+    let sink = sqs_sink(
+        moto.port,
+        &format!(
+            "queue_url_prefix = \"http://127.0.0.1:{}/{ACCOUNT}/\"",
+            moto.port
+        ),
+    );
+    let router = format!(
+        "[metrics]\nlisten = \"127.0.0.1:0\"\n\n[router]\nroute_topic_replacement = \"{queue}\"\n"
+    );
+    let config = without_kafka(&ob.config_with("", &router), &sink);
+    let (code, text) = walrelay_check(&config).await;
+    assert_ne!(code, Some(0), "{text}");
+    assert!(
+        check_row(&text, "broker connection").contains("sqs"),
+        "{text}"
+    );
+    assert!(
+        check_row(&text, "broker destinations").contains(&queue),
+        "{text}"
+    );
+    create_queue(&client, &queue).await;
+    let (_, text) = walrelay_check(&config).await;
+    assert!(
+        check_row(&text, "broker destinations").contains("standard"),
+        "{text}"
+    );
+    ob.remove_all().await;
 }

@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
 use pulsar::{Pulsar, SubType, TokioExecutor};
 
-use crate::brokers::without_kafka;
+use crate::brokers::{check_row, walrelay_check, without_kafka};
 use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
@@ -553,4 +553,40 @@ async fn pulsar_from_the_polling_source() {
     assert!(broker.acked_total >= 20, "{broker:?}");
     relay.signal("TERM");
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
+}
+
+/// `walrelay check` with Pulsar: the service URL answers a lookup of each
+/// destination's topic (a partitioned one with its partitions); a URL
+/// nothing answers fails the connection row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulsar_check_looks_up_each_topic() {
+    let server = PulsarServer::start();
+    let ob = Outbox::new("pulsar_check").await;
+    ob.insert(1, "", "k", "{}").await;
+    server.partition(&ob.topic(""), 3);
+    let config = without_kafka(&ob.config(""), &pulsar_sink(server.port, ""));
+    let (_, text) = walrelay_check(&config).await;
+    assert!(
+        check_row(&text, "broker connection").contains(&format!("127.0.0.1:{}", server.port)),
+        "{text}"
+    );
+    assert!(
+        check_row(&text, "broker destinations").contains("3 partitions"),
+        "{text}"
+    );
+    let nothing = free_port();
+    let config = without_kafka(
+        &ob.config(""),
+        &pulsar_sink(nothing, "operation_timeout_ms = 2000"),
+    );
+    let (code, text) = walrelay_check(&config).await;
+    assert_ne!(code, Some(0), "{text}");
+    assert!(
+        check_row(&text, "broker connection").contains("FAIL")
+            || check_row(&text, "broker connection")
+                .to_lowercase()
+                .contains("fail"),
+        "{text}"
+    );
+    ob.remove_all().await;
 }
