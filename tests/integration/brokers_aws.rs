@@ -987,10 +987,8 @@ async fn sqs_check_names_a_missing_queue() {
         check_row(&text, "broker connection").contains("sqs"),
         "{text}"
     );
-    assert!(
-        check_row(&text, "broker destinations").contains(&queue),
-        "{text}"
-    );
+    let row = check_row(&text, "broker destinations");
+    assert!(row.starts_with("FAIL") && row.contains(&queue), "{text}");
     create_queue(&client, &queue).await;
     let (_, text) = walrelay_check(&config).await;
     assert!(
