@@ -331,17 +331,14 @@ async fn check_pubsub(config: &Config, wanted: &BTreeSet<String>, report: &mut C
         silent_fix:
             "check the endpoint (sink.pubsub.emulator_host, region or endpoint) is reachable",
     };
-    let probing = Box::pin(crate::sink::pubsub::probe(&pubsub, &destinations));
-    let Some((about, found)) = probe(probing, &unanswered, report).await else {
-        return;
-    };
-    report.pass(BROKER_CONNECTION, about);
-    aws_destinations(
-        &found,
+    listed_destinations(
+        crate::sink::pubsub::probe(&pubsub, &destinations),
+        &unanswered,
         report,
         "create the topics (walrelay never creates one); a record to a missing topic is \
          refused and follows [errors]",
-    );
+    )
+    .await;
 }
 
 /// Pulsar: the service URL answers, and a lookup of each destination's
@@ -355,17 +352,14 @@ async fn check_pulsar(config: &Config, wanted: &BTreeSet<String>, report: &mut C
         refused_fix: "check sink.pulsar's service_url, token and TLS settings",
         silent_fix: "check sink.pulsar.service_url is reachable",
     };
-    let probing = Box::pin(crate::sink::pulsar::probe(&pulsar, &destinations));
-    let Some((about, found)) = probe(probing, &unanswered, report).await else {
-        return;
-    };
-    report.pass(BROKER_CONNECTION, about);
-    aws_destinations(
-        &found,
+    listed_destinations(
+        crate::sink::pulsar::probe(&pulsar, &destinations),
+        &unanswered,
         report,
         "create the topics or allow auto-creation in the namespace; a record to a topic \
          that cannot be created is refused and follows [errors]",
-    );
+    )
+    .await;
 }
 
 /// SQS, SNS and Kinesis: the credentials sign, and each destination has
@@ -425,14 +419,28 @@ async fn check_aws(config: &Config, wanted: &BTreeSet<String>, report: &mut Chec
         refused_fix: rows.refused_fix,
         silent_fix: rows.silent_fix,
     };
-    let Some((about, found)) = probe(probing, &unanswered, report).await else {
+    listed_destinations(probing, &unanswered, report, rows.destinations_fix).await;
+}
+
+/// The connection row from `probing` (where the broker is, or why it did
+/// not answer), then the destinations row from what it found of each.
+async fn listed_destinations(
+    probing: impl std::future::Future<
+        Output = Result<(String, Vec<(String, Result<String, String>)>), String>,
+    >,
+    unanswered: &Unanswered<'_>,
+    report: &mut CheckReport,
+    destinations_fix: &str,
+) {
+    let Some((about, found)) = probe(probing, unanswered, report).await else {
         return;
     };
     report.pass(BROKER_CONNECTION, about);
-    aws_destinations(&found, report, rows.destinations_fix);
+    aws_destinations(&found, report, destinations_fix);
 }
 
-/// The destinations row of an AWS broker: each destination's answer.
+/// The destinations row of a broker whose probe lists each destination's
+/// answer (AWS, Pub/Sub, Pulsar).
 fn aws_destinations(
     found: &[(String, Result<String, String>)],
     report: &mut CheckReport,

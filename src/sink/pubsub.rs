@@ -489,11 +489,7 @@ impl Publisher for PubSub {
     }
 
     async fn publish(&mut self, batch: &[Outgoing]) -> Vec<Outcome> {
-        for (topic, key) in self.paused.drain(..) {
-            if let Some(p) = self.topics.get(&topic) {
-                p.resume_publish(key);
-            }
-        }
+        self.resume_paused();
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut pending = Vec::with_capacity(batch.len());
         for record in batch {
@@ -549,13 +545,19 @@ impl Publisher for PubSub {
 }
 
 impl PubSub {
-    /// Publishes `record` by itself (its key resumed first) and waits.
-    async fn publish_alone(&mut self, record: &Outgoing) -> Outcome {
+    /// Resumes the ordering keys the client paused after a failure (the
+    /// worker has settled it since).
+    fn resume_paused(&mut self) {
         for (topic, key) in self.paused.drain(..) {
             if let Some(p) = self.topics.get(&topic) {
                 p.resume_publish(key);
             }
         }
+    }
+
+    /// Publishes `record` by itself (its key resumed first) and waits.
+    async fn publish_alone(&mut self, record: &Outgoing) -> Outcome {
+        self.resume_paused();
         let (topic, message) = match self.message(record) {
             Ok(m) => m,
             Err(refused) => return refused.into(),

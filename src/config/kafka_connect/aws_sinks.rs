@@ -175,11 +175,7 @@ mod tests {
     use super::*;
 
     fn keys(pairs: &[(&str, &str)]) -> Keys {
-        let map: BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        Keys::new(map, "debezium.sink.sqs.")
+        super::super::test_keys(pairs, "debezium.sink.sqs.")
     }
 
     #[test]

@@ -32,6 +32,17 @@ pub(super) mod pulsar;
 pub(super) mod server_sinks;
 pub(super) mod transforms;
 
+/// The keys `pairs` under `prefix`, as a sink's translation takes them
+/// (the unit tests of the sink translations).
+#[cfg(test)]
+pub(super) fn test_keys(pairs: &[(&str, &str)], prefix: &str) -> Keys {
+    let map: BTreeMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Keys::new(map, prefix)
+}
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -119,14 +119,9 @@ pub(super) fn pubsub(k: &mut Keys, notes: &mut Notes) -> Result<PubSubConfig, Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn keys(pairs: &[(&str, &str)]) -> Keys {
-        let map: BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        Keys::new(map, "debezium.sink.pubsub.")
+        super::super::test_keys(pairs, "debezium.sink.pubsub.")
     }
 
     #[test]

@@ -224,14 +224,9 @@ fn auth(k: &mut Keys) -> Result<(Option<Secret>, Option<std::path::PathBuf>), Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn keys(pairs: &[(&str, &str)]) -> Keys {
-        let map: BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        Keys::new(map, "debezium.sink.pulsar.")
+        super::super::test_keys(pairs, "debezium.sink.pulsar.")
     }
 
     #[test]
