@@ -865,7 +865,11 @@ wait_ready() {
     local kind=$1 dir=$2 deadline=$((SECONDS + START_TIMEOUT)) pid
     while ((SECONDS < deadline)); do
         pid=$(cat "$dir/pid")
-        ours "$pid" "$dir" || return 1
+        # Alive is enough: this script just started it (not `ours`, whose
+        # working-directory test fails while the child has not yet run its
+        # `cd DIR`, which a loaded machine can delay past the first check).
+        kill -0 "$pid" 2>/dev/null || return 1
+        ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null || return 1
         if "${kind}_ready" "$dir"; then
             if [[ "$kind" == rabbitmq ]]; then
                 pid=$(cat "$dir/beam.pid")
