@@ -24,8 +24,10 @@
 #                       measure it as the system walrelay@REV, e.g.
 #                       --systems walrelay@HEAD~1,walrelay (repeatable)
 #   --brokers LIST      W1 and W2 to these brokers (nats, redis, rabbitmq,
-#                       rabbitmqstream, http, sqs, kinesis; the last two on
-#                       moto, a local AWS endpoint) instead of Kafka: walrelay
+#                       rabbitmqstream, http, sqs, kinesis, pubsub, pulsar;
+#                       sqs and kinesis on moto, a local AWS endpoint; pubsub
+#                       on pstest, Google's in-memory fake; pulsar a
+#                       standalone) instead of Kafka: walrelay
 #                       against Debezium Server, e.g.
 #                       benches/run.sh --brokers nats,redis --w1 200000 --w2 500000 --rounds 3
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
@@ -172,6 +174,8 @@ if [[ -n "$BROKERS" ]]; then
             http) ;; # the bench's own receiver, built above
             rabbitmqstream) "$REPO_ROOT/scripts/brokers.sh" fetch rabbitmq ;;
             sqs | kinesis) "$REPO_ROOT/scripts/brokers.sh" fetch moto ;;
+            # pubsub: scripts/pubsub-emulator built (again when its sources
+            # change); pulsar: the standalone's jars from Maven Central.
             *) "$REPO_ROOT/scripts/brokers.sh" fetch "$broker" ;;
         esac
     done

@@ -18,8 +18,10 @@ for the Kafka drains) and stops at the broker's own time of the last record
 it stored (NATS: the stream's last_ts; Redis: the last entry id's
 milliseconds; HTTP: the receiver's arrival time of the last request;
 SQS: the largest SentTimestamp the bench received; Kinesis: the largest
-ApproximateArrivalTimestamp; RabbitMQ, which keeps no such time: the poll
-that first saw the last record, brokers.py). The bench polls the count every 0.2 s (NATS: the
+ApproximateArrivalTimestamp; Pub/Sub: the largest publish_time the bench
+pulled; Pulsar: the last entry's publish time, the producer's clock;
+RabbitMQ, which keeps no such time: the poll that first saw the last
+record, brokers.py). The bench polls the count every 0.2 s (NATS: the
 stream's message count; Redis: XLEN; RabbitMQ every 0.02 s) until it reaches the backlog's events; the
 system is stopped and the count read again, which must be exactly the
 events written. CPU is utime + stime of the system's process (walrelay, or

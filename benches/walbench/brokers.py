@@ -61,6 +61,37 @@ LogAppendTime is for the Kafka drains) and drops the destination again.
          timed by the records' ApproximateArrivalTimestamp. Debezium
          Server's JVM gets -Daws.cborEnabled=false (its SDK sends CBOR,
          which moto cannot read): `dbzs_java_opts` below.
+  pubsub pstest, the in-memory Pub/Sub fake of Google's Go client library,
+         behind scripts/pubsub-emulator (scripts/brokers.sh builds it; gRPC
+         in plain text, any project: "walbench"); both systems get its
+         `debezium.sink.pubsub.address`. Per drain a topic named after the
+         drain's topic and an unordered subscription on it, created by the
+         bench through the emulator's admin mode (-admin -topic
+         -subscription); the publishers still send ordering keys
+         (Debezium Server's default ordering.enabled=true, walrelay's
+         translation of it), but an ordered subscription would hand the
+         bench one message per key until acknowledged. pstest keeps every
+         message ever published in memory (its Messages() accessor), so the
+         emulator is restarted before each drain: every drain starts on an
+         empty process. It rescans a subscription's unacknowledged messages
+         every 10 ms, so the bench consumes as it polls (-admin -drain: Pull
+         of 1,000, then Acknowledge, until a pull returns nothing), counts
+         distinct messages (a digest of data, ordering key and attributes:
+         one read twice is a duplicate, results.json) and takes the first
+         and last publish_time (pstest's clock when Publish stored it).
+  pulsar Apache Pulsar standalone (scripts/brokers.sh: broker and one
+         bookie in one JVM, the journal not fsynced, on loopback); per drain
+         a non-partitioned topic persistent://public/default/<topic>,
+         created by the bench through the admin REST API (DIR/web_port) and
+         deleted after it; the server's directory goes at the end of the
+         run. Counted by the topic's stats (msgInCounter: messages, not
+         batches; a message sent twice counts twice, so a duplicate shows
+         as more than the events written); first and last
+         times are the publish times of the first and last entry
+         (examinemessage, X-Pulsar-publish-time): the producer's clock
+         (the same machine's) when the batch was made, not the broker's
+         when it stored it. Debezium Server's `timeout` is 10000: at its
+         default 0 every producer close fails.
 
 A broker is one class in BROKERS: what Debezium Server's
 application.properties says to reach it (`sink_properties`), what both
@@ -665,13 +696,15 @@ class Consumed:
         self.last = None
         self.bytes = 0
 
-    def add(self, body, at):
+    def add(self, body, at, size=None):
+        """One record read: its body (or a digest of it, with the body's
+        `size`) stored at `at`."""
         self.read += 1
         h = hashlib.blake2b(body, digest_size=16).digest()
         if h in self.seen:
             return
         self.seen.add(h)
-        self.bytes += len(body)
+        self.bytes += len(body) if size is None else size
         self.first = at if self.first is None else min(self.first, at)
         self.last = at if self.last is None else max(self.last, at)
 
@@ -820,7 +853,180 @@ class Kinesis(Moto):
             self.api.call("DeleteStream", {"StreamName": dest, "EnforceConsumerDeletion": True})
 
 
-BROKERS = {cls.kind: cls for cls in (Nats, Redis, RabbitMQ, RabbitMQStream, Http, Sqs, Kinesis)}
+class PubSub(Broker):
+    """pstest behind scripts/pubsub-emulator; its own binary is the bench's
+    client (-admin: create a topic and subscription, pull and acknowledge)."""
+
+    kind = "pubsub"
+    sink_type = "pubsub"
+    label = "Google Cloud Pub/Sub (pstest)"
+    project = "walbench"
+    # The bench is the subscription's consumer: it reads whenever it polls.
+    poll_s = 0.1
+
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
+        self.binary = None
+        self.read = {}  # dest -> Consumed
+
+    def connect(self):
+        # The program brokers.sh started (its build in .cache/pubsub/; a
+        # rebuild since replaced the file at the same path).
+        self.binary = os.readlink(f"/proc/{self.pid}/exe").removesuffix(" (deleted)")
+
+    def close(self):
+        pass
+
+    def version(self):
+        out = run([self.binary, "-version"], capture_output=True, text=True).stdout.split()
+        return f"pstest of {' '.join(out) or '?'} (scripts/pubsub-emulator, state in memory)"
+
+    def sink_properties(self, dest):
+        # Ordering at its default (on): the ordering key is the record's key.
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.pubsub.project.id": self.project,
+                "debezium.sink.pubsub.address": f"127.0.0.1:{self.port}"}
+
+    def topic(self, dest):
+        return f"projects/{self.project}/topics/{dest}"
+
+    def subscription(self, dest):
+        return f"projects/{self.project}/subscriptions/{dest}"
+
+    def _admin(self, *args):
+        r = run([self.binary, "-admin", f"127.0.0.1:{self.port}", *args], capture_output=True, text=True,
+                check=False)
+        if r.returncode != 0:
+            raise BenchError(f"pubsub-emulator -admin {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def prepare(self, dest):
+        # A fresh emulator: pstest never forgets a published message.
+        self.read.clear()
+        env = dict(os.environ, WALRELAY_OWNER_PID=str(os.getpid()))
+        _brokers_sh("restart", self.dir, env=env, stdout=subprocess.DEVNULL)
+        with open(os.path.join(self.dir, "pid")) as f:
+            self.pid = int(f.read().strip())
+        self.connect()
+        self._admin("-topic", self.topic(dest), "-subscription", self.subscription(dest))
+        self.read[dest] = Consumed()
+
+    def count(self, dest):
+        got = self.read.setdefault(dest, Consumed())
+        while True:
+            out = json.loads(self._admin("-drain", self.subscription(dest)))
+            for digest, at, size in out["messages"]:
+                got.add(bytes.fromhex(digest), at, size)
+            # A full answer (the program's 100 pulls of 1,000, maxPulls in
+            # main.go): more may be there.
+            if out["count"] < 100_000:
+                return len(got.seen)
+
+    def stored(self, dest):
+        self.count(dest)
+        return self.read[dest].stored()
+
+    def notes(self, dest):
+        return self.read[dest].notes() if dest in self.read else {}
+
+    def drop(self, dest):
+        # The next prepare restarts the emulator, which forgets the topic.
+        self.read.pop(dest, None)
+
+
+class Pulsar(Broker):
+    """A Pulsar standalone; the bench speaks its admin REST API."""
+
+    kind = "pulsar"
+    sink_type = "pulsar"
+    label = "Apache Pulsar (standalone)"
+    tenant, namespace = "public", "default"
+
+    def __init__(self, dir_, args=None):
+        super().__init__(dir_, args)
+        self.web_port = None
+        self.conn = None
+
+    def stop(self):
+        # Its directory goes too: the bookie frees a deleted topic's entry
+        # logs only by its own garbage collection, so a full run leaves
+        # gigabytes of journal and entry logs (5 GB after Run L).
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
+        _brokers_sh("rm", self.dir, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def connect(self):
+        import http.client
+        with open(os.path.join(self.dir, "web_port")) as f:
+            self.web_port = int(f.read().strip())
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.web_port, timeout=60)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def _call(self, method, path, ok=(200, 204)):
+        """(status, headers, body) of an admin call; a status not in `ok` raises.
+        Jetty closes a keep-alive connection idle for 30 s (Debezium
+        Server's start is longer): a call on a closed one is made again on
+        a new connection, once."""
+        import http.client
+        try:
+            self.conn.request(method, path)
+            r = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            self.conn.close()
+            self.conn.request(method, path)
+            r = self.conn.getresponse()
+        body = r.read()
+        if r.status not in ok:
+            raise BenchError(f"pulsar: {method} {path}: HTTP {r.status}: {body[:300]!r}")
+        return r.status, r.headers, body
+
+    def version(self):
+        _, _, body = self._call("GET", "/admin/v2/brokers/version")
+        return f"Apache Pulsar {body.decode().strip()} standalone (one bookie)"
+
+    def sink_properties(self, dest):
+        # The topic is persistent://public/default/<topic>; it exists.
+        return {"debezium.sink.type": self.sink_type,
+                "debezium.sink.pulsar.client.serviceUrl": f"pulsar://127.0.0.1:{self.port}",
+                "debezium.sink.pulsar.timeout": "10000"}
+
+    def path(self, dest):
+        return f"/admin/v2/persistent/{self.tenant}/{self.namespace}/{dest}"
+
+    def prepare(self, dest):
+        self.drop(dest)
+        self._call("PUT", self.path(dest))
+
+    def _stats(self, dest):
+        return json.loads(self._call("GET", self.path(dest) + "/stats")[2])
+
+    def count(self, dest):
+        return self._stats(dest)["msgInCounter"]
+
+    def _publish_time(self, dest, position):
+        _, headers, _ = self._call("GET", f"{self.path(dest)}/examinemessage?initialPosition={position}"
+                                          "&messagePosition=1")
+        return parse_rfc3339(headers.get("X-Pulsar-publish-time"))
+
+    def stored(self, dest):
+        st = self._stats(dest)
+        n = st["msgInCounter"]
+        if not n:
+            return 0, None, None, None
+        return (n, self._publish_time(dest, "earliest"), self._publish_time(dest, "latest"),
+                st["storageSize"] / n)
+
+    def drop(self, dest):
+        self._call("DELETE", self.path(dest) + "?force=true", ok=(200, 204, 404))
+
+
+BROKERS = {cls.kind: cls for cls in (Nats, Redis, RabbitMQ, RabbitMQStream, Http, Sqs, Kinesis, PubSub, Pulsar)}
 
 
 def make(kind, dir_, args=None):

@@ -37,14 +37,16 @@ open-loop load (pgbench -R) at fractions of the W1 ceiling; latency is the
 record's LogAppendTime minus pg_xact_commit_timestamp of the transaction whose
 xid is encoded in the event id (one clock: the same machine).
 
---brokers nats,redis,rabbitmq,http,sqs,kinesis publishes W1 and W2 to those brokers
-instead of Kafka (no Kafka is started): walrelay reading Debezium Server's
-application.properties against Debezium Server 3.6.1 (dbz_server) on the
-same file, both on every broker in the same run, with the walsender
+--brokers nats,redis,rabbitmq,http,sqs,kinesis,pubsub,pulsar publishes W1 and W2 to
+those brokers instead of Kafka (no Kafka is started): walrelay reading Debezium
+Server's application.properties against Debezium Server 3.6.1 (dbz_server) on
+the same file, both on every broker in the same run, with the walsender
 reader's rate beside them (broker_drains.py, dbz_server.py, brokers.py;
 the clock stops at the broker's time of the last record it stored, or for
-RabbitMQ at the poll that saw it; HTTP goes to benches/http_receiver.rs;
-SQS and Kinesis to moto, the local AWS endpoint).
+RabbitMQ at the poll that saw it, for Pulsar at the last entry's publish
+time; HTTP goes to benches/http_receiver.rs; SQS and Kinesis to moto, the
+local AWS endpoint; pubsub to pstest, Google's in-memory Pub/Sub fake;
+pulsar to a Pulsar standalone).
 
 Variants measure one lever at a time, before and after in the same run
 (drains, interleaved with the other systems' rounds, and W3):

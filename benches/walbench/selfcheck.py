@@ -17,8 +17,8 @@ from . import config
 from .kafka_markers import KafkaCommitted
 from .procs import Sched
 from .broker_drains import slot_name
-from .brokers import (BROKERS, Broker, Consumed, Http, Kinesis, PolledTimes, RabbitMQ, RabbitMQStream, Sqs, make,
-                      parse_rfc3339, redis_id_seconds, server_dir, sqs_queue_name)
+from .brokers import (BROKERS, Broker, Consumed, Http, Kinesis, PolledTimes, PubSub, Pulsar, RabbitMQ, RabbitMQStream,
+                      Sqs, make, parse_rfc3339, redis_id_seconds, server_dir, sqs_queue_name)
 from .dbz_server import application_properties, properties_overrides
 from .report import _extra_java_opts, broker_goals, broker_table, walsender_table
 from .stats import histogram_delta, histogram_quantile, percentile
@@ -207,7 +207,7 @@ def check_brokers():
     # two RabbitMQ kinds share one node.
     assert {k: c.sink_type for k, c in BROKERS.items()} == {
         "nats": "nats-jetstream", "redis": "redis", "rabbitmq": "rabbitmq", "rabbitmqstream": "rabbitmqstream",
-        "http": "http", "sqs": "sqs", "kinesis": "kinesis"}
+        "http": "http", "sqs": "sqs", "kinesis": "kinesis", "pubsub": "pubsub", "pulsar": "pulsar"}
     assert server_dir("/b", "rabbitmqstream") == server_dir("/b", "rabbitmq") == "/b/rabbitmq"
     assert server_dir("/b", "sqs") == server_dir("/b", "kinesis") == "/b/moto"
     # moto: one queue per drain (a name SQS takes), the stream is the
@@ -238,6 +238,33 @@ def check_brokers():
     for body, at in ((b"a", 5.0), (b"b", 3.0), (b"a", 9.0), (b"c", 7.5)):
         c.add(body, at)
     assert c.stored() == (3, 3.0, 7.5, 1.0) and c.notes() == {"read": 4, "duplicates": 1}, (c.stored(), c.notes())
+    # A digest read with the size of what it names (Pub/Sub's drain mode).
+    c.add(bytes.fromhex("00" * 16), 8.0, 400)
+    assert c.stored() == (4, 3.0, 8.0, 100.75), c.stored()
+    # Pub/Sub: the emulator's address and a project, ordering at its
+    # default (on); the topic is the drain's, its own server directory.
+    ps = PubSub("/nowhere")
+    ps.port = 8085
+    pp = dict(application_properties(5432, ps, "s1", "bench.t.w1.pubsub", ()))
+    assert pp["debezium.sink.type"] == "pubsub" and pp["debezium.sink.pubsub.address"] == "127.0.0.1:8085", pp
+    assert pp["debezium.sink.pubsub.project.id"] == "walbench" and "debezium.sink.pubsub.ordering.enabled" not in pp
+    assert pp["debezium.transforms.outbox.route.topic.replacement"] == "bench.t.w1.pubsub", pp
+    assert ps.topic("bench.t.w1") == "projects/walbench/topics/bench.t.w1"
+    assert ps.subscription("bench.t.w1") == "projects/walbench/subscriptions/bench.t.w1"
+    assert server_dir("/b", "pubsub") == "/b/pubsub" and ps.publisher_env() == {}
+    # Pulsar: the binary protocol's URL and a close timeout (at Debezium
+    # Server's default 0 every producer close fails); the topic in
+    # public/default, named after the drain's.
+    pu = Pulsar("/nowhere")
+    pu.port = 6650
+    pl = dict(application_properties(5432, pu, "s1", "bench.t.w1.pulsar", ()))
+    assert pl["debezium.sink.type"] == "pulsar" and pl["debezium.sink.pulsar.timeout"] == "10000", pl
+    assert pl["debezium.sink.pulsar.client.serviceUrl"] == "pulsar://127.0.0.1:6650", pl
+    assert "debezium.sink.pulsar.tenant" not in pl and "debezium.sink.pulsar.namespace" not in pl, pl
+    assert pu.path("bench.t.w1.pulsar") == "/admin/v2/persistent/public/default/bench.t.w1.pulsar"
+    assert server_dir("/b", "pulsar") == "/b/pulsar" and pu.dbzs_java_opts == ""
+    # examinemessage's X-Pulsar-publish-time: milliseconds, UTC.
+    assert parse_rfc3339("2026-12-06T17:21:15.528Z") == 1796577675.528
     assert server_dir("/b", "http") == "/b/http"
     # Every kind is made as a run makes it (a constructor that does not
     # take the run's arguments crashed --brokers nats at start).

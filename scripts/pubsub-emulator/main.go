@@ -20,11 +20,16 @@
 // With -admin HOST:PORT it is a client instead: it creates -topic (and
 // -subscription on it, -ordered for message ordering) on that emulator and
 // exits; Google's Rust client does admin calls over REST, which pstest
-// does not serve.
+// does not serve. With -admin and -drain SUBSCRIPTION it pulls and
+// acknowledges what that subscription holds and prints one JSON line
+// about it (drain below): the benchmark's count of a drain
+// (benches/walbench/brokers.py, class PubSub).
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -36,6 +41,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -75,9 +81,16 @@ func main() {
 	topic := flag.String("topic", "", "with -admin: the topic to create (projects/P/topics/T)")
 	subscription := flag.String("subscription", "", "with -admin: a subscription to create on -topic (projects/P/subscriptions/S)")
 	ordered := flag.Bool("ordered", false, "with -subscription: message ordering on")
+	drainSub := flag.String("drain", "", "with -admin: pull and acknowledge what this subscription holds (projects/P/subscriptions/S), print one JSON line")
 	flag.Parse()
 	if *version {
 		fmt.Printf("%s %s\n", module, moduleVersion())
+		return
+	}
+	if *admin != "" && *drainSub != "" {
+		if err := drain(*admin, *drainSub); err != nil {
+			fail(err)
+		}
 		return
 	}
 	if *admin != "" {
@@ -157,6 +170,97 @@ func create(addr, topic, subscription string, ordered bool) error {
 		return fmt.Errorf("create subscription %s: %w", subscription, err)
 	}
 	return nil
+}
+
+// What drain prints: the messages read and acknowledged, their data's
+// bytes, the first and last publish time (Unix seconds, pstest's clock when
+// Publish stored them) and, per message in the order read, a digest of what
+// it is (data, ordering key, attributes), its publish time and its data's
+// bytes, so that the caller can count distinct messages over several
+// drains: a message published twice is two messages with the same digest.
+type drained struct {
+	Count    int      `json:"count"`
+	Bytes    int      `json:"bytes"`
+	First    *float64 `json:"first"`
+	Last     *float64 `json:"last"`
+	Messages [][3]any `json:"messages"`
+}
+
+// Pulls per drain call at most, so that a caller polling while messages
+// arrive gets an answer (1,000 messages a pull: pstest's default).
+const (
+	pullMessages = 1000
+	maxPulls     = 100
+)
+
+// drain pulls subscription on the emulator at addr until a pull returns
+// nothing (or maxPulls), acknowledging each pull's messages before the next
+// one: pstest rescans a subscription's unacknowledged messages every 10 ms
+// and on every pull, so a consumer that leaves them there makes it slower
+// for the publishers too. ReturnImmediately: an empty subscription answers
+// at once, not after pstest's 500 ms wait.
+func drain(addr, subscription string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sub := pb.NewSubscriberClient(conn)
+	out := drained{Messages: [][3]any{}}
+	for range maxPulls {
+		r, err := sub.Pull(ctx, &pb.PullRequest{Subscription: subscription, MaxMessages: pullMessages,
+			ReturnImmediately: true})
+		if err != nil {
+			return fmt.Errorf("pull %s: %w", subscription, err)
+		}
+		if len(r.ReceivedMessages) == 0 {
+			break
+		}
+		ids := make([]string, 0, len(r.ReceivedMessages))
+		for _, rm := range r.ReceivedMessages {
+			ids = append(ids, rm.AckId)
+			m := rm.Message
+			t := float64(m.PublishTime.AsTime().UnixNano()) / 1e9
+			if out.First == nil || t < *out.First {
+				out.First = &t
+			}
+			if out.Last == nil || t > *out.Last {
+				out.Last = &t
+			}
+			out.Count++
+			out.Bytes += len(m.Data)
+			out.Messages = append(out.Messages, [3]any{digest(m), t, len(m.Data)})
+		}
+		if _, err := sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: subscription, AckIds: ids}); err != nil {
+			return fmt.Errorf("acknowledge on %s: %w", subscription, err)
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// digest names what a message is, not its id (a republished message gets
+// a new id): its data, ordering key and attributes in name order, 16 bytes
+// of their SHA-256 in hex.
+func digest(m *pb.PubsubMessage) string {
+	h := sha256.New()
+	h.Write(m.Data)
+	h.Write([]byte{0})
+	h.Write([]byte(m.OrderingKey))
+	names := make([]string, 0, len(m.Attributes))
+	for k := range m.Attributes {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(m.Attributes[k]))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func fail(err error) {
