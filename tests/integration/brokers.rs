@@ -1141,6 +1141,47 @@ async fn nats_from_the_polling_source() {
     assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
 }
 
+/// Writes event 2 with a 2,000-byte payload (over the test's 1,000-byte
+/// limit) and event 3 after it, both key `k`, and asserts that walrelay
+/// stops on event 2 naming `limit_key`; returns the large payload.
+pub(crate) async fn refused_large_record_stops(
+    ob: &Outbox,
+    relay: &mut Relay,
+    limit_key: &str,
+) -> String {
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
+    ob.insert(2, "", "k", &big).await;
+    ob.insert(3, "", "k", "{}").await;
+    assert_ne!(
+        relay.exit_code(WAIT),
+        0,
+        "walrelay must stop: {}",
+        relay.log()
+    );
+    assert!(
+        relay.log().contains(limit_key),
+        "{}",
+        tail(&relay.log(), 20)
+    );
+    big
+}
+
+/// The `n` of each `{"n": n}` data, per key, in the order given.
+pub(crate) fn numbers_per_key<'a>(
+    records: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> HashMap<String, Vec<u64>> {
+    let mut per_key: HashMap<String, Vec<u64>> = HashMap::new();
+    for (key, data) in records {
+        if let Some(n) = serde_json::from_slice::<serde_json::Value>(data)
+            .ok()
+            .and_then(|v| v["n"].as_u64())
+        {
+            per_key.entry(key.to_owned()).or_default().push(n);
+        }
+    }
+    per_key
+}
+
 /// `walrelay check --config` of `config` (a TOML file of its own): its
 /// exit code and what it printed.
 pub(crate) async fn walrelay_check(config: &str) -> (Option<i32>, String) {

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 
-use crate::brokers::{check_row, walrelay_check, without_kafka, Server};
+use crate::brokers::{
+    check_row, numbers_per_key, refused_large_record_stops, walrelay_check, without_kafka, Server,
+};
 use crate::common::load::{sigkill_under_load, sigkill_under_load_sized, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
@@ -236,20 +238,7 @@ async fn sqs_refused_record_stops_or_is_dead_lettered() {
         read_settled(&ob, &client, &url, 1, &mut relay).await.len(),
         1
     );
-    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
-    ob.insert(2, "", "k", &big).await;
-    ob.insert(3, "", "k", "{}").await;
-    assert_ne!(
-        relay.exit_code(WAIT),
-        0,
-        "walrelay must stop: {}",
-        relay.log()
-    );
-    assert!(
-        relay.log().contains("max_message_bytes"),
-        "{}",
-        tail(&relay.log(), 20)
-    );
+    let big = refused_large_record_stops(&ob, &mut relay, "max_message_bytes").await;
     assert!(
         read_queue(&client, &url, 1, &mut relay).await.is_empty(),
         "nothing past it"
@@ -525,16 +514,7 @@ fn kinesis_sink(port: u16, extra: &str) -> String {
 /// The `n` of each record's `{"n": n}` data, per partition key, in
 /// stored order.
 fn per_key_numbers(records: &[KinesisRecord]) -> HashMap<String, Vec<u64>> {
-    let mut per_key: HashMap<String, Vec<u64>> = HashMap::new();
-    for r in records {
-        if let Some(n) = serde_json::from_slice::<serde_json::Value>(&r.data)
-            .ok()
-            .and_then(|v| v["n"].as_u64())
-        {
-            per_key.entry(r.key.clone()).or_default().push(n);
-        }
-    }
-    per_key
+    numbers_per_key(records.iter().map(|r| (r.key.as_str(), r.data.as_slice())))
 }
 
 /// The stream is the topic, the data the value's bytes (empty for a null
@@ -587,20 +567,7 @@ async fn kinesis_refused_record_stops_or_is_dead_lettered() {
             .len(),
         1
     );
-    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
-    ob.insert(2, "", "k", &big).await;
-    ob.insert(3, "", "k", "{}").await;
-    assert_ne!(
-        relay.exit_code(WAIT),
-        0,
-        "walrelay must stop: {}",
-        relay.log()
-    );
-    assert!(
-        relay.log().contains("max_record_bytes"),
-        "{}",
-        tail(&relay.log(), 20)
-    );
+    let big = refused_large_record_stops(&ob, &mut relay, "max_record_bytes").await;
     assert_eq!(
         read_stream(&client, &ob.topic(""), 2, &mut relay)
             .await

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use google_cloud_pubsub::client::Subscriber;
 use google_cloud_pubsub::subscriber::MessageStream;
 
-use crate::brokers::{program, without_kafka, Server};
+use crate::brokers::{numbers_per_key, program, refused_large_record_stops, without_kafka, Server};
 use crate::common::load::{sigkill_under_load_sized, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
@@ -206,16 +206,7 @@ fn pubsub_sink(port: u16, extra: &str) -> String {
 
 /// The `n` of each `{"n": n}` message, per ordering key, in stored order.
 fn per_key_numbers(got: &[PsMessage]) -> HashMap<String, Vec<u64>> {
-    let mut per_key: HashMap<String, Vec<u64>> = HashMap::new();
-    for m in got {
-        if let Some(n) = serde_json::from_slice::<serde_json::Value>(&m.data)
-            .ok()
-            .and_then(|v| v["n"].as_u64())
-        {
-            per_key.entry(m.key.clone()).or_default().push(n);
-        }
-    }
-    per_key
+    numbers_per_key(got.iter().map(|m| (m.key.as_str(), m.data.as_slice())))
 }
 
 /// The topic is the router's, the data the value's bytes (empty for a
@@ -275,20 +266,7 @@ async fn pubsub_refused_record_stops_or_is_dead_lettered() {
     ob.insert(1, "", "k", "{}").await;
     let first = ps.read(&sub, 1, Duration::from_secs(60), &mut relay).await;
     assert_eq!(first.len(), 1, "{}", tail(&relay.log(), 20));
-    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
-    ob.insert(2, "", "k", &big).await;
-    ob.insert(3, "", "k", "{}").await;
-    assert_ne!(
-        relay.exit_code(WAIT),
-        0,
-        "walrelay must stop: {}",
-        relay.log()
-    );
-    assert!(
-        relay.log().contains("max_message_bytes"),
-        "{}",
-        tail(&relay.log(), 20)
-    );
+    let big = refused_large_record_stops(&ob, &mut relay, "max_message_bytes").await;
     assert!(
         ps.read(&sub, 1, Duration::from_secs(3), &mut relay)
             .await

@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use pulsar::consumer::{ConsumerOptions, InitialPosition};
 use pulsar::{Pulsar, SubType, TokioExecutor};
 
-use crate::brokers::{check_row, walrelay_check, without_kafka};
+use crate::brokers::{check_row, refused_large_record_stops, walrelay_check, without_kafka};
 use crate::common::load::{sigkill_under_load_sized, Delivered, LoadLog};
 use crate::common::metrics::free_port;
 use crate::common::relay::{event_id, tail, Outbox, Relay, WAIT};
@@ -360,20 +360,7 @@ async fn pulsar_refused_record_stops_or_is_dead_lettered() {
         .len(),
         1
     );
-    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2000));
-    ob.insert(2, "", "k", &big).await;
-    ob.insert(3, "", "k", "{}").await;
-    assert_ne!(
-        relay.exit_code(WAIT),
-        0,
-        "walrelay must stop: {}",
-        relay.log()
-    );
-    assert!(
-        relay.log().contains("max_message_bytes"),
-        "{}",
-        tail(&relay.log(), 20)
-    );
+    let big = refused_large_record_stops(&ob, &mut relay, "max_message_bytes").await;
     assert_eq!(
         read_all(&client, &ob.topic("")).await.len(),
         1,

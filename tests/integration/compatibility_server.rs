@@ -299,20 +299,12 @@ impl Sink {
                 for vhost in VHOSTS {
                     declare_amqp(port, vhost, &queues, run.exchange).await?;
                     pair.push(BrokerServer {
-                        port,
                         vhost: vhost.to_owned(),
-                        _running: Arc::clone(&running),
                         amqp: Some(AmqpQueues {
                             queues: queues.clone(),
                             got: tokio::sync::Mutex::default(),
                         }),
-                        http: None,
-                        streams: Vec::new(),
-                        sqs: None,
-                        kinesis: None,
-                        topic_arn: None,
-                        pubsub: None,
-                        pulsar: None,
+                        ..BrokerServer::shared(port, Arc::clone(&running))
                     });
                 }
                 let wr = pair.pop().expect("two virtual hosts");
@@ -344,17 +336,9 @@ impl Sink {
                     .collect();
                 let running: Arc<dyn std::any::Any + Send + Sync> = Arc::new(server);
                 let pair = VHOSTS.map(|vhost| BrokerServer {
-                    port: stream,
                     vhost: vhost.to_owned(),
-                    _running: Arc::clone(&running),
-                    amqp: None,
-                    http: None,
                     streams: streams.clone(),
-                    sqs: None,
-                    kinesis: None,
-                    topic_arn: None,
-                    pubsub: None,
-                    pulsar: None,
+                    ..BrokerServer::shared(stream, Arc::clone(&running))
                 });
                 let [dbz, wr] = pair;
                 Ok((dbz, wr))
@@ -554,19 +538,7 @@ impl BrokerServer {
     }
 
     fn of(server: Server) -> BrokerServer {
-        BrokerServer {
-            port: server.port,
-            vhost: String::new(),
-            _running: Arc::new(server),
-            amqp: None,
-            http: None,
-            streams: Vec::new(),
-            sqs: None,
-            kinesis: None,
-            topic_arn: None,
-            pubsub: None,
-            pulsar: None,
-        }
+        BrokerServer::shared(server.port, Arc::new(server))
     }
 
     /// A moto server with the run's queue created on it.
@@ -645,17 +617,8 @@ impl BrokerServer {
     fn http(capture: Capture) -> BrokerServer {
         let capture = Arc::new(capture);
         BrokerServer {
-            port: capture.port,
-            vhost: String::new(),
-            _running: Arc::clone(&capture) as Arc<dyn std::any::Any + Send + Sync>,
-            amqp: None,
-            http: Some(capture),
-            streams: Vec::new(),
-            sqs: None,
-            kinesis: None,
-            topic_arn: None,
-            pubsub: None,
-            pulsar: None,
+            http: Some(Arc::clone(&capture)),
+            ..BrokerServer::shared(capture.port, capture)
         }
     }
 }
