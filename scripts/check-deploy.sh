@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Static checks of deploy/: the Prometheus rules and their unit tests, the
 # metric names they and the dashboard use, the Grafana dashboard, the systemd
-# unit, the Kubernetes manifests, the PostgreSQL settings, the Dockerfile's
+# unit, the Kubernetes manifests, the PostgreSQL settings, the Containerfile's
 # inputs, the example configurations in config/ (when walrelay is built),
 # and, when the test environment's PostgreSQL runs, outbox_emit.sql,
 # outbox_poll.sql and outbox_notify.sql for real. Prints one line per check
@@ -613,25 +613,29 @@ sys.exit(1 if bad else 0)
 PY
 }
 
-# What the Dockerfile copies exists, and it copies every workspace member.
-dockerfile_inputs() {
-    local src member bad=0
-    while read -r src; do
-        [[ -e $REPO_ROOT/$src ]] || {
-            echo "COPY source $src does not exist"
-            bad=1
-        }
-    done < <(sed -n 's/^COPY \([^-][^ ]*\) .*/\1/p' "$DEPLOY/Dockerfile")
-    # The members other than the root package, from `members = [...]`.
-    for member in $(sed -n 's/^members = \[\(.*\)\]/\1/p' "$REPO_ROOT/Cargo.toml" | tr -d '",'); do
-        [[ $member == . ]] && continue
-        for src in "$member/Cargo.toml" "$member/src"; do
-            grep -q "^COPY $src " "$DEPLOY/Dockerfile" || {
-                echo "the $member workspace member is not copied ($src)"
-                bad=1
-            }
-        done
-    done
+# The Containerfile builds on nothing from a registry and copies exactly the
+# files scripts/image.sh puts in its context; the Kubernetes Deployment runs
+# the image's user and names the image that file builds.
+containerfile_inputs() {
+    local file=$DEPLOY/Containerfile bad=0 froms copied
+    froms=$(sed -n 's/^FROM \(.*\)/\1/p' "$file")
+    [[ $froms == scratch ]] || {
+        echo "FROM lines: $froms; expected only FROM scratch (no base image to pull)"
+        bad=1
+    }
+    copied=$(sed -n 's/^COPY \(.*\) [^ ]*$/\1/p' "$file" | tr ' ' '\n' | sort | tr '\n' ' ')
+    [[ $copied == "ca-certificates.crt group passwd walrelay " ]] || {
+        echo "COPY sources: $copied; expected those of scripts/image.sh context (ca-certificates.crt group passwd walrelay)"
+        bad=1
+    }
+    grep -q '^USER 10001:10001$' "$file" || {
+        echo "USER is not 10001:10001 (the Deployment's runAsUser)"
+        bad=1
+    }
+    grep -q 'image: .*/walrelay:' "$K8S/deployment.yaml" && grep -q 'deploy/Containerfile' "$K8S/deployment.yaml" || {
+        echo "deploy/kubernetes/deployment.yaml does not name the image deploy/Containerfile builds"
+        bad=1
+    }
     return "$bad"
 }
 
@@ -678,7 +682,7 @@ if [[ -n $PG_POSTGRES ]]; then
 else
     skip "postgresql/walrelay.conf settings exist" "no PostgreSQL server installed"
 fi
-check "Dockerfile COPY sources exist, every workspace member among them" dockerfile_inputs
+check "Containerfile from scratch, its inputs those of scripts/image.sh, its user the Deployment's" containerfile_inputs
 
 # The SQL snippets need a server: the test environment's clusters when they
 # run (scripts/env.sh up); this script never starts one. outbox_emit.sql

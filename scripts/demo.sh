@@ -10,7 +10,20 @@
 # claims it, publishes it and marks it published; the demo shows the rows'
 # published_at.
 #
-# Usage: scripts/demo.sh [--poll] [N_ORDERS]     (default 5)
+# With --root DIR, the relay is the binary of a container image's root
+# filesystem (scripts/image.sh demo): nothing is built, and the relay runs
+# as `chroot --userspec=10001:10001 DIR /usr/local/bin/walrelay`, the
+# image's user, with only the image's files (its CA bundle, its passwd);
+# its configuration is written to DIR/etc/walrelay/walrelay.toml. Needs root.
+#
+# With --env, it uses the running test environment's PostgreSQL and Kafka
+# (scripts/env.sh up; .walrelay-env/env) instead of starting its own, and
+# leaves them running: its database `shop` and slot are recreated there,
+# and its events go to a topic of this run, demo-<time>.outbox.event.Order.
+#
+# The demo fails unless the consumer reads one record per order.
+#
+# Usage: scripts/demo.sh [--poll] [--root DIR] [--env] [N_ORDERS]     (default 5)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,10 +32,21 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 . "$SCRIPT_DIR/lib.sh"
 
 POLL=0
-if [[ "${1:-}" == --poll ]]; then
-    POLL=1
+ROOT=
+USE_ENV=0
+while (($#)); do
+    case $1 in
+        --poll) POLL=1 ;;
+        --env) USE_ENV=1 ;;
+        --root)
+            (($# >= 2)) || die "--root needs a directory"
+            ROOT=$(cd "$2" && pwd) || die "--root $2: no such directory"
+            shift
+            ;;
+        *) break ;;
+    esac
     shift
-fi
+done
 N_ORDERS=${1:-5}
 DEMO_DIR=$REPO_ROOT/.walrelay-env/demo
 PG_DIR=$DEMO_DIR/pg
@@ -32,6 +56,18 @@ if ((POLL)); then
     WAL_LEVEL=replica
 fi
 KAFKA_DIR=$DEMO_DIR/kafka
+TOPIC=outbox.event.Order
+if ((USE_ENV)); then
+    if [[ ! -f $REPO_ROOT/.walrelay-env/env ]] || ! "$SCRIPT_DIR/env.sh" status >/dev/null 2>&1; then
+        die "--env: the test environment is not running (scripts/env.sh up)"
+    fi
+    # shellcheck source=/dev/null
+    . "$REPO_ROOT/.walrelay-env/env"
+    PG_DIR=$WALRELAY_TEST_PG_DIR
+    ((POLL)) && PG_DIR=$WALRELAY_TEST_PG_DIR-replica
+    KAFKA_DIR=$WALRELAY_TEST_KAFKA_DIR
+    TOPIC=demo-$(date +%s).outbox.event.Order
+fi
 WALRELAY_PID=
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -44,8 +80,10 @@ cleanup() {
         kill -TERM "$WALRELAY_PID" 2>/dev/null || true
         wait "$WALRELAY_PID" 2>/dev/null || true
     fi
-    "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || true
-    "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || true
+    if ((!USE_ENV)); then
+        "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || true
+        "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || true
+    fi
     exit "$rc"
 }
 trap cleanup EXIT
@@ -56,16 +94,27 @@ cd "$REPO_ROOT"
 mkdir -p "$DEMO_DIR"
 chmod 755 "$REPO_ROOT/.walrelay-env" "$DEMO_DIR"
 
-step "building walrelay"
-need_build_tools
-cargo build --release --bin walrelay
-WALRELAY=$REPO_ROOT/target/release/walrelay
+if [[ -n $ROOT ]]; then
+    [[ $(id -u) -eq 0 ]] || die "--root runs the relay with chroot: run as root"
+    [[ -x $ROOT/usr/local/bin/walrelay ]] || die "--root $ROOT: no usr/local/bin/walrelay there"
+    step "the relay: the image's /usr/local/bin/walrelay, as its user 10001, in $ROOT"
+    WALRELAY=(chroot --userspec=10001:10001 "$ROOT" /usr/local/bin/walrelay)
+else
+    step "building walrelay"
+    need_build_tools
+    cargo build --release --bin walrelay
+    WALRELAY=("$REPO_ROOT/target/release/walrelay")
+fi
 
-step "starting PostgreSQL 15 (wal_level=$WAL_LEVEL) and Apache Kafka (KRaft)"
-# A fresh broker each time, so the consumer below shows only this run's events.
-"$SCRIPT_DIR/kafka.sh" rm "$KAFKA_DIR"
-WALRELAY_PG_WAL_LEVEL=$WAL_LEVEL "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
-"$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+if ((USE_ENV)); then
+    step "using the test environment's PostgreSQL and Kafka"
+else
+    step "starting PostgreSQL 15 (wal_level=$WAL_LEVEL) and Apache Kafka (KRaft)"
+    # A fresh broker each time, so the consumer below shows only this run's events.
+    "$SCRIPT_DIR/kafka.sh" rm "$KAFKA_DIR"
+    WALRELAY_PG_WAL_LEVEL=$WAL_LEVEL "$SCRIPT_DIR/pg.sh" start "$PG_DIR"
+    "$SCRIPT_DIR/kafka.sh" start "$KAFKA_DIR"
+fi
 PG_PORT=$(cat "$PG_DIR/port")
 BOOTSTRAP=$("$SCRIPT_DIR/kafka.sh" bootstrap "$KAFKA_DIR")
 psql_demo() { "$SCRIPT_DIR/pg.sh" psql "$PG_DIR" -X -q -v ON_ERROR_STOP=1 "$@"; }
@@ -101,10 +150,16 @@ CREATE TABLE outbox (
 );
 SQL
 fi
-"$SCRIPT_DIR/kafka.sh" topics "$KAFKA_DIR" --create --if-not-exists --topic outbox.event.Order --partitions 3 --replication-factor 1 >/dev/null
+"$SCRIPT_DIR/kafka.sh" topics "$KAFKA_DIR" --create --if-not-exists --topic "$TOPIC" --partitions 3 --replication-factor 1 >/dev/null
 
 step "starting walrelay"
 CONFIG=$DEMO_DIR/walrelay.toml
+CONFIG_ARG=$CONFIG
+if [[ -n $ROOT ]]; then
+    mkdir -p "$ROOT/etc/walrelay"
+    CONFIG=$ROOT/etc/walrelay/walrelay.toml
+    CONFIG_ARG=/etc/walrelay/walrelay.toml
+fi
 cat >"$CONFIG" <<TOML
 [postgres]
 host = "127.0.0.1"
@@ -118,6 +173,7 @@ publication = "walrelay_demo"
 
 [outbox]
 table = "public.outbox"
+route_topic_replacement = "${TOPIC%Order}\${routedByValue}"
 
 [kafka]
 bootstrap_servers = "$BOOTSTRAP"
@@ -134,7 +190,8 @@ listen_channel = "walrelay_outbox"
 TOML
 fi
 cat "$CONFIG"
-"$WALRELAY" run --config "$CONFIG" &
+chmod 644 "$CONFIG"
+"${WALRELAY[@]}" run --config "$CONFIG_ARG" &
 WALRELAY_PID=$!
 if ((POLL)); then
     # Publishing once it holds the shard lock.
@@ -176,7 +233,7 @@ SQL
 done
 psql_demo -d shop -c "SELECT count(*) AS orders FROM orders" -c "SELECT count(*) AS rows_left_in_outbox FROM outbox"
 
-step "reading topic outbox.event.Order as a consumer sees it (partition, id header, key, value)"
+step "reading topic $TOPIC as a consumer sees it (partition, id header, key, value)"
 cat >"$DEMO_DIR/consumer-log4j2.xml" <<'XML'
 <?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="WARN">
@@ -188,10 +245,12 @@ KAFKA_VERSION=$(sed -n 's/^KAFKA_VERSION=//p' "$SCRIPT_DIR/kafka.sh")
 java -cp "$REPO_ROOT/.cache/kafka/$KAFKA_VERSION/libs/*" \
     -Dlog4j2.configurationFile="$DEMO_DIR/consumer-log4j2.xml" \
     org.apache.kafka.tools.consumer.ConsoleConsumer \
-    --bootstrap-server "$BOOTSTRAP" --topic outbox.event.Order --from-beginning \
+    --bootstrap-server "$BOOTSTRAP" --topic "$TOPIC" --from-beginning \
     --max-messages "$N_ORDERS" --timeout-ms 30000 \
     --property print.partition=true --property print.headers=true --property print.key=true \
-    2> >(grep -v -E 'SLF4J|log4j' >&2)
+    2> >(grep -v -E 'SLF4J|log4j' >&2) | tee "$DEMO_DIR/consumed.txt"
+consumed=$(grep -c '"customer": *"customer-' "$DEMO_DIR/consumed.txt" || true)
+((consumed == N_ORDERS)) || die "the consumer read $consumed order events, $N_ORDERS expected"
 
 if ((POLL)); then
     step "the outbox rows: marked published once Kafka acknowledged them"
@@ -202,4 +261,5 @@ fi
 step "the slot: confirmed position follows the server once Kafka acknowledged everything"
 sleep 2
 psql_demo -d shop -c "SELECT slot_name, active, confirmed_flush_lsn, pg_current_wal_lsn(),
-    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) AS lag_bytes FROM pg_replication_slots"
+    pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) AS lag_bytes FROM pg_replication_slots
+    WHERE slot_name = 'walrelay_demo'"

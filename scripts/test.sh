@@ -12,6 +12,14 @@
 #
 # The environment (scripts/env.sh) is stopped on exit unless it was already
 # running before this script started; its data stays for the next run.
+#
+# Without ARGS it also builds and checks what is shipped: the dependency
+# policy (scripts/deny.sh), and the static binary and the image
+# (scripts/image.sh all), whose demo runs against the test environment's
+# PostgreSQL and Kafka. The static release build starts in the background
+# at the lowest CPU priority when the servers start, so it takes the time
+# the tests leave idle while they wait on servers; the image phase waits
+# for it.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -145,10 +153,32 @@ matrix_reap() {
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    if [[ -n $STATIC_BUILD_PID ]] && kill -0 "$STATIC_BUILD_PID" 2>/dev/null; then
+        kill -TERM -- "-$STATIC_BUILD_PID" 2>/dev/null || true
+    fi
     if ((STOP_ENV)); then
         "$SCRIPT_DIR/env.sh" down || rc=1
     fi
     exit "$rc"
+}
+
+# The static binary, built at nice 19 in the background (its output in
+# .walrelay-env/static-build.log); image_phase waits for it.
+STATIC_BUILD_PID=
+start_static_build() {
+    mkdir -p "$REPO_ROOT/.walrelay-env"
+    # Its own process group (setsid), which cleanup stops on an early exit.
+    setsid nice -n 19 "$SCRIPT_DIR/build-static.sh" >"$REPO_ROOT/.walrelay-env/static-build.log" 2>&1 &
+    STATIC_BUILD_PID=$!
+}
+
+image_phase() {
+    if ! wait "$STATIC_BUILD_PID"; then
+        tail -n 40 "$REPO_ROOT/.walrelay-env/static-build.log" >&2
+        printf 'the static build failed (its log above)\n' >&2
+        return 1
+    fi
+    "$SCRIPT_DIR/image.sh" all
 }
 
 cd "$REPO_ROOT"
@@ -162,6 +192,7 @@ phase clippy cargo clippy --workspace --all-targets -- -D warnings
 # that proves the I/O-free layers cannot reach the network.
 phase core cargo clippy -p walrelay-core --all-targets -- -D warnings
 phase deploy "$SCRIPT_DIR/check-deploy.sh"
+phase deny "$SCRIPT_DIR/deny.sh"
 # The operator page's browser test needs chromium (installed when missing).
 phase browser "$SCRIPT_DIR/browser.sh"
 
@@ -171,6 +202,9 @@ fi
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+if (($# == 0)); then
+    start_static_build
+fi
 phase env-up env_up
 # shellcheck source=/dev/null
 . "$REPO_ROOT/.walrelay-env/env"
@@ -181,5 +215,6 @@ phase env-up env_up
 RUST_TEST_THREADS=${WALRELAY_TEST_THREADS:-3} phase test cargo test --workspace "$@"
 if (($# == 0)); then
     phase matrix matrix
+    phase image image_phase
 fi
 summary

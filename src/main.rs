@@ -12,7 +12,7 @@ use walrelay::cli::{self, LogFormat, RunOverrides};
 #[derive(Parser)]
 #[command(
     name = "walrelay",
-    version,
+    version = cli::version::line(),
     about = "Debezium-compatible transactional outbox relay: PostgreSQL logical replication to Kafka"
 )]
 struct Cli {
@@ -127,6 +127,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    cli::ca_roots::find_ca_certificates();
     let cli = Cli::parse();
     cli::logging::init(cli.log_format);
     let overrides = RunOverrides {

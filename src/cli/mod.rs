@@ -21,11 +21,13 @@ use crate::pipeline::{PipelineError, ProcessError};
 use crate::postgres::poll::replay::ReplayError;
 use crate::status::StatusError;
 
+pub mod ca_roots;
 mod commands;
 pub mod logging;
 mod run;
 mod runtime;
 mod select;
+pub mod version;
 
 pub use commands::{check, replay, status, validate};
 pub use logging::LogFormat;
