@@ -345,7 +345,7 @@ fn tls_config(access: &Access) -> Result<rustls::ClientConfig, ClientError> {
         reason,
     };
     let chain = CertificateDer::pem_file_iter(cert)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
         .map_err(|e| tls("--cert-file", cert, e.to_string()))?;
     let pkey =
         PrivateKeyDer::from_pem_file(key).map_err(|e| tls("--key-file", key, e.to_string()))?;
@@ -367,7 +367,7 @@ fn roots(ca_file: Option<&Path>) -> Result<rustls::RootCertStore, ClientError> {
         reason,
     };
     let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
         .map_err(|e| tls(e.to_string()))?;
     let (added, _) = roots.add_parsable_certificates(certs);
     if added == 0 {

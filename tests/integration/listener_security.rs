@@ -4,8 +4,9 @@
 //! certificates, asked with OpenSSL clients (ALPN, client certificates,
 //! raw HTTP/1.1 and hyper's HTTP/2) and with the real `walrelay status`
 //! binary (`--ca-file`, `--cert-file`/`--key-file`, `--user` with the
-//! password from a file or the environment). A bad file refuses the start,
-//! naming the file and the key.
+//! password from a file or the environment), and the operator's page in
+//! headless Chromium through TLS and basic auth. A bad file refuses the
+//! start, naming the file and the key.
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -24,7 +25,7 @@ use crate::common::relay::{Outbox, Relay, WAIT};
 use crate::common::run_script;
 
 /// The password of the test user `alice`.
-const PASSWORD: &str = "correct horse battery staple";
+const PASSWORD: &str = "correct-horse-battery-staple";
 
 /// A relay whose listener is secured by `web` (YAML, in the certificates'
 /// directory), and where to reach it.
@@ -32,7 +33,7 @@ struct Secured {
     relay: Relay,
     port: u16,
     certs: tempfile::TempDir,
-    _outbox: Outbox,
+    outbox: Outbox,
 }
 
 impl Secured {
@@ -71,7 +72,7 @@ impl Secured {
             relay: Relay::start(&config),
             port,
             certs,
-            _outbox: outbox,
+            outbox,
         }
     }
 
@@ -332,4 +333,28 @@ async fn a_bad_web_configuration_file_refuses_the_start() {
     assert!(log.contains("tls_server_config.cert_file"), "{log}");
     assert!(log.contains("missing.crt"), "{log}");
     assert!(log.contains("web.yml"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_works_through_tls_and_basic_auth_in_a_browser() {
+    let browser = crate::operator_page::chromium();
+    let hash = bcrypt::hash(PASSWORD, 4).expect("bcrypt");
+    let web = format!("{TLS}basic_auth_users:\n  alice: '{hash}'\n");
+    let s = Secured::start("listener_page", &web).await;
+    // Chromium takes the credentials of a top-level URL; the page's own
+    // fetches of api/state (same origin) carry them. The test CA is not
+    // the browser's, hence --ignore-certificate-errors.
+    let url = format!("https://alice:{PASSWORD}@localhost:{}/", s.port);
+    let dom =
+        crate::operator_page::dump_dom_at(&browser, &url, &["--ignore-certificate-errors"]).await;
+    assert!(!dom.contains("cannot reach walrelay"), "{dom}");
+    assert!(
+        dom.contains(&s.outbox.name),
+        "no row of the pipeline:\n{dom}"
+    );
+    // Without credentials the page is not served.
+    let url = format!("https://localhost:{}/", s.port);
+    let dom =
+        crate::operator_page::dump_dom_at(&browser, &url, &["--ignore-certificate-errors"]).await;
+    assert!(!dom.contains(&s.outbox.name), "{dom}");
 }

@@ -367,7 +367,10 @@ fn san_allowed(ctx: &X509StoreContextRef, allowed: &[String]) -> bool {
     if ctx.error_depth() != 0 {
         return true;
     }
-    let Some(names) = ctx.current_cert().and_then(|c| c.subject_alt_names()) else {
+    let Some(names) = ctx
+        .current_cert()
+        .and_then(openssl::x509::X509Ref::subject_alt_names)
+    else {
         return false;
     };
     names.iter().any(|n| {
