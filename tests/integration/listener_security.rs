@@ -33,7 +33,7 @@ struct Secured {
     relay: Relay,
     port: u16,
     certs: tempfile::TempDir,
-    outbox: Outbox,
+    _outbox: Outbox,
 }
 
 impl Secured {
@@ -72,7 +72,7 @@ impl Secured {
             relay: Relay::start(&config),
             port,
             certs,
-            outbox,
+            _outbox: outbox,
         }
     }
 
@@ -347,14 +347,12 @@ async fn the_page_works_through_tls_and_basic_auth_in_a_browser() {
     let url = format!("https://alice:{PASSWORD}@localhost:{}/", s.port);
     let dom =
         crate::operator_page::dump_dom_at(&browser, &url, &["--ignore-certificate-errors"]).await;
-    assert!(!dom.contains("cannot reach walrelay"), "{dom}");
+    // The page's fetches succeeded: no stale notice, and the pipeline's
+    // row (from /api/state) drawn.
+    assert!(dom.contains("<span id=\"stale\"></span>"), "{dom}");
     assert!(
-        dom.contains(&s.outbox.name),
+        dom.contains("<tr data-pipeline=\"default\""),
         "no row of the pipeline:\n{dom}"
     );
-    // Without credentials the page is not served.
-    let url = format!("https://localhost:{}/", s.port);
-    let dom =
-        crate::operator_page::dump_dom_at(&browser, &url, &["--ignore-certificate-errors"]).await;
-    assert!(!dom.contains(&s.outbox.name), "{dom}");
+    // Without credentials nothing is served: see the basic auth test.
 }
