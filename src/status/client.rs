@@ -488,6 +488,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn basic_auth_credentials_are_sent_and_a_401_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let web = dir.path().join("web.yml");
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        std::fs::write(&web, format!("basic_auth_users:\n  ops: '{hash}'\n")).unwrap();
+        let web = Arc::new(crate::metrics::web::Web::load(&web).unwrap());
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let p = Arc::new(crate::metrics::Process::new());
+        p.add_pipeline("orders");
+        let (addr, handle) = crate::metrics::serve_with("127.0.0.1:0", web, p, rx)
+            .await
+            .unwrap();
+        let addr = addr.to_string();
+        let access = |password: &str| Access {
+            user: Some("ops".into()),
+            password: Some(Secret::new(password)),
+            ..Access::default()
+        };
+        let state = fetch_state_with(&addr, &access("pw")).await.unwrap();
+        assert_eq!(state.pipelines[0].name, "orders");
+        for refused in [access("nope"), Access::default()] {
+            let err = fetch_state_with(&addr, &refused).await.unwrap_err();
+            assert!(matches!(err, ClientError::Unauthorized { .. }), "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!("http://{addr}/api/state answered 401: check --user and the password")
+            );
+        }
+        // The password is in no Debug output of the client or its access.
+        let client = Client::with_access(DEFAULT_TIMEOUT, &access("hunter2")).unwrap();
+        assert!(!format!("{client:?}{:?}", access("hunter2")).contains("hunter2"));
+        tx.send(true).unwrap();
+        handle.await.unwrap();
+    }
+
+    #[tokio::test]
     async fn reads_the_live_listener() {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let p = Arc::new(crate::metrics::Process::new());
