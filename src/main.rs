@@ -57,7 +57,7 @@ enum Command {
     },
     /// Show a running walrelay's state, read from the `/api/state` of its
     /// metrics listener (`--metrics-addr`, default 127.0.0.1:9187, or a
-    /// full http:// URL of the listener): a section per pipeline, with a
+    /// full http:// or https:// URL of the listener): a section per pipeline, with a
     /// table of them first when there are several. Exits 1 only when the
     /// listener cannot be read (or runs no such --pipeline), whatever
     /// state the pipelines are in.
