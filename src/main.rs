@@ -57,7 +57,7 @@ enum Command {
     },
     /// Show a running walrelay's state, read from the `/api/state` of its
     /// metrics listener (`--metrics-addr`, default 127.0.0.1:9187, or a
-    /// full http:// URL of the listener): a section per pipeline, with a
+    /// full http:// or https:// URL of the listener): a section per pipeline, with a
     /// table of them first when there are several. Exits 1 only when the
     /// listener cannot be read (or runs no such --pipeline), whatever
     /// state the pipelines are in.
@@ -68,6 +68,25 @@ enum Command {
         /// Show only this pipeline.
         #[arg(long)]
         pipeline: Option<String>,
+        /// An https:// listener's CA: trust only the certificates (PEM) of
+        /// this file instead of the system's. A bare host:port is then read
+        /// over https.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
+        /// Present this client certificate (PEM) to the listener.
+        #[arg(long, value_name = "FILE", requires = "key_file")]
+        cert_file: Option<PathBuf>,
+        /// The client certificate's private key (PEM).
+        #[arg(long, value_name = "FILE", requires = "cert_file")]
+        key_file: Option<PathBuf>,
+        /// Basic-auth user; the password is read from --password-file or
+        /// the environment variable WALRELAY_STATUS_PASSWORD, never from
+        /// the command line.
+        #[arg(long)]
+        user: Option<String>,
+        /// File whose first line is the basic-auth password of --user.
+        #[arg(long, value_name = "FILE", requires = "user")]
+        password_file: Option<PathBuf>,
     },
     /// Publish rows of the polling source's outbox again: set the published
     /// column back to NULL on the published rows that match, so the running
@@ -137,9 +156,26 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { config } => cli::run(&config, &overrides),
         Command::Check { config, pipeline } => cli::check(&config, pipeline.as_deref()),
-        Command::Status { watch, pipeline } => {
-            cli::status(cli.metrics_addr.as_deref(), watch, pipeline)
-        }
+        Command::Status {
+            watch,
+            pipeline,
+            ca_file,
+            cert_file,
+            key_file,
+            user,
+            password_file,
+        } => cli::status(
+            cli.metrics_addr.as_deref(),
+            watch,
+            pipeline,
+            cli::StatusAccess {
+                ca_file,
+                cert_file,
+                key_file,
+                user,
+                password_file,
+            },
+        ),
         Command::Replay {
             config,
             pipeline,

@@ -7,7 +7,8 @@
 //! them all with the process's own metrics and renders them as one
 //! exposition; the small HTTP listener that serves `/metrics`, `/healthz`,
 //! `/readyz` and the operator's page (`/` and `/api/state`, in [`page`],
-//! from the samples of [`history`]).
+//! from the samples of [`history`]), in plain HTTP or, with a web
+//! configuration file, with TLS, HTTP/2 and basic auth ([`web`]).
 //!
 //! Each metric family is declared once, in the group of the stage that
 //! emits it (`process.rs`, `wal.rs`, `poll.rs`, `sink.rs`,
@@ -54,6 +55,7 @@ use sink::stage_buckets;
 
 pub(crate) mod history;
 pub mod page;
+pub mod web;
 
 // `declare_metrics!`, then the groups of declarations, one per stage.
 #[macro_use]
@@ -92,12 +94,32 @@ pub(crate) struct MetricsConfig {
     /// default: expose it deliberately.
     #[serde(default = "default_listen")]
     pub(crate) listen: String,
+    /// A web configuration file in the Prometheus exporter-toolkit's
+    /// format, the same file exporters take as `--web.config.file`: TLS
+    /// (`tls_server_config`, with client certificates), HTTP/2 and extra
+    /// headers (`http_server_config`), `basic_auth_users` (bcrypt hashes)
+    /// and `rate_limit`. Unset: plain HTTP, no authentication. Read once at
+    /// start; an error in it (or in a file it names) refuses the start.
+    #[serde(default)]
+    pub(crate) web_config_file: Option<std::path::PathBuf>,
 }
 
 impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             listen: default_listen(),
+            web_config_file: None,
+        }
+    }
+}
+
+impl MetricsConfig {
+    /// The listener's security: the web configuration file's, or plain
+    /// HTTP for anyone without one.
+    pub(crate) fn web(&self) -> Result<web::Web, web::WebConfigError> {
+        match &self.web_config_file {
+            Some(path) => web::Web::load(path),
+            None => Ok(web::Web::default()),
         }
     }
 }
@@ -487,16 +509,29 @@ fn merge_expositions(parts: &[String]) -> String {
 }
 
 /// Serves `/metrics`, `/healthz`, `/readyz`, the operator's page (`/`) and
-/// its data (`/api/state`) on `addr` until `shutdown` changes. Returns the
-/// bound address (useful with port 0).
+/// its data (`/api/state`) on `addr` in plain HTTP, to anyone, until
+/// `shutdown` changes (see [`serve_with`]).
 pub(crate) async fn serve(
     addr: &str,
+    process: Arc<Process>,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    serve_with(addr, Arc::new(web::Web::default()), process, shutdown).await
+}
+
+/// Serves the listener's pages on `addr` as `web` says (TLS, HTTP/2,
+/// basic auth, headers) until `shutdown` changes. Returns the bound
+/// address (useful with port 0).
+pub(crate) async fn serve_with(
+    addr: &str,
+    web: Arc<web::Web>,
     process: Arc<Process>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    info!(listen = %local, "metrics and health endpoints");
+    info!(listen = %local, tls = web.acceptor().is_some(), basic_auth = web.has_basic_auth(),
+        "metrics and health endpoints");
     let history = Arc::new(history::History::new(
         history::SAMPLE_INTERVAL,
         history::HISTORY_WINDOW,
@@ -509,27 +544,91 @@ pub(crate) async fn serve(
                 _ = shutdown.changed() => break,
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
-                    let process = Arc::clone(&process);
-                    let history = Arc::clone(&history);
-                    tokio::spawn(async move {
-                        let conn = hyper::server::conn::http1::Builder::new()
-                            .timer(hyper_util::rt::TokioTimer::new())
-                            .header_read_timeout(Duration::from_secs(10))
-                            .serve_connection(
-                                TokioIo::new(stream),
-                                service_fn(move |req| {
-                                    handle(Arc::clone(&process), Arc::clone(&history), req)
-                                }),
-                            );
-                        if let Err(e) = conn.await {
-                            debug!(error = %e, "metrics connection");
-                        }
-                    });
+                    let site = Site {
+                        process: Arc::clone(&process),
+                        history: Arc::clone(&history),
+                        web: Arc::clone(&web),
+                    };
+                    tokio::spawn(connection(stream, site));
                 }
             }
         }
     });
     Ok((local, handle))
+}
+
+/// What every request of the listener reads.
+#[derive(Clone)]
+struct Site {
+    process: Arc<Process>,
+    history: Arc<history::History>,
+    web: Arc<web::Web>,
+}
+
+/// Bound on reading a request's headers, and on a TLS handshake.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves one accepted connection: plain HTTP/1.1, or TLS and then
+/// HTTP/2 when ALPN chose `h2`, HTTP/1.1 otherwise.
+async fn connection(stream: tokio::net::TcpStream, site: Site) {
+    let web = Arc::clone(&site.web);
+    let Some(acceptor) = web.acceptor() else {
+        return http1(stream, site).await;
+    };
+    let Ok(ssl) = openssl::ssl::Ssl::new(acceptor.context()) else {
+        return;
+    };
+    let Ok(mut tls) = tokio_openssl::SslStream::new(ssl, stream) else {
+        return;
+    };
+    match tokio::time::timeout(HEADER_TIMEOUT, std::pin::Pin::new(&mut tls).accept()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return debug!(error = %e, "metrics tls handshake"),
+        Err(_) => return debug!("metrics tls handshake timed out"),
+    }
+    if tls.ssl().selected_alpn_protocol() == Some(b"h2") {
+        let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            .serve_connection(
+                TokioIo::new(tls),
+                service_fn(move |req| respond(site.clone(), req)),
+            );
+        if let Err(e) = conn.await {
+            debug!(error = %e, "metrics connection");
+        }
+    } else {
+        http1(tls, site).await;
+    }
+}
+
+/// Serves HTTP/1.1 on `io`.
+async fn http1<S>(io: S, site: Site)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(
+            TokioIo::new(io),
+            service_fn(move |req| respond(site.clone(), req)),
+        );
+    if let Err(e) = conn.await {
+        debug!(error = %e, "metrics connection");
+    }
+}
+
+/// The rate limit and basic auth first, then the page; the configured
+/// headers on every answer but a 429 (as the toolkit).
+async fn respond(site: Site, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if let Some(refused) = site.web.refuse(req.headers()).await {
+        if refused.status() == StatusCode::TOO_MANY_REQUESTS {
+            return Ok(refused);
+        }
+        return Ok(site.web.finish(refused));
+    }
+    let resp = handle(site.process, site.history, req).await?;
+    Ok(site.web.finish(resp))
 }
 
 async fn handle(

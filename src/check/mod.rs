@@ -12,7 +12,8 @@
 //! standbys that keep them (PostgreSQL 17+),
 //! `max_slot_wal_keep_size`, Kafka reachability and the topics the
 //! router would produce to, and in exactly-once mode the transactional id
-//! and the progress topic. With the polling source (`source.kind = "poll"`)
+//! and the progress topic, and whether the metrics listener is open to the
+//! network without TLS or authentication (`listener`). With the polling source (`source.kind = "poll"`)
 //! the WAL rows give way to the polling source's own: a server that takes
 //! writes (no `wal_level = logical`, no slot, no publication), the `[poll]`
 //! columns and their types, whether the order follows insertion, the index
@@ -51,6 +52,7 @@ mod columns;
 mod connection;
 mod exactly_once;
 mod kafka;
+mod listener;
 mod messages;
 mod poll;
 mod publication;
@@ -77,10 +79,11 @@ pub use self::kafka::KAFKA_TIMEOUT;
 pub use self::report::{
     CheckReport, CheckRow, CheckStatus, BROKER_CONNECTION, BROKER_DESTINATIONS, CLAIM_INDEX,
     CLAIM_ORDER, CREATED_COLUMN, EXACTLY_ONCE, FAILOVER_SLOT, KAFKA_CONNECTION, KAFKA_TOPICS,
-    MAX_SLOT_WAL_KEEP_SIZE, MESSAGES, OUTBOX_PRIVILEGES, OUTBOX_TABLE, OUTPUT_PLUGIN, POLL_COLUMNS,
-    POLL_SOURCE, POSTGRES_CONNECTION, POSTGRES_HOSTS, PROGRESS_TOPIC, PUBLICATION,
-    PUBLISHED_COLUMN, PUBLISHED_OPERATIONS, REPLICATION_CONNECTION, ROLE, SERVER_VERSION,
-    SHARD_LOCKS, SLOT, SLOT_CAPACITY, SLOT_SYNC, STANDBY_SLOTS, WAL_LEVEL, WAL_SENDERS,
+    MAX_SLOT_WAL_KEEP_SIZE, MESSAGES, METRICS_LISTENER, OUTBOX_PRIVILEGES, OUTBOX_TABLE,
+    OUTPUT_PLUGIN, POLL_COLUMNS, POLL_SOURCE, POSTGRES_CONNECTION, POSTGRES_HOSTS, PROGRESS_TOPIC,
+    PUBLICATION, PUBLISHED_COLUMN, PUBLISHED_OPERATIONS, REPLICATION_CONNECTION, ROLE,
+    SERVER_VERSION, SHARD_LOCKS, SLOT, SLOT_CAPACITY, SLOT_SYNC, STANDBY_SLOTS, WAL_LEVEL,
+    WAL_SENDERS,
 };
 
 /// Runs every check against the servers `config` names and returns the
@@ -93,6 +96,7 @@ pub async fn run_check(config: &Config) -> CheckReport {
         let route_values = pg.route_values.take();
         let mut report = pg.report;
         broker::check_broker(config, route_values, &mut report).await;
+        listener::check_listener(config, &mut report);
         return report;
     }
     let (mut pg, kafka) = tokio::join!(check_postgres(config), kafka::check_kafka(config));
@@ -103,6 +107,7 @@ pub async fn run_check(config: &Config) -> CheckReport {
     if config.kafka.exactly_once {
         exactly_once::check_exactly_once(config, kafka.reachable(), &mut report).await;
     }
+    listener::check_listener(config, &mut report);
     report
 }
 

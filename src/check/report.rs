@@ -81,6 +81,10 @@ pub const CLAIM_INDEX: &str = "claim index";
 /// Row (polling source): who holds each shard's lock now (read, never taken).
 pub const SHARD_LOCKS: &str = "shard locks";
 
+/// Row: the metrics listener, warned about when it is bound beyond
+/// loopback without TLS or without authentication.
+pub const METRICS_LISTENER: &str = "metrics listener";
+
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CheckStatus {

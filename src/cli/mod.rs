@@ -29,7 +29,7 @@ mod runtime;
 mod select;
 pub mod version;
 
-pub use commands::{check, replay, status, validate};
+pub use commands::{check, replay, status, validate, StatusAccess};
 pub use logging::LogFormat;
 pub use run::{connect_distributed, connect_standalone, run, RunOverrides};
 
@@ -74,6 +74,21 @@ pub(crate) enum CliError {
     /// The process's pipelines stopped on an error.
     #[error(transparent)]
     Process(#[from] ProcessError),
+    /// `--password-file` cannot be read.
+    #[error("cannot read --password-file {path}")]
+    PasswordFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// `--user` without a password.
+    #[error(
+        "--user needs a password: give --password-file or set {}",
+        PASSWORD_ENV
+    )]
+    NoPassword,
     /// `walrelay status` could not read the listener.
     #[error(transparent)]
     Status(#[from] StatusError),
@@ -82,6 +97,10 @@ pub(crate) enum CliError {
     Replay(#[from] ReplayError),
 }
 
+/// Where `walrelay status --user` finds the password without
+/// `--password-file`.
+pub(crate) const PASSWORD_ENV: &str = "WALRELAY_STATUS_PASSWORD";
+
 impl CliError {
     /// 2 when the configuration or the request is wrong (nothing ran), 1
     /// when running failed.
@@ -89,7 +108,8 @@ impl CliError {
         match self {
             CliError::Config(_)
             | CliError::NoSuchPipeline { .. }
-            | CliError::SeveralPipelines { .. } => ExitCode::from(EXIT_USAGE),
+            | CliError::SeveralPipelines { .. }
+            | CliError::NoPassword => ExitCode::from(EXIT_USAGE),
             CliError::Replay(e) if e.is_refusal() => ExitCode::from(EXIT_USAGE),
             _ => ExitCode::FAILURE,
         }

@@ -107,7 +107,7 @@ pub fn connect_distributed(worker: &Path, overrides: &RunOverrides) -> ExitCode 
 fn relay(mut config: ProcessConfig, overrides: &RunOverrides) -> Result<ExitCode, CliError> {
     overrides.apply(&mut config);
     let runtime = runtime::relay(&config)?;
-    let listen = config.metrics().listen.clone();
+    let metrics = config.metrics().clone();
     let on_failure = config.runtime().on_pipeline_failure;
     let plans = config
         .pipelines
@@ -124,7 +124,7 @@ fn relay(mut config: ProcessConfig, overrides: &RunOverrides) -> Result<ExitCode
     runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(stop_on_signals(stop_tx).instrument(tracing::info_span!("signals")));
-        run_process(plans, process, &listen, on_failure, stop_rx).await
+        run_process(plans, process, &metrics, on_failure, stop_rx).await
     })?;
     Ok(ExitCode::SUCCESS)
 }

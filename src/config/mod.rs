@@ -323,6 +323,12 @@ impl Config {
             self.validate_other_broker()?;
         }
         self.heartbeat.validate()?;
+        if let Err(e) = self.metrics.web() {
+            return Err(ConfigError::Invalid {
+                key: "metrics.web_config_file".into(),
+                reason: crate::chain::DisplayChain(&e).to_string(),
+            });
+        }
         self.debezium.validate()?;
         self.errors.validate()?;
         self.chain()?;

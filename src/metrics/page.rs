@@ -100,7 +100,9 @@ mod tests {
         for asset in ["<link", " src=", "@import", "url("] {
             assert!(!PAGE.contains(asset), "page.html loads {asset}");
         }
-        assert!(PAGE.contains("fetch(\"api/state\""));
+        // Its own origin only: the state's URL is relative to the page.
+        assert!(PAGE.contains("new URL(\"api/state\", document.baseURI)"));
+        assert!(PAGE.contains("fetch(STATE_URL, "));
     }
 
     #[tokio::test]

@@ -34,7 +34,7 @@ use crate::chain::DisplayChain;
 use crate::checkpoint::SharedTracker;
 use crate::config::OnPipelineFailure;
 use crate::lag::LagError;
-use crate::metrics::{Metrics, Process};
+use crate::metrics::{Metrics, MetricsConfig, Process};
 use crate::postgres::wal::WalError;
 use crate::retry::Retry;
 use crate::sink::choice::Sink;
@@ -80,6 +80,9 @@ pub(crate) enum ProcessError {
         #[source]
         source: std::io::Error,
     },
+    /// The metrics listener's web configuration file cannot be used.
+    #[error("cannot secure the metrics listener")]
+    MetricsWeb(#[source] crate::metrics::web::WebConfigError),
     /// Pipelines stopped on fatal errors (each was logged with its cause
     /// when it stopped).
     #[error("pipeline(s) stopped on a fatal error: {}", .names.join(", "))]
@@ -91,7 +94,8 @@ pub(crate) enum ProcessError {
 
 /// Runs every pipeline of one process, each in its own task with its own
 /// producer, tracker, backpressure and reconnects, until shutdown or until
-/// none is left running; serves the metrics listener when `listen` is set.
+/// none is left running; serves the metrics listener when
+/// `metrics_config.listen` is set (secured as its web configuration file says).
 /// A pipeline that stops on a fatal error stops alone (its state says why
 /// on `/readyz` and in its metrics), unless `on_failure` is
 /// [`OnPipelineFailure::Exit`]: then the others are stopped gracefully.
@@ -99,7 +103,7 @@ pub(crate) enum ProcessError {
 pub(crate) async fn run_process(
     plans: Vec<Plan>,
     process: Arc<Process>,
-    listen: &str,
+    metrics_config: &MetricsConfig,
     on_failure: OnPipelineFailure,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), ProcessError> {
@@ -113,8 +117,10 @@ pub(crate) async fn run_process(
             (plan, metrics)
         })
         .collect();
+    let listen = metrics_config.listen.as_str();
     if !listen.is_empty() {
-        crate::metrics::serve(listen, Arc::clone(&process), stop_rx.clone())
+        let web = Arc::new(metrics_config.web().map_err(ProcessError::MetricsWeb)?);
+        crate::metrics::serve_with(listen, web, Arc::clone(&process), stop_rx.clone())
             .await
             .map_err(|source| ProcessError::MetricsListen {
                 addr: listen.to_owned(),

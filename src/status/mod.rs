@@ -21,6 +21,7 @@ mod run;
 mod snapshot;
 mod view;
 
+pub use client::Access;
 pub(crate) use client::{ClientError, DEFAULT_TIMEOUT};
 pub(crate) use run::run_status;
 pub use run::run_status_to;
@@ -62,6 +63,8 @@ pub struct StatusOptions {
     pub(crate) timeout: Duration,
     /// Show only this pipeline; `None` shows every pipeline.
     pub(crate) pipeline: Option<String>,
+    /// How to reach a secured listener (TLS, client certificate, basic auth).
+    pub(crate) access: Access,
 }
 
 impl StatusOptions {
@@ -73,7 +76,14 @@ impl StatusOptions {
             watch: None,
             timeout: DEFAULT_TIMEOUT,
             pipeline: None,
+            access: Access::default(),
         }
+    }
+
+    /// The same options, reaching the listener as `access` says.
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
     }
 
     /// The options for a listen address such as `127.0.0.1:9187`, or a URL
@@ -87,7 +97,7 @@ impl StatusOptions {
 /// URL, see [`client::page_url`]), read now within [`DEFAULT_TIMEOUT`].
 pub async fn snapshot(addr: &str) -> Result<Snapshot, ClientError> {
     Snapshot::take(
-        &client::Client::new(DEFAULT_TIMEOUT),
+        &client::Client::new(DEFAULT_TIMEOUT)?,
         &client::state_url(addr),
     )
     .await

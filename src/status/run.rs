@@ -38,7 +38,7 @@ pub(crate) async fn run_status(opts: StatusOptions) -> Result<(), StatusError> {
 /// pipeline is reported, not returned (the `Result` says whether walrelay
 /// could be read).
 pub async fn run_status_to<W: Write>(opts: StatusOptions, out: &mut W) -> Result<(), StatusError> {
-    let client = Client::new(opts.timeout);
+    let client = Client::with_access(opts.timeout, &opts.access)?;
     let first = Snapshot::take(&client, &opts.url).await?;
     let Some(every) = opts.watch else {
         tokio::time::sleep(RATE_WINDOW).await;

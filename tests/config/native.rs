@@ -120,6 +120,11 @@ bootstrap_servers = "127.0.0.1:{kafka}"
             ),
             "transforms.f.predicate",
         ),
+        (
+            "unreadable web config file",
+            render("", "\n[metrics]\nweb_config_file = \"/nonexistent/web.yml\""),
+            "metrics.web_config_file: cannot read the web configuration file /nonexistent/web.yml",
+        ),
     ];
     // The base itself is valid: each case fails for its own reason only.
     let dir = tempfile::tempdir().unwrap();

@@ -76,6 +76,10 @@ mod headers_column;
 mod hosts;
 /// Streamed (protocol v2) and spilled large transactions.
 mod large_transactions;
+/// The metrics listener secured by a web configuration file: TLS, HTTP/2
+/// through ALPN, client certificates, basic auth, `walrelay status` through
+/// each, a bad file refusing the start.
+mod listener_security;
 /// The logical-message outbox (`pg_logical_emit_message`): records, order
 /// with rows, heartbeats, kills, a million messages, bad input, streaming.
 mod messages;

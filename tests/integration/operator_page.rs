@@ -261,7 +261,7 @@ stats_interval_ms = 200
 
 /// The browser: `WALRELAY_CHROMIUM`, else `chromium` on the `PATH`. Panics
 /// when there is none: the test must not pass without a browser.
-fn chromium() -> String {
+pub(crate) fn chromium() -> String {
     let browser = std::env::var("WALRELAY_CHROMIUM").unwrap_or_else(|_| "chromium".to_owned());
     let found = Command::new(&browser)
         .arg("--version")
@@ -304,7 +304,15 @@ async fn wait_state(port: u16, relay: &mut Relay, what: &str, pred: impl Fn(&Sta
 /// [`VIRTUAL_TIME_MS`] of the page's own time (its fetches of
 /// `/api/state` and its refresh timer run).
 async fn dump_dom(browser: &str, port: u16) -> String {
+    dump_dom_at(browser, &format!("http://127.0.0.1:{port}/"), &[]).await
+}
+
+/// The DOM headless Chromium rendered from the page at `url` (run with
+/// the extra flags `flags`), as [`dump_dom`].
+pub(crate) async fn dump_dom_at(browser: &str, url: &str, flags: &[&str]) -> String {
     let browser = browser.to_owned();
+    let url = url.to_owned();
+    let flags: Vec<String> = flags.iter().map(|f| (*f).to_owned()).collect();
     tokio::task::spawn_blocking(move || {
         let dir = tempfile::tempdir().expect("a directory for the browser");
         let out = dir.path().join("dom.html");
@@ -322,8 +330,9 @@ async fn dump_dom(browser: &str, port: u16) -> String {
                 dir.path().join("profile").display()
             ))
             .arg(format!("--virtual-time-budget={VIRTUAL_TIME_MS}"))
+            .args(&flags)
             .arg("--dump-dom")
-            .arg(format!("http://127.0.0.1:{port}/"))
+            .arg(&url)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).expect("the DOM file"))
             .stderr(std::fs::File::create(&err).expect("the browser's log"))
