@@ -25,6 +25,12 @@ struct Cli {
     /// 127.0.0.1:9187; "" disables it).
     #[arg(long, global = true)]
     metrics_addr: Option<String>,
+    /// The listener's web configuration file (TLS, HTTP/2, basic auth), in
+    /// the format of Prometheus exporters' --web.config.file (also accepted
+    /// under that name); overrides the config's `metrics.web_config_file`.
+    /// `connect-standalone` and `connect-distributed` take it only here.
+    #[arg(long, global = true, alias = "web.config.file")]
+    web_config_file: Option<PathBuf>,
     /// Exit (status 1) as soon as one pipeline stops on a fatal error,
     /// stopping the others gracefully, instead of keeping them running;
     /// overrides `runtime.on_pipeline_failure`.
@@ -151,6 +157,7 @@ fn main() -> ExitCode {
     cli::logging::init(cli.log_format);
     let overrides = RunOverrides {
         metrics_listen: cli.metrics_addr.clone(),
+        web_config_file: cli.web_config_file.clone(),
         exit_on_pipeline_failure: cli.exit_on_pipeline_failure,
     };
     match cli.command {

@@ -510,7 +510,9 @@ fn merge_expositions(parts: &[String]) -> String {
 
 /// Serves `/metrics`, `/healthz`, `/readyz`, the operator's page (`/`) and
 /// its data (`/api/state`) on `addr` in plain HTTP, to anyone, until
-/// `shutdown` changes (see [`serve_with`]).
+/// `shutdown` changes (see [`serve_with`]). The tests' listener: every
+/// command goes through [`serve_with`] and the configured web file.
+#[cfg(test)]
 pub(crate) async fn serve(
     addr: &str,
     process: Arc<Process>,

@@ -27,6 +27,11 @@ const EXIT_INTERRUPTED: i32 = 130;
 pub struct RunOverrides {
     /// `--metrics-addr`: the listener, instead of `metrics.listen`.
     pub metrics_listen: Option<String>,
+    /// `--web-config-file`: the listener's web configuration file, instead
+    /// of `metrics.web_config_file` (the only way to give one to
+    /// `connect-standalone` and `connect-distributed`, whose worker files
+    /// have no place for it).
+    pub web_config_file: Option<PathBuf>,
     /// `--exit-on-pipeline-failure`: `runtime.on_pipeline_failure =
     /// "exit"`.
     pub exit_on_pipeline_failure: bool,
@@ -36,6 +41,9 @@ impl RunOverrides {
     fn apply(&self, config: &mut ProcessConfig) {
         if let Some(addr) = &self.metrics_listen {
             config.set_metrics_listen(addr);
+        }
+        if let Some(file) = &self.web_config_file {
+            config.set_metrics_web_config_file(file);
         }
         if self.exit_on_pipeline_failure {
             config.set_on_pipeline_failure(OnPipelineFailure::Exit);
@@ -90,11 +98,14 @@ pub fn connect_distributed(worker: &Path, overrides: &RunOverrides) -> ExitCode 
         Ok(r) => r,
         Err(e) => return logging_errors(Err(e)),
     };
-    let metrics = overrides.metrics_listen.clone();
+    let metrics = crate::metrics::MetricsConfig {
+        listen: overrides.metrics_listen.clone().unwrap_or_default(),
+        web_config_file: overrides.web_config_file.clone(),
+    };
     let result = runtime.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(stop_on_signals(stop_tx).instrument(tracing::info_span!("signals")));
-        crate::distributed::run::run(worker, map, metrics.as_deref(), stop_rx).await
+        crate::distributed::run::run(worker, map, &metrics, stop_rx).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

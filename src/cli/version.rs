@@ -32,9 +32,15 @@ mod tests {
         let l = line();
         assert!(l.starts_with(env!("CARGO_PKG_VERSION")), "{l}");
         let commit = env!("WALRELAY_BUILD_COMMIT");
-        assert!(!commit.is_empty() && l.contains(&format!("commit {commit};")), "{l}");
+        assert!(
+            !commit.is_empty() && l.contains(&format!("commit {commit};")),
+            "{l}"
+        );
         assert!(l.contains("librdkafka 2."), "{l}");
         assert!(l.contains("OpenSSL "), "{l}");
-        assert!(l.contains(&format!("target {}", env!("WALRELAY_BUILD_TARGET"))), "{l}");
+        assert!(
+            l.contains(&format!("target {}", env!("WALRELAY_BUILD_TARGET"))),
+            "{l}"
+        );
     }
 }

@@ -172,6 +172,14 @@ impl ProcessConfig {
         }
     }
 
+    /// Sets the metrics listener's web configuration file of every
+    /// pipeline (they share the process's one listener).
+    pub(crate) fn set_metrics_web_config_file(&mut self, file: &std::path::Path) {
+        for p in &mut self.pipelines {
+            p.metrics.web_config_file = Some(file.to_owned());
+        }
+    }
+
     /// Sets what a pipeline's fatal error does to the process.
     pub(crate) fn set_on_pipeline_failure(&mut self, policy: super::OnPipelineFailure) {
         for p in &mut self.pipelines {

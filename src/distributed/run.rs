@@ -63,6 +63,9 @@ pub(crate) enum StartError {
         #[source]
         source: std::io::Error,
     },
+    /// The metrics listener's web configuration file (`--web-config-file`).
+    #[error("--web-config-file")]
+    MetricsWeb(#[source] crate::metrics::web::WebConfigError),
 }
 
 /// The leader's rule over the connectors this worker has read.
@@ -80,7 +83,7 @@ impl Assignor for NodeAssignor {
 pub(crate) async fn run(
     worker_path: &Path,
     mut worker: BTreeMap<String, String>,
-    metrics_listen: Option<&str>,
+    metrics: &crate::metrics::MetricsConfig,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), StartError> {
     let dist = DistributedConfig::take(&mut worker)?;
@@ -136,8 +139,10 @@ pub(crate) async fn run(
         .await
         .map_err(StartError::Listen)?;
     info!(worker_id = %id, url = %url, group = %dist.group_id, "connect-distributed worker");
-    if let Some(addr) = metrics_listen.filter(|a| !a.is_empty()) {
-        crate::metrics::serve(addr, Arc::clone(&process), shutdown.clone())
+    let addr = metrics.listen.as_str();
+    if !addr.is_empty() {
+        let web = Arc::new(metrics.web().map_err(StartError::MetricsWeb)?);
+        crate::metrics::serve_with(addr, web, Arc::clone(&process), shutdown.clone())
             .await
             .map_err(|source| StartError::Metrics {
                 addr: addr.to_owned(),
