@@ -23,6 +23,9 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 
 TARGET=x86_64-unknown-linux-musl
 PROFILE=dist
+# The features of the shipped binary; WALRELAY_STATIC_FEATURES replaces them
+# (a comparison build, e.g. static without mimalloc).
+FEATURES=${WALRELAY_STATIC_FEATURES:-static}
 
 need_build_tools
 apt_install musl-gcc musl-tools
@@ -40,10 +43,12 @@ fi
 cd "$REPO_ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO_ROOT/target/static}
 # The cc crate takes musl-gcc for the target's C code; OpenSSL's and
-# librdkafka's own build systems take CC from the same variables.
+# librdkafka's own build systems take CC from the same variables. The link
+# stays rustc's own for the target (its bundled musl and start files, a
+# static PIE): musl-gcc as the linker makes a dynamic PIE that asks for
+# /lib/ld-musl-x86_64.so.1 and crashes at start.
 export CC_x86_64_unknown_linux_musl=musl-gcc
-export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=${CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER:-musl-gcc}
-cargo build --locked --profile "$PROFILE" --target "$TARGET" --features static --bin walrelay >&2
+cargo build --locked --profile "$PROFILE" --target "$TARGET" --features "$FEATURES" --bin walrelay >&2
 BIN=$CARGO_TARGET_DIR/$TARGET/$PROFILE/walrelay
 [[ -x $BIN ]] || die "cargo did not write $BIN"
 

@@ -18,8 +18,9 @@
 #
 # With --env, it uses the running test environment's PostgreSQL and Kafka
 # (scripts/env.sh up; .walrelay-env/env) instead of starting its own, and
-# leaves them running: its database `shop` and slot are recreated there,
-# and its events go to a topic of this run, demo-<time>.outbox.event.Order.
+# leaves them running: its database `shop` and slot are made there and
+# dropped at the end, and its events go to a topic of this run,
+# demo-<time>.outbox.event.Order.
 #
 # The demo fails unless the consumer reads one record per order.
 #
@@ -80,7 +81,12 @@ cleanup() {
         kill -TERM "$WALRELAY_PID" 2>/dev/null || true
         wait "$WALRELAY_PID" 2>/dev/null || true
     fi
-    if ((!USE_ENV)); then
+    if ((USE_ENV)); then
+        # The test environment keeps running: leave no slot holding its WAL.
+        "$SCRIPT_DIR/pg.sh" psql "$PG_DIR" -X -q -d postgres \
+            -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'walrelay_demo'" \
+            -c "DROP DATABASE IF EXISTS shop WITH (FORCE)" >/dev/null 2>&1 || true
+    else
         "$SCRIPT_DIR/kafka.sh" stop "$KAFKA_DIR" || true
         "$SCRIPT_DIR/pg.sh" stop "$PG_DIR" || true
     fi
@@ -173,6 +179,8 @@ publication = "walrelay_demo"
 
 [outbox]
 table = "public.outbox"
+
+[router]
 route_topic_replacement = "${TOPIC%Order}\${routedByValue}"
 
 [kafka]

@@ -116,7 +116,7 @@ build() {
 sbom() {
     local to=$1 installed
     installed=$(cargo cyclonedx --version 2>/dev/null || true)
-    if [[ $installed != "cargo-cyclonedx $CARGO_CYCLONEDX_VERSION" ]]; then
+    if [[ $installed != *" $CARGO_CYCLONEDX_VERSION" ]]; then
         note "cargo install cargo-cyclonedx $CARGO_CYCLONEDX_VERSION (first run only; found: ${installed:-none})"
         cargo install --quiet --locked cargo-cyclonedx --version "$CARGO_CYCLONEDX_VERSION" >&2
     fi
@@ -226,7 +226,8 @@ check_run() {
     local root=$1 version
     if version=$(chroot --userspec="$USER_ID:$USER_ID" "$root" /usr/local/bin/walrelay --version 2>&1); then
         ok "walrelay --version in the image: $version"
-        [[ $version == *"features static"* ]] || fail "the image's binary is not the static build: $version"
+        grep -qE 'features ([a-z0-9-]+,)*static[,;]' <<<"$version" ||
+            fail "the image's binary is not the static build: $version"
     else
         fail "walrelay --version in the image failed: $version"
     fi

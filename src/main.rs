@@ -9,6 +9,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use walrelay::cli::{self, LogFormat, RunOverrides};
 
+/// With the `mimalloc` feature, Rust's allocations go to mimalloc rather
+/// than the C library's malloc (see that feature in Cargo.toml).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "walrelay",

@@ -25,7 +25,7 @@ use hyper::{HeaderMap, Response, StatusCode};
 mod auth;
 mod file;
 mod rate;
-mod tls;
+pub(crate) mod tls;
 
 pub(crate) use tls::ClientAuth;
 

@@ -114,10 +114,14 @@ fn pkcs12_certificates_pem(
     password_key: &str,
 ) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
-    let store = openssl::pkcs12::Pkcs12::from_der(&bytes)
-        .map_err(|e| format!("not a PKCS12 file ({})", openssl_reasons(&e)))?;
+    let store = openssl::pkcs12::Pkcs12::from_der(&bytes).map_err(|e| {
+        format!(
+            "not a PKCS12 file ({})",
+            crate::metrics::web::tls::reasons(&e)
+        )
+    })?;
     let parsed = store.parse2(password.expose()).map_err(|e| {
-        let reasons = openssl_reasons(&e);
+        let reasons = crate::metrics::web::tls::reasons(&e);
         if reasons.contains("mac verify failure") {
             format!("wrong password ({password_key}) or a damaged file")
         } else if reasons.contains("unsupported") {
@@ -137,7 +141,7 @@ fn pkcs12_certificates_pem(
         let text = cert.to_pem().map_err(|e| {
             format!(
                 "cannot convert a certificate to PEM ({})",
-                openssl_reasons(&e)
+                crate::metrics::web::tls::reasons(&e)
             )
         })?;
         pem.extend_from_slice(&text);
@@ -146,21 +150,6 @@ fn pkcs12_certificates_pem(
         return Err("it holds no certificate".into());
     }
     String::from_utf8(pem).map_err(|_| "a certificate did not convert to ASCII PEM".into())
-}
-
-/// OpenSSL's reason strings, without the file and line noise of its
-/// `Display`.
-fn openssl_reasons(stack: &openssl::error::ErrorStack) -> String {
-    let reasons: Vec<&str> = stack
-        .errors()
-        .iter()
-        .filter_map(openssl::error::Error::reason)
-        .collect();
-    if reasons.is_empty() {
-        "no reason given".into()
-    } else {
-        reasons.join(": ")
-    }
 }
 
 pub(super) fn translate_keystore(p: &mut Keys, kafka: &mut KafkaDraft) -> Result<(), ConfigError> {

@@ -13,6 +13,7 @@ use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 
 use super::config::{ClientAuth, RestConfigError, TlsSettings};
+use crate::metrics::web::tls::reasons;
 
 /// A store's kind, by its type key or its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,20 +46,6 @@ fn kind(declared: Option<&str>, bytes: &[u8]) -> Option<Kind> {
         Some(Kind::Pkcs12)
     } else {
         None
-    }
-}
-
-/// Why OpenSSL failed, without file and line noise.
-fn reasons(e: &openssl::error::ErrorStack) -> String {
-    let r: Vec<&str> = e
-        .errors()
-        .iter()
-        .filter_map(openssl::error::Error::reason)
-        .collect();
-    if r.is_empty() {
-        "no reason given".into()
-    } else {
-        r.join(": ")
     }
 }
 

@@ -408,8 +408,10 @@ fn named_file(c: &TlsServerConfig, key: &str, what: String) -> String {
     }
 }
 
-/// Why OpenSSL failed, without file and line noise.
-fn reasons(e: &openssl::error::ErrorStack) -> String {
+/// Why OpenSSL failed: its reason strings, without the file and line
+/// noise of its `Display`. The one copy for every OpenSSL error walrelay
+/// reports (the listener's TLS, Connect's REST TLS, the keystores).
+pub(crate) fn reasons(e: &openssl::error::ErrorStack) -> String {
     let r: Vec<&str> = e
         .errors()
         .iter()
