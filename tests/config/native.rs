@@ -166,6 +166,19 @@ bootstrap_servers = "127.0.0.1:{kafka}"
             assert!(!stderr.contains("\"pw\""), "{stderr}");
         }
     }
+    // The command line's --web-config-file (the one way connect-standalone
+    // and connect-distributed get one) is read before anything connects.
+    let out = run_walrelay(
+        &["--web-config-file", "/nonexistent/flag-web.yml", "run"],
+        &good,
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/flag-web.yml"),
+        "the error must name the file of --web-config-file:\n{stderr}"
+    );
     for (name, l) in [("postgres", &pg), ("kafka", &kafka)] {
         match l.accept() {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
