@@ -56,6 +56,8 @@ FILES=(
 VERSION=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$REPO_ROOT/Cargo.toml")
 SOURCE=$(sed -n '/^\[workspace.package\]/,/^\[/s/^repository = "\(.*\)"/\1/p' "$REPO_ROOT/Cargo.toml")
 IMAGE=localhost/walrelay:$VERSION
+# The commit, as build.rs writes it into `walrelay --version`.
+REVISION=$(git -C "$REPO_ROOT" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 
 buildah_() {
     buildah --root "$STORE/storage" --runroot "$STORE/run" --storage-driver vfs "$@"
@@ -67,7 +69,7 @@ need_root() {
 
 # The build context in DIR.
 context() {
-    local dir=$1 bin tmp
+    local dir=$1 bin
     bin=$("$SCRIPT_DIR/build-static.sh")
     mkdir -p "$dir"
     install -m 0755 "$bin" "$dir/walrelay"
@@ -75,8 +77,6 @@ context() {
     printf 'walrelay:x:%s:%s:walrelay:/nonexistent:/sbin/nologin\n' "$USER_ID" "$USER_ID" >"$dir/passwd"
     printf 'walrelay:x:%s:\n' "$USER_ID" >"$dir/group"
     chmod 0644 "$dir/passwd" "$dir/group"
-    tmp=$(git -C "$REPO_ROOT" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
-    printf '%s\n' "$tmp" >"$dir/.revision"
 }
 
 # Debian's CA bundle: the certificates the ca-certificates package ships,
@@ -93,15 +93,13 @@ ca_bundle() {
 build() {
     need_root "image.sh build"
     apt_install buildah buildah
-    local ctx=$STORE/context revision created
+    local ctx=$STORE/context created
     rm -rf "$ctx"
     context "$ctx"
-    revision=$(cat "$ctx/.revision")
-    rm -f "$ctx/.revision"
     created=$(git -C "$REPO_ROOT" log -1 --format=%cI 2>/dev/null || date -u +%FT%TZ)
-    note "buildah build $IMAGE (revision $revision)"
+    note "buildah build $IMAGE (revision $REVISION)"
     buildah_ build --isolation chroot --layers=false \
-        --build-arg "VERSION=$VERSION" --build-arg "REVISION=$revision" \
+        --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" \
         --build-arg "SOURCE=$SOURCE" --build-arg "CREATED=$created" \
         -f "$REPO_ROOT/deploy/Containerfile" -t "$IMAGE" "$ctx" >&2
     mkdir -p "$OUT"
@@ -137,10 +135,9 @@ fail() {
 ok() { printf 'ok    %s\n' "$*"; }
 
 check_config() {
-    local cfg revision
+    local cfg
     cfg=$(buildah_ inspect --type image "$IMAGE")
-    revision=$(git -C "$REPO_ROOT" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
-    IMAGE_CONFIG=$cfg python3 - "$VERSION" "$revision" "$SOURCE" "$USER_ID" <<'PY' || FAILED=1
+    IMAGE_CONFIG=$cfg python3 - "$VERSION" "$REVISION" "$SOURCE" "$USER_ID" <<'PY' || FAILED=1
 import json, os, sys
 version, revision, source, uid = sys.argv[1:5]
 c = json.loads(os.environ["IMAGE_CONFIG"])["OCIv1"]["config"]
@@ -288,7 +285,6 @@ case ${1:-} in
     context)
         (($# == 2)) || die "usage: image.sh context DIR"
         context "$2"
-        rm -f "$2/.revision"
         ;;
     build) build ;;
     check) check ;;
