@@ -12,8 +12,9 @@
 # OpenSSL's build, protoc (need_build_tools), and the Rust standard library
 # for the target (`rustup target add x86_64-unknown-linux-musl`, done here
 # when rustup is there and the target is missing). Cargo builds into
-# $CARGO_TARGET_DIR when set, else target/static/ (a directory of its own,
-# so that it neither waits on nor disturbs the debug and release builds).
+# $WALRELAY_STATIC_TARGET_DIR when set (scripts/test.sh's build cache), else
+# $CARGO_TARGET_DIR, else target/static/ (a directory of its own, so that it
+# neither waits on nor disturbs the debug and release builds).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,7 +42,7 @@ if ! rustc --print sysroot >/dev/null 2>&1 ||
 fi
 
 cd "$REPO_ROOT"
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO_ROOT/target/static}
+export CARGO_TARGET_DIR=${WALRELAY_STATIC_TARGET_DIR:-${CARGO_TARGET_DIR:-$REPO_ROOT/target/static}}
 # The cc crate takes musl-gcc for the target's C code; OpenSSL's and
 # librdkafka's own build systems take CC from the same variables. The link
 # stays rustc's own for the target (its bundled musl and start files, a
