@@ -30,6 +30,15 @@
 #                       standalone) instead of Kafka: walrelay
 #                       against Debezium Server, e.g.
 #                       benches/run.sh --brokers nats,redis --w1 200000 --w2 500000 --rounds 3
+#   --net COND          the network between PostgreSQL, Kafka and the systems
+#                       under test (benches/net.sh): loopback (default: the
+#                       host's, no namespaces), lan (0.2 ms round trip) or
+#                       zone (1 ms), in network namespaces this run makes
+#                       and removes (also when killed); needs root
+#   --cc ALG            the TCP congestion control in those namespaces (cubic,
+#                       bbr); with --net loopback, one namespace whose own
+#                       loopback everything uses (default: the host's)
+#   --net-rate RATE     a bandwidth cap on every link of lan or zone (10gbit)
 #   --help              every option (workload sizes, --only W1,W3, --systems, --pin ...)
 #   --http-ceiling      measure the HTTP receiver of --brokers http alone with
 #                       wrk (Debian's), then exit
@@ -69,8 +78,20 @@ COMMAND="benches/run.sh${*:+ $*}"
 ARGS=()
 REVS=()
 BROKERS=""
+NET=loopback
+CC=""
+NET_RATE=""
 while (($#)); do
     case "$1" in
+        --net | --cc | --net-rate)
+            (($# >= 2)) || die "$1 needs a value"
+            case "$1" in
+                --net) NET=$2 ;;
+                --cc) CC=$2 ;;
+                --net-rate) NET_RATE=$2 ;;
+            esac
+            shift 2
+            ;;
         --brokers)
             (($# >= 2)) || die "--brokers needs a list of brokers"
             BROKERS=$2
@@ -183,5 +204,37 @@ else
     "$REPO_ROOT/scripts/debezium.sh" fetch
     "$REPO_ROOT/scripts/kafka.sh" fetch
 fi
-exec "$VENV/bin/python" -m walbench --command "$COMMAND" \
+# The network (benches/net.sh): namespaces named after this process, which
+# the driver replaces (exec keeps the pid), so the watchdog removes them
+# when the driver ends, however it ends.
+IN_NET=()
+case "$NET" in
+    loopback | lan | zone) ;;
+    *) die "--net must be loopback, lan or zone, got '$NET'" ;;
+esac
+if [[ $NET != loopback || -n $CC ]]; then
+    [[ $(id -u) -eq 0 ]] || die "--net $NET${CC:+ --cc $CC} needs root (network namespaces)"
+    if [[ $NET != loopback ]]; then
+        LINK_DELAY=$(cd "$REPO_ROOT" && cargo build --release --bench link_delay \
+            --message-format=json-render-diagnostics | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "link_delay" and m.get("executable"):
+        print(m["executable"])
+')
+        [ -x "$LINK_DELAY" ] || die "cargo did not report the link_delay binary"
+        export LINK_DELAY
+        # The build above rebuilt walrelay with the dev-dependencies' features.
+        (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
+    fi
+    NETNS=wb$$
+    "$SCRIPT_DIR/net.sh" watch "$NETNS" $$
+    "$SCRIPT_DIR/net.sh" up "$NETNS" "$NET" "$CC" "$NET_RATE"
+    # shellcheck source=/dev/null
+    RELAY_NS=$(. "$REPO_ROOT/.walrelay-env/bench/net/$NETNS.env" && printf '%s' "$RELAY_NS")
+    IN_NET=(ip netns exec "$RELAY_NS")
+    ARGS+=(--netns "$NETNS")
+fi
+exec "${IN_NET[@]}" "$VENV/bin/python" -m walbench --command "$COMMAND" \
     --walsender-drain "$WALSENDER_DRAIN" "${HTTP_RECEIVER[@]}" "${BINARIES[@]}" "${ARGS[@]}"

@@ -12,7 +12,7 @@
 #   kafka.sh restart DIR          stop, then start on the same ports
 #   kafka.sh rm DIR               stop and delete DIR
 #   kafka.sh status DIR           prints "running PORT" (exit 0) or "stopped" (exit 3)
-#   kafka.sh bootstrap DIR        prints 127.0.0.1:PORT
+#   kafka.sh bootstrap DIR        prints 127.0.0.1:PORT (or DIR/host's address)
 #   kafka.sh topics DIR ARGS...   runs kafka-topics (TopicCommand) against DIR's broker
 #   kafka.sh configs DIR ARGS...  runs kafka-configs (ConfigCommand): quotas, topic configs
 #
@@ -28,6 +28,10 @@
 # listener advertised as localhost:DIR/mtls_port that requires a client
 # certificate signed by certdir/ca.crt (same server certificate). Both keep
 # their copies of these files in DIR/tls.
+# WALRELAY_KAFKA_HOST=<IPv4 address> in the environment of the first `start`
+# of DIR puts the PLAINTEXT listener on that address instead of 127.0.0.1
+# (the benchmark's network namespaces, benches/net.sh); kept in DIR/host, and
+# `bootstrap` prints it.
 # WALRELAY_OWNER_PID=<pid> in the environment of `start` makes a watchdog stop
 # the broker once that process has exited (used by the Rust test helpers).
 # WALRELAY_KAFKA_SESSION_TIMEOUT_MS in the environment of `start` sets
@@ -213,9 +217,19 @@ running_pid() {
     printf '%s\n' "$pid"
 }
 
+# The PLAINTEXT listener's address: DIR/host, else 127.0.0.1.
+listen_host() {
+    if [[ -f "$1/host" ]]; then
+        cat "$1/host"
+    else
+        printf '127.0.0.1\n'
+    fi
+}
+
 write_config() {
     local dir=$1 port=$2 cport=$3
-    local listeners="PLAINTEXT://127.0.0.1:$port" map="PLAINTEXT:PLAINTEXT" sasl_lines="" user pass sport
+    local listeners map="PLAINTEXT:PLAINTEXT" sasl_lines="" user pass sport
+    listeners="PLAINTEXT://$(listen_host "$dir"):$port"
     local advertised
     if [[ -f "$dir/scram" ]]; then
         IFS=: read -r user pass <"$dir/scram"
@@ -389,7 +403,7 @@ wait_ready() {
     while ((SECONDS < deadline)); do
         kill -0 "$pid" 2>/dev/null || return 1
         if TOOL_TIMEOUT=30 kafka_java "$dir" org.apache.kafka.tools.TopicCommand \
-            --bootstrap-server "127.0.0.1:$port" --list >/dev/null 2>&1; then
+            --bootstrap-server "$(listen_host "$dir"):$port" --list >/dev/null 2>&1; then
             return 0
         fi
         sleep 0.5
@@ -414,6 +428,11 @@ cmd_start() {
         return 0
     fi
     cmd_fetch
+    if [[ -n "${WALRELAY_KAFKA_HOST:-}" && ! -f "$dir/host" ]]; then
+        [[ "$WALRELAY_KAFKA_HOST" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] ||
+            die "WALRELAY_KAFKA_HOST must be an IPv4 address, got '$WALRELAY_KAFKA_HOST'"
+        printf '%s\n' "$WALRELAY_KAFKA_HOST" >"$dir/host"
+    fi
     if [[ -n "${WALRELAY_KAFKA_SCRAM:-}" && ! -f "$dir/scram" ]]; then
         [[ "$WALRELAY_KAFKA_SCRAM" =~ ^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$ ]] ||
             die "WALRELAY_KAFKA_SCRAM must be user:password (letters, digits, _ . -)"
@@ -494,7 +513,7 @@ cmd_start() {
             wait_exit "$pid" 10 || true
             rm -f "$dir/pid"
             log_tail "$dir"
-            die "broker in $dir did not accept requests on 127.0.0.1:$port within ${START_TIMEOUT}s"
+            die "broker in $dir did not accept requests on $(listen_host "$dir"):$port within ${START_TIMEOUT}s"
         fi
         rm -f "$dir/pid"
         log_tail "$dir"
@@ -546,7 +565,7 @@ cmd_topics() {
     shift
     running_pid "$dir" >/dev/null || die "no broker running in $dir"
     kafka_java "$dir" org.apache.kafka.tools.TopicCommand \
-        --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@"
+        --bootstrap-server "$(listen_host "$dir"):$(cat "$dir/port")" "$@"
 }
 
 cmd_configs() {
@@ -555,7 +574,7 @@ cmd_configs() {
     shift
     running_pid "$dir" >/dev/null || die "no broker running in $dir"
     kafka_java "$dir" kafka.admin.ConfigCommand \
-        --bootstrap-server "127.0.0.1:$(cat "$dir/port")" "$@"
+        --bootstrap-server "$(listen_host "$dir"):$(cat "$dir/port")" "$@"
 }
 
 main() {
@@ -584,7 +603,7 @@ main() {
                     ;;
                 bootstrap)
                     [[ -f "$1/port" ]] || die "no broker configured in $1"
-                    printf '127.0.0.1:%s\n' "$(cat "$1/port")"
+                    printf '%s:%s\n' "$(listen_host "$1")" "$(cat "$1/port")"
                     ;;
             esac
             ;;

@@ -31,6 +31,11 @@
 # WALRELAY_PG_WAL_LEVEL=replica in the environment of `start`; a cluster
 # keeps the level it was started with first (DIR/wal_level).
 #
+# Listening beyond loopback: WALRELAY_PG_LISTEN=<IPv4 address> in the
+# environment of the first `start` adds that address to listen_addresses and
+# trusts its /24 in pg_hba.conf (the benchmark's network namespaces,
+# benches/net.sh); the cluster keeps it (DIR/listen).
+#
 # Major version: WALRELAY_PG_MAJOR=<13..18> in the environment of `start`
 # picks the server a new cluster is made with (default: Debian's installed
 # PostgreSQL, 15). An existing DIR keeps its own (data/PG_VERSION); asking for
@@ -240,13 +245,19 @@ EOF
 }
 
 write_config() {
-    local dir=$1 port=$2 wal_level=logical
+    local dir=$1 port=$2 wal_level=logical listen=127.0.0.1 net=""
     # A cluster made with WALRELAY_PG_WAL_LEVEL keeps it (DIR/wal_level).
     [[ -f "$dir/wal_level" ]] && wal_level=$(cat "$dir/wal_level")
+    # And one made with WALRELAY_PG_LISTEN its address (DIR/listen).
+    if [[ -f "$dir/listen" ]]; then
+        net=$(cat "$dir/listen")
+        listen="127.0.0.1,$net"
+        net="${net%.*}.0/24"
+    fi
     # Written as the cluster owner so the server can always read it.
     as_pg_write "$dir/data/walrelay.conf" <<EOF
 # Written by scripts/pg.sh on every start; edits are overwritten.
-listen_addresses = '127.0.0.1'
+listen_addresses = '$listen'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 200
@@ -282,6 +293,12 @@ host    replication  walrelay_scram   127.0.0.1/32   scram-sha-256
 host    all          all              127.0.0.1/32   trust
 host    replication  all              127.0.0.1/32   trust
 EOF
+    if [[ -n $net ]]; then
+        cat >>"$dir/data/pg_hba.conf" <<EOF
+host    all          all              $net   trust
+host    replication  all              $net   trust
+EOF
+    fi
 }
 
 # Copies stdin to FILE, owned by the cluster owner.
@@ -307,6 +324,11 @@ cmd_start() {
         [[ "$WALRELAY_PG_WAL_LEVEL" == replica || "$WALRELAY_PG_WAL_LEVEL" == logical ]] ||
             die "WALRELAY_PG_WAL_LEVEL must be replica or logical, got '$WALRELAY_PG_WAL_LEVEL'"
         printf '%s\n' "$WALRELAY_PG_WAL_LEVEL" >"$dir/wal_level"
+    fi
+    if [[ -n "${WALRELAY_PG_LISTEN:-}" ]]; then
+        [[ "$WALRELAY_PG_LISTEN" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] ||
+            die "WALRELAY_PG_LISTEN must be an IPv4 address, got '$WALRELAY_PG_LISTEN'"
+        printf '%s\n' "$WALRELAY_PG_LISTEN" >"$dir/listen"
     fi
     for _ in 1 2 3; do
         auto_port=0

@@ -14,6 +14,8 @@ Modules, by concern:
   cli            the command line and the run's order; results.json
   env            one run's environment: servers, slots, topics, pinning
   servers        PostgreSQL and Kafka under .walrelay-env (scripts/*.sh)
+  net            the network: the host's loopback, or benches/net.sh's
+                 namespaces with a delay on every link (--netns)
   postgres       a psycopg session
   schema         the bench database: outbox, publications, load procedures
   systems        the systems under test: variants, configurations, starting

@@ -81,7 +81,7 @@ import shlex
 import signal
 import sys
 
-from . import REPO, BenchError, log, machine
+from . import REPO, BenchError, log, machine, net
 from .broker_drains import BROKER_DRAINS, BROKER_SYSTEMS, PUBLISHERS, warm_up, workload_broker_drain
 from .brokers import BROKERS
 from .dbz_server import DEFAULT_JAVA_OPTS
@@ -177,6 +177,9 @@ def parser():
                     "W3 system in both modes, unpinned then pinned, from the same backlogs, two tables each; "
                     "off (default): no pinning")
     ap.add_argument("--keep-servers", action="store_true", help="leave PostgreSQL and Kafka running")
+    ap.add_argument("--netns", default=None, metavar="NAME",
+                    help="run across the network benches/net.sh made as NAME, this driver in its relay "
+                         "namespace (benches/run.sh --net lan|zone or --cc sets it up)")
     ap.add_argument("--self-check", action="store_true",
                     help="check the pieces that need no server (the /api/state reader, the statistics, the "
                     "configuration writer, the COMMIT-marker walk) on synthetic input, then exit")
@@ -330,6 +333,12 @@ def main():
         print(json.dumps(http_ceiling(args.http_receiver), indent=1))
         return 0
     systems, w3_systems = settle(args)
+    try:
+        where = net.use(args.netns)
+    except BenchError as e:
+        sys.exit(str(e))
+    if where.isolated and args.keep_servers:
+        sys.exit("--keep-servers: the servers of a run in namespaces stop with them")
     only = args.only.upper().split(",")
     load_at_start = machine.load_average()
     out = os.path.join(BENCH_DIR, "results", machine.utc_stamp())
@@ -342,8 +351,11 @@ def main():
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_signal)
+    facts_net = {"condition": where.cond, "describe": where.describe()}
     try:
         env.start()
+        facts_net.update(where.facts(env.pg_port))
+        log(f"network: {where.describe()}; round trip to PostgreSQL {facts_net.get('measured_rtt_us', '?')} us")
         if args.brokers:
             facts_brokers = {k: b.version() for k, b in env.brokers.items()}
             broker_workloads(env, args, only, systems, out, results)
@@ -354,8 +366,12 @@ def main():
         log(f"stopped: {e}")
         return_code = 1
     finally:
+        link_cpu = where.link_cpu_s()
+        if link_cpu is not None:
+            facts_net["link_cpu_s"] = link_cpu
         env.stop()
     facts = machine_facts(load_at_start)
+    facts["network"] = facts_net
     version = getattr(env, "server_version_num", 0)
     facts["pgoutput_options"] = pgoutput_options(args.streaming, version)
     facts["pgoutput_options_w5"] = message_options(args.streaming, version)

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import time
 
-from . import BenchError
+from . import BenchError, net
 from .procs import stat_fields
 from .servers import SCRIPTS
 
@@ -45,7 +45,7 @@ def application_properties(pg_port, broker, slot, dest, overrides=()):
     props = dict(broker.sink_properties(dest))
     props.update({
         "debezium.source.connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "debezium.source.database.hostname": "127.0.0.1",
+        "debezium.source.database.hostname": net.pg_host(),
         "debezium.source.database.port": str(pg_port),
         "debezium.source.database.user": "postgres",
         "debezium.source.database.password": "unused",

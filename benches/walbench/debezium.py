@@ -7,7 +7,7 @@ properties of one drain and starts or stops that Connect process."""
 import os
 import subprocess
 
-from . import run
+from . import net, run
 from .schema import MESSAGE_PREFIX, MESSAGES_PUBLICATION
 from .servers import SCRIPTS
 
@@ -56,7 +56,7 @@ def connector_properties(pg_port, system, slot, topic, messages):
         "name": "bench",
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "tasks.max": "1",
-        "database.hostname": "127.0.0.1",
+        "database.hostname": net.pg_host(),
         "database.port": str(pg_port),
         "database.user": "postgres",
         "database.password": "unused",

@@ -16,7 +16,7 @@ import tomllib
 
 from confluent_kafka.admin import AdminClient
 
-from . import REPO, BenchError, brokers, debezium, log, run
+from . import REPO, BenchError, brokers, debezium, log, net, run
 from .kafka import EndOffsets, create_topics, read_records
 from .kafka_markers import KafkaCommitted
 from .postgres import Pg
@@ -50,7 +50,10 @@ class Env:
         self.out = out_dir
         # --brokers: the drains publish to those brokers, and no Kafka runs.
         self.broker_kinds = list(getattr(args, "brokers", None) or [])
-        self.servers = Servers(BENCH_DIR, kafka=not self.broker_kinds)
+        # Servers in the network's namespaces have directories of their own:
+        # a server kept from a run on the host is not reachable from there.
+        server_dir = os.path.join(BENCH_DIR, "net") if net.CURRENT.isolated else BENCH_DIR
+        self.servers = Servers(server_dir, kafka=not self.broker_kinds)
         self.brokers = {}  # kind -> brokers.Broker, started
         self.broker_pid = None
         self.pg_dir = self.servers.pg_dir
@@ -122,7 +125,7 @@ class Env:
     def pgbench(self, clients, script, seconds, rate=None, check=False):
         """pgbench on the bench database: `clients` clients running
         `script` for `seconds`, open loop at `rate` per second if given."""
-        cmd = ["pgbench", "-n", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres",
+        cmd = ["pgbench", "-n", "-h", net.pg_host(), "-p", str(self.pg_port), "-U", "postgres",
                "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1))]
         if rate is not None:
             cmd += ["-R", str(rate)]

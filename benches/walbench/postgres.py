@@ -4,7 +4,7 @@ with the statement they came from."""
 
 import psycopg
 
-from . import BenchError
+from . import BenchError, net
 
 
 class Pg:
@@ -12,7 +12,7 @@ class Pg:
 
     def __init__(self, port, dbname, user="postgres"):
         try:
-            self.conn = psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user, autocommit=True,
+            self.conn = psycopg.connect(host=net.pg_host(), port=port, dbname=dbname, user=user, autocommit=True,
                                         application_name="walrelay-bench")
         except psycopg.Error as e:
             raise BenchError(f"postgres connect: {e}") from e

@@ -196,6 +196,21 @@ def targets(results):
     return "| target | status | measured |\n|---|---|---|\n" + "\n".join(rows)
 
 
+def network_line(facts):
+    """The run's network: condition, round trip (set and measured), the
+    congestion control and, per host, its qdisc and delay."""
+    n = facts.get("network") or {}
+    measured = n.get("measured_rtt_us")
+    hosts = "; ".join(n.get("hosts") or [])
+    return (f"Network: {n.get('describe', 'loopback on the host')}"
+            + (f", round trip to PostgreSQL measured {measured / 1000:.3f} ms (TCP handshake, median of 21)"
+               if measured is not None else "")
+            + f"; TCP congestion control {n.get('tcp_congestion_control') or facts.get('tcp_congestion_control', '?')}"
+            + (f"; {hosts}" if hosts else "")
+            + (f"; the delay elements used {n['link_cpu_s']} CPU seconds in the whole run"
+               if n.get("link_cpu_s") is not None else ""))
+
+
 def report(args, facts, results, command):
     smoke = args.quick
     head = []
@@ -206,8 +221,8 @@ def report(args, facts, results, command):
                 f"Date: {facts['date_utc']}, walrelay {facts['walrelay_commit']}"
                 f"{' (uncommitted changes)' if facts['worktree_dirty'] else ''}  \n"
                 f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']}, Linux {facts['kernel']}, "
-                f"load average at start {facts['load_average_at_start']}, "
-                f"TCP congestion control {facts.get('tcp_congestion_control', '?')}  \n"
+                f"load average at start {facts['load_average_at_start']}  \n"
+                f"{network_line(facts)}  \n"
                 f"{facts['postgres']}, Kafka 4.1.1 (single KRaft node), {facts['java']}; "
                 f"everything co-located on this machine.  \n"
                 f"pgoutput options (walrelay's, and the baselines'): "
@@ -450,6 +465,7 @@ def broker_report(args, facts, results, command):
         f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']}, Linux {facts['kernel']}, "
         f"load average {facts['load_average_at_start']} at start and {facts.get('load_average_at_end', '?')} "
         f"at the end  \n"
+        f"{network_line(facts)}  \n"
         f"{facts['postgres']}; {brokers}; Debezium Server {facts.get('debezium_server_java_version', '?')}, "
         f"JVM options `{facts.get('dbzs_java_opts', '?')}`{_extra_java_opts(results, facts.get('dbzs_java_opts'))}; everything co-located on "
         f"this machine.  \n"

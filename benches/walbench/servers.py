@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 
-from . import REPO, log, run
+from . import REPO, log, net, run
 
 SCRIPTS = os.path.join(REPO, "scripts")
 # Every driver's PostgreSQL settings: a 1M-row transaction and a
@@ -41,14 +41,19 @@ class Servers:
             os.chmod(d, 0o755)
         level = f" (wal_level={self.wal_level})" if self.wal_level else ""
         log(f"starting PostgreSQL{level}{' and Kafka' if self.kafka else ''} under {self.dir}")
-        env = dict(os.environ, WALRELAY_PG_WAL_LEVEL=self.wal_level) if self.wal_level else None
-        run([f"{SCRIPTS}/pg.sh", "start", self.pg_dir], env=env)
-        run([f"{SCRIPTS}/pg.sh", "conf", self.pg_dir, *self.settings], stdout=subprocess.DEVNULL)
+        # In the network's namespaces (benches/net.sh), each server starts in
+        # its own and listens on its address there.
+        where = net.CURRENT
+        env = dict(os.environ, **where.server_env())
+        if self.wal_level:
+            env["WALRELAY_PG_WAL_LEVEL"] = self.wal_level
+        run(where.wrap("pg", [f"{SCRIPTS}/pg.sh", "start", self.pg_dir]), env=env)
+        run(where.wrap("pg", [f"{SCRIPTS}/pg.sh", "conf", self.pg_dir, *self.settings]), stdout=subprocess.DEVNULL)
         with open(os.path.join(self.pg_dir, "port")) as f:
             self.pg_port = int(f.read().strip())
         if not self.kafka:
             return
-        run([f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir])
+        run(where.wrap("kafka", [f"{SCRIPTS}/kafka.sh", "start", self.kafka_dir]), env=env)
         self.bootstrap = run([f"{SCRIPTS}/kafka.sh", "bootstrap", self.kafka_dir],
                              capture_output=True, text=True).stdout.strip()
 
@@ -56,8 +61,8 @@ class Servers:
         """Stops both, quietly (also after a failed start)."""
         quiet = {"check": False, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         if self.kafka:
-            run([f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir], **quiet)
-        run([f"{SCRIPTS}/pg.sh", "stop", self.pg_dir], **quiet)
+            run(net.CURRENT.wrap("kafka", [f"{SCRIPTS}/kafka.sh", "stop", self.kafka_dir]), **quiet)
+        run(net.CURRENT.wrap("pg", [f"{SCRIPTS}/pg.sh", "stop", self.pg_dir]), **quiet)
 
     def broker_pid(self):
         if not self.kafka:

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import time
 
-from . import REPO, BenchError, config, debezium
+from . import REPO, BenchError, config, debezium, net
 from .procs import cpu_of
 from .schema import MESSAGE_PREFIX, MESSAGES_PUBLICATION
 from .walrelay import Endpoints
@@ -214,7 +214,7 @@ def walrelay_config(env, system, slot, topic, messages):
     if env.args.streaming != "auto":
         replication["streaming"] = env.args.streaming == "on"
     cfg = {
-        "postgres": {"host": "127.0.0.1", "port": env.pg_port, "user": "postgres", "dbname": "bench"},
+        "postgres": {"host": net.pg_host(), "port": env.pg_port, "user": "postgres", "dbname": "bench"},
         "replication": replication,
     }
     if messages:
@@ -271,7 +271,7 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None, messages=False
     os.makedirs(run_dir, exist_ok=True)
     base = base_system(system)
     if base == "ceiling":
-        cmd = ["pg_recvlogical", "-h", "127.0.0.1", "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
+        cmd = ["pg_recvlogical", "-h", net.pg_host(), "-p", str(env.pg_port), "-U", "postgres", "-d", "bench",
                "--slot", slot, "--start", "-f", "/dev/null", "-E", end_lsn, "--no-loop"]
         for k, v in slot_options(env, messages, system).items():
             cmd += ["-o", f"{k}={v}"]
@@ -279,7 +279,7 @@ def start_system(env, system, slot, topic, run_dir, end_lsn=None, messages=False
     if base == "walsender":
         if not env.args.walsender_drain:
             raise BenchError("no walsender_drain binary: run through benches/run.sh or pass --walsender-drain")
-        cmd = [env.args.walsender_drain, "127.0.0.1", str(env.pg_port), "postgres", "bench", slot, end_lsn]
+        cmd = [env.args.walsender_drain, net.pg_host(), str(env.pg_port), "postgres", "bench", slot, end_lsn]
         cmd += [f"{k}={v}" for k, v in slot_options(env, messages, system).items()]
         # Its one summary line (messages, bytes, seconds) goes to stdout.
         return _start_baseline(env, system, cmd, os.path.join(run_dir, "walsender_drain.log"),

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The benchmark's network: network namespaces of its own, so that PostgreSQL,
+# Kafka and the systems under test talk across links with a round-trip time
+# instead of over the host's loopback. Needs root (ip netns, iptables, tc).
+#
+# The delay is benches/link_delay.rs, a netfilter queue, not tc netem: this
+# machine's kernel has no sch_netem (nor fq, nor any qdisc that delays). In
+# each host's namespace an iptables rule (NFQUEUE) queues what leaves its veth, and
+# link_delay (real-time priority, chrt -f) lets each packet go once it has
+# waited half the round trip.
+#
+# Usage:
+#   benches/net.sh up NAME COND [CC [RATE]]
+#       COND loopback: one namespace NAME-lo where everything runs on its own
+#                      loopback (no delay), under congestion control CC
+#       COND lan:      0.2 ms round trip between the hosts below
+#       COND zone:     1 ms round trip
+#       lan and zone:  namespaces NAME-pg (PostgreSQL), NAME-kafka (Kafka)
+#                      and NAME-relay (the systems under test, the driver,
+#                      pgbench), each with one veth to a bridge in NAME-sw;
+#                      every host's veth delays what it sends by half the
+#                      round trip, so any two hosts see the whole of it
+#       CC             the TCP congestion control in every namespace (cubic,
+#                      bbr, reno; default: the host's)
+#       RATE           a bandwidth cap on every host's veth (tc tbf, e.g.
+#                      10gbit; default none)
+#       lan and zone need LINK_DELAY=<the link_delay binary> (benches/run.sh
+#       builds it: cargo build --release --bench link_delay).
+#       Writes the network's description to .walrelay-env/bench/net/NAME.env.
+#   benches/net.sh down NAME      stops every process left in NAME's
+#                                 namespaces and deletes them (no error when
+#                                 there are none)
+#   benches/net.sh watch NAME PID deletes NAME's namespaces once PID has
+#                                 exited (a detached watchdog: a killed
+#                                 benchmark leaves no namespace behind)
+#   benches/net.sh describe NAME  prints, per namespace, its congestion
+#                                 control, its veth's (or loopback's) qdisc
+#                                 and its delay
+#
+# Only addresses inside these namespaces are used: 10.231.0.2 (pg),
+# 10.231.0.3 (kafka), 10.231.0.4 (relay) on the bridge of NAME-sw.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$REPO_ROOT/scripts/lib.sh"
+
+STATE_DIR=$REPO_ROOT/.walrelay-env/bench/net
+SUBNET=10.231.0
+declare -A HOST_OF=([pg]=$SUBNET.2 [kafka]=$SUBNET.3 [relay]=$SUBNET.4)
+# Round trips in microseconds.
+declare -A RTT_OF=([loopback]=0 [lan]=200 [zone]=1000)
+
+usage() {
+    sed -n '12,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+
+check_name() {
+    # Interface names stay short; the namespace names carry NAME.
+    [[ $1 =~ ^[a-z][a-z0-9]{0,11}$ ]] || die "NAME must be 1-12 lower-case letters or digits, got '$1'"
+}
+
+namespaces() {
+    ip netns list | awk '{print $1}' | grep -E "^$1-(lo|sw|pg|kafka|relay)$" || true
+}
+
+cmd_up() {
+    local name=$1 cond=$2 cc=${3:-} rate=${4:-} rtt half role ns
+    check_name "$name"
+    [[ -n ${RTT_OF[$cond]+x} ]] || die "COND must be loopback, lan or zone, got '$cond'"
+    [[ $(id -u) -eq 0 ]] || die "net.sh needs root (ip netns, tc)"
+    if [[ -z $cc ]]; then
+        cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
+    fi
+    grep -qw -- "$cc" /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null ||
+        modprobe "tcp_$cc" 2>/dev/null ||
+        die "congestion control '$cc' is not available (available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control))"
+    if [[ -n $rate ]]; then
+        [[ $cond != loopback ]] || die "a RATE needs COND lan or zone"
+        [[ $rate =~ ^[0-9]+(bit|kbit|mbit|gbit)$ ]] || die "RATE must be like 10gbit, got '$rate'"
+    fi
+    [[ -z $(namespaces "$name") ]] || die "namespaces of $name exist already (benches/net.sh down $name)"
+    rtt=${RTT_OF[$cond]}
+    mkdir -p "$STATE_DIR"
+    if [[ $cond == loopback ]]; then
+        ns=$name-lo
+        ip netns add "$ns"
+        ip -n "$ns" link set lo up
+        ip netns exec "$ns" sysctl -q -w "net.ipv4.tcp_congestion_control=$cc"
+        cat >"$STATE_DIR/$name.env" <<EOF
+COND=loopback
+RTT_US=0
+CC=$cc
+RATE=
+PG_NS=$ns
+KAFKA_NS=$ns
+RELAY_NS=$ns
+PG_HOST=127.0.0.1
+KAFKA_HOST=127.0.0.1
+EOF
+        return 0
+    fi
+    half=$((rtt / 2))
+    IPTABLES=$(command -v iptables-legacy || command -v iptables) ||
+        die "iptables not found (Debian: iptables)"
+    # A failed start leaves nothing behind.
+    trap 'cmd_down "$name" >/dev/null 2>&1 || true' EXIT
+    ip netns add "$name-sw"
+    ip -n "$name-sw" link set lo up
+    ip -n "$name-sw" link add br0 type bridge
+    ip -n "$name-sw" link set br0 up
+    for role in pg kafka relay; do
+        ns=$name-$role
+        ip netns add "$ns"
+        ip -n "$ns" link set lo up
+        ip -n "$name-sw" link add "v-$role" type veth peer name eth0 netns "$ns"
+        ip -n "$name-sw" link set "v-$role" master br0
+        ip -n "$name-sw" link set "v-$role" up
+        ip -n "$ns" addr add "${HOST_OF[$role]}/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip netns exec "$ns" sysctl -q -w "net.ipv4.tcp_congestion_control=$cc"
+        if [[ -n $rate ]]; then
+            tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst 4mb latency 50ms
+        fi
+        start_delay "$name" "$ns" "$half"
+    done
+    cat >"$STATE_DIR/$name.env" <<EOF
+COND=$cond
+RTT_US=$rtt
+CC=$cc
+RATE=$rate
+PG_NS=$name-pg
+KAFKA_NS=$name-kafka
+RELAY_NS=$name-relay
+PG_HOST=${HOST_OF[pg]}
+KAFKA_HOST=${HOST_OF[kafka]}
+EOF
+    trap - EXIT
+}
+
+# link_delay in namespace NS holding what leaves its eth0 for HALF_US
+# microseconds; returns once it holds the queue and the rule sends to it.
+start_delay() {
+    local name=$1 ns=$2 half_us=$3 log i
+    log=$STATE_DIR/$ns.link.log
+    [[ -x ${LINK_DELAY:-} ]] || die "LINK_DELAY must name the link_delay binary (cargo build --release --bench link_delay)"
+    ip netns exec "$ns" setsid chrt -f 50 "$LINK_DELAY" 0 "$half_us" </dev/null >"$log" 2>&1 &
+    for ((i = 0; i < 100; i++)); do
+        grep -qx ready "$log" && break
+        kill -0 $! 2>/dev/null || die "link_delay in $ns failed: $(cat "$log")"
+        sleep 0.05
+    done
+    grep -qx ready "$log" || die "link_delay in $ns did not start within 5 s"
+    # Every packet that leaves eth0 waits in queue 0; with nobody reading
+    # the queue the packets are dropped (no --queue-bypass): a link without
+    # its delay must not pass for one with it. The xtables NFQUEUE target:
+    # this kernel has it, not nftables' queue expression.
+    ip netns exec "$ns" "$IPTABLES" -t mangle -A POSTROUTING -o eth0 -j NFQUEUE --queue-num 0
+    printf '%s\n' "$half_us" >"$STATE_DIR/$ns.delay_us"
+}
+
+cmd_down() {
+    local name=$1 ns pids i
+    check_name "$name"
+    for ns in $(namespaces "$name"); do
+        for i in 1 2 3 4 5 6 7 8 9 10 11; do
+            pids=$(ip netns pids "$ns" 2>/dev/null || true)
+            [[ -n $pids ]] || break
+            if ((i <= 10)); then
+                # shellcheck disable=SC2086 # one pid per word
+                kill -TERM $pids 2>/dev/null || true
+                sleep 0.5
+            else
+                # shellcheck disable=SC2086
+                kill -KILL $pids 2>/dev/null || true
+                sleep 0.2
+            fi
+        done
+        ip netns del "$ns"
+        rm -f "$STATE_DIR/$ns.delay_us"
+    done
+    rm -f "$STATE_DIR/$name.env"
+}
+
+cmd_watch() {
+    local name=$1 pid=$2
+    check_name "$name"
+    [[ $pid =~ ^[0-9]+$ ]] || die "PID must be a number"
+    # shellcheck disable=SC2016 # the arguments are for bash -c
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down "$3"' \
+        watch "$pid" "$0" "$name" </dev/null >/dev/null 2>&1 &
+}
+
+cmd_describe() {
+    local name=$1 ns dev
+    check_name "$name"
+    for ns in $(namespaces "$name"); do
+        [[ $ns == "$name-sw" ]] && continue
+        dev=eth0
+        [[ $ns == "$name-lo" ]] && dev=lo
+        printf '%s: cc %s; %s qdisc %s; delay %s\n' "$ns" \
+            "$(ip netns exec "$ns" cat /proc/sys/net/ipv4/tcp_congestion_control)" "$dev" \
+            "$(tc -n "$ns" qdisc show dev "$dev" | head -n 1 | sed 's/ *$//')" \
+            "$(if [[ -f $STATE_DIR/$ns.delay_us ]]; then
+                printf '%s us on egress (link_delay, netfilter queue 0)' "$(cat "$STATE_DIR/$ns.delay_us")"
+            else
+                printf none
+            fi)"
+    done
+}
+
+main() {
+    local cmd=${1:-}
+    [[ -n $cmd ]] || usage
+    shift
+    case "$cmd" in
+        up)
+            (($# >= 2 && $# <= 4)) || usage
+            cmd_up "$@"
+            ;;
+        down)
+            (($# == 1)) || usage
+            cmd_down "$1"
+            ;;
+        watch)
+            (($# == 2)) || usage
+            cmd_watch "$@"
+            ;;
+        describe)
+            (($# == 1)) || usage
+            cmd_describe "$1"
+            ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"
