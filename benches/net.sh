@@ -102,7 +102,6 @@ KAFKA_HOST=127.0.0.1
 EOF
         return 0
     fi
-    half=$((rtt / 2))
     IPTABLES=$(command -v iptables-legacy || command -v iptables) ||
         die "iptables not found (Debian: iptables)"
     # A failed start leaves nothing behind.
@@ -124,11 +123,17 @@ EOF
         if [[ -n $rate ]]; then
             tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst 4mb latency 50ms
         fi
-        start_delay "$name" "$ns" "$half"
+        start_delay "$ns" 0
+        queue_egress "$ns"
     done
+    calibrate "$name" "$rtt"
+    half=$(cat "$STATE_DIR/$name-pg.delay_us")
     cat >"$STATE_DIR/$name.env" <<EOF
 COND=$cond
 RTT_US=$rtt
+MEASURED_RTT_US=$MEASURED
+BASE_RTT_US=$BASE
+DELAY_US=$half
 CC=$cc
 RATE=$rate
 PG_NS=$name-pg
@@ -141,24 +146,90 @@ EOF
 }
 
 # link_delay in namespace NS holding what leaves its eth0 for HALF_US
-# microseconds; returns once it holds the queue and the rule sends to it.
+# microseconds (replacing the one running there); returns once it holds
+# the queue.
 start_delay() {
-    local name=$1 ns=$2 half_us=$3 log i
+    local ns=$1 half_us=$2 log pid i
     log=$STATE_DIR/$ns.link.log
     [[ -x ${LINK_DELAY:-} ]] || die "LINK_DELAY must name the link_delay binary (cargo build --release --bench link_delay)"
+    if [[ -f $STATE_DIR/$ns.link.pid ]]; then
+        kill "$(cat "$STATE_DIR/$ns.link.pid")" 2>/dev/null || true
+        sleep 0.1
+    fi
     ip netns exec "$ns" setsid chrt -f 50 "$LINK_DELAY" 0 "$half_us" </dev/null >"$log" 2>&1 &
+    pid=$!
+    printf '%s\n' "$pid" >"$STATE_DIR/$ns.link.pid"
     for ((i = 0; i < 100; i++)); do
         grep -qx ready "$log" && break
-        kill -0 $! 2>/dev/null || die "link_delay in $ns failed: $(cat "$log")"
+        kill -0 "$pid" 2>/dev/null || die "link_delay in $ns failed: $(cat "$log")"
         sleep 0.05
     done
     grep -qx ready "$log" || die "link_delay in $ns did not start within 5 s"
-    # Every packet that leaves eth0 waits in queue 0; with nobody reading
-    # the queue the packets are dropped (no --queue-bypass): a link without
-    # its delay must not pass for one with it. The xtables NFQUEUE target:
-    # this kernel has it, not nftables' queue expression.
-    ip netns exec "$ns" "$IPTABLES" -t mangle -A POSTROUTING -o eth0 -j NFQUEUE --queue-num 0
     printf '%s\n' "$half_us" >"$STATE_DIR/$ns.delay_us"
+}
+
+# Sends everything that leaves NS's eth0 through netfilter queue 0. With
+# nobody reading the queue the packets are dropped (no --queue-bypass): a
+# link without its delay must not pass for one with it. The xtables NFQUEUE
+# target: this kernel has it, not nftables' queue expression.
+queue_egress() {
+    ip netns exec "$1" "$IPTABLES" -t mangle -A POSTROUTING -o eth0 -j NFQUEUE --queue-num 0
+}
+
+# The round trip from NAME-relay to NAME-pg in microseconds: the median of
+# 51 TCP handshakes (a SYN and its SYN-ACK) to a listener in NAME-pg.
+measure_rtt() {
+    local name=$1 port=5999 server rtt
+    ip netns exec "$name-pg" python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(64)
+while True:
+    s.accept()[0].close()' "${HOST_OF[pg]}" "$port" &
+    server=$!
+    rtt=$(ip netns exec "$name-relay" python3 -c '
+import socket, statistics, sys, time
+for _ in range(100):
+    try:
+        socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+times = []
+for _ in range(51):
+    t = time.perf_counter()
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()
+    times.append(time.perf_counter() - t)
+print(round(statistics.median(times) * 1e6))' "${HOST_OF[pg]}" "$port") || rtt=""
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    [[ -n $rtt ]] || die "no round trip measured between $name-relay and $name-pg"
+    printf '%s\n' "$rtt"
+}
+
+# Sets every host's delay so that the round trip NAME's hosts measure is
+# RTT_US: the delay elements cost a round trip of their own on this machine
+# (about 0.15-0.2 ms with no delay at all), so the delay each adds is half
+# of what is left, corrected once by a second measurement. Sets BASE (the
+# round trip with no delay) and MEASURED (the last one).
+calibrate() {
+    local name=$1 target=$2 half=0 prev role i
+    BASE=$(measure_rtt "$name")
+    MEASURED=$BASE
+    for i in 1 2; do
+        ((MEASURED < target - 20 || MEASURED > target + 20)) || break
+        prev=$half
+        half=$((half + (target - MEASURED) / 2))
+        ((half >= 0)) || half=0
+        ((half != prev)) || break
+        for role in pg kafka relay; do
+            start_delay "$name-$role" "$half"
+        done
+        MEASURED=$(measure_rtt "$name")
+    done
+    note "$name: round trip ${MEASURED} us (asked ${target}; ${BASE} with no delay; ${half} us per host)"
 }
 
 cmd_down() {
@@ -179,7 +250,7 @@ cmd_down() {
             fi
         done
         ip netns del "$ns"
-        rm -f "$STATE_DIR/$ns.delay_us"
+        rm -f "$STATE_DIR/$ns".{delay_us,link.pid,link.log}
     done
     rm -f "$STATE_DIR/$name.env"
 }

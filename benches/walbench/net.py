@@ -27,6 +27,12 @@ class Net:
         self.name = name
         self.cond = v.get("COND", "loopback")
         self.rtt_us = int(v.get("RTT_US", "0"))
+        # benches/net.sh's calibration: the round trip with no delay (the
+        # delay elements' own), the delay it then gave each host, and the
+        # round trip it measured with it.
+        self.base_rtt_us = v.get("BASE_RTT_US")
+        self.delay_us = v.get("DELAY_US")
+        self.setup_rtt_us = v.get("MEASURED_RTT_US")
         self.cc = v.get("CC") or _first_line("/proc/sys/net/ipv4/tcp_congestion_control")
         self.rate = v.get("RATE", "")
         self.pg_ns = v.get("PG_NS")
@@ -129,7 +135,9 @@ class Net:
         if self.cond == "loopback":
             return f"loopback inside namespace {self.relay_ns} (no delay)"
         return (f"{self.cond}: PostgreSQL, Kafka and the systems under test in three namespaces, "
-                f"{self.rtt_us / 1000:g} ms round trip between any two"
+                f"{self.rtt_us / 1000:g} ms round trip between any two asked "
+                f"({self.setup_rtt_us} us measured at setup: {self.base_rtt_us} us through the delay elements "
+                f"alone, plus {self.delay_us} us held by each host)"
                 + (f", {self.rate} per link" if self.rate else ""))
 
 
