@@ -5,9 +5,12 @@
 #
 # The delay is benches/link_delay.rs, a netfilter queue, not tc netem: this
 # machine's kernel has no sch_netem (nor fq, nor any qdisc that delays). In
-# each host's namespace an iptables rule (NFQUEUE) queues what leaves its veth, and
-# link_delay (real-time priority, chrt -f) lets each packet go once it has
-# waited half the round trip.
+# the servers' namespaces (pg, kafka) an iptables rule (NFQUEUE) queues what
+# leaves the veth, and link_delay (real-time priority, chrt -f) lets each
+# packet go once it has waited the whole round trip; the relay's host sends
+# without delay. TCP sees the same round trip as with half each way, and
+# the relay's acknowledgements and status updates, the most packets, cost
+# the delay elements nothing.
 #
 # Usage:
 #   benches/net.sh up NAME COND [CC [RATE]]
@@ -18,8 +21,7 @@
 #       lan and zone:  namespaces NAME-pg (PostgreSQL), NAME-kafka (Kafka)
 #                      and NAME-relay (the systems under test, the driver,
 #                      pgbench), each with one veth to a bridge in NAME-sw;
-#                      every host's veth delays what it sends by half the
-#                      round trip, so any two hosts see the whole of it
+#                      what the servers' hosts send waits the round trip
 #       CC             the TCP congestion control in every namespace (cubic,
 #                      bbr, reno; default: the host's)
 #       RATE           a bandwidth cap on every host's veth (tc tbf, e.g.
@@ -67,7 +69,7 @@ namespaces() {
 }
 
 cmd_up() {
-    local name=$1 cond=$2 cc=${3:-} rate=${4:-} rtt half role ns
+    local name=$1 cond=$2 cc=${3:-} rate=${4:-} rtt hold role ns
     check_name "$name"
     [[ -n ${RTT_OF[$cond]+x} ]] || die "COND must be loopback, lan or zone, got '$cond'"
     [[ $(id -u) -eq 0 ]] || die "net.sh needs root (ip netns, tc)"
@@ -82,8 +84,11 @@ cmd_up() {
         [[ $rate =~ ^[0-9]+(bit|kbit|mbit|gbit)$ ]] || die "RATE must be like 10gbit, got '$rate'"
     fi
     [[ -z $(namespaces "$name") ]] || die "namespaces of $name exist already (benches/net.sh down $name)"
-    rtt=${RTT_OF[$cond]}
     mkdir -p "$STATE_DIR"
+    # A failed start leaves nothing behind.
+    trap 'cmd_down "$name" >/dev/null 2>&1 || true' EXIT
+    allow_cc "$name" "$cc"
+    rtt=${RTT_OF[$cond]}
     if [[ $cond == loopback ]]; then
         ns=$name-lo
         ip netns add "$ns"
@@ -100,12 +105,11 @@ RELAY_NS=$ns
 PG_HOST=127.0.0.1
 KAFKA_HOST=127.0.0.1
 EOF
+        trap - EXIT
         return 0
     fi
     IPTABLES=$(command -v iptables-legacy || command -v iptables) ||
         die "iptables not found (Debian: iptables)"
-    # A failed start leaves nothing behind.
-    trap 'cmd_down "$name" >/dev/null 2>&1 || true' EXIT
     ip netns add "$name-sw"
     ip -n "$name-sw" link set lo up
     ip -n "$name-sw" link add br0 type bridge
@@ -123,17 +127,19 @@ EOF
         if [[ -n $rate ]]; then
             tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst 4mb latency 50ms
         fi
-        start_delay "$ns" 0
-        queue_egress "$ns"
+        if [[ $role != relay ]]; then
+            start_delay "$ns" 0
+            queue_egress "$ns"
+        fi
     done
     calibrate "$name" "$rtt"
-    half=$(cat "$STATE_DIR/$name-pg.delay_us")
+    hold=$(cat "$STATE_DIR/$name-pg.delay_us")
     cat >"$STATE_DIR/$name.env" <<EOF
 COND=$cond
 RTT_US=$rtt
 MEASURED_RTT_US=$MEASURED
 BASE_RTT_US=$BASE
-DELAY_US=$half
+DELAY_US=$hold
 CC=$cc
 RATE=$rate
 PG_NS=$name-pg
@@ -145,27 +151,42 @@ EOF
     trap - EXIT
 }
 
-# link_delay in namespace NS holding what leaves its eth0 for HALF_US
+# A namespace other than the host's may only pick a congestion control the
+# host allows (net.ipv4.tcp_allowed_congestion_control; Debian's kernel
+# here allows reno and bbr). When CC is not among them it is added for the
+# run, and `down` restores the host's list (kept in STATE_DIR/NAME.allowed_cc).
+allow_cc() {
+    local name=$1 cc=$2 allowed
+    allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+    if [[ " $allowed " == *" $cc "* ]]; then
+        return 0
+    fi
+    printf '%s\n' "$allowed" >"$STATE_DIR/$name.allowed_cc"
+    sysctl -q -w "net.ipv4.tcp_allowed_congestion_control=$allowed $cc"
+    note "$cc added to the host's net.ipv4.tcp_allowed_congestion_control until benches/net.sh down $name"
+}
+
+# link_delay in namespace NS holding what leaves its eth0 for HOLD_US
 # microseconds (replacing the one running there); returns once it holds
 # the queue.
 start_delay() {
-    local ns=$1 half_us=$2 log pid i
+    local ns=$1 hold_us=$2 log pid i
     log=$STATE_DIR/$ns.link.log
     [[ -x ${LINK_DELAY:-} ]] || die "LINK_DELAY must name the link_delay binary (cargo build --release --bench link_delay)"
     if [[ -f $STATE_DIR/$ns.link.pid ]]; then
         kill "$(cat "$STATE_DIR/$ns.link.pid")" 2>/dev/null || true
         sleep 0.1
     fi
-    ip netns exec "$ns" setsid chrt -f 50 "$LINK_DELAY" 0 "$half_us" </dev/null >"$log" 2>&1 &
+    ip netns exec "$ns" setsid chrt -f 50 "$LINK_DELAY" 0 "$hold_us" </dev/null >"$log" 2>&1 &
     pid=$!
     printf '%s\n' "$pid" >"$STATE_DIR/$ns.link.pid"
     for ((i = 0; i < 100; i++)); do
-        grep -qx ready "$log" && break
+        grep -qsx ready "$log" && break
         kill -0 "$pid" 2>/dev/null || die "link_delay in $ns failed: $(cat "$log")"
         sleep 0.05
     done
-    grep -qx ready "$log" || die "link_delay in $ns did not start within 5 s"
-    printf '%s\n' "$half_us" >"$STATE_DIR/$ns.delay_us"
+    grep -qsx ready "$log" || die "link_delay in $ns did not start within 5 s"
+    printf '%s\n' "$hold_us" >"$STATE_DIR/$ns.delay_us"
 }
 
 # Sends everything that leaves NS's eth0 through netfilter queue 0. With
@@ -209,27 +230,27 @@ print(round(statistics.median(times) * 1e6))' "${HOST_OF[pg]}" "$port") || rtt="
     printf '%s\n' "$rtt"
 }
 
-# Sets every host's delay so that the round trip NAME's hosts measure is
-# RTT_US: the delay elements cost a round trip of their own on this machine
-# (about 0.15-0.2 ms with no delay at all), so the delay each adds is half
-# of what is left, corrected once by a second measurement. Sets BASE (the
+# Sets the servers' hosts' delay so that the round trip NAME's hosts measure
+# is RTT_US: the delay elements cost a round trip of their own on this
+# machine (about 0.1-0.2 ms with no delay at all), so they hold packets for
+# what is left, corrected once by a second measurement. Sets BASE (the
 # round trip with no delay) and MEASURED (the last one).
 calibrate() {
-    local name=$1 target=$2 half=0 prev role i
+    local name=$1 target=$2 hold=0 prev role i
     BASE=$(measure_rtt "$name")
     MEASURED=$BASE
     for i in 1 2; do
         ((MEASURED < target - 20 || MEASURED > target + 20)) || break
-        prev=$half
-        half=$((half + (target - MEASURED) / 2))
-        ((half >= 0)) || half=0
-        ((half != prev)) || break
-        for role in pg kafka relay; do
-            start_delay "$name-$role" "$half"
+        prev=$hold
+        hold=$((hold + target - MEASURED))
+        ((hold >= 0)) || hold=0
+        ((hold != prev)) || break
+        for role in pg kafka; do
+            start_delay "$name-$role" "$hold"
         done
         MEASURED=$(measure_rtt "$name")
     done
-    note "$name: round trip ${MEASURED} us (asked ${target}; ${BASE} with no delay; ${half} us per host)"
+    note "$name: round trip ${MEASURED} us (asked ${target}; ${BASE} with no delay; ${hold} us held by the servers' hosts)"
 }
 
 cmd_down() {
@@ -253,6 +274,10 @@ cmd_down() {
         rm -f "$STATE_DIR/$ns".{delay_us,link.pid,link.log}
     done
     rm -f "$STATE_DIR/$name.env"
+    if [[ -f $STATE_DIR/$name.allowed_cc ]]; then
+        sysctl -q -w "net.ipv4.tcp_allowed_congestion_control=$(cat "$STATE_DIR/$name.allowed_cc")"
+        rm -f "$STATE_DIR/$name.allowed_cc"
+    fi
 }
 
 cmd_watch() {

@@ -154,31 +154,29 @@ for rev in "${REVS[@]}"; do
     BINARIES+=(--walrelay-binary "$rev=$bin")
 done
 
-# A bench target's binary has a hashed name under target/release/deps: take
-# its path from cargo's own artifact report. This build also builds walrelay
-# with the dev-dependencies' features (tokio's test-util) and puts that
-# binary at target/release/walrelay, so walrelay itself is built after it.
-WALSENDER_DRAIN=$(cd "$REPO_ROOT" && cargo build --release --bench walsender_drain \
-    --message-format=json-render-diagnostics | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "walsender_drain" and m.get("executable"):
-        print(m["executable"])
-')
-[ -x "$WALSENDER_DRAIN" ] || die "cargo did not report the walsender_drain binary"
-HTTP_RECEIVER=()
-if [[ ",$BROKERS," == *",http,"* || " ${ARGS[*]} " == *" --http-ceiling "* ]]; then
-    # The receiver of --brokers http, a bench target like walsender_drain.
-    receiver=$(cd "$REPO_ROOT" && cargo build --release --bench http_receiver \
+# A bench target's binary has a hashed name under target/release/deps: the
+# path of bench target $1, taken from cargo's own artifact report. This build
+# also builds walrelay with the dev-dependencies' features (tokio's
+# test-util) and puts that binary at target/release/walrelay, so walrelay
+# itself is built after the bench targets.
+bench_binary() {
+    local path
+    path=$(cd "$REPO_ROOT" && cargo build --release --bench "$1" \
         --message-format=json-render-diagnostics | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "http_receiver" and m.get("executable"):
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m.get("executable"):
         print(m["executable"])
-')
-    [ -x "$receiver" ] || die "cargo did not report the http_receiver binary"
+' "$1")
+    [ -x "$path" ] || die "cargo did not report the $1 binary"
+    printf '%s\n' "$path"
+}
+WALSENDER_DRAIN=$(bench_binary walsender_drain)
+HTTP_RECEIVER=()
+if [[ ",$BROKERS," == *",http,"* || " ${ARGS[*]} " == *" --http-ceiling "* ]]; then
+    # The receiver of --brokers http, a bench target like walsender_drain.
+    receiver=$(bench_binary http_receiver)
     HTTP_RECEIVER=(--http-receiver "$receiver")
 fi
 case " ${ARGS[*]} " in
@@ -215,15 +213,7 @@ esac
 if [[ $NET != loopback || -n $CC ]]; then
     [[ $(id -u) -eq 0 ]] || die "--net $NET${CC:+ --cc $CC} needs root (network namespaces)"
     if [[ $NET != loopback ]]; then
-        LINK_DELAY=$(cd "$REPO_ROOT" && cargo build --release --bench link_delay \
-            --message-format=json-render-diagnostics | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "link_delay" and m.get("executable"):
-        print(m["executable"])
-')
-        [ -x "$LINK_DELAY" ] || die "cargo did not report the link_delay binary"
+        LINK_DELAY=$(bench_binary link_delay)
         export LINK_DELAY
         # The build above rebuilt walrelay with the dev-dependencies' features.
         (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)

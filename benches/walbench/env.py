@@ -50,9 +50,10 @@ class Env:
         self.out = out_dir
         # --brokers: the drains publish to those brokers, and no Kafka runs.
         self.broker_kinds = list(getattr(args, "brokers", None) or [])
-        # Servers in the network's namespaces have directories of their own:
-        # a server kept from a run on the host is not reachable from there.
-        server_dir = os.path.join(BENCH_DIR, "net") if net.CURRENT.isolated else BENCH_DIR
+        # Servers in the network's namespaces have directories of their own,
+        # one per condition: each keeps the address it first listened on.
+        where = net.CURRENT
+        server_dir = os.path.join(BENCH_DIR, f"netns-{where.cond}") if where.isolated else BENCH_DIR
         self.servers = Servers(server_dir, kafka=not self.broker_kinds)
         self.brokers = {}  # kind -> brokers.Broker, started
         self.broker_pid = None

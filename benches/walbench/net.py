@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import time
 
-from . import REPO, BenchError, log
+from . import REPO, BenchError, log, machine
 
 STATE_DIR = os.path.join(REPO, ".walrelay-env", "bench", "net")
 NET_SH = os.path.join(REPO, "benches", "net.sh")
@@ -33,7 +33,7 @@ class Net:
         self.base_rtt_us = v.get("BASE_RTT_US")
         self.delay_us = v.get("DELAY_US")
         self.setup_rtt_us = v.get("MEASURED_RTT_US")
-        self.cc = v.get("CC") or _first_line("/proc/sys/net/ipv4/tcp_congestion_control")
+        self.cc = v.get("CC") or machine.first_line("/proc/sys/net/ipv4/tcp_congestion_control")
         self.rate = v.get("RATE", "")
         self.pg_ns = v.get("PG_NS")
         self.kafka_ns = v.get("KAFKA_NS")
@@ -137,16 +137,9 @@ class Net:
         return (f"{self.cond}: PostgreSQL, Kafka and the systems under test in three namespaces, "
                 f"{self.rtt_us / 1000:g} ms round trip between any two asked "
                 f"({self.setup_rtt_us} us measured at setup: {self.base_rtt_us} us through the delay elements "
-                f"alone, plus {self.delay_us} us held by each host)"
+                f"alone, plus {self.delay_us} us for which PostgreSQL's and Kafka's hosts hold what they send; "
+                f"the relay's host sends without delay)"
                 + (f", {self.rate} per link" if self.rate else ""))
-
-
-def _first_line(path):
-    try:
-        with open(path) as f:
-            return f.readline().strip()
-    except OSError:
-        return "?"
 
 
 # The run's network; replaced by use() when --netns is given.
