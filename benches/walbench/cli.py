@@ -339,6 +339,10 @@ def main():
         sys.exit(str(e))
     if where.isolated and args.keep_servers:
         sys.exit("--keep-servers: the servers of a run in namespaces stop with them")
+    if where.isolated and args.brokers:
+        # brokers.py starts them on 127.0.0.1 beside the driver, which would
+        # put them on the relay's host, not across a link.
+        sys.exit("--brokers with --net or --cc: the brokers do not run in namespaces of their own yet")
     only = args.only.upper().split(",")
     load_at_start = machine.load_average()
     out = os.path.join(BENCH_DIR, "results", machine.utc_stamp())
