@@ -184,7 +184,7 @@ image_phase() {
 # The build cache: cargo's target directories outside the clone, kept
 # between runs on this machine as cargo's registry and Maven's ~/.m2 are, so
 # that a run on a fresh clone compiles only walrelay's own crates (a cold
-# cache costs the whole build once: about 9 minutes more on this machine).
+# cache costs the whole build once: about 7 minutes more on this machine).
 # Under WALRELAY_BUILD_CACHE (default ~/.cache/walrelay/build): target/ for
 # clippy and the tests, static/ for the static release build. Every run
 # holds a shared lock on it; a run that finds no other starts by removing
