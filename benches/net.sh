@@ -69,10 +69,10 @@ namespaces() {
 }
 
 cmd_up() {
-    local name=$1 cond=$2 cc=${3:-} rate=${4:-} rtt hold role ns
+    local name=$1 cond=$2 cc=${3:-} rate=${4:-} rtt role ns
     check_name "$name"
     [[ -n ${RTT_OF[$cond]+x} ]] || die "COND must be loopback, lan or zone, got '$cond'"
-    [[ $(id -u) -eq 0 ]] || die "net.sh needs root (ip netns, tc)"
+    [[ $(id -u) -eq 0 ]] || die "net.sh needs root (ip netns, iptables, tc)"
     if [[ -z $cc ]]; then
         cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
     fi
@@ -94,17 +94,7 @@ cmd_up() {
         ip netns add "$ns"
         ip -n "$ns" link set lo up
         ip netns exec "$ns" sysctl -q -w "net.ipv4.tcp_congestion_control=$cc"
-        cat >"$STATE_DIR/$name.env" <<EOF
-COND=loopback
-RTT_US=0
-CC=$cc
-RATE=
-PG_NS=$ns
-KAFKA_NS=$ns
-RELAY_NS=$ns
-PG_HOST=127.0.0.1
-KAFKA_HOST=127.0.0.1
-EOF
+        write_env "$name" "$cond" 0 "$cc" "" "$ns" "$ns" "$ns" 127.0.0.1 127.0.0.1
         trap - EXIT
         return 0
     fi
@@ -133,22 +123,32 @@ EOF
         fi
     done
     calibrate "$name" "$rtt"
-    hold=$(cat "$STATE_DIR/$name-pg.delay_us")
-    cat >"$STATE_DIR/$name.env" <<EOF
-COND=$cond
-RTT_US=$rtt
-MEASURED_RTT_US=$MEASURED
-BASE_RTT_US=$BASE
-DELAY_US=$hold
-CC=$cc
-RATE=$rate
-PG_NS=$name-pg
-KAFKA_NS=$name-kafka
-RELAY_NS=$name-relay
-PG_HOST=${HOST_OF[pg]}
-KAFKA_HOST=${HOST_OF[kafka]}
-EOF
+    write_env "$name" "$cond" "$rtt" "$cc" "$rate" "$name-pg" "$name-kafka" "$name-relay" \
+        "${HOST_OF[pg]}" "${HOST_OF[kafka]}"
     trap - EXIT
+}
+
+# STATE_DIR/NAME.env, what benches/walbench/net.py reads: the condition, the
+# round trip asked, the congestion control, the bandwidth cap, the three
+# roles' namespaces and the servers' addresses; after a calibration also
+# the round trip with no delay (BASE), the hold (HOLD) and the round trip
+# measured with it (MEASURED).
+write_env() {
+    local name=$1
+    cat >"$STATE_DIR/$name.env" <<EOF
+COND=$2
+RTT_US=$3
+CC=$4
+RATE=$5
+PG_NS=$6
+KAFKA_NS=$7
+RELAY_NS=$8
+PG_HOST=$9
+KAFKA_HOST=${10}
+BASE_RTT_US=${BASE:-}
+DELAY_US=${HOLD:-}
+MEASURED_RTT_US=${MEASURED:-}
+EOF
 }
 
 # A namespace other than the host's may only pick a congestion control the
@@ -234,23 +234,25 @@ print(round(statistics.median(times) * 1e6))' "${HOST_OF[pg]}" "$port") || rtt="
 # is RTT_US: the delay elements cost a round trip of their own on this
 # machine (about 0.1-0.2 ms with no delay at all), so they hold packets for
 # what is left, corrected once by a second measurement. Sets BASE (the
-# round trip with no delay) and MEASURED (the last one).
+# round trip with no delay), HOLD (the delay given) and MEASURED (the last
+# round trip).
 calibrate() {
-    local name=$1 target=$2 hold=0 prev role i
+    local name=$1 target=$2 prev role i
+    HOLD=0
     BASE=$(measure_rtt "$name")
     MEASURED=$BASE
     for i in 1 2; do
         ((MEASURED < target - 20 || MEASURED > target + 20)) || break
-        prev=$hold
-        hold=$((hold + target - MEASURED))
-        ((hold >= 0)) || hold=0
-        ((hold != prev)) || break
+        prev=$HOLD
+        HOLD=$((HOLD + target - MEASURED))
+        ((HOLD >= 0)) || HOLD=0
+        ((HOLD != prev)) || break
         for role in pg kafka; do
-            start_delay "$name-$role" "$hold"
+            start_delay "$name-$role" "$HOLD"
         done
         MEASURED=$(measure_rtt "$name")
     done
-    note "$name: round trip ${MEASURED} us (asked ${target}; ${BASE} with no delay; ${hold} us held by the servers' hosts)"
+    note "$name: round trip ${MEASURED} us (asked ${target}; ${BASE} with no delay; ${HOLD} us held by the servers' hosts)"
 }
 
 cmd_down() {
@@ -283,10 +285,7 @@ cmd_down() {
 cmd_watch() {
     local name=$1 pid=$2
     check_name "$name"
-    [[ $pid =~ ^[0-9]+$ ]] || die "PID must be a number"
-    # shellcheck disable=SC2016 # the arguments are for bash -c
-    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down "$3"' \
-        watch "$pid" "$0" "$name" </dev/null >/dev/null 2>&1 &
+    WALRELAY_OWNER_PID=$pid start_watchdog true "'$SCRIPT_DIR/net.sh' down '$name'"
 }
 
 cmd_describe() {

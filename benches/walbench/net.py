@@ -16,6 +16,7 @@ import subprocess
 import time
 
 from . import REPO, BenchError, log, machine
+from .procs import cpu_of
 
 STATE_DIR = os.path.join(REPO, ".walrelay-env", "bench", "net")
 NET_SH = os.path.join(REPO, "benches", "net.sh")
@@ -108,24 +109,19 @@ class Net:
         return f
 
     def link_cpu_s(self):
-        """CPU seconds the delay elements (link_delay, one per host) have
-        used so far: the links' cost, which the machine's two cores pay
-        beside what is measured. None without delays."""
+        """CPU seconds the delay elements (link_delay, in the servers'
+        namespaces; benches/net.sh keeps their pids) have used so far: the
+        links' cost, which the machine's two cores pay beside what is
+        measured. None without delays."""
         if not self.isolated or self.cond == "loopback":
             return None
         total = 0.0
-        for ns in {self.pg_ns, self.kafka_ns, self.relay_ns}:
-            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-            for pid in pids:
-                try:
-                    with open(f"/proc/{pid}/stat") as f:
-                        stat = f.read()
-                except OSError:
-                    continue
-                if "(link_delay" not in stat:
-                    continue
-                fields = stat.rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        for ns in (self.pg_ns, self.kafka_ns):
+            try:
+                with open(os.path.join(STATE_DIR, f"{ns}.link.pid")) as f:
+                    total += cpu_of(int(f.read())) or 0.0
+            except (OSError, ValueError):
+                continue
         return round(total, 1)
 
     def describe(self):
