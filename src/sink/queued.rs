@@ -29,7 +29,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -150,6 +150,15 @@ pub(crate) trait Publisher: Send + Sized + 'static {
     fn skips_heartbeats(_config: &Self::Config) -> bool {
         false
     }
+
+    /// Told, right after a connection that is not the worker's first,
+    /// when the broker came back: the first connection made since the
+    /// last one was lost without a healthy publish in between. The
+    /// instant stays the same across the reconnections of one outage, so
+    /// a publisher that is lenient for a while after a broker restart
+    /// (RabbitMQ routes nothing until it has restored its bindings) is
+    /// lenient for a bounded time.
+    fn reconnected(&mut self, _back_since: Instant) {}
 
     /// Publishes `batch` in order and waits for the broker's answers: one
     /// outcome per record, in order. After a [`Outcome::Retry`] the
@@ -285,6 +294,8 @@ impl<P: Publisher> QueuedSink<P> {
             state: Arc::clone(&state),
             letters: letters.clone(),
             retry: RETRY_MIN,
+            ever_connected: false,
+            back_since: None,
         };
         tokio::spawn(worker.run(rx));
         QueuedSink {
@@ -495,6 +506,11 @@ struct Worker<P: Publisher> {
     state: Arc<QueueState>,
     letters: Option<LetterFormat>,
     retry: Duration,
+    /// A connection was made before (the next one is a reconnection).
+    ever_connected: bool,
+    /// When the broker came back after the connection was last lost;
+    /// `None` once a publish went through on the new connection.
+    back_since: Option<Instant>,
 }
 
 impl<P: Publisher> Worker<P> {
@@ -517,8 +533,12 @@ impl<P: Publisher> Worker<P> {
                 return None;
             }
             match P::connect(&self.config).await {
-                Ok(p) => {
+                Ok(mut p) => {
                     info!(broker = P::NAME, "connected");
+                    if self.ever_connected {
+                        p.reconnected(*self.back_since.get_or_insert_with(Instant::now));
+                    }
+                    self.ever_connected = true;
                     self.state.connected.store(true, Ordering::Relaxed);
                     self.retry = RETRY_MIN;
                     self.publisher = Some(p);
@@ -587,6 +607,7 @@ impl<P: Publisher> Worker<P> {
                 None => {
                     self.state.connected.store(true, Ordering::Relaxed);
                     self.retry = RETRY_MIN;
+                    self.back_since = None;
                 }
             }
         }
@@ -748,6 +769,9 @@ mod tests {
     struct Script {
         answers: Mutex<VecDeque<Vec<Outcome>>>,
         batches: Mutex<Vec<Vec<String>>>,
+        /// Connections made, and what each reconnection was told.
+        connects: AtomicUsize,
+        reconnections: Mutex<Vec<Instant>>,
     }
 
     impl Publisher for Scripted {
@@ -762,6 +786,7 @@ mod tests {
         type Config = Arc<Script>;
 
         async fn connect(config: &Arc<Script>) -> Result<Scripted, String> {
+            config.connects.fetch_add(1, Ordering::Relaxed);
             Ok(Scripted {
                 shared: Arc::clone(config),
             })
@@ -779,6 +804,10 @@ mod tests {
                 .unwrap_or_default();
             answer.resize(batch.len(), Outcome::Acked);
             answer
+        }
+
+        fn reconnected(&mut self, back_since: Instant) {
+            self.shared.reconnections.lock().unwrap().push(back_since);
         }
     }
 
@@ -883,6 +912,50 @@ mod tests {
         assert!(
             failure.to_string().contains("scripted could not deliver"),
             "{failure}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_reconnection_is_told_when_the_broker_came_back_once_per_outage() {
+        let script = Arc::new(Script::default());
+        {
+            let mut answers = script.answers.lock().unwrap();
+            answers.push_back(vec![Outcome::Retry("away".into())]);
+            answers.push_back(vec![Outcome::Retry("still away".into())]);
+        }
+        let sink = QueuedSink::<Scripted>::start(
+            Arc::clone(&script),
+            None,
+            Duration::ZERO,
+            Arc::new(Metrics::default()),
+        );
+        sink.send(&WireRecord::plain("a", None, Some(b"v")), letter(1))
+            .await
+            .unwrap();
+        drained(&sink).await;
+        // The first connection is not a reconnection; the two after it
+        // belong to one outage and are told the same instant.
+        assert_eq!(script.connects.load(Ordering::Relaxed), 3);
+        let first = script.reconnections.lock().unwrap().clone();
+        assert_eq!(first.len(), 2, "{first:?}");
+        assert_eq!(first[0], first[1]);
+
+        // A healthy publish ended that outage: the next one starts anew.
+        script
+            .answers
+            .lock()
+            .unwrap()
+            .push_back(vec![Outcome::Retry("away again".into())]);
+        sink.send(&WireRecord::plain("b", None, Some(b"v")), letter(2))
+            .await
+            .unwrap();
+        drained(&sink).await;
+        let all = script.reconnections.lock().unwrap().clone();
+        assert_eq!(all.len(), 3, "{all:?}");
+        assert!(all[2] > all[0], "{all:?}");
+        assert_eq!(
+            script.batches.lock().unwrap().concat(),
+            ["a", "a", "a", "b", "b"]
         );
     }
 }

@@ -27,6 +27,13 @@
 //!   (a passive `exchange.declare` on a channel of its own) and refuses a
 //!   record whose exchange does not exist as `no_exchange`, so `[errors]`
 //!   applies to it like to any other record the broker refuses.
+//! - Right after a reconnection, an unroutable record is published again
+//!   (with the records after it) for `unroutable_retry_ms` (30 s by
+//!   default) from when the broker came back, and refused only after
+//!   that: a restarted RabbitMQ node routes nothing until it has restored
+//!   its bindings, and a durable queue's binding to a durable exchange
+//!   comes back a moment after the node accepts connections. At the first
+//!   connection an unroutable record is refused at once.
 //! - A `basic.nack` (the broker could not store the message: a queue
 //!   process failed, a quorum queue lost its majority, a full disk) is not
 //!   fatal: the record and the ones after it are published again after a
@@ -80,6 +87,9 @@ use crate::setting::SettingError;
 pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 128 << 20;
 /// Debezium Server's `ackTimeout`.
 const DEFAULT_ACK_TIMEOUT_MS: u64 = 30_000;
+/// How long after the broker came back an unroutable record is published
+/// again rather than refused, ms.
+const DEFAULT_UNROUTABLE_RETRY_MS: u64 = 30_000;
 /// Debezium Server's `null.value`.
 const NULL_DEFAULT: &str = "default";
 /// AMQP's limit on a short string (exchange, routing key, header name).
@@ -171,6 +181,11 @@ pub(crate) struct RabbitMqConfig {
     /// refused (`unroutable`) instead of dropped by the broker.
     #[serde(default)]
     pub(crate) mandatory: Option<bool>,
+    /// After a reconnection, how long an unroutable record is published
+    /// again before it is refused, ms (default 30000; 0: refused at once).
+    /// A restarted node routes nothing until its bindings are restored.
+    #[serde(default)]
+    pub(crate) unroutable_retry_ms: Option<u64>,
     /// Largest body published (default 128 MiB, RabbitMQ's
     /// `max_message_size`); a larger record is refused.
     #[serde(default)]
@@ -210,6 +225,7 @@ impl fmt::Debug for RabbitMqConfig {
             .field("ack_timeout_ms", &self.ack_timeout_ms)
             .field("null_value", &self.null_value)
             .field("mandatory", &self.mandatory)
+            .field("unroutable_retry_ms", &self.unroutable_retry_ms)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("header_byte_arrays", &self.header_byte_arrays)
             .finish()
@@ -504,6 +520,11 @@ pub(crate) struct RabbitMq {
     exchanges: HashSet<String>,
     /// Queues declared on this connection (`auto_create_routing_key`).
     queues: HashSet<String>,
+    /// `unroutable_retry_ms`.
+    unroutable_retry: Duration,
+    /// Until when an unroutable record is published again: set on a
+    /// reconnection, from when the broker came back.
+    unroutable_until: Option<Instant>,
 }
 
 impl Publisher for RabbitMq {
@@ -569,6 +590,12 @@ impl Publisher for RabbitMq {
             header_byte_arrays: config.header_byte_arrays,
             exchanges: HashSet::new(),
             queues: HashSet::new(),
+            unroutable_retry: Duration::from_millis(
+                config
+                    .unroutable_retry_ms
+                    .unwrap_or(DEFAULT_UNROUTABLE_RETRY_MS),
+            ),
+            unroutable_until: None,
         };
         // Debezium Server declares the static routing key's queue at start.
         if let (true, RoutingKey::Static(name)) = (publisher.auto_create, publisher.routing.clone())
@@ -606,6 +633,10 @@ impl Publisher for RabbitMq {
             }
         }
         outcomes
+    }
+
+    fn reconnected(&mut self, back_since: std::time::Instant) {
+        self.unroutable_until = Some(Instant::from_std(back_since) + self.unroutable_retry);
     }
 }
 
@@ -750,7 +781,7 @@ impl RabbitMq {
                 "no publisher confirm within ack_timeout_ms ({} ms)",
                 self.ack_timeout.as_millis()
             )),
-            Ok(result) => confirmation(result),
+            Ok(result) => recovering(confirmation(result), self.unroutable_until, Instant::now()),
         }
     }
 
@@ -867,6 +898,28 @@ fn confirmation(result: lapin::Result<Confirmation>) -> Outcome {
                 .to_owned(),
         ),
         Err(e) => Outcome::Retry(channel_error(&e)),
+    }
+}
+
+/// `outcome`, with an unroutable record published again while `until`
+/// (a reconnection's grace) has not passed: the node may still be
+/// restoring its bindings.
+fn recovering(outcome: Outcome, until: Option<Instant>, now: Instant) -> Outcome {
+    match (outcome, until) {
+        (
+            Outcome::Failed {
+                class: FailureClass::Record {
+                    kind: "unroutable", ..
+                },
+                error,
+                ..
+            },
+            Some(until),
+        ) if now < until => Outcome::Retry(format!(
+            "{error}; RabbitMQ came back only recently and may still be restoring its bindings: publishing it again (for {} ms more, unroutable_retry_ms)",
+            (until - now).as_millis()
+        )),
+        (outcome, _) => outcome,
     }
 }
 
@@ -1085,5 +1138,31 @@ mod tests {
             confirmation(Ok(Confirmation::Nack(None))),
             Outcome::Retry(_)
         ));
+    }
+
+    #[test]
+    fn an_unroutable_record_is_retried_only_in_a_reconnections_grace() {
+        let unroutable = || refused("unroutable", false, "basic.return 312 NO_ROUTE".into());
+        let now = Instant::now();
+        let grace = Some(now + Duration::from_secs(30));
+        // First connection: refused at once.
+        assert_eq!(recovering(unroutable(), None, now), unroutable());
+        // Within the grace: published again, the return named.
+        match recovering(unroutable(), grace, now) {
+            Outcome::Retry(why) => assert!(
+                why.contains("312 NO_ROUTE") && why.contains("unroutable_retry_ms"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // After it: refused.
+        assert_eq!(
+            recovering(unroutable(), grace, now + Duration::from_secs(31)),
+            unroutable()
+        );
+        // Other refusals are not touched.
+        let too_large = refused("message_too_large", true, "big".into());
+        assert_eq!(recovering(too_large.clone(), grace, now), too_large);
+        assert_eq!(recovering(Outcome::Acked, grace, now), Outcome::Acked);
     }
 }

@@ -4,7 +4,8 @@
 //! consumer gets (exchange, routing key, properties, headers, body, order)
 //! and on the slot: the events in order with exact bytes, Debezium
 //! Server's form (JSON envelopes as long-string headers), SIGKILL under
-//! load, a 30-second outage, an unroutable record and a missing exchange
+//! load, a 30-second outage, a restart that routes nothing for a while,
+//! an unroutable record and a missing exchange
 //! under both error policies, and the polling source.
 
 use std::collections::{HashMap, HashSet};
@@ -18,7 +19,7 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Exchange
 
 use crate::brokers::{without_kafka, Server};
 use crate::common::load::{sigkill_under_load, Delivered, LoadLog};
-use crate::common::metrics::free_port;
+use crate::common::metrics::{exposition, free_port};
 use crate::common::relay::{event_id, event_number, tail, Outbox, Relay, WAIT};
 use crate::common::{env, Record};
 
@@ -107,6 +108,34 @@ async fn declare(port: u16, exchange: &str, kind: ExchangeKind, queue: Option<(&
         )
         .await
         .expect("bind the queue");
+    }
+}
+
+/// Removes the binding of `queue` to `exchange` (routing key `""`).
+async fn unbind(port: u16, queue: &str, exchange: &str) {
+    let (_conn, ch) = amqp(port).await.expect("connect to rabbitmq");
+    ch.queue_unbind(
+        queue.into(),
+        exchange.into(),
+        "".into(),
+        FieldTable::default(),
+    )
+    .await
+    .expect("unbind the queue");
+}
+
+/// walrelay's `walrelay_broker_retries_total` for RabbitMQ (0 before the
+/// first), read from its `/metrics` on `port`.
+async fn retries(port: u16, relay: &mut Relay) -> f64 {
+    loop {
+        if let Some(series) = exposition(port).await {
+            return series
+                .get("walrelay_broker_retries_total{broker=\"rabbitmq\"}")
+                .copied()
+                .unwrap_or(0.0);
+        }
+        relay.assert_running();
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -442,6 +471,102 @@ async fn rabbitmq_outage_holds_the_slot_then_delivers() {
     );
     ob.wait_confirmed(ob.current_lsn().await, &relay).await;
     ob.finish(relay).await;
+}
+
+/// RabbitMQ back from a restart without the binding the events need (as a
+/// node that has not yet restored its bindings routes nothing): walrelay
+/// publishes the returned records again instead of stopping, for
+/// `unroutable_retry_ms` from when the broker came back. Bound again
+/// within it, every event arrives in order; never bound again, walrelay
+/// stops on the first unroutable event once that time is over, and the
+/// slot stays before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_unroutable_after_a_restart_is_published_again_for_a_while() {
+    let mut rabbit = Server::rabbitmq();
+    let ob = Outbox::new("rmq_rebind").await;
+    let queue = format!("q_{}", ob.name);
+    let exchange = ob.topic("");
+    declare(
+        rabbit.port,
+        &exchange,
+        ExchangeKind::Fanout,
+        Some((&queue, "")),
+    )
+    .await;
+    let port = free_port();
+    let metrics = format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n");
+    let config = without_kafka(
+        &ob.config_with("", &metrics),
+        &sink(rabbit.port, "unroutable_retry_ms = 600000"),
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    ob.insert_series(1, 10).await;
+    let mut reader = Reader::new(rabbit.port, &queue);
+    reader.at_least(&mut relay, 10).await;
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+
+    // 1. Back without the binding: the records come back as NO_ROUTE and
+    // are published again (each time a retry) while walrelay keeps
+    // running and the slot stays before them; bound again, they arrive.
+    unbind(rabbit.port, &queue, &exchange).await;
+    rabbit.stop();
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(11, 20).await;
+    rabbit.start();
+    let back = retries(port, &mut relay).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while retries(port, &mut relay).await < back + 3.0 {
+        assert!(
+            Instant::now() < deadline,
+            "walrelay did not publish again after the restart\n{}",
+            tail(&relay.log(), 30)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let confirmed = ob.slot_confirmed().await.expect("slot");
+    assert!(
+        confirmed <= pre_commit,
+        "the slot moved to {confirmed} past the unroutable events (commit after {pre_commit})"
+    );
+    relay.assert_running();
+    declare(
+        rabbit.port,
+        &exchange,
+        ExchangeKind::Fanout,
+        Some((&queue, "")),
+    )
+    .await;
+    let want: HashSet<u64> = (1..=20).collect();
+    let got = reader.numbers(&mut relay, &want).await;
+    assert_eq!(first_arrivals(got), (1..=20).collect::<Vec<_>>());
+    ob.wait_confirmed(ob.current_lsn().await, &relay).await;
+    relay.signal("TERM");
+    assert_eq!(relay.exit_code(WAIT), 0, "{}", relay.log());
+
+    // 2. Never bound again: refused once the (short) grace is over.
+    let config = without_kafka(
+        &ob.config_with("", &metrics),
+        &sink(rabbit.port, "unroutable_retry_ms = 2000"),
+    );
+    let mut relay = Relay::start(&config);
+    ob.wait_active(&mut relay).await;
+    unbind(rabbit.port, &queue, &exchange).await;
+    rabbit.stop();
+    let pre_commit = ob.insert_series_reading_pre_commit_lsn(21, 30).await;
+    rabbit.start();
+    assert_ne!(relay.exit_code(WAIT), 0, "walrelay must stop on event 21");
+    let log = relay.log();
+    assert!(
+        log.contains(&event_id(21)) && log.contains("basic.return"),
+        "the error names the event and the return: {}",
+        tail(&log, 20)
+    );
+    let confirmed = ob.slot_confirmed().await.expect("slot");
+    assert!(
+        confirmed <= pre_commit,
+        "the slot moved to {confirmed} past event 21 (commit after {pre_commit})"
+    );
+    ob.finish_exited(relay).await;
 }
 
 /// Records RabbitMQ refuses: one no binding routes (an exchange without a
