@@ -31,6 +31,7 @@
 //! at 26.1 CPU s per million events, against 62,060 and 15.8 with a pause
 //! after every read (same run, docs/benchmarks.md).
 
+use std::collections::VecDeque;
 use std::io;
 use std::thread;
 use std::time::Duration;
@@ -165,62 +166,110 @@ fn cut(buf: &mut BytesMut, whole: usize, first_unsent_us: &mut i64, last_read_us
     chunk
 }
 
+/// Makes room in `buf` for a read of `want` bytes without ever growing an
+/// allocation: `BytesMut::reserve` on a buffer it holds alone grows it to
+/// twice its size, and every run cut from it afterwards keeps the larger
+/// allocation alive while any event cut from that run is in flight (a W2
+/// drain had 22.5 MB of read buffers alive at its peak that way, against
+/// a few MB of WAL in flight: docs/benchmarks.md, "Memory"). The buffer is
+/// reused when no run cut from it is left and its bytes fit once moved to
+/// its front; otherwise its bytes (a partial message at most: runs are
+/// cut as soon as they are whole) move to a new allocation of `want` more.
+fn make_room(buf: &mut BytesMut, want: usize) {
+    if buf.capacity() - buf.len() >= want / 4 || buf.try_reclaim(want) {
+        return;
+    }
+    let mut fresh = BytesMut::with_capacity(buf.len() + want);
+    fresh.extend_from_slice(buf);
+    *buf = fresh;
+}
+
+/// Runs cut off the buffer and not yet handed over (the channel was full),
+/// oldest first.
+#[derive(Default)]
+struct Pending {
+    runs: VecDeque<Chunk>,
+    bytes: usize,
+}
+
+impl Pending {
+    fn push(&mut self, chunk: Chunk) {
+        self.bytes += chunk.bytes.len();
+        self.runs.push_back(chunk);
+    }
+
+    /// Hands the oldest run over with `permit`.
+    fn send(&mut self, permit: mpsc::Permit<'_, Result<Chunk, ReplicationError>>) {
+        if let Some(chunk) = self.runs.pop_front() {
+            self.bytes -= chunk.bytes.len();
+            permit.send(Ok(chunk));
+        }
+    }
+}
+
 /// The reader task: reads the socket, hands whole messages to `tx`, ends at
-/// the first error (handed over too) or when the receiver is gone.
+/// the first error (handed over too, after the runs before it) or when the
+/// receiver is gone.
 async fn read_loop(
     mut io: ReadHalf<BoxedTransport>,
     mut buf: BytesMut,
     tx: mpsc::Sender<Result<Chunk, ReplicationError>>,
     coalesce: Duration,
 ) {
-    // When the first byte not yet handed over was read, and the latest read.
+    // When the first byte not yet cut off was read, and the latest read.
     let mut first_unsent_us = unix_now_micros();
     let mut last_read_us = first_unsent_us;
     // A read happened: pause once what it completed is handed over.
     let mut pause = false;
+    let mut pending = Pending::default();
     loop {
-        let (whole, next_len) = match whole_prefix(&buf, CHUNK_MAX) {
-            Ok(split) => split,
-            Err(e) => {
-                let _ = tx.send(Err(e)).await;
-                return;
+        // Cut every whole run off, so that the buffer keeps a partial
+        // message at most and a new allocation copies little.
+        let cut_all = loop {
+            match whole_prefix(&buf, CHUNK_MAX) {
+                Ok((0, next_len)) => break Ok(next_len),
+                Ok((whole, _)) => {
+                    pending.push(cut(&mut buf, whole, &mut first_unsent_us, last_read_us));
+                }
+                Err(e) => break Err(e),
             }
         };
-        // Hand over what is whole, waiting for room only when the buffer
-        // is at its limit.
-        if whole > 0 {
-            let permit = match tx.try_reserve() {
-                Ok(permit) => Some(permit),
+        let next_len = match cut_all {
+            Ok(next_len) => next_len,
+            Err(e) => return end(&tx, pending, e).await,
+        };
+        // Hand over what the channel has room for; wait for room only
+        // when what is held is at its limit.
+        while !pending.runs.is_empty() {
+            match tx.try_reserve() {
+                Ok(permit) => pending.send(permit),
+                Err(mpsc::error::TrySendError::Full(())) => break,
                 Err(mpsc::error::TrySendError::Closed(())) => return,
-                Err(mpsc::error::TrySendError::Full(())) if buf.len() >= READER_LIMIT => {
-                    match tx.reserve().await {
-                        Ok(permit) => Some(permit),
-                        Err(_) => return,
-                    }
+            }
+        }
+        if !pending.runs.is_empty() && pending.bytes + buf.len() >= READER_LIMIT {
+            match tx.reserve().await {
+                Ok(permit) => {
+                    pending.send(permit);
+                    continue;
                 }
-                Err(mpsc::error::TrySendError::Full(())) => None,
-            };
-            if let Some(permit) = permit {
-                permit.send(Ok(cut(&mut buf, whole, &mut first_unsent_us, last_read_us)));
-                continue;
+                Err(_) => return,
             }
         }
         if std::mem::take(&mut pause) {
             thread::sleep(coalesce);
         }
-        // Room for the next read: a chunk, or the whole of a large message.
-        let want = READ_CHUNK.max(next_len.saturating_sub(buf.len() - whole));
-        if buf.capacity() - buf.len() < want / 4 {
-            buf.reserve(want);
-        }
+        // Room for the next read: a chunk, or the rest of a large message.
+        let want = READ_CHUNK.max(next_len.saturating_sub(buf.len()));
+        make_room(&mut buf, want);
         let was_empty = buf.is_empty();
         let read = tokio::select! {
             biased;
-            // Room appeared for what is already whole.
-            permit = tx.reserve(), if whole > 0 => {
+            // Room appeared for a run already cut.
+            permit = tx.reserve(), if !pending.runs.is_empty() => {
                 match permit {
                     Ok(permit) => {
-                        permit.send(Ok(cut(&mut buf, whole, &mut first_unsent_us, last_read_us)));
+                        pending.send(permit);
                         continue;
                     }
                     Err(_) => return,
@@ -229,10 +278,7 @@ async fn read_loop(
             r = io.read_buf(&mut buf) => r,
         };
         match read {
-            Ok(0) => {
-                let _ = tx.send(Err(ReplicationError::Closed)).await;
-                return;
-            }
+            Ok(0) => return end(&tx, pending, ReplicationError::Closed).await,
             Ok(_) => {
                 last_read_us = unix_now_micros();
                 if was_empty {
@@ -240,12 +286,25 @@ async fn read_loop(
                 }
                 pause = !coalesce.is_zero();
             }
-            Err(e) => {
-                let _ = tx.send(Err(e.into())).await;
-                return;
-            }
+            Err(e) => return end(&tx, pending, e.into()).await,
         }
     }
+}
+
+/// Hands over the runs already cut (a server's last messages before it
+/// closed the connection are often its error), then the error that ends
+/// the reader.
+async fn end(
+    tx: &mpsc::Sender<Result<Chunk, ReplicationError>>,
+    pending: Pending,
+    error: ReplicationError,
+) {
+    for chunk in pending.runs {
+        if tx.send(Ok(chunk)).await.is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Err(error)).await;
 }
 
 /// The decoder's side: CopyData payloads from the reader thread, each run
@@ -455,5 +514,79 @@ mod tests {
         rx.read_more().await.unwrap();
         assert!(rx.try_next().unwrap().is_none(), "a notice is no payload");
         assert!(rx.take_heard(), "but the server was heard");
+    }
+
+    /// Room for a read never grows an allocation: a buffer whose runs are
+    /// still held moves its partial message to a new allocation of the
+    /// size asked for, and one held alone is reused in place.
+    #[test]
+    fn making_room_never_doubles_a_buffer() {
+        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        buf.extend_from_slice(&vec![1u8; READ_CHUNK - 1000]);
+        let held = buf.split_to(READ_CHUNK - 1100).freeze();
+        make_room(&mut buf, READ_CHUNK);
+        assert_eq!(&buf[..], &[1u8; 100][..]);
+        assert!(
+            buf.capacity() >= READ_CHUNK && buf.capacity() < READ_CHUNK + 4096,
+            "{}",
+            buf.capacity()
+        );
+        drop(held);
+
+        // Alone: its bytes move to the front of the same allocation.
+        let mut alone = BytesMut::with_capacity(2 * READ_CHUNK);
+        alone.extend_from_slice(&vec![2u8; 2 * READ_CHUNK - 10]);
+        drop(alone.split_to(2 * READ_CHUNK - 20));
+        let at = alone.as_ptr() as usize;
+        make_room(&mut alone, READ_CHUNK);
+        assert_eq!(&alone[..], &[2u8; 10][..]);
+        assert!(alone.capacity() - alone.len() >= READ_CHUNK);
+        assert!(
+            alone.capacity() <= 2 * READ_CHUNK,
+            "grown to {}",
+            alone.capacity()
+        );
+        assert_ne!(alone.as_ptr() as usize, at, "moved to the front");
+
+        // The rest of a large message: room for all of it.
+        let mut big = BytesMut::from(&[3u8; 10][..]);
+        make_room(&mut big, 4 * READ_CHUNK);
+        assert!(big.capacity() - big.len() >= 4 * READ_CHUNK);
+    }
+
+    /// Runs the channel had no room for are handed over before the end of
+    /// the stream, in order.
+    #[tokio::test]
+    async fn runs_held_back_arrive_before_the_end() {
+        let (client, mut server) = tokio::io::duplex(1 << 20);
+        let io: BoxedTransport = Box::new(client);
+        let (read_half, _write_half) = tokio::io::split(io);
+        let wal = WalIo::start().unwrap();
+        let reader = StreamReader::from_parts(read_half, BytesMut::new());
+        let mut rx = wal.receive(reader, Duration::ZERO);
+        let bodies: Vec<Vec<u8>> = (0..12u8).map(|i| vec![i; 100_000]).collect();
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            for body in (0..12u8).map(|i| vec![i; 100_000]) {
+                server.write_all(&frame(b'd', &body)).await.unwrap();
+            }
+            // The end of the stream, before anything was taken.
+        });
+        writer.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut got = Vec::new();
+        loop {
+            match rx.try_next() {
+                Ok(Some(f)) => got.push(f.to_vec()),
+                Ok(None) => match rx.read_more().await {
+                    Ok(_) => {}
+                    Err(ReplicationError::Closed) => break,
+                    Err(e) => panic!("{e}"),
+                },
+                Err(ReplicationError::Closed) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(got, bodies);
     }
 }
