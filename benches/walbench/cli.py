@@ -404,8 +404,9 @@ def main():
     print(block)
     log(f"results: {out}/results.json, results.md, benchmarks.svg")
     if args.docs and return_code == 0:
-        update_docs(block, svg)
-        log("docs/benchmarks.md and docs/benchmarks.svg updated")
+        network = f"{where.cond}-{where.cc}" if args.netns else None
+        name = update_docs(block, svg, network)
+        log(f"docs/benchmarks.md and docs/{name} updated")
     return return_code
 
 

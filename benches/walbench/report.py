@@ -375,11 +375,22 @@ def replace_block(block, begin, end, heading=None):
         f.write(text)
 
 
-def update_docs(block, svg):
-    """The results block of docs/benchmarks.md and docs/benchmarks.svg."""
-    replace_block(block, "<!-- results:begin (written by benches/run.sh) -->", "<!-- results:end -->")
-    with open(os.path.join(REPO, "docs", "benchmarks.svg"), "w") as f:
+def update_docs(block, svg, network=None):
+    """The results block of docs/benchmarks.md and docs/benchmarks.svg; a
+    run across a network (`network`: its condition and congestion control,
+    `lan-bbr`) has a block and a plot of its own, in the section of the
+    full runs per network condition."""
+    if network is None:
+        replace_block(block, "<!-- results:begin (written by benches/run.sh) -->", "<!-- results:end -->")
+        name = "benchmarks.svg"
+    else:
+        name = f"benchmarks-{network}.svg"
+        block = block.replace("](benchmarks.svg)", f"]({name})")
+        replace_block(block, f"<!-- results-{network}:begin (written by benches/run.sh --net) -->",
+                      f"<!-- results-{network}:end -->", heading=f"### `{network}`")
+    with open(os.path.join(REPO, "docs", name), "w") as f:
         f.write(svg)
+    return name
 
 
 # --------------------------------------------------------------------------
