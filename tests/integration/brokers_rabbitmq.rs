@@ -139,6 +139,18 @@ async fn retries(port: u16, relay: &mut Relay) -> f64 {
     }
 }
 
+/// walrelay stopped on event `n`, naming it and the `basic.return` of its
+/// mandatory publish.
+fn stopped_on_return(relay: &mut Relay, n: u64) {
+    assert_ne!(relay.exit_code(WAIT), 0, "walrelay must stop on event {n}");
+    let log = relay.log();
+    assert!(
+        log.contains(&event_id(n)) && log.contains("basic.return"),
+        "the error names event {n} and the return: {}",
+        tail(&log, 20)
+    );
+}
+
 /// A consumer of one queue that keeps what it got (`basic.get`, no ack:
 /// a message is taken once).
 struct Reader {
@@ -554,13 +566,7 @@ async fn rabbitmq_unroutable_after_a_restart_is_published_again_for_a_while() {
     rabbit.stop();
     let pre_commit = ob.insert_series_reading_pre_commit_lsn(21, 30).await;
     rabbit.start();
-    assert_ne!(relay.exit_code(WAIT), 0, "walrelay must stop on event 21");
-    let log = relay.log();
-    assert!(
-        log.contains(&event_id(21)) && log.contains("basic.return"),
-        "the error names the event and the return: {}",
-        tail(&log, 20)
-    );
+    stopped_on_return(&mut relay, 21);
     let confirmed = ob.slot_confirmed().await.expect("slot");
     assert!(
         confirmed <= pre_commit,
@@ -667,13 +673,7 @@ async fn rabbitmq_refused_records_stop_or_are_dead_lettered() {
     ob.insert(6, "_bad", "k", "{}").await;
     ob.insert(7, "", "k", "{}").await;
     let mut relay = Relay::start(&none);
-    assert_ne!(relay.exit_code(WAIT), 0, "walrelay must stop on event 6");
-    let log = relay.log();
-    assert!(
-        log.contains(&event_id(6)) && log.contains("basic.return"),
-        "the error names the event and the return: {}",
-        tail(&log, 20)
-    );
+    stopped_on_return(&mut relay, 6);
     let confirmed = ob.slot_confirmed().await.expect("slot");
     assert!(
         confirmed < ob.current_lsn().await,
