@@ -498,13 +498,17 @@ async fn rabbitmq_unroutable_after_a_restart_is_published_again_for_a_while() {
     let ob = Outbox::new("rmq_rebind").await;
     let queue = format!("q_{}", ob.name);
     let exchange = ob.topic("");
-    declare(
-        rabbit.port,
-        &exchange,
-        ExchangeKind::Fanout,
-        Some((&queue, "")),
-    )
-    .await;
+    // The exchange and the queue bound to it (again, after an unbind).
+    let amqp_port = rabbit.port;
+    let bind = || {
+        declare(
+            amqp_port,
+            &exchange,
+            ExchangeKind::Fanout,
+            Some((&queue, "")),
+        )
+    };
+    bind().await;
     let port = free_port();
     let metrics = format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n");
     let config = without_kafka(
@@ -541,13 +545,7 @@ async fn rabbitmq_unroutable_after_a_restart_is_published_again_for_a_while() {
         "the slot moved to {confirmed} past the unroutable events (commit after {pre_commit})"
     );
     relay.assert_running();
-    declare(
-        rabbit.port,
-        &exchange,
-        ExchangeKind::Fanout,
-        Some((&queue, "")),
-    )
-    .await;
+    bind().await;
     let want: HashSet<u64> = (1..=20).collect();
     let got = reader.numbers(&mut relay, &want).await;
     assert_eq!(first_arrivals(got), (1..=20).collect::<Vec<_>>());
