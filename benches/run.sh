@@ -148,6 +148,8 @@ build_rev() {
     fi
     printf '%s\n' "$bin"
 }
+# protoc, which the build needs (a fresh machine lacks it), before any build.
+need_build_tools
 BINARIES=()
 for rev in "${REVS[@]}"; do
     bin=$(build_rev "$rev") || exit 1
@@ -183,7 +185,6 @@ case " ${ARGS[*]} " in
     # The receiver alone: no server, nothing else to fetch.
     *" --http-ceiling "*) exec "$VENV/bin/python" -m walbench --http-ceiling "${HTTP_RECEIVER[@]}" ;;
 esac
-need_build_tools
 (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
 if [[ -n "$BROKERS" ]]; then
     # The broker drains run Debezium Server and the brokers, no Kafka.

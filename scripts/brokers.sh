@@ -2,8 +2,9 @@
 # Message brokers for the sink tests: NATS (JetStream on), Redis, RabbitMQ
 # (stream plugin on), moto (a local AWS endpoint: SQS, SNS, Kinesis) and
 # pubsub (Google's in-memory Pub/Sub fake) and Apache Pulsar (standalone),
-# each a real server started by hand, listening on 127.0.0.1 only, with all
-# its state in DIR. Never a system service.
+# each a real server started by hand, listening on 127.0.0.1 only (nats and
+# redis on another address when asked: WALRELAY_BROKER_HOST, at set_host),
+# with all its state in DIR. Never a system service.
 #
 # Usage:
 #   brokers.sh fetch KIND             install KIND's server once (see below)
@@ -475,35 +476,48 @@ log_tail() {
 
 # --- probes ----------------------------------------------------------------
 
-# Prints the first BYTES bytes that 127.0.0.1:PORT answers to TEXT (a printf
-# format, sent as is), in hex; fails after 3 s.
+# Prints the first BYTES bytes that PROBE_HOST:PORT (127.0.0.1 unless set)
+# answers to TEXT (a printf format, sent as is), in hex; fails after 3 s.
 tcp_answer_hex() {
     local port=$1 text=$2 bytes=$3
     # shellcheck disable=SC2016 # the inner script expands its own arguments
-    timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "$2" >&3 && head -c "$3" <&3' \
-        probe "$port" "$text" "$bytes" 2>/dev/null | od -An -tx1 | tr -d ' \n'
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf "$3" >&3 && head -c "$4" <&3' \
+        probe "${PROBE_HOST:-127.0.0.1}" "$port" "$text" "$bytes" 2>/dev/null | od -An -tx1 | tr -d ' \n'
 }
 
-# The body of an HTTP GET of PATH on 127.0.0.1:PORT (with its headers).
+# The body of an HTTP GET of PATH on PROBE_HOST:PORT (127.0.0.1 unless set),
+# with its headers.
 http_get() {
     local port=$1 path=$2
     # shellcheck disable=SC2016 # the inner script expands its own arguments
-    timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
-        printf "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" "$2" >&3 && cat <&3' \
-        probe "$port" "$path" 2>/dev/null
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" &&
+        printf "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" "$3" "$1" >&3 && cat <&3' \
+        probe "${PROBE_HOST:-127.0.0.1}" "$port" "$path" 2>/dev/null
+}
+
+# The address DIR's broker listens on: DIR/host, written by the first start
+# with WALRELAY_BROKER_HOST, else 127.0.0.1.
+host_of() {
+    local dir=$1
+    if [[ -s "$dir/host" ]]; then
+        cat "$dir/host"
+    else
+        printf '127.0.0.1\n'
+    fi
 }
 
 # A client port that sends the NATS greeting (INFO ...) and a JetStream that
-# reports healthy.
+# reports healthy (the monitoring port listens on the client port's address).
 nats_ready() {
-    local dir=$1
+    local dir=$1 PROBE_HOST
+    PROBE_HOST=$(host_of "$dir")
     [[ "$(tcp_answer_hex "$(cat "$dir/port")" '' 4)" == 494e464f ]] || return 1
     http_get "$(cat "$dir/monitor_port")" '/healthz?js-enabled-only=true' | grep -q '"status": *"ok"'
 }
 
 redis_ready() {
     local dir=$1
-    [[ "$(timeout 3 redis-cli -h 127.0.0.1 -p "$(cat "$dir/port")" ping 2>/dev/null)" == PONG ]]
+    [[ "$(timeout 3 redis-cli -h "$(host_of "$dir")" -p "$(cat "$dir/port")" ping 2>/dev/null)" == PONG ]]
 }
 
 # RabbitMQ logs "Server startup complete" once the boot (plugins included) is
@@ -586,7 +600,7 @@ launch_nats() {
     (
         trap '' HUP
         cd "$dir"
-        exec "$NATS_BIN" -a 127.0.0.1 -p "$port" -m "$(cat "$dir/monitor_port")" \
+        exec "$NATS_BIN" -a "$(host_of "$dir")" -p "$port" -m "$(cat "$dir/monitor_port")" \
             -n "walrelay-$port" -js -sd "$dir"
     ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
     printf '%s\n' "$!" >"$dir/pid"
@@ -594,11 +608,16 @@ launch_nats() {
 }
 
 launch_redis() {
-    local dir=$1
+    local dir=$1 host protected=yes
+    host=$(host_of "$dir")
+    # Without a password Redis answers clients from loopback only (protected
+    # mode): on another address (set_host: inside a namespace of the
+    # benchmark's own network) it must let them in.
+    [[ "$host" == 127.0.0.1 ]] || protected=no
     (
         trap '' HUP
         cd "$dir"
-        exec redis-server --port "$(cat "$dir/port")" --bind 127.0.0.1 --dir "$dir" \
+        exec redis-server --port "$(cat "$dir/port")" --bind "$host" --protected-mode "$protected" --dir "$dir" \
             --save '' --appendonly no --daemonize no --logfile ''
     ) </dev/null >>"$dir/log" 2>&1 7>&- 8>&- 9>&- &
     printf '%s\n' "$!" >"$dir/pid"
@@ -906,6 +925,25 @@ kill_all() {
     rm -f "$dir/pid" "$dir/beam.pid" "$dir/wrapper.pid" "$dir/epmd.pid" "$dir/pulsar.jsa.new"
 }
 
+# Listening beyond loopback (the benchmark's network namespaces,
+# benches/net.sh): WALRELAY_BROKER_HOST=<IPv4 address> in the environment of
+# the first start of DIR, kept in DIR/host for every later start. nats and
+# redis only; a later start asking for another address is an error.
+set_host() {
+    local kind=$1 dir=$2 want=${WALRELAY_BROKER_HOST:-}
+    [[ -n "$want" ]] || return 0
+    [[ "$want" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] ||
+        die "WALRELAY_BROKER_HOST must be an IPv4 address, got '$want'"
+    case "$kind" in
+        nats | redis) ;;
+        *) die "WALRELAY_BROKER_HOST: $kind listens on 127.0.0.1 only (nats and redis take an address)" ;;
+    esac
+    if [[ -s "$dir/host" && "$(cat "$dir/host")" != "$want" ]]; then
+        die "WALRELAY_BROKER_HOST=$want, but $dir's broker listens on $(cat "$dir/host") (brokers.sh rm $dir)"
+    fi
+    printf '%s\n' "$want" >"$dir/host"
+}
+
 cmd_start() {
     local kind=$1 dir port_arg=${3:-} rc name alive
     dir=$(abs_path "$2")
@@ -923,6 +961,7 @@ cmd_start() {
     fi
     kill_all "$dir"
     cmd_fetch "$kind"
+    set_host "$kind" "$dir"
     printf '%s\n' "$kind" >"$dir/kind"
     local names=(port)
     case "$kind" in
@@ -967,7 +1006,7 @@ cmd_start() {
         fi
         log_tail "$dir"
         if ((rc == 2)); then
-            die "$kind in $dir did not serve clients on 127.0.0.1:$(cat "$dir/port") within ${START_TIMEOUT}s"
+            die "$kind in $dir did not serve clients on $(host_of "$dir"):$(cat "$dir/port") within ${START_TIMEOUT}s"
         fi
         die "$kind in $dir exited during start"
     done
@@ -1043,8 +1082,8 @@ cmd_url() {
     [[ -f "$dir/port" ]] || die "no port recorded in $dir"
     port=$(cat "$dir/port")
     case "$kind" in
-        nats) printf 'nats://127.0.0.1:%s\n' "$port" ;;
-        redis) printf 'redis://127.0.0.1:%s\n' "$port" ;;
+        nats) printf 'nats://%s:%s\n' "$(host_of "$dir")" "$port" ;;
+        redis) printf 'redis://%s:%s\n' "$(host_of "$dir")" "$port" ;;
         # %2f: the default virtual host, "/".
         rabbitmq) printf 'amqp://guest:guest@127.0.0.1:%s/%%2f\n' "$port" ;;
         # The endpoint of every AWS service (SQS, SNS, Kinesis, ...).

@@ -114,7 +114,7 @@ import socket
 import subprocess
 import time
 
-from . import BenchError, log, run
+from . import BenchError, log, net, run
 from .servers import SCRIPTS
 
 
@@ -165,30 +165,47 @@ class Broker:
         """Environment variables both systems need for this broker."""
         return {}
 
+    # Whether scripts/brokers.sh can start it on another address than
+    # 127.0.0.1 (WALRELAY_BROKER_HOST): what a run across benches/net.sh's
+    # links (--net lan|zone) needs of a broker.
+    networked = False
+
     def __init__(self, dir_, args=None):
         self.dir = dir_
         self.args = args
         self.pid = None
         self.port = None
+        # Where the systems reach it: the broker host's address across a
+        # network (net.py: the host Kafka has otherwise), else loopback.
+        self.host = "127.0.0.1"
 
     def start(self):
         # The server stops by itself if the bench dies (a watchdog of
-        # brokers.sh); env.stop stops it otherwise.
+        # brokers.sh); env.stop stops it otherwise. Across a network it
+        # runs in the broker host's namespace, listening on its address.
         env = dict(os.environ, WALRELAY_OWNER_PID=str(os.getpid()))
-        _brokers_sh("start", self.server_kind or self.kind, self.dir, env=env, stdout=subprocess.DEVNULL)
+        where = net.CURRENT
+        cmd = [os.path.join(SCRIPTS, "brokers.sh"), "start", self.server_kind or self.kind, self.dir]
+        if where.kafka_host != "127.0.0.1":
+            if not self.networked:
+                raise BenchError(f"{self.kind}: listens on 127.0.0.1 only (scripts/brokers.sh), "
+                                 f"so it cannot run across --net {where.cond}")
+            self.host = env["WALRELAY_BROKER_HOST"] = where.kafka_host
+        run(where.wrap("kafka", cmd), env=env, stdout=subprocess.DEVNULL)
         with open(os.path.join(self.dir, "pid")) as f:
             self.pid = int(f.read().strip())
         with open(os.path.join(self.dir, "port")) as f:
             self.port = int(f.read().strip())
         self.connect()
-        log(f"{self.kind}: {self.version()}, at 127.0.0.1:{self.port} (pid {self.pid}) in {self.dir}")
+        log(f"{self.kind}: {self.version()}, at {self.host}:{self.port} (pid {self.pid}) in {self.dir}")
 
     def stop(self):
         try:
             self.close()
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
-        _brokers_sh("stop", self.dir, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run(net.CURRENT.wrap("kafka", [os.path.join(SCRIPTS, "brokers.sh"), "stop", self.dir]),
+            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     # What each broker says.
     def connect(self):
@@ -233,6 +250,7 @@ class Nats(Broker):
     kind = "nats"
     sink_type = "nats-jetstream"
     label = "NATS JetStream"
+    networked = True
 
     def __init__(self, dir_, args=None):
         super().__init__(dir_, args)
@@ -247,7 +265,7 @@ class Nats(Broker):
     def connect(self):
         import nats
         self.loop = asyncio.new_event_loop()
-        self.nc = self._run(nats.connect(f"nats://127.0.0.1:{self.port}", name="walbench",
+        self.nc = self._run(nats.connect(f"nats://{self.host}:{self.port}", name="walbench",
                                          allow_reconnect=False, connect_timeout=5))
         self.js = self.nc.jetstream()
 
@@ -267,7 +285,7 @@ class Nats(Broker):
         # The stream exists before the system starts (prepare): no
         # create-stream, as in production.
         return {"debezium.sink.type": self.sink_type,
-                "debezium.sink.nats-jetstream.url": f"nats://127.0.0.1:{self.port}"}
+                "debezium.sink.nats-jetstream.url": f"nats://{self.host}:{self.port}"}
 
     @staticmethod
     def stream_name(dest):
@@ -313,6 +331,7 @@ class Redis(Broker):
     kind = "redis"
     sink_type = "redis"
     label = "Redis Streams"
+    networked = True
 
     def __init__(self, dir_, args=None):
         super().__init__(dir_, args)
@@ -320,7 +339,7 @@ class Redis(Broker):
 
     def connect(self):
         import redis
-        self.r = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=30)
+        self.r = redis.Redis(host=self.host, port=self.port, socket_timeout=30)
         self.r.ping()
 
     def close(self):
@@ -333,7 +352,7 @@ class Redis(Broker):
 
     def sink_properties(self, dest):
         return {"debezium.sink.type": self.sink_type,
-                "debezium.sink.redis.address": f"127.0.0.1:{self.port}"}
+                "debezium.sink.redis.address": f"{self.host}:{self.port}"}
 
     def prepare(self, dest):
         self.r.delete(dest)

@@ -340,9 +340,14 @@ def main():
     if where.isolated and args.keep_servers:
         sys.exit("--keep-servers: the servers of a run in namespaces stop with them")
     if where.isolated and args.brokers:
-        # brokers.py starts them on 127.0.0.1 beside the driver, which would
-        # put them on the relay's host, not across a link.
-        sys.exit("--brokers with --net or --cc: the brokers do not run in namespaces of their own yet")
+        # Across a link a broker runs on Kafka's host, listening on its
+        # address (brokers.py); the others listen on 127.0.0.1 only, which
+        # would put them beside the driver, not across the link.
+        local = [b for b in args.brokers if not BROKERS[b].networked]
+        if local and where.cond != "loopback":
+            sys.exit(f"--brokers {','.join(local)} with --net {where.cond}: only "
+                     f"{', '.join(k for k, c in BROKERS.items() if c.networked)} run across a link "
+                     "(scripts/brokers.sh WALRELAY_BROKER_HOST)")
     only = args.only.upper().split(",")
     load_at_start = machine.load_average()
     out = os.path.join(BENCH_DIR, "results", machine.utc_stamp())
@@ -422,6 +427,7 @@ def finish_brokers(args, facts, results, command, out, return_code):
     print(block)
     log(f"results: {out}/results.json, results.md")
     if args.docs and return_code == 0:
-        update_broker_docs(block)
+        where = net.CURRENT
+        update_broker_docs(block, f"{where.cond}-{where.cc}" if args.netns else None)
         log("docs/benchmarks.md updated")
     return return_code

@@ -55,6 +55,8 @@ class Env:
         where = net.CURRENT
         server_dir = os.path.join(BENCH_DIR, f"netns-{where.cond}") if where.isolated else BENCH_DIR
         self.servers = Servers(server_dir, kafka=not self.broker_kinds)
+        # The brokers too: a broker's directory keeps its first address.
+        self.broker_dir = os.path.join(server_dir, "brokers")
         self.brokers = {}  # kind -> brokers.Broker, started
         self.broker_pid = None
         self.pg_dir = self.servers.pg_dir
@@ -77,7 +79,7 @@ class Env:
             self.kafka_version = kafka_version()
             self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         for kind in self.broker_kinds:
-            b = brokers.make(kind, brokers.server_dir(os.path.join(BENCH_DIR, "brokers"), kind), self.args)
+            b = brokers.make(kind, brokers.server_dir(self.broker_dir, kind), self.args)
             # Stopped on the way out even if its start fails halfway.
             self.brokers[kind] = b
             b.start()

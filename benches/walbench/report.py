@@ -497,6 +497,12 @@ def _extra_java_opts(results, base):
     return "".join(f", on {b} `{o}`" for b, o in per.items())
 
 
-def update_broker_docs(block):
-    """The broker drains' block of docs/benchmarks.md."""
-    replace_block(block, BROKER_BEGIN, BROKER_END, BROKER_HEADING)
+def update_broker_docs(block, network=None):
+    """The broker drains' block of docs/benchmarks.md; a run across a
+    network (`network`, as update_docs takes it) has a block of its own in
+    the section of the runs per network condition."""
+    if network is None:
+        replace_block(block, BROKER_BEGIN, BROKER_END, BROKER_HEADING)
+    else:
+        replace_block(block, f"<!-- broker-bench-{network}:begin (written by benches/run.sh --brokers --net) -->",
+                      f"<!-- broker-bench-{network}:end -->", heading=f"### NATS and Redis across `{network}`")
