@@ -17,8 +17,8 @@ from . import config
 from .kafka_markers import KafkaCommitted
 from .procs import Sched
 from .broker_drains import slot_name
-from .brokers import (BROKERS, Broker, Consumed, Http, Kinesis, PolledTimes, PubSub, Pulsar, RabbitMQ, RabbitMQStream,
-                      Sqs, make, parse_rfc3339, redis_id_seconds, server_dir, sqs_queue_name)
+from .brokers import (BROKERS, Broker, Consumed, Http, Kinesis, Nats, PolledTimes, PubSub, Pulsar, RabbitMQ,
+                      RabbitMQStream, Redis, Sqs, make, parse_rfc3339, redis_id_seconds, server_dir, sqs_queue_name)
 from .dbz_server import application_properties, properties_overrides
 from .report import _extra_java_opts, broker_goals, broker_table, walsender_table
 from .stats import histogram_delta, histogram_quantile, percentile
@@ -266,6 +266,15 @@ def check_brokers():
     # examinemessage's X-Pulsar-publish-time: milliseconds, UTC.
     assert parse_rfc3339("2026-12-06T17:21:15.528Z") == 1796577675.528
     assert server_dir("/b", "http") == "/b/http"
+    # Across a network (--net lan|zone) NATS and Redis listen on the broker
+    # host's address, and both systems are given it; the others cannot.
+    assert {k for k, c in BROKERS.items() if c.networked} == {"nats", "redis"}
+    na, rd = Nats("/nowhere"), Redis("/nowhere")
+    na.port, rd.port = 4222, 6379
+    assert na.host == rd.host == "127.0.0.1"
+    na.host = rd.host = "10.231.0.3"
+    assert na.sink_properties("x")["debezium.sink.nats-jetstream.url"] == "nats://10.231.0.3:4222"
+    assert rd.sink_properties("x")["debezium.sink.redis.address"] == "10.231.0.3:6379"
     # Every kind is made as a run makes it (a constructor that does not
     # take the run's arguments crashed --brokers nats at start).
     for kind in BROKERS:
