@@ -98,6 +98,8 @@ cmd_up() {
         trap - EXIT
         return 0
     fi
+    # A fresh machine lacks it: Debian's package, once.
+    command -v iptables-legacy >/dev/null 2>&1 || apt_install iptables iptables
     IPTABLES=$(command -v iptables-legacy || command -v iptables) ||
         die "iptables not found (Debian: iptables)"
     ip netns add "$name-sw"
