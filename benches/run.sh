@@ -175,6 +175,13 @@ for line in sys.stdin:
     printf '%s\n' "$path"
 }
 WALSENDER_DRAIN=$(bench_binary walsender_drain)
+# The links' delay element (benches/net.sh), another bench target: built
+# here, beside the other bench targets, so that walrelay, built next without
+# the dev-dependencies' features, is built once.
+if [[ $NET == lan || $NET == zone ]]; then
+    LINK_DELAY=$(bench_binary link_delay)
+    export LINK_DELAY
+fi
 HTTP_RECEIVER=()
 if [[ ",$BROKERS," == *",http,"* || " ${ARGS[*]} " == *" --http-ceiling "* ]]; then
     # The receiver of --brokers http, a bench target like walsender_drain.
@@ -213,12 +220,6 @@ case "$NET" in
 esac
 if [[ $NET != loopback || -n $CC ]]; then
     [[ $(id -u) -eq 0 ]] || die "--net $NET${CC:+ --cc $CC} needs root (network namespaces)"
-    if [[ $NET != loopback ]]; then
-        LINK_DELAY=$(bench_binary link_delay)
-        export LINK_DELAY
-        # The build above rebuilt walrelay with the dev-dependencies' features.
-        (cd "$REPO_ROOT" && cargo build --release --bin walrelay >&2)
-    fi
     NETNS=wb$$
     "$SCRIPT_DIR/net.sh" watch "$NETNS" $$
     "$SCRIPT_DIR/net.sh" up "$NETNS" "$NET" "$CC" "$NET_RATE"
