@@ -150,6 +150,11 @@ build_rev() {
 }
 # protoc, which the build needs (a fresh machine lacks it), before any build.
 need_build_tools
+# walrelay's build script watches .git/index (for `git describe --dirty`),
+# and the first git command after a commit or a checkout rewrites the
+# index: run it here, or the build script's own would, and every build
+# below would build walrelay again (scripts/test.sh does the same).
+git -C "$REPO_ROOT" status --porcelain >/dev/null 2>&1 || true
 BINARIES=()
 for rev in "${REVS[@]}"; do
     bin=$(build_rev "$rev") || exit 1
