@@ -119,7 +119,9 @@ from .servers import SCRIPTS
 
 
 def _brokers_sh(*args, env=None, **kw):
-    return run([os.path.join(SCRIPTS, "brokers.sh"), *args], env=env, **kw)
+    """scripts/brokers.sh on the broker's host: across a network (net.py)
+    in the namespace of Kafka's host, else here."""
+    return run(net.CURRENT.wrap("kafka", [os.path.join(SCRIPTS, "brokers.sh"), *args]), env=env, **kw)
 
 
 def parse_rfc3339(text):
@@ -185,13 +187,12 @@ class Broker:
         # runs in the broker host's namespace, listening on its address.
         env = dict(os.environ, WALRELAY_OWNER_PID=str(os.getpid()))
         where = net.CURRENT
-        cmd = [os.path.join(SCRIPTS, "brokers.sh"), "start", self.server_kind or self.kind, self.dir]
         if where.kafka_host != "127.0.0.1":
             if not self.networked:
                 raise BenchError(f"{self.kind}: listens on 127.0.0.1 only (scripts/brokers.sh), "
                                  f"so it cannot run across --net {where.cond}")
             self.host = env["WALRELAY_BROKER_HOST"] = where.kafka_host
-        run(where.wrap("kafka", cmd), env=env, stdout=subprocess.DEVNULL)
+        _brokers_sh("start", self.server_kind or self.kind, self.dir, env=env, stdout=subprocess.DEVNULL)
         with open(os.path.join(self.dir, "pid")) as f:
             self.pid = int(f.read().strip())
         with open(os.path.join(self.dir, "port")) as f:
@@ -204,8 +205,7 @@ class Broker:
             self.close()
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
-        run(net.CURRENT.wrap("kafka", [os.path.join(SCRIPTS, "brokers.sh"), "stop", self.dir]),
-            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _brokers_sh("stop", self.dir, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     # What each broker says.
     def connect(self):
