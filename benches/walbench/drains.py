@@ -17,7 +17,7 @@ import time
 from . import BenchError, log
 from .cpu_profile import Profile, finish_profile
 from .env import PIN_MODES
-from .procs import cpu_of, hwm_kb, tree_cpu, tree_hwm_kb, tree_threads
+from .procs import cpu_of, hwm_kb, tree_cpu, tree_hwm_kb, tree_rss_split_kb, tree_threads
 from .systems import BASELINES, REPEATED, TRANSACTIONAL, base_system, slug, start_system, tail, wait_active
 from .walrelay import transaction_counters
 from .walsender import WalsenderTrace
@@ -46,7 +46,10 @@ def drain(env, system, slot, topic, n, end_lsn, run_dir, timeout, workload=None)
                                                 sut_threads, run_dir, res, workload)
         br1 = cpu_of(env.broker_pid)
     else:
-        _until_in_kafka(env, r, topic, n, ws, t_active + timeout, timeout, prof, sut_threads)
+        split = _until_in_kafka(env, r, topic, n, ws, t_active + timeout, timeout, prof, sut_threads)
+        # Peak RSS split into anonymous memory (sampled every 0.2 s, its
+        # highest) and the file-backed pages (code and libraries).
+        res["peak_anon_mb"], res["file_mb"] = (kb / 1024 for kb in split)
         parts = finish_profile(prof, env.broker_pid, sut_threads, ws_pid, run_dir,
                                {system: r.pid, "the walsender": ws_pid})
         if base in TRANSACTIONAL:
@@ -108,11 +111,15 @@ def _until_exit(env, r, ws, deadline, end_lsn, timeout, prof, sut_threads, run_d
 
 def _until_in_kafka(env, r, topic, n, ws, deadline, timeout, prof, sut_threads):
     """Waits until `n` records of `topic` can be read (committed ones for a
-    transactional system), polling every 0.2 s."""
+    transactional system), polling every 0.2 s. Returns the highest
+    RssAnon seen and the highest RssFile, KiB."""
+    anon = file = 0
     while True:
+        a, f = tree_rss_split_kb(r.pid)
+        anon, file = max(anon, a), max(file, f)
         count = env.count(r.system, topic)
         if count >= n:
-            return
+            return anon, file
         if not r.alive():
             raise BenchError(f"{r.system} exited with {count}/{n} records in kafka:\n{tail(r.log)}")
         if time.time() > deadline:
@@ -189,8 +196,10 @@ def workload_drain(env, name, n, load, systems, out):
                                + (f"-r{k + 1}" if rounds[s] > 1 else ""))
         try:
             res = drain(env, s, slots[(k, s, p)], topics.get((k, s, p)), n, end_lsn, run_dir, timeout, name)
+            split = (f" (anonymous {res['peak_anon_mb']:.1f}, file-backed {res['file_mb']:.1f})"
+                     if "peak_anon_mb" in res else "")
             log(f"{name}: {label}: {res['events_per_s']:,.0f} events/s, {res['cpu_s_per_m']:.1f} CPU s/M, "
-                f"{res['peak_rss_mb']:.0f} MB")
+                f"{res['peak_rss_mb']:.0f} MB{split}")
         except BenchError as e:
             log(f"{name}: {label} FAILED: {e}")
             res = {"system": s, "events": n, "error": str(e).splitlines()[0]}
@@ -213,6 +222,10 @@ def _median_round(rounds, workload, pinned, backlog):
         res["rounds"] = [r.get("events_per_s") for r in rounds]
         # Memory is a bound, not a rate: the worst round counts.
         res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
+        res["rss_rounds"] = [r.get("peak_rss_mb") for r in rounds]
+        if all("peak_anon_mb" in r for r in ok) and ok:
+            res["peak_anon_mb"] = max(r["peak_anon_mb"] for r in ok)
+            res["file_mb"] = max(r["file_mb"] for r in ok)
     res["workload"] = workload
     res["pinned"] = pinned
     res["backlog_mib"] = int(float(backlog)) / 2**20

@@ -98,6 +98,15 @@ def tree_hwm_kb(pid):
     return sum(hwm_kb(p) for p in tree(pid))
 
 
+def tree_rss_split_kb(pid):
+    """(RssAnon, RssFile) summed over the process tree now, KiB: what the
+    process allocated, and the pages of its code and libraries mapped in
+    (shared memory, RssShmem, is neither)."""
+    procs = tree(pid)
+    return (sum(status_kb(p, "RssAnon") or 0 for p in procs),
+            sum(status_kb(p, "RssFile") or 0 for p in procs))
+
+
 def thread_ids(pid):
     """The thread ids of one process (empty once it is gone)."""
     try:
