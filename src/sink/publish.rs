@@ -576,18 +576,30 @@ impl<'s> Step<'s> {
 /// Hands `record` to `broker`, waiting while the broker's queue is full
 /// (backpressure: acknowledgements make room, never a bigger buffer). A
 /// failure reported meanwhile ends the wait.
+///
+/// A refused send registers for the next acknowledgement and tries once
+/// more before it waits: an acknowledgement that made room between the
+/// refusal and the registration would otherwise be missed, and the send
+/// would sleep the whole pause with room in the queue.
 pub(super) async fn send<B: Broker>(
     shared: &Shared,
     broker: &B,
     record: &WireRecord<'_>,
     mut ticket: B::Ticket,
 ) -> Result<(), Stop<B::Ticket, B::Error>> {
+    let mut waiter = None;
     loop {
         match broker.send(record, ticket) {
             Ok(()) => return Ok(()),
             Err(Refusal::Full(back)) => {
                 ticket = back;
-                let _ = tokio::time::timeout(FULL_PAUSE, shared.wake.notified()).await;
+                // A `Notified` hears every notify_waiters() from its
+                // creation on, polled or not.
+                let Some(notified) = waiter.take() else {
+                    waiter = Some(shared.wake.notified());
+                    continue;
+                };
+                let _ = tokio::time::timeout(FULL_PAUSE, notified).await;
                 if let Some(err) = shared.take_failure() {
                     return Err(Stop::Failed(err));
                 }
@@ -721,6 +733,59 @@ mod tests {
         queue.room.set(1);
         assert!(send(&shared, &queue, &record, 3).await.is_ok());
         assert_eq!(*queue.sent.borrow(), ["t#1", "t#3"]);
+    }
+
+    /// A broker whose queue is full when asked, while an acknowledgement
+    /// makes room and wakes the waiters at that very moment (as
+    /// librdkafka's delivery thread can, between the refusal and the wait).
+    struct AckRacing<'a> {
+        shared: &'a Shared,
+        tries: Cell<u32>,
+    }
+
+    impl Broker for AckRacing<'_> {
+        type Ticket = u32;
+        type Error = Refuse;
+        const NAME: &'static str = "racing";
+        const GUARANTEES: Guarantees = Guarantees {
+            idempotent: false,
+            transactional: false,
+            dedup_by_id: false,
+            per_key_order: true,
+        };
+
+        fn send(&self, _: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
+            self.tries.set(self.tries.get() + 1);
+            if self.tries.get() == 1 {
+                self.shared.wake.notify_waiters();
+                return Err(Refusal::Full(ticket));
+            }
+            Ok(())
+        }
+
+        fn classify(_: &Refuse) -> FailureClass {
+            FailureClass::Purged
+        }
+
+        fn in_flight(&self) -> usize {
+            0
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn room_made_as_the_queue_refused_is_used_at_once() {
+        let shared = Shared::default();
+        let broker = AckRacing {
+            shared: &shared,
+            tries: Cell::new(0),
+        };
+        let record = WireRecord::plain("t", None, Some(b"v"));
+        let t0 = tokio::time::Instant::now();
+        assert!(send(&shared, &broker, &record, 1).await.is_ok());
+        assert_eq!(broker.tries.get(), 2);
+        // No pause: the acknowledgement came before anyone waited for it,
+        // and the second try found its room.
+        assert_eq!(t0.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test]
