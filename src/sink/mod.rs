@@ -81,12 +81,16 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("linger.ms", "5"),
     // Infinite local timeout: a broker outage is backpressure, not data loss.
     ("message.timeout.ms", "0"),
-    // Bound librdkafka's own buffer: 32 MiB (the Java producer's
-    // buffer.memory) or 32k messages. It is walrelay's largest memory term
-    // when the broker is slower than the slot (64 MiB gave a 67 MB peak RSS
-    // in W1; 16 MiB drained W1 and W2 as fast as 64 MiB, docs/benchmarks.md).
+    // Bound librdkafka's own buffer: 32 MiB of payloads (the Java
+    // producer's buffer.memory) or 8,192 messages. It is walrelay's largest
+    // memory term when the broker is slower than the slot: a queued record
+    // costs its payload and about 500 bytes besides (librdkafka's message
+    // and header, walrelay's delivery context), which the kbytes bound does
+    // not count. 32,768 messages peaked at 58-64 MB in W2 across `lan`,
+    // 8,192 at 46.6-48.8 MB, with W2's rate 0.92-1.01 and W1's 0.97-1.12 of
+    // 32,768's in four runs (docs/benchmarks.md, "Memory across `lan`").
     ("queue.buffering.max.kbytes", "32768"),
-    ("queue.buffering.max.messages", "32768"),
+    ("queue.buffering.max.messages", "8192"),
 ];
 /// How often an idle sink looks for a permanent delivery failure.
 const FAILURE_CHECK: Duration = Duration::from_millis(100);
