@@ -646,16 +646,19 @@ mod tests {
     #[error("refused: {0}")]
     struct Refuse(&'static str);
 
+    /// What the test brokers promise: order per key, nothing more.
+    const ORDERED_ONLY: Guarantees = Guarantees {
+        idempotent: false,
+        transactional: false,
+        dedup_by_id: false,
+        per_key_order: true,
+    };
+
     impl Broker for Queue {
         type Ticket = u32;
         type Error = Refuse;
         const NAME: &'static str = "queue";
-        const GUARANTEES: Guarantees = Guarantees {
-            idempotent: false,
-            transactional: false,
-            dedup_by_id: false,
-            per_key_order: true,
-        };
+        const GUARANTEES: Guarantees = ORDERED_ONLY;
 
         fn send(&self, record: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
             if let Some(why) = self.refuse {
@@ -747,12 +750,7 @@ mod tests {
         type Ticket = u32;
         type Error = Refuse;
         const NAME: &'static str = "racing";
-        const GUARANTEES: Guarantees = Guarantees {
-            idempotent: false,
-            transactional: false,
-            dedup_by_id: false,
-            per_key_order: true,
-        };
+        const GUARANTEES: Guarantees = ORDERED_ONLY;
 
         fn send(&self, _: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
             self.tries.set(self.tries.get() + 1);
