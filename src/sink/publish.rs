@@ -54,6 +54,9 @@ pub(super) const UNTRACKED: u64 = 0;
 /// How long a send waits for acknowledgements to make room in a full
 /// broker queue before it tries again.
 const FULL_PAUSE: Duration = Duration::from_millis(10);
+/// A send waiting on a full queue is woken when 1/ROOM_RUN of the records
+/// in flight at its refusal have been acknowledged.
+const ROOM_RUN: usize = 8;
 
 /// State shared by a sink, its brokers' delivery callbacks and the
 /// dead-letter producer's.
@@ -64,8 +67,18 @@ pub(crate) struct Shared {
     /// The current session's generation and tracker.
     pub(super) tracker: Mutex<Option<(u64, SharedTracker)>>,
     failure: Mutex<Option<SinkError>>,
-    /// Woken by every acknowledgement: a waiting send tries again.
+    /// Woken by every acknowledgement (a drain waits on it).
     pub(super) wake: Notify,
+    /// Woken once a send refused by a full queue has room for a run of
+    /// records: at `room_at` acknowledgements (0: no send waits). Waking
+    /// it at every acknowledgement instead cost a task wake-up per record
+    /// while the queue stayed full, CPU the two cores' walsender and broker
+    /// needed (W2 across `zone` drained at 0.94 of a queue too large to
+    /// fill, docs/benchmarks.md).
+    room: Notify,
+    room_at: AtomicU64,
+    /// Acknowledgements settled so far (delivered or refused).
+    settled: AtomicU64,
     /// Signalled once per recorded failure, so an idle sink stops at once
     /// without being woken by every delivery report.
     pub(super) failed: Notify,
@@ -130,6 +143,7 @@ impl Shared {
             *failure = Some(err);
         }
         self.failed.notify_one();
+        self.room.notify_waiters();
     }
 
     /// Takes the recorded failure, if any.
@@ -156,6 +170,19 @@ impl Shared {
             Err(failure) => self.refused(ctx, dead_letter, failure),
         }
         self.wake.notify_waiters();
+        let n = self.settled.fetch_add(1, Ordering::Relaxed) + 1;
+        let at = self.room_at.load(Ordering::Relaxed);
+        if at != 0 && n >= at {
+            self.room_at.store(0, Ordering::Relaxed);
+            self.room.notify_waiters();
+        }
+    }
+
+    /// Asks for the room notification after `run` more acknowledgements.
+    fn want_room(&self, run: usize) {
+        let run = u64::try_from(run.max(1)).unwrap_or(u64::MAX);
+        let at = self.settled.load(Ordering::Relaxed).saturating_add(run);
+        self.room_at.store(at, Ordering::Relaxed);
     }
 
     /// Settles an event a transform dropped: nothing was sent, so it is
@@ -577,10 +604,11 @@ impl<'s> Step<'s> {
 /// (backpressure: acknowledgements make room, never a bigger buffer). A
 /// failure reported meanwhile ends the wait.
 ///
-/// A refused send registers for the next acknowledgement and tries once
-/// more before it waits: an acknowledgement that made room between the
-/// refusal and the registration would otherwise be missed, and the send
-/// would sleep the whole pause with room in the queue.
+/// A refused send asks to be woken once an eighth of what is in flight
+/// has been acknowledged (room for a run of records, not one), registers,
+/// and tries once more before it waits: room made between the refusal and
+/// the registration would otherwise be missed, and the send would sleep
+/// the whole pause with room in the queue. The pause bounds every wait.
 pub(super) async fn send<B: Broker>(
     shared: &Shared,
     broker: &B,
@@ -596,7 +624,8 @@ pub(super) async fn send<B: Broker>(
                 // A `Notified` hears every notify_waiters() from its
                 // creation on, polled or not.
                 let Some(notified) = waiter.take() else {
-                    waiter = Some(shared.wake.notified());
+                    waiter = Some(shared.room.notified());
+                    shared.want_room(broker.in_flight() / ROOM_RUN);
                     continue;
                 };
                 let _ = tokio::time::timeout(FULL_PAUSE, notified).await;
@@ -739,14 +768,13 @@ mod tests {
     }
 
     /// A broker whose queue is full when asked, while an acknowledgement
-    /// makes room and wakes the waiters at that very moment (as
-    /// librdkafka's delivery thread can, between the refusal and the wait).
-    struct AckRacing<'a> {
-        shared: &'a Shared,
+    /// makes room at that very moment (as librdkafka's delivery thread
+    /// can, between the refusal and the wait).
+    struct AckRacing {
         tries: Cell<u32>,
     }
 
-    impl Broker for AckRacing<'_> {
+    impl Broker for AckRacing {
         type Ticket = u32;
         type Error = Refuse;
         const NAME: &'static str = "racing";
@@ -755,7 +783,6 @@ mod tests {
         fn send(&self, _: &WireRecord<'_>, ticket: u32) -> Result<(), Refusal<u32, Refuse>> {
             self.tries.set(self.tries.get() + 1);
             if self.tries.get() == 1 {
-                self.shared.wake.notify_waiters();
                 return Err(Refusal::Full(ticket));
             }
             Ok(())
@@ -774,16 +801,44 @@ mod tests {
     async fn room_made_as_the_queue_refused_is_used_at_once() {
         let shared = Shared::default();
         let broker = AckRacing {
-            shared: &shared,
             tries: Cell::new(0),
         };
         let record = WireRecord::plain("t", None, Some(b"v"));
         let t0 = tokio::time::Instant::now();
         assert!(send(&shared, &broker, &record, 1).await.is_ok());
         assert_eq!(broker.tries.get(), 2);
-        // No pause: the acknowledgement came before anyone waited for it,
-        // and the second try found its room.
+        // No pause: the room came before anyone waited for it, and the
+        // second try found it.
         assert_eq!(t0.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_send_is_woken_by_a_run_of_acknowledgements_not_each() {
+        let shared = Shared::default();
+        let ctx = RecordContext::untracked();
+        let room = shared.room.notified();
+        tokio::pin!(room);
+        shared.want_room(3);
+        shared.settle(&ctx, None, Ok(()));
+        shared.settle(&ctx, None, Ok(()));
+        let wait = Duration::from_millis(1);
+        assert!(
+            tokio::time::timeout(wait, room.as_mut()).await.is_err(),
+            "two acknowledgements of three must not wake the send"
+        );
+        shared.settle(&ctx, None, Ok(()));
+        assert!(tokio::time::timeout(wait, room.as_mut()).await.is_ok());
+        // Asked for once: later acknowledgements wake nobody.
+        assert_eq!(shared.room_at.load(Ordering::Relaxed), 0);
+        // A failure ends a wait at once, whatever the run.
+        let again = shared.room.notified();
+        tokio::pin!(again);
+        shared.want_room(1000);
+        shared.record_failure(SinkError::DeadLetter {
+            broker: "kafka",
+            error: "x".into(),
+        });
+        assert!(tokio::time::timeout(wait, again.as_mut()).await.is_ok());
     }
 
     #[tokio::test]
