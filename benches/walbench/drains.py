@@ -223,7 +223,7 @@ def _median_round(rounds, workload, pinned, backlog):
         # Memory is a bound, not a rate: the worst round counts.
         res["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok) if ok else None
         res["rss_rounds"] = [r.get("peak_rss_mb") for r in rounds]
-        if all("peak_anon_mb" in r for r in ok) and ok:
+        if ok and all("peak_anon_mb" in r for r in ok):
             res["peak_anon_mb"] = max(r["peak_anon_mb"] for r in ok)
             res["file_mb"] = max(r["file_mb"] for r in ok)
     res["workload"] = workload
