@@ -42,8 +42,15 @@ use crate::sink::transactional::KafkaProgress;
 use crate::sink::SinkError;
 use crate::source::{ProgressStore, TrackerProgress};
 
-/// Batches in flight between the source and the sink.
-pub(crate) const CHANNEL_BATCHES: usize = 8;
+/// Batches in flight between the source and the sink: one waiting while
+/// the sink works through another. Every decoded event held here keeps
+/// the run of WAL it was read in alive, so depth is memory whenever the
+/// broker is slower than the slot; it buys no rate then (the sink is the
+/// bound, and the replication reader keeps reading meanwhile). 8 batches
+/// held about 4 MB more than 2 at W2's peak across `lan`, at the same
+/// rate in two 7-round runs (docs/benchmarks.md, "The channel between
+/// the source and the sink").
+pub(crate) const CHANNEL_BATCHES: usize = 2;
 
 /// Errors that end a pipeline.
 #[derive(Debug, thiserror::Error)]

@@ -363,8 +363,9 @@ pub(crate) struct RecordContext {
     /// copy).
     pub(super) event_id: Option<String>,
     /// The event's original bytes; kept only where a refused record can
-    /// be dead-lettered from its acknowledgement.
-    original: Option<Original>,
+    /// be dead-lettered from its acknowledgement. Boxed: a ticket lives
+    /// as long as its record is in flight, and most carry none.
+    original: Option<Box<Original>>,
     /// When it was handed to the broker, Unix µs (0: not measured).
     produced_us: i64,
 }
@@ -571,11 +572,11 @@ impl<'s> Step<'s> {
         }
         let original = (tag != UNTRACKED && self.dead_letters).then(|| {
             let (key, value) = event.original();
-            Original {
+            Box::new(Original {
                 origin: event.origin(),
                 key,
                 value,
-            }
+            })
         });
         Box::new(RecordContext {
             tag,
