@@ -42,15 +42,14 @@ use crate::sink::transactional::KafkaProgress;
 use crate::sink::SinkError;
 use crate::source::{ProgressStore, TrackerProgress};
 
-/// Batches in flight between the source and the sink: one waiting while
-/// the sink works through another. Every decoded event held here keeps
-/// the run of WAL it was read in alive, so depth is memory whenever the
-/// broker is slower than the slot; it buys no rate then (the sink is the
-/// bound, and the replication reader keeps reading meanwhile). 8 batches
-/// held about 4 MB more than 2 at W2's peak across `lan`, at the same
-/// rate in two 7-round runs (docs/benchmarks.md, "The channel between
-/// the source and the sink").
-pub(crate) const CHANNEL_BATCHES: usize = 2;
+/// Batches in flight between the source and the sink. Every decoded
+/// event held here keeps the run of WAL it was read in alive, so depth is
+/// memory whenever the broker is slower than the slot; what it buys is
+/// decoding ahead while the broker stalls. Across `lan`, W2's worst round
+/// was 45-49 MB with 8 batches (six runs), 45-46 with 4 (three) and 43-45
+/// with 2 (six); 4 drained W2 at 1.00-1.14 of 8's rate, 2 at 0.87-1.06
+/// (docs/benchmarks.md, "The channel between the source and the sink").
+pub(crate) const CHANNEL_BATCHES: usize = 4;
 
 /// Errors that end a pipeline.
 #[derive(Debug, thiserror::Error)]
