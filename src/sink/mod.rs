@@ -88,8 +88,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     // and header, walrelay's delivery context), which the kbytes bound does
     // not count. 32,768 messages peaked at 58-64 MB in W2 across `lan`,
     // 8,192 at 46.6-48.8 MB, with W2's rate 0.92-1.01 and W1's 0.97-1.12 of
-    // 32,768's in four runs; across `zone`, W2 at 0.94 (docs/benchmarks.md,
-    // "Memory across `lan`").
+    // 32,768's in four runs; across `zone`, W2 at 0.94 in two runs and 0.98
+    // in a third (docs/benchmarks.md, "Memory across `lan`" and "The channel
+    // between the source and the sink").
     ("queue.buffering.max.kbytes", "32768"),
     ("queue.buffering.max.messages", "8192"),
 ];
