@@ -24,7 +24,7 @@ build() { (cd "$1" && cargo bench --bench hot_path --no-run -q 2>/dev/null); }
 run() { (cd "$1" && cargo bench --bench hot_path -q -- '^(route|pipeline)/' --warm-up-time 1 --measurement-time 3 2>/dev/null) >> "$2"; }
 build "$base"
 build .
-for i in $(seq 1 "$rounds"); do
+for _ in $(seq 1 "$rounds"); do
   run "$base" "$out/base"
   run . "$out/head"
 done

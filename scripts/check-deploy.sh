@@ -632,10 +632,11 @@ containerfile_inputs() {
         echo "USER is not 10001:10001 (the Deployment's runAsUser)"
         bad=1
     }
-    grep -q 'image: .*/walrelay:' "$K8S/deployment.yaml" && grep -q 'deploy/Containerfile' "$K8S/deployment.yaml" || {
+    if ! grep -q 'image: .*/walrelay:' "$K8S/deployment.yaml" ||
+        ! grep -q 'deploy/Containerfile' "$K8S/deployment.yaml"; then
         echo "deploy/kubernetes/deployment.yaml does not name the image deploy/Containerfile builds"
         bad=1
-    }
+    fi
     return "$bad"
 }
 

@@ -54,6 +54,26 @@ summary() {
     printf '  %-12s %ss\n' total "$((SECONDS - TOTAL_START))" >&2
 }
 
+# `cargo test --workspace ARGS`; when it fails, the failing tests' panic
+# messages are printed again at the end. With backtraces on, a failure's
+# message sits far above the end of a long run's output, where a reader of
+# only its tail (CI's excerpt) never sees it.
+cargo_test() {
+    local log rc=0
+    log=$(mktemp)
+    cargo test --workspace "$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+    if ((rc != 0)); then
+        printf '\n==> why the failing tests failed\n' >&2
+        # From each "panicked at" to its backtrace or its note, 40 lines
+        # at most each.
+        awk '/^thread .* panicked at /{on=1; n=0}
+             on && (/^stack backtrace:/ || /^note: /){on=0}
+             on && n++ < 40' "$log" >&2
+    fi
+    rm -f "$log"
+    return "$rc"
+}
+
 env_up() {
     local fetch rc=0
     # Debezium Server, the reference of the side-by-side suite
@@ -278,7 +298,7 @@ phase env-up env_up
 # core count): most integration tests wait on servers (PostgreSQL, Kafka,
 # the brokers, Debezium's JVMs), and the suite must stay within CI's
 # 30 minutes. WALRELAY_TEST_THREADS overrides it.
-RUST_TEST_THREADS=${WALRELAY_TEST_THREADS:-3} phase test cargo test --workspace "$@"
+RUST_TEST_THREADS=${WALRELAY_TEST_THREADS:-3} phase test cargo_test "$@"
 if (($# == 0)); then
     phase matrix matrix
     phase image image_phase

@@ -2797,7 +2797,7 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     let token = unique_name(&run.name.replace('-', "_"));
     let (slot_d, slot_w) = (format!("{token}_d"), format!("{token}_w"));
     let (dbz_dir, wr_dir) = (work.join("debezium"), work.join("walrelay"));
-    let (dbz_broker, wr_broker) = run.sink.servers(run).await?;
+    let (dbz_broker, wr_broker) = start_servers(run).await?;
     let template = file_text(&server_dir().join(run.name).join("application.properties"));
     for (dir, slot, broker) in [
         (&dbz_dir, &slot_d, &dbz_broker),
@@ -2874,6 +2874,24 @@ async fn run_in(run: &'static Run, work: PathBuf) -> Result<Vec<Diff>, String> {
     drop(running);
     drop((dbz_broker, wr_broker));
     Ok(notes)
+}
+
+/// The run's broker servers ([`Sink::servers`]). Starting them is the
+/// harness's work, not what the run compares, and on the loaded machine
+/// of a full suite it can fail for reasons of its own (an Erlang VM still
+/// booting when `rabbitmqctl` asks it, a free port taken meanwhile): a
+/// failed start is printed and tried once more on new servers.
+async fn start_servers(run: &Run) -> Result<(BrokerServer, BrokerServer), String> {
+    match run.sink.servers(run).await {
+        Ok(pair) => Ok(pair),
+        Err(first) => {
+            eprintln!(
+                "{}: starting its broker servers failed, trying once more: {first}",
+                run.name
+            );
+            run.sink.servers(run).await
+        }
+    }
 }
 
 /// Starts Debezium Server (until it streams) and walrelay at once, with
@@ -3172,7 +3190,7 @@ fn report(o: Outcome) -> Outcome {
         "{}: {} ({:.0} s)",
         o.name,
         match (&o.error, o.diffs.len()) {
-            (Some(_), _) => "ERROR".to_string(),
+            (Some(e), _) => format!("ERROR: {e}"),
             (None, 0) => "identical".to_string(),
             (None, n) => format!("{n} difference(s)"),
         },
